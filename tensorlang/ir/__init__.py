@@ -1,0 +1,1 @@
+"""The intermediate representation shared by every stage of the pipeline."""

@@ -1,0 +1,45 @@
+"""Schedule -> loop IR. Three construction steps (inline, bound inference, loop nest), then the
+passes in PASSES, in order."""
+
+from __future__ import annotations
+
+from ..ir.stmt import PrimFunc
+from .bound import infer_bounds
+from .inline import inline_bodies
+from .loop_nest import build_loop_nest
+from .passes.plan_allocation import plan_allocation
+from .passes.simplify import simplify_stmt
+from .passes.storage_flatten import storage_flatten
+from .passes.unroll import unroll_loops
+from .passes.vectorize import vectorize_loops
+
+# The ordered pass list. Constraints:
+# - simplify first: proven guards disappear before vectorize looks for tails;
+# - storage_flatten before vectorize: vector accesses are recognised on flat indices;
+# - vectorize before unroll: the vector body is built once, then copied;
+# - simplify last: unrolled copies get constant indices (what lets LLVM keep tiles in registers).
+PASSES = (
+    ("simplify", simplify_stmt),
+    ("storage_flatten", storage_flatten),
+    ("plan_allocation", plan_allocation),
+    ("vectorize", vectorize_loops),
+    ("unroll", unroll_loops),
+    ("simplify_final", simplify_stmt),
+)
+
+
+def lower(schedule, args, name: str = "main", check: bool = True) -> PrimFunc:
+    """Lower a schedule to a loop-IR kernel taking `args` (tensors) in that order."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"kernel name must be an identifier, got {name!r}")
+    if check and schedule.check_legality:
+        from ..analysis import check_schedule
+
+        check_schedule(schedule)
+    bodies = inline_bodies(schedule)
+    bounds = infer_bounds(schedule, bodies)
+    func = build_loop_nest(schedule, bodies, bounds, args, name)
+    body = func.body
+    for _, fn in PASSES:
+        body = fn(body)
+    return func.replace(body=body)

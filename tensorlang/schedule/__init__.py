@@ -1,0 +1,3 @@
+"""Schedules: how a kernel computes (every primitive a recorded, replayable step)."""
+from .schedule import Schedule, Step, Trace, create_schedule  # noqa: F401
+from .stage import Stage  # noqa: F401

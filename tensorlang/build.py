@@ -1,0 +1,62 @@
+"""The kernel pipeline as one readable list of steps: schedule -> loop IR -> LLVM IR -> machine
+code -> a runtime Module callable on numpy arrays."""
+
+from __future__ import annotations
+
+from .codegen.llvm_ir import emit_llvm_ir
+from .codegen.target import Target, compile_ir
+from .ir import stmt as S
+from .ir.expr import Var, as_int
+from .lower import lower
+from .schedule import Schedule
+from .version import __version__
+
+
+def _shape_entry(e) -> int | str:
+    v = as_int(e)
+    if v is not None:
+        return v
+    if isinstance(e, Var):
+        return e.name
+    raise ValueError(f"argument shapes must be ints or plain tl.var symbols, got {e!r}")
+
+
+def manifest_of(func: S.PrimFunc, target: Target) -> dict:
+    return {
+        "name": func.name,
+        "symbol": func.name,
+        "args": [{"name": b.name, "shape": [_shape_entry(d) for d in b.shape],
+                  "dtype": b.dtype, "written": w} for b, w in zip(func.params, func.written)],
+        "vars": [v.name for v in func.shape_vars],
+        "target": target.to_dict(),
+        "version": __version__,
+    }
+
+
+def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int = 3):
+    """Compile a schedule (or an already lowered kernel) into a runtime.Module.
+
+    1. lower: schedule -> loop IR (tl.lower; legality is checked there)
+    2. emit: loop IR -> LLVM IR text with explicit vector code and an outlined parallel body
+    3. compile: LLVM's O3 pipeline for the host CPU -> PIC object code (cached on disk)
+    4. load: the object linked into a shared library and wrapped in a checked call
+    """
+    from .runtime import Module
+
+    if isinstance(schedule, Schedule):
+        if args is None:
+            raise TypeError("build: give the kernel's argument tensors, e.g. "
+                            "tl.build(s, [A, B, C])")
+        func = lower(schedule, args, name=name)
+    elif isinstance(schedule, S.PrimFunc):
+        func = schedule
+    else:
+        raise TypeError(f"build: expected a Schedule or a lowered kernel, got "
+                        f"{type(schedule).__name__}")
+    tgt = Target.from_string(target)
+    llvm_ir = emit_llvm_ir(func, tgt)
+    obj = compile_ir(llvm_ir, tgt, opt_level=opt_level)
+    sources = {"tir": str(func), "ll": obj.optimized_ir, "ll_unoptimized": llvm_ir}
+    if obj.asm:
+        sources["asm"] = obj.asm
+    return Module.from_object(obj.object_code, manifest_of(func, tgt), sources)

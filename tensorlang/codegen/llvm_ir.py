@@ -1,0 +1,582 @@
+"""Loop IR -> LLVM IR (llvmlite.ir).
+
+The kernel ABI: `i32 @name(ptr %buf0, ..., ptr %bufN, i64 %shape_var0, ...)` returns 0, or a
+nonzero error code (heap allocation failure, or a failing parallel task). Vector expressions
+become `<N x T>` values; parallel loops are outlined into `i32 @name.parallelK(i32 task,
+i32 num_tasks, ptr closure)` and launched through the thread pool's entry point, whose address
+the loader stores in the global `@__tl_parallel_launch`."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from llvmlite.ir import types as _ir_types
+
+from ..errors import LoweringError
+from ..ir import dtype as dt
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.functor import Visitor
+from . import intrinsics
+
+# LLVM 22 only reads opaque pointers: make llvmlite print every pointer (a function's address
+# included) as `ptr`.
+_ir_types.ir_layer_typed_pointers_enabled = False
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+FLAGS = ("contract",)
+LAUNCH_GLOBAL = "__tl_parallel_launch"
+ERR_ALLOC = -1
+LAUNCH_TYPE = ir.FunctionType(I32, [PTR, PTR, I32])
+
+
+def scalar_type(d: str) -> ir.Type:
+    base = dt.element(d)
+    if base == "bool":
+        return I1
+    if base == "float32":
+        return ir.FloatType()
+    if base == "float64":
+        return ir.DoubleType()
+    if base == "float16":
+        return ir.HalfType()
+    return ir.IntType(dt.bits(base))
+
+
+def llvm_type(d: str) -> ir.Type:
+    n = dt.lanes(d)
+    t = scalar_type(d)
+    return t if n == 1 else ir.VectorType(t, n)
+
+
+def memory_type(d: str) -> ir.Type:
+    """Type of one element in memory (bool is a byte, as in numpy)."""
+    return I8 if dt.is_bool(d) else scalar_type(d)
+
+
+def _opaque(alloca):
+    # llvmlite types an alloca as a typed pointer, which then fails its own store/GEP type
+    # checks against opaque `ptr` values; the printed IR only uses allocated_type.
+    alloca.type = PTR
+    return alloca
+
+
+class _LoadedLaunchPointer(ir.instructions.LoadInstr):
+    """The loaded pool entry point: an opaque `ptr` that llvmlite must call with a known
+    function type (it reads `function_type` from the callee)."""
+
+    @property
+    def function_type(self):
+        return LAUNCH_TYPE
+
+
+class _FreeVars(Visitor):
+    """Variables and buffers a statement uses but does not define (for outlining)."""
+
+    def __init__(self):
+        self.defined: set = set()
+        self.vars: list = []
+        self.buffers: list = []
+        self.allocated: set = set()
+
+    def visit_Var(self, v):
+        if v not in self.defined and v not in self.vars:
+            self.vars.append(v)
+
+    def visit_For(self, s):
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.defined.add(s.loop_var)
+        self.visit(s.body)
+
+    def visit_LetStmt(self, s):
+        self.visit(s.value)
+        self.defined.add(s.var)
+        self.visit(s.body)
+
+    def visit_Let(self, e):
+        self.visit(e.value)
+        self.defined.add(e.var)
+        self.visit(e.body)
+
+    def visit_Allocate(self, s):
+        self.allocated.add(s.buffer)
+        self.visit(s.body)
+
+    def _buf(self, b):
+        if b not in self.allocated and b not in self.buffers:
+            self.buffers.append(b)
+
+    def visit_Load(self, e):
+        self._buf(e.buffer)
+        self.generic(e)
+
+    def visit_Store(self, s):
+        self._buf(s.buffer)
+        self.generic(s)
+
+
+class FunctionEmitter:
+    def __init__(self, cg: "CodeGen", fn: ir.Function, in_parallel: bool):
+        self.cg = cg
+        self.fn = fn
+        self.in_parallel = in_parallel
+        entry = fn.append_basic_block("entry")
+        self.alloca_builder = ir.IRBuilder(entry)
+        body = fn.append_basic_block("body")
+        self.alloca_builder.branch(body)
+        self.alloca_builder.position_at_start(entry)
+        self.b = ir.IRBuilder(body)
+        self.vars: dict = {}
+        self.bufs: dict = {}
+        self.heap: list = []
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e) -> ir.Value:
+        fn = getattr(self, "e_" + type(e).__name__, None)
+        if fn is None:
+            raise LoweringError(f"codegen: unsupported expression {type(e).__name__}: {e!r}")
+        return fn(e)
+
+    def e_Const(self, e):
+        t = scalar_type(e.dtype)
+        if dt.is_bool(e.dtype):
+            return ir.Constant(I1, int(bool(e.value)))
+        if dt.is_float(e.dtype):
+            return ir.Constant(t, float(e.value))
+        return ir.Constant(t, int(e.value))
+
+    def e_Var(self, e):
+        v = self.vars.get(e)
+        if v is None:
+            raise LoweringError(f"codegen: variable {e.name} is used outside its scope "
+                                "(or a symbolic size not given by any argument's shape)")
+        return v
+
+    def e_Let(self, e):
+        self.vars[e.var] = self.expr(e.value)
+        return self.expr(e.body)
+
+    def e_Ramp(self, e):
+        n = e.lanes
+        base = self.broadcast(self.expr(e.base), n)
+        stride = self.broadcast(self.expr(e.stride), n)
+        t = scalar_type(e.base.dtype)
+        steps = ir.Constant(ir.VectorType(t, n), [ir.Constant(t, i) for i in range(n)])
+        return self.b.add(base, self.b.mul(stride, steps))
+
+    def e_Broadcast(self, e):
+        return self.broadcast(self.expr(e.value), e.lanes)
+
+    def broadcast(self, v: ir.Value, n: int) -> ir.Value:
+        if isinstance(v.type, ir.VectorType):
+            return v
+        vt = ir.VectorType(v.type, n)
+        if isinstance(v, ir.Constant):
+            return ir.Constant(vt, [v] * n)
+        tmp = self.b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
+        return self.b.shuffle_vector(tmp, ir.Constant(vt, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, n), [0] * n))
+
+    def _arith(self, e, int_op, float_op, uint_op=None):
+        a, b = self.expr(e.a), self.expr(e.b)
+        if dt.is_float(e.a.dtype):
+            return getattr(self.b, float_op)(a, b, flags=FLAGS)
+        if uint_op and dt.is_unsigned(e.a.dtype):
+            return getattr(self.b, uint_op)(a, b)
+        return getattr(self.b, int_op)(a, b)
+
+    def e_Add(self, e):
+        return self._arith(e, "add", "fadd")
+
+    def e_Sub(self, e):
+        return self._arith(e, "sub", "fsub")
+
+    def e_Mul(self, e):
+        return self._arith(e, "mul", "fmul")
+
+    def e_Div(self, e):
+        return self._arith(e, "sdiv", "fdiv", "udiv")
+
+    def _floor_fix(self, a, b):
+        """Quotient and remainder rounded towards minus infinity (Python semantics)."""
+        q = self.b.sdiv(a, b)
+        r = self.b.srem(a, b)
+        zero = ir.Constant(a.type, None) if not isinstance(a.type, ir.VectorType) else \
+            ir.Constant(a.type, [ir.Constant(a.type.element, 0)] * a.type.count)
+        fix = self.b.and_(self.b.icmp_signed("!=", r, zero),
+                          self.b.icmp_signed("<", self.b.xor(r, b), zero))
+        return q, r, fix
+
+    def _pow2(self, e):
+        c = E.as_int(e.b) if not isinstance(e.b, E.Broadcast) else E.as_int(e.b.value)
+        if c is not None and c > 0 and c & (c - 1) == 0:
+            return c
+        return None
+
+    def e_FloorDiv(self, e):
+        a, b = self.expr(e.a), self.expr(e.b)
+        if dt.is_unsigned(e.dtype):
+            return self.b.udiv(a, b)
+        c = self._pow2(e)
+        if c is not None:
+            return self.b.ashr(a, self._like(a, c.bit_length() - 1))
+        q, _, fix = self._floor_fix(a, b)
+        return self.b.sub(q, self.b.zext(fix, a.type))
+
+    def e_FloorMod(self, e):
+        a, b = self.expr(e.a), self.expr(e.b)
+        if dt.is_unsigned(e.dtype):
+            return self.b.urem(a, b)
+        c = self._pow2(e)
+        if c is not None:
+            return self.b.and_(a, self._like(a, c - 1))
+        _, r, fix = self._floor_fix(a, b)
+        return self.b.select(fix, self.b.add(r, b), r)
+
+    def _like(self, v, c: int):
+        if isinstance(v.type, ir.VectorType):
+            return ir.Constant(v.type, [ir.Constant(v.type.element, c)] * v.type.count)
+        return ir.Constant(v.type, c)
+
+    def _minmax(self, e, less: bool):
+        a, b = self.expr(e.a), self.expr(e.b)
+        if dt.is_float(e.dtype):
+            c = self.b.fcmp_ordered("<" if less else ">", a, b)
+        elif dt.is_unsigned(e.dtype) or dt.is_bool(e.dtype):
+            c = self.b.icmp_unsigned("<" if less else ">", a, b)
+        else:
+            c = self.b.icmp_signed("<" if less else ">", a, b)
+        return self.b.select(c, a, b)
+
+    def e_Min(self, e):
+        return self._minmax(e, True)
+
+    def e_Max(self, e):
+        return self._minmax(e, False)
+
+    def _cmp(self, e, op):
+        a, b = self.expr(e.a), self.expr(e.b)
+        if dt.is_float(e.a.dtype):
+            if op == "!=":
+                return self.b.fcmp_unordered(op, a, b)
+            return self.b.fcmp_ordered(op, a, b)
+        if dt.is_unsigned(e.a.dtype) or dt.is_bool(e.a.dtype):
+            return self.b.icmp_unsigned(op, a, b)
+        return self.b.icmp_signed(op, a, b)
+
+    def e_EQ(self, e):
+        return self._cmp(e, "==")
+
+    def e_NE(self, e):
+        return self._cmp(e, "!=")
+
+    def e_LT(self, e):
+        return self._cmp(e, "<")
+
+    def e_LE(self, e):
+        return self._cmp(e, "<=")
+
+    def e_GT(self, e):
+        return self._cmp(e, ">")
+
+    def e_GE(self, e):
+        return self._cmp(e, ">=")
+
+    def e_And(self, e):
+        return self.b.and_(self.expr(e.a), self.expr(e.b))
+
+    def e_Or(self, e):
+        return self.b.or_(self.expr(e.a), self.expr(e.b))
+
+    def e_Not(self, e):
+        return self.b.not_(self.expr(e.a))
+
+    def e_Select(self, e):
+        return self.b.select(self.expr(e.condition), self.expr(e.true_value),
+                             self.expr(e.false_value))
+
+    def e_Cast(self, e):
+        v = self.expr(e.value)
+        src, dst = e.value.dtype, e.dtype
+        to = llvm_type(dst)
+        if dt.is_bool(dst):
+            if dt.is_float(src):
+                return self.b.fcmp_unordered("!=", v, ir.Constant(v.type, None)
+                                             if not isinstance(v.type, ir.VectorType)
+                                             else self._zero(v.type))
+            return self.b.icmp_unsigned("!=", v, self._zero(v.type))
+        if dt.is_float(src) and dt.is_float(dst):
+            sb, db = dt.bits(src), dt.bits(dst)
+            return v if sb == db else (self.b.fpext(v, to) if db > sb else self.b.fptrunc(v, to))
+        if dt.is_float(dst):
+            if dt.is_unsigned(src) or dt.is_bool(src):
+                return self.b.uitofp(v, to)
+            return self.b.sitofp(v, to)
+        if dt.is_float(src):
+            return self.b.fptoui(v, to) if dt.is_unsigned(dst) else self.b.fptosi(v, to)
+        sb, db = dt.bits(src), dt.bits(dst)
+        if sb == db:
+            return v
+        if db < sb:
+            return self.b.trunc(v, to)
+        if dt.is_unsigned(src) or dt.is_bool(src):
+            return self.b.zext(v, to)
+        return self.b.sext(v, to)
+
+    def _zero(self, t):
+        if isinstance(t, ir.VectorType):
+            return ir.Constant(t, [ir.Constant(t.element, 0)] * t.count)
+        return ir.Constant(t, 0)
+
+    def e_Call(self, e):
+        args = [self.expr(a) for a in e.args]
+        if not dt.is_float(e.dtype):
+            if e.name == "abs":
+                v = args[0]
+                if dt.is_unsigned(e.dtype):
+                    return v
+                neg = self.b.sub(self._zero(v.type), v)
+                return self.b.select(self.b.icmp_signed("<", v, self._zero(v.type)), neg, v)
+            raise LoweringError(f"codegen: {e.name} is not defined for {e.dtype}")
+        return intrinsics.emit_math(self.b, e.name, args)
+
+    # ------------------------------------------------------------------ memory
+    def _address(self, buf, idx: ir.Value) -> ir.Value:
+        return self.b.gep(self.bufs[buf], [idx], inbounds=True,
+                          source_etype=memory_type(buf.dtype))
+
+    def e_Load(self, e):
+        buf = e.buffer
+        if buf not in self.bufs:
+            raise LoweringError(f"codegen: buffer {buf.name} is used outside its allocation")
+        idx_e = e.indices[0]
+        mt = memory_type(buf.dtype)
+        align = dt.storage_bytes(buf.dtype)
+        if isinstance(idx_e, E.Ramp) and E.as_int(idx_e.stride) == 1:
+            ptr = self._address(buf, self.expr(idx_e.base))
+            vt = ir.VectorType(mt, idx_e.lanes)
+            v = self.b.load(ptr, typ=vt, align=align)
+            return self.b.trunc(v, ir.VectorType(I1, idx_e.lanes)) if dt.is_bool(buf.dtype) \
+                else v
+        idx = self.expr(idx_e)
+        if isinstance(idx.type, ir.VectorType):  # gather, lane by lane
+            n = idx.type.count
+            out = ir.Constant(ir.VectorType(mt, n), ir.Undefined)
+            for lane in range(n):
+                li = self.b.extract_element(idx, ir.Constant(I32, lane))
+                x = self.b.load(self._address(buf, li), typ=mt, align=align)
+                out = self.b.insert_element(out, x, ir.Constant(I32, lane))
+            return self.b.trunc(out, ir.VectorType(I1, n)) if dt.is_bool(buf.dtype) else out
+        v = self.b.load(self._address(buf, idx), typ=mt, align=align)
+        return self.b.trunc(v, I1) if dt.is_bool(buf.dtype) else v
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, s) -> None:
+        if s is None:
+            return
+        getattr(self, "s_" + type(s).__name__)(s)
+
+    def s_SeqStmt(self, s):
+        for x in s.stmts:
+            self.stmt(x)
+
+    def s_Evaluate(self, s):
+        self.expr(s.value)
+
+    def s_LetStmt(self, s):
+        self.vars[s.var] = self.expr(s.value)
+        self.stmt(s.body)
+
+    def s_Store(self, s):
+        if s.predicate is not None:
+            self.s_IfThenElse(S.IfThenElse(s.predicate, s.replace(predicate=None)))
+            return
+        buf = s.buffer
+        if buf not in self.bufs:
+            raise LoweringError(f"codegen: buffer {buf.name} is used outside its allocation")
+        val = self.expr(s.value)
+        if dt.is_bool(buf.dtype):
+            t = I8 if not isinstance(val.type, ir.VectorType) else ir.VectorType(
+                I8, val.type.count)
+            val = self.b.zext(val, t)
+        idx_e = s.indices[0]
+        align = dt.storage_bytes(buf.dtype)
+        base = idx_e.base if isinstance(idx_e, E.Ramp) else idx_e
+        self.b.store(val, self._address(buf, self.expr(base)), align=align)
+
+    def s_IfThenElse(self, s):
+        cond = self.expr(s.condition)
+        if s.else_case is None:
+            with self.b.if_then(cond):
+                self.stmt(s.then_case)
+        else:
+            with self.b.if_else(cond) as (then, other):
+                with then:
+                    self.stmt(s.then_case)
+                with other:
+                    self.stmt(s.else_case)
+
+    def s_Allocate(self, s):
+        buf = s.buffer
+        mt = memory_type(buf.dtype)
+        n = buf.const_elements()
+        if buf.scope == "stack":
+            arr = self.alloca_builder.alloca(ir.ArrayType(mt, n), name=buf.name)
+            arr.align = 64
+            self.bufs[buf] = _opaque(arr)
+            self.stmt(s.body)
+            return
+        count = self.expr(buf.num_elements() if not isinstance(buf.num_elements(), int)
+                          else E.const(buf.num_elements()))
+        nbytes = self.b.mul(count, ir.Constant(I64, dt.storage_bytes(buf.dtype)))
+        # aligned_alloc needs a multiple of the alignment
+        nbytes = self.b.and_(self.b.add(nbytes, ir.Constant(I64, 63)), ir.Constant(I64, ~63))
+        p = self.b.call(self.cg.libc("aligned_alloc", PTR, [I64, I64]),
+                        [ir.Constant(I64, 64), nbytes])
+        failed = self.b.icmp_unsigned("==", p, ir.Constant(PTR, None))
+        with self.b.if_then(failed, likely=False):
+            self.b.ret(ir.Constant(I32, ERR_ALLOC))
+        self.bufs[buf] = p
+        self.stmt(s.body)
+        self.b.call(self.cg.libc("free", ir.VoidType(), [PTR]), [p])
+
+    def s_For(self, s):
+        if s.kind == "parallel" and not self.in_parallel:
+            self._parallel(s)
+            return
+        start = self.expr(s.min)
+        end = self.b.add(start, self.expr(s.extent))
+        self._loop(s.loop_var, start, end, s.body)
+
+    def _loop(self, var, start, end, body) -> None:
+        pre = self.b.block
+        header = self.fn.append_basic_block(f"{var.name}.header")
+        loop = self.fn.append_basic_block(f"{var.name}.body")
+        done = self.fn.append_basic_block(f"{var.name}.done")
+        self.b.branch(header)
+        self.b.position_at_end(header)
+        phi = self.b.phi(I64, name=var.name)
+        phi.add_incoming(start, pre)
+        self.b.cbranch(self.b.icmp_signed("<", phi, end), loop, done)
+        self.b.position_at_end(loop)
+        self.vars[var] = phi
+        self.stmt(body)
+        nxt = self.b.add(phi, ir.Constant(I64, 1))
+        phi.add_incoming(nxt, self.b.block)
+        self.b.branch(header)
+        self.b.position_at_end(done)
+
+    def _parallel(self, s: S.For) -> None:
+        fv = _FreeVars()
+        fv.visit(s)
+        vars_ = [v for v in fv.vars if v is not s.loop_var]
+        bufs = fv.buffers
+        vals = [self.e_Var(v) for v in vars_] + [self.bufs[b] for b in bufs]
+        struct = ir.LiteralStructType([v.type for v in vals]) if vals else \
+            ir.LiteralStructType([I8])
+        closure = _opaque(self.alloca_builder.alloca(struct, name="closure"))
+        for i, v in enumerate(vals):
+            self.b.store(v, self.b.gep(closure, [ir.Constant(I32, 0), ir.Constant(I32, i)],
+                                        source_etype=struct))
+        body_fn = self.cg.outline(s, vars_, bufs, struct)
+        launch = self.b.load(self.cg.launch_global(), typ=PTR)
+        launch.__class__ = _LoadedLaunchPointer
+        rc = self.b.call(launch, [body_fn, closure, ir.Constant(I32, 0)])
+        failed = self.b.icmp_signed("!=", rc, ir.Constant(I32, 0))
+        with self.b.if_then(failed, likely=False):
+            self.b.ret(rc)
+
+
+class CodeGen:
+    def __init__(self, target_cpu: str = "", target_features: str = "",
+                 vector_bits: int = 512):
+        self.module = ir.Module(name="tensorlang")
+        self.target_cpu = target_cpu
+        self.target_features = target_features
+        self.vector_bits = vector_bits
+        self._launch = None
+        self._n_parallel = 0
+        self.func_name = ""
+
+    def libc(self, name, ret, args):
+        g = self.module.globals.get(name)
+        if g is None:
+            g = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return g
+
+    def launch_global(self):
+        if self._launch is None:
+            g = ir.GlobalVariable(self.module, PTR, LAUNCH_GLOBAL)
+            g.initializer = ir.Constant(PTR, None)
+            g.align = 8
+            self._launch = g
+        return self._launch
+
+    def outline(self, s: S.For, vars_, bufs, struct) -> ir.Function:
+        self._n_parallel += 1
+        fn = ir.Function(self.module, ir.FunctionType(I32, [I32, I32, PTR]),
+                         name=f"{self.func_name}.parallel{self._n_parallel}")
+        fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        em = FunctionEmitter(self, fn, in_parallel=True)
+        task, ntasks, clo = fn.args
+        b = em.b
+        for i, v in enumerate(vars_):
+            em.vars[v] = b.load(b.gep(clo, [ir.Constant(I32, 0), ir.Constant(I32, i)],
+                                      source_etype=struct),
+                                typ=struct.elements[i])
+        for j, buf in enumerate(bufs):
+            k = len(vars_) + j
+            em.bufs[buf] = b.load(b.gep(clo, [ir.Constant(I32, 0), ir.Constant(I32, k)],
+                                        source_etype=struct),
+                                  typ=PTR)
+        # static schedule: task t runs iterations [t * chunk, min((t + 1) * chunk, extent))
+        start = em.expr(s.min)
+        extent = em.expr(s.extent)
+        t64, n64 = b.sext(task, I64), b.sext(ntasks, I64)
+        chunk = b.sdiv(b.add(extent, b.sub(n64, ir.Constant(I64, 1))), n64)
+        lo = b.mul(t64, chunk)
+        hi = b.add(lo, chunk)
+        hi = b.select(b.icmp_signed("<", hi, extent), hi, extent)
+        em._loop(s.loop_var, b.add(start, lo), b.add(start, hi), s.body)
+        em.b.ret(ir.Constant(I32, 0))
+        return fn
+
+    def add_function(self, f: S.PrimFunc) -> ir.Function:
+        self.func_name = f.name
+        params = [PTR] * len(f.params) + [I64] * len(f.shape_vars)
+        fn = ir.Function(self.module, ir.FunctionType(I32, params), name=f.name)
+        fn.attributes.add("nounwind")
+        for a, buf in zip(fn.args, f.params):
+            a.add_attribute("noalias")
+            a.attributes.align = dt.storage_bytes(buf.dtype)
+            a.name = buf.name
+        em = FunctionEmitter(self, fn, in_parallel=False)
+        for buf, a in zip(f.params, fn.args):
+            em.bufs[buf] = a
+        for v, a in zip(f.shape_vars, fn.args[len(f.params):]):
+            a.name = v.name
+            em.vars[v] = a
+        em.stmt(f.body)
+        em.b.ret(ir.Constant(I32, 0))
+        return fn
+
+    def text(self) -> str:
+        src = str(self.module)
+        attrs = f'"prefer-vector-width"="{self.vector_bits}"'
+        if self.target_cpu:
+            attrs += f' "target-cpu"="{self.target_cpu}"'
+        if self.target_features:
+            attrs += f' "target-features"="{self.target_features}"'
+        return src.replace(") nounwind\n", f") nounwind {attrs}\n")
+
+
+def emit_llvm_ir(func: S.PrimFunc, target=None) -> str:
+    """LLVM IR text of a lowered kernel."""
+    cpu = getattr(target, "cpu", "") if target is not None else ""
+    feats = getattr(target, "features", "") if target is not None else ""
+    bits = getattr(target, "vector_bits", 512) if target is not None else 512
+    cg = CodeGen(cpu, feats, bits)
+    cg.add_function(func)
+    return cg.text()

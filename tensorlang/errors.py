@@ -1,0 +1,14 @@
+"""The exception hierarchy. Every error tensorlang raises on purpose derives from TensorlangError,
+except argument errors at a call site, which are the usual TypeError / ValueError."""
+
+
+class TensorlangError(Exception):
+    """Base class of tensorlang's own errors."""
+
+
+class ScheduleError(TensorlangError):
+    """A schedule primitive was refused: misuse, or a legality (dependence) violation."""
+
+
+class LoweringError(TensorlangError):
+    """A schedule could not be lowered to loop IR (e.g. an unbounded region)."""

@@ -1,0 +1,526 @@
+"""Expression nodes: frozen, slotted dataclasses with structural equality and cached hashes.
+
+Python operators build expressions (`a + b`, `a < b`, `a == b`, `a & b`), as in TVM's TE. Because
+`==` builds an `EQ` node, structural comparison is `structural_equal(a, b)`; an `EQ`/`NE` node
+converts to bool structurally so that expressions still work as dict keys. Variables compare by
+identity: two loops both named "i" are different loops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from . import dtype as dt
+
+
+class Node:
+    """Base of expression and statement nodes: cached structural hash, generic child access."""
+
+    __slots__ = ("_hash",)
+    _field_names: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((type(self).__name__,) + tuple(_hashable(getattr(self, f))
+                                                   for f in self.fields()))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    @classmethod
+    def fields(cls) -> tuple[str, ...]:
+        names = cls.__dict__.get("_cached_fields")
+        if names is None:
+            names = tuple(f.name for f in dataclasses.fields(cls))
+            type.__setattr__(cls, "_cached_fields", names)
+        return names
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    return v
+
+
+def structural_equal(a: Any, b: Any) -> bool:
+    """Deep structural equality of IR nodes (Vars, Buffers and Tensors by identity)."""
+    if a is b:
+        return True
+    if isinstance(a, Node):
+        if type(a) is not type(b) or hash(a) != hash(b):
+            return False
+        if isinstance(a, (Var,)):
+            return False
+        return all(structural_equal(getattr(a, f), getattr(b, f)) for f in a.fields())
+    if isinstance(a, tuple):
+        return (isinstance(b, tuple) and len(a) == len(b)
+                and all(structural_equal(x, y) for x, y in zip(a, b)))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return type(a) is type(b) and a == b
+
+
+# ----------------------------------------------------------------------------- conversion
+
+
+def const(value, dtype: str | None = None) -> "Const":
+    """A constant; the dtype defaults to int64 for ints, float32 for floats, bool for bools."""
+    if dtype is None:
+        if isinstance(value, bool):
+            dtype = "bool"
+        elif isinstance(value, int):
+            dtype = dt.INDEX_DTYPE
+        elif isinstance(value, float):
+            dtype = "float32"
+        else:
+            raise TypeError(f"cannot make a constant of {type(value).__name__} {value!r}")
+    dtype = dt.canonical(dtype)
+    if dt.is_bool(dtype):
+        value = bool(value)
+    elif dt.is_float(dtype):
+        value = float(value)
+    else:
+        if isinstance(value, float) and not value.is_integer():
+            raise TypeError(f"constant {value!r} is not representable in {dtype}")
+        value = int(value)
+        lo, hi = dt.limits(dtype)
+        if not lo <= value <= hi:
+            raise ValueError(f"constant {value} out of range for {dtype}")
+    return Const(dtype, value)
+
+
+def convert(value, like: str | None = None) -> "Expr":
+    """Turn a Python scalar into an expression, taking `like`'s dtype where it makes sense."""
+    if isinstance(value, Expr):
+        return value
+    if hasattr(value, "as_expr"):
+        return value.as_expr()
+    if isinstance(value, (bool, int, float)) and not isinstance(value, Expr):
+        if like is not None:
+            if isinstance(value, bool) and not dt.is_bool(like):
+                return const(int(value), dt.element(like))
+            if isinstance(value, float) and not dt.is_float(like):
+                return const(value, "float32")
+            return const(value, dt.element(like))
+        return const(value)
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return const(value.item(), value.dtype.name)
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"cannot use {type(value).__name__} {value!r} in a tensor expression")
+
+
+def _cast_to(e: "Expr", dtype: str) -> "Expr":
+    if e.dtype == dtype:
+        return e
+    if isinstance(e, Const):
+        return const(e.value, dtype)
+    return Cast(dtype, e)
+
+
+def binary_operands(a, b) -> tuple["Expr", "Expr"]:
+    """Convert and promote two operands to a common dtype (numpy-like)."""
+    if not isinstance(a, Expr) and not hasattr(a, "as_expr"):
+        b = convert(b)
+        a = convert(a, b.dtype)
+    else:
+        a = convert(a)
+        b = convert(b, a.dtype)
+    if a.dtype != b.dtype:
+        ea, eb = dt.element(a.dtype), dt.element(b.dtype)
+        target = dt.promote(ea, eb) if ea != eb else ea
+        la, lb = dt.lanes(a.dtype), dt.lanes(b.dtype)
+        lanes = max(la, lb)
+        a = _cast_to(a, dt.with_lanes(target, la))
+        b = _cast_to(b, dt.with_lanes(target, lb))
+        if la != lb:
+            a = a if la == lanes else Broadcast(a, lanes)
+            b = b if lb == lanes else Broadcast(b, lanes)
+    return a, b
+
+
+# ----------------------------------------------------------------------------- base
+
+
+class Expr(Node):
+    __slots__ = ()
+    dtype: str
+
+    # arithmetic -----------------------------------------------------------
+    def __add__(self, o):
+        return Add(*binary_operands(self, o))
+
+    def __radd__(self, o):
+        return Add(*binary_operands(o, self))
+
+    def __sub__(self, o):
+        return Sub(*binary_operands(self, o))
+
+    def __rsub__(self, o):
+        return Sub(*binary_operands(o, self))
+
+    def __mul__(self, o):
+        return Mul(*binary_operands(self, o))
+
+    def __rmul__(self, o):
+        return Mul(*binary_operands(o, self))
+
+    def __truediv__(self, o):
+        return _true_div(*binary_operands(self, o))
+
+    def __rtruediv__(self, o):
+        return _true_div(*binary_operands(o, self))
+
+    def __floordiv__(self, o):
+        return _floor_div(*binary_operands(self, o))
+
+    def __rfloordiv__(self, o):
+        return _floor_div(*binary_operands(o, self))
+
+    def __mod__(self, o):
+        return FloorMod(*binary_operands(self, o))
+
+    def __rmod__(self, o):
+        return FloorMod(*binary_operands(o, self))
+
+    def __neg__(self):
+        if isinstance(self, Const):
+            return const(-self.value, self.dtype)
+        return Sub(convert(0, self.dtype), self)
+
+    def __pos__(self):
+        return self
+
+    # comparisons ------------------------------------------------------------
+    def __lt__(self, o):
+        return LT(*binary_operands(self, o))
+
+    def __le__(self, o):
+        return LE(*binary_operands(self, o))
+
+    def __gt__(self, o):
+        return GT(*binary_operands(self, o))
+
+    def __ge__(self, o):
+        return GE(*binary_operands(self, o))
+
+    def __eq__(self, o):  # type: ignore[override]
+        return EQ(*binary_operands(self, o))
+
+    def __ne__(self, o):  # type: ignore[override]
+        return NE(*binary_operands(self, o))
+
+    __hash__ = Node.__hash__
+
+    # logic ---------------------------------------------------------------------
+    def __and__(self, o):
+        return And(_as_bool(self), _as_bool(convert(o)))
+
+    def __rand__(self, o):
+        return And(_as_bool(convert(o)), _as_bool(self))
+
+    def __or__(self, o):
+        return Or(_as_bool(self), _as_bool(convert(o)))
+
+    def __ror__(self, o):
+        return Or(_as_bool(convert(o)), _as_bool(self))
+
+    def __invert__(self):
+        if dt.is_bool(self.dtype):
+            return Not(self)
+        raise TypeError(f"~ needs a boolean expression, got {self.dtype}")
+
+    def __bool__(self):
+        raise TypeError(
+            "a symbolic expression has no Python truth value; use tl.if_then_else / tl.select, "
+            "tl.all / tl.any, or & | ~ to combine conditions"
+        )
+
+    def astype(self, dtype) -> "Expr":
+        return _cast_to(self, dt.canonical(dtype))
+
+    def __repr__(self) -> str:
+        from .printer import expr_str
+
+        return expr_str(self)
+
+
+def _as_bool(e: Expr) -> Expr:
+    if not dt.is_bool(e.dtype):
+        raise TypeError(f"logical operators need boolean operands, got {e.dtype}: {e!r}")
+    return e
+
+
+def _true_div(a: Expr, b: Expr) -> Expr:
+    if not dt.is_float(a.dtype):
+        raise TypeError(
+            f"'/' is true division and needs float operands (got {a.dtype}); "
+            "use '//' for integer floor division or cast first")
+    return Div(a, b)
+
+
+def _floor_div(a: Expr, b: Expr) -> Expr:
+    if dt.is_float(a.dtype):
+        return Call(a.dtype, "floor", (Div(a, b),))
+    return FloorDiv(a, b)
+
+
+def _check_same(a: Expr, b: Expr, op: str) -> None:
+    if a.dtype != b.dtype:
+        raise TypeError(f"{op}: operand dtypes differ ({a.dtype} vs {b.dtype})")
+
+
+# ----------------------------------------------------------------------------- leaves
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Const(Expr):
+    dtype: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Var(Expr):
+    """A scalar variable: a loop index or a symbolic extent. Compared by identity."""
+
+    name: str
+    dtype: str = dt.INDEX_DTYPE
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+# ----------------------------------------------------------------------------- operators
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class BinaryOp(Expr):
+    a: Expr
+    b: Expr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.a.dtype
+
+    def __post_init__(self):
+        _check_same(self.a, self.b, type(self).__name__)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Add(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Sub(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Mul(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Div(BinaryOp):
+    """Floating-point true division."""
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class FloorDiv(BinaryOp):
+    """Integer division rounding towards minus infinity (Python's //)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class FloorMod(BinaryOp):
+    """Integer remainder with the sign of the divisor (Python's %)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Min(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Max(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class CmpOp(Expr):
+    a: Expr
+    b: Expr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return dt.with_lanes("bool", dt.lanes(self.a.dtype))
+
+    def __post_init__(self):
+        _check_same(self.a, self.b, type(self).__name__)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class EQ(CmpOp):
+    def __bool__(self):
+        # Lets expressions serve as dict keys and in `in` tests: structural comparison.
+        return structural_equal(self.a, self.b)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class NE(CmpOp):
+    def __bool__(self):
+        return not structural_equal(self.a, self.b)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class LT(CmpOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class LE(CmpOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class GT(CmpOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class GE(CmpOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class And(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Or(BinaryOp):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Not(Expr):
+    a: Expr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.a.dtype
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Select(Expr):
+    """cond ? true_value : false_value (both sides may be evaluated)."""
+
+    condition: Expr
+    true_value: Expr
+    false_value: Expr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.true_value.dtype
+
+    def __post_init__(self):
+        _check_same(self.true_value, self.false_value, "select")
+        if not dt.is_bool(self.condition.dtype):
+            raise TypeError(f"select condition must be boolean, got {self.condition.dtype}")
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Cast(Expr):
+    dtype: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Call(Expr):
+    """A pure math intrinsic (exp, log, sqrt, ...), evaluated elementwise."""
+
+    dtype: str
+    name: str
+    args: tuple
+
+
+# ----------------------------------------------------------------------------- vectors
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Ramp(Expr):
+    """The vector [base, base+stride, ..., base+(lanes-1)*stride]."""
+
+    base: Expr
+    stride: Expr
+    lanes: int
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return dt.with_lanes(self.base.dtype, self.lanes)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Broadcast(Expr):
+    value: Expr
+    lanes: int
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return dt.with_lanes(self.value.dtype, self.lanes)
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Load(Expr):
+    """Read buffer[indices] (one index per dimension before flattening, one after)."""
+
+    buffer: Any
+    indices: tuple
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        lanes = max((dt.lanes(i.dtype) for i in self.indices), default=1)
+        return dt.with_lanes(self.buffer.dtype, lanes)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Let(Expr):
+    var: Var
+    value: Expr
+    body: Expr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.body.dtype
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def is_const(e, value=None) -> bool:
+    return isinstance(e, Const) and (value is None or e.value == value)
+
+
+def as_int(e) -> int | None:
+    """The Python int of a constant integer expression, else None."""
+    if isinstance(e, int):
+        return e
+    if isinstance(e, Const) and not dt.is_float(e.dtype):
+        return int(e.value)
+    return None

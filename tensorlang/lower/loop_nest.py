@@ -1,0 +1,220 @@
+"""Step 3 of lowering: the loop nest. Each stage becomes loops over its leaf iteration variables
+(in schedule order, with their annotations) around a store of its expression; stages computed at a
+loop are emitted at the top of that loop's body; reductions get their initialisation just before
+the outermost reduce loop; non-dividing splits get tail guards; intermediate stages get buffers."""
+
+from __future__ import annotations
+
+from ..errors import LoweringError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.functor import Mutator, collect_vars, substitute
+from ..ir.simplify import simplify
+from ..schedule.relations import root_values
+from ..te.tensor import PlaceholderOp, Reduce, Tensor, TensorRead
+
+_KIND = {"parallel": "parallel", "vectorize": "vectorized", "unroll": "unrolled"}
+
+
+class LoopNestBuilder:
+    def __init__(self, schedule, bodies, bounds, args, name):
+        self.s = schedule
+        self.bodies = bodies
+        self.bounds = bounds
+        self.name = name
+        self.buffers: dict = {}  # (op or stage, value_index) -> Buffer
+        self.offsets: dict = {}  # stage -> [min per spatial axis]
+        self.params: list = []
+        self.written: list = []
+        self._bind_args(args)
+        # every buffer and offset exists before any body is converted: a consumer's body is
+        # converted before the producers computed inside its loops are emitted
+        self.local: dict = {}
+        for st in schedule.stages:
+            if st.attach_type == "inline":
+                continue
+            self.local[st] = self._make_local_buffers(st)
+            if st.attach_type == "scope":
+                self.offsets[st] = [bounds[st].root_min[iv] for iv in st.op.axis]
+
+    # ------------------------------------------------------------------ buffers
+    def _bind_args(self, args):
+        if not isinstance(args, (list, tuple)):
+            raise TypeError("the argument list must be a list of tensors")
+        seen = set()
+        for a in args:
+            if not isinstance(a, Tensor):
+                raise TypeError(f"kernel arguments must be tensors, got {type(a).__name__} {a!r}")
+            if id(a) in seen:
+                raise ValueError(f"tensor {a.name} appears twice in the argument list")
+            seen.add(id(a))
+            key = self._key(a)
+            if key is None:
+                raise ValueError(f"argument {a.name} is not part of this schedule")
+            st = key[0] if not isinstance(key[0], PlaceholderOp) else None
+            if st is not None and st.attach_type != "root":
+                raise ValueError(f"argument {a.name}: its stage is computed at/inlined into "
+                                 "another stage, so it cannot be a kernel argument")
+            buf = S.Buffer(a.name, tuple(a.shape), a.dtype, "global")
+            self.buffers[key] = buf
+            self.params.append(buf)
+            self.written.append(st is not None)
+        for st in self.s.stages:
+            if st.is_output:
+                for t in st.op.outputs:
+                    if (st, t.value_index) not in self.buffers:
+                        raise ValueError(f"output {t.name} is missing from the argument list")
+
+    def _key(self, t: Tensor):
+        if isinstance(t.op, PlaceholderOp):
+            if t.op not in self.s.placeholders:
+                return None
+            return (t.op, 0)
+        st = self.s.stage_map.get(t.op)
+        return None if st is None else (st, t.value_index)
+
+    def _buffer_for_read(self, t: Tensor) -> S.Buffer:
+        key = self._key(t)
+        buf = self.buffers.get(key)
+        if buf is None:
+            if isinstance(t.op, PlaceholderOp):
+                raise ValueError(f"input {t.name} is read but missing from the argument list")
+            raise LoweringError(f"tensor {t.name} is read outside the region where it exists")
+        return buf
+
+    def _make_local_buffers(self, st) -> list:
+        out = []
+        for t in st.op.outputs:
+            key = (st, t.value_index)
+            if key not in self.buffers:
+                buf = S.Buffer(t.name if st.op.num_outputs > 1 else st.name,
+                               self.bounds[st].alloc_shape, t.dtype, "local")
+                self.buffers[key] = buf
+                out.append(buf)
+        return out
+
+    # ------------------------------------------------------------------ expressions
+    def _to_loads(self, e):
+        builder = self
+
+        class _Loads(Mutator):
+            def visit_TensorRead(self, r):
+                idx = tuple(self.visit(i) for i in r.indices)
+                buf = builder._buffer_for_read(r.tensor)
+                st = builder.s.stage_map.get(r.tensor.op)
+                offs = builder.offsets.get(st)
+                if offs is not None:
+                    idx = tuple(simplify(i - o) for i, o in zip(idx, offs))
+                return E.Load(buf, idx)
+
+        return _Loads().visit(e)
+
+    # ------------------------------------------------------------------ statements
+    def build(self) -> S.PrimFunc:
+        roots = [st for st in self.s.stages if st.attach_type == "root"]
+        allocs = []
+        stmts = []
+        for st in roots:
+            allocs.extend(self.local[st])
+            stmts.append(self.stage_stmt(st))
+        body = S.seq(*stmts)
+        for buf in reversed(allocs):
+            body = S.Allocate(buf, body)
+        shape_vars = []
+        for b in self.params:
+            for d in b.shape:
+                for v in sorted(collect_vars(d), key=lambda v: v.name):
+                    if v not in shape_vars:
+                        shape_vars.append(v)
+        return S.PrimFunc(self.name, tuple(self.params), tuple(shape_vars), body,
+                          tuple(self.written))
+
+    def stage_stmt(self, st) -> S.Stmt:
+        b = self.bounds[st]
+        leaves = st.leaf_iter_vars
+        vals, guards = root_values(st, {lv: lv.var for lv in leaves}, b.extents)
+        root_val = {iv: simplify(b.root_min[iv] + vals[iv]) for iv in st.root_iter_vars}
+        vmap = {iv.var: root_val[iv] for iv in st.root_iter_vars}
+        offs = [b.root_min[iv] if st.attach_type == "scope" else E.const(0) for iv in st.op.axis]
+        out_idx = tuple(simplify(root_val[iv] - o) for iv, o in zip(st.op.axis, offs))
+        out_bufs = [self.buffers[(st, t.value_index)] for t in st.op.outputs]
+        body = [self._to_loads(substitute(x, vmap)) for x in self.bodies[st]]
+        reduce_leaves = {lv for lv in st.all_iter_vars if lv.kind == "reduce"}
+        reduce_vars = {lv.var for lv in reduce_leaves}
+        sp_guards = [g for g in guards if not (collect_vars(g) & reduce_vars)]
+        red_guards = [g for g in guards if collect_vars(g) & reduce_vars]
+
+        if isinstance(body[0], Reduce):
+            red = body[0]
+            lhs = tuple(E.Load(buf, out_idx) for buf in out_bufs)
+            new = red.combiner.combine(lhs, red.source)
+            update = self._store_all(out_bufs, out_idx, new)
+            if red.condition is not None:
+                update = S.IfThenElse(red.condition, update)
+            update = _guard(update, red_guards)
+            ident = red.combiner.identity(tuple(x.dtype for x in red.source))
+            init = S.seq(*[S.Store(buf, out_idx, v) for buf, v in zip(out_bufs, ident)])
+            init = _guard(init, sp_guards)
+            first_red = next(i for i, lv in enumerate(leaves) if lv.kind == "reduce")
+        else:
+            update = S.seq(*[S.Store(buf, out_idx, v) for buf, v in zip(out_bufs, body)])
+            init, first_red = None, None
+        innermost = _guard(update, sp_guards)
+
+        def emit(level: int) -> S.Stmt:
+            if level == len(leaves):
+                return innermost
+            lv = leaves[level]
+            inner = emit(level + 1)
+            attached = [a for a in self.s.stages
+                        if a.attach_type == "scope" and a.attach_stage is st
+                        and a.attach_ivar is lv]
+            pre, allocs = [], []
+            for a in attached:
+                allocs.extend(self.local[a])
+                pre.append(self.stage_stmt(a))
+            loop_body = S.seq(*pre, inner)
+            for buf in reversed(allocs):
+                loop_body = S.Allocate(buf, loop_body)
+            loop = self._loop(st, lv, b.extents[lv], loop_body)
+            if level == first_red:
+                nest = init
+                for ilv in reversed(leaves[level + 1:]):
+                    if ilv.kind != "reduce":
+                        nest = self._loop(st, ilv, b.extents[ilv], nest)
+                return S.seq(nest, loop)
+            return loop
+
+        return emit(0)
+
+    def _loop(self, st, lv, extent, body) -> S.Stmt:
+        kind = _KIND.get(st.iter_attrs.get(lv), "serial")
+        ann = tuple((k, v) for k, v in st.pragmas.get(lv, []))
+        return S.For(lv.var, E.const(0), extent, kind, body, ann)
+
+    @staticmethod
+    def _store_all(bufs, idx, values) -> S.Stmt:
+        if len(bufs) == 1:
+            return S.Store(bufs[0], idx, values[0])
+        # every new value reads every old one: compute all before storing any
+        temps = [E.Var(f"{b.name}.new", v.dtype) for b, v in zip(bufs, values)]
+        stmt = S.seq(*[S.Store(b, idx, t) for b, t in zip(bufs, temps)])
+        for t, v in reversed(list(zip(temps, values))):
+            stmt = S.LetStmt(t, v, stmt)
+        return stmt
+
+
+def _guard(stmt, conds) -> S.Stmt:
+    if not conds:
+        return stmt
+    c = conds[0]
+    for x in conds[1:]:
+        c = c & x
+    return S.IfThenElse(c, stmt)
+
+
+def build_loop_nest(schedule, bodies, bounds, args, name: str) -> S.PrimFunc:
+    return LoopNestBuilder(schedule, bodies, bounds, args, name).build()
+
+
+__all__ = ["build_loop_nest", "TensorRead"]

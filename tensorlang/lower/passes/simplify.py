@@ -1,0 +1,114 @@
+"""Pass: simplify every expression using the ranges of the enclosing loops; drop provably true
+guards and empty loops; replace single-iteration loops by their index."""
+
+from __future__ import annotations
+
+from ...ir import expr as E
+from ...ir import stmt as S
+from ...ir.functor import Mutator, substitute
+from ...ir.simplify import Analyzer, Simplifier
+
+
+class _StmtSimplifier(Mutator):
+    def __init__(self):
+        super().__init__()
+        self.an = Analyzer()
+        self.expr = Simplifier(self.an)
+
+    def visit_For(self, s: S.For):
+        mn = self.expr.visit(s.min)
+        ext = self.expr.visit(s.extent)
+        n = E.as_int(ext)
+        if n is not None and n <= 0:
+            return None
+        if n == 1 and s.kind != "parallel":
+            body = substitute(s.body, {s.loop_var: mn})
+            return self.visit(body)
+        saved = self.an.ranges.get(s.loop_var)
+        self.an.bind_range(s.loop_var, mn, ext)
+        body = self.visit(s.body)
+        if saved is None:
+            self.an.ranges.pop(s.loop_var, None)
+        if body is None:
+            return None
+        if mn is s.min and ext is s.extent and body is s.body:
+            return s
+        return S.For(s.loop_var, mn, ext, s.kind, body, s.annotations)
+
+    def visit_IfThenElse(self, s: S.IfThenElse):
+        cond = self.expr.visit(s.condition)
+        if isinstance(cond, E.Const):
+            return self.visit(s.then_case if cond.value else s.else_case)
+        saved = dict(self.an.ranges)
+        _assume(self.an, cond)
+        then = self.visit(s.then_case)
+        self.an.ranges = saved
+        self.expr.an = self.an
+        other = self.visit(s.else_case)
+        if then is None and other is None:
+            return None
+        if then is None:
+            return S.IfThenElse(E.Not(cond), other)
+        if cond is s.condition and then is s.then_case and other is s.else_case:
+            return s
+        return S.IfThenElse(cond, then, other)
+
+    def visit_SeqStmt(self, s: S.SeqStmt):
+        new = [self.visit(x) for x in s.stmts]
+        if all(a is b for a, b in zip(new, s.stmts)):
+            return s
+        return S.seq(*new)
+
+    def visit_Allocate(self, s: S.Allocate):
+        body = self.visit(s.body)
+        if body is None:
+            return None
+        return s if body is s.body else S.Allocate(s.buffer, body)
+
+    def visit_LetStmt(self, s: S.LetStmt):
+        value = self.expr.visit(s.value)
+        if isinstance(value, (E.Const, E.Var)):
+            return self.visit(substitute(s.body, {s.var: value}))
+        body = self.visit(s.body)
+        if body is None:
+            return None
+        if value is s.value and body is s.body:
+            return s
+        return S.LetStmt(s.var, value, body)
+
+    def visit_Store(self, s: S.Store):
+        idx = tuple(self.expr.visit(i) for i in s.indices)
+        val = self.expr.visit(s.value)
+        pred = self.expr.visit(s.predicate) if s.predicate is not None else None
+        if all(a is b for a, b in zip(idx, s.indices)) and val is s.value and pred is s.predicate:
+            return s
+        return S.Store(s.buffer, idx, val, pred)
+
+    def visit_Evaluate(self, s):
+        return S.Evaluate(self.expr.visit(s.value))
+
+
+def _assume(an: Analyzer, cond) -> None:
+    """Tighten variable ranges with a condition known to hold (x < c, x <= c, x >= c, x > c)."""
+    if isinstance(cond, E.And):
+        _assume(an, cond.a)
+        _assume(an, cond.b)
+        return
+    if type(cond) in (E.LT, E.LE, E.GT, E.GE) and isinstance(cond.a, E.Var) and \
+            E.as_int(cond.b) is not None:
+        c = E.as_int(cond.b)
+        lo, hi = an.ranges.get(cond.a, (-float("inf"), float("inf")))
+        if type(cond) is E.LT:
+            hi = min(hi, c - 1)
+        elif type(cond) is E.LE:
+            hi = min(hi, c)
+        elif type(cond) is E.GT:
+            lo = max(lo, c + 1)
+        else:
+            lo = max(lo, c)
+        an.ranges[cond.a] = (lo, hi)
+
+
+def simplify_stmt(body: S.Stmt) -> S.Stmt:
+    out = _StmtSimplifier().visit(body)
+    return out if out is not None else S.Evaluate(E.const(0))

@@ -1,0 +1,411 @@
+"""The Schedule: one Stage per compute, in producer-before-consumer order, and the trace of
+recorded steps. Dataflow-changing primitives (cache_read, cache_write, rfactor) live here since
+they add stages."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ..errors import ScheduleError
+from ..ir import dtype as dt
+from ..ir.expr import Var, const
+from ..ir.functor import Mutator, substitute
+from ..ir.stmt import IterVar, Range
+from ..te.tensor import (ComputeOp, Operation, PlaceholderOp, Reduce, Tensor, TensorRead,
+                         read_tensors, substitute_read)
+from .relations import leaf_extents, root_values
+from .stage import Stage
+
+STEP_KINDS = ("split", "fuse", "reorder", "parallel", "vectorize", "unroll", "pragma",
+              "compute_at", "compute_inline", "compute_root", "cache_read", "cache_write",
+              "rfactor")
+
+
+@dataclass
+class Step:
+    """One recorded primitive: what a tuning record stores and replay re-applies."""
+
+    kind: str
+    stage: str
+    loops: list = field(default_factory=list)
+    args: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "stage": self.stage, "loops": list(self.loops),
+                "args": dict(self.args)}
+
+    @staticmethod
+    def from_json(d: dict) -> "Step":
+        if not isinstance(d, dict) or d.get("kind") not in STEP_KINDS:
+            raise ValueError(f"not a schedule step: {d!r}")
+        return Step(d["kind"], d["stage"], list(d.get("loops", [])), dict(d.get("args", {})))
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.args.items() if v is not None)
+        loops = ", ".join(self.loops)
+        inner = ", ".join(x for x in (loops, args) if x)
+        return f"s[{self.stage}].{self.kind}({inner})"
+
+
+class Trace(list):
+    """The list of steps of a schedule."""
+
+    def to_json(self) -> list:
+        return [s.to_json() for s in self]
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json())
+
+    @staticmethod
+    def loads(text_or_list) -> "Trace":
+        data = json.loads(text_or_list) if isinstance(text_or_list, str) else text_or_list
+        return Trace(Step.from_json(d) for d in data)
+
+    def __str__(self) -> str:
+        return "\n".join(str(s) for s in self)
+
+
+def _collect_ops(outputs: list[Operation]) -> list[Operation]:
+    """All operations reachable from the outputs, producers before consumers, deterministic."""
+    order: list[Operation] = []
+    seen: set[int] = set()
+
+    def visit(op):
+        if id(op) in seen:
+            return
+        seen.add(id(op))
+        for t in op.input_tensors:
+            visit(t.op)
+        order.append(op)
+
+    for op in outputs:
+        visit(op)
+    return order
+
+
+class Schedule:
+    def __init__(self, outputs, check: bool = True):
+        outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        ops = []
+        for o in outs:
+            op = o.op if isinstance(o, Tensor) else o
+            if not isinstance(op, Operation):
+                raise TypeError(f"create_schedule: expected tensors, got {type(o).__name__}")
+            if isinstance(op, PlaceholderOp):
+                raise ValueError(f"create_schedule: {op.name} is a placeholder, not a compute")
+            if op not in ops:
+                ops.append(op)
+        self.outputs = ops
+        self.check_legality = check
+        self.trace = Trace()
+        self.stages: list[Stage] = []
+        self.stage_map: dict[Operation, Stage] = {}
+        self.placeholders: list[PlaceholderOp] = []
+        for op in _collect_ops(ops):
+            if isinstance(op, PlaceholderOp):
+                self.placeholders.append(op)
+                continue
+            st = Stage(op, self)
+            st.is_output = op in ops
+            self.stages.append(st)
+            self.stage_map[op] = st
+
+    # ------------------------------------------------------------------ lookups
+    def __getitem__(self, key) -> Stage:
+        op = key.op if isinstance(key, Tensor) else key
+        if isinstance(op, PlaceholderOp):
+            raise ScheduleError(f"{op.name} is a placeholder (an input); it has no stage to "
+                                "schedule (use cache_read to stage a copy of it)")
+        st = self.stage_map.get(op)
+        if st is None:
+            raise ScheduleError(f"{getattr(op, 'name', op)!r} is not part of this schedule")
+        return st
+
+    def stage_by_name(self, name: str) -> Stage:
+        for st in self.stages:
+            if st.name == name:
+                return st
+        raise ScheduleError(f"no stage named {name!r} in this schedule (stages: "
+                            f"{[s.name for s in self.stages]})")
+
+    def stage_index(self, st: Stage) -> int:
+        return self.stages.index(st)
+
+    def tensor_by_name(self, name: str) -> Tensor:
+        for st in self.stages:
+            for t in st.op.outputs:
+                if t.name == name or st.name == name:
+                    return t
+        for op in self.placeholders:
+            if op.name == name:
+                return op.output(0)
+        raise ScheduleError(f"no tensor named {name!r} in this schedule")
+
+    def stage_of_tensor(self, t: Tensor) -> Stage | None:
+        return self.stage_map.get(t.op)
+
+    def consumers(self, st: Stage) -> list[Stage]:
+        outs = set(map(id, st.op.outputs)) | set(map(id, st.origin_op.outputs))
+        return [c for c in self.stages
+                if any(id(t) in outs or self.stage_map.get(t.op) is st
+                       for t in c.op.input_tensors)]
+
+    def reads_through_inline(self, reader: Stage, st: Stage) -> bool:
+        """True when reader reads st directly or through stages that are inlined."""
+        for t in reader.op.input_tensors:
+            src = self.stage_map.get(t.op)
+            if src is st:
+                return True
+            if src is not None and src.attach_type == "inline" and \
+                    self.reads_through_inline(src, st):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ recording
+    def _record(self, stage: Stage, kind: str, loops: list, args: dict):
+        snap = stage._snapshot()
+        call_args = dict(args)
+        if kind == "compute_at":
+            call_args["parent"] = self.stage_by_name(args["parent"])
+        if kind in ("parallel", "vectorize", "unroll"):
+            result = stage._set_attr(loops[0], kind)
+        else:
+            result = getattr(stage, "_" + kind)(*loops, **call_args)
+        step = Step(kind, stage.name, [iv.name for iv in loops], args)
+        self.trace.append(step)
+        if self.check_legality:
+            try:
+                self._check(stage, step)
+            except ScheduleError:
+                stage._restore(snap)
+                self.trace.pop()
+                raise
+        return result
+
+    def _check(self, stage: Stage, step: Step) -> None:
+        from ..analysis import check_step
+
+        check_step(self, stage, step)
+
+    # ------------------------------------------------------------------ dataflow primitives
+    def _unique_stage_name(self, base: str) -> str:
+        names = {s.name for s in self.stages} | {p.name for p in self.placeholders}
+        if base not in names:
+            return base
+        n = 1
+        while f"{base}.{n}" in names:
+            n += 1
+        return f"{base}.{n}"
+
+    def _insert_stage(self, op: ComputeOp, before: Stage | None) -> Stage:
+        st = Stage(op, self)
+        if before is None:
+            self.stages.append(st)
+        else:
+            self.stages.insert(self.stage_index(before), st)
+        self.stage_map[op] = st
+        return st
+
+    def cache_read(self, tensor: Tensor, scope: str, readers) -> Tensor:
+        """Copy `tensor` into a new stage that `readers` read instead:
+
+            C = f(A)   ==>   A.local = A;  C = f(A.local)   (then compute_at A.local somewhere)"""
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"cache_read: expected a tensor, got {type(tensor).__name__}")
+        if not isinstance(scope, str):
+            raise TypeError("cache_read: scope must be a string such as 'local'")
+        readers = readers if isinstance(readers, (list, tuple)) else [readers]
+        if not readers:
+            raise ValueError("cache_read: give at least one reader")
+        reader_stages = [self[r] for r in readers]
+        for rs in reader_stages:
+            if tensor not in rs.op.input_tensors:
+                raise ScheduleError(f"cache_read: stage {rs.name} does not read {tensor.name}")
+        out = self._cache_read(tensor, scope, reader_stages)
+        self.trace.append(Step("cache_read", tensor.name, [],
+                               {"scope": scope, "readers": [r.name for r in reader_stages]}))
+        return out
+
+    def _cache_read(self, tensor, scope, reader_stages):
+        name = self._unique_stage_name(f"{tensor.name}.{scope}")
+        axis = tuple(IterVar(Var(f"ax{d}"), Range(const(0), s), "spatial")
+                     for d, s in enumerate(tensor.shape))
+        op = ComputeOp(name, axis, (), (TensorRead(tensor, tuple(a.var for a in axis)),),
+                       attrs={"scope": scope})
+        first = min(reader_stages, key=self.stage_index)
+        self._insert_stage(op, first)
+        new_t = op.output(0)
+        for rs in reader_stages:
+            old = rs.op
+            body = tuple(substitute_read(b, {tensor: new_t}) for b in old.body)
+            new_op = ComputeOp(old.name, old.axis, old.reduce_axis, body, old.tag, old.attrs,
+                               [t.name for t in old.outputs])
+            rs.op = new_op
+            self.stage_map[new_op] = rs
+        return new_t
+
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
+        """Compute into a new stage and copy the result out:
+
+            C = sum(...)   ==>   C.local = sum(...);  C = C.local
+
+        Call it before transforming the stage of `tensor`."""
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"cache_write: expected a tensor, got {type(tensor).__name__}")
+        if not isinstance(scope, str):
+            raise TypeError("cache_write: scope must be a string such as 'local'")
+        st = self[tensor]
+        if st.is_transformed():
+            raise ScheduleError(f"cache_write on stage {st.name}: the stage was already "
+                                "transformed; call cache_write before split/reorder/...")
+        if st.op.num_outputs > 1:
+            raise ScheduleError(f"cache_write on stage {st.name}: multi-output computes are "
+                                "not supported")
+        out = self._cache_write(st, scope)
+        self.trace.append(Step("cache_write", st.name, [], {"scope": scope}))
+        return out
+
+    def _cache_write(self, st: Stage, scope: str) -> Tensor:
+        old = st.op
+        name = self._unique_stage_name(f"{st.name}.{scope}")
+        cache_op = ComputeOp(name, old.axis, old.reduce_axis, old.body, old.tag,
+                             dict(old.attrs, scope=scope))
+        self._insert_stage(cache_op, st)
+        axis = tuple(IterVar(Var(iv.name), iv.dom, "spatial") for iv in old.axis)
+        copy = ComputeOp(st.name, axis, (), (cache_op.output(0)[tuple(a.var for a in axis)],),
+                         old.tag, old.attrs, [t.name for t in old.outputs])
+        st._reset(copy)
+        self.stage_map[copy] = st
+        return cache_op.output(0)
+
+    def rfactor(self, tensor: Tensor, factor_axis: IterVar, factor_index: int = 0) -> Tensor:
+        """Factor a reduction: the loop `factor_axis` (a split of a reduce axis) becomes a spatial
+        axis of a new stage that holds partial results, and the original stage reduces those:
+
+            C[i] = sum(A[i, k], k)   with k = ko * 4 + ki, rfactor(ki) ==>
+            C.rf[ki, i] = sum(A[i, ko * 4 + ki], ko);   C[i] = sum(C.rf[kr, i], kr)
+
+        Then the new spatial axis can be parallelized or vectorized."""
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"rfactor: expected a tensor, got {type(tensor).__name__}")
+        st = self[tensor]
+        st._leaf(factor_axis, "rfactor")
+        if factor_axis.kind != "reduce":
+            raise ScheduleError(f"rfactor on stage {st.name}: loop {factor_axis.name} is not a "
+                                "reduce loop")
+        if not isinstance(factor_index, int) or not 0 <= factor_index <= len(st.op.axis):
+            raise ValueError(f"rfactor on stage {st.name}: factor_index must be in "
+                             f"[0, {len(st.op.axis)}]")
+        out = self._rfactor(st, factor_axis, factor_index)
+        self.trace.append(Step("rfactor", st.name, [factor_axis.name],
+                               {"factor_index": factor_index}))
+        return out
+
+    def _rfactor(self, st: Stage, kf: IterVar, factor_index: int) -> Tensor:
+        from .stage import Fuse
+
+        old = st.op
+        if any(isinstance(r, Fuse) for r in st.relations):
+            raise ScheduleError(f"rfactor on stage {st.name}: fused loops are not supported; "
+                                "rfactor before fusing")
+        spatial_roots = set(old.axis)
+        for rel in st.relations:
+            if rel.parent in spatial_roots:
+                raise ScheduleError(f"rfactor on stage {st.name}: split the spatial loops after "
+                                    "rfactor (only reduce loops may be split before it)")
+        extents = leaf_extents(st, {iv: iv.dom.extent for iv in st.root_iter_vars})
+        # new iteration variables: the factored loop becomes spatial, other reduce leaves stay
+        kf_new = IterVar(Var(kf.name), Range(const(0), extents[kf]), "spatial")
+        new_axis = [IterVar(Var(iv.name), iv.dom, "spatial") for iv in old.axis]
+        red_leaves = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce" and iv is not kf]
+        new_red = [IterVar(Var(iv.name), Range(const(0), extents[iv]), "reduce")
+                   for iv in red_leaves]
+        leaf_vals = {kf: kf_new.var}
+        leaf_vals.update({o: n.var for o, n in zip(red_leaves, new_red)})
+        for iv in old.axis:
+            leaf_vals[iv] = iv.var
+        vals, guards = root_values(st, leaf_vals, extents)
+        vmap = {iv.var: vals[iv] + iv.dom.min for iv in old.reduce_axis}
+        vmap.update({o.var: n.var for o, n in zip(old.axis, new_axis)})
+        red0: Reduce = old.body[0]
+        src = tuple(substitute(s, vmap) for s in red0.source)
+        conds = [substitute(g, vmap) for g in guards]
+        if red0.condition is not None:
+            conds.append(substitute(red0.condition, vmap))
+        cond = None
+        for c in conds:
+            cond = c if cond is None else cond & c
+        rf_axis = list(new_axis)
+        rf_axis.insert(factor_index, kf_new)
+        rf_body = tuple(Reduce(red0.combiner, src, tuple(new_red), cond, i)
+                        for i in range(len(src)))
+        rf_name = self._unique_stage_name(f"{st.name}.rf")
+        rf_op = ComputeOp(rf_name, tuple(rf_axis), tuple(new_red), rf_body, old.tag,
+                          dict(old.attrs))
+        self._insert_stage(rf_op, st)
+        # the original stage now reduces the partial results over a fresh reduce axis
+        kr = IterVar(Var(kf.name + ".v"), Range(const(0), extents[kf]), "reduce")
+        axis = tuple(IterVar(Var(iv.name), iv.dom, "spatial") for iv in old.axis)
+        outs = []
+        for t in rf_op.outputs:
+            idx = [a.var for a in axis]
+            idx.insert(factor_index, kr.var)
+            outs.append(TensorRead(t, tuple(idx)))
+        body = tuple(Reduce(red0.combiner, tuple(outs), (kr,), None, i)
+                     for i in range(len(outs)))
+        new_op = ComputeOp(st.name, axis, (kr,), body, old.tag, old.attrs,
+                           [t.name for t in old.outputs])
+        st._reset(new_op)
+        self.stage_map[new_op] = st
+        return rf_op.output(0) if rf_op.num_outputs == 1 else rf_op.outputs
+
+    # ------------------------------------------------------------------ replay
+    def apply_step(self, step: Step):
+        """Re-apply one recorded step (by stage and loop names)."""
+        if step.kind == "cache_read":
+            t = self.tensor_by_name(step.stage)
+            readers = [self.stage_by_name(n).op.output(0) for n in step.args["readers"]]
+            return self.cache_read(t, step.args["scope"], readers)
+        if step.kind == "cache_write":
+            return self.cache_write(self.stage_by_name(step.stage).op.output(0),
+                                    step.args["scope"])
+        st = self.stage_by_name(step.stage)
+        loops = [st.find_loop(n) for n in step.loops]
+        if step.kind == "rfactor":
+            return self.rfactor(st.op.output(0), loops[0], step.args.get("factor_index", 0))
+        if step.kind == "split":
+            return st.split(loops[0], factor=step.args.get("factor"),
+                            nparts=step.args.get("nparts"))
+        if step.kind == "fuse":
+            return st.fuse(*loops)
+        if step.kind == "reorder":
+            return st.reorder(*loops)
+        if step.kind in ("parallel", "vectorize", "unroll"):
+            return getattr(st, step.kind)(loops[0])
+        if step.kind == "pragma":
+            return st.pragma(loops[0], step.args["key"], step.args["value"])
+        if step.kind == "compute_at":
+            parent = self.stage_by_name(step.args["parent"])
+            return st.compute_at(parent, parent.find_loop(step.loops[0]))
+        if step.kind == "compute_inline":
+            return st.compute_inline()
+        if step.kind == "compute_root":
+            return st.compute_root()
+        raise ValueError(f"unknown step kind {step.kind!r}")
+
+    def apply_trace(self, trace) -> "Schedule":
+        steps = trace if isinstance(trace, Trace) else Trace.loads(trace)
+        for step in steps:
+            self.apply_step(step)
+        return self
+
+
+def create_schedule(outputs, check: bool = True) -> Schedule:
+    """A default schedule (every stage at the root, loops in declaration order) for the given
+    output tensor(s). check=False turns off the dependence checks (for experiments only)."""
+    return Schedule(outputs, check=check)
+
+
+__all__ = ["Schedule", "Stage", "Step", "Trace", "create_schedule", "read_tensors", "Mutator",
+           "dt"]

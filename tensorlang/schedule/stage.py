@@ -1,0 +1,324 @@
+"""A Stage is the schedule of one compute: its loops (iteration variables), how they derive from
+the compute's axes (split / fuse relations), their order, their annotations and where the stage is
+computed (at the root, inlined, or at a loop of another stage).
+
+Every primitive is a recorded step: it appends to the schedule's trace, and the legality checker
+(tensorlang.analysis) runs on the new state before the call returns; a refused step leaves the
+stage exactly as it was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import ScheduleError
+from ..ir.expr import Expr, Var, as_int, const
+from ..ir.simplify import simplify
+from ..ir.stmt import IterVar, Range
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+
+ANNOTATIONS = ("parallel", "vectorize", "unroll")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Split:
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: int | None
+    nparts: int | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Fuse:
+    outer: IterVar
+    inner: IterVar
+    fused: IterVar
+
+
+def ceildiv(a, b):
+    ia, ib = as_int(a), as_int(b)
+    if ia is not None and ib is not None:
+        return const(-(-ia // ib))
+    return simplify((a + (b - 1)) // b if isinstance(b, Expr) else (a + (b - 1)) // b)
+
+
+class Stage:
+    def __init__(self, op, schedule: "Schedule"):
+        self.schedule = schedule
+        self.origin_op = op
+        self.name = op.name
+        self.is_output = False
+        self._reset(op)
+        self.attach_type = "root"  # "root" | "inline" | "scope"
+        self.attach_stage: Stage | None = None
+        self.attach_ivar: IterVar | None = None
+
+    def _reset(self, op) -> None:
+        self.op = op
+        self.root_iter_vars: list[IterVar] = list(op.axis) + list(op.reduce_axis)
+        self.all_iter_vars: list[IterVar] = list(self.root_iter_vars)
+        self.leaf_iter_vars: list[IterVar] = list(self.root_iter_vars)
+        self.relations: list = []
+        self.iter_attrs: dict[IterVar, str] = {}
+        self.pragmas: dict[IterVar, list] = {}
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name})"
+
+    # ------------------------------------------------------------------ state snapshots
+    def _snapshot(self):
+        return (list(self.all_iter_vars), list(self.leaf_iter_vars), list(self.relations),
+                dict(self.iter_attrs), {k: list(v) for k, v in self.pragmas.items()},
+                self.attach_type, self.attach_stage, self.attach_ivar)
+
+    def _restore(self, snap) -> None:
+        (self.all_iter_vars, self.leaf_iter_vars, self.relations, self.iter_attrs,
+         self.pragmas, self.attach_type, self.attach_stage, self.attach_ivar) = snap
+
+    def _record(self, kind: str, loops: list, **args):
+        """Append a step, run the legality check, and undo the step if it is refused."""
+        return self.schedule._record(self, kind, loops, args)
+
+    # ------------------------------------------------------------------ lookups
+    def _leaf(self, iv, primitive: str) -> IterVar:
+        if not isinstance(iv, IterVar):
+            raise TypeError(f"{primitive} on stage {self.name}: expected a loop (IterVar), got "
+                            f"{type(iv).__name__} {iv!r}")
+        if iv not in self.leaf_iter_vars:
+            where = "was already split or fused" if iv in self.all_iter_vars else \
+                "is not a loop of this stage"
+            raise ScheduleError(f"{primitive} on stage {self.name}: loop {iv.name} {where}; "
+                                f"its loops are {self.loop_names()}")
+        return iv
+
+    def loop_names(self) -> list[str]:
+        return [iv.name for iv in self.leaf_iter_vars]
+
+    def find_loop(self, name: str) -> IterVar:
+        for iv in self.all_iter_vars:
+            if iv.name == name:
+                return iv
+        raise ScheduleError(f"stage {self.name} has no loop named {name!r}; its loops are "
+                            f"{self.loop_names()}")
+
+    def extent_of(self, iv: IterVar):
+        """The loop's extent before bound inference (root extents from the compute)."""
+        return iv.dom.extent
+
+    def _new_iv(self, name: str, extent, kind: str) -> IterVar:
+        iv = IterVar(Var(name), Range(const(0), extent if isinstance(extent, Expr)
+                                       else const(extent)), kind)
+        self.all_iter_vars.append(iv)
+        return iv
+
+    # ------------------------------------------------------------------ primitives
+    def split(self, parent: IterVar, factor: int | None = None, nparts: int | None = None):
+        """Split a loop in two: i -> (i.outer, i.inner) with i = i.outer * factor + i.inner.
+
+            for i in range(100):            for i.outer in range(4):    # ceil(100 / 32)
+              body(i)               ==>       for i.inner in range(32):
+                                                if i.outer * 32 + i.inner < 100:   # tail guard
+                                                  body(i.outer * 32 + i.inner)
+
+        Give exactly one of factor (the inner extent) or nparts (the outer extent)."""
+        self._leaf(parent, "split")
+        if (factor is None) == (nparts is None):
+            raise ValueError(f"split on stage {self.name}: give exactly one of factor= or nparts=")
+        n = factor if factor is not None else nparts
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"split on stage {self.name}: factor/nparts must be an int, got "
+                            f"{type(n).__name__} {n!r}")
+        if n <= 0:
+            raise ValueError(f"split on stage {self.name}: factor/nparts must be positive, "
+                             f"got {n}")
+        return self._record("split", [parent], factor=factor, nparts=nparts)
+
+    def _split(self, parent: IterVar, factor, nparts):
+        ext = parent.dom.extent
+        if factor is not None:
+            outer_ext, inner_ext = ceildiv(ext, factor), const(factor)
+        else:
+            outer_ext, inner_ext = const(nparts), ceildiv(ext, nparts)
+        outer = self._new_iv(parent.name + ".outer", outer_ext, parent.kind)
+        inner = self._new_iv(parent.name + ".inner", inner_ext, parent.kind)
+        pos = self.leaf_iter_vars.index(parent)
+        self.leaf_iter_vars[pos:pos + 1] = [outer, inner]
+        self.relations.append(Split(parent, outer, inner, factor, nparts))
+        self._move_attr(parent, inner)
+        return outer, inner
+
+    def _move_attr(self, old: IterVar, new: IterVar) -> None:
+        # An annotation on a loop that gets split stays with the inner part (as in TVM).
+        if old in self.iter_attrs:
+            self.iter_attrs[new] = self.iter_attrs.pop(old)
+
+    def tile(self, x: IterVar, y: IterVar, x_factor: int, y_factor: int):
+        """Split x and y and order the result (x.outer, y.outer, x.inner, y.inner).
+
+            for x, y:          ==>   for x.outer, y.outer, x.inner, y.inner: body"""
+        xo, xi = self.split(x, factor=x_factor)
+        yo, yi = self.split(y, factor=y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    def fuse(self, *loops: IterVar) -> IterVar:
+        """Fuse adjacent loops into one: (i, j) -> i.j.fused with i = f // extent(j),
+        j = f % extent(j).
+
+            for i in range(4):                 for i.j.fused in range(32):
+              for j in range(8):      ==>        body(i.j.fused // 8, i.j.fused % 8)
+                body(i, j)"""
+        if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
+            loops = tuple(loops[0])
+        if len(loops) < 2:
+            raise ValueError(f"fuse on stage {self.name}: needs at least two loops")
+        for iv in loops:
+            self._leaf(iv, "fuse")
+        pos = [self.leaf_iter_vars.index(iv) for iv in loops]
+        if pos != list(range(pos[0], pos[0] + len(pos))):
+            raise ScheduleError(f"fuse on stage {self.name}: loops "
+                                f"{[iv.name for iv in loops]} are not adjacent and in order "
+                                f"in {self.loop_names()}")
+        kinds = {iv.kind for iv in loops}
+        if len(kinds) > 1:
+            raise ScheduleError(f"fuse on stage {self.name}: cannot fuse a reduce loop with a "
+                                f"spatial loop ({[iv.name for iv in loops]})")
+        return self._record("fuse", list(loops))
+
+    def _fuse(self, *loops):
+        fused = loops[0]
+        for nxt in loops[1:]:
+            ext = simplify(fused.dom.extent * nxt.dom.extent)
+            f = self._new_iv(f"{fused.name}.{nxt.name}.fused", ext, fused.kind)
+            pos = self.leaf_iter_vars.index(fused)
+            self.leaf_iter_vars[pos:pos + 2] = [f]
+            self.relations.append(Fuse(fused, nxt, f))
+            fused = f
+        return fused
+
+    def reorder(self, *loops: IterVar) -> None:
+        """Put the given loops in this order, in the positions they occupy now:
+
+            for i, j, k: body   --reorder(k, i)-->   for k, j, i: body"""
+        if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
+            loops = tuple(loops[0])
+        for iv in loops:
+            self._leaf(iv, "reorder")
+        names = [iv.name for iv in loops]
+        if len(set(map(id, loops))) != len(loops):
+            raise ScheduleError(f"reorder on stage {self.name}: loop repeated in {names}")
+        self._record("reorder", list(loops))
+
+    def _reorder(self, *loops):
+        pos = sorted(self.leaf_iter_vars.index(iv) for iv in loops)
+        for p, iv in zip(pos, loops):
+            self.leaf_iter_vars[p] = iv
+
+    def _annotate(self, iv: IterVar, kind: str) -> None:
+        self._leaf(iv, kind)
+        old = self.iter_attrs.get(iv)
+        if old is not None and old != kind:
+            raise ScheduleError(f"{kind} on stage {self.name}: loop {iv.name} is already "
+                                f"marked {old}")
+        self._record(kind, [iv])
+
+    def _set_attr(self, iv, kind):
+        self.iter_attrs[iv] = kind
+
+    def vectorize(self, iv: IterVar) -> None:
+        """Run the loop as SIMD vector operations (it must be innermost and of constant extent):
+
+            for j in range(16): C[j] = A[j] + B[j]   ==>   C[j:j+16] = A[j:j+16] + B[j:j+16]"""
+        self._leaf(iv, "vectorize")
+        if self.leaf_iter_vars[-1] is not iv:
+            raise ScheduleError(f"vectorize on stage {self.name}: loop {iv.name} is not the "
+                                f"innermost loop (loops: {self.loop_names()}); reorder it last")
+        self._annotate(iv, "vectorize")
+
+    def unroll(self, iv: IterVar) -> None:
+        """Replicate the loop body for each iteration (constant extent needed at lowering)."""
+        self._annotate(iv, "unroll")
+
+    def parallel(self, iv: IterVar) -> None:
+        """Run the iterations of the loop on the thread pool, split evenly across workers."""
+        self._annotate(iv, "parallel")
+
+    def pragma(self, iv: IterVar, key: str, value=None) -> None:
+        """Attach a pragma; supported: "auto_unroll_max_step" (int): loops inside this one whose
+        total trip count is at most the value are unrolled."""
+        self._leaf(iv, "pragma")
+        if key not in ("auto_unroll_max_step",):
+            raise ValueError(f"pragma on stage {self.name}: unknown pragma {key!r}; supported: "
+                             "'auto_unroll_max_step'")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"pragma auto_unroll_max_step needs a non-negative int, got {value!r}")
+        self._record("pragma", [iv], key=key, value=value)
+
+    def _pragma(self, iv, key, value):
+        self.pragmas.setdefault(iv, []).append((key, value))
+
+    # ------------------------------------------------------------------ placement
+    def compute_at(self, parent: "Stage", iv: IterVar) -> None:
+        """Compute this stage inside loop `iv` of `parent`, just the region that one iteration of
+        `iv` needs (bound inference sizes it):
+
+            for i: P[i] = f(i)            for i.outer:
+            for i: C[i] = P[i] + 1   ==>    for p in range(32): P[p] = f(i.outer * 32 + p)
+                                            for i.inner in range(32): C[..] = P[i.inner] + 1"""
+        if not isinstance(parent, Stage):
+            raise TypeError(f"compute_at on stage {self.name}: parent must be a stage "
+                            f"(s[T]), got {type(parent).__name__}")
+        if parent is self:
+            raise ScheduleError(f"compute_at on stage {self.name}: cannot compute a stage at "
+                                "its own loop")
+        parent._leaf(iv, f"compute_at({self.name})")
+        if self.is_output:
+            raise ScheduleError(f"compute_at on stage {self.name}: an output stage must stay at "
+                                "the root (it writes the kernel's output buffer)")
+        if not self.schedule.reads_through_inline(parent, self):
+            raise ScheduleError(f"compute_at on stage {self.name}: stage {parent.name} does not "
+                                f"read {self.name}, so it cannot host it")
+        if self.schedule.stage_index(parent) < self.schedule.stage_index(self):
+            raise ScheduleError(f"compute_at on stage {self.name}: {parent.name} runs before it")
+        self._record("compute_at", [iv], parent=parent.name)
+
+    def _compute_at(self, iv, parent):
+        self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, iv
+
+    def compute_inline(self) -> None:
+        """Substitute this stage's expression into its consumers; it gets no loops or buffer."""
+        if self.is_output:
+            raise ScheduleError(f"compute_inline on stage {self.name}: an output cannot be "
+                                "inlined")
+        if self.op.reduce_axis:
+            raise ScheduleError(f"compute_inline on stage {self.name}: a reduction cannot be "
+                                "inlined")
+        if self.op.num_outputs > 1:
+            raise ScheduleError(f"compute_inline on stage {self.name}: a multi-output compute "
+                                "cannot be inlined")
+        for st in self.schedule.stages:
+            if st.attach_stage is self and st.attach_type == "scope":
+                raise ScheduleError(f"compute_inline on stage {self.name}: stage {st.name} is "
+                                    "computed at one of its loops")
+        self._record("compute_inline", [])
+
+    def _compute_inline(self):
+        self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
+
+    def compute_root(self) -> None:
+        """Undo compute_at / compute_inline: compute the whole stage at the kernel's root."""
+        self._record("compute_root", [])
+
+    def _compute_root(self):
+        self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
+
+    # ------------------------------------------------------------------ derived values
+    def leaf_extents(self) -> dict:
+        return {iv: iv.dom.extent for iv in self.leaf_iter_vars}
+
+    def is_transformed(self) -> bool:
+        return bool(self.relations) or self.leaf_iter_vars != self.root_iter_vars or bool(
+            self.iter_attrs) or bool(self.pragmas)

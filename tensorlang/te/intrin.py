@@ -1,0 +1,183 @@
+"""Reducers, math intrinsics and expression helpers of the tensor expression language."""
+
+from __future__ import annotations
+
+from ..ir import dtype as dt
+from ..ir.expr import (Cast, Call, Const, Expr, Max, Min, Select, binary_operands, const,
+                       convert)
+from .tensor import CommReducer
+
+
+def comm_reducer(fcombine, fidentity, name: str = "reduce") -> CommReducer:
+    """A user reducer, e.g. argmax over (index, value) pairs:
+
+        argmax = tl.comm_reducer(
+            lambda i0, v0, i1, v1: (tl.select(v0 >= v1, i0, i1), tl.max(v0, v1)),
+            lambda ti, tv: (tl.const(-1, ti), tl.min_value(tv)), name="argmax")
+    """
+    return CommReducer(fcombine, fidentity, name)
+
+
+def min_value(dtype) -> Const:
+    d = dt.canonical(dtype)
+    return const(dt.limits(d)[0], d)
+
+
+def max_value(dtype) -> Const:
+    d = dt.canonical(dtype)
+    return const(dt.limits(d)[1], d)
+
+
+_sum = CommReducer(lambda a, b: a + b, lambda t: const(0, t), "sum")
+_max = CommReducer(lambda a, b: Max(*binary_operands(a, b)), lambda t: min_value(t), "max")
+_min = CommReducer(lambda a, b: Min(*binary_operands(a, b)), lambda t: max_value(t), "min")
+_prod = CommReducer(lambda a, b: a * b, lambda t: const(1, t), "prod")
+
+
+def sum(expr, axis, where=None):  # noqa: A001 - the public name mirrors TVM
+    """Sum reduction over reduce axes."""
+    return _sum(expr, axis, where)
+
+
+def prod(expr, axis, where=None):
+    return _prod(expr, axis, where)
+
+
+def max(expr, b=None, axis=None, where=None):  # noqa: A001
+    """tl.max(x, axis=k) reduces; tl.max(a, b) is the elementwise maximum."""
+    if axis is None and b is not None and not _is_axis(b):
+        return Max(*binary_operands(expr, b))
+    return _max(expr, axis if axis is not None else b, where)
+
+
+def min(expr, b=None, axis=None, where=None):  # noqa: A001
+    """tl.min(x, axis=k) reduces; tl.min(a, b) is the elementwise minimum."""
+    if axis is None and b is not None and not _is_axis(b):
+        return Min(*binary_operands(expr, b))
+    return _min(expr, axis if axis is not None else b, where)
+
+
+def _is_axis(x) -> bool:
+    from ..ir.stmt import IterVar
+
+    return isinstance(x, IterVar) or (isinstance(x, (list, tuple)) and x
+                                      and isinstance(x[0], IterVar))
+
+
+# ----------------------------------------------------------------------------- math
+
+_FLOAT_ONLY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf")
+
+
+def _unary(name: str):
+    def fn(x) -> Expr:
+        e = convert(x)
+        if name in _FLOAT_ONLY and not dt.is_float(e.dtype):
+            raise TypeError(f"tl.{name} needs a float argument, got {e.dtype}; cast it first "
+                            f"(e.g. x.astype('float32'))")
+        if name in ("floor", "ceil", "round", "trunc") and not dt.is_float(e.dtype):
+            return e
+        if dt.is_bool(e.dtype):
+            raise TypeError(f"tl.{name} is not defined for bool")
+        return Call(e.dtype, name, (e,))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} (numpy semantics)."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+abs = _unary("abs")  # noqa: A001
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+trunc = _unary("trunc")
+
+
+def pow(a, b) -> Expr:  # noqa: A001
+    x, y = binary_operands(a, b)
+    if not dt.is_float(x.dtype):
+        raise TypeError(f"tl.pow needs float operands, got {x.dtype}")
+    return Call(x.dtype, "pow", (x, y))
+
+
+def fmin(a, b) -> Expr:
+    x, y = binary_operands(a, b)
+    return Call(x.dtype, "fmin", (x, y)) if dt.is_float(x.dtype) else Min(x, y)
+
+
+def fmax(a, b) -> Expr:
+    x, y = binary_operands(a, b)
+    return Call(x.dtype, "fmax", (x, y)) if dt.is_float(x.dtype) else Max(x, y)
+
+
+def if_then_else(cond, then_value, else_value) -> Expr:
+    c = convert(cond)
+    if not dt.is_bool(c.dtype):
+        raise TypeError(f"if_then_else condition must be boolean, got {c.dtype}")
+    t, f = binary_operands(then_value, else_value)
+    return Select(c, t, f)
+
+
+select = if_then_else
+
+
+def cast(x, dtype) -> Expr:
+    e = convert(x)
+    d = dt.canonical(dtype)
+    if e.dtype == d:
+        return e
+    if isinstance(e, Const) and not dt.is_float(d) and dt.is_float(e.dtype):
+        return Cast(d, e)
+    return const(e.value, d) if isinstance(e, Const) and _exact(e.value, d) else Cast(d, e)
+
+
+def _exact(value, d: str) -> bool:
+    if dt.is_float(d) or dt.is_bool(d):
+        return True
+    lo, hi = dt.limits(d)
+    return float(value).is_integer() and lo <= value <= hi
+
+
+def all(*conds) -> Expr:  # noqa: A001
+    """Logical and of all conditions."""
+    if not conds:
+        return const(True)
+    out = convert(conds[0])
+    for c in conds[1:]:
+        out = out & convert(c)
+    return out
+
+
+def any(*conds) -> Expr:  # noqa: A001
+    if not conds:
+        return const(False)
+    out = convert(conds[0])
+    for c in conds[1:]:
+        out = out | convert(c)
+    return out
+
+
+def _pow_operator(self, o):
+    return pow(self, o)
+
+
+def _rpow_operator(self, o):
+    return pow(o, self)
+
+
+Expr.__pow__ = _pow_operator  # type: ignore[attr-defined]
+Expr.__rpow__ = _rpow_operator  # type: ignore[attr-defined]
+
+__all__ = ["comm_reducer", "sum", "prod", "max", "min", "exp", "exp2", "log", "log2", "sqrt",
+           "rsqrt", "tanh", "sigmoid", "erf", "abs", "floor", "ceil", "round", "trunc", "pow",
+           "fmin", "fmax", "if_then_else", "select", "cast", "all", "any", "min_value",
+           "max_value"]

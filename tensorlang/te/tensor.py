@@ -1,0 +1,334 @@
+"""Tensors and the operations that produce them (placeholders and computes), plus the two
+expression nodes that only exist before lowering: TensorRead and Reduce."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..ir import dtype as dt
+from ..ir.expr import Const, Expr, Var, binary_operands, const, convert
+from ..ir.functor import Visitor, substitute
+from ..ir.stmt import IterVar, Range
+
+
+def _to_extent(x, what: str) -> Expr:
+    if isinstance(x, IterVar):
+        x = x.var
+    if isinstance(x, bool) or not isinstance(x, (int, Expr)):
+        if hasattr(x, "__index__"):
+            x = int(x)
+        else:
+            raise TypeError(f"{what} must be an int or a tl.var, got {type(x).__name__} {x!r}")
+    if isinstance(x, int):
+        if x <= 0:
+            raise ValueError(f"{what} must be positive, got {x}")
+        return const(x)
+    if not dt.is_int(x.dtype):
+        raise TypeError(f"{what} must be an integer expression, got {x.dtype}")
+    return x if x.dtype == dt.INDEX_DTYPE else x.astype(dt.INDEX_DTYPE)
+
+
+def to_index(x, what: str = "index") -> Expr:
+    if isinstance(x, IterVar):
+        return x.var
+    e = convert(x, dt.INDEX_DTYPE)
+    if not (dt.is_int(e.dtype) or dt.is_bool(e.dtype)):
+        raise TypeError(f"{what} must be an integer expression, got {e.dtype}: {e!r}")
+    return e if e.dtype == dt.INDEX_DTYPE else e.astype(dt.INDEX_DTYPE)
+
+
+class Operation:
+    """Base of placeholder and compute operations. Compared and hashed by identity."""
+
+    name: str
+    tag: str = ""
+
+    def output(self, i: int = 0) -> "Tensor":
+        return self.outputs[i]
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+
+class PlaceholderOp(Operation):
+    def __init__(self, name: str, shape: tuple, dtype: str):
+        self.name = name
+        self.axis: tuple = ()
+        self.reduce_axis: tuple = ()
+        self.outputs = (Tensor(self, 0, shape, dtype, name),)
+        self.input_tensors: tuple = ()
+        self.attrs: dict = {}
+
+    def __repr__(self) -> str:
+        return f"placeholder({self.name})"
+
+
+class ComputeOp(Operation):
+    """out[axis] = body (one body per output); reduction bodies are a top-level Reduce."""
+
+    def __init__(self, name: str, axis: tuple, reduce_axis: tuple, body: tuple, tag: str = "",
+                 attrs: dict | None = None, output_names: Sequence[str] | None = None):
+        self.name = name
+        self.axis = tuple(axis)
+        self.reduce_axis = tuple(reduce_axis)
+        self.body = tuple(body)
+        self.tag = tag
+        self.attrs = dict(attrs or {})
+        shape = tuple(iv.dom.extent for iv in self.axis)
+        names = output_names or [name if len(body) == 1 else f"{name}.v{i}"
+                                 for i in range(len(body))]
+        self.outputs = tuple(Tensor(self, i, shape, b.dtype, names[i])
+                             for i, b in enumerate(self.body))
+        self.input_tensors = tuple(read_tensors(self.body))
+
+    def __repr__(self) -> str:
+        return f"compute({self.name})"
+
+
+def read_tensors(exprs) -> list["Tensor"]:
+    """Tensors read by expressions, in order of first appearance."""
+    seen: dict[int, Tensor] = {}
+
+    class _Reads(Visitor):
+        def visit_TensorRead(self, r):
+            seen.setdefault(id(r.tensor), r.tensor)
+            for i in r.indices:
+                self.visit(i)
+
+    v = _Reads()
+    for e in exprs:
+        v.visit(e)
+    return list(seen.values())
+
+
+class Tensor:
+    """The output of an operation; `T[i, j]` reads it inside another compute."""
+
+    __slots__ = ("op", "value_index", "shape", "dtype", "name")
+
+    def __init__(self, op: Operation, value_index: int, shape: tuple, dtype: str, name: str):
+        self.op = op
+        self.value_index = value_index
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.name = name
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, indices) -> "TensorRead":
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != len(self.shape):
+            raise ValueError(f"tensor {self.name} has {len(self.shape)} dimensions, "
+                             f"indexed with {len(indices)}")
+        return TensorRead(self, tuple(to_index(i, f"index of {self.name}") for i in indices))
+
+    def __repr__(self) -> str:
+        shape = ", ".join(repr(s) for s in self.shape)
+        return f"Tensor({self.name}, [{shape}], {self.dtype})"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class TensorRead(Expr):
+    tensor: Tensor
+    indices: tuple
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.tensor.dtype
+
+    def text(self, p) -> str:
+        return f"{p.name(self.tensor, self.tensor.name)}[{p.exprs(self.indices)}]"
+
+
+class CommReducer:
+    """A commutative reducer: combine(lhs, rhs) and the identity, both tuples of expressions.
+
+    Called like `tl.sum`: `reducer(expr_or_tuple, axis=k, where=cond)`."""
+
+    def __init__(self, fcombine: Callable, fidentity: Callable, name: str = "reduce"):
+        self.fcombine = fcombine
+        self.fidentity = fidentity
+        self.name = name
+
+    def combine(self, lhs: tuple, rhs: tuple) -> tuple:
+        out = self.fcombine(*lhs, *rhs) if len(lhs) > 1 else self.fcombine(lhs[0], rhs[0])
+        out = out if isinstance(out, tuple) else (out,)
+        return tuple(convert(o) for o in out)
+
+    def identity(self, dtypes: tuple) -> tuple:
+        out = self.fidentity(*dtypes)
+        out = out if isinstance(out, tuple) else (out,)
+        return tuple(convert(o, d) if not isinstance(o, Expr) else o
+                     for o, d in zip(out, dtypes))
+
+    def __call__(self, source, axis, where=None, init=None):
+        multi = isinstance(source, tuple)
+        srcs = tuple(convert(s) for s in (source if multi else (source,)))
+        axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+        for a in axes:
+            if not isinstance(a, IterVar) or a.kind != "reduce":
+                raise TypeError(f"{self.name}: axis must be reduce axes from tl.reduce_axis, "
+                                f"got {a!r}")
+        cond = None if where is None else convert(where)
+        if cond is not None and not dt.is_bool(cond.dtype):
+            raise TypeError(f"{self.name}: where= must be a boolean expression")
+        outs = tuple(Reduce(self, srcs, axes, cond, i) for i in range(len(srcs)))
+        return outs if multi else outs[0]
+
+    def __repr__(self) -> str:
+        return f"CommReducer({self.name})"
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Reduce(Expr):
+    combiner: CommReducer
+    source: tuple
+    axis: tuple
+    condition: Expr | None
+    value_index: int
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.source[self.value_index].dtype
+
+    def text(self, p) -> str:
+        axes = ", ".join(p.name(a.var, a.var.name) for a in self.axis)
+        src = p.exprs(self.source)
+        where = f", where={p.expr(self.condition)}" if self.condition is not None else ""
+        return f"{self.combiner.name}({src}, axis=[{axes}]{where})"
+
+
+# ----------------------------------------------------------------------------- constructors
+
+_name_counter: dict[str, int] = {}
+
+
+def placeholder(shape, dtype="float32", name: str = "placeholder") -> Tensor:
+    """An input tensor of the given shape (ints or tl.var) and dtype."""
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    if not isinstance(name, str):
+        raise TypeError(f"placeholder name must be a str, got {type(name).__name__}")
+    shape = tuple(_to_extent(s, f"placeholder {name} shape[{d}]") for d, s in enumerate(shape))
+    return PlaceholderOp(name, shape, dt.canonical(dtype)).output(0)
+
+
+def reduce_axis(dom, name: str = "k") -> IterVar:
+    """A reduction axis over [lo, hi) given as (lo, hi), or over [0, n) given as n."""
+    if isinstance(dom, (tuple, list)):
+        if len(dom) != 2:
+            raise ValueError(f"reduce_axis {name}: dom must be (lo, hi), got {dom!r}")
+        lo, hi = dom
+    else:
+        lo, hi = 0, dom
+    lo_e = to_index(lo, f"reduce_axis {name} lower bound")
+    hi_e = to_index(hi, f"reduce_axis {name} upper bound")
+    ext = hi_e - lo_e if not (isinstance(lo_e, Const) and lo_e.value == 0) else hi_e
+    if isinstance(ext, Expr):
+        from ..ir.simplify import simplify
+
+        ext = simplify(ext)
+    if isinstance(ext, Const) and ext.value <= 0:
+        raise ValueError(f"reduce_axis {name}: empty range [{lo}, {hi})")
+    return IterVar(Var(name), Range(lo_e, ext), "reduce")
+
+
+def var(name: str = "n", dtype="int64") -> Var:
+    """A symbolic scalar (e.g. a shape extent given at call time)."""
+    d = dt.canonical(dtype)
+    if not dt.is_int(d):
+        raise TypeError(f"tl.var {name}: dtype must be an integer type, got {d}")
+    return Var(name, dt.INDEX_DTYPE)
+
+
+def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "",
+            attrs: dict | None = None):
+    """Declare out[i, j, ...] = fcompute(i, j, ...). Returns a Tensor, or a tuple of Tensors when
+    fcompute returns a tuple (multiple outputs, e.g. an argmax reducer)."""
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    if not callable(fcompute):
+        raise TypeError(f"compute {name}: fcompute must be callable")
+    shape = tuple(_to_extent(s, f"compute {name} shape[{d}]") for d, s in enumerate(shape))
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if params and params[0].kind == inspect.Parameter.VAR_POSITIONAL:
+        arg_names = [f"i{d}" for d in range(len(shape))]
+    else:
+        arg_names = [p.name for p in params]
+        if len(arg_names) != len(shape):
+            raise ValueError(f"compute {name}: fcompute takes {len(arg_names)} index arguments "
+                             f"but the shape has {len(shape)} dimensions")
+    axis = tuple(IterVar(Var(n), Range(const(0), s), "spatial")
+                 for n, s in zip(arg_names, shape))
+    body = fcompute(*[iv.var for iv in axis])
+    bodies = tuple(body) if isinstance(body, (tuple, list)) else (body,)
+    bodies = tuple(convert(b) for b in bodies)
+    reduce_axes: tuple = ()
+    for b in bodies:
+        if _contains_nested_reduce(b):
+            raise ValueError(f"compute {name}: a reduction (tl.sum/max/min/...) must be the whole "
+                             "body of a compute, not part of a larger expression; declare it "
+                             "as its own compute and read it from the next one")
+    reds = [b for b in bodies if isinstance(b, Reduce)]
+    if reds:
+        if len(reds) != len(bodies):
+            raise ValueError(f"compute {name}: either all outputs are reductions or none")
+        first = reds[0]
+        for r in reds[1:]:
+            if r.combiner is not first.combiner or r.axis != first.axis:
+                raise ValueError(f"compute {name}: outputs must share one reducer and its axes")
+        reduce_axes = first.axis
+    return_tuple = isinstance(body, (tuple, list))
+    op = ComputeOp(name, axis, reduce_axes, bodies, tag=tag, attrs=attrs)
+    return op.outputs if return_tuple else op.output(0)
+
+
+def _contains_nested_reduce(e) -> bool:
+    found = []
+
+    class _Find(Visitor):
+        def visit_Reduce(self, r):
+            found.append(r)
+
+    inner = e.source + ((e.condition,) if e.condition is not None else ()) \
+        if isinstance(e, Reduce) else (e,)
+    v = _Find()
+    for x in inner:
+        v.visit(x)
+    return bool(found)
+
+
+def substitute_read(e, tensor_map):
+    """Helper used by schedule rewrites: swap which tensor a TensorRead reads."""
+    from ..ir.functor import Mutator
+
+    class _Swap(Mutator):
+        def visit_TensorRead(self, r):
+            idx = tuple(self.visit(i) for i in r.indices)
+            t = tensor_map.get(r.tensor, r.tensor)
+            if t is r.tensor and all(a is b for a, b in zip(idx, r.indices)):
+                return r
+            return TensorRead(t, idx)
+
+    return _Swap().visit(e)
+
+
+__all__ = [
+    "Tensor", "TensorRead", "Reduce", "CommReducer", "ComputeOp", "PlaceholderOp", "Operation",
+    "placeholder", "compute", "reduce_axis", "var", "substitute", "binary_operands",
+]
