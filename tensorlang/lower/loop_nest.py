@@ -135,6 +135,13 @@ class LoopNestBuilder:
         vals, guards = root_values(st, {lv: lv.var for lv in leaves}, b.extents)
         root_val = {iv: simplify(b.root_min[iv] + vals[iv]) for iv in st.root_iter_vars}
         vmap = {iv.var: root_val[iv] for iv in st.root_iter_vars}
+        if st.attach_type == "scope":
+            # the region a consumer's tile needs can stick out of the domain (the last tile of a
+            # non-dividing split): compute only inside it (the simplifier drops provable guards)
+            for iv in st.op.axis:
+                guards.append(root_val[iv] < iv.dom.min + iv.dom.extent)
+                if not E.is_const(iv.dom.min, 0) or not E.is_const(b.root_min[iv], 0):
+                    guards.append(root_val[iv] >= iv.dom.min)
         offs = [b.root_min[iv] if st.attach_type == "scope" else E.const(0) for iv in st.op.axis]
         out_idx = tuple(simplify(root_val[iv] - o) for iv, o in zip(st.op.axis, offs))
         out_bufs = [self.buffers[(st, t.value_index)] for t in st.op.outputs]
