@@ -3,8 +3,6 @@ code -> a runtime Module callable on numpy arrays."""
 
 from __future__ import annotations
 
-from .codegen.llvm_ir import emit_llvm_ir
-from .codegen.target import Target, compile_ir
 from .ir import stmt as S
 from .ir.expr import Var, as_int
 from .lower import lower
@@ -21,7 +19,7 @@ def _shape_entry(e) -> int | str:
     raise ValueError(f"argument shapes must be ints or plain tl.var symbols, got {e!r}")
 
 
-def manifest_of(func: S.PrimFunc, target: Target) -> dict:
+def manifest_of(func: S.PrimFunc, target) -> dict:
     return {
         "name": func.name,
         "symbol": func.name,
@@ -41,6 +39,10 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
     3. compile: LLVM's O3 pipeline for the host CPU -> PIC object code (cached on disk)
     4. load: the object linked into a shared library and wrapped in a checked call
     """
+    # imported here: `import tensorlang` (and so tensorlang.runtime, for deployed kernels) must
+    # work without llvmlite
+    from .codegen.llvm_ir import emit_llvm_ir
+    from .codegen.target import Target, compile_ir
     from .runtime import Module
 
     if isinstance(schedule, Schedule):
