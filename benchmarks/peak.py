@@ -1,0 +1,107 @@
+"""FMA peak probe: GFLOP/s of a loop of independent <16 x float> fused multiply-adds (enough
+independent chains to cover the FMA latency on both pipes), on one core and on all cores through
+the thread pool. The ceiling that GFLOP/s figures in BENCHMARKS.md are compared against.
+
+    python benchmarks/peak.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from tensorlang.codegen.target import Target, compile_ir
+from tensorlang.runtime import Module
+
+CHAINS = 16  # independent accumulators: latency 4 x 2 pipes needs >= 8; 16 leaves margin
+LANES = 16
+ITERS = 1 << 16
+
+
+def _kernel_ir(target: Target) -> str:
+    """out[task] = sum of CHAINS vectors, each updated ITERS times by acc = acc * x + y, run on
+    every task of the pool (the body of a parallel region written by hand)."""
+    vt = f"<{LANES} x float>"
+    phis, updates, red, inits = [], [], [], []
+    for c in range(CHAINS):
+        # distinct starting values read from memory: nothing to fold or merge at compile time
+        inits.append(f"  %v{c} = fadd {vt} %x, <{', '.join([f'float {c}.0'] * LANES)}>")
+        phis.append(f"  %a{c} = phi {vt} [%v{c}, %entry], [%n{c}, %loop]")
+        updates.append(f"  %n{c} = call {vt} @llvm.fma.v16f32({vt} %a{c}, {vt} %m, {vt} %y)")
+    red.append("  %s0 = fadd " + vt + " %n0, %n1")
+    for c in range(2, CHAINS):
+        red.append(f"  %s{c - 1} = fadd {vt} %s{c - 2}, %n{c}")
+    last = f"%s{CHAINS - 2}"
+    attrs = f'"target-cpu"="{target.cpu}" "target-features"="{target.features}"'
+    return f"""
+declare {vt} @llvm.fma.v16f32({vt}, {vt}, {vt})
+@__tl_parallel_launch = global ptr null
+
+define internal i32 @body(i32 %task, i32 %ntasks, ptr %out) nounwind {attrs} {{
+entry:
+  %x = load {vt}, ptr %out, align 4
+  %mp = getelementptr float, ptr %out, i64 16
+  %m = load {vt}, ptr %mp, align 4
+  %yp = getelementptr float, ptr %out, i64 32
+  %y = load {vt}, ptr %yp, align 4
+{chr(10).join(inits)}
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %loop]
+{chr(10).join(phis)}
+{chr(10).join(updates)}
+  %i1 = add i64 %i, 1
+  %c = icmp slt i64 %i1, {ITERS}
+  br i1 %c, label %loop, label %done
+done:
+{chr(10).join(red)}
+  %e = extractelement {vt} {last}, i32 0
+  %t = sext i32 %task to i64
+  %t48 = add i64 %t, 48
+  %p = getelementptr float, ptr %out, i64 %t48
+  store float %e, ptr %p
+  ret i32 0
+}}
+
+define i32 @peak(ptr %out, i64 %parallel) nounwind {attrs} {{
+entry:
+  %par = icmp ne i64 %parallel, 0
+  br i1 %par, label %pool, label %single
+pool:
+  %launch = load ptr, ptr @__tl_parallel_launch
+  %rc = call i32 %launch(ptr @body, ptr %out, i32 0)
+  ret i32 %rc
+single:
+  %rc1 = call i32 @body(i32 0, i32 1, ptr %out)
+  ret i32 %rc1
+}}
+"""
+
+
+def main() -> None:
+    target = Target.host()
+    obj = compile_ir(_kernel_ir(target), target)
+    manifest = {"name": "peak", "symbol": "peak",
+                "args": [{"name": "out", "shape": [64], "dtype": "float32", "written": True}],
+                "vars": [], "target": target.to_dict(), "version": "0.1.0"}
+    mod = Module.from_object(obj.object_code, manifest)
+    out = np.zeros(64, dtype=np.float32)
+    out[16:32] = 0.999  # multiplier just below 1 and a small addend: values stay finite
+    out[32:48] = 1e-3
+    flop_per_task = 2.0 * LANES * CHAINS * ITERS
+    print(f"CPU {target.cpu}, {target.num_cores} cores, {target.vector_bits}-bit vectors")
+    for label, parallel, tasks in (("1 core", 0, 1), ("all cores", 1, target.num_cores)):
+        times = []
+        for _ in range(15):
+            t0 = time.perf_counter()
+            mod.call_raw(out.ctypes.data, parallel)
+            times.append(time.perf_counter() - t0)
+        best, med = min(times), statistics.median(times)
+        print(f"{label:>9}: peak {flop_per_task * tasks / best / 1e9:7.1f} GFLOP/s (best), "
+              f"{flop_per_task * tasks / med / 1e9:7.1f} (median)")
+
+
+if __name__ == "__main__":
+    main()
