@@ -371,6 +371,10 @@ class Schedule:
             return self.cache_write(self.stage_by_name(step.stage).op.output(0),
                                     step.args["scope"])
         st = self.stage_by_name(step.stage)
+        if step.kind == "compute_at":
+            # the recorded loop belongs to the host stage, not to the stage being attached
+            parent = self.stage_by_name(step.args["parent"])
+            return st.compute_at(parent, parent.find_loop(step.loops[0]))
         loops = [st.find_loop(n) for n in step.loops]
         if step.kind == "rfactor":
             return self.rfactor(st.op.output(0), loops[0], step.args.get("factor_index", 0))
@@ -385,9 +389,6 @@ class Schedule:
             return getattr(st, step.kind)(loops[0])
         if step.kind == "pragma":
             return st.pragma(loops[0], step.args["key"], step.args["value"])
-        if step.kind == "compute_at":
-            parent = self.stage_by_name(step.args["parent"])
-            return st.compute_at(parent, parent.find_loop(step.loops[0]))
         if step.kind == "compute_inline":
             return st.compute_inline()
         if step.kind == "compute_root":
