@@ -7,6 +7,7 @@ from ..ir.stmt import PrimFunc
 from .bound import infer_bounds
 from .inline import inline_bodies
 from .loop_nest import build_loop_nest
+from .passes.loop_partition import partition_loops
 from .passes.plan_allocation import plan_allocation
 from .passes.simplify import simplify_stmt
 from .passes.storage_flatten import storage_flatten
@@ -15,11 +16,15 @@ from .passes.vectorize import vectorize_loops
 
 # The ordered pass list. Constraints:
 # - simplify first: proven guards disappear before vectorize looks for tails;
+# - loop_partition after it (only the guards that can fail are left), and simplify again so the
+#   partitioned head loses its guards;
 # - storage_flatten before vectorize: vector accesses are recognised on flat indices;
 # - vectorize before unroll: the vector body is built once, then copied;
 # - simplify last: unrolled copies get constant indices (what lets LLVM keep tiles in registers).
 PASSES = (
     ("simplify", simplify_stmt),
+    ("loop_partition", partition_loops),
+    ("simplify_partitioned", simplify_stmt),
     ("storage_flatten", storage_flatten),
     ("plan_allocation", plan_allocation),
     ("vectorize", vectorize_loops),

@@ -1,0 +1,97 @@
+"""Pass: loop partitioning. A loop whose body holds tail guards (`io * 6 + ii < 1024`) is split
+into the iterations where every such guard provably holds and the rest:
+
+    for io in range(171):              for io in range(170):      # guards proven: removed
+      if io * 6 + ii < 1024: ...  ==>    ...
+                                       for io in range(170, 171):
+                                         if io * 6 + ii < 1024: ...
+
+Without it a register-tiled kernel keeps a branch per row in its innermost loop, which costs
+spills of the accumulator tile. Only loops of constant extent are partitioned, and only at the
+first iteration where a guard can fail (found by bisection with the simplifier)."""
+
+from __future__ import annotations
+
+from ...ir import expr as E
+from ...ir import stmt as S
+from ...ir.functor import Mutator, collect_vars
+from ...ir.simplify import Analyzer, simplify
+
+
+def _guards(body, var, an: Analyzer) -> list:
+    """(condition, ranges of the loops around it inside `body`) for guards that mention var."""
+    found = []
+
+    def walk(s, ranges):
+        if s is None:
+            return
+        if isinstance(s, S.For):
+            inner = dict(ranges)
+            lo, hi = an.bound(s.min)[0], None
+            ext_hi = Analyzer({**an.ranges, **inner}).bound(s.extent)[1]
+            if lo != -float("inf") and ext_hi != float("inf"):
+                hi = lo + ext_hi - 1
+            inner[s.loop_var] = (lo, hi if hi is not None else float("inf"))
+            walk(s.body, inner)
+        elif isinstance(s, S.SeqStmt):
+            for x in s.stmts:
+                walk(x, ranges)
+        elif isinstance(s, (S.Allocate, S.LetStmt)):
+            walk(s.body, ranges)
+        elif isinstance(s, S.IfThenElse):
+            if var in collect_vars(s.condition):
+                found.append((s.condition, ranges))
+            walk(s.then_case, ranges)
+            walk(s.else_case, ranges)
+
+    walk(body, {})
+    return found
+
+
+def _holds(cond, var, upto: int, an: Analyzer, ranges: dict) -> bool:
+    sub = Analyzer({**an.ranges, **ranges, var: (an.ranges[var][0], upto)})
+    out = simplify(cond, sub)
+    return isinstance(out, E.Const) and bool(out.value)
+
+
+class _Partition(Mutator):
+    def __init__(self):
+        super().__init__()
+        self.an = Analyzer()
+
+    def visit_For(self, s: S.For):
+        self.an.bind_range(s.loop_var, s.min, s.extent)
+        body = self.visit(s.body)
+        loop = s if body is s.body else s.replace(body=body)
+        mn, n = E.as_int(s.min), E.as_int(s.extent)
+        cut = None
+        if s.kind in ("serial", "parallel") and mn is not None and n is not None and n > 1:
+            cut = self._cut(loop, mn, n)
+        self.an.ranges.pop(s.loop_var, None)
+        if cut is None:
+            return loop
+        head = loop.replace(extent=E.const(cut - mn))
+        tail = loop.replace(min=E.const(cut), extent=E.const(mn + n - cut))
+        return S.seq(head, tail)
+
+    def _cut(self, loop: S.For, mn: int, n: int) -> int | None:
+        """First iteration where some tail guard may fail, if guards hold before it."""
+        best = None
+        for cond, ranges in _guards(loop.body, loop.loop_var, self.an):
+            if not _holds(cond, loop.loop_var, mn, self.an, ranges):
+                continue  # not a tail guard (fails already at the start)
+            if _holds(cond, loop.loop_var, mn + n - 1, self.an, ranges):
+                continue  # always true: the simplifier removes it anyway
+            lo, hi = mn, mn + n - 1  # invariant: holds up to lo, fails somewhere up to hi
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if _holds(cond, loop.loop_var, mid, self.an, ranges):
+                    lo = mid
+                else:
+                    hi = mid
+            best = lo + 1 if best is None else min(best, lo + 1)
+        return best
+
+
+def partition_loops(body: S.Stmt) -> S.Stmt:
+    return _Partition().visit(body)
