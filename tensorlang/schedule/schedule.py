@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ScheduleError
 from ..ir import dtype as dt
-from ..ir.expr import Var, const
+from ..ir.expr import Select, Var, const
 from ..ir.functor import Mutator, substitute
 from ..ir.stmt import IterVar, Range
 from ..te.tensor import (ComputeOp, Operation, PlaceholderOp, Reduce, Tensor, TensorRead,
@@ -338,8 +338,15 @@ class Schedule:
             cond = c if cond is None else cond & c
         rf_axis = list(new_axis)
         rf_axis.insert(factor_index, kf_new)
-        rf_body = tuple(Reduce(red0.combiner, src, tuple(new_red), cond, i)
-                        for i in range(len(src)))
+        if new_red:
+            rf_body = tuple(Reduce(red0.combiner, src, tuple(new_red), cond, i)
+                            for i in range(len(src)))
+        else:
+            # the factored loop was the only reduce loop: each partial result is one source
+            # value (the reducer's identity where the guard or the where= condition fails)
+            ident = red0.combiner.identity(tuple(x.dtype for x in src))
+            rf_body = src if cond is None else tuple(Select(cond, x, i)
+                                                     for x, i in zip(src, ident))
         rf_name = self._unique_stage_name(f"{st.name}.rf")
         rf_op = ComputeOp(rf_name, tuple(rf_axis), tuple(new_red), rf_body, old.tag,
                           dict(old.attrs))
