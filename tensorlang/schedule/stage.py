@@ -90,6 +90,12 @@ class Stage:
         if iv not in self.leaf_iter_vars:
             where = "was already split or fused" if iv in self.all_iter_vars else \
                 "is not a loop of this stage"
+            if iv not in self.all_iter_vars and iv in self.origin_op.axis + \
+                    self.origin_op.reduce_axis:
+                # same name, other object: an axis of the op the stage had before
+                # cache_write / rfactor replaced it (T.op.axis instead of s[T].op.axis)
+                where += " (it is an axis of the stage's op before cache_write/rfactor; " \
+                    "use s[T].op.axis)"
             raise ScheduleError(f"{primitive} on stage {self.name}: loop {iv.name} {where}; "
                                 f"its loops are {self.loop_names()}")
         return iv
