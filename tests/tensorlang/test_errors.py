@@ -1,0 +1,361 @@
+"""Misuse gets a clear error naming the stage and loops: tl.ScheduleError for a refused schedule
+primitive, TypeError / ValueError for bad arguments (declarations, build, calls). A refused
+primitive leaves the schedule as it was."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+
+
+@pytest.fixture
+def two_outputs():
+    A = tl.placeholder((8, 8), name="A")
+    B = tl.compute((8, 8), lambda i, j: A[i, j] + 1, name="B")
+    C = tl.compute((8, 8), lambda i, j: B[i, j] * 2, name="C")
+    D = tl.compute((8, 8), lambda p, q: A[p, q] * 3, name="D")
+    return A, B, C, D, tl.create_schedule([C, D])
+
+
+@pytest.fixture
+def reduction():
+    A = tl.placeholder((8, 8), name="A")
+    k = tl.reduce_axis((0, 8), name="k")
+    R = tl.compute((8,), lambda i: tl.sum(A[i, k], axis=k), name="R")
+    return A, k, R, tl.create_schedule(R)
+
+
+# ----------------------------------------------------------------------------- schedule misuse
+
+def test_loop_not_in_stage(two_outputs):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(tl.ScheduleError, match=r"split on stage C: loop p is not a loop of this "
+                                               r"stage; its loops are \['i', 'j'\]"):
+        s[C].split(D.op.axis[0], factor=2)
+
+
+def test_loop_already_split(two_outputs):
+    A, B, C, D, s = two_outputs
+    i, j = C.op.axis
+    s[C].split(i, factor=2)
+    with pytest.raises(tl.ScheduleError, match="loop i was already split or fused"):
+        s[C].reorder(j, i)
+
+
+def test_stale_axis_after_cache_write(two_outputs):
+    A, B, C, D, s = two_outputs
+    s.cache_write(C, "local")
+    with pytest.raises(tl.ScheduleError, match=r"use s\[T\]\.op\.axis"):
+        s[C].split(C.op.axis[0], factor=2)
+
+
+def test_reorder_with_repeated_loop(two_outputs):
+    A, B, C, D, s = two_outputs
+    i, j = C.op.axis
+    with pytest.raises(tl.ScheduleError, match=r"reorder on stage C: loop repeated in \['i', "
+                                               r"'j', 'i'\]"):
+        s[C].reorder(i, j, i)
+
+
+def test_fuse_non_adjacent_and_out_of_order(two_outputs):
+    A, B, C, D, s = two_outputs
+    i, j = C.op.axis
+    io, ii = s[C].split(i, factor=2)
+    with pytest.raises(tl.ScheduleError, match=r"fuse on stage C: loops \['i.outer', 'j'\] are "
+                                               "not adjacent"):
+        s[C].fuse(io, j)
+    with pytest.raises(tl.ScheduleError, match="not adjacent and in order"):
+        s[C].fuse(ii, io)
+    with pytest.raises(ValueError, match="at least two loops"):
+        s[C].fuse(io)
+
+
+def test_fuse_reduce_with_spatial(reduction):
+    A, k, R, s = reduction
+    with pytest.raises(tl.ScheduleError, match="cannot fuse a reduce loop with a spatial loop"):
+        s[R].fuse(R.op.axis[0], k)
+
+
+def test_vectorize_non_innermost(two_outputs):
+    A, B, C, D, s = two_outputs
+    i, j = C.op.axis
+    with pytest.raises(tl.ScheduleError, match=r"vectorize on stage C: loop i is not the "
+                                               "innermost loop"):
+        s[C].vectorize(i)
+
+
+def test_conflicting_annotations(two_outputs):
+    A, B, C, D, s = two_outputs
+    i, j = C.op.axis
+    s[C].unroll(j)
+    with pytest.raises(tl.ScheduleError, match="loop j is already marked unroll"):
+        s[C].vectorize(j)
+
+
+def test_parallel_reduce_loop_refused(reduction):
+    A, k, R, s = reduction
+    with pytest.raises(tl.ScheduleError, match="parallel on stage R: loop k is a reduce loop"):
+        s[R].parallel(k)
+    assert s[R].iter_attrs == {}
+
+
+def test_compute_at_into_a_stage_that_does_not_consume_it(two_outputs):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(tl.ScheduleError, match="compute_at on stage B: stage D does not read B"):
+        s[B].compute_at(s[D], D.op.axis[0])
+    assert s[B].attach_type == "root"
+
+
+def test_compute_at_loop_of_other_stage(two_outputs):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(tl.ScheduleError, match=r"compute_at\(B\) on stage C: loop p is not a "
+                                               "loop of this stage"):
+        s[B].compute_at(s[C], D.op.axis[0])
+
+
+def test_compute_at_of_outputs_self_and_non_stage(two_outputs):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(tl.ScheduleError, match="an output stage must stay at the root"):
+        s[D].compute_at(s[C], C.op.axis[0])
+    with pytest.raises(tl.ScheduleError, match="at its own loop"):
+        s[B].compute_at(s[B], B.op.axis[0])
+    with pytest.raises(TypeError, match=r"parent must be a stage \(s\[T\]\), got Tensor"):
+        s[B].compute_at(C, C.op.axis[0])
+
+
+def test_compute_at_then_host_loop_split_is_refused(two_outputs):
+    A, B, C, D, s = two_outputs
+    i, j = C.op.axis
+    s[B].compute_at(s[C], j)
+    with pytest.raises(tl.ScheduleError, match="stage B is computed at loop j of C, which is no "
+                                               "longer a loop of it"):
+        s[C].split(j, factor=2)
+    # the refused split was undone: the loops and the trace are as before
+    assert s[C].loop_names() == ["i", "j"]
+    assert [st.kind for st in s.trace] == ["compute_at"]
+
+
+def test_compute_at_with_a_reader_outside_the_loop():
+    A = tl.placeholder((8,), name="A")
+    B = tl.compute((8,), lambda i: A[i] + 1, name="B")
+    C = tl.compute((8,), lambda i: B[i] * 2, name="C")
+    D = tl.compute((8,), lambda i: B[i] * 3, name="D")
+    s = tl.create_schedule([C, D])
+    with pytest.raises(tl.ScheduleError, match="stage D also reads it and runs outside that "
+                                               "loop"):
+        s[B].compute_at(s[C], C.op.axis[0])
+
+
+@pytest.mark.parametrize("kwargs,exc,msg", [
+    ({"factor": 0}, ValueError, "must be positive, got 0"),
+    ({"nparts": -2}, ValueError, "must be positive, got -2"),
+    ({"factor": 2.0}, TypeError, "must be an int, got float"),
+    ({"factor": True}, TypeError, "must be an int, got bool"),
+    ({"factor": 2, "nparts": 2}, ValueError, "exactly one of factor= or nparts="),
+    ({}, ValueError, "exactly one of factor= or nparts="),
+])
+def test_split_bad_factor(two_outputs, kwargs, exc, msg):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(exc, match=msg):
+        s[C].split(C.op.axis[0], **kwargs)
+    assert s.trace == []
+
+
+def test_split_of_non_loop(two_outputs):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(TypeError, match="expected a loop"):
+        s[C].split("i", factor=2)
+
+
+def test_cache_write_after_transforms(two_outputs):
+    A, B, C, D, s = two_outputs
+    s[C].split(C.op.axis[0], factor=2)
+    with pytest.raises(tl.ScheduleError, match="cache_write on stage C: the stage was already "
+                                               "transformed"):
+        s.cache_write(C, "local")
+
+
+def test_cache_read_by_non_reader(two_outputs):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(tl.ScheduleError, match="stage C does not read A"):
+        s.cache_read(A, "local", [C])
+    with pytest.raises(TypeError, match="scope must be a string"):
+        s.cache_read(A, 3, [B])
+
+
+def test_inline_misuse(two_outputs, reduction):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(tl.ScheduleError, match="compute_inline on stage C: an output cannot be "
+                                               "inlined"):
+        s[C].compute_inline()
+    A2, k, R, s2 = reduction
+    X = tl.compute((8,), lambda i: R[i] + 1, name="X")
+    s3 = tl.create_schedule(X)
+    with pytest.raises(tl.ScheduleError, match="a reduction cannot be inlined"):
+        s3[R].compute_inline()
+
+
+def test_rfactor_misuse(reduction):
+    A, k, R, s = reduction
+    with pytest.raises(tl.ScheduleError, match="rfactor on stage R: loop i is not a reduce loop"):
+        s.rfactor(R, R.op.axis[0])
+    ko, ki = s[R].split(k, factor=2)
+    with pytest.raises(ValueError, match="factor_index must be in"):
+        s.rfactor(R, ki, factor_index=5)
+
+
+def test_placeholder_has_no_stage(two_outputs):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(tl.ScheduleError, match="A is a placeholder"):
+        s[A]
+    with pytest.raises(ValueError, match="is a placeholder, not a compute"):
+        tl.create_schedule(A)
+
+
+def test_pragma_misuse(two_outputs):
+    A, B, C, D, s = two_outputs
+    with pytest.raises(ValueError, match="unknown pragma 'foo'"):
+        s[C].pragma(C.op.axis[0], "foo", 1)
+    with pytest.raises(ValueError, match="needs a non-negative int"):
+        s[C].pragma(C.op.axis[0], "auto_unroll_max_step", -1)
+
+
+def test_unroll_of_symbolic_extent_fails_at_lowering():
+    n = tl.var("n")
+    A = tl.placeholder((n,), name="A")
+    B = tl.compute((n,), lambda i: A[i] + 1, name="B")
+    s = tl.create_schedule(B)
+    s[B].unroll(B.op.axis[0])
+    with pytest.raises(tl.LoweringError, match="non-constant extent"):
+        tl.lower(s, [A, B])
+
+
+def test_errors_derive_from_tensorlang_error():
+    assert issubclass(tl.ScheduleError, tl.TensorlangError)
+    assert issubclass(tl.LoweringError, tl.TensorlangError)
+
+
+# ----------------------------------------------------------------------------- declarations
+
+def test_declaration_errors():
+    A = tl.placeholder((8, 8), name="A")
+    k = tl.reduce_axis((0, 8), name="k")
+    with pytest.raises(ValueError, match="must be the whole body of a compute"):
+        tl.compute((8,), lambda i: tl.sum(A[i, k], axis=k) + 1, name="X")
+    with pytest.raises(ValueError, match="tensor A has 2 dimensions, indexed with 1"):
+        A[1]
+    with pytest.raises(ValueError, match="takes 1 index arguments but the shape has 2"):
+        tl.compute((8, 8), lambda i: A[i, i])
+    with pytest.raises(TypeError, match="sum: axis must be reduce axes"):
+        tl.compute((8,), lambda i: tl.sum(A[i, 0], axis=i))
+    with pytest.raises(ValueError, match="must be positive, got -1"):
+        tl.placeholder((-1,))
+    with pytest.raises(TypeError, match="must be an int or a tl.var, got float"):
+        tl.placeholder((2.5,))
+    with pytest.raises(TypeError, match="unknown dtype 'complex64'"):
+        tl.placeholder((2,), dtype="complex64")
+    with pytest.raises(ValueError, match="empty range"):
+        tl.reduce_axis((4, 4))
+    with pytest.raises(TypeError, match="tl.exp needs a float argument, got int32"):
+        tl.exp(tl.placeholder((2,), "int32")[0])
+    with pytest.raises(TypeError, match="condition must be boolean"):
+        tl.if_then_else(A[0, 0], 1.0, 2.0)
+    with pytest.raises(TypeError, match="dtype must be an integer type"):
+        tl.var("n", "float32")
+
+
+# ----------------------------------------------------------------------------- build and calls
+
+@pytest.fixture(scope="module")
+def kernel():
+    A = tl.placeholder((4, 6), name="A")
+    B = tl.compute((4, 6), lambda i, j: A[i, j] * 3, name="B")
+    return A, B, tl.build(tl.create_schedule(B), [A, B], name="triple")
+
+
+def _arrays():
+    return np.ones((4, 6), "float32"), np.zeros((4, 6), "float32")
+
+
+def test_call_ok(kernel):
+    a, b = _arrays()
+    kernel[2](a, b)
+    np.testing.assert_array_equal(b, 3 * a)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_call_wrong_count(kernel, n):
+    a, b = _arrays()
+    with pytest.raises(TypeError, match=rf"triple\(\) takes 2 array arguments .*got {n}"):
+        kernel[2](*([a, b, b][:n]))
+
+
+def test_call_wrong_dtype(kernel):
+    a, b = _arrays()
+    with pytest.raises(TypeError, match="argument 'A' must have dtype float32, got float64"):
+        kernel[2](a.astype("float64"), b)
+
+
+@pytest.mark.parametrize("shape", [(4, 7), (24,), (4, 6, 1)])
+def test_call_wrong_shape(kernel, shape):
+    a, b = _arrays()
+    with pytest.raises(ValueError, match=r"argument 'B' must have shape \(4, 6\)"):
+        kernel[2](a, np.zeros(shape, "float32"))
+
+
+def test_call_non_contiguous(kernel):
+    a, b = _arrays()
+    with pytest.raises(ValueError, match="argument 'A' must be C-contiguous"):
+        kernel[2](np.ones((4, 12), "float32")[:, ::2], b)
+    with pytest.raises(ValueError, match="argument 'B' must be C-contiguous"):
+        kernel[2](a, np.asfortranarray(b))
+
+
+def test_call_read_only_output(kernel):
+    a, b = _arrays()
+    b.flags.writeable = False
+    with pytest.raises(ValueError, match="argument 'B' is written by the kernel but the array "
+                                         "is read-only"):
+        kernel[2](a, b)
+    a.flags.writeable = False  # a read-only input is fine
+    kernel[2](a, np.zeros((4, 6), "float32"))
+
+
+def test_call_not_an_array_and_aliasing(kernel):
+    a, b = _arrays()
+    with pytest.raises(TypeError, match="argument 'A' must be a numpy.ndarray"):
+        kernel[2](a.tolist(), b)
+    with pytest.raises(ValueError, match="output 'B' overlaps argument 'A'"):
+        kernel[2](a, a)
+
+
+def test_build_and_lower_argument_errors(kernel):
+    A, B, _ = kernel
+    s = tl.create_schedule(B)
+    with pytest.raises(TypeError, match="give the kernel's argument tensors"):
+        tl.build(s)
+    with pytest.raises(ValueError, match="output B is missing from the argument list"):
+        tl.build(s, [A])
+    with pytest.raises(ValueError, match="input A is read but missing"):
+        tl.build(s, [B])
+    with pytest.raises(ValueError, match="tensor A appears twice"):
+        tl.build(s, [A, B, A])
+    with pytest.raises(ValueError, match="kernel name must be an identifier"):
+        tl.lower(s, [A, B], name="a b")
+    with pytest.raises(TypeError, match="expected a Schedule"):
+        tl.build("not a schedule", [A, B])
+    other = tl.placeholder((4, 6), name="O")
+    with pytest.raises(ValueError, match="argument O is not part of this schedule"):
+        tl.build(s, [A, B, other])
+
+
+def test_intermediate_attached_cannot_be_an_argument():
+    A = tl.placeholder((8,), name="A")
+    B = tl.compute((8,), lambda i: A[i] + 1, name="B")
+    C = tl.compute((8,), lambda i: B[i] * 2, name="C")
+    s = tl.create_schedule(C)
+    s[B].compute_inline()
+    with pytest.raises(ValueError, match="argument B: its stage is computed at/inlined"):
+        tl.lower(s, [A, B, C])
