@@ -60,19 +60,22 @@ class _Partition(Mutator):
         self.an = Analyzer()
 
     def visit_For(self, s: S.For):
+        # Outer loops first: once an outer loop is cut, the inner loops of its head see the
+        # narrower range and their guards hold throughout (cutting inner loops first would split
+        # e.g. `for ii in range(4)` of a 10 = 4 * 3 - 2 split into [0, 2) and [2, 4) for nothing).
         self.an.bind_range(s.loop_var, s.min, s.extent)
-        body = self.visit(s.body)
-        loop = s if body is s.body else s.replace(body=body)
         mn, n = E.as_int(s.min), E.as_int(s.extent)
         cut = None
         if s.kind in ("serial", "parallel") and mn is not None and n is not None and n > 1:
-            cut = self._cut(loop, mn, n)
+            cut = self._cut(s, mn, n)
+        if cut is not None:
+            self.an.ranges.pop(s.loop_var, None)
+            head = s.replace(extent=E.const(cut - mn))
+            tail = s.replace(min=E.const(cut), extent=E.const(mn + n - cut))
+            return S.seq(self.visit(head), self.visit(tail))
+        body = self.visit(s.body)
         self.an.ranges.pop(s.loop_var, None)
-        if cut is None:
-            return loop
-        head = loop.replace(extent=E.const(cut - mn))
-        tail = loop.replace(min=E.const(cut), extent=E.const(mn + n - cut))
-        return S.seq(head, tail)
+        return s if body is s.body else s.replace(body=body)
 
     def _cut(self, loop: S.For, mn: int, n: int) -> int | None:
         """First iteration where some tail guard may fail, if guards hold before it."""
