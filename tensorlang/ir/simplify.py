@@ -188,6 +188,21 @@ def to_linear(e: E.Expr) -> Linear:
     return Linear(d, {_Key(e): (e, 1)}, 0)
 
 
+def _merge_divmod(lin: Linear) -> Linear:
+    """k * c * (x // c) + k * (x % c) == k * x (floor division, any sign of x): the index of a
+    fused loop recombined, e.g. `f // 6 * 6 + f % 6` back to `f` (a contiguous access again)."""
+    for key, (t, coef) in list(lin.terms.items()):
+        c = E.as_int(t.b) if type(t) is E.FloorMod else None
+        if not c or c <= 0 or key not in lin.terms:
+            continue
+        dkey = _Key(E.FloorDiv(t.a, t.b))
+        d = lin.terms.get(dkey)
+        if d is not None and d[1] == coef * c:
+            pair = Linear(lin.dtype, {key: (t, coef), dkey: d})
+            lin = lin.add(pair, -1).add(to_linear(t.a).scale(coef))
+    return lin
+
+
 # ----------------------------------------------------------------------------- folding
 
 _FOLD = {
@@ -269,7 +284,7 @@ class Simplifier(Mutator):
             return e
         if dt.is_unsigned(e.dtype):
             return e  # unsigned wrap-around makes reassociation across Sub unsafe
-        return to_linear(e).to_expr()
+        return _merge_divmod(to_linear(e)).to_expr()
 
     visit_Add = _linear_op
     visit_Sub = _linear_op
