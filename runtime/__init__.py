@@ -1,0 +1,22 @@
+"""What runs compiled code: kernel modules (checked calls on numpy arrays), timing, the thread
+pool, and artifacts that load without the compiler.
+
+This package imports only numpy, ctypes and the standard library (llvmlite lazily, for
+fallbacks), and from tensorlang only its dependency-free ``errors`` and ``version`` modules, so
+that deployed code runs without the compiler.
+"""
+
+from .module import ArtifactError, KernelError, LoadError, Module, load_module
+from .threadpool import get_num_threads, set_num_threads
+from .timer import TimingResult
+
+__all__ = [
+    "ArtifactError",
+    "KernelError",
+    "LoadError",
+    "Module",
+    "TimingResult",
+    "get_num_threads",
+    "load_module",
+    "set_num_threads",
+]

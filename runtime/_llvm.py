@@ -1,0 +1,145 @@
+"""The low-level llvmlite driver: IR text -> verified, optimized module -> object code.
+
+The runtime only needs it for fallbacks (compiling the thread pool on a machine that has no
+cached copy, JIT-loading an object where no linker exists, producing assembly text on demand);
+``tensorlang.codegen.target`` builds its cached, policy-bearing ``compile_ir`` on top of it.
+llvmlite is imported lazily so that a deployed artifact loads on a machine without it.
+
+All llvmlite work is serialized by one process-wide lock: parsing uses LLVM's global context
+and a target machine is not safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+LLVM_LOCK = threading.RLock()
+_initialized = False
+_machines: dict[tuple[str, str, str, int], Any] = {}
+
+
+class LLVMCompileError(Exception):
+    """IR that LLVM refused. ``stage`` is "parse" or "verify"; the message is LLVM's."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(f"LLVM {stage} error: {message.strip()}")
+        self.stage = stage
+        self.llvm_message = message.strip()
+
+
+def binding() -> Any:
+    """``llvmlite.binding``, with the native target and asm printer initialized once.
+
+    ``llvm.initialize()`` raises in llvmlite 0.50, so only the native initializers are called.
+    """
+    global _initialized
+    import llvmlite.binding as llvm
+
+    if not _initialized:
+        with LLVM_LOCK:
+            if not _initialized:
+                llvm.initialize_native_target()
+                llvm.initialize_native_asmprinter()
+                _initialized = True
+    return llvm
+
+
+def target_machine(cpu: str, features: str, triple: str, opt_level: int) -> Any:
+    """A cached target machine: position-independent code, small code model.
+
+    PIC + small code model is what ``ld -shared`` needs and what the JIT fallback also loads.
+    Never hand one of these to MCJIT, which would take ownership of it.
+    """
+    key = (cpu, features, triple, opt_level)
+    with LLVM_LOCK:
+        tm = _machines.get(key)
+        if tm is None:
+            llvm = binding()
+            target = llvm.Target.from_triple(triple)
+            tm = target.create_target_machine(
+                cpu=cpu, features=features, opt=opt_level, reloc="pic", codemodel="default"
+            )
+            _machines[key] = tm
+        return tm
+
+
+def parse_and_verify(ir_text: str) -> Any:
+    """Parse and verify IR text. Verification comes first because LLVM's optimizer can crash
+    the process on invalid IR instead of reporting it."""
+    llvm = binding()
+    try:
+        mod = llvm.parse_assembly(ir_text)
+    except RuntimeError as e:
+        raise LLVMCompileError("parse", str(e)) from None
+    try:
+        mod.verify()
+    except RuntimeError as e:
+        raise LLVMCompileError("verify", str(e)) from None
+    return mod
+
+
+def compile_ir_text(
+    ir_text: str,
+    cpu: str,
+    features: str,
+    triple: str,
+    opt_level: int,
+    want_asm: bool = False,
+) -> tuple[bytes, str, str | None]:
+    """Compile IR text; returns (object code, optimized IR text, assembly text or None)."""
+    with LLVM_LOCK:
+        llvm = binding()
+        tm = target_machine(cpu, features, triple, opt_level)
+        mod = parse_and_verify(ir_text)
+        mod.triple = triple
+        mod.data_layout = str(tm.target_data)
+        if opt_level > 0:
+            # The new pass manager's default pipeline for the level, as clang -O<n> runs it.
+            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+            pto.loop_vectorization = opt_level >= 2
+            pto.slp_vectorization = opt_level >= 2
+            pb = llvm.create_pass_builder(tm, pto)
+            mpm = pb.getModulePassManager()
+            mpm.run(mod, pb)
+        optimized = str(mod)
+        obj = bytes(tm.emit_object(mod))
+        asm = tm.emit_assembly(mod) if want_asm else None
+        return obj, optimized, asm
+
+
+def assembly_of(ir_text: str, cpu: str, features: str, triple: str, opt_level: int = 3) -> str:
+    """Assembly for already-optimized IR, without running the optimizer again: code generation
+    from the same IR with the same target machine reproduces the object's instructions."""
+    with LLVM_LOCK:
+        tm = target_machine(cpu, features, triple, opt_level)
+        mod = parse_and_verify(ir_text)
+        mod.triple = triple
+        mod.data_layout = str(tm.target_data)
+        return tm.emit_assembly(mod)
+
+
+_lljit: Any = None
+_jit_counter = 0
+
+
+def jit_load_object(object_code: bytes, exports: list[str]) -> tuple[Any, dict[str, int]]:
+    """Load an object file into the process-wide ORC JIT (the no-linker fallback).
+
+    Returns (resource tracker, {symbol: address}). The code stays mapped as long as the tracker
+    is referenced: callers must keep it alive as long as anything may run the code.
+    Unresolved symbols are looked up in the current process (libc, libm).
+    """
+    global _lljit, _jit_counter
+    with LLVM_LOCK:
+        llvm = binding()
+        if _lljit is None:
+            _lljit = llvm.create_lljit_compiler()
+        _jit_counter += 1
+        builder = llvm.JITLibraryBuilder()
+        builder.add_object_img(object_code)
+        builder.add_current_process()
+        for name in exports:
+            builder.export_symbol(name)
+        tracker = builder.link(_lljit, f"tl_object_{_jit_counter}")
+        return tracker, {name: int(tracker[name]) for name in exports}

@@ -1,0 +1,826 @@
+"""``Module``: a compiled kernel, callable on numpy arrays, savable as a one-file artifact.
+
+The kernel ABI (what ``tensorlang.codegen`` emits and this loader calls)::
+
+    int32_t <symbol>(void *arg0, ..., void *argN-1, int64_t var0, ..., int64_t varM-1);
+
+returning 0 on success and a nonzero error code otherwise. Array arguments come first, in the
+manifest's order, then the symbolic shape variables in ``manifest["vars"]`` order. An object
+that runs parallel loops also defines ``ptr @__tl_parallel_launch = null`` (external linkage):
+the loader stores the thread pool's ``tl_parallel_launch`` address there before any call.
+
+Loading never needs llvmlite when a linker exists: the object is linked with ``ld -shared``
+into a content-addressed library in the cache directory and opened with ``ctypes.CDLL``.
+Without a linker the object goes to llvmlite's ORC JIT instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import io
+import json
+import math
+import os
+import subprocess
+import time
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tensorlang.errors import TensorlangError
+from tensorlang.version import __version__, version_major
+
+from . import _cpu, _link, threadpool
+from .timer import TimingResult
+
+PARALLEL_LAUNCH_GLOBAL = "__tl_parallel_launch"
+ABI_VERSION = 1
+ARTIFACT_FORMAT = 1
+LOADERS = ("auto", "so", "jit")
+
+_SOURCE_PREFIX = "sources/"
+_VOID_P = ctypes.c_void_p
+_I64 = ctypes.c_int64
+# A zero-length ctypes array type: ``from_buffer`` on it is the cheapest way to get a numpy
+# array's data address (~0.15 us against ~0.8 us for ``arr.ctypes.data`` or
+# ``__array_interface__``), and it fails exactly when the array is read-only or not
+# C-contiguous, which the checked call has to detect anyway.
+_ZERO_BYTES = ctypes.c_char * 0
+_from_buffer = _ZERO_BYTES.from_buffer
+_addressof = ctypes.addressof
+
+
+class LoadError(TensorlangError):
+    """Object code that cannot be loaded (link failure, missing symbol, unusable library)."""
+
+
+class ArtifactError(LoadError):
+    """A saved module refused at load: wrong format, version, architecture or CPU features."""
+
+
+class KernelError(TensorlangError, RuntimeError):
+    """A kernel returned a nonzero error code."""
+
+    def __init__(self, kernel: str, code: int, detail: str | None = None) -> None:
+        msg = f"kernel {kernel!r} failed with error code {code}"
+        if detail:
+            msg += f": {detail}"
+        super().__init__(msg)
+        self.kernel = kernel
+        self.code = code
+
+
+# ---------------------------------------------------------------------------------------------
+# manifest
+
+
+class _Arg:
+    """One array argument, with what the checked call needs precomputed."""
+
+    __slots__ = ("align", "dtype", "fixed", "index", "name", "shape", "symbolic", "written")
+
+    def __init__(self, index: int, name: str, dtype: np.dtype, shape: tuple, written: bool):
+        self.index = index
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.written = written
+        self.fixed = shape if all(isinstance(d, int) for d in shape) else None
+        self.symbolic = tuple(enumerate(shape))
+        self.align = dtype.alignment
+
+    def describe(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"{self.dtype.name}[{dims}]"
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ValueError(f"invalid kernel manifest: {msg}")
+
+
+def _normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a manifest's structure and return a JSON-clean deep copy of it."""
+    _require(isinstance(manifest, Mapping), f"expected a dict, got {type(manifest).__name__}")
+    m = copy.deepcopy(dict(manifest))
+    for key in ("name", "symbol"):
+        _require(isinstance(m.get(key), str) and m[key], f"{key!r} must be a non-empty string")
+    _require(isinstance(m.get("args"), list), "'args' must be a list")
+    m.setdefault("vars", [])
+    _require(
+        isinstance(m["vars"], list) and all(isinstance(v, str) and v for v in m["vars"]),
+        "'vars' must be a list of names",
+    )
+    _require(len(set(m["vars"])) == len(m["vars"]), f"duplicate names in vars {m['vars']}")
+    names = set()
+    for i, a in enumerate(m["args"]):
+        _require(isinstance(a, Mapping), f"args[{i}] must be a dict")
+        name = a.get("name")
+        _require(isinstance(name, str) and name, f"args[{i}] needs a name")
+        _require(name not in names, f"duplicate argument name {name!r}")
+        names.add(name)
+        try:
+            np.dtype(a.get("dtype"))
+        except TypeError:
+            raise ValueError(
+                f"invalid kernel manifest: argument {name!r} has unknown dtype {a.get('dtype')!r}"
+            ) from None
+        shape = a.get("shape")
+        _require(isinstance(shape, (list, tuple)), f"argument {name!r} needs a shape list")
+        for d in shape:
+            if isinstance(d, str):
+                _require(d in m["vars"], f"argument {name!r}: dimension {d!r} is not in vars")
+            else:
+                _require(
+                    isinstance(d, int) and not isinstance(d, bool) and d >= 0,
+                    f"argument {name!r}: dimension {d!r} must be a var name or an int >= 0",
+                )
+        a["shape"] = list(shape)
+        a["written"] = bool(a.get("written", False))
+    target = m.get("target", {})
+    _require(isinstance(target, Mapping), "'target' must be a dict")
+    m["target"] = {
+        "cpu": str(target.get("cpu", "")),
+        "features": str(target.get("features", "")),
+        "triple": str(target.get("triple", "")),
+    }
+    m.setdefault("version", __version__)
+    errors = m.get("error_messages", {})
+    _require(isinstance(errors, Mapping), "'error_messages' must map codes to messages")
+    m["error_messages"] = {str(k): str(v) for k, v in errors.items()}
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# native loading
+
+
+class _Native:
+    """The loaded code: the entry point, and whatever keeps it mapped (never released)."""
+
+    def __init__(self, address: int, slot_address: int | None, keepalive: Any, via: str) -> None:
+        self.address = address
+        self.slot_address = slot_address
+        self.keepalive = keepalive
+        self.via = via
+
+
+_libm_loaded = False
+
+
+def _load_libm_globally() -> None:
+    """Kernels may call libm (expf, tanhf, ...): make its symbols visible to the libraries we
+    dlopen, which are linked without DT_NEEDED entries."""
+    global _libm_loaded
+    if not _libm_loaded:
+        for name in ("libm.so.6", "libm.so"):
+            try:
+                ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+                break
+            except OSError:
+                continue
+        _libm_loaded = True
+
+
+def _open_shared(path: Path, symbol: str) -> _Native:
+    _load_libm_globally()
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise LoadError(f"cannot load kernel library {path}: {e}") from None
+    try:
+        fn = getattr(lib, symbol)
+    except AttributeError:
+        raise LoadError(f"kernel library {path} does not define {symbol!r}") from None
+    address = ctypes.cast(fn, _VOID_P).value
+    try:
+        slot = ctypes.addressof(_VOID_P.in_dll(lib, PARALLEL_LAUNCH_GLOBAL))
+    except ValueError:
+        slot = None  # a kernel without parallel loops need not define it
+    return _Native(address, slot, lib, f"shared library {path}")  # type: ignore[arg-type]
+
+
+def _open_jit(object_code: bytes, symbol: str) -> _Native:
+    try:
+        from . import _llvm
+    except ImportError as e:  # pragma: no cover - _llvm itself imports nothing heavy
+        raise LoadError(f"no linker and no llvmlite to load the kernel: {e}") from None
+    # The symbol table holds the global's name when the object defines it.
+    has_slot = PARALLEL_LAUNCH_GLOBAL.encode() in object_code
+    exports = [symbol, PARALLEL_LAUNCH_GLOBAL] if has_slot else [symbol]
+    try:
+        tracker, addrs = _llvm.jit_load_object(object_code, exports)
+    except ImportError:
+        raise LoadError("no linker (ld or cc) on PATH and llvmlite is not installed") from None
+    except RuntimeError as e:
+        raise LoadError(f"the JIT could not load the kernel object: {e}") from None
+    if not addrs.get(symbol):
+        raise LoadError(f"kernel object does not define {symbol!r}")
+    return _Native(addrs[symbol], addrs.get(PARALLEL_LAUNCH_GLOBAL) or None, tracker, "ORC JIT")
+
+
+def _open(object_code: bytes, library: Path | None, symbol: str, loader: str) -> _Native:
+    if loader not in LOADERS:
+        raise ValueError(f"loader must be one of {LOADERS}, got {loader!r}")
+    if loader in ("auto", "so"):
+        if library is None:
+            try:
+                library = _link.cached_shared_library(object_code)
+            except (_link.LinkError, OSError, subprocess.SubprocessError) as e:
+                if loader == "so":
+                    raise LoadError(f"cannot link the kernel object: {e}") from None
+                library = None
+        if library is not None:
+            return _open_shared(library, symbol)
+        if loader == "so":
+            raise LoadError("loader='so' needs a linker (ld or cc) on PATH")
+    return _open_jit(object_code, symbol)
+
+
+# ---------------------------------------------------------------------------------------------
+# Module
+
+
+class Module:
+    """A compiled kernel, callable on numpy arrays.
+
+    Build one with :meth:`from_object` (what ``tl.build`` does) or :func:`load_module`. A call
+    checks every argument -- ndarray, dtype, C-contiguity, alignment, shape, the binding of
+    symbolic dimensions, writability of outputs, no overlap between an output and another
+    argument -- then calls the native function and raises :class:`KernelError` on a nonzero
+    return code.
+    """
+
+    def __init__(
+        self,
+        object_code: bytes,
+        manifest: Mapping[str, Any],
+        sources: Mapping[str, str] | None = None,
+        *,
+        library: Path | None = None,
+        loader: str = "auto",
+    ) -> None:
+        if not isinstance(object_code, (bytes, bytearray, memoryview)):
+            raise TypeError(f"object_code must be bytes, got {type(object_code).__name__}")
+        self._object = bytes(object_code)
+        self._manifest = _normalize_manifest(manifest)
+        m = self._manifest
+        self._sources = {str(k): str(v) for k, v in (sources or {}).items()}
+        self._name: str = m["name"]
+        self._symbol: str = m["symbol"]
+        self._vars: tuple[str, ...] = tuple(m["vars"])
+        self._args = tuple(
+            _Arg(i, a["name"], np.dtype(a["dtype"]), tuple(a["shape"]), a["written"])
+            for i, a in enumerate(m["args"])
+        )
+        self._nargs = len(self._args)
+        self._written = tuple(a for a in self._args if a.written)
+        self._required_flags = _cpu.required_flags(m["target"]["features"], m["target"]["triple"])
+        _check_runnable_here(m["target"]["triple"], self._required_flags, what=self._name)
+
+        self._native = _open(self._object, library, self._symbol, loader)
+        if self._native.slot_address is not None:
+            # Every parallel loop in the kernel calls through this slot: it must hold the pool's
+            # launcher before the first call.
+            try:
+                launch = threadpool.launch_address()
+            except threadpool.PoolUnavailable as e:
+                raise LoadError(f"{self._name} runs parallel loops, but {e}") from e
+            _VOID_P.from_address(self._native.slot_address).value = launch
+        argtypes = [_VOID_P] * self._nargs + [_I64] * len(self._vars)
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(self._native.address)
+        self._signature = ", ".join(f"{a.name}: {a.describe()}" for a in self._args)
+        # Generated on the first call (compiling it costs ~0.15 ms, which a module only timed
+        # by the tuner through prepare_args never needs to pay).
+        self._fast_call: Callable[..., None] = self._first_fast_call
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def from_object(
+        cls,
+        object_code: bytes,
+        manifest: Mapping[str, Any],
+        sources: Mapping[str, str] | None = None,
+        *,
+        loader: str = "auto",
+    ) -> Module:
+        """Load PIC object code that follows the kernel ABI.
+
+        ``manifest``: ``{"name", "symbol", "args": [{"name", "shape", "dtype", "written"}],
+        "vars", "target": {"cpu", "features", "triple"}, "version"}``, optionally
+        ``"error_messages": {code: text}``. ``sources``: texts for :meth:`get_source`, by
+        format ("ll", "asm", "tir", ...). ``loader``: "so" (link and dlopen), "jit" (llvmlite
+        ORC JIT) or "auto" (the first that works).
+        """
+        return cls(object_code, manifest, sources, loader=loader)
+
+    # -- introspection --------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def entry_name(self) -> str:
+        """The exported symbol of the kernel function."""
+        return self._symbol
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """A copy of the manifest."""
+        return copy.deepcopy(self._manifest)
+
+    @property
+    def arg_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self._args)
+
+    @property
+    def vars(self) -> tuple[str, ...]:
+        return self._vars
+
+    @property
+    def object_code(self) -> bytes:
+        return self._object
+
+    @property
+    def function_address(self) -> int:
+        """Address of the native entry point (for generated code that calls kernels directly)."""
+        return self._native.address
+
+    @property
+    def loaded_via(self) -> str:
+        """How the code was loaded: "shared library <path>" or "ORC JIT"."""
+        return self._native.via
+
+    @property
+    def raw_function(self) -> Callable[..., int]:
+        """The ctypes function itself: ints in (pointers, then vars), error code out."""
+        return self._fn
+
+    def __repr__(self) -> str:
+        vars_ = f"; vars {', '.join(self._vars)}" if self._vars else ""
+        return f"<tensorlang.runtime.Module {self._name}({self._signature}){vars_}>"
+
+    # -- calling --------------------------------------------------------------------------
+
+    def prepare_args(self, *args: Any, **var_values: int) -> list[int]:
+        """Check arguments as a call does; return the raw ints that :meth:`call_raw` takes.
+
+        The pointers are valid only while the arrays are alive and not resized.
+        """
+        if len(args) != self._nargs:
+            raise TypeError(
+                f"{self._name}() takes {self._nargs} array arguments ({self._signature}), "
+                f"got {len(args)}"
+            )
+        raw: list[int] = []
+        bound: dict[str, int] | None = None
+        if var_values:
+            bound = self._explicit_vars(var_values)
+        ndarray = np.ndarray
+        for spec, a in zip(self._args, args):
+            if not isinstance(a, ndarray):
+                raise TypeError(
+                    f"{self._name}(): argument {spec.name!r} must be a numpy.ndarray of "
+                    f"{spec.describe()}, got {type(a).__name__}"
+                )
+            dt = a.dtype
+            if dt is not spec.dtype and dt != spec.dtype:
+                raise TypeError(
+                    f"{self._name}(): argument {spec.name!r} must have dtype {spec.dtype.name}"
+                    f"{_byteorder_hint(dt)}, got {dt}"
+                )
+            shape = a.shape
+            if spec.fixed is not None:
+                if shape != spec.fixed:
+                    raise ValueError(
+                        f"{self._name}(): argument {spec.name!r} must have shape "
+                        f"{spec.fixed}, got {shape}"
+                    )
+            else:
+                bound = self._bind(spec, shape, bound)
+            try:
+                ptr = _addressof(_from_buffer(a))
+            except (TypeError, ValueError, BufferError):
+                # Read-only or not C-contiguous: find which, for the message.
+                if not a.flags.c_contiguous:
+                    raise ValueError(
+                        f"{self._name}(): argument {spec.name!r} must be C-contiguous "
+                        "(use numpy.ascontiguousarray)"
+                    ) from None
+                if spec.written:
+                    raise ValueError(
+                        f"{self._name}(): argument {spec.name!r} is written by the kernel but "
+                        "the array is read-only"
+                    ) from None
+                ptr = a.__array_interface__["data"][0]
+            if ptr % spec.align:
+                raise ValueError(
+                    f"{self._name}(): argument {spec.name!r} is not aligned to its dtype "
+                    f"({spec.align} bytes)"
+                )
+            raw.append(ptr)
+        if self._written:
+            self._check_overlap(args, raw)
+        if self._vars:
+            if bound is None or len(bound) < len(self._vars):
+                missing = [v for v in self._vars if bound is None or v not in bound]
+                raise TypeError(
+                    f"{self._name}(): cannot determine {', '.join(missing)} from the array "
+                    "shapes; pass them as keyword arguments"
+                )
+            raw.extend(bound[v] for v in self._vars)
+        return raw
+
+    def __call__(self, *args: Any, **var_values: int) -> None:
+        """Run the kernel on numpy arrays (outputs are written in place)."""
+        if var_values or len(args) != self._nargs:
+            self._checked_call(args, var_values)
+        else:
+            self._fast_call(*args)
+
+    def _checked_call(self, args: tuple, var_values: Mapping[str, int] | None) -> None:
+        rc = self._fn(*self.prepare_args(*args, **(var_values or {})))
+        if rc:
+            raise self._kernel_error(rc)
+
+    def _first_fast_call(self, *args: Any) -> None:
+        self._fast_call = self._make_fast_call()
+        self._fast_call(*args)
+
+    def _make_fast_call(self) -> Callable[..., None]:
+        """Generate a call path specialized to this kernel's signature.
+
+        The general checks in :meth:`prepare_args` loop over argument specs and cost ~2.5 us
+        for three arrays; straight-line code with the dtypes, ranks, fixed dimensions and the
+        first binding of each shape variable baked in costs well under half of that. It only
+        ever accepts what :meth:`prepare_args` accepts: anything unusual (a subclass, an equal
+        but not identical dtype, a read-only input, any failed check) falls back to the general
+        path, which then runs the call or raises the precise error.
+        """
+        env: dict[str, Any] = {
+            "ndarray": np.ndarray,
+            "fb": _from_buffer,
+            "addr": _addressof,
+            "fn": self._fn,
+            "failed": self._kernel_error,
+            "slow": self._checked_call,
+        }
+        params = ", ".join(f"a{a.index}" for a in self._args)
+        body: list[str] = []
+        var_expr: dict[str, str] = {}
+        size_expr: dict[int, str] = {}
+        for a in self._args:
+            i = a.index
+            env[f"dt{i}"] = a.dtype
+            body.append(f"if type(a{i}) is not ndarray or a{i}.dtype is not dt{i}: raise Slow")
+            body.append(f"s{i} = a{i}.shape")
+            if a.fixed is not None:
+                env[f"shape{i}"] = a.fixed
+                body.append(f"if s{i} != shape{i}: raise Slow")
+            else:
+                # Unpacking checks the rank (ValueError otherwise) and names every dimension.
+                names = [f"d{i}_{axis}" for axis in range(len(a.shape))]
+                body.append(f"({', '.join(names)},) = s{i}")
+                for name, d in zip(names, a.shape):
+                    if isinstance(d, int):
+                        body.append(f"if {name} != {d}: raise Slow")
+                    elif d in var_expr:
+                        body.append(f"if {name} != {var_expr[d]}: raise Slow")
+                    else:
+                        var_expr[d] = name
+            body.append(f"p{i} = addr(fb(a{i}))")
+            if a.align > 1:
+                body.append(f"if p{i} % {a.align}: raise Slow")
+            dims = [str(d) if isinstance(d, int) else var_expr[d] for d in a.shape]
+            size_expr[i] = "*".join([str(a.dtype.itemsize), *dims])
+        for w in self._written:
+            body.append(f"nb{w.index} = {size_expr[w.index]}")
+        for w in self._written:
+            for o in self._args:
+                if o.index == w.index or (o.written and o.index < w.index):
+                    continue  # the pair of two outputs is checked once
+                nb_o = f"nb{o.index}" if o.written else f"({size_expr[o.index]})"
+                # Conservative: an empty array "overlapping" only sends the call to the exact
+                # check of the general path.
+                body.append(
+                    f"if p{o.index} < p{w.index} + nb{w.index} and "
+                    f"p{w.index} < p{o.index} + {nb_o}: raise Slow"
+                )
+        if any(v not in var_expr for v in self._vars):
+            # Some variable can only be passed by keyword: there is no fast path.
+            return lambda *args: self._checked_call(args, None)
+        call_args = [f"p{a.index}" for a in self._args] + [var_expr.get(v, "0") for v in self._vars]
+        src = [f"def fast_call({params}):", "    try:"]
+        src += [f"        {line}" for line in body]
+        src += [
+            "    except Exception:",
+            f"        return slow(({params}{',' if len(self._args) == 1 else ''}), None)",
+            f"    rc = fn({', '.join(call_args)})",
+            "    if rc:",
+            "        raise failed(rc)",
+        ]
+
+        class Slow(Exception):
+            pass
+
+        env["Slow"] = Slow
+        # The source is built above from the manifest's numbers and generated identifiers only
+        # (argument names never enter it), so there is nothing to inject.
+        code = compile("\n".join(src), f"<tensorlang fast call of {self._name}>", "exec")
+        exec(code, env)  # noqa: S102
+        return env["fast_call"]
+
+    def call_raw(self, *raw: int) -> int:
+        """Unchecked call: data pointers (ints) then var values, exactly as the ABI orders them.
+        Returns the kernel's code (0: success). Wrong pointers crash the process."""
+        return self._fn(*raw)
+
+    def _kernel_error(self, rc: int) -> KernelError:
+        return KernelError(self._name, rc, self._manifest["error_messages"].get(str(rc)))
+
+    def _explicit_vars(self, var_values: Mapping[str, int]) -> dict[str, int]:
+        bound = {}
+        for k, v in var_values.items():
+            if k not in self._vars:
+                raise TypeError(f"{self._name}() got an unexpected keyword argument {k!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{self._name}(): {k} must be an int, got {type(v).__name__}")
+            bound[k] = int(v)
+        return bound
+
+    def _bind(self, spec: _Arg, shape: tuple, bound: dict[str, int] | None) -> dict[str, int]:
+        if len(shape) != len(spec.shape):
+            raise ValueError(
+                f"{self._name}(): argument {spec.name!r} must have {len(spec.shape)} "
+                f"dimensions {tuple(spec.shape)}, got shape {shape}"
+            )
+        if bound is None:
+            bound = {}
+        for axis, want in spec.symbolic:
+            got = shape[axis]
+            if isinstance(want, int):
+                if got != want:
+                    raise ValueError(
+                        f"{self._name}(): argument {spec.name!r} must have shape "
+                        f"{tuple(spec.shape)}, got {shape} (axis {axis} is {got}, not {want})"
+                    )
+            else:
+                prev = bound.get(want)
+                if prev is None:
+                    bound[want] = got
+                elif prev != got:
+                    raise ValueError(
+                        f"{self._name}(): argument {spec.name!r} has {want}={got} on axis "
+                        f"{axis} (shape {shape}), but {want}={prev} elsewhere"
+                    )
+        return bound
+
+    def _check_overlap(self, args: tuple, raw: list[int]) -> None:
+        """A written buffer that overlaps another argument would make the result depend on the
+        order of memory accesses (and contradicts the noalias the emitter may promise)."""
+        for w in self._written:
+            lo, hi = raw[w.index], raw[w.index] + args[w.index].nbytes
+            if hi == lo:
+                continue
+            for other in self._args:
+                if other.index == w.index:
+                    continue
+                olo = raw[other.index]
+                ohi = olo + args[other.index].nbytes
+                if olo < ohi and olo < hi and lo < ohi:
+                    raise ValueError(
+                        f"{self._name}(): output {w.name!r} overlaps argument {other.name!r} "
+                        "in memory; pass distinct arrays"
+                    )
+
+    # -- timing ---------------------------------------------------------------------------
+
+    def time_evaluator(
+        self, number: int = 10, repeat: int = 3, min_repeat_ms: float = 0
+    ) -> Callable[..., TimingResult]:
+        """A function that times the kernel on given arguments.
+
+        After one checked warm-up call, each of ``repeat`` measurements times ``number``
+        back-to-back calls in a native loop (no Python between calls) and records the mean time
+        per call. When a measurement takes less than ``min_repeat_ms``, ``number`` is raised and
+        the measurement redone, as TVM does.
+        """
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise ValueError(f"number must be an int >= 1, got {number!r}")
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise ValueError(f"repeat must be an int >= 1, got {repeat!r}")
+        if not min_repeat_ms >= 0:
+            raise ValueError(f"min_repeat_ms must be >= 0, got {min_repeat_ms!r}")
+        timer = self._native_timer()
+
+        def evaluate(*args: Any, **var_values: int) -> TimingResult:
+            raw = self.prepare_args(*args, **var_values)
+            rc = self._fn(*raw)
+            if rc:
+                raise self._kernel_error(rc)
+            n = number
+            results = []
+            for _ in range(repeat):
+                while True:
+                    elapsed, rc = timer(raw, n)
+                    if rc:
+                        raise self._kernel_error(rc)
+                    if elapsed * 1e3 >= min_repeat_ms:
+                        break
+                    # Aim 10% past the minimum; at least double so tiny timings converge fast.
+                    scale = min_repeat_ms / max(elapsed * 1e3, 1e-6) * 1.1
+                    n = max(2 * n, math.ceil(n * scale))
+                results.append(elapsed / n)
+            return TimingResult.from_results(results, n)
+
+        return evaluate
+
+    def _native_timer(self) -> Callable[[list[int], int], tuple[float, int]]:
+        address = self._native.address
+        native_ok = len(self._args) + len(self._vars) <= threadpool.MAX_TIMED_ARGS
+        if native_ok:
+            try:
+                threadpool.pool()
+            except threadpool.PoolUnavailable:
+                native_ok = False  # time from Python instead
+        if native_ok:
+
+            def native(raw: list[int], n: int) -> tuple[float, int]:
+                return threadpool.time_calls(address, raw, n)
+
+            return native
+        fn = self._fn
+
+        def python_loop(raw: list[int], n: int) -> tuple[float, int]:
+            err = 0
+            t0 = time.perf_counter()
+            for _ in range(n):
+                rc = fn(*raw)
+                if rc and not err:
+                    err = rc
+            return time.perf_counter() - t0, err
+
+        return python_loop
+
+    # -- sources and artifacts ------------------------------------------------------------
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """Source text: "ll" (LLVM IR, as the builder stored it -- the optimized IR the object
+        was generated from), "asm" (produced on demand from "ll" when not stored; needs
+        llvmlite), "tir" (lowered loop IR), or any other format the builder stored."""
+        if fmt in self._sources:
+            return self._sources[fmt]
+        if fmt in ("asm", "s") and "ll" in self._sources:
+            try:
+                from . import _llvm
+
+                t = self._manifest["target"]
+                asm = _llvm.assembly_of(self._sources["ll"], t["cpu"], t["features"], t["triple"])
+            except ImportError:
+                raise ValueError(
+                    f"{self._name}: assembly was not stored and llvmlite is not installed to "
+                    "produce it"
+                ) from None
+            self._sources["asm"] = asm
+            return asm
+        have = ", ".join(sorted(self._sources)) or "none"
+        raise ValueError(f"{self._name}: no {fmt!r} source (available: {have})")
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the module to one file (a zip: manifest.json, kernel.o, kernel.so when linked,
+        the thread pool library, sources/*). Loads with :func:`load_module`, without llvmlite
+        where the library is usable."""
+        meta = self.manifest
+        meta["artifact"] = {
+            "format": ARTIFACT_FORMAT,
+            "abi": ABI_VERSION,
+            "arch": _cpu.triple_arch(meta["target"]["triple"]) or _cpu.machine(),
+            "required_features": list(self._required_flags),
+            "created_by": __version__,
+        }
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            z.writestr("manifest.json", json.dumps(meta, indent=2, sort_keys=True))
+            z.writestr("kernel.o", self._object)
+            lib = self._library_bytes()
+            if lib is not None:
+                z.writestr("kernel.so", lib)
+            try:
+                pool_lib = threadpool.shared_library_bytes()
+            except threadpool.PoolUnavailable:  # the loading machine will build its own
+                pool_lib = None
+            if pool_lib is not None:
+                z.writestr("pool.so", pool_lib)
+            for fmt, text in sorted(self._sources.items()):
+                z.writestr(_SOURCE_PREFIX + _safe_source_name(fmt), text)
+        from ._cache import atomic_write
+
+        atomic_write(Path(path), buf.getvalue())
+
+    def _library_bytes(self) -> bytes | None:
+        via = self._native.via
+        if via.startswith("shared library "):
+            return Path(via[len("shared library ") :]).read_bytes()
+        try:
+            lib = _link.cached_shared_library(self._object)
+        except (_link.LinkError, OSError, subprocess.SubprocessError):
+            return None  # the artifact still carries the object
+        return lib.read_bytes() if lib is not None else None
+
+
+def _safe_source_name(fmt: str) -> str:
+    if not fmt or "/" in fmt or "\\" in fmt or fmt.startswith("."):
+        raise ValueError(f"source format name {fmt!r} cannot be stored")
+    return fmt
+
+
+def _byteorder_hint(dt: np.dtype) -> str:
+    return " in native byte order" if dt.byteorder not in ("=", "|") else ""
+
+
+def _check_runnable_here(triple: str, required: list[str], what: str) -> None:
+    arch = _cpu.triple_arch(triple) if triple else _cpu.machine()
+    if arch != _cpu.machine():
+        raise ArtifactError(f"{what} was compiled for {arch}, but this machine is {_cpu.machine()}")
+    missing = _cpu.missing_flags(required)
+    if missing:
+        raise ArtifactError(
+            f"{what} was compiled for CPU features this CPU lacks: {', '.join(missing)}; "
+            "rebuild it for this machine (target='llvm')"
+        )
+
+
+def load_module(path: str | os.PathLike, *, loader: str = "auto") -> Module:
+    """Load a module saved with :meth:`Module.save`.
+
+    Refuses (:class:`ArtifactError`) an artifact of another format or ABI, another major
+    version, another architecture, or one that needs CPU features this machine lacks. Uses the
+    shipped library (no llvmlite needed); relinks the object if the library does not load.
+    """
+    path = Path(path)
+    try:
+        z = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ArtifactError(f"{path} is not a tensorlang module artifact: {e}") from None
+    with z:
+        names = set(z.namelist())
+        if "manifest.json" not in names or "kernel.o" not in names:
+            raise ArtifactError(f"{path} is not a tensorlang module artifact (no manifest/object)")
+        try:
+            meta = json.loads(z.read("manifest.json"))
+        except ValueError as e:
+            raise ArtifactError(f"{path}: corrupt manifest.json: {e}") from None
+        art = meta.pop("artifact", None)
+        if not isinstance(art, dict):
+            raise ArtifactError(f"{path}: manifest has no artifact section")
+        if art.get("format") != ARTIFACT_FORMAT or art.get("abi") != ABI_VERSION:
+            raise ArtifactError(
+                f"{path}: artifact format {art.get('format')} / kernel ABI {art.get('abi')} is "
+                f"not supported (this runtime reads format {ARTIFACT_FORMAT}, ABI {ABI_VERSION})"
+            )
+        made_by = str(meta.get("version", "?"))
+        try:
+            same_major = version_major(made_by) == version_major(__version__)
+        except ValueError:
+            same_major = False
+        if not same_major:
+            raise ArtifactError(
+                f"{path} was built by tensorlang {made_by}; this is {__version__} (major "
+                "versions differ): rebuild it"
+            )
+        arch = art.get("arch") or _cpu.machine()
+        if arch != _cpu.machine():
+            raise ArtifactError(f"{path} was built for {arch}, this machine is {_cpu.machine()}")
+        required = art.get("required_features", [])
+        missing = _cpu.missing_flags(list(required))
+        if missing:
+            raise ArtifactError(
+                f"{path} was built for CPU features this CPU lacks: {', '.join(missing)}; "
+                "rebuild it for this machine"
+            )
+        obj = z.read("kernel.o")
+        so = z.read("kernel.so") if "kernel.so" in names else None
+        pool_lib = z.read("pool.so") if "pool.so" in names else None
+        sources = {
+            n[len(_SOURCE_PREFIX) :]: z.read(n).decode("utf-8")
+            for n in names
+            if n.startswith(_SOURCE_PREFIX) and len(n) > len(_SOURCE_PREFIX)
+        }
+    if pool_lib is not None and PARALLEL_LAUNCH_GLOBAL.encode() in obj:
+        threadpool.pool(shipped_library=pool_lib)
+    library = None
+    if so is not None and loader in ("auto", "so"):
+        library = _link.store_shared_library(so, prefix="a")
+    try:
+        return Module(obj, meta, sources, library=library, loader=loader)
+    except LoadError:
+        if library is None or loader != "auto":
+            raise
+        # The shipped library did not load here (e.g. an older libc): link the object afresh.
+        return Module(obj, meta, sources, loader=loader)

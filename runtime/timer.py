@@ -1,0 +1,65 @@
+"""Timing results, as ``Module.time_evaluator`` returns them."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+def _fmt_seconds(t: float) -> str:
+    if not math.isfinite(t):
+        return str(t)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(t) >= scale:
+            return f"{t / scale:.4g} {unit}"
+    return f"{t / 1e-9:.4g} ns"
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """Seconds per call: one entry of ``results`` per repeat, each the mean over ``number`` calls.
+
+    ``number`` is the number of calls per repeat actually used (it may have been raised to reach
+    ``min_repeat_ms``).
+    """
+
+    results: tuple[float, ...]
+    number: int
+
+    def __post_init__(self) -> None:
+        if not self.results:
+            raise ValueError("a TimingResult needs at least one repeat")
+
+    @classmethod
+    def from_results(cls, results: Sequence[float], number: int) -> TimingResult:
+        return cls(tuple(float(r) for r in results), int(number))
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.results)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.results)
+
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation of the per-repeat means (0 for a single repeat)."""
+        return statistics.pstdev(self.results) if len(self.results) > 1 else 0.0
+
+    def __repr__(self) -> str:
+        return (
+            f"TimingResult(mean={_fmt_seconds(self.mean)}, median={_fmt_seconds(self.median)}, "
+            f"min={_fmt_seconds(self.min)}, max={_fmt_seconds(self.max)}, "
+            f"std={_fmt_seconds(self.std)}, repeat={len(self.results)}, number={self.number})"
+        )
