@@ -1,0 +1,37 @@
+"""Auto-tuning: space -> features -> cost model -> search -> measure -> records ->
+apply_history_best. AutoTVM's vocabulary:
+
+    @autotune.template("matmul")            # knobs from autotune.get_config()
+    task = autotune.create_task("matmul", args=(1024, 1024, 1024, "float32"), target="llvm")
+    tuner = autotune.XGBTuner(task)
+    tuner.tune(n_trial=200, measure_option=autotune.measure_option(...),
+               callbacks=[autotune.progress_bar(), autotune.log_to_file("matmul.jsonl")])
+    with autotune.apply_history_best("matmul.jsonl"):
+        s, args = matmul(1024, 1024, 1024, "float32")
+
+Built-in templates (tensorlang.autotune.templates) register on first lookup by name.
+"""
+
+from .callbacks import log_to_file, progress_bar
+from .features import N_FEATURES, extract_features, lower_for_features
+from .measure import (BUILD_ERROR, ERROR_KINDS, ILLEGAL, RUN_ERROR, TIMEOUT, WRONG_ANSWER,
+                      LocalBuilder, LocalRunner, MeasureInput, MeasureOption, MeasureResult,
+                      measure_batch, measure_option)
+from .record import (ApplyHistoryBest, Record, append_records, apply_history_best,
+                     best_records, load_records, pick_best)
+from .space import ConfigEntity, ConfigSpace, FallbackConfig
+from .task import (ApplyConfig, DispatchContext, Task, TemplateError, create_task, get_config,
+                   get_template, template)
+from .tune import tune_tasks
+from .tuner import GridSearchTuner, RandomTuner, Tuner, XGBTuner
+
+__all__ = [
+    "ApplyConfig", "ApplyHistoryBest", "BUILD_ERROR", "ConfigEntity", "ConfigSpace",
+    "DispatchContext", "ERROR_KINDS", "FallbackConfig", "GridSearchTuner", "ILLEGAL",
+    "LocalBuilder", "LocalRunner", "MeasureInput", "MeasureOption", "MeasureResult",
+    "N_FEATURES", "RUN_ERROR", "RandomTuner", "Record", "TIMEOUT", "Task", "TemplateError",
+    "Tuner", "WRONG_ANSWER", "XGBTuner", "append_records", "apply_history_best",
+    "best_records", "create_task", "extract_features", "get_config", "get_template",
+    "load_records", "log_to_file", "lower_for_features", "measure_batch", "measure_option",
+    "pick_best", "progress_bar", "template", "tune_tasks",
+]

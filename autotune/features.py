@@ -1,0 +1,226 @@
+"""Features of a candidate kernel: a pure function of its lowered loop IR.
+
+The IR is taken after storage flattening and before vectorize/unroll expansion, so that loops
+still carry their annotations (vectorized / unrolled / parallel) and each store appears once.
+
+Per store (the `TOP_STORES` stores with the most work, heaviest first):
+  - log2 of its trip count, float ops per iteration, total float ops;
+  - for each of the innermost `LEVELS` loops around it: extent, kind (one-hot), whether a tail
+    guard sits inside it;
+  - for each of the first `BUFS` buffers it touches (the store target, then the loads): at each
+    of those loop levels the stride of the loop variable in the flat index (in elements), the
+    bytes and 64-byte cache lines touched by one iteration of that loop, and the reuse (product of
+    extents of the loops inside it that do not move the index);
+  - arithmetic intensity at each level (float ops / bytes touched).
+Kernel-wide: number of stores, parallel extent, bytes of local (stack) buffers.
+Everything is scaled by log2(x + 1). The vector has a fixed length (zero-padded).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.expr import as_int
+
+LEVELS = 6
+BUFS = 4
+TOP_STORES = 3
+KINDS = ("serial", "parallel", "vectorized", "unrolled")
+_PER_BUF = 4 * LEVELS  # stride, bytes, lines, reuse per level
+_PER_STORE = 3 + LEVELS * (1 + len(KINDS) + 1) + BUFS * _PER_BUF + LEVELS
+_GLOBAL = 3
+N_FEATURES = TOP_STORES * _PER_STORE + _GLOBAL
+_ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.Call)
+
+
+def lower_for_features(schedule, args):
+    """The loop IR the features read: bound inference and loop nest, simplified and flattened
+    (the cheap front of tl.lower; vectorize/unroll would only multiply the statements)."""
+    from ..lower import build_loop_nest, infer_bounds, inline_bodies
+    from ..lower.passes.simplify import simplify_stmt
+    from ..lower.passes.storage_flatten import storage_flatten
+
+    bodies = inline_bodies(schedule)
+    bounds = infer_bounds(schedule, bodies)
+    func = build_loop_nest(schedule, bodies, bounds, args, "f")
+    return func.replace(body=storage_flatten(simplify_stmt(func.body)))
+
+
+def _coef(e, v) -> float | None:
+    """Coefficient of var v in index e (0 when absent, None when not affine in v)."""
+    if isinstance(e, E.Var):
+        return 1.0 if e is v else 0.0
+    if isinstance(e, E.Const):
+        return 0.0
+    if isinstance(e, E.Add):
+        a, b = _coef(e.a, v), _coef(e.b, v)
+        return None if a is None or b is None else a + b
+    if isinstance(e, E.Sub):
+        a, b = _coef(e.a, v), _coef(e.b, v)
+        return None if a is None or b is None else a - b
+    if isinstance(e, E.Mul):
+        ca, cb = as_int(e.a), as_int(e.b)
+        if cb is not None:
+            a = _coef(e.a, v)
+            return None if a is None else a * cb
+        if ca is not None:
+            b = _coef(e.b, v)
+            return None if b is None else b * ca
+    if isinstance(e, (E.FloorDiv, E.FloorMod)):
+        a = _coef(e.a, v)
+        d = as_int(e.b)
+        if a == 0.0:
+            return 0.0
+        if a is not None and d:
+            # i // d moves by a/d on average; i % d moves by a (until it wraps)
+            return a / d if isinstance(e, E.FloorDiv) else a
+        return None
+    if isinstance(e, E.Ramp):
+        return _coef(e.base, v)
+    if isinstance(e, E.Broadcast):
+        return _coef(e.value, v)
+    if isinstance(e, E.Cast):
+        return _coef(e.value, v)
+    # anything else (min/max/select...): moves when it mentions v
+    return 1.0 if _mentions(e, v) else 0.0
+
+
+def _mentions(e, v) -> bool:
+    if e is v:
+        return True
+    if isinstance(e, E.Node) and not isinstance(e, (E.Var, E.Const)):
+        for f in e.fields():
+            x = getattr(e, f)
+            if isinstance(x, E.Expr) and _mentions(x, v):
+                return True
+            if isinstance(x, tuple) and any(isinstance(y, E.Expr) and _mentions(y, v)
+                                            for y in x):
+                return True
+    return False
+
+
+def _loads_and_flops(e, loads: list) -> int:
+    n = 1 if isinstance(e, _ARITH) and "float" in str(e.dtype) else 0
+    if isinstance(e, E.Load):
+        loads.append(e)
+    if isinstance(e, E.Node):
+        for f in e.fields():
+            x = getattr(e, f)
+            if isinstance(x, E.Expr):
+                n += _loads_and_flops(x, loads)
+            elif isinstance(x, tuple):
+                for y in x:
+                    if isinstance(y, E.Expr):
+                        n += _loads_and_flops(y, loads)
+    return n
+
+
+class _Collector:
+    def __init__(self):
+        self.stores = []  # (loops, guarded levels, store)
+        self.parallel_extent = 1
+        self.local_bytes = 0
+
+    def walk(self, st, loops: tuple, guards: tuple):
+        if st is None:
+            return
+        if isinstance(st, S.For):
+            if st.kind == "parallel":
+                self.parallel_extent *= as_int(st.extent) or 1
+            self.walk(st.body, loops + (st,), guards)
+        elif isinstance(st, S.SeqStmt):
+            for x in st.stmts:
+                self.walk(x, loops, guards)
+        elif isinstance(st, S.IfThenElse):
+            g = guards + (len(loops),)
+            self.walk(st.then_case, loops, g)
+            self.walk(st.else_case, loops, g)
+        elif isinstance(st, S.Allocate):
+            if st.buffer.scope in ("local", "stack"):
+                self.local_bytes += (st.buffer.const_elements() or 0) * \
+                    st.buffer.nbytes_per_element
+            self.walk(st.body, loops, guards)
+        elif isinstance(st, S.LetStmt):
+            self.walk(st.body, loops, guards)
+        elif isinstance(st, S.Store):
+            self.stores.append((loops, guards, st))
+
+
+def _store_features(loops, guards, st) -> tuple[float, np.ndarray]:
+    f = np.zeros(_PER_STORE)
+    extents = [float(as_int(lp.extent) or 1) for lp in loops]
+    trips = math.prod(extents) if extents else 1.0
+    loads: list = []
+    flops = _loads_and_flops(st.value, loads)
+    lanes = max((getattr(x, "lanes", 1) for x in st.indices if isinstance(x, E.Ramp)),
+                default=1)
+    flops *= lanes
+    f[0], f[1], f[2] = trips, flops, trips * flops
+    pos = 3
+    inner = list(range(len(loops)))[::-1][:LEVELS]  # innermost first
+    for lvl in range(LEVELS):
+        if lvl < len(inner):
+            lp = loops[inner[lvl]]
+            f[pos] = extents[inner[lvl]]
+            f[pos + 1 + KINDS.index(lp.kind)] = 1.0
+            f[pos + 1 + len(KINDS)] = float(any(g > inner[lvl] for g in guards))
+        pos += 2 + len(KINDS)
+    accesses = [(st.buffer, st.indices)] + [(ld.buffer, ld.indices) for ld in loads]
+    touched_total = np.zeros(LEVELS)
+    for b in range(BUFS):
+        if b < len(accesses):
+            buf, idx = accesses[b]
+            index = idx[0] if len(idx) == 1 else None
+            esize = buf.nbytes_per_element
+            for lvl in range(min(LEVELS, len(inner))):
+                # the loops from this level inward: which move the index, and by how much
+                touched, reuse = 1.0, 1.0
+                span_lines = 1.0
+                for j in inner[:lvl + 1]:
+                    c = _coef(index, loops[j].loop_var) if index is not None else None
+                    if c is None:
+                        c = 1.0
+                    if c == 0.0:
+                        reuse *= extents[j]
+                    else:
+                        touched *= extents[j]
+                        span_lines *= max(1.0, min(extents[j], extents[j] * abs(c) * esize / 64))
+                c_here = _coef(index, loops[inner[lvl]].loop_var) if index is not None else None
+                base = pos + lvl * 4
+                f[base] = abs(c_here) if c_here is not None else 1e6
+                f[base + 1] = touched * esize
+                f[base + 2] = span_lines
+                f[base + 3] = reuse
+                touched_total[lvl] += touched * esize
+        pos += _PER_BUF
+    for lvl in range(min(LEVELS, len(inner))):
+        sub_trips = math.prod(extents[j] for j in inner[:lvl + 1])
+        f[pos + lvl] = flops * sub_trips / max(touched_total[lvl], 1.0)
+    return trips * max(flops, 1), f
+
+
+def extract_features(func: S.PrimFunc) -> np.ndarray:
+    """The feature vector (length N_FEATURES) of a lowered kernel (see the module doc)."""
+    c = _Collector()
+    c.walk(func.body, (), ())
+    per_store = sorted((_store_features(*x) for x in c.stores), key=lambda t: -t[0])
+    out = np.zeros(N_FEATURES)
+    for i, (_, f) in enumerate(per_store[:TOP_STORES]):
+        out[i * _PER_STORE:(i + 1) * _PER_STORE] = f
+    out[-3:] = (len(c.stores), c.parallel_extent, c.local_bytes)
+    return np.log2(np.abs(out) + 1.0)
+
+
+def config_features(task, config) -> np.ndarray | None:
+    """Features of one config of a task; None when the config's schedule is illegal."""
+    from .. import ScheduleError
+
+    try:
+        s, args = task.instantiate(config)
+        return extract_features(lower_for_features(s, args))
+    except ScheduleError:
+        return None

@@ -1,0 +1,400 @@
+"""Measuring candidates: build in parallel processes, run isolated in a separate process.
+
+Every failure becomes a typed error in the MeasureResult, and tuning goes on:
+
+    "illegal schedule"  the legality checker refused a primitive (caught before building)
+    "build error"       lowering or compilation raised, or a builder process died / timed out
+    "run error"         the kernel raised, returned an error code, or crashed its process
+                        (SIGSEGV, SIGFPE from an integer division by zero, ...)
+    "timeout"           the measurement did not finish within LocalRunner.timeout seconds
+    "wrong answer"      the output differs from the reference
+
+Builds of one batch run first (in parallel), then runs one at a time: a kernel is never timed
+while the compiler competes for the two cores.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import importlib
+import multiprocessing as mp
+import os
+import signal
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ILLEGAL = "illegal schedule"
+BUILD_ERROR = "build error"
+RUN_ERROR = "run error"
+TIMEOUT = "timeout"
+WRONG_ANSWER = "wrong answer"
+ERROR_KINDS = (ILLEGAL, BUILD_ERROR, RUN_ERROR, TIMEOUT, WRONG_ANSWER)
+
+# spawn, not fork: the parent may hold xgboost's and the kernel thread pool's threads, and a
+# forked child of a multi-threaded process can deadlock on a lock another thread held.
+_CTX = mp.get_context("spawn")
+
+
+@dataclass
+class MeasureInput:
+    task: object  # Task
+    config: object  # ConfigEntity
+
+
+@dataclass
+class MeasureResult:
+    costs: list = field(default_factory=list)  # seconds per call, one per repeat
+    error: str | None = None  # one of ERROR_KINDS, None when valid
+    error_msg: str = ""
+    all_cost: float = 0.0  # seconds spent building and running this candidate
+    timestamp: float = 0.0
+    trace: str | None = None  # the schedule's recorded steps (JSON)
+
+    @property
+    def valid(self) -> bool:
+        return self.error is None and bool(self.costs)
+
+    @property
+    def mean_cost(self) -> float:
+        return float(np.mean(self.costs)) if self.valid else float("inf")
+
+
+@dataclass
+class BuildResult:
+    path: str | None
+    trace: str | None
+    error: str | None
+    error_msg: str
+    time: float
+
+
+# ------------------------------------------------------------------------------------ builder
+def _import_template(module: str) -> None:
+    # Templates defined in a user's module (a test, a script) register when it is imported;
+    # "__main__" is the spawn child's copy of the parent's script, already imported.
+    if module and module != "__main__":
+        importlib.import_module(module)
+
+
+def _build_job(job: dict) -> dict:
+    """Runs in a builder process: instantiate the config, lower and compile, save the module."""
+    t0 = time.perf_counter()
+    try:
+        import tensorlang as tl
+
+        from .task import create_task
+
+        _import_template(job["module"])
+        task = create_task(job["name"], job["args"], job["target"])
+        cfg = task.config_space.from_json(job["config"])
+        try:
+            s, args = task.instantiate(cfg)
+        except tl.ScheduleError as e:
+            return {"error": ILLEGAL, "msg": str(e), "time": time.perf_counter() - t0}
+        trace = s.trace.dumps()
+        mod = tl.build(s, args, target=job["target"], name="cand")
+        mod.save(job["path"])
+        return {"error": None, "msg": "", "path": job["path"], "trace": trace,
+                "time": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001 - any failure of one candidate is its build error
+        msg = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
+        return {"error": BUILD_ERROR, "msg": msg[-2000:], "time": time.perf_counter() - t0}
+
+
+class LocalBuilder:
+    """Compile candidates in `n_parallel` worker processes (default: the CPU count)."""
+
+    def __init__(self, n_parallel: int | None = None, timeout: float = 60.0):
+        self.n_parallel = int(n_parallel or os.cpu_count() or 1)
+        if self.n_parallel < 1:
+            raise ValueError("LocalBuilder: n_parallel must be >= 1")
+        self.timeout = float(timeout)
+        self._pool: cf.ProcessPoolExecutor | None = None
+        self._dir = tempfile.mkdtemp(prefix="tl-tune-")
+        self._count = 0
+
+    def _get_pool(self) -> cf.ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(self.n_parallel, mp_context=_CTX)
+        return self._pool
+
+    def _kill_pool(self) -> None:
+        if self._pool is not None:
+            for p in list(getattr(self._pool, "_processes", {}).values()):
+                if p.is_alive():
+                    p.kill()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def build(self, inputs: list[MeasureInput]) -> list[BuildResult]:
+        jobs = []
+        for inp in inputs:
+            self._count += 1
+            t = inp.task
+            jobs.append({"module": t.template.module, "name": t.name, "args": list(t.args),
+                         "target": t.target, "config": inp.config.to_json(),
+                         "path": os.path.join(self._dir, f"cand{self._count}.tlm")})
+        pool = self._get_pool()
+        futures = [pool.submit(_build_job, j) for j in jobs]
+        out = []
+        deadline = time.monotonic() + self.timeout
+        broken = False
+        for fut in futures:
+            try:
+                r = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+            except cf.TimeoutError:
+                r = {"error": BUILD_ERROR, "msg": f"build timed out after {self.timeout} s",
+                     "time": self.timeout}
+                broken = True
+            except Exception as e:  # noqa: BLE001 - a builder process died (LLVM crash)
+                r = {"error": BUILD_ERROR, "msg": f"builder process died: {e!r}", "time": 0.0}
+                broken = True
+            out.append(BuildResult(r.get("path"), r.get("trace"), r["error"], r["msg"],
+                                   r["time"]))
+        if broken:  # hung or dead workers: start a fresh pool for the next batch
+            self._kill_pool()
+        return out
+
+    def close(self) -> None:
+        self._kill_pool()
+
+
+# ------------------------------------------------------------------------------------ runner
+def _random_inputs(manifest: dict, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for a in manifest["args"]:
+        dt = np.dtype(a["dtype"])
+        shape = tuple(a["shape"])
+        if dt.kind == "f":
+            arr = rng.uniform(-1, 1, size=shape).astype(dt)
+        elif dt.kind in "iu":
+            arr = rng.integers(0, 8, size=shape).astype(dt)
+        else:
+            arr = rng.integers(0, 2, size=shape).astype(dt)
+        arrays.append(arr)
+    return arrays
+
+
+def _runner_main(conn) -> None:
+    """The measuring process: serves one job at a time until the pipe closes."""
+    from tensorlang.runtime import load_module
+
+    cache: dict = {}  # workload key -> (arrays, reference outputs)
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(_run_job(job, cache, load_module))
+        except Exception as e:  # noqa: BLE001 - the kernel raised: a run error, keep serving
+            conn.send({"error": RUN_ERROR, "msg": f"{type(e).__name__}: {e}"})
+
+
+def _reference(job: dict, arrays: list, written: list[bool], load_module):
+    ref = job["reference"]
+    if ref is None:
+        return None
+    inputs = [a for a, w in zip(arrays, written) if not w]
+    if ref[0] == "template":
+        from .task import get_template
+
+        _import_template(ref[1])
+        out = get_template(ref[2]).reference(*inputs)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+    mod = load_module(ref[1])  # ("kernel", path): the fallback config's kernel
+    bufs = [a.copy() for a in arrays]
+    mod(*bufs)
+    return [b for b, w in zip(bufs, written) if w]
+
+
+def _run_job(job: dict, cache: dict, load_module) -> dict:
+    mod = load_module(job["path"])
+    written = [a["written"] for a in mod.manifest["args"]]
+    key = job["key"]
+    if key not in cache:
+        arrays = _random_inputs(mod.manifest)
+        cache.clear()  # one workload's arrays at a time (they can be large)
+        cache[key] = (arrays, _reference(job, arrays, written, load_module))
+    arrays, ref = cache[key]
+    bufs = [a if not w else np.empty_like(a) for a, w in zip(arrays, written)]
+    if ref is not None:
+        outs = [b for b, w in zip(bufs, written) if w]
+        for o in outs:  # a kernel that skips elements must not pass on stale values
+            o.fill(np.nan if o.dtype.kind == "f" else 123456789 % (1 << 31))
+        mod(*bufs)
+        for o, r in zip(outs, ref):
+            r = np.asarray(r)
+            if o.shape != r.shape:
+                return {"error": WRONG_ANSWER, "msg": f"output shape {o.shape} != {r.shape}"}
+            tol = job["rtol"] * max(1.0, float(np.max(np.abs(r))) if r.size else 1.0)
+            bad = ~np.isclose(o, r, rtol=job["rtol"], atol=tol)
+            if bad.any():
+                idx = tuple(int(x[0]) for x in np.nonzero(bad))
+                return {"error": WRONG_ANSWER,
+                        "msg": f"{int(bad.sum())} of {o.size} elements differ, e.g. at {idx}: "
+                               f"{o[idx]} != {r[idx]}"}
+    costs = []
+    if job["flush_cache"]:
+        # evict the caches between repeats by streaming through a buffer larger than the L3
+        junk = np.empty(64 << 20, dtype=np.uint8)
+        for _ in range(job["repeat"]):
+            junk[::64] += 1
+            r = mod.time_evaluator(job["number"], 1, job["min_repeat_ms"])(*bufs)
+            costs.extend(r.results)
+            if job["cooldown"]:
+                time.sleep(job["cooldown"])
+    else:
+        r = mod.time_evaluator(job["number"], job["repeat"], job["min_repeat_ms"])(*bufs)
+        costs = list(r.results)
+    return {"error": None, "costs": costs}
+
+
+def _signal_name(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+class LocalRunner:
+    """Run each built candidate in a separate, persistent measuring process.
+
+    number, repeat, min_repeat_ms: as in Module.time_evaluator; timeout: seconds for one
+    candidate's check + measurement; cooldown: seconds to sleep after each candidate (and between
+    repeats with flush_cache); flush_cache: evict the CPU caches before each repeat;
+    check_correctness: compare the output with the reference first (rtol)."""
+
+    def __init__(self, number: int = 5, repeat: int = 3, min_repeat_ms: float = 0,
+                 timeout: float = 10.0, cooldown: float = 0.0, flush_cache: bool = False,
+                 check_correctness: bool = True, rtol: float = 1e-3):
+        if number < 1 or repeat < 1:
+            raise ValueError("LocalRunner: number and repeat must be >= 1")
+        if timeout <= 0:
+            raise ValueError("LocalRunner: timeout must be > 0 seconds")
+        self.number, self.repeat, self.min_repeat_ms = int(number), int(repeat), min_repeat_ms
+        self.timeout, self.cooldown, self.flush_cache = float(timeout), cooldown, flush_cache
+        self.check_correctness, self.rtol = check_correctness, rtol
+        self._proc = None
+        self._conn = None
+        self._reference_kernels: dict[str, str] = {}
+        self._last_key: str | None = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        parent, child = _CTX.Pipe()
+        self._proc = _CTX.Process(target=_runner_main, args=(child,), daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+
+    def _stop(self) -> None:
+        self._last_key = None
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join(5)
+            self._conn.close()
+            self._proc = self._conn = None
+
+    def close(self) -> None:
+        self._stop()
+
+    def set_reference_kernel(self, key: str, path: str) -> None:
+        self._reference_kernels[key] = path
+
+    def _reference_spec(self, task):
+        if not self.check_correctness:
+            return None
+        if task.template.reference is not None:
+            return ("template", task.template.module, task.name)
+        path = self._reference_kernels.get(task.key)
+        return ("kernel", path) if path else None
+
+    def run_one(self, task, path: str) -> tuple[str | None, str, list]:
+        """(error kind or None, message, costs) for the module saved at `path`."""
+        if self._proc is None or not self._proc.is_alive():
+            if self._proc is not None:
+                self.restarts += 1
+            self._stop()
+            self._start()
+        job = {"path": path, "key": task.key, "reference": self._reference_spec(task),
+               "number": self.number, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms,
+               "flush_cache": self.flush_cache, "cooldown": self.cooldown, "rtol": self.rtol}
+        self._conn.send(job)
+        # a fresh process, or a new workload, also pays start-up / inputs and reference
+        timeout = self.timeout + (15.0 if task.key != self._last_key else 0.0)
+        self._last_key = task.key
+        if not self._conn.poll(timeout):
+            self._stop()
+            self.restarts += 1
+            return TIMEOUT, f"no result within {self.timeout} s (process killed)", []
+        try:
+            r = self._conn.recv()
+        except (EOFError, OSError):
+            self._proc.join(5)
+            code = self._proc.exitcode
+            self._stop()
+            self.restarts += 1
+            return RUN_ERROR, f"measuring process crashed ({_signal_name(code)})", []
+        if self.cooldown and not self.flush_cache:
+            time.sleep(self.cooldown)
+        if r["error"]:
+            return r["error"], r["msg"], []
+        return None, "", r["costs"]
+
+
+@dataclass
+class MeasureOption:
+    builder: LocalBuilder
+    runner: LocalRunner
+
+    def close(self) -> None:
+        self.builder.close()
+        self.runner.close()
+
+
+def measure_option(builder: LocalBuilder | None = None,
+                   runner: LocalRunner | None = None) -> MeasureOption:
+    """How to measure: a builder (parallel compile) and a runner (isolated timing)."""
+    return MeasureOption(builder or LocalBuilder(), runner or LocalRunner())
+
+
+def measure_batch(option: MeasureOption, inputs: list[MeasureInput]) -> list[MeasureResult]:
+    """Build and run a batch of candidates; never raises for a bad candidate."""
+    results: list[MeasureResult | None] = [None] * len(inputs)
+    to_build = []
+    # prune illegal configs before paying for a build process round trip
+    for n, inp in enumerate(inputs):
+        t0 = time.perf_counter()
+        try:
+            s, _ = inp.task.instantiate(inp.config)
+        except Exception as e:  # noqa: BLE001
+            from .. import ScheduleError
+
+            kind = ILLEGAL if isinstance(e, ScheduleError) else BUILD_ERROR
+            results[n] = MeasureResult([], kind, f"{type(e).__name__}: {e}",
+                                       time.perf_counter() - t0, time.time(), None)
+            continue
+        to_build.append(n)
+    builds = option.builder.build([inputs[n] for n in to_build]) if to_build else []
+    for n, b in zip(to_build, builds):
+        if b.error:
+            results[n] = MeasureResult([], b.error, b.error_msg, b.time, time.time(), b.trace)
+            continue
+        t0 = time.perf_counter()
+        err, msg, costs = option.runner.run_one(inputs[n].task, b.path)
+        results[n] = MeasureResult(costs, err, msg, b.time + time.perf_counter() - t0,
+                                   time.time(), b.trace)
+        try:
+            os.unlink(b.path)
+        except OSError:
+            pass
+    return results  # type: ignore[return-value]

@@ -1,0 +1,415 @@
+"""Configuration spaces (AutoTVM's knob vocabulary).
+
+A template calls ``cfg.define_split / define_reorder / define_annotate / define_knob`` and then
+``cfg[name].apply(...)``. The same template code runs in three modes:
+
+- ``ConfigSpace``: collecting the knobs (``create_task`` runs the template once); ``cfg[name]``
+  returns the first candidate so that the template can finish building a schedule;
+- ``ConfigEntity``: one point of the space (what the tuner measures); ``define_*`` are no-ops;
+- ``FallbackConfig``: the template's default point (each ``define_*`` may name a ``default``).
+
+A point is identified by its mixed-radix ``index`` over the knobs in definition order, and
+serialized as ``{"index": ..., "entity": {knob: value}}``; the entity is what replay trusts (the
+index is re-derived from it, so a record stays valid if only knob *order* of values is unchanged).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import OrderedDict
+from typing import Any, Sequence
+
+from ..ir.expr import as_int
+from ..ir.stmt import IterVar
+
+
+def _extent(axis: IterVar | int, what: str) -> int:
+    if isinstance(axis, int) and not isinstance(axis, bool):
+        return axis
+    if isinstance(axis, IterVar):
+        n = as_int(axis.dom.extent)
+        if n is not None:
+            return n
+        raise ValueError(f"{what}: loop {axis.name} has a symbolic extent; knobs need constant "
+                         "extents")
+    raise TypeError(f"{what}: expected a loop (IterVar) or an int extent, got "
+                    f"{type(axis).__name__}")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _stage(s, target):
+    """s[target] for a tensor or a stage."""
+    return target if hasattr(target, "leaf_iter_vars") else s[target]
+
+
+# --------------------------------------------------------------------------------- entities
+class SplitEntity:
+    """Factors of one loop, outermost first; the outermost is -1 (whatever remains)."""
+
+    def __init__(self, size: Sequence[int]):
+        self.size = [int(x) for x in size]
+
+    def apply(self, s, target, axis: IterVar) -> list[IterVar]:
+        """Split `axis` of stage `target` into len(size) loops, outermost first."""
+        st = _stage(s, target)
+        inners = []
+        for f in reversed(self.size[1:]):
+            axis, inner = st.split(axis, factor=f)
+            inners.append(inner)
+        return [axis] + inners[::-1]
+
+    def to_json(self) -> list[int]:
+        return list(self.size)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SplitEntity) and other.size == self.size
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.size))
+
+    def __repr__(self) -> str:
+        return f"sp{self.size}"
+
+
+class ReorderEntity:
+    """A permutation of a list of loops."""
+
+    def __init__(self, perm: Sequence[int]):
+        self.perm = [int(x) for x in perm]
+
+    def apply(self, s, target, axes: Sequence[IterVar]) -> list[IterVar]:
+        if len(axes) != len(self.perm):
+            raise ValueError(f"reorder knob: expected {len(self.perm)} loops, got {len(axes)}")
+        order = [axes[i] for i in self.perm]
+        if self.perm != sorted(self.perm):
+            _stage(s, target).reorder(*order)
+        return order
+
+    def to_json(self) -> list[int]:
+        return list(self.perm)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ReorderEntity) and other.perm == self.perm
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.perm))
+
+    def __repr__(self) -> str:
+        return f"re{self.perm}"
+
+
+ANNOTATIONS = ("none", "unroll", "vec", "parallel")
+
+
+class AnnotateEntity:
+    """One annotation per loop: "none", "unroll", "vec" or "parallel"."""
+
+    def __init__(self, anns: Sequence[str]):
+        for a in anns:
+            if a not in ANNOTATIONS:
+                raise ValueError(f"unknown annotation {a!r}; expected one of {ANNOTATIONS}")
+        self.anns = list(anns)
+
+    def apply(self, s, target, axes: Sequence[IterVar]) -> None:
+        st = _stage(s, target)
+        for ax, a in zip(axes, self.anns):
+            if a == "unroll":
+                st.unroll(ax)
+            elif a == "vec":
+                st.vectorize(ax)
+            elif a == "parallel":
+                st.parallel(ax)
+
+    def to_json(self) -> list[str]:
+        return list(self.anns)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AnnotateEntity) and other.anns == self.anns
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.anns))
+
+    def __repr__(self) -> str:
+        return f"an{self.anns}"
+
+
+class OtherOptionEntity:
+    """A plain choice among values (define_knob); read it with `.val`."""
+
+    def __init__(self, val: Any):
+        self.val = val
+
+    def to_json(self) -> Any:
+        return self.val
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, OtherOptionEntity) and other.val == self.val
+
+    def __hash__(self) -> int:
+        return hash(repr(self.val))
+
+    def __repr__(self) -> str:
+        return repr(self.val)
+
+
+def _entity_from_json(kind: str, value) -> Any:
+    return {"split": SplitEntity, "reorder": ReorderEntity, "annotate": AnnotateEntity,
+            "knob": OtherOptionEntity}[kind](value)
+
+
+# --------------------------------------------------------------------------------- knob spaces
+class Knob:
+    """The candidates of one knob."""
+
+    def __init__(self, name: str, kind: str, entities: list):
+        if not entities:
+            raise ValueError(f"knob {name!r} has no candidates")
+        self.name = name
+        self.kind = kind
+        self.entities = entities
+        self._pos = {e: i for i, e in enumerate(entities)}
+
+    def __len__(self) -> int:
+        return len(self.entities)
+
+    def index_of(self, entity) -> int:
+        try:
+            return self._pos[entity]
+        except KeyError:
+            raise ValueError(f"knob {self.name!r}: value {entity!r} is not a candidate") from None
+
+
+def split_candidates(extent: int, num_outputs: int, policy: str, candidate=None,
+                     max_factor: int | None = None) -> list[SplitEntity]:
+    if num_outputs < 2:
+        raise ValueError("define_split: num_outputs must be >= 2")
+    if policy == "candidate":
+        if not candidate:
+            raise ValueError("define_split(policy='candidate') needs candidate=[[...], ...]")
+        out = []
+        for c in candidate:
+            if len(c) != num_outputs:
+                raise ValueError(f"define_split: candidate {c} does not have {num_outputs} "
+                                 "factors")
+            out.append(SplitEntity([-1] + list(c[1:])))
+        return out
+    if policy == "factors":
+        choices = _divisors(extent)
+    elif policy == "power2":
+        choices = [1 << p for p in range(int(math.log2(max(extent, 1))) + 1)]
+    else:
+        raise ValueError(f"define_split: unknown policy {policy!r} (factors, power2, candidate)")
+    if max_factor is not None:
+        choices = [c for c in choices if c <= max_factor]
+    out = []
+    for combo in itertools.product(choices, repeat=num_outputs - 1):
+        prod = math.prod(combo)
+        # 'factors' keeps splits exact (no tail guards); 'power2' allows tails but not
+        # inner loops longer than the extent.
+        if (policy == "factors" and extent % prod) or prod > extent:
+            continue
+        out.append(SplitEntity([-1] + list(combo)))
+    return out
+
+
+# --------------------------------------------------------------------------------- configs
+class _ConfigBase:
+    """What templates see: the define_* calls and cfg[name]."""
+
+    is_fallback = False
+
+    def __init__(self):
+        self._collect: OrderedDict[str, Knob] | None = None
+
+    # The define_* calls return the knob's entity for convenience (TVM returns None).
+    def define_split(self, name: str, axis: IterVar | int, num_outputs: int = 2,
+                     policy: str = "factors", candidate=None, max_factor: int | None = None,
+                     default: Sequence[int] | None = None, filter=None):
+        ext = _extent(axis, f"define_split({name!r})")
+        ents = split_candidates(ext, num_outputs, policy, candidate, max_factor)
+        if filter is not None:
+            ents = [e for e in ents if filter(e)]
+        d = SplitEntity([-1] + list(default[1:])) if default is not None else None
+        return self._define(name, "split", ents, d)
+
+    def define_reorder(self, name: str, axes: Sequence[IterVar], policy: str = "all",
+                       candidate=None, default: Sequence[int] | None = None):
+        n = len(axes)
+        if policy == "all":
+            perms = list(itertools.permutations(range(n)))
+        elif policy == "identity":
+            perms = [tuple(range(n))]
+        elif policy == "candidate":
+            if not candidate:
+                raise ValueError("define_reorder(policy='candidate') needs candidate=[[...]]")
+            perms = [tuple(p) for p in candidate]
+            for p in perms:
+                if sorted(p) != list(range(n)):
+                    raise ValueError(f"define_reorder: {list(p)} is not a permutation of "
+                                     f"range({n})")
+        else:
+            raise ValueError(f"define_reorder: unknown policy {policy!r}")
+        d = ReorderEntity(default) if default is not None else None
+        return self._define(name, "reorder", [ReorderEntity(p) for p in perms], d)
+
+    def define_annotate(self, name: str, axes: Sequence[IterVar], policy: str = "try_unroll",
+                        candidate=None, default: Sequence[str] | None = None):
+        n = len(axes)
+        options = {"try_unroll": ("none", "unroll"), "try_vec": ("none", "vec"),
+                   "try_unroll_vec": ("none", "unroll", "vec"),
+                   "try_parallel": ("none", "parallel")}
+        if policy == "candidate":
+            if not candidate:
+                raise ValueError("define_annotate(policy='candidate') needs candidate=[[...]]")
+            ents = [AnnotateEntity(c) for c in candidate]
+        elif policy in options:
+            ents = []
+            for combo in itertools.product(options[policy], repeat=n):
+                # a vectorized loop must be innermost: only the last loop may be "vec"
+                if "vec" in combo[:-1]:
+                    continue
+                ents.append(AnnotateEntity(combo))
+        else:
+            raise ValueError(f"define_annotate: unknown policy {policy!r}")
+        d = AnnotateEntity(default) if default is not None else None
+        return self._define(name, "annotate", ents, d)
+
+    def define_knob(self, name: str, candidates: Sequence, default=None):
+        if not isinstance(candidates, (list, tuple)) or not candidates:
+            raise ValueError(f"define_knob({name!r}): candidates must be a non-empty list")
+        d = OtherOptionEntity(default) if default is not None else None
+        return self._define(name, "knob", [OtherOptionEntity(c) for c in candidates], d)
+
+    def _define(self, name, kind, entities, default):
+        raise NotImplementedError
+
+
+class ConfigSpace(_ConfigBase):
+    """The knobs of a template (collected by running it once)."""
+
+    def __init__(self):
+        super().__init__()
+        self.knobs: OrderedDict[str, Knob] = OrderedDict()
+        self.defaults: dict[str, Any] = {}
+
+    def _define(self, name, kind, entities, default):
+        if name in self.knobs:
+            raise ValueError(f"knob {name!r} defined twice in one template")
+        self.knobs[name] = Knob(name, kind, entities)
+        if default is not None:
+            self.knobs[name].index_of(default)  # a default must be a candidate
+            self.defaults[name] = default
+        return self[name]
+
+    def __getitem__(self, name: str):
+        return self.knobs[name].entities[0]
+
+    def __len__(self) -> int:
+        return math.prod(len(k) for k in self.knobs.values())
+
+    @property
+    def dims(self) -> list[int]:
+        return [len(k) for k in self.knobs.values()]
+
+    def get(self, index: int) -> "ConfigEntity":
+        if not 0 <= index < len(self):
+            raise IndexError(f"config index {index} out of range [0, {len(self)})")
+        ents, rest = OrderedDict(), index
+        for name, knob in self.knobs.items():
+            rest, i = divmod(rest, len(knob))
+            ents[name] = knob.entities[i]
+        return ConfigEntity(self, index, ents)
+
+    def index_of(self, entity: dict) -> int:
+        """Index of a point given as {knob: entity or JSON value}; ValueError when a knob or
+        value is not in this space (the template changed)."""
+        if set(entity) != set(self.knobs):
+            raise ValueError(f"config knobs {sorted(entity)} do not match the template's "
+                             f"{sorted(self.knobs)}")
+        index, mult = 0, 1
+        for name, knob in self.knobs.items():
+            e = entity[name]
+            if not isinstance(e, (SplitEntity, ReorderEntity, AnnotateEntity,
+                                  OtherOptionEntity)):
+                e = _entity_from_json(knob.kind, e)
+            index += knob.index_of(e) * mult
+            mult *= len(knob)
+        return index
+
+    def from_json(self, d: dict) -> "ConfigEntity":
+        return self.get(self.index_of(d["entity"]))
+
+    def fallback_index(self) -> int:
+        ents = {n: self.defaults.get(n, k.entities[0]) for n, k in self.knobs.items()}
+        return self.index_of(ents)
+
+    def point(self, index: int) -> list[int]:
+        """Per-knob positions of an index (mixed radix)."""
+        out, rest = [], index
+        for knob in self.knobs.values():
+            rest, i = divmod(rest, len(knob))
+            out.append(i)
+        return out
+
+    def index_from_point(self, point: Sequence[int]) -> int:
+        index, mult = 0, 1
+        for i, knob in zip(point, self.knobs.values()):
+            index += i * mult
+            mult *= len(knob)
+        return index
+
+    def __repr__(self) -> str:
+        lines = [f"ConfigSpace (len={len(self)}):"]
+        for name, k in self.knobs.items():
+            lines.append(f"  {name}: {k.kind}, {len(k)} candidates, e.g. {k.entities[:4]}")
+        return "\n".join(lines)
+
+
+class ConfigEntity(_ConfigBase):
+    """One point of a space: define_* calls do nothing, cfg[name] is the chosen entity."""
+
+    def __init__(self, space: ConfigSpace | None, index: int, entities: dict):
+        super().__init__()
+        self.space = space
+        self.index = index
+        self.entities = entities
+
+    def _define(self, name, kind, entities, default):
+        if name not in self.entities:
+            raise ValueError(f"config has no value for knob {name!r} (template changed?)")
+        return self.entities[name]
+
+    def __getitem__(self, name: str):
+        return self.entities[name]
+
+    def to_json(self) -> dict:
+        return {"index": self.index,
+                "entity": {n: e.to_json() for n, e in self.entities.items()}}
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={e!r}" for n, e in self.entities.items())
+        return f"Config#{self.index}({inner})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ConfigEntity) and other.to_json() == self.to_json()
+
+    def __hash__(self) -> int:
+        return hash(self.index)
+
+
+class FallbackConfig(ConfigEntity):
+    """The template's default point: each knob takes its `default=` (else its first candidate).
+    Used when no tuning record applies."""
+
+    is_fallback = True
+
+    def __init__(self):
+        super().__init__(None, -1, OrderedDict())
+
+    def _define(self, name, kind, entities, default):
+        self.entities[name] = default if default is not None else entities[0]
+        return self.entities[name]

@@ -1,0 +1,280 @@
+"""Templates, tasks and dispatch contexts.
+
+``@template(name)`` registers a function ``(*args) -> (schedule, tensors)`` that reads its knobs
+from ``get_config()``. Calling the registered function asks the current dispatch context for a
+config: the innermost ``apply_history_best`` / ``ApplyConfig`` context, else the template's
+fallback config. A ``Task`` is a template applied to concrete arguments: its space, its FLOP count
+and the hash of its compute definition (what a record must match to be replayed).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import json
+import threading
+from typing import Callable
+
+from .. import ScheduleError
+from ..ir import stmt as S
+from ..ir import expr as E
+from ..ir.expr import as_int
+from .space import ConfigEntity, ConfigSpace, FallbackConfig
+
+# Templates shipped with tensorlang, imported on first lookup of a name they might define (so
+# that importing tensorlang -- or even tensorlang.autotune -- registers nothing eagerly).
+_BUILTIN_TEMPLATE_MODULES = ("tensorlang.autotune.templates", "tensorlang.ops.templates")
+
+_local = threading.local()
+
+
+class TemplateError(ValueError):
+    """Unknown template, or a template used outside its contract."""
+
+
+class Template:
+    def __init__(self, name: str, func: Callable, reference: Callable | None,
+                 flop: Callable | None):
+        self.name = name
+        self.func = func
+        self.reference = reference
+        self.flop = flop
+        self.module = func.__module__
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args):
+        """Build (schedule, tensors) with the config the current dispatch context picks."""
+        cfg = DispatchContext.current().query("llvm", self.name, args)
+        return self.run_with(cfg, args)
+
+    def run_with(self, cfg, args: tuple):
+        prev = getattr(_local, "cfg", None)
+        _local.cfg = cfg
+        try:
+            out = self.func(*args)
+        finally:
+            _local.cfg = prev
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TemplateError(f"template {self.name!r} must return (schedule, tensors)")
+        return out
+
+
+TEMPLATES: dict[str, Template] = {}
+
+
+def template(name: str, reference: Callable | None = None, flop: Callable | None = None):
+    """Register a tunable template under `name`.
+
+    reference(*numpy inputs) -> the expected output(s) (the runner checks kernels against it;
+    without it, against the fallback config's kernel); flop(*args) -> FLOPs of one call (without
+    it, counted from the compute definition)."""
+    if not isinstance(name, str) or not name:
+        raise TemplateError("template name must be a non-empty string")
+
+    def deco(func: Callable) -> Template:
+        t = Template(name, func, reference, flop)
+        TEMPLATES[name] = t
+        return t
+
+    return deco
+
+
+def get_template(name: str) -> Template:
+    if name not in TEMPLATES:
+        for mod in _BUILTIN_TEMPLATE_MODULES:
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                if e.name != mod:  # a real import error inside the module: report it
+                    raise
+            if name in TEMPLATES:
+                break
+    if name not in TEMPLATES:
+        raise TemplateError(f"no autotune template named {name!r}; known: {sorted(TEMPLATES)}")
+    return TEMPLATES[name]
+
+
+def get_config():
+    """The config of the template being run (call it inside a template)."""
+    cfg = getattr(_local, "cfg", None)
+    if cfg is None:
+        raise TemplateError("autotune.get_config() called outside a template")
+    return cfg
+
+
+# --------------------------------------------------------------------------------- workloads
+def normalize_args(args) -> tuple:
+    """Arguments as JSON-stable values (lists become tuples)."""
+    out = []
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            out.append(normalize_args(a))
+        elif isinstance(a, (bool, int, float, str)) or a is None:
+            out.append(a)
+        else:
+            raise TypeError(f"template arguments must be ints, floats, strings or tuples of "
+                            f"them (they name a workload), got {type(a).__name__} {a!r}")
+    return tuple(out)
+
+
+def workload_key(name: str, args) -> str:
+    return json.dumps([name, _jsonable(normalize_args(args))])
+
+
+def _jsonable(x):
+    return [_jsonable(v) for v in x] if isinstance(x, tuple) else x
+
+
+def count_flops(func: S.PrimFunc) -> float:
+    """Floating-point operations of a lowered kernel: per store, the float arithmetic in its value
+    times the trip count of its loops (run it on the unscheduled kernel: no tail guards)."""
+    arith = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.Call)
+    total = 0.0
+
+    def ops(e) -> int:
+        n = 0
+        if isinstance(e, arith) and "float" in str(e.dtype):
+            n += 1
+        if isinstance(e, E.Node):
+            for f in e.fields():
+                v = getattr(e, f)
+                if isinstance(v, E.Expr):
+                    n += ops(v)
+                elif isinstance(v, tuple):
+                    n += sum(ops(x) for x in v if isinstance(x, E.Expr))
+        return n
+
+    def walk(st, trips: float):
+        nonlocal total
+        if st is None:
+            return
+        if isinstance(st, S.For):
+            walk(st.body, trips * (as_int(st.extent) or 1))
+        elif isinstance(st, S.SeqStmt):
+            for x in st.stmts:
+                walk(x, trips)
+        elif isinstance(st, S.Store):
+            total += trips * ops(st.value)
+        elif isinstance(st, S.IfThenElse):
+            walk(st.then_case, trips)
+            walk(st.else_case, trips)
+        elif isinstance(st, (S.LetStmt, S.Allocate)):
+            walk(st.body, trips)
+
+    walk(func.body, 1.0)
+    return total
+
+
+class Task:
+    """A template applied to concrete arguments, for one target."""
+
+    def __init__(self, name: str, args, target: str = "llvm"):
+        self.name = name
+        self.template = get_template(name)
+        self.args = normalize_args(args)
+        self.target = str(target)
+        space = ConfigSpace()
+        self.template.run_with(space, self.args)
+        self.config_space = space
+        self._compute_hash: str | None = None
+        self._flop: float | None = None
+
+    @property
+    def workload(self) -> dict:
+        return {"name": self.name, "args": _jsonable(self.args), "hash": self.compute_hash}
+
+    @property
+    def key(self) -> str:
+        return workload_key(self.name, self.args)
+
+    def _default_func(self) -> S.PrimFunc:
+        import tensorlang as tl
+
+        _, tensors = self.template.run_with(FallbackConfig(), self.args)
+        outs = [t for t in tensors if not _is_placeholder(t)]
+        return tl.lower(tl.create_schedule(outs), list(tensors), name="workload")
+
+    def _compute_def(self) -> None:
+        func = self._default_func()
+        # The unscheduled kernel's text names every op, shape, dtype and expression: its hash
+        # changes exactly when the compute definition does (not when a schedule does).
+        self._compute_hash = hashlib.sha256(str(func).encode()).hexdigest()[:16]
+        self._flop = (float(self.template.flop(*self.args)) if self.template.flop
+                      else count_flops(func))
+
+    @property
+    def compute_hash(self) -> str:
+        if self._compute_hash is None:
+            self._compute_def()
+        return self._compute_hash
+
+    @property
+    def flop(self) -> float:
+        if self._flop is None:
+            self._compute_def()
+        return self._flop
+
+    def config(self, index: int) -> ConfigEntity:
+        return self.config_space.get(index)
+
+    def instantiate(self, config: ConfigEntity | None = None):
+        """(schedule, tensors) for `config`, or under the current dispatch context when None.
+        Raises tl.ScheduleError for an illegal config."""
+        if config is None:
+            return self.template(*self.args)
+        return self.template.run_with(config, self.args)
+
+    def __repr__(self) -> str:
+        return f"Task({self.name}, args={list(self.args)}, space={len(self.config_space)})"
+
+
+def _is_placeholder(t) -> bool:
+    from ..te.tensor import PlaceholderOp
+
+    return isinstance(t.op, PlaceholderOp)
+
+
+def create_task(name: str, args, target: str = "llvm") -> Task:
+    """The tuning task of template `name` on `args` (e.g. (1024, 1024, 1024, "float32"))."""
+    return Task(name, args, target)
+
+
+# --------------------------------------------------------------------------------- dispatch
+class DispatchContext:
+    """Answers "which config for this workload?"; contexts nest (innermost wins)."""
+
+    _stack: list["DispatchContext"] = []
+
+    @classmethod
+    def current(cls) -> "DispatchContext":
+        return cls._stack[-1] if cls._stack else _FALLBACK
+
+    def query(self, target: str, name: str, args) -> ConfigEntity:
+        raise NotImplementedError
+
+    def __enter__(self):
+        DispatchContext._stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        DispatchContext._stack.remove(self)
+        return False
+
+
+class _FallbackContext(DispatchContext):
+    def query(self, target, name, args):
+        return FallbackConfig()
+
+
+_FALLBACK = _FallbackContext()
+
+
+class ApplyConfig(DispatchContext):
+    """Use one given config for every template call inside the context."""
+
+    def __init__(self, config: ConfigEntity):
+        self.config = config
+
+    def query(self, target, name, args):
+        return self.config

@@ -1,0 +1,48 @@
+"""tune_tasks: tune many tasks (e.g. a graph's kernels) into one log, resuming from it."""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from .callbacks import log_to_file, progress_bar
+from .measure import MeasureOption, measure_option as _measure_option
+from .record import load_records
+from .task import Task
+from .tuner import GridSearchTuner, RandomTuner, XGBTuner
+
+TUNERS = {"xgb": XGBTuner, "random": RandomTuner, "grid": GridSearchTuner}
+
+
+def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
+               tuner: str = "xgb", measure_option: MeasureOption | None = None,
+               early_stopping: int | None = None, transfer: bool = True,
+               progress: bool = True, batch_size: int = 16, seed: int | None = None) -> dict:
+    """Tune each task for up to `n_trial` trials, appending to `log_file`.
+
+    Resuming: trials already in the log for a workload count against its `n_trial` and are never
+    measured again; with `transfer`, the XGB model also learns from the log's records of other
+    workloads of the same template. Returns {workload key: best GFLOP/s}."""
+    if tuner not in TUNERS:
+        raise ValueError(f"tune_tasks: tuner must be one of {sorted(TUNERS)}, got {tuner!r}")
+    option = measure_option or _measure_option()
+    log_file = os.fspath(log_file)
+    best = {}
+    try:
+        for n, task in enumerate(tasks, 1):
+            history = load_records(log_file) if os.path.exists(log_file) else []
+            done = sum(1 for r in history if r.key == task.key and r.target == task.target)
+            t = TUNERS[tuner](task, batch_size=batch_size, seed=seed)
+            t.load_history(history if transfer else
+                           [r for r in history if r.key == task.key])
+            callbacks = [log_to_file(log_file)]
+            if progress:
+                callbacks.insert(0, progress_bar(desc=f"[{n}/{len(tasks)}] {task.name}"))
+            left = max(0, n_trial - done)
+            if left:
+                t.tune(left, option, callbacks=callbacks, early_stopping=early_stopping)
+            best[task.key] = t.best_flops / 1e9
+    finally:
+        if measure_option is None:
+            option.close()
+    return best

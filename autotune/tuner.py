@@ -1,0 +1,394 @@
+"""Tuners: pick configs to measure, batch by batch.
+
+- GridSearchTuner: the space in index order (baseline);
+- RandomTuner: uniformly at random without replacement (baseline);
+- XGBTuner: an XGBoost model of normalized throughput, refit after every batch (with the
+  records of other workloads of the same template as extra training data), and simulated
+  annealing over its predictions to choose the next batch; a share `epsilon` of each batch is
+  random (exploration). Configs whose schedule is illegal are pruned during the search (the
+  legality check runs when the config is instantiated for its features), so they are never built.
+
+No tuner measures a config twice (visited set, seeded by load_history).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .features import config_features
+from .measure import MeasureInput, MeasureOption, MeasureResult, measure_batch
+from .record import Record
+from .task import Task, create_task
+
+
+class Tuner:
+    def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None):
+        if not isinstance(task, Task):
+            raise TypeError(f"tuner needs an autotune Task, got {type(task).__name__}")
+        self.task = task
+        self.space = task.config_space
+        self.batch_size = int(batch_size)
+        self.rng = np.random.default_rng(seed)
+        self.visited: set[int] = set()
+        self.best_flops = 0.0
+        self.best_config = None
+        self.best_cost = math.inf
+        self.trials = 0  # measured in this tuner (not counting loaded history)
+        self.errors: dict[str, int] = {}
+        self.curve: list[float] = []  # best GFLOP/s after each trial of this tuner
+        self.time_measure = 0.0  # wall seconds inside build + run
+        self.time_total = 0.0
+        self.n_trial = 0
+
+    # ---------------------------------------------------------------------------- to override
+    def next_batch(self, n: int) -> list[int]:
+        raise NotImplementedError
+
+    def update(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
+        """Learn from a measured batch (the base class only tracks the best)."""
+
+    def has_next(self) -> bool:
+        return len(self.visited) < len(self.space)
+
+    # ---------------------------------------------------------------------------- history
+    def load_history(self, records: Sequence[Record]) -> None:
+        """Mark the configs of this workload in `records` as measured (never measured again) and
+        learn from them (XGBTuner also learns from other workloads of the same template)."""
+        for r in records:
+            if r.key != self.task.key or r.target != self.task.target:
+                continue
+            try:
+                idx = self.space.index_of(r.config["entity"])
+            except ValueError:
+                continue  # the template's space changed: this record says nothing about it
+            self.visited.add(idx)
+            if r.valid:
+                flops = self.task.flop / r.cost
+                if flops > self.best_flops:
+                    self.best_flops, self.best_cost = flops, r.cost
+                    self.best_config = self.space.get(idx)
+
+    # ---------------------------------------------------------------------------- main loop
+    def tune(self, n_trial: int, measure_option: MeasureOption,
+             callbacks: Sequence[Callable] = (), early_stopping: int | None = None) -> None:
+        """Measure up to `n_trial` new configs; stop early after `early_stopping` trials without
+        improvement. Callbacks are called as cb(tuner, inputs, results) after each batch."""
+        if not isinstance(measure_option, MeasureOption):
+            raise TypeError("tune: measure_option must come from autotune.measure_option(...)")
+        t_start = time.perf_counter()
+        self.n_trial = n_trial
+        self._prepare_reference(measure_option)
+        for cb in callbacks:
+            if hasattr(cb, "start"):
+                cb.start(self)
+        last_improve = self.trials
+        try:
+            while self.trials < n_trial and self.has_next():
+                n = min(self.batch_size, n_trial - self.trials)
+                idxs = [i for i in self.next_batch(n) if i not in self.visited][:n]
+                if not idxs:
+                    break
+                self.visited.update(idxs)
+                inputs = [MeasureInput(self.task, self.space.get(i)) for i in idxs]
+                t0 = time.perf_counter()
+                results = measure_batch(measure_option, inputs)
+                self.time_measure += time.perf_counter() - t0
+                improved = self._account(inputs, results)
+                if improved:
+                    last_improve = self.trials
+                self.update(inputs, results)
+                for cb in callbacks:
+                    cb(self, inputs, results)
+                if early_stopping is not None and self.trials - last_improve >= early_stopping:
+                    break
+        finally:
+            self.time_total += time.perf_counter() - t_start
+            for cb in callbacks:
+                if hasattr(cb, "close"):
+                    cb.close()
+
+    def _prepare_reference(self, option: MeasureOption) -> None:
+        """Without a numpy reference, the fallback config's kernel is the reference."""
+        runner = option.runner
+        if self.task.template.reference is not None or not runner.check_correctness or \
+                self.task.key in runner._reference_kernels:
+            return
+        import os
+
+        import tensorlang as tl
+
+        from .space import FallbackConfig
+
+        s, args = self.task.instantiate(FallbackConfig())
+        path = os.path.join(option.builder._dir, f"reference-{abs(hash(self.task.key))}.tlm")
+        tl.build(s, args, name="reference").save(path)
+        runner.set_reference_kernel(self.task.key, path)
+
+    def _account(self, inputs, results) -> bool:
+        improved = False
+        for inp, res in zip(inputs, results):
+            self.trials += 1
+            if res.valid:
+                flops = self.task.flop / res.mean_cost
+                if flops > self.best_flops:
+                    self.best_flops, self.best_cost = flops, res.mean_cost
+                    self.best_config = inp.config
+                    improved = True
+            else:
+                self.errors[res.error] = self.errors.get(res.error, 0) + 1
+            self.curve.append(self.best_flops / 1e9)
+        return improved
+
+    def _random_unvisited(self, n: int, exclude: set | None = None) -> list[int]:
+        exclude = exclude or set()
+        size = len(self.space)
+        out: list[int] = []
+        left = size - len(self.visited) - len(exclude)
+        if left <= 4 * n:  # nearly exhausted: enumerate what is left
+            rest = [i for i in range(size) if i not in self.visited and i not in exclude]
+            self.rng.shuffle(rest)
+            return rest[:n]
+        while len(out) < n:
+            i = int(self.rng.integers(size))
+            if i not in self.visited and i not in exclude and i not in out:
+                out.append(i)
+        return out
+
+
+class GridSearchTuner(Tuner):
+    """Every config in index order."""
+
+    def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None):
+        super().__init__(task, batch_size, seed)
+        self._next = 0
+
+    def next_batch(self, n: int) -> list[int]:
+        out = []
+        while len(out) < n and self._next < len(self.space):
+            if self._next not in self.visited:
+                out.append(self._next)
+            self._next += 1
+        return out
+
+
+class RandomTuner(Tuner):
+    """Uniformly random configs, without replacement."""
+
+    def next_batch(self, n: int) -> list[int]:
+        return self._random_unvisited(n)
+
+
+class XGBTuner(Tuner):
+    """Cost-model guided search (see the module doc).
+
+    epsilon: share of each batch picked at random; search_ratio: the annealing's time budget per
+    batch as a share of the previous batch's measuring time (keeps the tuner's own overhead
+    small); population / temperature: simulated annealing parameters."""
+
+    def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None,
+                 epsilon: float = 0.05, search_ratio: float = 0.1, population: int = 64,
+                 temperature: float = 0.5, n_rounds: int = 60):
+        super().__init__(task, batch_size, seed)
+        self.epsilon = epsilon
+        self.search_ratio = search_ratio
+        self.population = population
+        self.temperature = temperature
+        self.n_rounds = n_rounds
+        self._feat: dict[int, np.ndarray | None] = {}
+        self._x: list[np.ndarray] = []  # this workload's measured features
+        self._flops: list[float] = []
+        self._tx: list[np.ndarray] = []  # transferred (other workloads), y already normalized
+        self._ty: list[float] = []
+        self._model = None
+        self._last_measure = 2.0
+        self.time_model = 0.0
+        self.time_search = 0.0
+        self.search_stats = {"featurized": 0, "illegal_pruned": 0}
+
+    # ---------------------------------------------------------------- features & model
+    def features(self, idx: int) -> np.ndarray | None:
+        if idx not in self._feat:  # cached; None means illegal
+            f = config_features(self.task, self.space.get(idx))
+            self._feat[idx] = f
+            self.search_stats["featurized"] += 1
+            if f is None:
+                self.search_stats["illegal_pruned"] += 1
+                self.visited.add(idx)  # illegal: never worth proposing again
+        return self._feat[idx]
+
+    def load_history(self, records: Sequence[Record]) -> None:
+        super().load_history(records)
+        by_key: dict[str, list[Record]] = {}
+        for r in records:
+            if r.workload.get("name") == self.task.name and r.target == self.task.target:
+                by_key.setdefault(r.key, []).append(r)
+        for key, recs in by_key.items():
+            task = self.task if key == self.task.key else _cached_task(
+                self.task.name, recs[0].workload["args"], self.task.target)
+            if task is None:
+                continue
+            xs, fl = [], []
+            for r in recs:
+                try:
+                    idx = task.config_space.index_of(r.config["entity"])
+                except ValueError:
+                    continue
+                f = self.features(idx) if task is self.task else \
+                    config_features(task, task.config_space.get(idx))
+                if f is None:
+                    continue
+                xs.append(f)
+                fl.append(task.flop / r.cost if r.valid else 0.0)
+            if task is self.task:
+                self._x.extend(xs)
+                self._flops.extend(fl)
+            elif fl and max(fl) > 0:
+                m = max(fl)
+                self._tx.extend(xs)
+                self._ty.extend(v / m for v in fl)
+        self._fit()
+
+    def update(self, inputs, results) -> None:
+        t0 = time.perf_counter()
+        for inp, res in zip(inputs, results):
+            f = self.features(inp.config.index)
+            if f is None:
+                continue
+            self._x.append(f)
+            self._flops.append(self.task.flop / res.mean_cost if res.valid else 0.0)
+        self._last_measure = max(0.5, self.time_measure / max(1, self.trials) * len(inputs))
+        self._fit()
+        self.time_model += time.perf_counter() - t0
+
+    def _fit(self) -> None:
+        import xgboost as xgb
+
+        if not self._x and not self._tx:
+            return
+        m = max(self._flops) if self._flops and max(self._flops) > 0 else 1.0
+        x = np.array(self._x + self._tx)
+        y = np.array([v / m for v in self._flops] + self._ty)
+        if len(x) < 4 or y.max() <= 0:
+            return
+        # reg:squarederror on throughput normalized to the best seen: ranks configs by predicted
+        # speed without relying on xgboost's pairwise ranking (whose semantics changed in 2.0).
+        dtrain = xgb.DMatrix(x, label=y)
+        params = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.2,
+                  "subsample": 1.0, "min_child_weight": 1, "nthread": 1, "verbosity": 0,
+                  "seed": int(self.rng.integers(1 << 30))}
+        self._model = xgb.train(params, dtrain, num_boost_round=self.n_rounds)
+
+    def predict(self, feats: list[np.ndarray]) -> np.ndarray:
+        import xgboost as xgb
+
+        if self._model is None or not feats:
+            return self.rng.random(len(feats))
+        return self._model.predict(xgb.DMatrix(np.array(feats)))
+
+    # ---------------------------------------------------------------- search
+    def _neighbor(self, idx: int) -> int:
+        point = self.space.point(idx)
+        dims = self.space.dims
+        movable = [d for d, n in enumerate(dims) if n > 1]
+        if not movable:
+            return idx
+        d = movable[int(self.rng.integers(len(movable)))]
+        # mostly a step to an adjacent value (split factors are sorted), sometimes a jump
+        if self.rng.random() < 0.7:
+            point[d] = int(np.clip(point[d] + (1 if self.rng.random() < 0.5 else -1), 0,
+                                   dims[d] - 1))
+        else:
+            point[d] = int(self.rng.integers(dims[d]))
+        return self.space.index_from_point(point)
+
+    def next_batch(self, n: int) -> list[int]:
+        t0 = time.perf_counter()
+        try:
+            if self._model is None:
+                return self._legal_random(n)
+            n_random = int(round(n * self.epsilon))
+            if self.rng.random() < n * self.epsilon - n_random:
+                n_random += 1
+            picked = self._anneal(n - n_random)
+            picked += self._legal_random(n - len(picked), exclude=set(picked))
+            return picked
+        finally:
+            self.time_search += time.perf_counter() - t0
+
+    def _legal_random(self, n: int, exclude: set | None = None) -> list[int]:
+        out: list[int] = []
+        exclude = set(exclude or ())
+        tries = 0
+        while len(out) < n and self.has_next() and tries < 50 * max(n, 1):
+            for i in self._random_unvisited(n - len(out), exclude | set(out)):
+                tries += 1
+                if self.features(i) is not None:
+                    out.append(i)
+                else:
+                    exclude.add(i)
+        return out
+
+    def _anneal(self, n: int) -> list[int]:
+        if n <= 0:
+            return []
+        budget = max(0.3, self.search_ratio * self._last_measure)
+        deadline = time.perf_counter() + budget
+        # start from the best measured configs and random ones
+        scores: dict[int, float] = {}
+        seeds: list[int] = []
+        measured = [i for i in self.visited if self._feat.get(i, None) is not None]
+        if measured:
+            pred = self.predict([self._feat[i] for i in measured])
+            order = np.argsort(-pred)[: self.population // 2]
+            seeds = [measured[j] for j in order]
+        seeds += self._legal_random(self.population - len(seeds), exclude=set(seeds))
+        cur = list(seeds)
+        cur_s = list(self.predict([self._feat[i] for i in cur]))
+        for i, sc in zip(cur, cur_s):
+            scores[i] = float(sc)
+        temp = self.temperature
+        while time.perf_counter() < deadline:
+            props = [self._neighbor(i) for i in cur]
+            new = [p for p in set(props) if p not in scores]
+            feats = []
+            legal_new = []
+            for p in new:
+                if time.perf_counter() > deadline:
+                    break
+                f = self.features(p)
+                if f is None:
+                    scores[p] = -math.inf
+                else:
+                    feats.append(f)
+                    legal_new.append(p)
+            for p, sc in zip(legal_new, self.predict(feats)):
+                scores[p] = float(sc)
+            for k, p in enumerate(props):
+                sp = scores.get(p)
+                if sp is None or sp == -math.inf:
+                    continue
+                delta = sp - cur_s[k]
+                if delta > 0 or self.rng.random() < math.exp(delta / max(temp, 1e-6)):
+                    cur[k], cur_s[k] = p, sp
+            temp *= 0.9
+        ranked = sorted((i for i, s in scores.items()
+                         if s > -math.inf and i not in self.visited),
+                        key=lambda i: -scores[i])
+        return ranked[:n]
+
+
+_TASKS: dict[tuple, Task | None] = {}
+
+
+def _cached_task(name: str, args, target: str) -> Task | None:
+    key = (name, repr(args), target)
+    if key not in _TASKS:
+        try:
+            _TASKS[key] = create_task(name, tuple(args), target)
+        except Exception:  # noqa: BLE001 - a record for arguments the template now refuses
+            _TASKS[key] = None
+    return _TASKS[key]
