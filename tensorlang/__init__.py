@@ -12,3 +12,4 @@ from .lower import lower  # noqa: F401
 from .build import build  # noqa: F401,E402
 from . import runtime  # noqa: F401,E402
 from . import analysis  # noqa: F401,E402
+from . import ops  # noqa: F401,E402

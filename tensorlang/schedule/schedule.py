@@ -160,6 +160,13 @@ class Schedule:
             if src is not None and src.attach_type == "inline" and \
                     self.reads_through_inline(src, st):
                 return True
+        # also through stages computed inside the reader's loops (e.g. a packed panel hosted
+        # at a loop of the output stage that the cache_write accumulator, computed at an
+        # inner loop of that output, reads): bound inference sizes it from those readers
+        for other in self.stages:
+            if other.attach_type == "scope" and other.attach_stage is reader and \
+                    other is not st and self.reads_through_inline(other, st):
+                return True
         return False
 
     # ------------------------------------------------------------------ recording

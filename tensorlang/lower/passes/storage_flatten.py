@@ -11,6 +11,8 @@ from ...ir.simplify import simplify
 def flat_index(buffer: S.Buffer, indices: tuple) -> E.Expr:
     if len(indices) == 1:
         return indices[0]
+    if not indices:  # a 0-d (scalar) tensor, e.g. a reduction over all axes: one element
+        return E.const(0)
     idx = indices[0]
     for d in range(1, len(indices)):
         idx = idx * buffer.shape[d] + indices[d]

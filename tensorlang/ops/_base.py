@@ -1,0 +1,151 @@
+"""Shared helpers of the operator library: pattern kinds, attribute checks that raise ValueError
+naming the operator and the argument, numpy broadcasting and axis normalisation.
+
+Every library compute carries `tag` = the operator's name and `attrs["pattern"]` = its pattern
+kind; the default schedules and the graph layer's fusion dispatch on those two fields."""
+
+from __future__ import annotations
+
+from ..ir import dtype as dt
+from ..ir.expr import Expr, Var, as_int
+from ..te.tensor import Tensor, compute
+
+# Pattern kinds (TVM's OpPatternKind, by name). Ordered from the most to the least fusable.
+ELEMWISE = "elemwise"  # out[i] = f(in[i]) for inputs of the output's shape
+BROADCAST = "broadcast"  # like elemwise, but some inputs are broadcast along some axes
+INJECTIVE = "injective"  # every output element reads a fixed set of input elements (reshape...)
+REDUCE = "reduce"  # reduces input axes (sum, max, argmax...)
+OUT_ELEMWISE_FUSABLE = "out_elemwise_fusable"  # heavy op whose output loop can host a tail
+OPAQUE = "opaque"  # composite op with its own schedule (softmax, layer norm, ...)
+PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, OUT_ELEMWISE_FUSABLE, OPAQUE)
+
+
+def pattern_of(t) -> str | None:
+    """The pattern kind of a tensor or operation produced by the library (None otherwise)."""
+    op = t.op if isinstance(t, Tensor) else t
+    return getattr(op, "attrs", {}).get("pattern")
+
+
+def op_compute(op_name: str, shape, fcompute, pattern: str, name: str | None = None, **attrs):
+    """tl.compute with the library's tag and pattern attributes."""
+    assert pattern in PATTERNS, pattern
+    return compute(tuple(shape), fcompute, name=name or op_name, tag=op_name,
+                   attrs=dict(attrs, pattern=pattern))
+
+
+# ----------------------------------------------------------------------------- attribute checks
+
+def check_tensor(op: str, arg: str, x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: {arg} must be a tensor, got {type(x).__name__}")
+    return x
+
+
+def check_int(op: str, arg: str, v, minimum: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        if hasattr(v, "__index__") and not isinstance(v, bool):
+            v = int(v)
+        else:
+            raise ValueError(f"{op}: {arg} must be an int, got {type(v).__name__} {v!r}")
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{op}: {arg} must be >= {minimum}, got {v}")
+    return v
+
+
+def int_tuple(op: str, arg: str, v, n: int, minimum: int | None = None) -> tuple:
+    """An int or a sequence of n ints -> a tuple of n ints, each >= minimum."""
+    if isinstance(v, (list, tuple)):
+        if len(v) != n:
+            raise ValueError(f"{op}: {arg} must have {n} entries, got {len(v)} ({v!r})")
+        return tuple(check_int(op, arg, x, minimum) for x in v)
+    return (check_int(op, arg, v, minimum),) * n
+
+
+def static_shape(op: str, arg: str, t: Tensor) -> tuple:
+    """The tensor's shape as ints; symbolic extents are refused where an op needs constants."""
+    out = []
+    for d, e in enumerate(t.shape):
+        v = as_int(e)
+        if v is None:
+            raise ValueError(f"{op}: {arg} needs a constant shape, dimension {d} is {e!r}")
+        out.append(v)
+    return tuple(out)
+
+
+def normalize_axis(op: str, arg: str, axis, ndim: int) -> int:
+    a = check_int(op, arg, axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{op}: {arg}={axis} is out of range for a tensor of rank {ndim}")
+    return a % ndim
+
+
+def normalize_axes(op: str, arg: str, axis, ndim: int) -> tuple:
+    """None -> all axes; int or sequence -> sorted unique non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (list, tuple)) else (axis,)
+    out = [normalize_axis(op, arg, a, ndim) for a in axes]
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: {arg}={axis!r} repeats an axis")
+    return tuple(sorted(out))
+
+
+def dim_equal(a, b) -> bool:
+    ia, ib = as_int(a), as_int(b)
+    if ia is not None and ib is not None:
+        return ia == ib
+    return a is b or (isinstance(a, Var) and isinstance(b, Var) and a.name == b.name)
+
+
+def is_one(e) -> bool:
+    return as_int(e) == 1
+
+
+def broadcast_shapes(op: str, *shapes) -> tuple:
+    """numpy broadcasting of shapes (ints or symbolic extents); ValueError when incompatible."""
+    nd = max(len(s) for s in shapes)
+    out = []
+    for d in range(nd):
+        dims = [s[d - nd + len(s)] for s in shapes if d - nd + len(s) >= 0]
+        pick = None
+        for e in dims:
+            if is_one(e):
+                continue
+            if pick is None:
+                pick = e
+            elif not dim_equal(pick, e):
+                shp = " and ".join(str(tuple(repr(x) if isinstance(x, Expr) and as_int(x) is None
+                                            else as_int(x) for x in s)) for s in shapes)
+                raise ValueError(f"{op}: shapes {shp} cannot be broadcast together "
+                                 f"(dimension {d} of the result)")
+        out.append(pick if pick is not None else dims[0])
+    return tuple(out)
+
+
+def broadcast_index(t: Tensor, out_idx: tuple) -> tuple:
+    """Indices into `t` for the output index `out_idx` under numpy broadcasting (a dimension of
+    extent 1 is read at 0, leading missing dimensions are dropped)."""
+    off = len(out_idx) - t.ndim
+    return tuple(0 if is_one(t.shape[d]) else out_idx[off + d] for d in range(t.ndim))
+
+
+def result_dtype(op: str, *tensors) -> str:
+    """numpy's promotion of the operands' dtypes."""
+    import numpy as np
+
+    dts = [t.dtype for t in tensors]
+    try:
+        return dt.canonical(np.result_type(*dts).name)
+    except TypeError as e:  # pragma: no cover - every canonical dtype promotes
+        raise ValueError(f"{op}: cannot promote dtypes {dts}: {e}") from None
+
+
+def prod_of(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def shape_ints(shape) -> tuple:
+    return tuple(as_int(s) for s in shape)

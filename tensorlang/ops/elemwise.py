@@ -1,0 +1,297 @@
+"""Elementwise unary operators, binary operators with numpy broadcasting, where, cast."""
+
+from __future__ import annotations
+
+import math
+
+from .. import te
+from ..ir import dtype as dt
+from ..ir.expr import Not, const
+from ..te.tensor import Tensor
+from ._base import (BROADCAST, ELEMWISE, broadcast_index, broadcast_shapes, check_tensor,
+                    dim_equal, op_compute, result_dtype)
+
+# ----------------------------------------------------------------------------- unary
+
+
+def _unary(op: str, x: Tensor, f, out_dtype: str | None = None, **attrs) -> Tensor:
+    check_tensor(op, "x", x)
+    return op_compute(op, x.shape, lambda *i: f(x[i]) if out_dtype is None
+                      else te.cast(f(x[i]), out_dtype), "elemwise", **attrs)
+
+
+def _need_float(op: str, x: Tensor) -> None:
+    check_tensor(op, "x", x)
+    if not dt.is_float(x.dtype):
+        raise ValueError(f"{op}: x must be a float tensor, got {x.dtype}")
+
+
+def relu(x: Tensor) -> Tensor:
+    return _unary("relu", x, lambda v: te.max(v, const(0, x.dtype)))
+
+
+def leaky_relu(x: Tensor, alpha: float = 0.01) -> Tensor:
+    _need_float("leaky_relu", x)
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not math.isfinite(alpha):
+        raise ValueError(f"leaky_relu: alpha must be a finite number, got {alpha!r}")
+    a = const(float(alpha), x.dtype)
+    return _unary("leaky_relu", x, lambda v: te.select(v >= 0, v, v * a), alpha=float(alpha))
+
+
+def clip(x: Tensor, a_min=None, a_max=None) -> Tensor:
+    """numpy.clip / ONNX Clip: None leaves that side open; a_min > a_max gives a_max (numpy)."""
+    check_tensor("clip", "x", x)
+    for name, v in (("a_min", a_min), ("a_max", a_max)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ValueError(f"clip: {name} must be a number or None, got {v!r}")
+
+    def f(v):
+        if a_min is not None:
+            v = te.max(v, const(a_min, x.dtype))
+        if a_max is not None:
+            v = te.min(v, const(a_max, x.dtype))
+        return v
+
+    return _unary("clip", x, f, a_min=a_min, a_max=a_max)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    _need_float("sigmoid", x)
+    return _unary("sigmoid", x, te.sigmoid)
+
+
+def tanh(x: Tensor) -> Tensor:
+    _need_float("tanh", x)
+    return _unary("tanh", x, te.tanh)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """0.5 x (1 + erf(x / sqrt 2)) ("none") or its tanh approximation ("tanh"), as in ONNX Gelu."""
+    _need_float("gelu", x)
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    d = x.dtype
+    half, one = const(0.5, d), const(1.0, d)
+    if approximate == "none":
+        return _unary("gelu", x, lambda v: half * v * (one + te.erf(v * const(
+            1.0 / math.sqrt(2.0), d))), approximate=approximate)
+    c, k = const(_SQRT_2_OVER_PI, d), const(0.044715, d)
+    return _unary("gelu", x, lambda v: half * v * (one + te.tanh(c * (v + k * v * v * v))),
+                  approximate=approximate)
+
+
+def exp(x: Tensor) -> Tensor:
+    _need_float("exp", x)
+    return _unary("exp", x, te.exp)
+
+
+def log(x: Tensor) -> Tensor:
+    _need_float("log", x)
+    return _unary("log", x, te.log)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    _need_float("sqrt", x)
+    return _unary("sqrt", x, te.sqrt)
+
+
+def erf(x: Tensor) -> Tensor:
+    _need_float("erf", x)
+    return _unary("erf", x, te.erf)
+
+
+def abs(x: Tensor) -> Tensor:  # noqa: A001 - numpy's name
+    check_tensor("abs", "x", x)
+    if dt.is_bool(x.dtype):
+        raise ValueError("abs: x must be numeric, got bool")
+    if dt.is_unsigned(x.dtype):
+        return _unary("abs", x, lambda v: v)
+    return _unary("abs", x, te.abs)
+
+
+def negative(x: Tensor) -> Tensor:
+    check_tensor("negative", "x", x)
+    if dt.is_bool(x.dtype):
+        raise ValueError("negative: x must be numeric, got bool")
+    return _unary("negative", x, lambda v: -v)
+
+
+neg = negative
+
+
+def floor(x: Tensor) -> Tensor:
+    return _unary("floor", check_tensor("floor", "x", x), te.floor)
+
+
+def ceil(x: Tensor) -> Tensor:
+    return _unary("ceil", check_tensor("ceil", "x", x), te.ceil)
+
+
+def logical_not(x: Tensor) -> Tensor:
+    """numpy.logical_not: bool result, nonzero is true."""
+    check_tensor("logical_not", "x", x)
+    if dt.is_bool(x.dtype):
+        return _unary("logical_not", x, lambda v: Not(v))
+    return _unary("logical_not", x, lambda v: v == const(0, x.dtype))
+
+
+def cast(x: Tensor, dtype) -> Tensor:
+    check_tensor("cast", "x", x)
+    try:
+        d = dt.canonical(dtype)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"cast: dtype {dtype!r} is not supported: {e}") from None
+
+    def f(v):
+        if dt.is_bool(d) and not dt.is_bool(v.dtype):
+            return v != const(0, v.dtype)  # numpy: nonzero -> True (a plain cast would truncate)
+        return te.cast(v, d)
+
+    return _unary("cast", x, f, dtype=d)
+
+
+# ----------------------------------------------------------------------------- binary
+
+
+def _operands(op: str, a, b):
+    """Tensors and Python scalars -> (list of tensors, output shape, compute dtype)."""
+    ts = [v for v in (a, b) if isinstance(v, Tensor)]
+    if not ts:
+        raise ValueError(f"{op}: at least one operand must be a tensor")
+    for name, v in (("a", a), ("b", b)):
+        if not isinstance(v, (Tensor, bool, int, float)):
+            raise ValueError(f"{op}: {name} must be a tensor or a Python number, got "
+                             f"{type(v).__name__}")
+    shape = broadcast_shapes(op, *[t.shape for t in ts])
+    d = result_dtype(op, *ts)
+    return shape, d
+
+
+def _read(v, idx, d):
+    if isinstance(v, Tensor):
+        e = v[broadcast_index(v, idx)]
+        return te.cast(e, d) if e.dtype != d else e
+    return const(v, d)  # a Python scalar adopts the tensor's dtype (numpy's weak scalars)
+
+
+def _binary(op: str, a, b, f, out_bool: bool = False, need_float: bool = False,
+            name: str | None = None) -> Tensor:
+    shape, d = _operands(op, a, b)
+    if need_float and not dt.is_float(d):
+        raise ValueError(f"{op}: operands must be float tensors, got {d}")
+    if isinstance(a, float) or isinstance(b, float):
+        if not dt.is_float(d):
+            raise ValueError(f"{op}: a float scalar with an integer tensor ({d}); cast the "
+                             "tensor first")
+    same = all(len(t.shape) == len(shape) and all(dim_equal(x, y) for x, y in zip(t.shape, shape))
+               for t in (a, b) if isinstance(t, Tensor))
+    return op_compute(op, shape, lambda *i: f(_read(a, i, d), _read(b, i, d)),
+                      ELEMWISE if same else BROADCAST, name=name)
+
+
+def add(a, b) -> Tensor:
+    return _binary("add", a, b, lambda x, y: x + y)
+
+
+def subtract(a, b) -> Tensor:
+    return _binary("subtract", a, b, lambda x, y: x - y)
+
+
+def multiply(a, b) -> Tensor:
+    return _binary("multiply", a, b, lambda x, y: x * y)
+
+
+def divide(a, b) -> Tensor:
+    """True division for floats; for integers, floor division (numpy's `//`; a zero divisor is
+    undefined, as in C)."""
+    return _binary("divide", a, b, lambda x, y: x / y if dt.is_float(x.dtype) else x // y)
+
+
+def power(a, b) -> Tensor:
+    return _binary("power", a, b, te.pow, need_float=True)
+
+
+def maximum(a, b) -> Tensor:
+    """numpy.maximum (a NaN operand gives NaN)."""
+    return _binary("maximum", a, b, _nan_max)
+
+
+def minimum(a, b) -> Tensor:
+    return _binary("minimum", a, b, _nan_min)
+
+
+def _nan_max(x, y):
+    if not dt.is_float(x.dtype):
+        return te.max(x, y)
+    # an IR Max may pick either operand on NaN; numpy propagates it
+    return te.select(x != x, x, te.select(y != y, y, te.max(x, y)))
+
+
+def _nan_min(x, y):
+    if not dt.is_float(x.dtype):
+        return te.min(x, y)
+    return te.select(x != x, x, te.select(y != y, y, te.min(x, y)))
+
+
+def equal(a, b) -> Tensor:
+    return _binary("equal", a, b, lambda x, y: x == y)
+
+
+def not_equal(a, b) -> Tensor:
+    return _binary("not_equal", a, b, lambda x, y: x != y)
+
+
+def less(a, b) -> Tensor:
+    return _binary("less", a, b, lambda x, y: x < y)
+
+
+def less_equal(a, b) -> Tensor:
+    return _binary("less_equal", a, b, lambda x, y: x <= y)
+
+
+def greater(a, b) -> Tensor:
+    return _binary("greater", a, b, lambda x, y: x > y)
+
+
+def greater_equal(a, b) -> Tensor:
+    return _binary("greater_equal", a, b, lambda x, y: x >= y)
+
+
+def _as_bool(x):
+    return x if dt.is_bool(x.dtype) else x != const(0, x.dtype)
+
+
+def logical_and(a, b) -> Tensor:
+    return _binary("logical_and", a, b, lambda x, y: _as_bool(x) & _as_bool(y))
+
+
+def logical_or(a, b) -> Tensor:
+    return _binary("logical_or", a, b, lambda x, y: _as_bool(x) | _as_bool(y))
+
+
+def where(cond: Tensor, x, y) -> Tensor:
+    """numpy.where(cond, x, y) with broadcasting over all three."""
+    check_tensor("where", "cond", cond)
+    if not dt.is_bool(cond.dtype):
+        raise ValueError(f"where: cond must be a bool tensor, got {cond.dtype}")
+    ts = [v for v in (x, y) if isinstance(v, Tensor)]
+    for name, v in (("x", x), ("y", y)):
+        if not isinstance(v, (Tensor, bool, int, float)):
+            raise ValueError(f"where: {name} must be a tensor or a Python number")
+    shape = broadcast_shapes("where", cond.shape, *[t.shape for t in ts])
+    d = result_dtype("where", *ts) if ts else (
+        "float32" if any(isinstance(v, float) for v in (x, y)) else "int64")
+    same = all(len(t.shape) == len(shape) and all(dim_equal(p, q) for p, q in zip(t.shape, shape))
+               for t in [cond] + ts)
+    return op_compute("where", shape, lambda *i: te.select(cond[broadcast_index(cond, i)],
+                                                          _read(x, i, d), _read(y, i, d)),
+                      ELEMWISE if same else BROADCAST)
+
+
+__all__ = ["relu", "leaky_relu", "clip", "sigmoid", "tanh", "gelu", "exp", "log", "sqrt", "erf",
+           "abs", "negative", "neg", "floor", "ceil", "logical_not", "cast", "add", "subtract",
+           "multiply", "divide", "power", "maximum", "minimum", "equal", "not_equal", "less",
+           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "where"]

@@ -1,0 +1,598 @@
+"""Neural-network operators: matmul / batch matmul (numpy broadcasting), dense, gemm, conv2d
+(NCHW with groups, blocked NCHW[x]c), depthwise conv2d, max/avg/global pooling, batch norm
+(inference), LRN, softmax, log-softmax, layer norm."""
+
+from __future__ import annotations
+
+from .. import te
+from ..ir import dtype as dt
+from ..ir.expr import const
+from ..te.tensor import Tensor
+from ._base import (BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE, broadcast_index,
+                    broadcast_shapes, check_int, check_tensor, int_tuple, normalize_axis, op_compute,
+                    result_dtype, static_shape)
+from .transform import pad as _pad
+from .transform import squeeze as _squeeze
+
+# ----------------------------------------------------------------------------- matmul family
+
+
+def _mm_dtype(op, a, b):
+    d = result_dtype(op, a, b)
+    if dt.is_bool(d):
+        raise ValueError(f"{op}: bool operands are not supported")
+    return d
+
+
+def _read(t, idx, d):
+    v = t[idx]
+    return v if v.dtype == d else te.cast(v, d)
+
+
+PACK_BLOCK = 16  # columns of a packed B panel: one zmm of fp32
+PACK_MIN_ROWS = 12  # fewer rows than this do not amortize packing B (memory-bound products)
+
+
+def _packed_b(op: str, b: Tensor, k: int, n: int, trans_b: bool, d: str, m: int):
+    """Read function rb(k, j) of op(b) [K, N]; for enough rows it reads a packed copy
+    P[N/16, K, 16] (a separate stage, tag `<op>_pack`, zero-padded to whole panels) so the
+    micro-kernel loads 16 consecutive columns of one k as a single aligned vector and the panel
+    it streams is contiguous."""
+    def direct(kk, j):
+        return _read(b, (j, kk) if trans_b else (kk, j), d)
+
+    if m < PACK_MIN_ROWS or n < PACK_BLOCK:
+        return direct
+    bn = PACK_BLOCK
+    nb = -(-n // bn)
+
+    def pk(jo, kk, ji):
+        j = jo * bn + ji
+        if nb * bn == n:
+            return direct(kk, j)
+        return te.select(j < n, direct(kk, te.min(j, const(n - 1))), const(0, d))
+
+    p = op_compute(op + "_pack", (nb, k, bn), pk, INJECTIVE, name=f"{b.name}_pack",
+                   layout="T" if trans_b else "N")
+    return lambda kk, j: p[j // bn, kk, j % bn]
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """numpy.matmul: 2-D x 2-D, 1-D operands promoted and their axis removed again, and stacks of
+    matrices with broadcast batch dimensions (-> batch_matmul)."""
+    check_tensor("matmul", "a", a)
+    check_tensor("matmul", "b", b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: operands must have at least one dimension")
+    sa, sb = static_shape("matmul", "a", a), static_shape("matmul", "b", b)
+    if a.ndim > 2 or b.ndim > 2:
+        if a.ndim == 1 or b.ndim == 1:
+            raise ValueError("matmul: mixing a 1-D operand with a stack of matrices is not "
+                             "supported; unsqueeze it first")
+        return batch_matmul(a, b)
+    ka = sa[-1]
+    kb = sb[0]
+    if ka != kb:
+        raise ValueError(f"matmul: a {sa} and b {sb} have mismatched inner dimensions "
+                         f"({ka} vs {kb})")
+    d = _mm_dtype("matmul", a, b)
+    k = te.reduce_axis((0, ka), name="k")
+    m = 1 if a.ndim == 1 else sa[0]
+    n = 1 if b.ndim == 1 else sb[1]
+
+    def ra(i, kk):
+        return _read(a, (kk,) if a.ndim == 1 else (i, kk), d)
+
+    if b.ndim == 1:
+        def rb(kk, j):
+            return _read(b, (kk,), d)
+    else:
+        rb = _packed_b("matmul", b, ka, n, False, d, m)
+
+    c = op_compute("matmul", (m, n), lambda i, j: te.sum(ra(i, k) * rb(k, j), axis=k),
+                   OUT_ELEMWISE_FUSABLE, layout="NN")
+    drop = [ax for ax, one in ((0, a.ndim == 1), (1, b.ndim == 1)) if one]
+    return _squeeze(c, drop) if drop else c
+
+
+def batch_matmul(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = False) -> Tensor:
+    """Stacks of matrices, numpy broadcasting over the leading (batch) dimensions."""
+    check_tensor("batch_matmul", "a", a)
+    check_tensor("batch_matmul", "b", b)
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError("batch_matmul: operands must be at least 2-D")
+    sa, sb = static_shape("batch_matmul", "a", a), static_shape("batch_matmul", "b", b)
+    m, ka = (sa[-1], sa[-2]) if trans_a else (sa[-2], sa[-1])
+    kb, n = (sb[-1], sb[-2]) if trans_b else (sb[-2], sb[-1])
+    if ka != kb:
+        raise ValueError(f"batch_matmul: a {sa} and b {sb} have mismatched inner dimensions "
+                         f"({ka} vs {kb})")
+    batch = broadcast_shapes("batch_matmul", a.shape[:-2], b.shape[:-2])
+    d = _mm_dtype("batch_matmul", a, b)
+    k = te.reduce_axis((0, ka), name="k")
+    nb = len(batch)
+
+    def bidx(t, bi):  # numpy broadcasting of the batch dimensions
+        off, ts = nb - (t.ndim - 2), static_shape("batch_matmul", "x", t)
+        return tuple(0 if ts[x] == 1 else bi[off + x] for x in range(t.ndim - 2))
+
+    def f(*idx):
+        bi, i, j = idx[:nb], idx[nb], idx[nb + 1]
+        ai = bidx(a, bi) + ((k, i) if trans_a else (i, k))
+        bj = bidx(b, bi) + ((j, k) if trans_b else (k, j))
+        return te.sum(_read(a, ai, d) * _read(b, bj, d), axis=k)
+
+    layout = ("T" if trans_a else "N") + ("T" if trans_b else "N")
+    return op_compute("batch_matmul", tuple(batch) + (m, n), f, OUT_ELEMWISE_FUSABLE,
+                      layout=layout)
+
+
+def dense(x: Tensor, w: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x [M, K] . w[N, K]^T (+ bias[N]): a fully connected layer with the weight laid out
+    [out_features, in_features] (ONNX Gemm transB=1, torch Linear)."""
+    check_tensor("dense", "x", x)
+    check_tensor("dense", "w", w)
+    if x.ndim != 2 or w.ndim != 2:
+        raise ValueError(f"dense: x and w must be 2-D, got {x.ndim}-D and {w.ndim}-D")
+    (m, kx), (n, kw) = static_shape("dense", "x", x), static_shape("dense", "w", w)
+    if kx != kw:
+        raise ValueError(f"dense: x {(m, kx)} and w {(n, kw)} have mismatched in_features "
+                         f"({kx} vs {kw})")
+    d = _mm_dtype("dense", x, w)
+    k = te.reduce_axis((0, kx), name="k")
+    rw = _packed_b("dense", w, kx, n, True, d, m)
+    out = op_compute("dense", (m, n), lambda i, j: te.sum(_read(x, (i, k), d) * rw(k, j),
+                                                         axis=k),
+                     OUT_ELEMWISE_FUSABLE, layout="NT")
+    if bias is None:
+        return out
+    check_tensor("dense", "bias", bias)
+    if static_shape("dense", "bias", bias) != (n,):
+        raise ValueError(f"dense: bias must have shape ({n},), got "
+                         f"{static_shape('dense', 'bias', bias)}")
+    return op_compute("bias_add", (m, n), lambda i, j: out[i, j] + _read(bias, (j,), d),
+                      BROADCAST)
+
+
+def gemm(a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta: float = 1.0,
+         trans_a: bool = False, trans_b: bool = False) -> Tensor:
+    """ONNX Gemm: alpha * op(a) . op(b) + beta * c, c broadcast to [M, N]."""
+    for name, t in (("a", a), ("b", b)):
+        check_tensor("gemm", name, t)
+        if t.ndim != 2:
+            raise ValueError(f"gemm: {name} must be 2-D, got {t.ndim}-D")
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"gemm: {name} must be a number, got {v!r}")
+    sa, sb = static_shape("gemm", "a", a), static_shape("gemm", "b", b)
+    m, ka = (sa[1], sa[0]) if trans_a else sa
+    kb, n = (sb[1], sb[0]) if trans_b else sb
+    if ka != kb:
+        raise ValueError(f"gemm: op(a) {(m, ka)} and op(b) {(kb, n)} have mismatched inner "
+                         "dimensions")
+    d = _mm_dtype("gemm", a, b)
+    k = te.reduce_axis((0, ka), name="k")
+    rb = _packed_b("gemm", b, ka, n, trans_b, d, m)
+
+    def f(i, j):
+        x = _read(a, (k, i) if trans_a else (i, k), d)
+        return te.sum(x * rb(k, j), axis=k)
+
+    layout = ("T" if trans_a else "N") + ("T" if trans_b else "N")
+    out = op_compute("gemm", (m, n), f, OUT_ELEMWISE_FUSABLE, layout=layout)
+    if c is None and alpha == 1:
+        return out
+    if c is not None:
+        check_tensor("gemm", "c", c)
+        if static_shape("gemm", "c", c) not in _unidirectional((m, n)):
+            raise ValueError(f"gemm: c of shape {static_shape('gemm', 'c', c)} does not "
+                             f"broadcast to ({m}, {n})")
+    al, be = const(alpha, d), const(beta, d)
+
+    def tail(i, j):
+        v = out[i, j] if alpha == 1 else al * out[i, j]
+        if c is not None:
+            cv = _read(c, broadcast_index(c, (i, j)), d)
+            v = v + (cv if beta == 1 else be * cv)
+        return v
+
+    return op_compute("gemm_epilogue", (m, n), tail, BROADCAST, alpha=alpha, beta=beta)
+
+
+def _unidirectional(shape):
+    """Shapes that broadcast to `shape` without changing it (for gemm's c)."""
+    m, n = shape
+    return {(m, n), (1, n), (m, 1), (1, 1), (n,), (1,), ()}
+
+
+# ----------------------------------------------------------------------------- convolution
+
+
+def _padding4(op: str, padding) -> tuple:
+    """int | (ph, pw) | (top, left, bottom, right) -> (top, left, bottom, right)."""
+    if isinstance(padding, (list, tuple)):
+        if len(padding) == 2:
+            p = int_tuple(op, "padding", padding, 2, 0)
+            return (p[0], p[1], p[0], p[1])
+        return int_tuple(op, "padding", padding, 4, 0)
+    p = int_tuple(op, "padding", padding, 1, 0)[0]
+    return (p, p, p, p)
+
+
+def _out_size(op, n, k, s, d, lo, hi, ceil_mode=False, axis="height"):
+    span = n + lo + hi - d * (k - 1) - 1
+    if span < 0:
+        raise ValueError(f"{op}: the kernel (extent {d * (k - 1) + 1} with dilation) is larger "
+                         f"than the padded input {axis} ({n + lo + hi})")
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= n + lo:
+        out -= 1  # the last window must start inside the input or its leading padding
+    return out
+
+
+def _pad_nchw(x, pt, pl, pb, pr, value=0.0, spatial=(2, 3)):
+    if not (pt or pl or pb or pr):
+        return x
+    pw = [(0, 0)] * x.ndim
+    pw[spatial[0]] = (pt, pb)
+    pw[spatial[1]] = (pl, pr)
+    return _pad(x, pw, "constant", value)
+
+
+def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: int = 1,
+                out_dtype: str | None = None) -> Tensor:
+    """2-D convolution, x [N, C, H, W], w [OC, C / groups, KH, KW] -> [N, OC, OH, OW]. padding:
+    int, (ph, pw) or (top, left, bottom, right). groups == C == OC gives the depthwise op."""
+    op = "conv2d_nchw"
+    check_tensor(op, "x", x)
+    check_tensor(op, "w", w)
+    if x.ndim != 4 or w.ndim != 4:
+        raise ValueError(f"{op}: x and w must be 4-D, got {x.ndim}-D and {w.ndim}-D")
+    n, c, h, wd = static_shape(op, "x", x)
+    oc, cpg, kh, kw = static_shape(op, "w", w)
+    sh, sw = int_tuple(op, "stride", stride, 2, 1)
+    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
+    pt, pl, pb, pr = _padding4(op, padding)
+    g = check_int(op, "groups", groups, 1)
+    if c % g:
+        raise ValueError(f"{op}: input channels {c} are not divisible by groups={g}")
+    if oc % g:
+        raise ValueError(f"{op}: output channels {oc} are not divisible by groups={g}")
+    if cpg != c // g:
+        raise ValueError(f"{op}: w has {cpg} input channels per group, x has {c} channels and "
+                         f"groups={g} (expected {c // g})")
+    if g > 1 and g == c and cpg == 1:
+        return depthwise_conv2d_nchw(x, w, stride, (pt, pl, pb, pr), dilation, out_dtype)
+    oh = _out_size(op, h, kh, sh, dh, pt, pb)
+    ow = _out_size(op, wd, kw, sw, dw, pl, pr, axis="width")
+    d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
+    xp = _pad_nchw(x, pt, pl, pb, pr)
+    rc = te.reduce_axis((0, cpg), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    ocpg = oc // g
+
+    def f(b, o, y, z):
+        ch = rc if g == 1 else (o // ocpg) * cpg + rc
+        return te.sum(_read(xp, (b, ch, y * sh + ry * dh, z * sw + rx * dw), d)
+                      * _read(w, (o, rc, ry, rx), d), axis=[rc, ry, rx])
+
+    return op_compute(op, (n, oc, oh, ow), f, OUT_ELEMWISE_FUSABLE,
+                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw], groups=g)
+
+
+def depthwise_conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
+                          out_dtype: str | None = None) -> Tensor:
+    """Depthwise conv: x [N, C, H, W], w [C * m, 1, KH, KW] (channel multiplier m)."""
+    op = "depthwise_conv2d_nchw"
+    check_tensor(op, "x", x)
+    check_tensor(op, "w", w)
+    if x.ndim != 4 or w.ndim != 4:
+        raise ValueError(f"{op}: x and w must be 4-D")
+    n, c, h, wd = static_shape(op, "x", x)
+    oc, one, kh, kw = static_shape(op, "w", w)
+    if one != 1 or oc % c:
+        raise ValueError(f"{op}: w must be [C * multiplier, 1, KH, KW] for C={c}, got "
+                         f"{(oc, one, kh, kw)}")
+    sh, sw = int_tuple(op, "stride", stride, 2, 1)
+    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
+    pt, pl, pb, pr = _padding4(op, padding)
+    oh = _out_size(op, h, kh, sh, dh, pt, pb)
+    ow = _out_size(op, wd, kw, sw, dw, pl, pr, axis="width")
+    d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
+    xp = _pad_nchw(x, pt, pl, pb, pr)
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    mult = oc // c
+
+    def f(b, o, y, z):
+        ch = o if mult == 1 else o // mult
+        return te.sum(_read(xp, (b, ch, y * sh + ry * dh, z * sw + rx * dw), d)
+                      * _read(w, (o, 0, ry, rx), d), axis=[ry, rx])
+
+    return op_compute(op, (n, oc, oh, ow), f, OUT_ELEMWISE_FUSABLE,
+                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw])
+
+
+def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
+                 out_dtype: str | None = None) -> Tensor:
+    """Blocked convolution: x [N, C/cb, H, W, cb], w [OC/ob, C/cb, KH, KW, cb, ob] (see
+    layout_transform / kernel_layout_transform) -> [N, OC/ob, OH, OW, ob]. The ob output channels
+    of a block are consecutive in memory, so they are one SIMD vector."""
+    op = "conv2d_nchwc"
+    check_tensor(op, "x", x)
+    check_tensor(op, "w", w)
+    if x.ndim != 5 or w.ndim != 6:
+        raise ValueError(f"{op}: x must be 5-D and w 6-D, got {x.ndim}-D and {w.ndim}-D")
+    n, cbn, h, wd, cb = static_shape(op, "x", x)
+    obn, wcbn, kh, kw, wcb, ob = static_shape(op, "w", w)
+    if (wcbn, wcb) != (cbn, cb):
+        raise ValueError(f"{op}: w's input channel blocks {(wcbn, wcb)} do not match x's "
+                         f"{(cbn, cb)}")
+    sh, sw = int_tuple(op, "stride", stride, 2, 1)
+    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
+    pt, pl, pb, pr = _padding4(op, padding)
+    oh = _out_size(op, h, kh, sh, dh, pt, pb)
+    ow = _out_size(op, wd, kw, sw, dw, pl, pr, axis="width")
+    d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
+    xp = _pad_nchw(x, pt, pl, pb, pr)
+    rco = te.reduce_axis((0, cbn), name="rco")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    rci = te.reduce_axis((0, cb), name="rci")
+
+    def f(b, oco, y, z, oci):
+        return te.sum(_read(xp, (b, rco, y * sh + ry * dh, z * sw + rx * dw, rci), d)
+                      * _read(w, (oco, rco, ry, rx, rci, oci), d), axis=[rco, ry, rx, rci])
+
+    return op_compute(op, (n, obn, oh, ow, ob), f, OUT_ELEMWISE_FUSABLE,
+                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw])
+
+
+# ----------------------------------------------------------------------------- pooling
+
+
+def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+    check_tensor(op, "x", x)
+    if x.ndim != 4:
+        raise ValueError(f"{op}: x must be 4-D NCHW, got {x.ndim}-D")
+    n, c, h, wd = static_shape(op, "x", x)
+    kh, kw = int_tuple(op, "kernel_size", kernel_size, 2, 1)
+    sh, sw = int_tuple(op, "stride", (kh, kw) if stride is None else stride, 2, 1)
+    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
+    pt, pl, pb, pr = _padding4(op, padding)
+    if not isinstance(ceil_mode, bool):
+        raise ValueError(f"{op}: ceil_mode must be a bool, got {ceil_mode!r}")
+    if max(pt, pb) > (kh - 1) * dh + 1 or max(pl, pr) > (kw - 1) * dw + 1:
+        raise ValueError(f"{op}: padding {(pt, pl, pb, pr)} is larger than the kernel window")
+    oh = _out_size(op, h, kh, sh, dh, pt, pb, ceil_mode)
+    ow = _out_size(op, wd, kw, sw, dw, pl, pr, ceil_mode, axis="width")
+    # ceil mode may let the last window run past the bottom/right padding: pad that too
+    eh = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
+    ew = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (wd + pl + pr))
+    return (n, c, h, wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew)
+
+
+def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False) -> Tensor:
+    op = "max_pool2d"
+    (n, c, h, wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
+        _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode)
+    lowest = float(te.min_value(x.dtype).value)
+    xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, lowest)
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return op_compute(op, (n, c, oh, ow), lambda b, o, y, z: te.max(
+        xp[b, o, y * sh + ry * dh, z * sw + rx * dw], axis=[ry, rx]), OUT_ELEMWISE_FUSABLE,
+        kernel_size=[kh, kw], stride=[sh, sw], padding=[pt, pl, pb, pr], ceil_mode=ceil_mode)
+
+
+def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = False) -> Tensor:
+    """Average pooling; count_include_pad counts the explicit padding in the divisor (never the
+    extra region ceil mode adds past it), as PyTorch and ONNX do."""
+    op = "avg_pool2d"
+    if not isinstance(count_include_pad, bool):
+        raise ValueError(f"{op}: count_include_pad must be a bool, got {count_include_pad!r}")
+    (n, c, h, wd), (kh, kw), (sh, sw), _, (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
+        _pool_args(op, x, kernel_size, stride, padding, 1, ceil_mode)
+    if not dt.is_float(x.dtype):
+        raise ValueError(f"{op}: x must be a float tensor, got {x.dtype}")
+    xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, 0.0)
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    total = op_compute(op + "_sum", (n, c, oh, ow), lambda b, o, y, z: te.sum(
+        xp[b, o, y * sh + ry, z * sw + rx], axis=[ry, rx]), REDUCE)
+    lo_h, hi_h = (-pt, h + pb) if count_include_pad else (0, h)
+    lo_w, hi_w = (-pl, wd + pr) if count_include_pad else (0, wd)
+
+    def f(b, o, y, z):
+        y0, x0 = y * sh - pt, z * sw - pl
+        cnt_h = te.min(y0 + kh, const(hi_h)) - te.max(y0, const(lo_h))
+        cnt_w = te.min(x0 + kw, const(hi_w)) - te.max(x0, const(lo_w))
+        return total[b, o, y, z] / te.cast(cnt_h * cnt_w, x.dtype)
+
+    return op_compute(op, (n, c, oh, ow), f, ELEMWISE, kernel_size=[kh, kw], stride=[sh, sw],
+                      padding=[pt, pl, pb, pr], ceil_mode=ceil_mode,
+                      count_include_pad=count_include_pad)
+
+
+def _global_pool(op, x, reducer, scale):
+    check_tensor(op, "x", x)
+    if x.ndim != 4:
+        raise ValueError(f"{op}: x must be 4-D NCHW, got {x.ndim}-D")
+    n, c, h, wd = static_shape(op, "x", x)
+    ry = te.reduce_axis((0, h), name="ry")
+    rx = te.reduce_axis((0, wd), name="rx")
+    inv = const(1.0 / (h * wd), x.dtype) if scale else None
+    return op_compute(op, (n, c, 1, 1), lambda b, o, y, z: reducer(
+        x[b, o, ry, rx] * inv if scale else x[b, o, ry, rx], axis=[ry, rx]), REDUCE)
+
+
+def global_avg_pool2d(x: Tensor) -> Tensor:
+    if isinstance(x, Tensor) and not dt.is_float(x.dtype):
+        raise ValueError(f"global_avg_pool2d: x must be a float tensor, got {x.dtype}")
+    return _global_pool("global_avg_pool2d", x, te.sum, True)
+
+
+def global_max_pool2d(x: Tensor) -> Tensor:
+    return _global_pool("global_max_pool2d", x, te.max, False)
+
+
+# ----------------------------------------------------------------------------- normalization
+
+
+def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor,
+               axis: int = 1, epsilon: float = 1e-5) -> Tensor:
+    """Inference batch norm: (x - mean) / sqrt(var + eps) * gamma + beta along `axis`."""
+    op = "batch_norm"
+    check_tensor(op, "x", x)
+    ax = normalize_axis(op, "axis", axis, x.ndim)
+    c = static_shape(op, "x", x)[ax]
+    for name, t in (("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var)):
+        check_tensor(op, name, t)
+        if static_shape(op, name, t) != (c,):
+            raise ValueError(f"{op}: {name} must have shape ({c},), got "
+                             f"{static_shape(op, name, t)}")
+    if not dt.is_float(x.dtype):
+        raise ValueError(f"{op}: x must be a float tensor, got {x.dtype}")
+    if not isinstance(epsilon, (int, float)) or epsilon < 0:
+        raise ValueError(f"{op}: epsilon must be a non-negative number, got {epsilon!r}")
+    eps = const(float(epsilon), x.dtype)
+
+    def f(*i):
+        ch = (i[ax],)
+        scale = gamma[ch] * te.rsqrt(var[ch] + eps)
+        return (x[i] - mean[ch]) * scale + beta[ch]
+
+    return op_compute(op, x.shape, f, BROADCAST, axis=ax, epsilon=float(epsilon))
+
+
+def lrn(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+        bias: float = 1.0) -> Tensor:
+    """ONNX LRN across channels of NCHW: x / (bias + alpha / size * sum of squares over the
+    channels [c - floor((size-1)/2), c + ceil((size-1)/2)]) ** beta."""
+    op = "lrn"
+    check_tensor(op, "x", x)
+    if x.ndim < 2:
+        raise ValueError(f"{op}: x must be at least 2-D (N, C, ...)")
+    size = check_int(op, "size", size, 1)
+    c = static_shape(op, "x", x)[1]
+    lo = (size - 1) // 2
+    r = te.reduce_axis((0, size), name="r")
+
+    def sq(*i):
+        ch = i[1] - lo + r.var
+        idx = (i[0], te.max(te.min(ch, const(c - 1)), const(0))) + tuple(i[2:])
+        v = x[idx]
+        return te.sum(v * v, axis=r, where=te.all(ch >= 0, ch < c))
+
+    s = op_compute(op + "_sqsum", x.shape, sq, REDUCE)
+    k, a, b = const(bias, x.dtype), const(alpha / size, x.dtype), const(beta, x.dtype)
+    return op_compute(op, x.shape, lambda *i: x[i] / te.pow(k + a * s[i], b), ELEMWISE,
+                      size=size, alpha=alpha, beta=beta, bias=bias)
+
+
+def _row_reduce_setup(op, x, axis):
+    check_tensor(op, "x", x)
+    if not dt.is_float(x.dtype):
+        raise ValueError(f"{op}: x must be a float tensor, got {x.dtype}")
+    return normalize_axis(op, "axis", axis, x.ndim)
+
+
+def _keep_shape(x, ax):
+    return tuple(1 if d == ax else s for d, s in enumerate(x.shape))
+
+
+def _softmax_parts(op, x, axis):
+    ax = _row_reduce_setup(op, x, axis)
+    shape = _keep_shape(x, ax)
+    k1 = te.reduce_axis((0, x.shape[ax]), name="k")
+
+    def at(i, k):
+        idx = list(i)
+        idx[ax] = k
+        return tuple(idx)
+
+    mx = op_compute(op + "_max", shape, lambda *i: te.max(x[at(i, k1.var)], axis=k1), REDUCE,
+                    axis=ax)
+
+    def zero_ax(i):
+        idx = list(i)
+        idx[ax] = const(0)
+        return tuple(idx)
+
+    e = op_compute(op + "_exp", x.shape, lambda *i: te.exp(x[i] - mx[zero_ax(i)]), BROADCAST,
+                   axis=ax)
+    k2 = te.reduce_axis((0, x.shape[ax]), name="k")
+    sm = op_compute(op + "_sum", shape, lambda *i: te.sum(e[at(i, k2.var)], axis=k2), REDUCE,
+                    axis=ax)
+    return ax, mx, e, sm, zero_ax
+
+
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """exp(x - max) / sum(exp(x - max)) along `axis` (numerically stable)."""
+    ax, mx, e, sm, zero_ax = _softmax_parts("softmax", x, axis)
+    return op_compute("softmax", x.shape, lambda *i: e[i] / sm[zero_ax(i)], OPAQUE, axis=ax)
+
+
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    ax, mx, e, sm, zero_ax = _softmax_parts("log_softmax", x, axis)
+    return op_compute("log_softmax", x.shape, lambda *i: x[i] - mx[zero_ax(i)] -
+                      te.log(sm[zero_ax(i)]), OPAQUE, axis=ax)
+
+
+def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = None,
+               axis: int = -1, epsilon: float = 1e-5) -> Tensor:
+    """ONNX LayerNormalization: normalize over axes [axis, rank), then * gamma + beta (both of
+    shape x.shape[axis:], or broadcastable to it)."""
+    op = "layer_norm"
+    ax = _row_reduce_setup(op, x, axis)
+    shp = static_shape(op, "x", x)
+    norm = shp[ax:]
+    for name, t in (("gamma", gamma), ("beta", beta)):
+        if t is not None:
+            check_tensor(op, name, t)
+            ts = static_shape(op, name, t)
+            if len(ts) > len(norm) or broadcast_shapes(op, norm, ts) != tuple(norm):
+                raise ValueError(f"{op}: {name} of shape {ts} does not broadcast to the "
+                                 f"normalized shape {norm}")
+    if not isinstance(epsilon, (int, float)) or epsilon < 0:
+        raise ValueError(f"{op}: epsilon must be a non-negative number, got {epsilon!r}")
+    n = 1
+    for s in norm:
+        n *= s
+    inv = const(1.0 / n, x.dtype)
+    red_shape = shp[:ax] + (1,) * len(norm)
+
+    def axes():
+        return [te.reduce_axis((0, s), name=f"k{d}") for d, s in enumerate(norm)]
+
+    k1 = axes()
+    mean = op_compute(op + "_mean", red_shape, lambda *i: te.sum(
+        x[tuple(i[:ax]) + tuple(k.var for k in k1)] * inv, axis=k1), REDUCE, axis=ax)
+    k2 = axes()
+
+    def var_f(*i):
+        d = x[tuple(i[:ax]) + tuple(k.var for k in k2)] - mean[i]
+        return te.sum(d * d * inv, axis=k2)
+
+    var = op_compute(op + "_var", red_shape, var_f, REDUCE, axis=ax)
+    eps = const(float(epsilon), x.dtype)
+
+    def f(*i):
+        r = tuple(i[:ax]) + (const(0),) * len(norm)
+        v = (x[i] - mean[r]) * te.rsqrt(var[r] + eps)
+        tail = i[ax:]
+        if gamma is not None:
+            v = v * gamma[broadcast_index(gamma, tail)]
+        if beta is not None:
+            v = v + beta[broadcast_index(beta, tail)]
+        return v
+
+    return op_compute(op, x.shape, f, OPAQUE, axis=ax, epsilon=float(epsilon))
+
+
+__all__ = ["matmul", "batch_matmul", "dense", "gemm", "conv2d_nchw", "depthwise_conv2d_nchw",
+           "conv2d_nchwc", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
+           "batch_norm", "lrn", "softmax", "log_softmax", "layer_norm"]

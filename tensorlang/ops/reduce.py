@@ -1,0 +1,148 @@
+"""Reductions over any axes with keepdims (numpy semantics): sum, mean, max, min, prod,
+argmax, argmin."""
+
+from __future__ import annotations
+
+from .. import te
+from ..ir import dtype as dt
+from ..ir.expr import as_int, const
+from ..te.tensor import Tensor
+from ._base import ELEMWISE, REDUCE, check_tensor, normalize_axes, normalize_axis, op_compute
+
+
+def _split_axes(op: str, x: Tensor, axis, keepdims):
+    check_tensor(op, "x", x)
+    if not isinstance(keepdims, bool):
+        raise ValueError(f"{op}: keepdims must be a bool, got {keepdims!r}")
+    axes = normalize_axes(op, "axis", axis, x.ndim)
+    out_shape = []
+    for d in range(x.ndim):
+        if d in axes:
+            if keepdims:
+                out_shape.append(1)
+        else:
+            out_shape.append(x.shape[d])
+    return axes, tuple(out_shape)
+
+
+def _full_index(x: Tensor, axes, keepdims, out_idx, raxes):
+    """The input index for an output index and the reduce axes."""
+    idx, it, rt = [], iter(out_idx), iter(raxes)
+    for d in range(x.ndim):
+        if d in axes:
+            if keepdims:
+                next(it)
+            idx.append(next(rt).var)
+        else:
+            idx.append(next(it))
+    return tuple(idx)
+
+
+def _reduce(op: str, x: Tensor, axis, keepdims, reducer, pre=None, out_dtype=None) -> Tensor:
+    axes, shape = _split_axes(op, x, axis, keepdims)
+    raxes = [te.reduce_axis((0, x.shape[d]), name=f"k{d}") for d in axes]
+
+    def f(*i):
+        v = x[_full_index(x, axes, keepdims, i, raxes)]
+        if out_dtype is not None and v.dtype != out_dtype:
+            v = te.cast(v, out_dtype)
+        if pre is not None:
+            v = pre(v)
+        return reducer(v, axis=raxes)
+
+    return op_compute(op, shape, f, REDUCE, axis=list(axes), keepdims=keepdims)
+
+
+def _acc_dtype(x: Tensor) -> str:
+    # numpy sums bools and small ints in the platform integer
+    if dt.is_bool(x.dtype) or (dt.is_int(x.dtype) and dt.bits(x.dtype) < 64):
+        return "uint64" if dt.is_unsigned(x.dtype) else "int64"
+    return x.dtype
+
+
+def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    return _reduce("sum", x, axis, keepdims, te.sum, out_dtype=_acc_dtype(x))
+
+
+def prod(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    return _reduce("prod", x, axis, keepdims, te.prod, out_dtype=_acc_dtype(x))
+
+
+def max(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    return _reduce("max", x, axis, keepdims, te.max)
+
+
+def min(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    return _reduce("min", x, axis, keepdims, te.min)
+
+
+def mean(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """The sum of x / n, computed in one pass (each term is scaled before it is added, so no
+    separate division stage is needed); integer inputs give float64 like numpy."""
+    check_tensor("mean", "x", x)
+    axes = normalize_axes("mean", "axis", axis, x.ndim)
+    n = 1
+    for d in axes:
+        e = as_int(x.shape[d])
+        if e is None:
+            raise ValueError(f"mean: axis {d} needs a constant extent, got {x.shape[d]!r}")
+        n *= e
+    d = x.dtype if dt.is_float(x.dtype) else "float64"
+    inv = const(1.0 / n, d)
+    return _reduce("mean", x, axis, keepdims, te.sum, pre=lambda v: v * inv, out_dtype=d)
+
+
+def _arg_reducer(is_max: bool, vdtype: str):
+    name = "argmax" if is_max else "argmin"
+    is_float = dt.is_float(vdtype)
+
+    def combine(i0, v0, i1, v1):
+        better = (v0 > v1) if is_max else (v0 < v1)
+        tie = (v0 == v1) & (i0 < i1)
+        pick0 = better | tie
+        if is_float:
+            # numpy: the first NaN wins over everything
+            nan0, nan1 = v0 != v0, v1 != v1
+            pick0 = (nan0 & (~nan1 | (i0 < i1))) | (~nan0 & ~nan1 & pick0)
+        return te.select(pick0, i0, i1), te.select(pick0, v0, v1)
+
+    def identity(ti, tv):
+        # the identity index is the largest, so that a real element always wins a tie with it
+        ident_v = te.min_value(tv) if is_max else te.max_value(tv)
+        return te.max_value(ti), ident_v
+
+    return te.comm_reducer(combine, identity, name=name)
+
+
+def _arg(op: str, x: Tensor, axis, keepdims: bool, is_max: bool) -> Tensor:
+    check_tensor(op, "x", x)
+    if axis is not None:
+        axis = normalize_axis(op, "axis", axis, x.ndim)
+    axes, shape = _split_axes(op, x, axis, keepdims)
+    raxes = [te.reduce_axis((0, x.shape[d]), name=f"k{d}") for d in axes]
+    red = _arg_reducer(is_max, x.dtype)
+
+    def f(*i):
+        idx = _full_index(x, axes, keepdims, i, raxes)
+        flat = const(0)
+        for d, r in zip(axes, raxes):  # numpy: axis=None gives the index into x.ravel()
+            flat = flat * x.shape[d] + r.var
+        return red((flat, x[idx]), axis=raxes)
+
+    idx, _ = op_compute(op, shape, f, REDUCE, name=f"{op}.pair", axis=list(axes),
+                        keepdims=keepdims)
+    # the (index, value) pair is one two-output stage; a one-output copy of the index makes
+    # the result usable as a kernel output on its own (a kernel writes every output of a stage)
+    return op_compute(op + "_index", shape, lambda *i: idx[i], ELEMWISE, name=op)
+
+
+def argmax(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """Index of the first maximum (int64); axis=None indexes the flattened tensor."""
+    return _arg("argmax", x, axis, keepdims, True)
+
+
+def argmin(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    return _arg("argmin", x, axis, keepdims, False)
+
+
+__all__ = ["sum", "prod", "max", "min", "mean", "argmax", "argmin"]

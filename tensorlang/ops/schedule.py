@@ -1,0 +1,541 @@
+"""Default x86 (AVX-512) schedules of the operator library.
+
+`default_schedule(outs)` dispatches on each stage's tag and pattern kind:
+
+* an *anchor* (a heavy op: matmul family, convolution, pooling, a reduction, an opaque op) with
+  a chain of elementwise/broadcast consumers ending in an output gets that output's loop nest
+  shaped like its own, and is computed at the output's tile loop: the tail (bias add, relu,
+  gelu...) runs on the tile while it is in registers/L1 (TVM's "out_elemwise_fusable");
+* other injective stages are inlined into their readers;
+* whatever is left at the root gets a generic parallel + vectorized schedule.
+
+Every heavy schedule is a function of explicit knobs (tile sizes, vector lanes, unrolling) whose
+defaults are the choices documented on it, so tunable templates can wrap it later. All of them
+stay legal for the dependence checker: reduce loops are never parallel or vectorized (rfactor
+first), only spatial loops are."""
+
+from __future__ import annotations
+
+from ..ir.expr import as_int
+from ..schedule import create_schedule
+from ..te.tensor import ComputeOp, Tensor
+from ._base import (BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE,
+                    pattern_of)
+
+LANES = 16  # fp32 lanes of one zmm register
+_MATMUL_TAGS = ("matmul", "batch_matmul", "dense", "gemm")
+_SPATIAL_WINDOW_TAGS = ("depthwise_conv2d_nchw", "max_pool2d", "avg_pool2d_sum", "conv2d_nchw")
+
+
+def _ext(iv) -> int:
+    return as_int(iv.dom.extent)
+
+
+def _largest_divisor(n: int, limit: int, multiple_of: int = 1) -> int:
+    """The largest d <= limit with n % d == 0 and d % multiple_of == 0 (0 when none)."""
+    for d in range(min(n, limit), 0, -1):
+        if n % d == 0 and d % multiple_of == 0:
+            return d
+    return 0
+
+
+def _vector_lanes(n: int, want: int = LANES) -> int:
+    """Lanes for vectorizing a loop of extent n: 16 when it divides, else the widest power of two
+    that does (so no scalar tail), else 16 with a scalar tail."""
+    for v in (want, 8, 4):
+        if v <= want and n % v == 0:
+            return v
+    return want if n >= want else 0
+
+
+def _stages_by_op(s) -> dict:
+    return {st.op: st for st in s.stages}
+
+
+# ----------------------------------------------------------------------------- generic pieces
+
+
+def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 << 14) -> None:
+    """Root injective/elementwise stage: vectorize the innermost axis (split by `lanes`), fuse
+    the outer axes and run them on the thread pool when the work is large enough."""
+    st = s[t]
+    axes = list(st.op.axis)
+    if not axes:
+        return
+    inner = axes[-1]
+    n = _ext(inner)
+    total = 1
+    for a in axes:
+        total *= _ext(a) or 1
+    outer = axes[:-1]
+    if n is not None and n >= 4:
+        v = _vector_lanes(n, lanes)
+        if v and n > v:
+            io, ii = st.split(inner, factor=v)
+            st.vectorize(ii)
+            outer = outer + [io]
+        elif v == n:
+            st.vectorize(inner)
+    if total >= parallel_min and outer:
+        fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
+        st.parallel(fused)
+
+
+def _reduce_rows(s, red: Tensor, host=None, host_loop=None, lanes: int = 64):
+    """A reduction over only its last input axis (contiguous): split it by `lanes`, rfactor the
+    inner part into a vector of partial results (spatial, so it may be vectorized) and reduce
+    that vector at the end. 64 lanes = 4 zmm accumulators, enough independent adds to hide
+    their latency. Returns the rf stage (or None when the shape does not fit)."""
+    st = s[red]
+    if len(st.op.reduce_axis) != 1:
+        return None
+    k = st.op.reduce_axis[0]
+    n = _ext(k)
+    if n is None or n < 2 * LANES:
+        return None
+    lanes = lanes if n % lanes == 0 else (LANES if n % LANES == 0 else 0)
+    if not lanes:
+        return None
+    ko, ki = st.split(k, factor=lanes)
+    rf = s.rfactor(red, ki, factor_index=len(st.op.axis))
+    rst = s[rf]
+    # rf loops: spatial axes..., ki, ko -> put ko before ki so ki is the vector lane loop
+    ki_rf = rst.op.axis[-1]
+    rst.reorder(rst.op.reduce_axis[0], ki_rf)
+    rst.vectorize(ki_rf)
+    if host is not None:
+        rst.compute_at(host, host_loop)
+    return rst
+
+
+def schedule_reduce(s, t: Tensor) -> None:
+    """Root reduction: parallel over the outer spatial axes; a last-axis reduction gets the
+    rfactor vector accumulator computed per output row."""
+    st = s[t]
+    axes = list(st.op.axis)
+    big = [a for a in axes if (_ext(a) or 1) > 1]
+    if st.op.num_outputs == 1 and big:
+        host_loop = st.fuse(*big) if len(big) > 1 else big[0]
+        st.parallel(host_loop)
+        inner_ok = _reduce_rows_ok(st)
+        if inner_ok:
+            _reduce_rows(s, t, st, host_loop)
+        return
+    if st.op.num_outputs == 1 and _reduce_rows_ok(st):
+        _reduce_rows(s, t)
+
+
+def _reduce_rows_ok(st) -> bool:
+    """True when the stage reduces one axis that is its input's innermost, contiguous index."""
+    if len(st.op.reduce_axis) != 1:
+        return False
+    k = st.op.reduce_axis[0]
+    from ..ir.functor import Visitor
+
+    ok = []
+
+    class _V(Visitor):
+        def visit_TensorRead(self, r):
+            ok.append(r.indices and r.indices[-1] is k.var)
+            for i in r.indices:
+                self.visit(i)
+
+    for b in st.op.body:
+        for src in b.source:
+            _V().visit(src)
+    return bool(ok) and all(ok)
+
+
+# ----------------------------------------------------------------------------- matmul family
+
+
+def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
+                    tile_n: int = 64, lanes: int = LANES, parallel: bool = True) -> None:
+    """The register-blocked micro-kernel (DESIGN §3): a tile_m x tile_n accumulator tile (6 rows
+    x 4 zmm = 24 accumulators) kept in registers, k outermost inside it, A broadcast, B read as
+    `tile_n / lanes` contiguous vectors; the packed B panel (the compute's `*_pack` stage,
+    [N/16, K, 16]) is packed per column panel, inside the panel loop, once for all rows.
+    Loop order: (batch, j panel, i tile) so a panel is reused by every row tile.
+
+    c: the matmul-family tensor; out: the output hosting it (an elementwise tail) or None."""
+    comp, out = _accumulator(s, c, out)
+    o = s[out]
+    axes = list(o.op.axis)
+    batch, i, j = axes[:-2], axes[-2], axes[-1]
+    m, n = _ext(i), _ext(j)
+    pack = _pack_stage(s, s[comp])
+    if pack is not None and m < 2 * tile_m:
+        pack.compute_inline()
+        pack = None
+    tm = _largest_divisor(m, tile_m) if m % tile_m else tile_m
+    if tm < tile_m // 2:
+        tm = tile_m  # a ragged last row tile is cheaper than a much smaller register tile
+    tm = min(tm, m)
+    tn = min(tile_n, -(-n // lanes) * lanes) if n >= lanes else n
+    jo, ji = o.split(j, factor=tn)
+    io, ii = o.split(i, factor=tm)
+    o.reorder(*batch, jo, io, ii, ji)
+    if n >= lanes:
+        jio, jii = o.split(ji, factor=lanes)
+        o.vectorize(jii)
+    s[comp].compute_at(o, io)
+    cs = s[comp]
+    ci, cj = cs.op.axis[-2], cs.op.axis[-1]
+    k = cs.op.reduce_axis[0]
+    if n >= lanes:
+        cjo, cji = cs.split(cj, factor=lanes)
+        cs.reorder(k, ci, cjo, cji)
+        cs.vectorize(cji)
+        cs.unroll(cjo)
+    else:
+        cs.reorder(k, ci, cj)
+    cs.unroll(ci)
+    if pack is not None:
+        pack.compute_at(o, jo)
+        pj, pk, pl = pack.op.axis
+        if pack.op.attrs.get("layout", "N")[-1] == "N":
+            pack.vectorize(pl)  # B rows are contiguous: one vector load per (panel, k)
+        else:
+            pack.reorder(pj, pl, pk)  # w rows (k) are contiguous: read along k
+    if parallel:
+        outer = list(batch) + [jo]
+        par = o.fuse(*outer) if len(outer) > 1 else jo
+        # few column panels (a narrow or tall matrix): split rows across threads instead
+        if _ext(jo) is not None and _ext(jo) < 4 and not batch and pack is None:
+            o.parallel(io)
+        else:
+            o.parallel(par)
+
+
+def _accumulator(s, c: Tensor, out: Tensor | None):
+    """(stage that computes c, output stage): with no tail, c gets a cache_write accumulator."""
+    if out is None or out is c:
+        acc = s.cache_write(c, "local")
+        return acc, c
+    return c, out
+
+
+def _pack_stage(s, cs):
+    for t in cs.op.input_tensors:
+        st = s.stage_map.get(t.op)
+        if st is not None and st.op.tag.endswith("_pack"):
+            return st
+    return None
+
+
+# ----------------------------------------------------------------------------- convolution
+
+
+def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 14,
+                          unroll_kw: bool = True, parallel: bool = True) -> None:
+    """Blocked conv: output [N, OC/16, OH, OW, 16]; a register tile of reg_n output columns x one
+    zmm of 16 output channels (reg_n accumulators), reduction order (ic block, kh, kw, ic lane)
+    with the input value broadcast and the packed weight vector loaded once per reg_n FMAs.
+    reg_n: the largest divisor of OW not above the knob."""
+    comp, out = _accumulator(s, c, out)
+    o = s[out]
+    n, oco, oh, ow, oci = o.op.axis
+    rn = _largest_divisor(_ext(ow), reg_n) or 1
+    owo, owi = o.split(ow, factor=rn)
+    o.reorder(n, oco, oh, owo, owi, oci)
+    if _ext(oci) % LANES == 0 or _ext(oci) in (4, 8):
+        o.vectorize(oci)
+    s[comp].compute_at(o, owo)
+    cs = s[comp]
+    _, _, _, cw, cc = cs.op.axis
+    rco, ry, rx, rci = cs.op.reduce_axis
+    cs.reorder(rco, ry, rx, rci, cw, cc)
+    cs.unroll(cw)
+    if _ext(cc) % LANES == 0 or _ext(cc) in (4, 8):
+        cs.vectorize(cc)
+    if unroll_kw:
+        cs.unroll(rx)
+    _schedule_pad_input(s, cs)
+    if parallel:
+        o.parallel(o.fuse(n, oco, oh))
+
+
+def _schedule_pad_input(s, cs) -> None:
+    """A padded input of a convolution/pool: computed at the root (one pass, parallel and
+    vectorized) rather than inlined, which would put bound checks in the inner loop."""
+    for t in cs.op.input_tensors:
+        st = s.stage_map.get(t.op)
+        if st is not None and st.op.tag == "pad" and st.attach_type == "root":
+            schedule_injective(s, t)
+
+
+def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int = 4,
+                         tile_ow: int = 32, parallel: bool = True) -> None:
+    """Plain NCHW conv: tile (tile_oc output channels x a row segment of OW), vectorized along
+    the output row (input rows are contiguous for stride 1), weights broadcast. OW is split by
+    the widest vector width that divides it. (The fast path is NCHW[x]c, conv2d_nchwc.)"""
+    comp, out = _accumulator(s, c, out)
+    o = s[out]
+    n, oc, oh, ow = o.op.axis
+    owe, oce = _ext(ow), _ext(oc)
+    lanes = _vector_lanes(owe)
+    toc = _largest_divisor(oce, tile_oc) or 1
+    tw = owe if owe <= tile_ow else (_largest_divisor(owe, tile_ow, lanes or 1) or tile_ow)
+    oco, oci = o.split(oc, factor=toc)
+    owo, owi = o.split(ow, factor=tw)
+    o.reorder(n, oco, oh, owo, oci, owi)
+    s[comp].compute_at(o, owo)
+    cs = s[comp]
+    _, ccc, _, cw = cs.op.axis
+    red = list(cs.op.reduce_axis)
+    if lanes and _ext(cw) % lanes == 0 and _stride_one(cs):
+        cwo, cwi = cs.split(cw, factor=lanes)
+        cs.reorder(*red, ccc, cwo, cwi)
+        cs.vectorize(cwi)
+        cs.unroll(cwo)
+        cs.unroll(ccc)
+    else:
+        cs.reorder(*red, ccc, cw)
+    _schedule_pad_input(s, cs)
+    if parallel:
+        o.parallel(o.fuse(n, oco, oh))
+
+
+def _stride_one(cs) -> bool:
+    return list(cs.op.attrs.get("stride", [1, 1]))[-1] == 1
+
+
+def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: bool = True):
+    """Depthwise conv and pooling (NCHW): per (n, c, output row), the output row is vectorized
+    (input rows are contiguous for stride 1; strided reads are gathers), the small window loops
+    unrolled around it."""
+    comp, out = _accumulator(s, c, out)
+    o = s[out]
+    n, ch, oh, ow = o.op.axis
+    s[comp].compute_at(o, oh)
+    cs = s[comp]
+    cw = cs.op.axis[3]
+    red = list(cs.op.reduce_axis)
+    lanes = _vector_lanes(_ext(cw))
+    if lanes and _stride_one(cs) and _ext(cw) >= lanes:
+        cwo, cwi = cs.split(cw, factor=lanes)
+        cs.reorder(cwo, *red, cwi)
+        cs.vectorize(cwi)
+        for r in red:
+            if (_ext(r) or 99) <= 7:
+                cs.unroll(r)
+    lanes_o = _vector_lanes(_ext(ow))
+    if lanes_o and _ext(ow) > lanes_o:
+        _, owi = o.split(ow, factor=lanes_o)
+        o.vectorize(owi)
+    elif lanes_o == _ext(ow):
+        o.vectorize(ow)
+    _schedule_pad_input(s, cs)
+    if parallel:
+        o.parallel(o.fuse(n, ch))
+
+
+# ----------------------------------------------------------------------------- row ops
+
+
+def schedule_softmax(s, out: Tensor) -> None:
+    """softmax / log_softmax over the last axis: one row per parallel iteration; the max and sum
+    reductions use the rfactor vector accumulator, the exp and the output are vectorized; the
+    row's intermediates live in a stack buffer of one row."""
+    o = s[out]
+    ax = o.op.attrs.get("axis")
+    parts = _internal_stages(s, o, ("_max", "_exp", "_sum"))
+    if ax != len(o.op.axis) - 1 or len(parts) != 3:
+        _generic_opaque(s, out)
+        return
+    mx, ex, sm = parts
+    rows = list(o.op.axis[:-1])
+    big = [r for r in rows if (_ext(r) or 1) > 1] or rows[-1:]
+    row = o.fuse(*big) if len(big) > 1 else big[0]
+    col = o.op.axis[-1]
+    lanes = _vector_lanes(_ext(col))
+    if lanes and _ext(col) > lanes:
+        _, ci = o.split(col, factor=lanes)
+        o.vectorize(ci)
+    elif lanes:
+        o.vectorize(col)
+    if row is not None and not o.iter_attrs.get(row):
+        o.parallel(row)
+    for st in (mx, ex, sm):
+        st.compute_at(o, row)
+    ecol = ex.op.axis[-1]
+    if lanes and _ext(ecol) > lanes:
+        _, eci = ex.split(ecol, factor=lanes)
+        ex.vectorize(eci)
+    for st in (mx, sm):
+        if _reduce_rows_ok(st):
+            _reduce_rows(s, st.op.output(0), o, row)
+
+
+def schedule_layer_norm(s, out: Tensor) -> None:
+    """layer norm over the last axis: a row per parallel iteration, mean and variance with the
+    rfactor vector accumulator, the normalisation vectorized."""
+    o = s[out]
+    parts = _internal_stages(s, o, ("_mean", "_var"))
+    if len(parts) != 2 or len(parts[0].op.reduce_axis) != 1:
+        _generic_opaque(s, out)
+        return
+    mean, var = parts
+    rows = list(o.op.axis[:-1])
+    big = [r for r in rows if (_ext(r) or 1) > 1] or rows[-1:]
+    row = o.fuse(*big) if len(big) > 1 else big[0]
+    col = o.op.axis[-1]
+    lanes = _vector_lanes(_ext(col))
+    if lanes and _ext(col) > lanes:
+        _, ci = o.split(col, factor=lanes)
+        o.vectorize(ci)
+    elif lanes:
+        o.vectorize(col)
+    o.parallel(row)
+    var.compute_at(o, row)
+    mean.compute_at(o, row)
+    for st in (mean, var):
+        if _reduce_rows_ok(st):
+            _reduce_rows(s, st.op.output(0), o, row)
+
+
+def _internal_stages(s, o, suffixes) -> list:
+    """The stages of a composite op (named tag + suffix) that feed the output stage `o`."""
+    found = {}
+    todo = [o]
+    seen = set()
+    while todo:
+        st = todo.pop()
+        for t in st.op.input_tensors:
+            p = s.stage_map.get(t.op)
+            if p is None or id(p) in seen:
+                continue
+            seen.add(id(p))
+            for suf in suffixes:
+                if p.op.tag == o.op.tag + suf:
+                    found[suf] = p
+                    todo.append(p)
+    return [found[x] for x in suffixes if x in found]
+
+
+def _generic_opaque(s, out: Tensor) -> None:
+    """Composite op in a layout without a dedicated schedule: root stages, parallel outer."""
+    for st in list(s.stages):
+        if st.attach_type == "root" and st.op is not out.op and _feeds(s, st, s[out]):
+            _root_generic(s, st)
+    _root_generic(s, s[out])
+
+
+def _feeds(s, producer, consumer) -> bool:
+    return any(c is consumer or _feeds(s, c, consumer) for c in s.consumers(producer))
+
+
+def _root_generic(s, st) -> None:
+    if st.is_transformed():
+        return
+    t = st.op.output(0)
+    if st.op.reduce_axis:
+        schedule_reduce(s, t)
+    else:
+        schedule_injective(s, t)
+
+
+# ----------------------------------------------------------------------------- dispatch
+
+
+_ANCHOR_SCHEDULES = {
+    "matmul": schedule_matmul,
+    "batch_matmul": schedule_matmul,
+    "dense": schedule_matmul,
+    "gemm": schedule_matmul,
+    "conv2d_nchwc": schedule_conv2d_nchwc,
+    "conv2d_nchw": schedule_conv2d_nchw,
+    "depthwise_conv2d_nchw": schedule_spatial_window,
+    "max_pool2d": schedule_spatial_window,
+    "avg_pool2d_sum": schedule_spatial_window,
+}
+
+
+def _tail_anchor(s, out_stage):
+    """Walk back from an output through same-shape elementwise/broadcast stages to a heavy op
+    that only they read: (anchor stage, [tail stages]) or (None, [])."""
+    cur = out_stage
+    tails = []
+    while pattern_of(cur.op) in (ELEMWISE, BROADCAST):
+        cand = None
+        for t in cur.op.input_tensors:
+            p = s.stage_map.get(t.op)
+            if p is None or p.is_output or len(p.op.axis) != len(cur.op.axis) or \
+                    any(_ext(a) != _ext(b) for a, b in zip(p.op.axis, cur.op.axis)):
+                continue
+            if len(s.consumers(p)) != 1:
+                continue
+            kind = pattern_of(p.op)
+            if p.op.tag in _ANCHOR_SCHEDULES and kind == OUT_ELEMWISE_FUSABLE or (
+                    kind == REDUCE and p.op.tag in _ANCHOR_SCHEDULES):
+                return p, tails
+            if kind in (ELEMWISE, BROADCAST) and cand is None:
+                cand = p
+        if cand is None:
+            break
+        tails.append(cand)
+        cur = cand
+    return None, []
+
+
+def default_schedule(outs, target: str = "llvm"):
+    """A fast schedule for any composition of library ops ending in `outs` (one tensor or a
+    list). Stages that are not library ops get the generic injective/reduce schedule."""
+    if target not in ("llvm", "llvm -mcpu=native") and not str(target).startswith("llvm"):
+        raise ValueError(f"default_schedule: target {target!r} is not supported (only 'llvm')")
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    for t in outs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"default_schedule: outs must be tensors, got {type(t).__name__}")
+    s = create_schedule(outs)
+    plan = []  # (schedule function, anchor tensor, output tensor)
+    keep = set()  # stages the anchor schedules place themselves
+    for st in s.stages:
+        if not st.is_output:
+            continue
+        tag, kind = st.op.tag, pattern_of(st.op)
+        if kind == OPAQUE and tag in ("softmax", "log_softmax"):
+            plan.append((lambda s_, a, o: schedule_softmax(s_, o), None, st.op.output(0)))
+            keep.update(id(p) for p in _internal_stages(s, st, ("_max", "_exp", "_sum")))
+            continue
+        if kind == OPAQUE and tag == "layer_norm":
+            plan.append((lambda s_, a, o: schedule_layer_norm(s_, o), None, st.op.output(0)))
+            keep.update(id(p) for p in _internal_stages(s, st, ("_mean", "_var")))
+            continue
+        if tag in _ANCHOR_SCHEDULES and st.op.num_outputs == 1:
+            plan.append((_ANCHOR_SCHEDULES[tag], st.op.output(0), None))
+            continue
+        anchor, tails = _tail_anchor(s, st)
+        if anchor is not None:
+            plan.append((_ANCHOR_SCHEDULES[anchor.op.tag], anchor.op.output(0), st.op.output(0)))
+            keep.add(id(anchor))
+    # inline injective intermediates (padding of a conv/pool stays: its schedule computes it
+    # at the root so the inner loop has no bound checks; packing is placed by the matmul)
+    for st in reversed(s.stages):
+        if st.is_output or id(st) in keep or st.op.reduce_axis or st.op.num_outputs != 1:
+            continue
+        if not isinstance(st.op, ComputeOp) or pattern_of(st.op) not in (
+                ELEMWISE, BROADCAST, INJECTIVE):
+            continue
+        if st.op.tag == "pad" and any(c.op.tag in _ANCHOR_SCHEDULES or
+                                      c.op.tag.endswith("_sum") for c in s.consumers(st)):
+            continue
+        if st.op.tag.endswith("_pack"):
+            continue
+        if any(c.attach_type == "scope" and c.attach_stage is st for c in s.stages):
+            continue
+        st.compute_inline()
+    for fn, anchor, out in plan:
+        fn(s, anchor, out)
+    for st in s.stages:
+        if st.attach_type == "root" and not st.is_transformed():
+            if st.op.tag.endswith("_pack"):
+                st.compute_inline()
+                continue
+            _root_generic(s, st)
+    return s
+
+
+__all__ = ["default_schedule", "schedule_matmul", "schedule_conv2d_nchwc",
+           "schedule_conv2d_nchw", "schedule_spatial_window", "schedule_softmax",
+           "schedule_layer_norm", "schedule_injective", "schedule_reduce"]
