@@ -1,7 +1,7 @@
 """tensorlang: a schedule-based tensor operator compiler (tensor expressions, schedules,
 exact islpy legality, LLVM code generation, auto-tuning, a graph layer)."""
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 from .errors import LoweringError, ScheduleError, TensorlangError  # noqa: F401
 from .ir.expr import const  # noqa: F401
