@@ -274,7 +274,8 @@ class LocalRunner:
 
     def __init__(self, number: int = 5, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10.0, cooldown: float = 0.0, flush_cache: bool = False,
-                 check_correctness: bool = True, rtol: float = 1e-3):
+                 check_correctness: bool = True, rtol: float = 1e-3,
+                 startup_margin: float = 10.0):
         if number < 1 or repeat < 1:
             raise ValueError("LocalRunner: number and repeat must be >= 1")
         if timeout <= 0:
@@ -282,6 +283,10 @@ class LocalRunner:
         self.number, self.repeat, self.min_repeat_ms = int(number), int(repeat), min_repeat_ms
         self.timeout, self.cooldown, self.flush_cache = float(timeout), cooldown, flush_cache
         self.check_correctness, self.rtol = check_correctness, rtol
+        # extra seconds for a fresh measuring process (interpreter start, imports, inputs and
+        # reference), so that a slow start is not mistaken for a hanging kernel
+        self.startup_margin = float(startup_margin)
+        self._fresh = False
         self._proc = None
         self._conn = None
         self._reference_kernels: dict[str, str] = {}
@@ -292,6 +297,7 @@ class LocalRunner:
         parent, child = _CTX.Pipe()
         self._proc = _CTX.Process(target=_runner_main, args=(child,), daemon=True)
         self._proc.start()
+        self._fresh = True
         child.close()
         self._conn = parent
 
@@ -330,8 +336,9 @@ class LocalRunner:
                "flush_cache": self.flush_cache, "cooldown": self.cooldown, "rtol": self.rtol}
         self._conn.send(job)
         # a fresh process, or a new workload, also pays start-up / inputs and reference
-        timeout = self.timeout + (15.0 if task.key != self._last_key else 0.0)
-        self._last_key = task.key
+        fresh = self._fresh or task.key != self._last_key
+        timeout = self.timeout + (self.startup_margin if fresh else 0.0)
+        self._last_key, self._fresh = task.key, False
         if not self._conn.poll(timeout):
             self._stop()
             self.restarts += 1

@@ -126,7 +126,7 @@ def _jsonable(x):
     return [_jsonable(v) for v in x] if isinstance(x, tuple) else x
 
 
-def count_flops(func: S.PrimFunc) -> float:
+def count_flops(func: S.PrimFunc, float_only: bool = True) -> float:
     """Floating-point operations of a lowered kernel: per store, the float arithmetic in its value
     times the trip count of its loops (run it on the unscheduled kernel: no tail guards)."""
     arith = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.Call)
@@ -134,7 +134,7 @@ def count_flops(func: S.PrimFunc) -> float:
 
     def ops(e) -> int:
         n = 0
-        if isinstance(e, arith) and "float" in str(e.dtype):
+        if isinstance(e, arith) and (not float_only or "float" in str(e.dtype)):
             n += 1
         if isinstance(e, E.Node):
             for f in e.fields():
@@ -200,8 +200,10 @@ class Task:
         # The unscheduled kernel's text names every op, shape, dtype and expression: its hash
         # changes exactly when the compute definition does (not when a schedule does).
         self._compute_hash = hashlib.sha256(str(func).encode()).hexdigest()[:16]
+        # integer kernels have no FLOPs: count their arithmetic instead (throughput must stay
+        # comparable between configs, and nonzero)
         self._flop = (float(self.template.flop(*self.args)) if self.template.flop
-                      else count_flops(func))
+                      else count_flops(func) or count_flops(func, float_only=False) or 1.0)
 
     @property
     def compute_hash(self) -> str:

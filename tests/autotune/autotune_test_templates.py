@@ -1,0 +1,53 @@
+"""Templates for the autotune tests (imported by name in the builder processes)."""
+
+from __future__ import annotations
+
+import tensorlang as tl
+from tensorlang import autotune
+
+
+def _double(a):
+    return a * 2
+
+
+@autotune.template("test_faults", reference=_double)
+def faults(n: int):
+    """One good kernel, and one that crashes (integer division by zero: SIGFPE), one that hangs,
+    one that computes a wrong answer."""
+    cfg = autotune.get_config()
+    cfg.define_knob("mode", ["ok", "crash", "hang", "wrong"])
+    mode = cfg["mode"].val
+    A = tl.placeholder((n,), dtype="int32", name="A")
+    if mode == "ok":
+        C = tl.compute((n,), lambda i: A[i] * 2, name="C")
+    elif mode == "crash":
+        # inputs are in [0, 8): A[i] // 8 is 0 at run time, unknown at compile time
+        C = tl.compute((n,), lambda i: A[i] * 2 + A[i] // (A[i] // 8), name="C")
+    elif mode == "hang":
+        # 2^48 iterations of a sum the compiler cannot close-form (it reads a varying element)
+        k1 = tl.reduce_axis((0, 1 << 16), name="k1")
+        k2 = tl.reduce_axis((0, 1 << 16), name="k2")
+        k3 = tl.reduce_axis((0, 1 << 16), name="k3")
+        C = tl.compute((n,), lambda i: tl.sum(A[(i + k1 + k2 + k3) % n], axis=[k1, k2, k3]),
+                       name="C")
+    else:
+        C = tl.compute((n,), lambda i: A[i] * 3, name="C")
+    s = tl.create_schedule(C)
+    return s, [A, C]
+
+
+@autotune.template("test_vadd")
+def vadd(n: int):
+    """A small space (split x annotation): small enough to enumerate whole. No numpy reference:
+    the runner checks against the fallback config's kernel."""
+    cfg = autotune.get_config()
+    A = tl.placeholder((n,), name="A")
+    B = tl.placeholder((n,), name="B")
+    C = tl.compute((n,), lambda i: A[i] * B[i] + 1.0, name="C")
+    s = tl.create_schedule(C)
+    (i,) = s[C].op.axis
+    cfg.define_split("split", i, num_outputs=2, policy="factors")
+    io, ii = cfg["split"].apply(s, C, i)
+    cfg.define_annotate("ann", [io, ii], policy="try_unroll_vec")
+    cfg["ann"].apply(s, C, [io, ii])
+    return s, [A, B, C]

@@ -1,0 +1,46 @@
+"""Measurement: crash, hang and wrong answer each become a typed error and tuning goes on."""
+
+from __future__ import annotations
+
+import autotune_test_templates  # noqa: F401 - registers the test templates
+from tensorlang import autotune
+
+
+def test_crash_hang_wrong_answer_are_recorded_and_tuning_completes(tmp_path):
+    log = tmp_path / "faults.jsonl"
+    task = autotune.create_task("test_faults", (64,))
+    opt = autotune.measure_option(
+        autotune.LocalBuilder(n_parallel=2),
+        autotune.LocalRunner(number=2, repeat=2, timeout=1.0, startup_margin=4.0))
+    tuner = autotune.GridSearchTuner(task, batch_size=4)
+    try:
+        tuner.tune(4, opt, callbacks=[autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    recs = autotune.load_records(log)
+    by_mode = {r.config["entity"]["mode"]: r for r in recs}
+    assert set(by_mode) == {"ok", "crash", "hang", "wrong"}
+    assert by_mode["ok"].valid and by_mode["ok"].result["error"] is None
+    assert by_mode["crash"].result["error"] == autotune.RUN_ERROR
+    assert "SIGFPE" in by_mode["crash"].result["error_msg"]
+    assert by_mode["hang"].result["error"] == autotune.TIMEOUT
+    assert by_mode["wrong"].result["error"] == autotune.WRONG_ANSWER
+    assert tuner.trials == 4
+    assert tuner.best_config["mode"].val == "ok"
+    assert tuner.errors == {autotune.RUN_ERROR: 1, autotune.TIMEOUT: 1,
+                            autotune.WRONG_ANSWER: 1}
+
+
+def test_illegal_schedule_is_recorded_without_building():
+    # vec=16 does not divide a tile of 8 columns: the template refuses it like an illegal step
+    task = autotune.create_task("matmul", (8, 8, 8, "float32"))
+    space = task.config_space
+    bad = next(space.get(i) for i in range(len(space))
+               if space.get(i)["vec"].val == 16)
+    opt = autotune.measure_option(autotune.LocalBuilder(1), autotune.LocalRunner(timeout=5))
+    try:
+        (res,) = autotune.measure_batch(opt, [autotune.MeasureInput(task, bad)])
+    finally:
+        opt.close()
+    assert res.error == autotune.ILLEGAL
+    assert "does not divide" in res.error_msg

@@ -1,0 +1,178 @@
+"""Records: corrupt lines, resume after SIGKILL, apply_history_best and its refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import autotune_test_templates  # noqa: F401 - registers the test templates
+import tensorlang as tl
+from tensorlang import autotune
+
+HERE = Path(__file__).resolve().parent
+
+
+def _tune(log, n, args=(16, 16, 16, "float32"), tuner=autotune.RandomTuner, seed=0):
+    task = autotune.create_task("matmul", args)
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=2, repeat=2, timeout=5))
+    t = tuner(task, batch_size=4, seed=seed)
+    try:
+        t.tune(n, opt, callbacks=[autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    return t
+
+
+@pytest.fixture(scope="module")
+def small_log(tmp_path_factory):
+    log = tmp_path_factory.mktemp("log") / "mm.jsonl"
+    _tune(log, 8)
+    return log
+
+
+def test_record_keys(small_log):
+    lines = small_log.read_text().splitlines()
+    assert len(lines) == 8
+    d = json.loads(lines[0])
+    assert set(d) == {"workload", "target", "config", "trace", "result", "timestamp",
+                      "version"}
+    assert set(d["workload"]) == {"name", "args", "hash"}
+    assert set(d["result"]) >= {"costs", "error", "all_cost"}
+
+
+def test_truncated_and_garbage_lines_are_skipped_with_line_numbers(small_log, tmp_path):
+    lines = small_log.read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines[:3] + ["this is not json", '{"workload": 1}'] + lines[3:-1]
+                             + [lines[-1][: len(lines[-1]) // 2]]))
+    with pytest.warns(UserWarning) as w:
+        recs = autotune.load_records(bad)
+    msgs = [str(x.message) for x in w]
+    assert len(recs) == 7
+    assert any(":4:" in m for m in msgs) and any(":5:" in m for m in msgs)
+    assert any(f":{len(lines) + 2}:" in m for m in msgs)  # the truncated last line
+    # appending after a truncated line starts a fresh line: the new record survives
+    autotune.append_records(bad, recs[:1])
+    with pytest.warns(UserWarning):
+        assert len(autotune.load_records(bad)) == 8
+
+
+def test_pick_best(small_log, tmp_path):
+    out = tmp_path / "best.jsonl"
+    assert autotune.pick_best(small_log, out) == 1
+    (best,) = autotune.load_records(out)
+    assert best.cost == min(r.cost for r in autotune.load_records(small_log))
+
+
+def test_apply_history_best_replays_the_best_trace(small_log):
+    from tensorlang.autotune.templates import matmul
+
+    best = min(autotune.load_records(small_log), key=lambda r: r.cost)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # applying a matching record warns about nothing
+        with autotune.apply_history_best(small_log) as ctx:
+            s, args = matmul(16, 16, 16, "float32")
+    assert s.trace.to_json() == best.trace
+    assert ctx.untuned == []
+    f = tl.build(s, args)
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((16, 16), dtype=np.float32) for _ in range(2))
+    c = np.zeros((16, 16), np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_untuned_workloads_reported_once(small_log):
+    from tensorlang.autotune.templates import matmul
+
+    with pytest.warns(UserWarning, match="2 workload.*default config") as w:
+        with autotune.apply_history_best(small_log) as ctx:
+            matmul(8, 8, 8, "float32")
+            matmul(8, 8, 8, "float32")
+            matmul(32, 32, 32, "float32")
+    assert len(w) == 1
+    assert len(ctx.untuned) == 2
+
+
+@pytest.mark.parametrize("field", ["version", "hash"])
+def test_record_from_other_version_or_compute_is_not_applied(small_log, tmp_path, field):
+    from tensorlang.autotune.templates import matmul
+
+    other = tmp_path / "other.jsonl"
+    out = []
+    for line in small_log.read_text().splitlines():
+        d = json.loads(line)
+        if field == "version":
+            d["version"] = "0.0.1"
+        else:
+            d["workload"]["hash"] = "0123456789abcdef"
+        out.append(json.dumps(d))
+    other.write_text("\n".join(out) + "\n")
+    reason = "tensorlang 0.0.1" if field == "version" else "compute definition changed"
+    with pytest.warns(UserWarning, match=reason):
+        with autotune.apply_history_best(other) as ctx:
+            s, _ = matmul(16, 16, 16, "float32")
+    assert ctx.untuned and reason.split()[0] in ctx.rejected[ctx.untuned[0]]
+    fb, _ = autotune.create_task("matmul", (16, 16, 16, "float32")).instantiate(
+        autotune.FallbackConfig())
+    assert s.trace.dumps() == fb.trace.dumps()
+
+
+JOB = textwrap.dedent("""
+    import sys
+    from tensorlang import autotune
+    if __name__ == "__main__":
+        task = autotune.create_task("matmul", (24, 32, 16, "float32"))
+        opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                      autotune.LocalRunner(number=2, repeat=2, timeout=5))
+        autotune.tune_tasks([task], n_trial=int(sys.argv[2]), log_file=sys.argv[1],
+                            tuner="random", measure_option=opt, progress=False,
+                            batch_size=4, seed=int(sys.argv[3]))
+""")
+
+
+def test_sigkill_mid_run_resumes_from_log(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    log = tmp_path / "job.jsonl"
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, str(script), str(log), "400", "0"], env=env,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if log.exists() and len(log.read_text().splitlines()) >= 8:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the tuning job wrote no records")
+    finally:
+        # kill the whole session: the job and its builder / runner processes
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    before = log.read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a truncated last line is possible
+        n_before = len(autotune.load_records(log))
+    assert n_before >= 8
+    total = n_before + 8
+    subprocess.run([sys.executable, str(script), str(log), str(total), "1"], env=env,
+                   check=True, timeout=300)
+    assert log.read_text().startswith(before.rsplit("\n", 1)[0])  # nothing lost
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        recs = autotune.load_records(log)
+    assert len(recs) == total
+    idx = [r.config["index"] for r in recs]
+    assert len(set(idx)) == len(idx)  # no config measured twice

@@ -1,0 +1,123 @@
+"""Spaces and templates: indexing, fallback, and every config's kernel against numpy."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import autotune_test_templates  # noqa: F401 - registers the test templates
+import tensorlang as tl
+from tensorlang import autotune
+from tensorlang.autotune.space import ConfigSpace, split_candidates
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_split_policies():
+    assert [e.size for e in split_candidates(8, 2, "factors")] == \
+        [[-1, 1], [-1, 2], [-1, 4], [-1, 8]]
+    three = [e.size for e in split_candidates(12, 3, "factors")]
+    assert [-1, 2, 3] in three and all(12 % (a * b) == 0 for _, a, b in three)
+    assert [e.size[1] for e in split_candidates(10, 2, "power2")] == [1, 2, 4, 8]
+    with pytest.raises(ValueError, match="unknown policy"):
+        split_candidates(8, 2, "bogus")
+
+
+def test_index_round_trip_and_json():
+    space = autotune.create_task("test_vadd", (64,)).config_space
+    assert isinstance(space, ConfigSpace) and len(space) == 7 * 6
+    for i in range(len(space)):
+        cfg = space.get(i)
+        assert space.index_of(cfg.to_json()["entity"]) == i
+        assert space.from_json(cfg.to_json()).index == i
+    with pytest.raises(ValueError, match="not a candidate"):
+        space.index_of({"split": [-1, 3], "ann": ["none", "none"]})
+    with pytest.raises(IndexError):
+        space.get(len(space))
+
+
+def test_get_config_outside_template():
+    with pytest.raises(autotune.TemplateError, match="outside a template"):
+        autotune.get_config()
+    with pytest.raises(autotune.TemplateError, match="no autotune template named"):
+        autotune.create_task("no_such_template", (1,))
+
+
+def _load_benchmark_matmul():
+    spec = importlib.util.spec_from_file_location("bench_matmul", ROOT / "benchmarks/matmul.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("n", [64, 1024])
+def test_matmul_fallback_is_the_hand_written_schedule(n):
+    task = autotune.create_task("matmul", (n, n, n, "float32"))
+    s, args = task.instantiate(autotune.FallbackConfig())
+    s2, args2 = _load_benchmark_matmul().matmul_schedule(n, n, n)
+    assert str(tl.lower(s, args)) == str(tl.lower(s2, args2))
+    # and the fallback is a point of the space
+    fb = task.config_space.get(task.config_space.fallback_index())
+    assert str(tl.lower(*task.instantiate(fb))) == str(tl.lower(s, args))
+
+
+def _check_all(task, ref_fn, limit=None, seed=0):
+    space = task.config_space
+    idxs = list(range(len(space)))
+    if limit is not None:
+        idxs = list(np.random.default_rng(seed).choice(idxs, size=limit, replace=False))
+    rng = np.random.default_rng(1)
+    checked = illegal = 0
+    for i in idxs:
+        try:
+            s, args = task.instantiate(space.get(int(i)))
+        except tl.ScheduleError:
+            illegal += 1
+            continue
+        f = tl.build(s, args, name="cand")
+        ins = [rng.uniform(-1, 1, size=[int(d.value) for d in a.shape]).astype("float32")
+               for a in args[:-1]]
+        out = np.zeros([int(d.value) for d in args[-1].shape], dtype="float32")
+        f(*ins, out)
+        np.testing.assert_allclose(out, ref_fn(*ins), rtol=1e-4, atol=1e-4,
+                                   err_msg=f"config {space.get(int(i))}")
+        checked += 1
+    return checked, illegal
+
+
+def test_whole_small_space_matches_numpy():
+    checked, illegal = _check_all(autotune.create_task("test_vadd", (24,)),
+                                  lambda a, b: a * b + 1.0)
+    assert checked == len(autotune.create_task("test_vadd", (24,)).config_space)
+    assert illegal == 0
+
+
+def test_matmul_space_sample_matches_numpy():
+    checked, _ = _check_all(autotune.create_task("matmul", (12, 16, 8, "float32")),
+                            lambda a, b: a @ b, limit=24)
+    assert checked > 10
+
+
+@pytest.mark.slow
+def test_matmul_whole_space_matches_numpy():
+    task = autotune.create_task("matmul", (5, 8, 4, "float32"))
+    checked, illegal = _check_all(task, lambda a, b: a @ b)
+    assert checked + illegal == len(task.config_space) and checked > 0
+
+
+def test_features_are_fixed_length_and_tell_configs_apart():
+    task = autotune.create_task("matmul", (64, 64, 64, "float32"))
+    space = task.config_space
+    feats = {}
+    for i in range(0, len(space), max(1, len(space) // 40)):
+        f = autotune.features.config_features(task, space.get(i))
+        if f is not None:
+            assert f.shape == (autotune.N_FEATURES,) and np.isfinite(f).all()
+            feats[i] = f
+    again = autotune.features.config_features(task, space.get(next(iter(feats))))
+    np.testing.assert_array_equal(again, feats[next(iter(feats))])  # a pure function
+    distinct = {f.tobytes() for f in feats.values()}
+    assert len(distinct) > 0.8 * len(feats)
