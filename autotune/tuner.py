@@ -185,14 +185,18 @@ class RandomTuner(Tuner):
 class XGBTuner(Tuner):
     """Cost-model guided search (see the module doc).
 
-    epsilon: share of each batch picked at random; search_ratio: the annealing's time budget per
+    epsilon: share of each batch picked at random; include_fallback: measure the template's
+    default config in the first batch; search_ratio: the annealing's time budget per
     batch as a share of the previous batch's measuring time (keeps the tuner's own overhead
     small); population / temperature: simulated annealing parameters."""
 
     def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None,
                  epsilon: float = 0.05, search_ratio: float = 0.1, population: int = 64,
-                 temperature: float = 0.5, n_rounds: int = 60):
+                 temperature: float = 0.5, n_rounds: int = 60, include_fallback: bool = True):
         super().__init__(task, batch_size, seed)
+        # The template's default config is its author's best guess: measuring it in the first
+        # batch guarantees the result is never worse than the untuned build.
+        self.include_fallback = include_fallback
         self.epsilon = epsilon
         self.search_ratio = search_ratio
         self.population = population
@@ -309,7 +313,12 @@ class XGBTuner(Tuner):
         t0 = time.perf_counter()
         try:
             if self._model is None:
-                return self._legal_random(n)
+                first = []
+                if self.include_fallback and not self.trials:
+                    fb = self.space.fallback_index()
+                    if fb not in self.visited and self.features(fb) is not None:
+                        first = [fb]
+                return first + self._legal_random(n - len(first), exclude=set(first))
             n_random = int(round(n * self.epsilon))
             if self.rng.random() < n * self.epsilon - n_random:
                 n_random += 1
