@@ -32,7 +32,7 @@ class Analyzer:
         hi_min = self.bound(min_e)[1]
         self.ranges[var] = (lo, hi_min + ext_hi - 1 if ext_hi != INF and hi_min != INF else INF)
 
-    def copy(self) -> "Analyzer":
+    def copy(self) -> Analyzer:
         return Analyzer(self.ranges)
 
     # ------------------------------------------------------------------ bounds
@@ -125,14 +125,14 @@ class _Key:
 class Linear:
     """sum(coef * term) + const over integer terms."""
 
-    __slots__ = ("terms", "const", "dtype")
+    __slots__ = ("const", "dtype", "terms")
 
     def __init__(self, dtype: str, terms=None, c: int = 0):
         self.dtype = dtype
         self.terms: dict = terms if terms is not None else {}
         self.const = c
 
-    def add(self, other: "Linear", sign: int = 1) -> "Linear":
+    def add(self, other: Linear, sign: int = 1) -> Linear:
         terms = dict(self.terms)
         for k, (t, c) in other.terms.items():
             old = terms.get(k)
@@ -143,7 +143,7 @@ class Linear:
                 terms[k] = (t, nc)
         return Linear(self.dtype, terms, self.const + sign * other.const)
 
-    def scale(self, f: int) -> "Linear":
+    def scale(self, f: int) -> Linear:
         if f == 0:
             return Linear(self.dtype)
         return Linear(self.dtype, {k: (t, c * f) for k, (t, c) in self.terms.items()},
@@ -190,16 +190,23 @@ def to_linear(e: E.Expr) -> Linear:
 
 def _merge_divmod(lin: Linear) -> Linear:
     """k * c * (x // c) + k * (x % c) == k * x (floor division, any sign of x): the index of a
-    fused loop recombined, e.g. `f // 6 * 6 + f % 6` back to `f` (a contiguous access again)."""
-    for key, (t, coef) in list(lin.terms.items()):
-        c = E.as_int(t.b) if type(t) is E.FloorMod else None
-        if not c or c <= 0 or key not in lin.terms:
-            continue
-        dkey = _Key(E.FloorDiv(t.a, t.b))
-        d = lin.terms.get(dkey)
-        if d is not None and d[1] == coef * c:
-            pair = Linear(lin.dtype, {key: (t, coef), dkey: d})
-            lin = lin.add(pair, -1).add(to_linear(t.a).scale(coef))
+    fused loop recombined, e.g. `f // 6 * 6 + f % 6` back to `f` (a contiguous access again).
+    Repeated to a fixpoint, so that three fused loops (`f // 21 * 21 + f // 3 % 7 * 3 + f % 3`)
+    collapse step by step (`(f // 3) // 7` is matched in its canonical form `f // 21`)."""
+    changed = True
+    while changed:
+        changed = False
+        for key, (t, coef) in list(lin.terms.items()):
+            c = E.as_int(t.b) if type(t) is E.FloorMod else None
+            if not c or c <= 0 or key not in lin.terms:
+                continue
+            div = Simplifier().visit_FloorDiv(E.FloorDiv(t.a, t.b))
+            dkey = _Key(div)
+            d = lin.terms.get(dkey)
+            if d is not None and d[1] == coef * c:
+                pair = Linear(lin.dtype, {key: (t, coef), dkey: d})
+                lin = lin.add(pair, -1).add(to_linear(t.a).scale(coef))
+                changed = True
     return lin
 
 
@@ -407,6 +414,11 @@ class Simplifier(Mutator):
                 return f
         if not dt.is_int(a.dtype) or dt.lanes(a.dtype) > 1 or dt.is_unsigned(a.dtype):
             return e
+        # Moving terms across a comparison (a < b -> a - b < 0) is only exact when a - b cannot
+        # overflow: true of index arithmetic, not of data read from memory (e.g. an argmax
+        # whose accumulator starts at INT32_MIN). Leave comparisons of loaded values alone.
+        if _reads_data(a) or _reads_data(b):
+            return e
         diff = to_linear(a).add(to_linear(b), -1)
         lo, hi = self.an.bound(diff.to_expr())
         t = type(e)
@@ -477,9 +489,9 @@ class Simplifier(Mutator):
         if isinstance(v, E.Const) and dt.lanes(e.dtype) == 1:
             import numpy as np
 
-            if dt.is_float(v.dtype) and not dt.is_float(e.dtype) and not dt.is_bool(e.dtype):
-                if not math.isfinite(v.value):
-                    return e
+            if (dt.is_float(v.dtype) and not dt.is_float(e.dtype) and not dt.is_bool(e.dtype)
+                    and not math.isfinite(v.value)):
+                return e  # inf/nan to int is undefined: leave it to the hardware, as numpy does
             with np.errstate(all="ignore"):
                 out = np.array(v.value, dtype=dt.element(v.dtype)).astype(e.dtype).item()
             return E.const(out, e.dtype)
@@ -490,3 +502,20 @@ def simplify(node, analyzer: Analyzer | None = None):
     """Simplify an expression or statement (statements: expressions inside are simplified with
     the ranges of the enclosing loops; see lower/passes/simplify.py for the statement pass)."""
     return Simplifier(analyzer).visit(node)
+
+
+def _reads_data(e) -> bool:
+    """True when the expression reads a buffer or tensor (a value, not index arithmetic)."""
+    from .functor import Visitor
+
+    found = []
+
+    class _V(Visitor):
+        def visit_Load(self, x):
+            found.append(x)
+
+        def visit_TensorRead(self, x):
+            found.append(x)
+
+    _V().visit(e)
+    return bool(found)

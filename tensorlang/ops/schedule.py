@@ -109,20 +109,18 @@ def _reduce_rows(s, red: Tensor, host=None, host_loop=None, lanes: int = 64):
 
 
 def schedule_reduce(s, t: Tensor) -> None:
-    """Root reduction: parallel over the outer spatial axes; a last-axis reduction gets the
-    rfactor vector accumulator computed per output row."""
+    """Root reduction: a last-axis reduction gets the rfactor vector accumulator (computed per
+    output row); the outer spatial axes run on the thread pool."""
     st = s[t]
-    axes = list(st.op.axis)
-    big = [a for a in axes if (_ext(a) or 1) > 1]
-    if st.op.num_outputs == 1 and big:
-        host_loop = st.fuse(*big) if len(big) > 1 else big[0]
-        st.parallel(host_loop)
-        inner_ok = _reduce_rows_ok(st)
-        if inner_ok:
-            _reduce_rows(s, t, st, host_loop)
+    rst = _reduce_rows(s, t) if st.op.num_outputs == 1 and _reduce_rows_ok(st) else None
+    st = s[t]  # rfactor replaced the stage's op (and axes)
+    big = [a for a in st.op.axis if (_ext(a) or 1) > 1]
+    if not big:
         return
-    if st.op.num_outputs == 1 and _reduce_rows_ok(st):
-        _reduce_rows(s, t)
+    row = st.fuse(*big) if len(big) > 1 else big[0]
+    st.parallel(row)
+    if rst is not None:
+        rst.compute_at(st, row)
 
 
 def _reduce_rows_ok(st) -> bool:

@@ -78,7 +78,7 @@ def flatten(x: Tensor, axis: int = 1) -> Tensor:
     a = check_int("flatten", "axis", axis)
     if not -x.ndim <= a <= x.ndim:
         raise ValueError(f"flatten: axis={axis} is out of range for rank {x.ndim}")
-    a = a % (x.ndim + 1) if a < 0 else a
+    a = a + x.ndim if a < 0 else a
     src = static_shape("flatten", "x", x)
     return reshape(x, (prod_of(src[:a]), prod_of(src[a:])))
 
@@ -314,7 +314,7 @@ def expand(x: Tensor, shape) -> Tensor:
     shape = tuple(check_int("expand", "shape", s, 1) for s in shape)
     out = broadcast_shapes("expand", x.shape, shape)
     return op_compute("expand", out, lambda *i: x[broadcast_index(x, i)], BROADCAST,
-                      shape=[as_int(s) for s in out])
+                      target_shape=[as_int(s) for s in out])
 
 
 broadcast_to = expand
