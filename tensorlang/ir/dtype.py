@@ -3,7 +3,7 @@ count for vectors: "float32x16". Strings serialize to JSON for free; these helpe
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -14,7 +14,7 @@ SCALAR_DTYPES = (
 INDEX_DTYPE = "int64"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse(dtype: str) -> tuple[str, int]:
     base, sep, lanes = dtype.partition("x")
     if base not in SCALAR_DTYPES or (sep and not lanes.isdigit()):
@@ -80,6 +80,10 @@ def promote(a: str, b: str) -> str:
     ea, eb = element(a), element(b)
     if ea == eb:
         return ea
+    if is_float(ea) != is_float(eb):
+        # float beats int whatever the int's width (as in TVM and PyTorch, unlike numpy):
+        # `A[i] * i` with a float32 A and an int64 loop index stays float32, not float64
+        return ea if is_float(ea) else eb
     return np.promote_types(ea, eb).name
 
 

@@ -61,7 +61,7 @@ def sched_cache_write(s, t):
     T = t.out
     CL = s.cache_write(T, "local")
     ax = _spatial(s, T)
-    o, i = s[T].split(ax[0], factor=2)
+    o, _i = s[T].split(ax[0], factor=2)
     s[CL].compute_at(s[T], o)
 
 
@@ -83,7 +83,7 @@ def sched_rfactor(s, t):
     """Split the first reduce axis by 4, rfactor the inner part, parallelize the result stage."""
     T = t.out
     k = T.op.reduce_axis[0]
-    ko, ki = s[T].split(k, factor=4)
+    _ko, ki = s[T].split(k, factor=4)
     TF = s.rfactor(T, ki)
     s[TF].parallel(s[TF].op.axis[0])
 
@@ -331,7 +331,7 @@ def test_softmax_rows_compute_at_inline_and_vectorized():
     # sm first: mx is read (through the inlined E) by sm and Y, so both must be inside Y's i
     s[sm].compute_at(s[Y], i)
     s[mx].compute_at(s[Y], i)
-    jo, ji = s[Y].split(j, factor=8)
+    _jo, ji = s[Y].split(j, factor=8)
     s[Y].vectorize(ji)
     s[Y].parallel(i)
     (out,) = build_run(s, t.ins, [Y], t.arrays, name="softmax_fused")
@@ -345,7 +345,7 @@ def test_conv2d_pad_computed_at_output_row_with_cache_write():
     Y = t.out
     s = tl.create_schedule(Y)
     YL = s.cache_write(Y, "local")
-    n, f, y, x = s[Y].op.axis
+    _n, _f, y, _x = s[Y].op.axis
     s[YL].compute_at(s[Y], y)
     s[Xp].compute_at(s[YL], s[YL].op.reduce_axis[0])
     (out,) = build_run(s, t.ins, [Y], t.arrays, name="conv_pad_at")
@@ -363,7 +363,7 @@ def test_matmul_full_schedule_from_design():
     s = tl.create_schedule(C)
     CC = s.cache_write(C, "local")
     i, j = s[C].op.axis
-    io, jo, ii, ji = s[C].tile(i, j, 8, 32)
+    io, jo, _ii, ji = s[C].tile(i, j, 8, 32)
     s[CC].compute_at(s[C], jo)
     ci, cj = s[CC].op.axis
     (ck,) = s[CC].op.reduce_axis

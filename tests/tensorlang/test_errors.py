@@ -30,14 +30,14 @@ def reduction():
 # ----------------------------------------------------------------------------- schedule misuse
 
 def test_loop_not_in_stage(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, D, s = two_outputs
     with pytest.raises(tl.ScheduleError, match=r"split on stage C: loop p is not a loop of this "
                                                r"stage; its loops are \['i', 'j'\]"):
         s[C].split(D.op.axis[0], factor=2)
 
 
 def test_loop_already_split(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     i, j = C.op.axis
     s[C].split(i, factor=2)
     with pytest.raises(tl.ScheduleError, match="loop i was already split or fused"):
@@ -45,14 +45,14 @@ def test_loop_already_split(two_outputs):
 
 
 def test_stale_axis_after_cache_write(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     s.cache_write(C, "local")
     with pytest.raises(tl.ScheduleError, match=r"use s\[T\]\.op\.axis"):
         s[C].split(C.op.axis[0], factor=2)
 
 
 def test_reorder_with_repeated_loop(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     i, j = C.op.axis
     with pytest.raises(tl.ScheduleError, match=r"reorder on stage C: loop repeated in \['i', "
                                                r"'j', 'i'\]"):
@@ -60,7 +60,7 @@ def test_reorder_with_repeated_loop(two_outputs):
 
 
 def test_fuse_non_adjacent_and_out_of_order(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     i, j = C.op.axis
     io, ii = s[C].split(i, factor=2)
     with pytest.raises(tl.ScheduleError, match=r"fuse on stage C: loops \['i.outer', 'j'\] are "
@@ -73,50 +73,50 @@ def test_fuse_non_adjacent_and_out_of_order(two_outputs):
 
 
 def test_fuse_reduce_with_spatial(reduction):
-    A, k, R, s = reduction
+    _A, k, R, s = reduction
     with pytest.raises(tl.ScheduleError, match="cannot fuse a reduce loop with a spatial loop"):
         s[R].fuse(R.op.axis[0], k)
 
 
 def test_vectorize_non_innermost(two_outputs):
-    A, B, C, D, s = two_outputs
-    i, j = C.op.axis
+    _A, _B, C, _D, s = two_outputs
+    i, _j = C.op.axis
     with pytest.raises(tl.ScheduleError, match=r"vectorize on stage C: loop i is not the "
                                                "innermost loop"):
         s[C].vectorize(i)
 
 
 def test_conflicting_annotations(two_outputs):
-    A, B, C, D, s = two_outputs
-    i, j = C.op.axis
+    _A, _B, C, _D, s = two_outputs
+    _i, j = C.op.axis
     s[C].unroll(j)
     with pytest.raises(tl.ScheduleError, match="loop j is already marked unroll"):
         s[C].vectorize(j)
 
 
 def test_parallel_reduce_loop_refused(reduction):
-    A, k, R, s = reduction
+    _A, k, R, s = reduction
     with pytest.raises(tl.ScheduleError, match="parallel on stage R: loop k is a reduce loop"):
         s[R].parallel(k)
     assert s[R].iter_attrs == {}
 
 
 def test_compute_at_into_a_stage_that_does_not_consume_it(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, B, _C, D, s = two_outputs
     with pytest.raises(tl.ScheduleError, match="compute_at on stage B: stage D does not read B"):
         s[B].compute_at(s[D], D.op.axis[0])
     assert s[B].attach_type == "root"
 
 
 def test_compute_at_loop_of_other_stage(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, B, C, D, s = two_outputs
     with pytest.raises(tl.ScheduleError, match=r"compute_at\(B\) on stage C: loop p is not a "
                                                "loop of this stage"):
         s[B].compute_at(s[C], D.op.axis[0])
 
 
 def test_compute_at_of_outputs_self_and_non_stage(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, B, C, D, s = two_outputs
     with pytest.raises(tl.ScheduleError, match="an output stage must stay at the root"):
         s[D].compute_at(s[C], C.op.axis[0])
     with pytest.raises(tl.ScheduleError, match="at its own loop"):
@@ -126,8 +126,8 @@ def test_compute_at_of_outputs_self_and_non_stage(two_outputs):
 
 
 def test_compute_at_then_host_loop_split_is_refused(two_outputs):
-    A, B, C, D, s = two_outputs
-    i, j = C.op.axis
+    _A, B, C, _D, s = two_outputs
+    _i, j = C.op.axis
     s[B].compute_at(s[C], j)
     with pytest.raises(tl.ScheduleError, match="stage B is computed at loop j of C, which is no "
                                                "longer a loop of it"):
@@ -157,20 +157,20 @@ def test_compute_at_with_a_reader_outside_the_loop():
     ({}, ValueError, "exactly one of factor= or nparts="),
 ])
 def test_split_bad_factor(two_outputs, kwargs, exc, msg):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     with pytest.raises(exc, match=msg):
         s[C].split(C.op.axis[0], **kwargs)
     assert s.trace == []
 
 
 def test_split_of_non_loop(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     with pytest.raises(TypeError, match="expected a loop"):
         s[C].split("i", factor=2)
 
 
 def test_cache_write_after_transforms(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     s[C].split(C.op.axis[0], factor=2)
     with pytest.raises(tl.ScheduleError, match="cache_write on stage C: the stage was already "
                                                "transformed"):
@@ -178,7 +178,7 @@ def test_cache_write_after_transforms(two_outputs):
 
 
 def test_cache_read_by_non_reader(two_outputs):
-    A, B, C, D, s = two_outputs
+    A, B, C, _D, s = two_outputs
     with pytest.raises(tl.ScheduleError, match="stage C does not read A"):
         s.cache_read(A, "local", [C])
     with pytest.raises(TypeError, match="scope must be a string"):
@@ -186,11 +186,11 @@ def test_cache_read_by_non_reader(two_outputs):
 
 
 def test_inline_misuse(two_outputs, reduction):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     with pytest.raises(tl.ScheduleError, match="compute_inline on stage C: an output cannot be "
                                                "inlined"):
         s[C].compute_inline()
-    A2, k, R, s2 = reduction
+    _A2, _k, R, _s2 = reduction
     X = tl.compute((8,), lambda i: R[i] + 1, name="X")
     s3 = tl.create_schedule(X)
     with pytest.raises(tl.ScheduleError, match="a reduction cannot be inlined"):
@@ -198,16 +198,16 @@ def test_inline_misuse(two_outputs, reduction):
 
 
 def test_rfactor_misuse(reduction):
-    A, k, R, s = reduction
+    _A, k, R, s = reduction
     with pytest.raises(tl.ScheduleError, match="rfactor on stage R: loop i is not a reduce loop"):
         s.rfactor(R, R.op.axis[0])
-    ko, ki = s[R].split(k, factor=2)
+    _ko, ki = s[R].split(k, factor=2)
     with pytest.raises(ValueError, match="factor_index must be in"):
         s.rfactor(R, ki, factor_index=5)
 
 
 def test_placeholder_has_no_stage(two_outputs):
-    A, B, C, D, s = two_outputs
+    A, _B, _C, _D, s = two_outputs
     with pytest.raises(tl.ScheduleError, match="A is a placeholder"):
         s[A]
     with pytest.raises(ValueError, match="is a placeholder, not a compute"):
@@ -215,7 +215,7 @@ def test_placeholder_has_no_stage(two_outputs):
 
 
 def test_pragma_misuse(two_outputs):
-    A, B, C, D, s = two_outputs
+    _A, _B, C, _D, s = two_outputs
     with pytest.raises(ValueError, match="unknown pragma 'foo'"):
         s[C].pragma(C.op.axis[0], "foo", 1)
     with pytest.raises(ValueError, match="needs a non-negative int"):
@@ -300,7 +300,7 @@ def test_call_wrong_dtype(kernel):
 
 @pytest.mark.parametrize("shape", [(4, 7), (24,), (4, 6, 1)])
 def test_call_wrong_shape(kernel, shape):
-    a, b = _arrays()
+    a, _b = _arrays()
     with pytest.raises(ValueError, match=r"argument 'B' must have shape \(4, 6\)"):
         kernel[2](a, np.zeros(shape, "float32"))
 

@@ -104,7 +104,7 @@ def test_softmax_symbolic_with_compute_at():
     s[sm].compute_at(s[Y], i)
     s[E].compute_at(s[Y], i)
     s[mx].compute_at(s[E], E.op.axis[0])  # mx's reader is E, so it goes inside E's row
-    jo, ji = s[Y].split(j, factor=8)
+    _jo, ji = s[Y].split(j, factor=8)
     s[Y].vectorize(ji)
     f = tl.build(s, [X, Y], name="sym_softmax")
     for mm, nn in [(1, 1), (2, 9), (4, 40)]:
@@ -140,7 +140,7 @@ def test_symbolic_reduce_axis_and_expression_extent():
     k = tl.reduce_axis((0, n), name="k")
     S = tl.compute((1,), lambda z: tl.sum(A[k] * A[k], axis=k), name="S")
     s = tl.create_schedule([Y, S])
-    o, i = s[P].split(P.op.axis[0], factor=4)
+    _o, i = s[P].split(P.op.axis[0], factor=4)
     s[P].vectorize(i)
     f = tl.build(s, [A, Y, S], name="sym_expr")
     for m in [1, 2, 9]:

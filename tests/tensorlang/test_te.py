@@ -319,7 +319,7 @@ def test_argmax_comm_reducer(sched):
                           name="am")
     s = tl.create_schedule([Idx, Val])
     if sched == "split":
-        ro, ri = s[Idx].split(r, factor=4)
+        _ro, _ri = s[Idx].split(r, factor=4)
     elif sched == "reduce_outer":
         s[Idx].reorder(r, Idx.op.axis[0])
     a = rand((M, K))

@@ -80,7 +80,7 @@ def test_round_trip_of_dataflow_steps_and_replayed_kernel_runs():
     s = tl.create_schedule(C)
     AL = s.cache_read(A, "local", [C])
     s[B].compute_inline()
-    ko, ki = s[C].split(C.op.reduce_axis[0], factor=4)
+    _ko, ki = s[C].split(C.op.reduce_axis[0], factor=4)
     CF = s.rfactor(C, ki)
     s[AL].compute_at(s[CF], s[CF].op.axis[0])
     CL = s.cache_write(C, "local")
@@ -91,7 +91,7 @@ def test_round_trip_of_dataflow_steps_and_replayed_kernel_runs():
                      "cache_write", "compute_at"]
     want = str(tl.lower(s, [A, C]))
 
-    A2, B2, C2 = declare()
+    A2, _B2, C2 = declare()
     s2 = tl.create_schedule(C2).apply_trace(text)
     assert str(tl.lower(s2, [A2, C2])) == want
     a = np.random.default_rng(0).uniform(-1, 1, (12, 10)).astype("float32")
