@@ -11,9 +11,9 @@ import statistics
 import time
 
 import numpy as np
+from tensorlang.runtime import Module
 
 from tensorlang.codegen.target import Target, compile_ir
-from tensorlang.runtime import Module
 
 CHAINS = 16  # independent accumulators: latency 4 x 2 pipes needs >= 8; 16 leaves margin
 LANES = 16

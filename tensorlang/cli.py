@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {}
 
@@ -64,7 +64,7 @@ def _demo_schedule(tl, n: int):
     s = tl.create_schedule(C)
     CC = s.cache_write(C, "local")
     i, j = s[C].op.axis
-    io, jo, ii, ji = s[C].tile(i, j, 8, 64)
+    io, jo, _, ji = s[C].tile(i, j, 8, 64)
     s[C].vectorize(ji)
     s[C].parallel(io)
     s[CC].compute_at(s[C], jo)

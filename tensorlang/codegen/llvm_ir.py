@@ -117,7 +117,7 @@ class _FreeVars(Visitor):
 
 
 class FunctionEmitter:
-    def __init__(self, cg: "CodeGen", fn: ir.Function, in_parallel: bool):
+    def __init__(self, cg: CodeGen, fn: ir.Function, in_parallel: bool):
         self.cg = cg
         self.fn = fn
         self.in_parallel = in_parallel

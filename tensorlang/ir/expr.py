@@ -73,7 +73,7 @@ def structural_equal(a: Any, b: Any) -> bool:
 # ----------------------------------------------------------------------------- conversion
 
 
-def const(value, dtype: str | None = None) -> "Const":
+def const(value, dtype: str | None = None) -> Const:
     """A constant; the dtype defaults to int64 for ints, float32 for floats, bool for bools."""
     if dtype is None:
         if isinstance(value, bool):
@@ -99,7 +99,7 @@ def const(value, dtype: str | None = None) -> "Const":
     return Const(dtype, value)
 
 
-def convert(value, like: str | None = None) -> "Expr":
+def convert(value, like: str | None = None) -> Expr:
     """Turn a Python scalar into an expression, taking `like`'s dtype where it makes sense."""
     if isinstance(value, Expr):
         return value
@@ -123,7 +123,7 @@ def convert(value, like: str | None = None) -> "Expr":
     raise TypeError(f"cannot use {type(value).__name__} {value!r} in a tensor expression")
 
 
-def _cast_to(e: "Expr", dtype: str) -> "Expr":
+def _cast_to(e: Expr, dtype: str) -> Expr:
     if e.dtype == dtype:
         return e
     if isinstance(e, Const):
@@ -131,7 +131,7 @@ def _cast_to(e: "Expr", dtype: str) -> "Expr":
     return Cast(dtype, e)
 
 
-def binary_operands(a, b) -> tuple["Expr", "Expr"]:
+def binary_operands(a, b) -> tuple[Expr, Expr]:
     """Convert and promote two operands to a common dtype (numpy-like)."""
     if not isinstance(a, Expr) and not hasattr(a, "as_expr"):
         b = convert(b)
@@ -249,7 +249,7 @@ class Expr(Node):
             "tl.all / tl.any, or & | ~ to combine conditions"
         )
 
-    def astype(self, dtype) -> "Expr":
+    def astype(self, dtype) -> Expr:
         return _cast_to(self, dt.canonical(dtype))
 
     def __repr__(self) -> str:

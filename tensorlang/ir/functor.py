@@ -3,7 +3,7 @@ passes can tell cheaply whether they did anything and unchanged subtrees stay sh
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .expr import Expr, Node, Var
 from .stmt import Buffer, IterVar, Range, Stmt

@@ -224,4 +224,4 @@ def build_loop_nest(schedule, bodies, bounds, args, name: str) -> S.PrimFunc:
     return LoopNestBuilder(schedule, bodies, bounds, args, name).build()
 
 
-__all__ = ["build_loop_nest", "TensorRead"]
+__all__ = ["TensorRead", "build_loop_nest"]

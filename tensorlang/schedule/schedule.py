@@ -12,8 +12,16 @@ from ..ir import dtype as dt
 from ..ir.expr import Select, Var, const
 from ..ir.functor import Mutator, substitute
 from ..ir.stmt import IterVar, Range
-from ..te.tensor import (ComputeOp, Operation, PlaceholderOp, Reduce, Tensor, TensorRead,
-                         read_tensors, substitute_read)
+from ..te.tensor import (
+    ComputeOp,
+    Operation,
+    PlaceholderOp,
+    Reduce,
+    Tensor,
+    TensorRead,
+    read_tensors,
+    substitute_read,
+)
 from .relations import leaf_extents, root_values
 from .stage import Stage
 
@@ -36,7 +44,7 @@ class Step:
                 "args": dict(self.args)}
 
     @staticmethod
-    def from_json(d: dict) -> "Step":
+    def from_json(d: dict) -> Step:
         if not isinstance(d, dict) or d.get("kind") not in STEP_KINDS:
             raise ValueError(f"not a schedule step: {d!r}")
         return Step(d["kind"], d["stage"], list(d.get("loops", [])), dict(d.get("args", {})))
@@ -58,7 +66,7 @@ class Trace(list):
         return json.dumps(self.to_json())
 
     @staticmethod
-    def loads(text_or_list) -> "Trace":
+    def loads(text_or_list) -> Trace:
         data = json.loads(text_or_list) if isinstance(text_or_list, str) else text_or_list
         return Trace(Step.from_json(d) for d in data)
 
@@ -93,7 +101,8 @@ class Schedule:
             if not isinstance(op, Operation):
                 raise TypeError(f"create_schedule: expected tensors, got {type(o).__name__}")
             if isinstance(op, PlaceholderOp):
-                raise ValueError(f"create_schedule: {op.name} is a placeholder, not a compute")
+                # a Tensor of the wrong kind: the type is right, the value is not
+                raise ValueError(f"create_schedule: {op.name} is a placeholder, not a compute")  # noqa: TRY004
             if op not in ops:
                 ops.append(op)
         self.outputs = ops
@@ -409,7 +418,7 @@ class Schedule:
             return st.compute_root()
         raise ValueError(f"unknown step kind {step.kind!r}")
 
-    def apply_trace(self, trace) -> "Schedule":
+    def apply_trace(self, trace) -> Schedule:
         steps = trace if isinstance(trace, Trace) else Trace.loads(trace)
         for step in steps:
             self.apply_step(step)
@@ -422,5 +431,13 @@ def create_schedule(outputs, check: bool = True) -> Schedule:
     return Schedule(outputs, check=check)
 
 
-__all__ = ["Schedule", "Stage", "Step", "Trace", "create_schedule", "read_tensors", "Mutator",
-           "dt"]
+__all__ = [
+    "Mutator",
+    "Schedule",
+    "Stage",
+    "Step",
+    "Trace",
+    "create_schedule",
+    "dt",
+    "read_tensors",
+]

@@ -42,11 +42,11 @@ def ceildiv(a, b):
     ia, ib = as_int(a), as_int(b)
     if ia is not None and ib is not None:
         return const(-(-ia // ib))
-    return simplify((a + (b - 1)) // b if isinstance(b, Expr) else (a + (b - 1)) // b)
+    return simplify((a + (b - 1)) // b)
 
 
 class Stage:
-    def __init__(self, op, schedule: "Schedule"):
+    def __init__(self, op, schedule: Schedule):
         self.schedule = schedule
         self.origin_op = op
         self.name = op.name
@@ -273,7 +273,7 @@ class Stage:
         self.pragmas.setdefault(iv, []).append((key, value))
 
     # ------------------------------------------------------------------ placement
-    def compute_at(self, parent: "Stage", iv: IterVar) -> None:
+    def compute_at(self, parent: Stage, iv: IterVar) -> None:
         """Compute this stage inside loop `iv` of `parent`, just the region that one iteration of
         `iv` needs (bound inference sizes it):
 

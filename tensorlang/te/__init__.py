@@ -1,4 +1,14 @@
 """The tensor expression language: what a kernel computes."""
-from .intrin import *  # noqa: F401,F403
-from .tensor import (CommReducer, ComputeOp, PlaceholderOp, Reduce, Tensor, TensorRead,  # noqa: F401
-                     compute, placeholder, reduce_axis, var)
+from .intrin import *
+from .tensor import (  # noqa: F401
+                     CommReducer,
+                     ComputeOp,
+                     PlaceholderOp,
+                     Reduce,
+                     Tensor,
+                     TensorRead,
+                     compute,
+                     placeholder,
+                     reduce_axis,
+                     var,
+)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..ir import dtype as dt
-from ..ir.expr import (Cast, Call, Const, Expr, Max, Min, Select, binary_operands, const,
-                       convert)
+from ..ir.expr import Call, Cast, Const, Expr, Max, Min, Select, binary_operands, const, convert
 from .tensor import CommReducer
 
 
@@ -34,7 +33,7 @@ _min = CommReducer(lambda a, b: Min(*binary_operands(a, b)), lambda t: max_value
 _prod = CommReducer(lambda a, b: a * b, lambda t: const(1, t), "prod")
 
 
-def sum(expr, axis, where=None):  # noqa: A001 - the public name mirrors TVM
+def sum(expr, axis, where=None):
     """Sum reduction over reduce axes."""
     return _sum(expr, axis, where)
 
@@ -43,14 +42,14 @@ def prod(expr, axis, where=None):
     return _prod(expr, axis, where)
 
 
-def max(expr, b=None, axis=None, where=None):  # noqa: A001
+def max(expr, b=None, axis=None, where=None):
     """tl.max(x, axis=k) reduces; tl.max(a, b) is the elementwise maximum."""
     if axis is None and b is not None and not _is_axis(b):
         return Max(*binary_operands(expr, b))
     return _max(expr, axis if axis is not None else b, where)
 
 
-def min(expr, b=None, axis=None, where=None):  # noqa: A001
+def min(expr, b=None, axis=None, where=None):
     """tl.min(x, axis=k) reduces; tl.min(a, b) is the elementwise minimum."""
     if axis is None and b is not None and not _is_axis(b):
         return Min(*binary_operands(expr, b))
@@ -95,14 +94,14 @@ rsqrt = _unary("rsqrt")
 tanh = _unary("tanh")
 sigmoid = _unary("sigmoid")
 erf = _unary("erf")
-abs = _unary("abs")  # noqa: A001
+abs = _unary("abs")
 floor = _unary("floor")
 ceil = _unary("ceil")
-round = _unary("round")  # noqa: A001
+round = _unary("round")
 trunc = _unary("trunc")
 
 
-def pow(a, b) -> Expr:  # noqa: A001
+def pow(a, b) -> Expr:
     x, y = binary_operands(a, b)
     if not dt.is_float(x.dtype):
         raise TypeError(f"tl.pow needs float operands, got {x.dtype}")
@@ -147,7 +146,7 @@ def _exact(value, d: str) -> bool:
     return float(value).is_integer() and lo <= value <= hi
 
 
-def all(*conds) -> Expr:  # noqa: A001
+def all(*conds) -> Expr:
     """Logical and of all conditions."""
     if not conds:
         return const(True)
@@ -157,7 +156,7 @@ def all(*conds) -> Expr:  # noqa: A001
     return out
 
 
-def any(*conds) -> Expr:  # noqa: A001
+def any(*conds) -> Expr:
     if not conds:
         return const(False)
     out = convert(conds[0])
@@ -177,7 +176,34 @@ def _rpow_operator(self, o):
 Expr.__pow__ = _pow_operator  # type: ignore[attr-defined]
 Expr.__rpow__ = _rpow_operator  # type: ignore[attr-defined]
 
-__all__ = ["comm_reducer", "sum", "prod", "max", "min", "exp", "exp2", "log", "log2", "sqrt",
-           "rsqrt", "tanh", "sigmoid", "erf", "abs", "floor", "ceil", "round", "trunc", "pow",
-           "fmin", "fmax", "if_then_else", "select", "cast", "all", "any", "min_value",
-           "max_value"]
+__all__ = [
+    "abs",
+    "all",
+    "any",
+    "cast",
+    "ceil",
+    "comm_reducer",
+    "erf",
+    "exp",
+    "exp2",
+    "floor",
+    "fmax",
+    "fmin",
+    "if_then_else",
+    "log",
+    "log2",
+    "max",
+    "max_value",
+    "min",
+    "min_value",
+    "pow",
+    "prod",
+    "round",
+    "rsqrt",
+    "select",
+    "sigmoid",
+    "sqrt",
+    "sum",
+    "tanh",
+    "trunc",
+]

@@ -4,8 +4,8 @@ expression nodes that only exist before lowering: TensorRead and Reduce."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ..ir import dtype as dt
 from ..ir.expr import Const, Expr, Var, binary_operands, const, convert
@@ -45,7 +45,7 @@ class Operation:
     name: str
     tag: str = ""
 
-    def output(self, i: int = 0) -> "Tensor":
+    def output(self, i: int = 0) -> Tensor:
         return self.outputs[i]
 
     @property
@@ -88,7 +88,7 @@ class ComputeOp(Operation):
         return f"compute({self.name})"
 
 
-def read_tensors(exprs) -> list["Tensor"]:
+def read_tensors(exprs) -> list[Tensor]:
     """Tensors read by expressions, in order of first appearance."""
     seen: dict[int, Tensor] = {}
 
@@ -107,7 +107,7 @@ def read_tensors(exprs) -> list["Tensor"]:
 class Tensor:
     """The output of an operation; `T[i, j]` reads it inside another compute."""
 
-    __slots__ = ("op", "value_index", "shape", "dtype", "name")
+    __slots__ = ("dtype", "name", "op", "shape", "value_index")
 
     def __init__(self, op: Operation, value_index: int, shape: tuple, dtype: str, name: str):
         self.op = op
@@ -120,7 +120,7 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
-    def __getitem__(self, indices) -> "TensorRead":
+    def __getitem__(self, indices) -> TensorRead:
         if not isinstance(indices, tuple):
             indices = (indices,)
         if len(indices) != len(self.shape):
@@ -329,6 +329,17 @@ def substitute_read(e, tensor_map):
 
 
 __all__ = [
-    "Tensor", "TensorRead", "Reduce", "CommReducer", "ComputeOp", "PlaceholderOp", "Operation",
-    "placeholder", "compute", "reduce_axis", "var", "substitute", "binary_operands",
+    "CommReducer",
+    "ComputeOp",
+    "Operation",
+    "PlaceholderOp",
+    "Reduce",
+    "Tensor",
+    "TensorRead",
+    "binary_operands",
+    "compute",
+    "placeholder",
+    "reduce_axis",
+    "substitute",
+    "var",
 ]
