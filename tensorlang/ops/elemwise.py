@@ -1,4 +1,7 @@
 """Elementwise unary operators, binary operators with numpy broadcasting, where, cast."""
+# ruff: noqa: TRY004, PLR0124 - bad attributes raise ValueError (the library contract); x != x
+# is the IR test for NaN, not a Python self-comparison
+
 
 from __future__ import annotations
 
@@ -8,8 +11,16 @@ from .. import te
 from ..ir import dtype as dt
 from ..ir.expr import Not, const
 from ..te.tensor import Tensor
-from ._base import (BROADCAST, ELEMWISE, broadcast_index, broadcast_shapes, check_tensor,
-                    dim_equal, op_compute, result_dtype)
+from ._base import (
+    BROADCAST,
+    ELEMWISE,
+    broadcast_index,
+    broadcast_shapes,
+    check_tensor,
+    dim_equal,
+    op_compute,
+    result_dtype,
+)
 
 # ----------------------------------------------------------------------------- unary
 
@@ -103,7 +114,7 @@ def erf(x: Tensor) -> Tensor:
     return _unary("erf", x, te.erf)
 
 
-def abs(x: Tensor) -> Tensor:  # noqa: A001 - numpy's name
+def abs(x: Tensor) -> Tensor:
     check_tensor("abs", "x", x)
     if dt.is_bool(x.dtype):
         raise ValueError("abs: x must be numeric, got bool")
@@ -182,10 +193,9 @@ def _binary(op: str, a, b, f, out_bool: bool = False, need_float: bool = False,
     shape, d = _operands(op, a, b)
     if need_float and not dt.is_float(d):
         raise ValueError(f"{op}: operands must be float tensors, got {d}")
-    if isinstance(a, float) or isinstance(b, float):
-        if not dt.is_float(d):
-            raise ValueError(f"{op}: a float scalar with an integer tensor ({d}); cast the "
-                             "tensor first")
+    if (isinstance(a, float) or isinstance(b, float)) and not dt.is_float(d):
+        raise ValueError(f"{op}: a float scalar with an integer tensor ({d}); cast the "
+                         "tensor first")
     same = all(len(t.shape) == len(shape) and all(dim_equal(x, y) for x, y in zip(t.shape, shape))
                for t in (a, b) if isinstance(t, Tensor))
     return op_compute(op, shape, lambda *i: f(_read(a, i, d), _read(b, i, d)),
@@ -291,7 +301,38 @@ def where(cond: Tensor, x, y) -> Tensor:
                       ELEMWISE if same else BROADCAST)
 
 
-__all__ = ["relu", "leaky_relu", "clip", "sigmoid", "tanh", "gelu", "exp", "log", "sqrt", "erf",
-           "abs", "negative", "neg", "floor", "ceil", "logical_not", "cast", "add", "subtract",
-           "multiply", "divide", "power", "maximum", "minimum", "equal", "not_equal", "less",
-           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "where"]
+__all__ = [
+    "abs",
+    "add",
+    "cast",
+    "ceil",
+    "clip",
+    "divide",
+    "equal",
+    "erf",
+    "exp",
+    "floor",
+    "gelu",
+    "greater",
+    "greater_equal",
+    "leaky_relu",
+    "less",
+    "less_equal",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "maximum",
+    "minimum",
+    "multiply",
+    "neg",
+    "negative",
+    "not_equal",
+    "power",
+    "relu",
+    "sigmoid",
+    "sqrt",
+    "subtract",
+    "tanh",
+    "where",
+]

@@ -1,6 +1,8 @@
 """Neural-network operators: matmul / batch matmul (numpy broadcasting), dense, gemm, conv2d
 (NCHW with groups, blocked NCHW[x]c), depthwise conv2d, max/avg/global pooling, batch norm
 (inference), LRN, softmax, log-softmax, layer norm."""
+# ruff: noqa: TRY004 - bad attributes raise ValueError (the library contract)
+
 
 from __future__ import annotations
 
@@ -8,9 +10,23 @@ from .. import te
 from ..ir import dtype as dt
 from ..ir.expr import const
 from ..te.tensor import Tensor
-from ._base import (BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE, broadcast_index,
-                    broadcast_shapes, check_int, check_tensor, int_tuple, normalize_axis, op_compute,
-                    result_dtype, static_shape)
+from ._base import (
+    BROADCAST,
+    ELEMWISE,
+    INJECTIVE,
+    OPAQUE,
+    OUT_ELEMWISE_FUSABLE,
+    REDUCE,
+    broadcast_index,
+    broadcast_shapes,
+    check_int,
+    check_tensor,
+    int_tuple,
+    normalize_axis,
+    op_compute,
+    result_dtype,
+    static_shape,
+)
 from .transform import pad as _pad
 from .transform import squeeze as _squeeze
 
@@ -376,7 +392,7 @@ def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
 def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False) -> Tensor:
     op = "max_pool2d"
-    (n, c, h, wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
+    (n, c, _h, _wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
         _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode)
     lowest = float(te.min_value(x.dtype).value)
     xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, lowest)
@@ -532,12 +548,12 @@ def _softmax_parts(op, x, axis):
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis` (numerically stable)."""
-    ax, mx, e, sm, zero_ax = _softmax_parts("softmax", x, axis)
+    ax, _mx, e, sm, zero_ax = _softmax_parts("softmax", x, axis)
     return op_compute("softmax", x.shape, lambda *i: e[i] / sm[zero_ax(i)], OPAQUE, axis=ax)
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
-    ax, mx, e, sm, zero_ax = _softmax_parts("log_softmax", x, axis)
+    ax, mx, _e, sm, zero_ax = _softmax_parts("log_softmax", x, axis)
     return op_compute("log_softmax", x.shape, lambda *i: x[i] - mx[zero_ax(i)] -
                       te.log(sm[zero_ax(i)]), OPAQUE, axis=ax)
 
@@ -593,6 +609,21 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
     return op_compute(op, x.shape, f, OPAQUE, axis=ax, epsilon=float(epsilon))
 
 
-__all__ = ["matmul", "batch_matmul", "dense", "gemm", "conv2d_nchw", "depthwise_conv2d_nchw",
-           "conv2d_nchwc", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
-           "batch_norm", "lrn", "softmax", "log_softmax", "layer_norm"]
+__all__ = [
+    "avg_pool2d",
+    "batch_matmul",
+    "batch_norm",
+    "conv2d_nchw",
+    "conv2d_nchwc",
+    "dense",
+    "depthwise_conv2d_nchw",
+    "gemm",
+    "global_avg_pool2d",
+    "global_max_pool2d",
+    "layer_norm",
+    "log_softmax",
+    "lrn",
+    "matmul",
+    "max_pool2d",
+    "softmax",
+]

@@ -1,5 +1,7 @@
 """Reductions over any axes with keepdims (numpy semantics): sum, mean, max, min, prod,
 argmax, argmin."""
+# ruff: noqa: TRY004, PLR0124 - bad attributes raise ValueError; v != v is the IR NaN test
+
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def _acc_dtype(x: Tensor) -> str:
     return x.dtype
 
 
-def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     return _reduce("sum", x, axis, keepdims, te.sum, out_dtype=_acc_dtype(x))
 
 
@@ -68,11 +70,11 @@ def prod(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     return _reduce("prod", x, axis, keepdims, te.prod, out_dtype=_acc_dtype(x))
 
 
-def max(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def max(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     return _reduce("max", x, axis, keepdims, te.max)
 
 
-def min(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
+def min(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     return _reduce("min", x, axis, keepdims, te.min)
 
 
@@ -145,4 +147,4 @@ def argmin(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     return _arg("argmin", x, axis, keepdims, False)
 
 
-__all__ = ["sum", "prod", "max", "min", "mean", "argmax", "argmin"]
+__all__ = ["argmax", "argmin", "max", "mean", "min", "prod", "sum"]

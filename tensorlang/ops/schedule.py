@@ -19,8 +19,7 @@ from __future__ import annotations
 from ..ir.expr import as_int
 from ..schedule import create_schedule
 from ..te.tensor import ComputeOp, Tensor
-from ._base import (BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE,
-                    pattern_of)
+from ._base import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE, pattern_of
 
 LANES = 16  # fp32 lanes of one zmm register
 _MATMUL_TAGS = ("matmul", "batch_matmul", "dense", "gemm")
@@ -81,7 +80,7 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
         st.parallel(fused)
 
 
-def _reduce_rows(s, red: Tensor, host=None, host_loop=None, lanes: int = 64):
+def _reduce_rows(s, red: Tensor, lanes: int = 64):
     """A reduction over only its last input axis (contiguous): split it by `lanes`, rfactor the
     inner part into a vector of partial results (spatial, so it may be vectorized) and reduce
     that vector at the end. 64 lanes = 4 zmm accumulators, enough independent adds to hide
@@ -96,15 +95,13 @@ def _reduce_rows(s, red: Tensor, host=None, host_loop=None, lanes: int = 64):
     lanes = lanes if n % lanes == 0 else (LANES if n % LANES == 0 else 0)
     if not lanes:
         return None
-    ko, ki = st.split(k, factor=lanes)
+    _ko, ki = st.split(k, factor=lanes)
     rf = s.rfactor(red, ki, factor_index=len(st.op.axis))
     rst = s[rf]
     # rf loops: spatial axes..., ki, ko -> put ko before ki so ki is the vector lane loop
     ki_rf = rst.op.axis[-1]
     rst.reorder(rst.op.reduce_axis[0], ki_rf)
     rst.vectorize(ki_rf)
-    if host is not None:
-        rst.compute_at(host, host_loop)
     return rst
 
 
@@ -114,8 +111,8 @@ def schedule_reduce(s, t: Tensor) -> None:
     st = s[t]
     rst = _reduce_rows(s, t) if st.op.num_outputs == 1 and _reduce_rows_ok(st) else None
     st = s[t]  # rfactor replaced the stage's op (and axes)
-    big = [a for a in st.op.axis if (_ext(a) or 1) > 1]
-    if not big:
+    big = list(st.op.axis)  # all of them: they are adjacent (extent-1 ones cost nothing)
+    if not big or all((_ext(a) or 2) == 1 for a in big):
         return
     row = st.fuse(*big) if len(big) > 1 else big[0]
     st.parallel(row)
@@ -174,7 +171,7 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
     io, ii = o.split(i, factor=tm)
     o.reorder(*batch, jo, io, ii, ji)
     if n >= lanes:
-        jio, jii = o.split(ji, factor=lanes)
+        _jio, jii = o.split(ji, factor=lanes)
         o.vectorize(jii)
     s[comp].compute_at(o, io)
     cs = s[comp]
@@ -338,45 +335,12 @@ def schedule_softmax(s, out: Tensor) -> None:
     o = s[out]
     ax = o.op.attrs.get("axis")
     parts = _internal_stages(s, o, ("_max", "_exp", "_sum"))
-    if ax != len(o.op.axis) - 1 or len(parts) != 3:
+    if ax != len(o.op.axis) - 1 or len(parts) != 3 or len(o.op.axis) < 2:
         _generic_opaque(s, out)
         return
     mx, ex, sm = parts
     rows = list(o.op.axis[:-1])
-    big = [r for r in rows if (_ext(r) or 1) > 1] or rows[-1:]
-    row = o.fuse(*big) if len(big) > 1 else big[0]
-    col = o.op.axis[-1]
-    lanes = _vector_lanes(_ext(col))
-    if lanes and _ext(col) > lanes:
-        _, ci = o.split(col, factor=lanes)
-        o.vectorize(ci)
-    elif lanes:
-        o.vectorize(col)
-    if row is not None and not o.iter_attrs.get(row):
-        o.parallel(row)
-    for st in (mx, ex, sm):
-        st.compute_at(o, row)
-    ecol = ex.op.axis[-1]
-    if lanes and _ext(ecol) > lanes:
-        _, eci = ex.split(ecol, factor=lanes)
-        ex.vectorize(eci)
-    for st in (mx, sm):
-        if _reduce_rows_ok(st):
-            _reduce_rows(s, st.op.output(0), o, row)
-
-
-def schedule_layer_norm(s, out: Tensor) -> None:
-    """layer norm over the last axis: a row per parallel iteration, mean and variance with the
-    rfactor vector accumulator, the normalisation vectorized."""
-    o = s[out]
-    parts = _internal_stages(s, o, ("_mean", "_var"))
-    if len(parts) != 2 or len(parts[0].op.reduce_axis) != 1:
-        _generic_opaque(s, out)
-        return
-    mean, var = parts
-    rows = list(o.op.axis[:-1])
-    big = [r for r in rows if (_ext(r) or 1) > 1] or rows[-1:]
-    row = o.fuse(*big) if len(big) > 1 else big[0]
+    row = o.fuse(*rows) if len(rows) > 1 else rows[0]
     col = o.op.axis[-1]
     lanes = _vector_lanes(_ext(col))
     if lanes and _ext(col) > lanes:
@@ -385,11 +349,45 @@ def schedule_layer_norm(s, out: Tensor) -> None:
     elif lanes:
         o.vectorize(col)
     o.parallel(row)
-    var.compute_at(o, row)
-    mean.compute_at(o, row)
-    for st in (mean, var):
-        if _reduce_rows_ok(st):
-            _reduce_rows(s, st.op.output(0), o, row)
+    ecol = ex.op.axis[-1]
+    if lanes and _ext(ecol) > lanes:
+        _, eci = ex.split(ecol, factor=lanes)
+        ex.vectorize(eci)
+    # rfactor while everything is still at the root, then attach each stage after a stage that
+    # reads it (compute_at needs a host reader; the structural check sees every state)
+    rf = {id(st): _reduce_rows(s, st.op.output(0)) if _reduce_rows_ok(st) else None
+          for st in (mx, sm)}
+    for st in (sm, ex, mx):
+        st.compute_at(o, row)
+        if id(st) in rf and rf[id(st)] is not None:
+            rf[id(st)].compute_at(o, row)
+
+
+def schedule_layer_norm(s, out: Tensor) -> None:
+    """layer norm over the last axis: a row per parallel iteration, mean and variance with the
+    rfactor vector accumulator, the normalisation vectorized."""
+    o = s[out]
+    parts = _internal_stages(s, o, ("_mean", "_var"))
+    if len(parts) != 2 or len(parts[0].op.reduce_axis) != 1 or len(o.op.axis) < 2:
+        _generic_opaque(s, out)
+        return
+    mean, var = parts
+    rows = list(o.op.axis[:-1])
+    row = o.fuse(*rows) if len(rows) > 1 else rows[0]
+    col = o.op.axis[-1]
+    lanes = _vector_lanes(_ext(col))
+    if lanes and _ext(col) > lanes:
+        _, ci = o.split(col, factor=lanes)
+        o.vectorize(ci)
+    elif lanes:
+        o.vectorize(col)
+    o.parallel(row)
+    rf = {id(st): _reduce_rows(s, st.op.output(0)) if _reduce_rows_ok(st) else None
+          for st in (mean, var)}
+    for st in (var, mean):
+        st.compute_at(o, row)
+        if rf[id(st)] is not None:
+            rf[id(st)].compute_at(o, row)
 
 
 def _internal_stages(s, o, suffixes) -> list:
@@ -503,7 +501,7 @@ def default_schedule(outs, target: str = "llvm"):
         if tag in _ANCHOR_SCHEDULES and st.op.num_outputs == 1:
             plan.append((_ANCHOR_SCHEDULES[tag], st.op.output(0), None))
             continue
-        anchor, tails = _tail_anchor(s, st)
+        anchor, _tails = _tail_anchor(s, st)
         if anchor is not None:
             plan.append((_ANCHOR_SCHEDULES[anchor.op.tag], anchor.op.output(0), st.op.output(0)))
             keep.add(id(anchor))
@@ -534,6 +532,14 @@ def default_schedule(outs, target: str = "llvm"):
     return s
 
 
-__all__ = ["default_schedule", "schedule_matmul", "schedule_conv2d_nchwc",
-           "schedule_conv2d_nchw", "schedule_spatial_window", "schedule_softmax",
-           "schedule_layer_norm", "schedule_injective", "schedule_reduce"]
+__all__ = [
+    "default_schedule",
+    "schedule_conv2d_nchw",
+    "schedule_conv2d_nchwc",
+    "schedule_injective",
+    "schedule_layer_norm",
+    "schedule_matmul",
+    "schedule_reduce",
+    "schedule_softmax",
+    "schedule_spatial_window",
+]

@@ -10,9 +10,19 @@ from .. import te
 from ..ir import dtype as dt
 from ..ir.expr import as_int, const
 from ..te.tensor import Tensor
-from ._base import (BROADCAST, INJECTIVE, broadcast_index, broadcast_shapes, check_int,
-                    check_tensor, normalize_axes, normalize_axis, op_compute, prod_of,
-                    static_shape)
+from ._base import (
+    BROADCAST,
+    INJECTIVE,
+    broadcast_index,
+    broadcast_shapes,
+    check_int,
+    check_tensor,
+    normalize_axes,
+    normalize_axis,
+    op_compute,
+    prod_of,
+    static_shape,
+)
 
 
 def transpose(x: Tensor, axes=None) -> Tensor:
@@ -351,7 +361,7 @@ def layout_transform(x: Tensor, src_layout: str, dst_layout: str) -> Tensor:
             return x[nn, ch, hh, ww]
         return x[nn, ch // sb, hh, ww, ch % sb]
 
-    attrs = dict(src_layout=src_layout, dst_layout=dst_layout)
+    attrs = {"src_layout": src_layout, "dst_layout": dst_layout}
     if db is None:
         return op_compute("layout_transform", (n, c, h, w), lambda a, b, y, z: read(a, b, y, z),
                           INJECTIVE, **attrs)
@@ -380,6 +390,22 @@ def kernel_layout_transform(w: Tensor, ic_block: int, oc_block: int) -> Tensor:
                       ic_block=ib, oc_block=ob)
 
 
-__all__ = ["transpose", "reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "concat",
-           "strided_slice", "slice_", "split", "pad", "gather", "take", "expand", "broadcast_to",
-           "layout_transform", "kernel_layout_transform"]
+__all__ = [
+    "broadcast_to",
+    "concat",
+    "expand",
+    "expand_dims",
+    "flatten",
+    "gather",
+    "kernel_layout_transform",
+    "layout_transform",
+    "pad",
+    "reshape",
+    "slice_",
+    "split",
+    "squeeze",
+    "strided_slice",
+    "take",
+    "transpose",
+    "unsqueeze",
+]

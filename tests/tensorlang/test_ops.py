@@ -12,8 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import tensorlang as tl  # noqa: E402
-from ops_helpers import check, ph, rand  # noqa: E402
+from ops_helpers import check, ph, rand
+
+import tensorlang as tl
 
 ops = tl.ops
 

@@ -1,0 +1,324 @@
+"""Differential tests of the operator library's nn operators (matmul family, convolutions,
+pooling, normalizations, softmax) and of default schedules of fused compositions."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ops_helpers import check, ph, rand
+
+import tensorlang as tl
+
+ops = tl.ops
+TOL = {"rtol": 2e-4, "atol": 2e-4}
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 33, 50), (13, 20, 37), (24, 16, 64), (7, 5, 3)])
+def test_matmul(m, k, n):
+    a, b = rand((m, k)), rand((k, n))
+    A, B = ph(a, "A"), ph(b, "B")
+    check(ops.matmul(A, B), [A, B], [a, b], a @ b, **TOL)
+
+
+def test_matmul_vectors_and_batch_broadcast():
+    v, a = rand((6,)), rand((6, 5))
+    V, A = ph(v, "V"), ph(a, "A")
+    check(ops.matmul(V, A), [V, A], [v, a], v @ a, **TOL)
+    at = a.T.copy()
+    AT = ph(at, "AT")
+    check(ops.matmul(AT, V), [AT, V], [at, v], at @ v, **TOL)
+    x, y = rand((2, 1, 5, 7)), rand((3, 7, 18))
+    X, Y = ph(x, "X"), ph(y, "Y")
+    check(ops.matmul(X, Y), [X, Y], [x, y], np.matmul(x, y), **TOL)
+    p, q = rand((4, 9, 6)), rand((4, 17, 6))
+    P, Q = ph(p, "P"), ph(q, "Q")
+    check(ops.batch_matmul(P, Q, trans_b=True), [P, Q], [p, q],
+          np.matmul(p, q.transpose(0, 2, 1)), **TOL)
+
+
+@pytest.mark.parametrize("m", [1, 14])
+def test_dense_with_bias(m):
+    x, w, b = rand((m, 24)), rand((40, 24)), rand((40,))
+    X, W, Bi = ph(x, "X"), ph(w, "W"), ph(b, "b")
+    check(ops.dense(X, W, Bi), [X, W, Bi], [x, w, b], x @ w.T + b, **TOL)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("cshape", [(13, 19), (19,), (13, 1), None])
+def test_gemm(ta, tb, cshape):
+    a = rand((9, 13) if ta else (13, 9))
+    b = rand((19, 9) if tb else (9, 19))
+    A, B = ph(a, "A"), ph(b, "B")
+    ins, arrs = [A, B], [a, b]
+    exp = 0.5 * ((a.T if ta else a) @ (b.T if tb else b))
+    C = None
+    if cshape is not None:
+        c = rand(cshape)
+        C = ph(c, "C")
+        ins.append(C)
+        arrs.append(c)
+        exp = exp + 2.0 * c
+    check(ops.gemm(A, B, C, alpha=0.5, beta=2.0, trans_a=ta, trans_b=tb), ins, arrs,
+          exp.astype("float32"), **TOL, both=cshape == (19,))
+
+
+def conv_ref(x, w, stride, pad, dil, groups):
+    sh, sw = stride
+    pt, pl, pb, pr = pad
+    dh, dw = dil
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    n, _c, h, wd = xp.shape
+    oc, cpg, kh, kw = w.shape
+    oh = (h - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, oc, oh, ow), "float64")
+    ocpg = oc // groups
+    for o in range(oc):
+        g = o // ocpg
+        for y in range(kh):
+            for z in range(kw):
+                patch = xp[:, g * cpg:(g + 1) * cpg, y * dh:y * dh + sh * (oh - 1) + 1:sh,
+                           z * dw:z * dw + sw * (ow - 1) + 1:sw]
+                out[:, o] += np.einsum("nchw,c->nhw", patch, w[o, :, y, z])
+    return out.astype("float32")
+
+
+@pytest.mark.parametrize("stride,pad,dil,groups", [
+    (1, (1, 1, 1, 1), 1, 1), (2, (0, 1, 2, 1), 1, 1), (1, (2, 0, 1, 3), 2, 1),
+    ((2, 1), (1, 1, 1, 1), (1, 2), 2), (1, (1, 1, 1, 1), 1, 4)])
+def test_conv2d_nchw(stride, pad, dil, groups):
+    x = rand((2, 8, 11, 13))
+    w = rand((12, 8 // groups, 3, 3))
+    X, W = ph(x, "X"), ph(w, "W")
+    out = ops.conv2d_nchw(X, W, stride=stride, padding=pad, dilation=dil, groups=groups)
+    st = stride if isinstance(stride, tuple) else (stride, stride)
+    dl = dil if isinstance(dil, tuple) else (dil, dil)
+    check(out, [X, W], [x, w], conv_ref(x, w, st, pad, dl, groups), **TOL,
+          both=groups == 1 and stride == 1)
+
+
+@pytest.mark.parametrize("stride,pad,mult", [(1, 1, 1), (2, (0, 1, 1, 2), 1), (1, 1, 2)])
+def test_depthwise(stride, pad, mult):
+    x = rand((1, 6, 12, 20))
+    w = rand((6 * mult, 1, 3, 3))
+    X, W = ph(x, "X"), ph(w, "W")
+    p4 = (pad,) * 4 if isinstance(pad, int) else pad
+    ref = conv_ref(np.repeat(x, mult, axis=1), w, (stride, stride), p4, (1, 1), 6 * mult)
+    check(ops.depthwise_conv2d_nchw(X, W, stride, pad), [X, W], [x, w], ref, **TOL)
+    if mult == 1:  # groups == channels dispatches to the depthwise op
+        check(ops.conv2d_nchw(X, W, stride, pad, groups=6), [X, W], [x, w], ref, **TOL,
+              both=False)
+
+
+def test_conv2d_nchwc_matches_nchw():
+    x, w = rand((1, 32, 9, 14)), rand((32, 32, 3, 3))
+    X, W = ph(x, "X"), ph(w, "W")
+    xc = ops.layout_transform(X, "NCHW", "NCHW16c")
+    wc = ops.kernel_layout_transform(W, 16, 16)
+    y = ops.conv2d_nchwc(xc, wc, stride=1, padding=(1, 0, 1, 2))
+    out = ops.layout_transform(y, "NCHW16c", "NCHW")
+    check(out, [X, W], [x, w], conv_ref(x, w, (1, 1), (1, 0, 1, 2), (1, 1), 1), **TOL)
+    # the blocked conv alone, on pre-transformed inputs
+    xb = x.reshape(1, 2, 16, 9, 14).transpose(0, 1, 3, 4, 2).copy()
+    wb = w.reshape(2, 16, 2, 16, 3, 3).transpose(0, 2, 4, 5, 3, 1).copy()
+    XB, WB = ph(xb, "XB"), ph(wb, "WB")
+    ref = conv_ref(x, w, (2, 2), (1, 1, 1, 1), (1, 1), 1)
+    refb = ref.reshape(1, 2, 16, *ref.shape[2:]).transpose(0, 1, 3, 4, 2)
+    check(ops.conv2d_nchwc(XB, WB, stride=2, padding=1), [XB, WB], [xb, wb], refb, **TOL)
+
+
+def pool_ref(x, k, s, pad, ceil_mode, kind, count_include_pad=False, dil=1):
+    n, c, h, w = x.shape
+    pt, pl, pb, pr = pad
+
+    def osz(size, lo, hi):
+        span = size + lo + hi - dil * (k - 1) - 1
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= size + lo:
+            o -= 1
+        return o
+
+    oh, ow = osz(h, pt, pb), osz(w, pl, pr)
+    out = np.zeros((n, c, oh, ow), "float32")
+    for y in range(oh):
+        for z in range(ow):
+            y0, z0 = y * s - pt, z * s - pl
+            ys = [y0 + dil * i for i in range(k) if 0 <= y0 + dil * i < h]
+            zs = [z0 + dil * i for i in range(k) if 0 <= z0 + dil * i < w]
+            win = x[:, :, ys][:, :, :, zs]
+            if kind == "max":
+                out[:, :, y, z] = win.max(axis=(2, 3))
+            else:
+                if count_include_pad:
+                    cnt = (min(y0 + k, h + pb) - max(y0, -pt)) * (min(z0 + k, w + pr) -
+                                                                 max(z0, -pl))
+                else:
+                    cnt = len(ys) * len(zs)
+                out[:, :, y, z] = win.sum(axis=(2, 3)) / cnt
+    return out
+
+
+@pytest.mark.parametrize("k,s,pad,ceil_mode,dil", [
+    (3, 2, (1, 1, 1, 1), False, 1), (3, 2, (0, 0, 0, 0), True, 1), (2, 2, (1, 0, 0, 1), True, 1),
+    (3, 1, (1, 1, 1, 1), False, 2)])
+def test_max_pool(k, s, pad, ceil_mode, dil):
+    x = rand((1, 3, 10, 11))
+    X = ph(x, "X")
+    out = ops.max_pool2d(X, k, s, pad, dilation=dil, ceil_mode=ceil_mode)
+    check(out, [X], [x], pool_ref(x, k, s, pad, ceil_mode, "max", dil=dil))
+
+
+@pytest.mark.parametrize("count_include_pad", [False, True])
+@pytest.mark.parametrize("k,s,pad,ceil_mode", [
+    (3, 2, (1, 1, 1, 1), False), (3, 2, (1, 1, 1, 1), True), (2, 3, (1, 0, 0, 1), True)])
+def test_avg_pool(k, s, pad, ceil_mode, count_include_pad):
+    x = rand((2, 3, 10, 11))
+    X = ph(x, "X")
+    out = ops.avg_pool2d(X, k, s, pad, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+    check(out, [X], [x], pool_ref(x, k, s, pad, ceil_mode, "avg", count_include_pad), **TOL)
+
+
+def test_global_pools():
+    x = rand((2, 5, 7, 9))
+    X = ph(x, "X")
+    check(ops.global_avg_pool2d(X), [X], [x], x.mean(axis=(2, 3), keepdims=True), **TOL)
+    check(ops.global_max_pool2d(X), [X], [x], x.max(axis=(2, 3), keepdims=True))
+
+
+def test_batch_norm_and_lrn():
+    x = rand((2, 6, 4, 5))
+    g, b, m, v = rand((6,)), rand((6,)), rand((6,)), rand((6,), lo=0.1, hi=2)
+    X, G, B, M, V = (ph(t, n) for t, n in zip((x, g, b, m, v), "XGBMV"))
+    ref = (x - m[:, None, None]) / np.sqrt(v[:, None, None] + 1e-3) * g[:, None, None] \
+        + b[:, None, None]
+    check(ops.batch_norm(X, G, B, M, V, epsilon=1e-3), [X, G, B, M, V], [x, g, b, m, v], ref,
+          **TOL)
+    for size in (3, 4):
+        sq = np.zeros_like(x)
+        lo, hi = (size - 1) // 2, math.ceil((size - 1) / 2)
+        for c in range(6):
+            sq[:, c] = (x[:, max(0, c - lo):min(6, c + hi + 1)] ** 2).sum(axis=1)
+        ref = x / (2.0 + 1e-2 / size * sq) ** 0.75
+        check(ops.lrn(X, size, 1e-2, 0.75, 2.0), [X], [x], ref, **TOL)
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 64), -1), ((3, 37), 1), ((4, 6, 5), 1),
+                                        ((2, 3, 40), -1)])
+def test_softmax_log_softmax(shape, axis):
+    x = rand(shape, lo=-5, hi=5)
+    X = ph(x, "X")
+    check(ops.softmax(X, axis), [X], [x], _softmax(x, axis), **TOL)
+    check(ops.log_softmax(X, axis), [X], [x], np.log(_softmax(x, axis)), **TOL)
+
+
+def test_one_dimensional_row_ops():
+    x = rand((50,))
+    X = ph(x, "X")
+    check(ops.softmax(X), [X], [x], _softmax(x, 0), **TOL)
+    check(ops.layer_norm(X), [X], [x], (x - x.mean()) / np.sqrt(x.var() + 1e-5), **TOL)
+
+
+@pytest.mark.parametrize("shape,axis,affine", [((6, 64), -1, True), ((3, 4, 10), 1, True),
+                                               ((5, 33), -1, False)])
+def test_layer_norm(shape, axis, affine):
+    """Normalized over [axis, rank); gamma full-shaped, beta broadcast from the last axis."""
+    x = rand(shape)
+    X = ph(x, "X")
+    ax = axis % len(shape)
+    red = tuple(range(ax, len(shape)))
+    mu = x.mean(axis=red, keepdims=True)
+    ref = (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=red, keepdims=True) + 1e-5)
+    ins, arrs = [X], [x]
+    g = b = None
+    if affine:
+        gv, bv = rand(shape[ax:]), rand(shape[-1:])
+        g, b = ph(gv, "G"), ph(bv, "B")
+        ins, arrs = [X, g, b], [x, gv, bv]
+        ref = ref * gv + bv
+    check(ops.layer_norm(X, g, b, axis), ins, arrs, ref, **TOL)
+
+
+# ----------------------------------------------------------------------------- fused compositions
+
+
+def test_fused_conv_bias_relu():
+    x, w, b = rand((1, 16, 10, 14)), rand((16, 16, 3, 3)), rand((16, 1, 1))
+    X, W, B = ph(x, "X"), ph(w, "W"), ph(b, "b")
+    out = ops.relu(ops.add(ops.conv2d_nchw(X, W, padding=1), B))
+    s = ops.default_schedule(out)
+    conv = next(st for st in s.stages if st.op.tag == "conv2d_nchw")
+    assert conv.attach_type == "scope" and conv.attach_stage.op is out.op  # tail fused
+    assert any(st.attach_type == "inline" and st.op.tag == "add" for st in s.stages)
+    ref = np.maximum(conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1) + b, 0)
+    check(out, [X, W, B], [x, w, b], ref, **TOL)
+
+
+def test_fused_conv_nchwc_bias_relu():
+    x, w, b = rand((1, 2, 6, 14, 16)), rand((2, 2, 3, 3, 16, 16)), rand((2, 1, 1, 16))
+    X, W, B = ph(x, "X"), ph(w, "W"), ph(b, "b")
+    out = ops.relu(ops.add(ops.conv2d_nchwc(X, W, padding=1), B))
+    s = ops.default_schedule(out)
+    conv = next(st for st in s.stages if st.op.tag == "conv2d_nchwc")
+    assert conv.attach_stage is not None and conv.attach_stage.op is out.op
+    xn = x.transpose(0, 1, 4, 2, 3).reshape(1, 32, 6, 14)
+    wn = w.transpose(0, 5, 1, 4, 2, 3).reshape(32, 32, 3, 3)
+    ref = conv_ref(xn, wn, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    ref = ref.reshape(1, 2, 16, 6, 14).transpose(0, 1, 3, 4, 2)
+    check(out, [X, W, B], [x, w, b], np.maximum(ref + b, 0), **TOL)
+
+
+@pytest.mark.parametrize("m,k,n", [(30, 20, 37), (12, 64, 128)])
+def test_fused_matmul_add_gelu(m, k, n):
+    a, b, c = rand((m, k)), rand((k, n)), rand((n,))
+    A, B, C = ph(a, "A"), ph(b, "B"), ph(c, "c")
+    out = ops.gelu(ops.add(ops.matmul(A, B), C))
+    s = ops.default_schedule(out)
+    mm = next(st for st in s.stages if st.op.tag == "matmul")
+    assert mm.attach_type == "scope" and mm.attach_stage.op is out.op
+    from scipy.special import erf
+
+    r = a.astype("float64") @ b + c
+    check(out, [A, B, C], [a, b, c], (0.5 * r * (1 + erf(r / np.sqrt(2)))).astype("float32"),
+          **TOL)
+
+
+def test_default_schedule_lowering_has_vector_and_parallel_code():
+    A = tl.placeholder((48, 64), name="A")
+    B = tl.placeholder((64, 64), name="B")
+    out = ops.relu(ops.matmul(A, B))
+    text = str(tl.lower(ops.default_schedule(out), [A, B, out]))
+    assert "parallel for" in text and "ramp(" in text
+
+
+@pytest.mark.parametrize("call,words", [
+    (lambda X, W: ops.conv2d_nchw(X, W, stride=-1), ("conv2d_nchw", "stride")),
+    (lambda X, W: ops.conv2d_nchw(X, W, groups=3), ("conv2d_nchw", "groups")),
+    (lambda X, W: ops.conv2d_nchw(X, W, padding=(1, 2, 3)), ("conv2d_nchw", "padding")),
+    (lambda X, W: ops.conv2d_nchw(X, W, padding=-1), ("conv2d_nchw", "padding")),
+    (lambda X, W: ops.conv2d_nchw(X, W, dilation=0), ("conv2d_nchw", "dilation")),
+    (lambda X, W: ops.matmul(X, W), ("matmul", "mismatched")),
+    (lambda X, W: ops.max_pool2d(X, 0), ("max_pool2d", "kernel_size")),
+    (lambda X, W: ops.avg_pool2d(X, 2, count_include_pad=1), ("avg_pool2d", "count_include_pad")),
+    (lambda X, W: ops.softmax(X, axis=4), ("softmax", "axis")),
+    (lambda X, W: ops.lrn(X, 0), ("lrn", "size")),
+    (lambda X, W: ops.dense(tl.placeholder((2, 3)), tl.placeholder((4, 5))), ("dense", "in_f")),
+])
+def test_bad_attributes_raise_value_error(call, words):
+    X = tl.placeholder((1, 4, 8, 8), name="X")
+    W = tl.placeholder((6, 4, 3, 3), name="W")
+    with pytest.raises(ValueError) as e:
+        call(X, W)
+    for wd in words:
+        assert wd in str(e.value)
