@@ -1,0 +1,33 @@
+"""The graph layer: a typed dataflow IR of whole models, imported from ONNX or written with
+``Builder``, compiled by ``build`` into a ``runtime.GraphModule``.
+
+    from tensorlang import graph
+    g = graph.from_onnx("model.onnx")
+    gm = graph.build(g, target="llvm")
+    out = gm.run(x=x)
+"""
+
+from .build import BuildError, BuildReport, build, workload_key
+from .builder import Builder
+from .frontends.onnx import OnnxImportError, UnsupportedOperatorError, from_onnx
+from .ir import Graph, GraphError, Node, Value, topo_sort
+from .op_registry import OPS
+from .tasks import extract_tasks
+
+__all__ = [
+    "OPS",
+    "BuildError",
+    "BuildReport",
+    "Builder",
+    "Graph",
+    "GraphError",
+    "Node",
+    "OnnxImportError",
+    "UnsupportedOperatorError",
+    "Value",
+    "build",
+    "extract_tasks",
+    "from_onnx",
+    "topo_sort",
+    "workload_key",
+]

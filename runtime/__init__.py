@@ -6,17 +6,21 @@ fallbacks), and from tensorlang only its dependency-free ``errors`` and ``versio
 that deployed code runs without the compiler.
 """
 
+from .graph_module import GraphModule, InputError, load
 from .module import ArtifactError, KernelError, LoadError, Module, load_module
 from .threadpool import get_num_threads, set_num_threads
 from .timer import TimingResult
 
 __all__ = [
     "ArtifactError",
+    "GraphModule",
+    "InputError",
     "KernelError",
     "LoadError",
     "Module",
     "TimingResult",
     "get_num_threads",
+    "load",
     "load_module",
     "set_num_threads",
 ]

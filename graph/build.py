@@ -1,0 +1,350 @@
+"""``graph.build``: graph -> passes -> kernels -> execution plan -> memory plan -> driver ->
+``runtime.GraphModule``.
+
+1. passes (:mod:`.passes`): type inference, constant folding, dead-code elimination;
+2. kernel selection: one kernel per distinct workload (op, attributes, input and output types);
+   each lowered with :mod:`.lowering` and the first default schedule that builds (or the tuned
+   one, see ``tuning_log``); kernels are cached in-process by workload and on disk by the
+   compiler's object cache, so a rebuild of the same model is fast ("warm cache");
+3. the execution plan: steps in topological order; reshape-like ops are aliases (no kernel);
+4. memory planning (:mod:`.passes.plan_memory`): one arena, liveness-based reuse;
+5. the driver: generated LLVM IR that calls every step's kernel through a function-pointer table,
+   compiled once per plan shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tensorlang.errors import TensorlangError
+
+from . import op_registry as R
+from .ir import Graph, GraphError
+from .passes import run_passes
+from .passes.plan_memory import plan_memory
+
+
+class BuildError(TensorlangError):
+    """A node could not be compiled with any schedule."""
+
+
+@dataclass
+class KernelInfo:
+    name: str
+    op: str
+    workload: str
+    schedule: str
+    tuned: bool
+    build_s: float
+    cache_hit: bool
+
+
+@dataclass
+class BuildReport:
+    passes: list = field(default_factory=list)
+    kernels: list[KernelInfo] = field(default_factory=list)
+    untuned: list[str] = field(default_factory=list)
+    memory: Any = None
+    driver_s: float = 0.0
+    total_s: float = 0.0
+
+    def __str__(self) -> str:
+        lines = ["passes:"]
+        lines += [f"  {n:24s} {t * 1e3:8.2f} ms  {c} nodes" for n, t, c in self.passes]
+        hits = sum(k.cache_hit for k in self.kernels)
+        lines.append(f"kernels: {len(self.kernels)} distinct ({hits} from the in-process cache)")
+        for k in self.kernels:
+            lines.append(f"  {k.name:32s} {k.schedule:20s} {'tuned' if k.tuned else 'default'}"
+                         f" {k.build_s * 1e3:8.1f} ms")
+        if self.memory is not None:
+            lines.append(f"memory: {self.memory.describe()}")
+        lines.append(f"driver: {self.driver_s * 1e3:.1f} ms; total {self.total_s:.2f} s")
+        return "\n".join(lines)
+
+
+# workload key -> runtime Module; kernels are pure functions of their workload, so a process
+# compiling several models (or the same one twice) shares them.
+_KERNEL_CACHE: dict[str, Any] = {}
+
+
+def workload_key(op: str, attrs: dict, in_types, out_types) -> str:
+    text = json.dumps([op, attrs, [[list(s), t] for s, t in in_types],
+                       [[list(s), t] for s, t in out_types]], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _tuned_schedule(tuning, op, key, args_outs):
+    """The tuned schedule for a workload from the tuning context, or None.
+
+    The autotune package was written concurrently with this layer; its records are matched
+    here by the graph workload key (``graph.extract_tasks`` creates tasks with that key). When
+    the context has no ``query`` for graph workloads this returns None and the kernel is
+    reported as untuned."""
+    if tuning is None:
+        return None
+    query = getattr(tuning, "query_graph_workload", None)
+    if query is None:
+        return None
+    return query(op, key, args_outs)
+
+
+def _build_kernel(op: str, attrs: dict, in_types, out_types, target, tuning) -> tuple:
+    import tensorlang as tl
+
+    from .lowering import lower_node, schedule_candidates
+
+    key = workload_key(op, attrs, in_types, out_types)
+    hit = _KERNEL_CACHE.get(key)
+    if hit is not None:
+        return hit, key, True
+    name = f"{op}_{key[:12]}"
+    errors = []
+    t0 = time.perf_counter()
+    ins, outs = lower_node(op, attrs, in_types, out_types)
+    tuned = _tuned_schedule(tuning, op, key, (ins, outs))
+    n_default = len(schedule_candidates(op, outs))
+    attempts = ([("tuned", None)] if tuned is not None else []) + \
+        [(None, i) for i in range(n_default)]
+    for sched_name, index in attempts:
+        try:
+            if index is None:
+                s = tuned
+            else:
+                if errors or tuned is not None:
+                    # a refused schedule may have left stages attached: declare them afresh
+                    ins, outs = lower_node(op, attrs, in_types, out_types)
+                sched_name, make = schedule_candidates(op, outs)[index]
+                s = make()
+            mod = tl.build(s, [*ins, *outs], target=target, name=name)
+        except Exception as e:  # noqa: BLE001 - a refused schedule: try the next, simpler one
+            errors.append(f"{sched_name}: {type(e).__name__}: {e}")
+            continue
+        mod._graph_schedule = sched_name  # for the build report
+        mod._graph_build_s = time.perf_counter() - t0
+        _KERNEL_CACHE[key] = mod
+        return mod, key, False
+    raise BuildError(f"cannot compile {op} ({attrs}) for inputs "
+                     f"{[f'{t}{list(s)}' for s, t in in_types]}:\n  " + "\n  ".join(errors))
+
+
+def _driver_ir(steps: list[tuple[int, int]]) -> str:
+    """LLVM IR of ``i32 @tl_graph_run(ptr fns, ptr args, ptr status)``: for each step
+    (kernel index, argument count), load the kernel's address and its argument addresses from
+    the tables and call it; stop at the first nonzero code, recording (step, code)."""
+    header = "define i32 @tl_graph_run(ptr noalias %fns, ptr noalias %args, ptr noalias %status) {"
+    lines = [header, "entry:"]
+    arg = 0
+    for i, (kidx, nargs) in enumerate(steps):
+        lines.append(f"  %fp{i} = getelementptr i64, ptr %fns, i64 {kidx}")
+        lines.append(f"  %fi{i} = load i64, ptr %fp{i}")
+        lines.append(f"  %f{i} = inttoptr i64 %fi{i} to ptr")
+        names = []
+        for j in range(nargs):
+            lines.append(f"  %ap{i}_{j} = getelementptr i64, ptr %args, i64 {arg}")
+            lines.append(f"  %ai{i}_{j} = load i64, ptr %ap{i}_{j}")
+            lines.append(f"  %a{i}_{j} = inttoptr i64 %ai{i}_{j} to ptr")
+            names.append(f"ptr %a{i}_{j}")
+            arg += 1
+        lines.append(f"  %r{i} = call i32 %f{i}({', '.join(names)})")
+        lines.append(f"  %c{i} = icmp ne i32 %r{i}, 0")
+        lines.append(f"  br i1 %c{i}, label %fail{i}, label %ok{i}")
+        lines.append(f"fail{i}:")
+        lines.append("  store i64 " + str(i) + ", ptr %status")
+        lines.append(f"  %rc{i} = sext i32 %r{i} to i64")
+        lines.append(f"  %sp{i} = getelementptr i64, ptr %status, i64 1")
+        lines.append(f"  store i64 %rc{i}, ptr %sp{i}")
+        lines.append(f"  ret i32 {i + 1}")
+        lines.append(f"ok{i}:")
+    lines.append("  ret i32 0")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _build_driver(steps, n_kernels: int, n_args: int, target):
+    from tensorlang.runtime import Module
+
+    from tensorlang.codegen.target import Target, compile_ir
+    from tensorlang.version import __version__
+
+    tgt = Target.from_string(target)
+    ir = _driver_ir(steps)
+    # O1: the driver is straight-line calls; nothing for the O3 pipeline to win
+    obj = compile_ir(ir, tgt, opt_level=1)
+    manifest = {
+        "name": "tl_graph_run",
+        "symbol": "tl_graph_run",
+        "args": [
+            {"name": "fns", "shape": [max(1, n_kernels)], "dtype": "int64"},
+            {"name": "args", "shape": [max(1, n_args)], "dtype": "int64"},
+            {"name": "status", "shape": [2], "dtype": "int64", "written": True},
+        ],
+        "vars": [],
+        "target": tgt.to_dict(),
+        "version": __version__,
+    }
+    return Module.from_object(obj.object_code, manifest, {"ll": ir})
+
+
+def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
+          mode: str = "graph", opt_level: int = 2, memory_reuse: bool = True,
+          report: BuildReport | None = None):
+    """Compile a graph into a :class:`tensorlang.runtime.GraphModule`.
+
+    ``tuning_log``: a tuning log (JSON lines); workloads with a record use the tuned schedule,
+    the others the default one, and the untuned ones are reported once (a warning).
+    ``mode``: "graph" (one native call per run) or "interactive" (kernels called from Python,
+    ``gm.profile()``). ``report``: a :class:`BuildReport` to fill (pass times, kernels,
+    memory plan)."""
+    from tensorlang.runtime.graph_module import MODES, GraphModule
+
+    from tensorlang.codegen.target import Target
+
+    if not isinstance(g, Graph):
+        raise TypeError(f"graph.build expects a graph.Graph, got {type(g).__name__}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    t_start = time.perf_counter()
+    rep = report if report is not None else BuildReport()
+    tgt = Target.from_string(target)
+    g = run_passes(g, opt_level, rep.passes)
+
+    tuning = None
+    if tuning_log is not None:
+        tuning = _open_tuning_log(tuning_log)
+
+    # -- values and storages --------------------------------------------------------------
+    storages: list[dict] = []
+    values: dict[str, dict] = {}
+    storage_of: dict[int, int] = {}
+    constants: dict[str, np.ndarray] = {}
+
+    def new_storage(v, kind: str) -> int:
+        sid = len(storages)
+        st = {"id": sid, "kind": kind, "nbytes": max(1, v.nbytes)}
+        if kind == "const":
+            st["const"] = v.name
+            constants[v.name] = v.data
+        storages.append(st)
+        return sid
+
+    def add_value(v, sid: int) -> None:
+        if v.name in values:
+            raise GraphError(f"two values are named {v.name!r}")
+        storage_of[id(v)] = sid
+        values[v.name] = {"storage": sid, "shape": list(v.shape), "dtype": v.dtype}
+
+    for v in g.inputs:
+        add_value(v, new_storage(v, "arena"))
+    for c in g.constants:
+        add_value(c, new_storage(c, "const"))
+
+    steps: list[dict] = []
+    kernels: dict[str, Any] = {}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for v in g.inputs:
+        first[storage_of[id(v)]] = -1
+    for n in g.nodes:
+        d = R.get_op(n.op)
+        if d.alias:
+            src = n.inputs[0]
+            add_value(n.outputs[0], storage_of[id(src)])
+            continue
+        in_types = [(v.shape, v.dtype) for v in n.inputs]
+        out_types = [(v.shape, v.dtype) for v in n.outputs]
+        mod, key, hit = _build_kernel(n.op, n.attrs, in_types, out_types, tgt, tuning)
+        if mod.name not in kernels:
+            kernels[mod.name] = mod
+            rep.kernels.append(KernelInfo(mod.name, n.op, key, getattr(mod, "_graph_schedule",
+                                                                        "?"),
+                                          getattr(mod, "_graph_schedule", "") == "tuned",
+                                          0.0 if hit else getattr(mod, "_graph_build_s", 0.0),
+                                          hit))
+        for v in n.outputs:
+            add_value(v, new_storage(v, "arena"))
+        idx = len(steps)
+        for v in n.inputs:
+            sid = storage_of[id(v)]
+            last[sid] = max(last.get(sid, idx), idx)
+        for v in n.outputs:
+            sid = storage_of[id(v)]
+            first.setdefault(sid, idx)
+            last[sid] = max(last.get(sid, idx), idx)
+        steps.append({"node": n.name, "op": n.op, "kernel": mod.name,
+                      "args": [v.name for v in n.inputs] + [v.name for v in n.outputs]})
+    end = len(steps)
+    for v in [*g.inputs, *g.outputs]:
+        sid = storage_of[id(v)]
+        if storages[sid]["kind"] == "arena":
+            last[sid] = end  # inputs are written before the run, outputs read after it
+            first.setdefault(sid, -1)
+    if tuning is not None:
+        rep.untuned = [k.name for k in rep.kernels if not k.tuned]
+        if rep.untuned:
+            warnings.warn(f"{len(rep.untuned)} of {len(rep.kernels)} kernels have no record in "
+                          f"{tuning_log} and use default schedules: {', '.join(rep.untuned)}",
+                          stacklevel=2)
+
+    # -- memory plan ----------------------------------------------------------------------
+    arena = [st for st in storages if st["kind"] == "arena"]
+    sizes = {st["id"]: st["nbytes"] for st in arena}
+    lifetimes = {}
+    for st in arena:
+        sid = st["id"]
+        f = first.get(sid, -1)
+        lifetimes[sid] = (f, last.get(sid, f))
+    mem = plan_memory(sizes, lifetimes, reuse=memory_reuse)
+    for st in arena:
+        st["offset"] = mem.offsets[st["id"]]
+    rep.memory = mem
+
+    # -- driver ---------------------------------------------------------------------------
+    kernel_names = sorted(kernels)
+    kidx = {n: i for i, n in enumerate(kernel_names)}
+    t0 = time.perf_counter()
+    driver = _build_driver([(kidx[s["kernel"]], len(s["args"])) for s in steps],
+                           len(kernel_names), sum(len(s["args"]) for s in steps), tgt)
+    rep.driver_s = time.perf_counter() - t0
+
+    plan = {
+        "format": 1,
+        "name": g.name,
+        "target": tgt.to_dict(),
+        "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype} for v in g.inputs],
+        "outputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype}
+                    for v in g.outputs],
+        "values": values,
+        "storages": storages,
+        "arena_bytes": max(mem.arena_bytes, 64),
+        "steps": steps,
+        "kernels": {k.name: {"op": k.op, "workload": k.workload, "schedule": k.schedule,
+                             "tuned": k.tuned} for k in rep.kernels},
+        "memory": {"arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
+                   "lower_bound_bytes": mem.lower_bound},
+    }
+    gm = GraphModule(plan, kernels, driver, constants, mode=mode)
+    rep.total_s = time.perf_counter() - t_start
+    gm.build_report = rep
+    return gm
+
+
+def _open_tuning_log(path: str):
+    """The tuning context for ``path``. Uses ``tensorlang.autotune.apply_history_best`` when the
+    autotune package provides it (its records are keyed by workload); otherwise the log cannot
+    be applied and building stops with an explanation rather than silently ignoring it."""
+    try:
+        from tensorlang import autotune
+    except ImportError as e:  # pragma: no cover
+        raise BuildError(f"tuning_log needs tensorlang.autotune: {e}") from None
+    ahb = getattr(autotune, "apply_history_best", None)
+    if ahb is None:
+        raise BuildError("tuning_log was given but this tensorlang.autotune has no "
+                         "apply_history_best; build without a log")
+    return ahb(path)

@@ -1,0 +1,730 @@
+"""ONNX import: ``graph.from_onnx(path_or_model, shapes=None)``.
+
+Supported: the default domain at opsets 6 to 21 (9 to 21 is what is tested against onnxruntime;
+opsets 6-8 come with the onnx package's own pytorch test models, their legacy attributes are
+handled). Initializers become constants (also when they are listed as graph inputs: then they are
+weights, not inputs). Every node whose inputs are all constants is folded with numpy as it is
+imported, and ``Shape``/``Size`` of statically shaped values are constants, so the Shape ->
+Gather -> Concat -> Reshape chains of exported models vanish. Before anything is built, every
+unsupported operator is listed in one :class:`UnsupportedOperatorError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..builder import Builder
+from ..ir import Graph, GraphError, Value
+
+MIN_OPSET, MAX_OPSET = 6, 21
+
+
+class OnnxImportError(GraphError):
+    """The model cannot be imported: malformed file, dynamic shapes, unsupported attributes."""
+
+
+class UnsupportedOperatorError(OnnxImportError):
+    """The model uses operators this importer does not support; ``.unsupported`` lists
+    (op_type, node name, opset) for each node."""
+
+    def __init__(self, unsupported: list[tuple[str, str, int]]) -> None:
+        self.unsupported = unsupported
+        kinds = sorted({u[0] for u in unsupported})
+        head = (f"{len(unsupported)} node(s) use operators tensorlang does not support "
+                f"({', '.join(kinds)}):")
+        lines = [head]
+        lines += [f"  {op} (node {name!r}, opset {opset})" for op, name, opset in unsupported]
+        super().__init__("\n".join(lines))
+
+
+def _np_dtype(elem_type: int) -> np.dtype:
+    from onnx import helper
+
+    return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+
+
+class _Ctx:
+    def __init__(self, b: Builder, opset: int) -> None:
+        self.b = b
+        self.opset = opset
+        self.node_name = ""
+
+    def const_array(self, v: Value | None, what: str) -> np.ndarray | None:
+        if v is None:
+            return None
+        if not v.is_constant:
+            raise OnnxImportError(
+                f"node {self.node_name!r}: {what} must be known at compile time (a constant or "
+                f"computable from static shapes); {v.name!r} is computed at run time"
+            )
+        return v.data
+
+    def op(self, op: str, inputs, **attrs) -> Value:
+        return self.b.op(op, inputs, name=self.node_name, **attrs)
+
+
+Converter = Callable[[_Ctx, list, dict], list]
+CONVERTERS: dict[str, Converter] = {}
+
+
+def _conv(*names: str):
+    def deco(fn: Converter) -> Converter:
+        for n in names:
+            CONVERTERS[n] = fn
+        return fn
+
+    return deco
+
+
+# ---------------------------------------------------------------------------- elementwise
+
+_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log",
+          "Sqrt": "sqrt", "Neg": "negative", "Abs": "abs", "Floor": "floor", "Ceil": "ceil",
+          "Reciprocal": "reciprocal", "Erf": "erf", "Softplus": "softplus",
+          "Softsign": "softsign", "HardSwish": "hard_swish", "Not": "logical_not"}
+
+
+def _make_unary(op: str) -> Converter:
+    return lambda c, ins, a: [c.op(op, ins[:1])]
+
+
+for _k, _v in _UNARY.items():
+    CONVERTERS[_k] = _make_unary(_v)
+
+
+@_conv("LeakyRelu")
+def _leaky(c, ins, a):
+    return [c.op("leaky_relu", ins[:1], alpha=float(a.get("alpha", 0.01)))]
+
+
+@_conv("Elu")
+def _elu(c, ins, a):
+    return [c.op("elu", ins[:1], alpha=float(a.get("alpha", 1.0)))]
+
+
+@_conv("Selu")
+def _selu(c, ins, a):
+    return [c.op("selu", ins[:1], alpha=float(a.get("alpha", 1.67326319217681884765625)),
+                 gamma=float(a.get("gamma", 1.05070102214813232421875)))]
+
+
+@_conv("HardSigmoid")
+def _hsig(c, ins, a):
+    return [c.op("hard_sigmoid", ins[:1], alpha=float(a.get("alpha", 0.2)),
+                 beta=float(a.get("beta", 0.5)))]
+
+
+@_conv("Gelu")
+def _gelu(c, ins, a):
+    return [c.op("gelu", ins[:1], approximate=a.get("approximate", "none"))]
+
+
+@_conv("Clip")
+def _clip(c, ins, a):
+    if c.opset < 11:
+        lo, hi = a.get("min"), a.get("max")
+    else:
+        lo = c.const_array(ins[1], "Clip min") if len(ins) > 1 and ins[1] is not None else None
+        hi = c.const_array(ins[2], "Clip max") if len(ins) > 2 and ins[2] is not None else None
+        lo = None if lo is None else float(lo)
+        hi = None if hi is None else float(hi)
+    return [c.op("clip", ins[:1], min=lo, max=hi)]
+
+
+@_conv("Cast")
+def _cast(c, ins, a):
+    return [c.op("cast", ins[:1], dtype=_np_dtype(a["to"]).name)]
+
+
+@_conv("Identity", "Dropout")
+def _identity(c, ins, a):
+    # Dropout in inference is the identity; its optional mask output is not supported
+    return [ins[0]]
+
+
+_BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
+           "PRelu": "prelu", "Equal": "equal", "Less": "less", "Greater": "greater",
+           "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal", "And": "logical_and",
+           "Or": "logical_or", "Xor": "logical_xor"}
+
+
+def _legacy_broadcast(c, x: Value, y: Value, a: dict) -> Value:
+    """Opsets < 7: with broadcast=1 and axis=k, y's dims align with x's dims starting at k."""
+    if c.opset < 7 and a.get("broadcast") and "axis" in a:
+        axis = a["axis"] % len(x.shape)
+        trailing = len(x.shape) - axis - len(y.shape)
+        if trailing > 0:
+            return c.op("reshape", [y], shape=list(y.shape) + [1] * trailing)
+    return y
+
+
+def _make_binary(op: str) -> Converter:
+    def conv(c, ins, a):
+        x, y = ins[0], _legacy_broadcast(c, ins[0], ins[1], a)
+        if op == "prelu" and len(y.shape) == 1 and len(x.shape) > 2 and y.shape[0] == x.shape[1]:
+            # PRelu's slope per channel (a legal unidirectional broadcast in old exporters)
+            y = c.op("reshape", [y], shape=[y.shape[0]] + [1] * (len(x.shape) - 2))
+        if op == "power" and y.dtype != x.dtype:
+            y = c.op("cast", [y], dtype=x.dtype)
+        return [c.op(op, [x, y])]
+
+    return conv
+
+
+for _k, _v in _BINARY.items():
+    CONVERTERS[_k] = _make_binary(_v)
+
+
+@_conv("Sum", "Mean", "Max", "Min")
+def _nary(c, ins, a):
+    return [c.op({"Sum": "sum_n", "Mean": "mean_n", "Max": "max_n", "Min": "min_n"}[c.op_type],
+                 [v for v in ins if v is not None])]
+
+
+@_conv("Where")
+def _where(c, ins, a):
+    return [c.op("where", ins)]
+
+
+# ---------------------------------------------------------------------------- conv / gemm
+
+
+def _auto_pads(a: dict, in_spatial, kernel, strides, dilations) -> list[int]:
+    nsp = len(kernel)
+    mode = a.get("auto_pad", "NOTSET")
+    if mode in ("NOTSET", ""):
+        p = a.get("pads", [0] * 2 * nsp)
+        return list(p)
+    if mode == "VALID":
+        return [0] * 2 * nsp
+    lo, hi = [], []
+    for d in range(nsp):
+        out = -(-in_spatial[d] // strides[d])
+        total = max(0, (out - 1) * strides[d] + dilations[d] * (kernel[d] - 1) + 1 -
+                    in_spatial[d])
+        small, big = total // 2, total - total // 2
+        if mode == "SAME_UPPER":
+            lo.append(small)
+            hi.append(big)
+        else:
+            lo.append(big)
+            hi.append(small)
+    return lo + hi
+
+
+@_conv("Conv")
+def _conv_op(c, ins, a):
+    x, w = ins[0], ins[1]
+    nsp = len(x.shape) - 2
+    kernel = list(a.get("kernel_shape", w.shape[2:]))
+    strides = list(a.get("strides", [1] * nsp))
+    dil = list(a.get("dilations", [1] * nsp))
+    pads = _auto_pads(a, x.shape[2:], kernel, strides, dil)
+    inputs = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
+    return [c.op("conv", inputs, strides=strides, dilations=dil, pads=pads,
+                 groups=int(a.get("group", 1)))]
+
+
+@_conv("Gemm")
+def _gemm(c, ins, a):
+    A, B = ins[0], ins[1]
+    C = ins[2] if len(ins) > 2 else None
+    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+    if a.get("transA", 0):
+        A = c.op("transpose", [A], perm=[1, 0])
+    if B.is_constant:
+        wb = B.data.T if a.get("transB", 0) else B.data
+        if alpha != 1.0:
+            wb = wb * np.asarray(alpha, dtype=wb.dtype)
+        W = c.b.const(np.ascontiguousarray(wb), name=f"{B.name}_kn")
+    else:
+        W = c.op("transpose", [B], perm=[1, 0]) if a.get("transB", 0) else B
+        if alpha != 1.0:
+            W = c.op("multiply", [W, c.b.const(np.asarray(alpha, dtype=B.dtype))])
+    if C is not None and beta != 0.0:
+        if beta != 1.0:
+            C = c.op("multiply", [C, c.b.const(np.asarray(beta, dtype=C.dtype))])
+        return [c.op("dense", [A, W, C])]
+    return [c.op("dense", [A, W])]
+
+
+@_conv("MatMul")
+def _matmul(c, ins, a):
+    A, B = ins
+    if B.is_constant and len(B.shape) == 2 and len(A.shape) >= 2:
+        # a (batched) activation times a weight matrix: one dense over the flattened rows
+        lead = A.shape[:-1]
+        rows = int(np.prod(lead))
+        A2 = c.op("reshape", [A], shape=[rows, A.shape[-1]]) if len(A.shape) != 2 else A
+        y = c.op("dense", [A2, B])
+        return [c.op("reshape", [y], shape=list(lead) + [B.shape[1]])
+                if len(A.shape) != 2 else y]
+    return [c.op("matmul", [A, B])]
+
+
+# ---------------------------------------------------------------------------- pooling / norm
+
+
+def _pool(op: str):
+    def conv(c, ins, a):
+        x = ins[0]
+        nsp = len(x.shape) - 2
+        kernel = list(a["kernel_shape"])
+        strides = list(a.get("strides", [1] * nsp))
+        dil = list(a.get("dilations", [1] * nsp))
+        pads = _auto_pads(a, x.shape[2:], kernel, strides, dil)
+        extra = {"count_include_pad": int(a.get("count_include_pad", 0))} \
+            if op == "avg_pool" else {}
+        return [c.op(op, [x], kernel=kernel, strides=strides, dilations=dil, pads=pads,
+                     ceil_mode=int(a.get("ceil_mode", 0)), **extra)]
+
+    return conv
+
+
+CONVERTERS["MaxPool"] = _pool("max_pool")
+CONVERTERS["AveragePool"] = _pool("avg_pool")
+
+
+@_conv("GlobalAveragePool", "GlobalMaxPool")
+def _gpool(c, ins, a):
+    return [c.op("global_avg_pool" if c.op_type == "GlobalAveragePool" else "global_max_pool",
+                 ins[:1])]
+
+
+@_conv("BatchNormalization")
+def _bn(c, ins, a):
+    if a.get("training_mode", 0):
+        raise OnnxImportError(f"node {c.node_name!r}: BatchNormalization in training mode is "
+                              "not supported (export the model in eval mode)")
+    return [c.op("batch_norm", ins[:5], epsilon=float(a.get("epsilon", 1e-5)))]
+
+
+@_conv("InstanceNormalization")
+def _in(c, ins, a):
+    return [c.op("instance_norm", ins[:3], epsilon=float(a.get("epsilon", 1e-5)))]
+
+
+@_conv("LayerNormalization")
+def _ln(c, ins, a):
+    inputs = [v for v in ins[:3] if v is not None]
+    return [c.op("layer_norm", inputs, axis=int(a.get("axis", -1)),
+                 epsilon=float(a.get("epsilon", 1e-5)))]
+
+
+@_conv("LRN")
+def _lrn(c, ins, a):
+    return [c.op("lrn", ins[:1], size=int(a["size"]), alpha=float(a.get("alpha", 1e-4)),
+                 beta=float(a.get("beta", 0.75)), bias=float(a.get("bias", 1.0)))]
+
+
+@_conv("Softmax", "LogSoftmax")
+def _softmax(c, ins, a):
+    x = ins[0]
+    nd = len(x.shape)
+    if c.opset < 13:
+        # before opset 13 the input is coerced to 2D at `axis`: normalize over all later axes
+        axis = a.get("axis", 1) % nd
+        axes = list(range(axis, nd))
+    else:
+        axes = [a.get("axis", -1) % nd]
+    return [c.op("softmax", [x], axes=axes, log=int(c.op_type == "LogSoftmax"))]
+
+
+# ---------------------------------------------------------------------------- reductions
+
+
+@_conv("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd")
+def _reduce(c, ins, a):
+    x = ins[0]
+    axes_from_input = (c.op_type == "ReduceSum" and c.opset >= 13) or c.opset >= 18
+    if axes_from_input:
+        arr = c.const_array(ins[1], "axes") if len(ins) > 1 and ins[1] is not None else None
+        axes = None if arr is None or arr.size == 0 else [int(v) for v in arr.reshape(-1)]
+    else:
+        axes = a.get("axes")
+    if axes is None:
+        if a.get("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(len(x.shape)))
+    op = {"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean", "ReduceMax": "reduce_max",
+          "ReduceMin": "reduce_min", "ReduceProd": "reduce_prod"}[c.op_type]
+    return [c.op(op, [x], axes=list(axes), keepdims=int(a.get("keepdims", 1)))]
+
+
+@_conv("ArgMax", "ArgMin")
+def _arg(c, ins, a):
+    return [c.op("argmax" if c.op_type == "ArgMax" else "argmin", ins[:1],
+                 axis=int(a.get("axis", 0)), keepdims=int(a.get("keepdims", 1)),
+                 select_last_index=int(a.get("select_last_index", 0)))]
+
+
+# ---------------------------------------------------------------------------- shapes
+
+
+@_conv("Reshape")
+def _reshape(c, ins, a):
+    x = ins[0]
+    shape = [int(v) for v in c.const_array(ins[1], "the target shape of Reshape")]
+    allowzero = a.get("allowzero", 0)
+    out = []
+    for i, s in enumerate(shape):
+        out.append(x.shape[i] if s == 0 and not allowzero else s)
+    if -1 in out:
+        known = int(np.prod([s for s in out if s != -1]))
+        out[out.index(-1)] = x.size // max(known, 1)
+    return [c.op("reshape", [x], shape=out)]
+
+
+@_conv("Flatten")
+def _flatten(c, ins, a):
+    x = ins[0]
+    axis = a.get("axis", 1) % (len(x.shape) + 1) if x.shape else 0
+    lead = int(np.prod(x.shape[:axis])) if axis else 1
+    return [c.op("reshape", [x], shape=[lead, x.size // max(lead, 1)])]
+
+
+def _axes(c, ins, a, what: str):
+    if c.opset >= 13:
+        arr = c.const_array(ins[1], f"{what} axes") if len(ins) > 1 and ins[1] is not None \
+            else None
+        return None if arr is None else [int(v) for v in arr.reshape(-1)]
+    return a.get("axes")
+
+
+@_conv("Squeeze")
+def _squeeze(c, ins, a):
+    x = ins[0]
+    axes = _axes(c, ins, a, "Squeeze")
+    nd = len(x.shape)
+    axes = [i for i, s in enumerate(x.shape) if s == 1] if axes is None else \
+        [ax % nd for ax in axes]
+    return [c.op("reshape", [x], shape=[s for i, s in enumerate(x.shape) if i not in axes])]
+
+
+@_conv("Unsqueeze")
+def _unsqueeze(c, ins, a):
+    x = ins[0]
+    axes = _axes(c, ins, a, "Unsqueeze")
+    nd = len(x.shape) + len(axes)
+    axes = sorted(ax % nd for ax in axes)
+    shape = list(x.shape)
+    for ax in axes:
+        shape.insert(ax, 1)
+    return [c.op("reshape", [x], shape=shape)]
+
+
+@_conv("Transpose")
+def _transpose(c, ins, a):
+    x = ins[0]
+    perm = a.get("perm", list(range(len(x.shape)))[::-1])
+    return [c.op("transpose", [x], perm=list(perm))]
+
+
+@_conv("Concat")
+def _concat(c, ins, a):
+    vals = [v for v in ins if v is not None and v.size > 0] or [ins[0]]
+    return [c.op("concat", vals, axis=int(a["axis"]))]
+
+
+@_conv("Split")
+def _split(c, ins, a):
+    x = ins[0]
+    axis = a.get("axis", 0) % len(x.shape)
+    if c.opset >= 13 and len(ins) > 1 and ins[1] is not None:
+        sizes = [int(v) for v in c.const_array(ins[1], "Split sizes")]
+    elif "split" in a:
+        sizes = list(a["split"])
+    else:
+        n = a.get("num_outputs") or c.num_outputs
+        chunk = -(-x.shape[axis] // n)
+        sizes = [min(chunk, x.shape[axis] - i * chunk) for i in range(n)]
+    outs, start = [], 0
+    for s in sizes:
+        outs.append(c.op("slice", [x], starts=[start], ends=[start + s], axes=[axis], steps=[1]))
+        start += s
+    return outs
+
+
+@_conv("Slice")
+def _slice(c, ins, a):
+    x = ins[0]
+    if c.opset < 10:
+        starts, ends = a["starts"], a["ends"]
+        axes = a.get("axes", list(range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        def arr(i, what):
+            if len(ins) > i and ins[i] is not None:
+                return [int(v) for v in c.const_array(ins[i], f"Slice {what}")]
+            return None
+
+        starts, ends = arr(1, "starts"), arr(2, "ends")
+        axes = arr(3, "axes") or list(range(len(starts)))
+        steps = arr(4, "steps") or [1] * len(starts)
+    big = 2**62  # INT64_MAX-like sentinels: clamp without overflowing the arithmetic
+    starts = [max(min(s, big), -big) for s in starts]
+    ends = [max(min(e, big), -big) for e in ends]
+    return [c.op("slice", [x], starts=starts, ends=ends, axes=list(axes), steps=steps)]
+
+
+@_conv("Pad")
+def _pad(c, ins, a):
+    x = ins[0]
+    mode = a.get("mode", "constant")
+    if isinstance(mode, bytes):
+        mode = mode.decode()
+    if c.opset < 11:
+        pads = list(a.get("pads", a.get("paddings", [])))
+        value = float(a.get("value", 0.0))
+    else:
+        pads = [int(v) for v in c.const_array(ins[1], "Pad pads")]
+        value = 0.0
+        if len(ins) > 2 and ins[2] is not None and ins[2].size:
+            value = float(c.const_array(ins[2], "Pad constant_value").reshape(-1)[0])
+        if len(ins) > 3 and ins[3] is not None:
+            axes = [int(v) % len(x.shape) for v in c.const_array(ins[3], "Pad axes")]
+            full = [0] * (2 * len(x.shape))
+            for i, ax in enumerate(axes):
+                full[ax] = pads[i]
+                full[len(x.shape) + ax] = pads[len(axes) + i]
+            pads = full
+    if mode not in ("constant", "reflect", "edge"):
+        raise OnnxImportError(f"node {c.node_name!r}: Pad mode {mode!r} is not supported")
+    return [c.op("pad", [x], pads=pads, mode=mode, value=value)]
+
+
+@_conv("Gather")
+def _gather(c, ins, a):
+    return [c.op("gather", ins[:2], axis=int(a.get("axis", 0)))]
+
+
+@_conv("Expand")
+def _expand(c, ins, a):
+    shape = [int(v) for v in c.const_array(ins[1], "the shape of Expand")]
+    return [c.op("expand", ins[:1], shape=shape)]
+
+
+@_conv("Tile")
+def _tile(c, ins, a):
+    reps = [int(v) for v in c.const_array(ins[1], "the repeats of Tile")]
+    return [c.op("tile", ins[:1], repeats=reps)]
+
+
+@_conv("DepthToSpace")
+def _d2s(c, ins, a):
+    mode = a.get("mode", "DCR")
+    return [c.op("depth_to_space", ins[:1], blocksize=int(a["blocksize"]),
+                 mode=mode.decode() if isinstance(mode, bytes) else mode)]
+
+
+@_conv("Shape")
+def _shape(c, ins, a):
+    shape = np.array(ins[0].shape, dtype=np.int64)
+    start, end = a.get("start", 0), a.get("end", None)
+    return [c.b.const(shape[start:end], name="shape")]
+
+
+@_conv("Size")
+def _size(c, ins, a):
+    return [c.b.const(np.array(ins[0].size, dtype=np.int64), name="size")]
+
+
+@_conv("Constant")
+def _constant(c, ins, a):
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if key in a:
+            v = a[key]
+            if key == "value":
+                from onnx import numpy_helper
+
+                arr = numpy_helper.to_array(v)
+            elif key.startswith("value_float"):
+                arr = np.array(v, dtype=np.float32)
+            else:
+                arr = np.array(v, dtype=np.int64)
+            return [c.b.const(np.array(arr), name="const")]
+    raise OnnxImportError(f"node {c.node_name!r}: Constant with attributes {sorted(a)} is not "
+                          "supported")
+
+
+@_conv("ConstantOfShape")
+def _const_of_shape(c, ins, a):
+    from onnx import numpy_helper
+
+    shape = [int(v) for v in c.const_array(ins[0], "the shape of ConstantOfShape")]
+    value = numpy_helper.to_array(a["value"]).reshape(-1) if "value" in a else \
+        np.zeros(1, np.float32)
+    return [c.b.const(np.full(shape, value[0], dtype=value.dtype), name="const")]
+
+
+@_conv("Range")
+def _range(c, ins, a):
+    s, l, d = (c.const_array(v, "Range bounds") for v in ins[:3])
+    return [c.b.const(np.arange(s.item(), l.item(), d.item()).astype(s.dtype), name="range")]
+
+
+# ---------------------------------------------------------------------------- driver
+
+
+def _attrs(node) -> dict[str, Any]:
+    from onnx import helper
+
+    out = {}
+    for at in node.attribute:
+        v = helper.get_attribute_value(at)
+        if isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [x.decode("utf-8", "replace") for x in v]
+        out[at.name] = v
+    return out
+
+
+def _load(model) -> Any:
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no ONNX model at {path!r}")
+        try:
+            m = onnx.load(path)
+        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends: corrupt
+            raise OnnxImportError(f"{path} is not a valid ONNX model: {type(e).__name__}: "
+                                  f"{e}") from None
+        if not m.graph.node and not m.graph.output:
+            raise OnnxImportError(f"{path} is not a valid ONNX model (no graph)")
+        return m
+    if isinstance(model, (bytes, bytearray)):
+        try:
+            return onnx.load_from_string(bytes(model))
+        except Exception as e:  # noqa: BLE001 - protobuf decode errors have no common base
+            raise OnnxImportError(f"not a valid ONNX model: {type(e).__name__}: {e}") from None
+    raise TypeError(f"from_onnx expects a path, bytes or onnx.ModelProto, got "
+                    f"{type(model).__name__}")
+
+
+def _sanitize(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.:\-]", "_", name) or "v"
+
+
+def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = None) -> Graph:
+    """Import an ONNX model (path, bytes or ``onnx.ModelProto``) as a graph.
+
+    ``shapes``: input name -> shape, for inputs with symbolic dimensions (e.g. a batch axis).
+    Raises :class:`UnsupportedOperatorError` listing every unsupported node, or
+    :class:`OnnxImportError` for malformed models and dynamic shapes."""
+    m = _load(model)
+    opset = None
+    for imp in m.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            opset = imp.version
+    if opset is None:
+        raise OnnxImportError("the model imports no version of the default ONNX domain")
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise OnnxImportError(f"opset {opset} is not supported (supported: {MIN_OPSET} to "
+                              f"{MAX_OPSET})")
+    gp = m.graph
+    unsupported = []
+    for i, n in enumerate(gp.node):
+        if n.domain not in ("", "ai.onnx") or n.op_type not in CONVERTERS:
+            op = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}::{n.op_type}"
+            unsupported.append((op, n.name or f"#{i}", opset))
+    if unsupported:
+        raise UnsupportedOperatorError(unsupported)
+
+    from onnx import numpy_helper
+
+    b = Builder(name or _sanitize(gp.name or "onnx_model"), fold=True)
+    # reserve every ONNX value name so that generated names never take one
+    reserved = {_sanitize(v) for n in gp.node for v in n.output if v}
+    reserved |= {_sanitize(v.name) for v in gp.input}
+    b._names |= reserved
+    env: dict[str, Value] = {}
+    for init in gp.initializer:
+        env[init.name] = Value(_sanitize(init.name) + "_w" if _sanitize(init.name) in reserved
+                               else _sanitize(init.name), tuple(init.dims),
+                               numpy_helper.to_array(init).dtype,
+                               data=numpy_helper.to_array(init))
+        b._names.add(env[init.name].name)
+    shapes = dict(shapes or {})
+    for inp in gp.input:
+        if inp.name in env:
+            continue  # an initializer listed as input: a weight
+        tt = inp.type.tensor_type
+        if not tt.HasField("elem_type"):
+            raise OnnxImportError(f"input {inp.name!r} is not a tensor")
+        if inp.name in shapes:
+            shape = tuple(int(s) for s in shapes.pop(inp.name))
+        else:
+            shape = []
+            for d in tt.shape.dim:
+                if d.HasField("dim_value") and d.dim_value > 0:
+                    shape.append(d.dim_value)
+                else:
+                    raise OnnxImportError(
+                        f"input {inp.name!r} has a symbolic dimension "
+                        f"{d.dim_param or '?'!r}; give its shape, e.g. "
+                        f"from_onnx(model, shapes={{{inp.name!r}: (1, ...)}})")
+        b._names.discard(_sanitize(inp.name))
+        env[inp.name] = b.input(_sanitize(inp.name), shape, _np_dtype(tt.elem_type))
+    if shapes:
+        raise OnnxImportError(f"shapes given for unknown inputs {sorted(shapes)}")
+
+    ctx = _Ctx(b, opset)
+    for i, n in enumerate(gp.node):
+        ctx.node_name = _sanitize(n.name or f"{n.op_type}_{i}")
+        ctx.op_type = n.op_type
+        ctx.num_outputs = len(n.output)
+        ins = []
+        for v in n.input:
+            if not v:
+                ins.append(None)
+                continue
+            if v not in env:
+                raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}) reads {v!r}, which "
+                                      "no earlier node, input or initializer defines")
+            ins.append(env[v])
+        try:
+            outs = CONVERTERS[n.op_type](ctx, ins, _attrs(n))
+        except (GraphError, KeyError, IndexError, ValueError, TypeError) as e:
+            if isinstance(e, OnnxImportError):
+                raise
+            raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}, opset {opset}): "
+                                  f"{e}") from None
+        used = [o for o in n.output if o]
+        if len(outs) < len(used):
+            needed = [o for o in n.output[len(outs):] if o]
+            raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}): outputs {needed} are "
+                                  "not supported")
+        for oname, v in zip(n.output, outs):
+            if not oname:
+                continue
+            # computed values take their ONNX names, so that results come back under them
+            if v.producer is not None and v.producer.name == ctx.node_name and \
+                    v.name != _sanitize(oname) and _sanitize(oname) in b._names:
+                b._names.discard(v.name)
+                v.name = _sanitize(oname)
+            env[oname] = v
+    b.fold = False  # the copies below must stay nodes
+    outputs = []
+    taken: set[int] = set()
+    for o in gp.output:
+        if o.name not in env:
+            raise OnnxImportError(f"graph output {o.name!r} is not computed by any node")
+        v = env[o.name]
+        if v.producer is None or id(v) in taken or v.name != _sanitize(o.name):
+            # an output that is an input, a constant, or another output's value gets its own
+            # buffer and name
+            b._names.discard(_sanitize(o.name))
+            v = b.op("copy", [v], name=f"{_sanitize(o.name)}_copy", outputs=[_sanitize(o.name)])
+        taken.add(id(v))
+        outputs.append(v)
+    return b.build(outputs)

@@ -1,0 +1,653 @@
+"""Graph operators: for each op name, its pattern kind, shape/dtype inference, a numpy reference
+(used to fold constant subgraphs at build time) and its lowering to tensor-expression computes.
+
+Why a registry of its own instead of calling ``tensorlang.ops`` directly: the operator library was
+being written at the same time as this layer, so every graph op here lowers through
+:mod:`tensorlang.graph.lowering`, which holds small self-contained computes. Op names follow the
+library's vocabulary (conv2d-like ops are ``conv``, ``dense``/``matmul``, ``max_pool``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .ir import GraphError
+
+# Pattern kinds (TVM's OpPatternKind names); fusion (issue 7) dispatches on them.
+ELEMWISE = "elemwise"
+BROADCAST = "broadcast"
+INJECTIVE = "injective"
+REDUCE = "reduce"
+OUT_ELEMWISE_FUSABLE = "out_elemwise_fusable"
+OPAQUE = "opaque"
+
+Type = tuple[tuple[int, ...], str]  # (shape, dtype)
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    pattern: str
+    num_inputs: tuple[int, int]  # (min, max); max -1: variadic
+    infer: Callable[[Sequence[Type], dict], list[Type]]
+    ref: Callable[[Sequence[np.ndarray], dict], list[np.ndarray]] | None
+    # An alias op produces a view of its input's bytes: no kernel, no copy at run time.
+    alias: bool = False
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def register(name, pattern, num_inputs, infer, ref=None, alias=False) -> None:
+    if isinstance(num_inputs, int):
+        num_inputs = (num_inputs, num_inputs)
+    OPS[name] = OpDef(name, pattern, num_inputs, infer, ref, alias)
+
+
+def get_op(name: str) -> OpDef:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise GraphError(
+            f"unknown graph operator {name!r}; known: {', '.join(sorted(OPS))}"
+        ) from None
+
+
+def infer_types(op: str, in_types: Sequence[Type], attrs: dict, node: str = "?") -> list[Type]:
+    d = get_op(op)
+    lo, hi = d.num_inputs
+    if len(in_types) < lo or (hi >= 0 and len(in_types) > hi):
+        want = f"{lo}" if lo == hi else f"{lo} to {'any' if hi < 0 else hi}"
+        raise GraphError(f"{op} node {node!r} takes {want} inputs, got {len(in_types)}")
+    try:
+        return [(tuple(int(x) for x in s), np.dtype(t).name) for s, t in d.infer(in_types, attrs)]
+    except GraphError as e:
+        raise GraphError(f"{op} node {node!r}: {e}") from None
+    except (ValueError, IndexError, KeyError, TypeError) as e:
+        shapes = ", ".join(f"{t}{list(s)}" for s, t in in_types)
+        raise GraphError(f"{op} node {node!r} with inputs ({shapes}) and attributes {attrs}: "
+                         f"{e}") from None
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _same(types, attrs):
+    return [types[0]]
+
+
+def _bcast_shape(*shapes) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise GraphError(f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast") \
+            from None
+
+
+def _bcast(types, attrs):
+    dtypes = {t for _, t in types}
+    if len(dtypes) != 1:
+        raise GraphError(f"operand dtypes differ: {sorted(dtypes)}")
+    return [(_bcast_shape(*[s for s, _ in types]), types[0][1])]
+
+
+def _compare(types, attrs):
+    return [(_bcast(types, attrs)[0][0], "bool")]
+
+
+def norm_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise GraphError(f"axis {axis} is out of range for rank {ndim}")
+    return axis % max(ndim, 1)
+
+
+# ---------------------------------------------------------------------------- elementwise
+
+
+def _gelu_ref(x, approximate="none"):
+    from math import erf, pi, sqrt
+
+    x64 = x.astype(np.float64)
+    if approximate == "tanh":
+        y = 0.5 * x64 * (1 + np.tanh(sqrt(2 / pi) * (x64 + 0.044715 * x64**3)))
+    else:
+        y = 0.5 * x64 * (1 + np.vectorize(erf)(x64 / sqrt(2)))
+    return y.astype(x.dtype)
+
+
+def _sigmoid(x):
+    return (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
+
+
+UNARY_REFS: dict[str, Callable[[np.ndarray, dict], np.ndarray]] = {
+    "relu": lambda x, a: np.maximum(x, 0).astype(x.dtype),
+    "sigmoid": lambda x, a: _sigmoid(x),
+    "tanh": lambda x, a: np.tanh(x),
+    "exp": lambda x, a: np.exp(x),
+    "log": lambda x, a: np.log(x),
+    "sqrt": lambda x, a: np.sqrt(x),
+    "negative": lambda x, a: -x,
+    "abs": lambda x, a: np.abs(x),
+    "floor": lambda x, a: np.floor(x),
+    "ceil": lambda x, a: np.ceil(x),
+    "reciprocal": lambda x, a: (1 / x).astype(x.dtype),
+    "erf": lambda x, a: np.vectorize(__import__("math").erf)(x.astype(np.float64)).astype(x.dtype),
+    "gelu": lambda x, a: _gelu_ref(x, a.get("approximate", "none")),
+    "leaky_relu": lambda x, a: np.where(x >= 0, x, x * a.get("alpha", 0.01)).astype(x.dtype),
+    "elu": lambda x, a: np.where(x > 0, x, a.get("alpha", 1.0) * (np.exp(x) - 1)).astype(x.dtype),
+    "selu": lambda x, a: (
+        a.get("gamma", 1.0507) * np.where(x > 0, x, a.get("alpha", 1.67326) * (np.exp(x) - 1))
+    ).astype(x.dtype),
+    "hard_sigmoid": lambda x, a: np.clip(a.get("alpha", 0.2) * x + a.get("beta", 0.5), 0, 1)
+    .astype(x.dtype),
+    "hard_swish": lambda x, a: (x * np.clip(x / 6 + 0.5, 0, 1)).astype(x.dtype),
+    "softplus": lambda x, a: np.log1p(np.exp(x)).astype(x.dtype),
+    "softsign": lambda x, a: (x / (1 + np.abs(x))).astype(x.dtype),
+    "clip": lambda x, a: np.clip(x, a.get("min", -np.inf), a.get("max", np.inf)).astype(x.dtype),
+    "logical_not": lambda x, a: np.logical_not(x),
+    "copy": lambda x, a: x.copy(),
+}
+
+def _unary_ref(fn):
+    return lambda xs, a: [fn(xs[0], a)]
+
+
+def _binary_ref(fn):
+    return lambda xs, a: [fn(xs[0], xs[1])]
+
+
+def _reduce_ref(fn):
+    return lambda xs, a: [
+        fn(xs[0], axis=tuple(a["axes"]), keepdims=bool(a.get("keepdims", 1))).astype(xs[0].dtype)
+    ]
+
+
+for _name, _fn in UNARY_REFS.items():
+    register(_name, ELEMWISE, 1, _same, _unary_ref(_fn))
+
+
+def _cast_infer(types, attrs):
+    return [(types[0][0], np.dtype(attrs["dtype"]).name)]
+
+
+register("cast", ELEMWISE, 1, _cast_infer, lambda xs, a: [xs[0].astype(a["dtype"])])
+
+
+def _np_div(a, b):
+    if np.issubdtype(a.dtype, np.integer):
+        # ONNX integer Div truncates toward zero (C semantics), numpy floors.
+        return (np.trunc(a / b)).astype(a.dtype)
+    return (a / b).astype(a.dtype)
+
+
+BINARY_REFS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": lambda a, b: a + b,
+    "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b,
+    "divide": _np_div,
+    "power": lambda a, b: np.power(a, b).astype(a.dtype),
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "prelu": lambda x, s: np.where(x >= 0, x, x * s).astype(x.dtype),
+}
+COMPARE_REFS = {
+    "equal": np.equal,
+    "less": np.less,
+    "greater": np.greater,
+    "less_equal": np.less_equal,
+    "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+}
+for _name, _fn in BINARY_REFS.items():
+    register(_name, BROADCAST, 2, _bcast, _binary_ref(_fn))
+for _name, _fn in COMPARE_REFS.items():
+    register(_name, BROADCAST, 2, _compare, _binary_ref(_fn))
+
+
+def _where_infer(types, attrs):
+    if types[0][1] != "bool":
+        raise GraphError(f"the condition must be bool, got {types[0][1]}")
+    s = _bcast_shape(*[t[0] for t in types])
+    if types[1][1] != types[2][1]:
+        raise GraphError(f"the two branches differ in dtype: {types[1][1]} vs {types[2][1]}")
+    return [(s, types[1][1])]
+
+
+register("where", BROADCAST, 3, _where_infer, lambda xs, a: [np.where(xs[0], xs[1], xs[2])])
+
+NARY_REFS = {"sum_n": np.add, "max_n": np.maximum, "min_n": np.minimum}
+
+
+def _nary_ref(name):
+    def ref(xs, a):
+        if name == "mean_n":
+            acc = xs[0]
+            for x in xs[1:]:
+                acc = acc + x
+            return [(acc / len(xs)).astype(xs[0].dtype)]
+        fn = NARY_REFS[name]
+        acc = xs[0]
+        for x in xs[1:]:
+            acc = fn(acc, x)
+        return [acc.astype(xs[0].dtype)]
+
+    return ref
+
+
+for _name in ("sum_n", "mean_n", "max_n", "min_n"):
+    register(_name, BROADCAST, (1, -1), _bcast, _nary_ref(_name))
+
+
+# ---------------------------------------------------------------------------- conv / dense
+
+
+def conv_out_dim(size, k, stride, pad_lo, pad_hi, dilation):
+    out = (size + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1
+    if out <= 0:
+        raise GraphError(f"the output would be empty (input {size}, kernel {k}, stride {stride}, "
+                         f"pads {pad_lo}+{pad_hi}, dilation {dilation})")
+    return out
+
+
+def _conv_infer(types, attrs):
+    (xs, xt), (ws, _) = types[0], types[1]
+    nsp = len(xs) - 2
+    if nsp < 1 or len(ws) != len(xs):
+        raise GraphError(f"input rank {len(xs)} and weight rank {len(ws)} must be equal and >= 3")
+    groups = attrs.get("groups", 1)
+    if xs[1] != ws[1] * groups or ws[0] % groups:
+        raise GraphError(f"input has {xs[1]} channels, weight {list(ws)} with groups={groups} "
+                         f"expects {ws[1] * groups}")
+    if len(types) > 2 and tuple(types[2][0]) != (ws[0],):
+        raise GraphError(f"bias shape {list(types[2][0])} must be [{ws[0]}]")
+    strides, dil, pads = attrs["strides"], attrs["dilations"], attrs["pads"]
+    out = [xs[0], ws[0]]
+    for d in range(nsp):
+        out.append(conv_out_dim(xs[2 + d], ws[2 + d], strides[d], pads[d], pads[nsp + d], dil[d]))
+    return [(tuple(out), xt)]
+
+
+register("conv", OUT_ELEMWISE_FUSABLE, (2, 3), _conv_infer, None)
+
+
+def _matmul_infer(types, attrs):
+    (a, at), (b, bt) = types
+    if at != bt:
+        raise GraphError(f"operand dtypes differ: {at} vs {bt}")
+    if len(a) == 0 or len(b) == 0:
+        raise GraphError("matmul operands must have rank >= 1")
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise GraphError(f"inner dimensions differ: {list(a)} @ {list(b)}")
+    batch = _bcast_shape(a2[:-2], b2[:-2])
+    out = batch + (a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return [(out, at)]
+
+
+register("matmul", OUT_ELEMWISE_FUSABLE, 2, _matmul_infer,
+         lambda xs, a: [np.matmul(xs[0], xs[1])])
+
+
+def _dense_infer(types, attrs):
+    """dense(x[M, K], w[K, N], bias[N]?) -> [M, N]: the weight is stored K-major so that the
+    kernel's inner loop reads it contiguously."""
+    (x, xt), (w, _) = types[0], types[1]
+    if len(x) != 2 or len(w) != 2 or x[1] != w[0]:
+        raise GraphError(f"expects x[M, K] and w[K, N], got {list(x)} and {list(w)}")
+    if len(types) > 2:
+        _bcast_shape(types[2][0], (x[0], w[1]))
+    return [((x[0], w[1]), xt)]
+
+
+def _dense_ref(xs, a):
+    y = xs[0] @ xs[1]
+    if len(xs) > 2:
+        y = y + xs[2]
+    return [y.astype(xs[0].dtype)]
+
+
+register("dense", OUT_ELEMWISE_FUSABLE, (2, 3), _dense_infer, _dense_ref)
+
+
+# ---------------------------------------------------------------------------- pooling / norm
+
+
+def _pool_infer(types, attrs):
+    xs, xt = types[0]
+    nsp = len(xs) - 2
+    k, st, pads = attrs["kernel"], attrs["strides"], attrs["pads"]
+    dil = attrs.get("dilations", [1] * nsp)
+    out = list(xs[:2])
+    for d in range(nsp):
+        eff = dil[d] * (k[d] - 1) + 1
+        span = xs[2 + d] + pads[d] + pads[nsp + d] - eff
+        if span < 0:
+            raise GraphError(f"kernel {k} larger than the padded input {list(xs)}")
+        if attrs.get("ceil_mode", 0):
+            o = -(-span // st[d]) + 1
+            # the last window must start inside the input or the left padding
+            if (o - 1) * st[d] >= xs[2 + d] + pads[d]:
+                o -= 1
+        else:
+            o = span // st[d] + 1
+        out.append(o)
+    return [(tuple(out), xt)]
+
+
+register("max_pool", OUT_ELEMWISE_FUSABLE, 1, _pool_infer, None)
+register("avg_pool", OUT_ELEMWISE_FUSABLE, 1, _pool_infer, None)
+
+
+def _global_pool_infer(types, attrs):
+    xs, xt = types[0]
+    return [(tuple(xs[:2]) + (1,) * (len(xs) - 2), xt)]
+
+
+register("global_avg_pool", REDUCE, 1, _global_pool_infer,
+         lambda xs, a: [xs[0].mean(axis=tuple(range(2, xs[0].ndim)), keepdims=True)])
+register("global_max_pool", REDUCE, 1, _global_pool_infer,
+         lambda xs, a: [xs[0].max(axis=tuple(range(2, xs[0].ndim)), keepdims=True)])
+
+
+def _bn_infer(types, attrs):
+    xs, _ = types[0]
+    for s, _ in types[1:]:
+        if tuple(s) != (xs[1],):
+            raise GraphError(f"scale/bias/mean/var must have shape [{xs[1]}], got {list(s)}")
+    return [types[0]]
+
+
+def _bn_ref(xs, a):
+    x, g, b, m, v = xs
+    shp = (1, -1) + (1,) * (x.ndim - 2)
+    y = (x - m.reshape(shp)) / np.sqrt(v.reshape(shp) + a["epsilon"]) * g.reshape(shp)
+    return [(y + b.reshape(shp)).astype(x.dtype)]
+
+
+register("batch_norm", BROADCAST, 5, _bn_infer, _bn_ref)
+register("instance_norm", OPAQUE, 3, _bn_infer, None)
+register("lrn", OPAQUE, 1, _same, None)
+
+
+def _layer_norm_infer(types, attrs):
+    xs, _ = types[0]
+    axis = norm_axis(attrs["axis"], len(xs))
+    for s, _ in types[1:]:
+        _bcast_shape(s, xs[axis:])
+    return [types[0]]
+
+
+register("layer_norm", OPAQUE, (1, 3), _layer_norm_infer, None)
+
+
+def _softmax_ref(xs, a):
+    x = xs[0].astype(np.float64)
+    axes = tuple(a["axes"])
+    m = x.max(axis=axes, keepdims=True)
+    e = np.exp(x - m)
+    s = e.sum(axis=axes, keepdims=True)
+    if a.get("log"):
+        return [(x - m - np.log(s)).astype(xs[0].dtype)]
+    return [(e / s).astype(xs[0].dtype)]
+
+
+register("softmax", OPAQUE, 1, _same, _softmax_ref)
+
+
+# ---------------------------------------------------------------------------- reductions
+
+REDUCE_REFS = {
+    "reduce_sum": np.sum,
+    "reduce_mean": np.mean,
+    "reduce_max": np.max,
+    "reduce_min": np.min,
+    "reduce_prod": np.prod,
+}
+
+
+def _reduce_infer(types, attrs):
+    xs, xt = types[0]
+    axes = sorted({norm_axis(a, len(xs)) for a in attrs["axes"]})
+    if attrs.get("keepdims", 1):
+        out = tuple(1 if d in axes else n for d, n in enumerate(xs))
+    else:
+        out = tuple(n for d, n in enumerate(xs) if d not in axes)
+    return [(out, xt)]
+
+
+for _name, _fn in REDUCE_REFS.items():
+    register(_name, REDUCE, 1, _reduce_infer, _reduce_ref(_fn))
+
+
+def _arg_infer(types, attrs):
+    xs, _ = types[0]
+    axis = norm_axis(attrs["axis"], len(xs))
+    if attrs.get("keepdims", 1):
+        out = tuple(1 if d == axis else n for d, n in enumerate(xs))
+    else:
+        out = tuple(n for d, n in enumerate(xs) if d != axis)
+    return [(out, "int64")]
+
+
+def _arg_ref(fn):
+    def ref(xs, a):
+        x = xs[0]
+        axis = a["axis"]
+        if a.get("select_last_index", 0):
+            flipped = np.flip(x, axis=axis)
+            r = x.shape[axis] - 1 - fn(flipped, axis=axis)
+        else:
+            r = fn(x, axis=axis)
+        if a.get("keepdims", 1):
+            r = np.expand_dims(r, axis)
+        return [r.astype(np.int64)]
+
+    return ref
+
+
+register("argmax", REDUCE, 1, _arg_infer, _arg_ref(np.argmax))
+register("argmin", REDUCE, 1, _arg_infer, _arg_ref(np.argmin))
+
+
+# ---------------------------------------------------------------------------- layout / injective
+
+
+def _reshape_infer(types, attrs):
+    xs, xt = types[0]
+    shape = tuple(attrs["shape"])
+    if int(np.prod(shape, dtype=np.int64)) != int(np.prod(xs, dtype=np.int64)):
+        raise GraphError(f"cannot reshape {list(xs)} into {list(shape)}")
+    return [(shape, xt)]
+
+
+register("reshape", INJECTIVE, 1, _reshape_infer,
+         lambda xs, a: [xs[0].reshape(a["shape"])], alias=True)
+
+
+def _transpose_infer(types, attrs):
+    xs, xt = types[0]
+    perm = attrs["perm"]
+    if sorted(perm) != list(range(len(xs))):
+        raise GraphError(f"perm {perm} is not a permutation of the {len(xs)} axes")
+    return [(tuple(xs[p] for p in perm), xt)]
+
+
+register("transpose", INJECTIVE, 1, _transpose_infer,
+         lambda xs, a: [np.ascontiguousarray(np.transpose(xs[0], a["perm"]))])
+
+
+def _concat_infer(types, attrs):
+    first, xt = types[0]
+    axis = norm_axis(attrs["axis"], len(first))
+    total = 0
+    for s, t in types:
+        if t != xt or len(s) != len(first) or any(
+            s[d] != first[d] for d in range(len(s)) if d != axis
+        ):
+            raise GraphError(f"inputs {[list(x[0]) for x in types]} do not concatenate on "
+                             f"axis {axis}")
+        total += s[axis]
+    out = list(first)
+    out[axis] = total
+    return [(tuple(out), xt)]
+
+
+register("concat", INJECTIVE, (1, -1), _concat_infer,
+         lambda xs, a: [np.concatenate(xs, axis=a["axis"])])
+
+
+def slice_params(shape, attrs):
+    """Normalised (start, step, length) per axis for slice attributes (ONNX semantics: clamp,
+    negative indices from the end, negative steps)."""
+    nd = len(shape)
+    starts = [0] * nd
+    steps = [1] * nd
+    lens = list(shape)
+    axes = attrs.get("axes") or list(range(len(attrs["starts"])))
+    stepv = attrs.get("steps") or [1] * len(axes)
+    for a, st, en, sp in zip(axes, attrs["starts"], attrs["ends"], stepv):
+        a = norm_axis(a, nd)
+        n = shape[a]
+        if sp == 0:
+            raise GraphError("slice step 0")
+        if st < 0:
+            st += n
+        if en < 0:
+            en += n
+        if sp > 0:
+            st = min(max(st, 0), n)
+            en = min(max(en, 0), n)
+            ln = max(0, -(-(en - st) // sp))
+        else:
+            st = min(max(st, -1), n - 1)
+            en = min(max(en, -1), n - 1)
+            ln = max(0, -(-(st - en) // -sp))
+        starts[a], steps[a], lens[a] = st, sp, ln
+    return starts, steps, lens
+
+
+def _slice_infer(types, attrs):
+    xs, xt = types[0]
+    _, _, lens = slice_params(xs, attrs)
+    return [(tuple(lens), xt)]
+
+
+def _slice_ref(xs, a):
+    starts, steps, lens = slice_params(xs[0].shape, a)
+    idx = tuple(
+        np.arange(lens[d]) * steps[d] + starts[d] for d in range(xs[0].ndim)
+    )
+    return [xs[0][np.ix_(*idx)] if xs[0].ndim else xs[0].copy()]
+
+
+register("slice", INJECTIVE, 1, _slice_infer, _slice_ref)
+
+
+def _pad_infer(types, attrs):
+    xs, xt = types[0]
+    p = attrs["pads"]
+    nd = len(xs)
+    if len(p) != 2 * nd:
+        raise GraphError(f"pads must have {2 * nd} entries, got {len(p)}")
+    out = tuple(xs[d] + p[d] + p[nd + d] for d in range(nd))
+    if any(o <= 0 for o in out):
+        raise GraphError(f"padding {p} leaves an empty tensor")
+    return [(out, xt)]
+
+
+def _pad_ref(xs, a):
+    x = xs[0]
+    nd = x.ndim
+    p = a["pads"]
+    # negative pads crop
+    crop = tuple(slice(max(0, -p[d]), x.shape[d] - max(0, -p[nd + d])) for d in range(nd))
+    x = x[crop]
+    width = [(max(0, p[d]), max(0, p[nd + d])) for d in range(nd)]
+    mode = a.get("mode", "constant")
+    if mode == "constant":
+        return [np.pad(x, width, mode="constant", constant_values=a.get("value", 0.0))]
+    return [np.pad(x, width, mode={"reflect": "reflect", "edge": "edge"}[mode])]
+
+
+register("pad", INJECTIVE, 1, _pad_infer, _pad_ref)
+
+
+def _gather_infer(types, attrs):
+    (xs, xt), (ids, it) = types
+    if not np.issubdtype(np.dtype(it), np.integer):
+        raise GraphError(f"indices must be integers, got {it}")
+    axis = norm_axis(attrs["axis"], len(xs))
+    return [(xs[:axis] + tuple(ids) + xs[axis + 1:], xt)]
+
+
+def _gather_ref(xs, a):
+    x, ids = xs
+    axis = a["axis"] % x.ndim
+    ids = np.where(ids < 0, ids + x.shape[axis], ids)
+    return [np.take(x, ids, axis=axis)]
+
+
+register("gather", INJECTIVE, 2, _gather_infer, _gather_ref)
+
+
+def _expand_infer(types, attrs):
+    xs, xt = types[0]
+    return [(_bcast_shape(xs, tuple(attrs["shape"])), xt)]
+
+
+register("expand", BROADCAST, 1, _expand_infer,
+         lambda xs, a: [np.broadcast_to(xs[0], _bcast_shape(xs[0].shape, a["shape"])).copy()])
+
+
+def _tile_infer(types, attrs):
+    xs, xt = types[0]
+    r = attrs["repeats"]
+    if len(r) != len(xs):
+        raise GraphError(f"repeats {r} must have one entry per axis of {list(xs)}")
+    return [(tuple(a * b for a, b in zip(xs, r)), xt)]
+
+
+register("tile", INJECTIVE, 1, _tile_infer, lambda xs, a: [np.tile(xs[0], a["repeats"])])
+
+
+def _depth_to_space_infer(types, attrs):
+    (n, c, h, w), xt = types[0]
+    b = attrs["blocksize"]
+    if c % (b * b):
+        raise GraphError(f"channels {c} not divisible by blocksize^2 = {b * b}")
+    return [((n, c // (b * b), h * b, w * b), xt)]
+
+
+def _depth_to_space_ref(xs, a):
+    x = xs[0]
+    n, c, h, w = x.shape
+    b = a["blocksize"]
+    if a.get("mode", "DCR") == "DCR":
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return [np.ascontiguousarray(y.reshape(n, c // (b * b), h * b, w * b))]
+
+
+register("depth_to_space", INJECTIVE, 1, _depth_to_space_infer, _depth_to_space_ref)
+
+
+def evaluate(op: str, arrays: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Evaluate ``op`` with its numpy reference (constant folding). Raises KeyError when the op
+    has none."""
+    d = get_op(op)
+    if d.ref is None:
+        raise KeyError(op)
+    with np.errstate(all="ignore"):
+        return [np.ascontiguousarray(r) for r in d.ref(list(arrays), attrs)]

@@ -1,0 +1,50 @@
+"""Graph passes, run from one ordered list.
+
+A pass is a pure function ``Graph -> Graph`` in a file of its own. ``PASSES`` is the order
+:func:`tensorlang.graph.build` runs them in; ``min_level`` is the lowest ``opt_level`` that runs
+each one. Ordering constraints:
+
+- ``infer_types`` first: every later pass trusts the recorded shapes and dtypes.
+- ``fold_constants`` before ``eliminate_dead_code``: folding orphans the producers of the folded
+  values (e.g. the Shape -> Gather chain feeding a Reshape), which DCE then removes.
+- Issue 7's passes (simplification, layout, fusion) slot in after DCE; memory planning
+  (:mod:`.plan_memory`) runs on the execution plan after kernels are chosen, not on the graph.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..ir import Graph
+from .dead_code import eliminate_dead_code
+from .fold_constants import fold_constants
+from .infer_types import infer_types
+
+PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
+    ("infer_types", infer_types, 0),
+    ("fold_constants", fold_constants, 1),
+    ("eliminate_dead_code", eliminate_dead_code, 0),
+]
+
+
+def run_passes(g: Graph, opt_level: int = 2, log: list | None = None) -> Graph:
+    """Run every pass of ``PASSES`` enabled at ``opt_level``; append (name, seconds, node count)
+    to ``log`` when given."""
+    for name, fn, min_level in PASSES:
+        if opt_level < min_level:
+            continue
+        t0 = time.perf_counter()
+        g = fn(g)
+        if log is not None:
+            log.append((name, time.perf_counter() - t0, len(g.nodes)))
+    return g
+
+
+def describe() -> str:
+    return "\n".join(f"{i + 1}. {name} (opt_level >= {lvl})"
+                     for i, (name, _, lvl) in enumerate(PASSES))
+
+
+__all__ = ["PASSES", "describe", "eliminate_dead_code", "fold_constants", "infer_types",
+           "run_passes"]

@@ -1,0 +1,415 @@
+"""``GraphModule``: runs a compiled model, op by op from Python or as one native call.
+
+What a GraphModule holds (all made by ``tensorlang.graph.build``; this file imports nothing from
+the compiler so that deployed models run without it):
+
+- ``plan``: JSON-able dict: values (name -> storage, shape, dtype), storages (an arena offset or
+  a constant), the ordered steps (kernel name + argument value names), inputs, outputs.
+- ``kernels``: name -> :class:`Module`, one per distinct workload.
+- ``driver``: a :class:`Module` whose function ``int32 drv(i64 *fns, i64 *args, i64 *status)``
+  calls every step's kernel in order through the function-pointer table ``fns`` with the
+  argument addresses in ``args`` -- the whole graph in one native call, no Python between
+  kernels. On a nonzero kernel code it stops and writes (step, code) to ``status``.
+- ``constants``: name -> numpy array (the weights).
+
+Artifacts (:meth:`GraphModule.save`, :func:`load`) are a folder: ``manifest.json`` (format,
+version, target CPU and required features), ``plan.json``, ``weights.npz``, ``kernels/*.tlm``
+(each a :class:`Module` artifact: PIC object + linked .so + sources), ``driver.tlm``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tensorlang.errors import TensorlangError
+from tensorlang.version import __version__, version_major
+
+from . import _cpu, threadpool
+from .module import ArtifactError, KernelError, Module, load_module
+from .timer import TimingResult
+
+GRAPH_ARTIFACT_FORMAT = 1
+_ALIGN = 64
+MODES = ("graph", "interactive")
+
+
+class InputError(TensorlangError, ValueError):
+    """Inputs that do not match the model: unknown or missing names, wrong shape or dtype."""
+
+
+def _aligned_empty(nbytes: int) -> np.ndarray:
+    """A zeroed uint8 buffer whose data starts on a 64-byte boundary (kernels may assume it for
+    buffers they own; numpy only guarantees 16)."""
+    raw = np.zeros(nbytes + _ALIGN, dtype=np.uint8)
+    start = (-raw.ctypes.data) % _ALIGN
+    return raw[start:start + nbytes]
+
+
+class GraphModule:
+    """A compiled model. ``run(**inputs) -> dict``; TVM-style ``set_input`` / ``run`` /
+    ``get_output``; ``profile()`` per node; ``benchmark()``; ``save(path)``."""
+
+    def __init__(self, plan: Mapping[str, Any], kernels: Mapping[str, Module],
+                 driver: Module | None, constants: Mapping[str, np.ndarray],
+                 mode: str = "graph") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.plan = json.loads(json.dumps(plan))  # private copy, and proof it is JSON-able
+        self.kernels = dict(kernels)
+        self.driver = driver
+        self.mode = mode
+        p = self.plan
+        missing = [s["kernel"] for s in p["steps"] if s["kernel"] not in self.kernels]
+        if missing:
+            raise TensorlangError(f"plan refers to kernels that are not loaded: {missing}")
+        if mode == "graph" and driver is None and p["steps"]:
+            raise TensorlangError("mode='graph' needs the driver module")
+
+        # storage -> address: the arena for activations and inputs, own arrays for constants
+        self._arena = _aligned_empty(int(p["arena_bytes"]))
+        self._const_arrays: dict[str, np.ndarray] = {}
+        base = self._arena.ctypes.data
+        storage_addr: dict[int, int] = {}
+        storage_arr: dict[int, np.ndarray] = {}
+        for st in p["storages"]:
+            sid = int(st["id"])
+            if st["kind"] == "const":
+                name = st["const"]
+                if name not in constants:
+                    raise TensorlangError(f"weight {name!r} is missing")
+                src = np.asarray(constants[name])
+                buf = _aligned_empty(src.nbytes)
+                buf[:] = np.frombuffer(np.ascontiguousarray(src).tobytes(), dtype=np.uint8)
+                self._const_arrays[name] = buf
+                storage_addr[sid] = buf.ctypes.data
+                storage_arr[sid] = buf
+            else:
+                off = int(st["offset"])
+                storage_addr[sid] = base + off
+                storage_arr[sid] = self._arena[off:off + int(st["nbytes"])]
+        self._views: dict[str, np.ndarray] = {}
+        self._addr: dict[str, int] = {}
+        for name, v in p["values"].items():
+            sid = int(v["storage"])
+            dt = np.dtype(v["dtype"])
+            shape = tuple(v["shape"])
+            n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            self._views[name] = storage_arr[sid][:n].view(dt).reshape(shape)
+            self._addr[name] = storage_addr[sid]
+        self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in p["inputs"]}
+        self._outputs = [o["name"] for o in p["outputs"]]
+        self._input_set: set[str] = set()
+
+        # interactive: (ctypes function, raw args) per step
+        self._steps = []
+        for st in p["steps"]:
+            k = self.kernels[st["kernel"]]
+            raw = tuple(self._addr[a] for a in st["args"])
+            self._steps.append((k.raw_function, raw, st, k))
+        # graph: the tables the driver reads
+        kernel_names = sorted({st["kernel"] for st in p["steps"]})
+        self._kernel_index = {n: i for i, n in enumerate(kernel_names)}
+        self._fns = np.array([self.kernels[n].function_address for n in kernel_names] or [0],
+                             dtype=np.int64)
+        flat = [self._addr[a] for st in p["steps"] for a in st["args"]]
+        self._args = np.array(flat or [0], dtype=np.int64)
+        self._status = np.zeros(2, dtype=np.int64)
+        self._driver_raw = None
+        if driver is not None:
+            self._driver_raw = (driver.raw_function,
+                                (self._fns.ctypes.data, self._args.ctypes.data,
+                                 self._status.ctypes.data))
+
+    # -- introspection --------------------------------------------------------------------
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self._inputs)
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self._outputs)
+
+    @property
+    def num_kernels(self) -> int:
+        return len(self.kernels)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self._steps)
+
+    def input_info(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        return {n: (s, d.name) for n, (s, d) in self._inputs.items()}
+
+    def __repr__(self) -> str:
+        return (f"<tensorlang.runtime.GraphModule {self.plan.get('name', '?')}: "
+                f"{len(self._steps)} steps, {len(self.kernels)} kernels, mode={self.mode}>")
+
+    # -- inputs and outputs ---------------------------------------------------------------
+
+    def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
+        """Copy an input into the model's buffer: ``set_input("x", arr)`` or ``set_input(x=arr)``.
+        The array must have exactly the declared shape and dtype."""
+        items = dict(kwargs)
+        if name is not None:
+            items[name] = value
+        for k, v in items.items():
+            self._set_one(k, v)
+
+    def _set_one(self, name: str, value: Any) -> None:
+        if name not in self._inputs:
+            raise InputError(f"unknown input {name!r}; the model's inputs are "
+                             f"{self._describe_inputs()}")
+        shape, dtype = self._inputs[name]
+        if not isinstance(value, np.ndarray):
+            if isinstance(value, (list, tuple, int, float)):
+                value = np.asarray(value)
+            else:
+                raise InputError(f"input {name!r} must be a numpy array, got "
+                                 f"{type(value).__name__}")
+        if value.dtype != dtype:
+            raise InputError(f"input {name!r} must have dtype {dtype.name}, got "
+                             f"{value.dtype.name} (convert with .astype('{dtype.name}'))")
+        if tuple(value.shape) != shape:
+            raise InputError(f"input {name!r} must have shape {shape}, got {tuple(value.shape)}")
+        np.copyto(self._views[name], value)
+        self._input_set.add(name)
+
+    def _describe_inputs(self) -> str:
+        return ", ".join(f"{n}: {d.name}{list(s)}" for n, (s, d) in self._inputs.items())
+
+    def get_output(self, index: int | str = 0, copy: bool = True) -> np.ndarray:
+        """Output ``index`` (position or name); a copy unless copy=False (then a view of the
+        model's buffer, overwritten by the next run)."""
+        if isinstance(index, str):
+            if index not in self._outputs:
+                raise KeyError(f"no output named {index!r}; outputs are {self._outputs}")
+            name = index
+        else:
+            if not -len(self._outputs) <= index < len(self._outputs):
+                raise IndexError(f"output index {index} out of range "
+                                 f"({len(self._outputs)} outputs)")
+            name = self._outputs[index]
+        v = self._views[name]
+        return v.copy() if copy else v
+
+    def get_num_outputs(self) -> int:
+        return len(self._outputs)
+
+    # -- running --------------------------------------------------------------------------
+
+    def run(self, mode: str | None = None, **inputs: Any) -> dict[str, np.ndarray] | None:
+        """Run the model. With keyword inputs, every input must be given (or set earlier with
+        set_input) and a dict output name -> array (copies) is returned; ``run()`` alone runs on
+        the inputs set with set_input and returns None (TVM's style; read with get_output)."""
+        if inputs:
+            unknown = [k for k in inputs if k not in self._inputs]
+            if unknown:
+                raise InputError(f"unknown input(s) {unknown}; the model's inputs are "
+                                 f"{self._describe_inputs()}")
+            for k, v in inputs.items():
+                self._set_one(k, v)
+        missing = [k for k in self._inputs if k not in self._input_set]
+        if missing:
+            raise InputError(f"missing input(s) {missing}; the model's inputs are "
+                             f"{self._describe_inputs()}")
+        self._execute(mode or self.mode)
+        if not inputs:
+            return None
+        return {n: self._views[n].copy() for n in self._outputs}
+
+    def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
+        return self.run(**inputs)  # type: ignore[return-value]
+
+    def _execute(self, mode: str) -> None:
+        if mode == "graph":
+            if self._driver_raw is None:
+                raise TensorlangError("this module has no graph driver; use mode='interactive'")
+            fn, raw = self._driver_raw
+            if fn(*raw):
+                step, code = int(self._status[0]), int(self._status[1])
+                self._fail(step, code)
+        elif mode == "interactive":
+            for i, (fn, raw, _st, _k) in enumerate(self._steps):
+                rc = fn(*raw)
+                if rc:
+                    self._fail(i, rc)
+        else:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+    def _fail(self, step: int, code: int) -> None:
+        st = self.plan["steps"][step]
+        k = self.kernels[st["kernel"]]
+        detail = k.manifest.get("error_messages", {}).get(str(code))
+        raise KernelError(f"{st['kernel']} (node {st['node']!r}, {st['op']})", code, detail)
+
+    # -- measuring ------------------------------------------------------------------------
+
+    def profile(self, number: int = 10, repeat: int = 3) -> list[dict[str, Any]]:
+        """Per-node time in the interactive mode: each kernel timed in a native loop on the
+        model's own buffers (after one full run). Returns rows {node, op, kernel, time_s},
+        in execution order; ``format_profile(rows)`` prints them."""
+        if self._inputs.keys() - self._input_set:
+            self.set_input(**{n: np.zeros(s, d) for n, (s, d) in self._inputs.items()
+                              if n not in self._input_set})
+        self._execute("interactive")
+        rows = []
+        for fn, raw, st, k in self._steps:
+            best = float("inf")
+            for _ in range(repeat):
+                elapsed, rc = _time_native(k.function_address, fn, list(raw), number)
+                if rc:
+                    raise KernelError(st["kernel"], rc)
+                best = min(best, elapsed / number)
+            rows.append({"node": st["node"], "op": st["op"], "kernel": st["kernel"],
+                         "time_s": best})
+        return rows
+
+    def benchmark(self, mode: str | None = None, number: int = 10, repeat: int = 3,
+                  ) -> TimingResult:
+        """Time whole runs (inputs already set, else zeros) in ``mode``."""
+        mode = mode or self.mode
+        if self._inputs.keys() - self._input_set:
+            self.set_input(**{n: np.zeros(s, d) for n, (s, d) in self._inputs.items()
+                              if n not in self._input_set})
+        self._execute(mode)
+        results = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                self._execute(mode)
+            results.append((time.perf_counter() - t0) / number)
+        return TimingResult.from_results(results, number)
+
+    def dispatch_overhead(self, number: int = 200, repeat: int = 5) -> dict[str, float]:
+        """Per-kernel dispatch cost of both modes, in seconds.
+
+        Measured on the model itself: a run's time minus the sum of its kernels' times (each
+        kernel timed in a native loop), divided by the number of kernel calls. For the graph
+        mode the driver is also timed in a native loop, so the figure is what the generated
+        driver adds per kernel; for the interactive mode it is the Python loop's cost."""
+        rows = self.profile(number=number, repeat=repeat)
+        kernel_sum = sum(r["time_s"] for r in rows)
+        n = max(1, len(rows))
+        out = {"kernels": float(len(rows)), "kernel_sum_s": kernel_sum}
+        inter = self.benchmark("interactive", number=number, repeat=repeat).min
+        out["interactive_run_s"] = inter
+        out["interactive_per_kernel_s"] = (inter - kernel_sum) / n
+        if self._driver_raw is not None:
+            fn, raw = self._driver_raw
+            best = float("inf")
+            for _ in range(repeat):
+                elapsed, rc = _time_native(self.driver.function_address, fn, list(raw), number)
+                if rc:
+                    self._fail(int(self._status[0]), int(self._status[1]))
+                best = min(best, elapsed / number)
+            out["graph_run_s"] = best
+            out["graph_per_kernel_s"] = (best - kernel_sum) / n
+        return out
+
+    # -- artifacts ------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model as a folder (see the module docstring); returns its path. An existing
+        artifact at ``path`` is replaced."""
+        path = Path(path)
+        tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        (tmp / "kernels").mkdir(parents=True)
+        target = self.plan.get("target", {})
+        required = _cpu.required_flags(target.get("features", ""), target.get("triple", ""))
+        manifest = {
+            "format": GRAPH_ARTIFACT_FORMAT,
+            "kind": "tensorlang-graph",
+            "version": __version__,
+            "arch": _cpu.triple_arch(target.get("triple", "")) or _cpu.machine(),
+            "target": target,
+            "required_features": required,
+            "kernels": sorted(self.kernels),
+            "has_driver": self.driver is not None,
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        (tmp / "plan.json").write_text(json.dumps(self.plan, indent=1, sort_keys=True))
+        consts = {}
+        for st in self.plan["storages"]:
+            if st["kind"] == "const":
+                name = st["const"]
+                consts[name] = self._const_arrays[name]  # raw bytes; dtype/shape in plan
+        np.savez(tmp / "weights.npz", **{f"w{i}": consts[n] for i, n in enumerate(sorted(consts))})
+        (tmp / "weights_index.json").write_text(json.dumps(sorted(consts)))
+        for name, k in self.kernels.items():
+            k.save(tmp / "kernels" / f"{name}.tlm")
+        if self.driver is not None:
+            self.driver.save(tmp / "driver.tlm")
+        if path.exists():
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        os.replace(tmp, path)
+        return path
+
+
+def _time_native(address: int, fn, raw: list[int], number: int) -> tuple[float, int]:
+    """Time ``number`` calls in a native loop when the thread pool library is available, else
+    from Python."""
+    if len(raw) <= threadpool.MAX_TIMED_ARGS:
+        try:
+            return threadpool.time_calls(address, raw, number)
+        except Exception:  # noqa: BLE001,S110 - no pool library here: time from Python
+            pass
+    rc = 0
+    t0 = time.perf_counter()
+    for _ in range(number):
+        rc = fn(*raw) or rc
+    return time.perf_counter() - t0, rc
+
+
+def load(path: str | os.PathLike, mode: str = "graph") -> GraphModule:
+    """Load a model saved with :meth:`GraphModule.save`: no LLVM optimizer, no tuning (the
+    kernels' shared libraries are loaded as they are). Refuses, with an ArtifactError, an
+    artifact of another format or major version, another architecture, or one built for CPU
+    features this machine lacks."""
+    path = Path(path)
+    man_path = path / "manifest.json"
+    if not path.is_dir() or not man_path.exists():
+        raise ArtifactError(f"{path} is not a tensorlang model artifact (no manifest.json)")
+    try:
+        man = json.loads(man_path.read_text())
+    except ValueError as e:
+        raise ArtifactError(f"{path}: corrupt manifest.json: {e}") from None
+    if man.get("kind") != "tensorlang-graph" or man.get("format") != GRAPH_ARTIFACT_FORMAT:
+        raise ArtifactError(f"{path}: artifact format {man.get('format')!r} is not supported "
+                            f"(this runtime reads format {GRAPH_ARTIFACT_FORMAT})")
+    made_by = str(man.get("version", "?"))
+    try:
+        same = version_major(made_by) == version_major(__version__)
+    except ValueError:
+        same = False
+    if not same:
+        raise ArtifactError(f"{path} was built by tensorlang {made_by}; this is {__version__} "
+                            "(major versions differ): rebuild it")
+    arch = man.get("arch") or _cpu.machine()
+    if arch != _cpu.machine():
+        raise ArtifactError(f"{path} was built for {arch}, this machine is {_cpu.machine()}")
+    missing = _cpu.missing_flags(list(man.get("required_features", [])))
+    if missing:
+        raise ArtifactError(f"{path} was built for CPU features this CPU lacks: "
+                            f"{', '.join(missing)}; rebuild it for this machine")
+    plan = json.loads((path / "plan.json").read_text())
+    names = json.loads((path / "weights_index.json").read_text())
+    with np.load(path / "weights.npz") as z:
+        raw = {n: z[f"w{i}"] for i, n in enumerate(names)}
+    constants = {}
+    for st in plan["storages"]:
+        if st["kind"] == "const":
+            constants[st["const"]] = raw[st["const"]]
+    kernels = {n: load_module(path / "kernels" / f"{n}.tlm") for n in man["kernels"]}
+    driver = load_module(path / "driver.tlm") if man.get("has_driver") else None
+    return GraphModule(plan, kernels, driver, constants, mode=mode)
