@@ -54,6 +54,27 @@ def memory_type(d: str) -> ir.Type:
     return I8 if dt.is_bool(d) else scalar_type(d)
 
 
+def _suffix(t: ir.Type) -> str:
+    if isinstance(t, ir.FloatType):
+        return "f32"
+    if isinstance(t, ir.DoubleType):
+        return "f64"
+    if isinstance(t, ir.HalfType):
+        return "f16"
+    return f"i{t.width}"
+
+
+def _has_load(e) -> bool:
+    found = []
+
+    class _Find(Visitor):
+        def visit_Load(self, x):
+            found.append(x)
+
+    _Find().visit(e)
+    return bool(found)
+
+
 def _opaque(alloca):
     # llvmlite types an alloca as a typed pointer, which then fails its own store/GEP type
     # checks against opaque `ptr` values; the printed IR only uses allocated_type.
@@ -130,6 +151,7 @@ class FunctionEmitter:
         self.vars: dict = {}
         self.bufs: dict = {}
         self.heap: list = []
+        self.mask = None  # while evaluating a select's branch: the lanes that take it
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e) -> ir.Value:
@@ -293,8 +315,36 @@ class FunctionEmitter:
         return self.b.not_(self.expr(e.a))
 
     def e_Select(self, e):
-        return self.b.select(self.expr(e.condition), self.expr(e.true_value),
-                             self.expr(e.false_value))
+        cond = self.expr(e.condition)
+        if not (_has_load(e.true_value) or _has_load(e.false_value)):
+            return self.b.select(cond, self.expr(e.true_value), self.expr(e.false_value))
+        # Both sides are evaluated (branch-free, vectorizable), so a load on the side not taken
+        # must not touch memory it may not own (a padding stage reads X[h - 1] at h = 0): loads
+        # under a select are masked by the condition that selects them.
+        outer = self.mask
+        self.mask = self._and_mask(outer, cond)
+        t = self.expr(e.true_value)
+        self.mask = self._and_mask(outer, self.b.not_(cond))
+        f = self.expr(e.false_value)
+        self.mask = outer
+        return self.b.select(cond, t, f)
+
+    def _and_mask(self, outer, cond):
+        if outer is None:
+            return cond
+        n_o = outer.type.count if isinstance(outer.type, ir.VectorType) else 1
+        n_c = cond.type.count if isinstance(cond.type, ir.VectorType) else 1
+        if n_o != n_c:
+            n = max(n_o, n_c)
+            outer, cond = self.broadcast(outer, n), self.broadcast(cond, n)
+        return self.b.and_(outer, cond)
+
+    def _any_lane(self, mask):
+        if not isinstance(mask.type, ir.VectorType):
+            return mask
+        n = mask.type.count
+        fn = self.cg.intrinsic(f"llvm.vector.reduce.or.v{n}i1", I1, [mask.type])
+        return self.b.call(fn, [mask])
 
     def e_Cast(self, e):
         v = self.expr(e.value)
@@ -353,21 +403,34 @@ class FunctionEmitter:
         idx_e = e.indices[0]
         mt = memory_type(buf.dtype)
         align = dt.storage_bytes(buf.dtype)
+        mask = self.mask
         if isinstance(idx_e, E.Ramp) and E.as_int(idx_e.stride) == 1:
             ptr = self._address(buf, self.expr(idx_e.base))
-            vt = ir.VectorType(mt, idx_e.lanes)
-            v = self.b.load(ptr, typ=vt, align=align)
-            return self.b.trunc(v, ir.VectorType(I1, idx_e.lanes)) if dt.is_bool(buf.dtype) \
-                else v
+            n = idx_e.lanes
+            vt = ir.VectorType(mt, n)
+            if mask is None:
+                v = self.b.load(ptr, typ=vt, align=align)
+            else:  # lanes outside the mask are not read at all
+                fn = self.cg.intrinsic(f"llvm.masked.load.v{n}{_suffix(mt)}.p0", vt,
+                                       [PTR, I32, ir.VectorType(I1, n), vt])
+                v = self.b.call(fn, [ptr, ir.Constant(I32, align), self.broadcast(mask, n),
+                                     ir.Constant(vt, None)])
+            return self.b.trunc(v, ir.VectorType(I1, n)) if dt.is_bool(buf.dtype) else v
         idx = self.expr(idx_e)
         if isinstance(idx.type, ir.VectorType):  # gather, lane by lane
             n = idx.type.count
+            lane_mask = None if mask is None else self.broadcast(mask, n)
             out = ir.Constant(ir.VectorType(mt, n), ir.Undefined)
             for lane in range(n):
                 li = self.b.extract_element(idx, ir.Constant(I32, lane))
+                if lane_mask is not None:  # a masked-off lane reads element 0, always valid
+                    on = self.b.extract_element(lane_mask, ir.Constant(I32, lane))
+                    li = self.b.select(on, li, ir.Constant(li.type, 0))
                 x = self.b.load(self._address(buf, li), typ=mt, align=align)
                 out = self.b.insert_element(out, x, ir.Constant(I32, lane))
             return self.b.trunc(out, ir.VectorType(I1, n)) if dt.is_bool(buf.dtype) else out
+        if mask is not None:
+            idx = self.b.select(self._any_lane(mask), idx, ir.Constant(idx.type, 0))
         v = self.b.load(self._address(buf, idx), typ=mt, align=align)
         return self.b.trunc(v, I1) if dt.is_bool(buf.dtype) else v
 
@@ -498,6 +561,13 @@ class CodeGen:
         self._launch = None
         self._n_parallel = 0
         self.func_name = ""
+
+    def intrinsic(self, name, ret, args):
+        # declared by hand: llvmlite's declare_intrinsic gets vector signatures wrong
+        g = self.module.globals.get(name)
+        if g is None:
+            g = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return g
 
     def libc(self, name, ret, args):
         g = self.module.globals.get(name)
