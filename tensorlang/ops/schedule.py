@@ -196,7 +196,8 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
         outer = list(batch) + [jo]
         par = o.fuse(*outer) if len(outer) > 1 else jo
         # few column panels (a narrow or tall matrix): split rows across threads instead
-        if _ext(jo) is not None and _ext(jo) < 4 and not batch and pack is None:
+        # (the packed panel is at jo, outside io: packed once, then its row tiles in parallel)
+        if _ext(jo) is not None and _ext(jo) < 4 and not batch:
             o.parallel(io)
         else:
             o.parallel(par)
