@@ -223,22 +223,16 @@ def _run_job(job: dict, cache: dict, load_module) -> dict:
         cache[key] = (arrays, _reference(job, arrays, written, load_module))
     arrays, ref = cache[key]
     bufs = [a if not w else np.empty_like(a) for a, w in zip(arrays, written)]
+    outs = [b for b, w in zip(bufs, written) if w]
     if ref is not None:
-        outs = [b for b, w in zip(bufs, written) if w]
         for o in outs:  # a kernel that skips elements must not pass on stale values
             o.fill(np.nan if o.dtype.kind == "f" else 123456789 % (1 << 31))
         mod(*bufs)
-        for o, r in zip(outs, ref):
-            r = np.asarray(r)
-            if o.shape != r.shape:
-                return {"error": WRONG_ANSWER, "msg": f"output shape {o.shape} != {r.shape}"}
-            tol = job["rtol"] * max(1.0, float(np.max(np.abs(r))) if r.size else 1.0)
-            bad = ~np.isclose(o, r, rtol=job["rtol"], atol=tol)
-            if bad.any():
-                idx = tuple(int(x[0]) for x in np.nonzero(bad))
-                return {"error": WRONG_ANSWER,
-                        "msg": f"{int(bad.sum())} of {o.size} elements differ, e.g. at {idx}: "
-                               f"{o[idx]} != {r[idx]}"}
+        bad = _compare(outs, ref, job["rtol"])
+        if bad:
+            return {"error": WRONG_ANSWER, "msg": bad}
+        for o in outs:  # poison again: the timed calls must (re)compute every element
+            o.fill(np.nan if o.dtype.kind == "f" else 123456789 % (1 << 31))
     costs = []
     if job["flush_cache"]:
         # evict the caches between repeats by streaming through a buffer larger than the L3
@@ -252,7 +246,28 @@ def _run_job(job: dict, cache: dict, load_module) -> dict:
     else:
         r = mod.time_evaluator(job["number"], job["repeat"], job["min_repeat_ms"])(*bufs)
         costs = list(r.results)
+    if ref is not None:
+        # check the output of the *timed* calls too: a kernel (or a runtime bug) that computes
+        # right once and then skips work would otherwise be recorded as a fast valid config
+        bad = _compare(outs, ref, job["rtol"])
+        if bad:
+            return {"error": WRONG_ANSWER, "msg": "after the timed calls: " + bad}
     return {"error": None, "costs": costs}
+
+
+def _compare(outs: list, ref: list, rtol: float) -> str:
+    """'' when every output matches the reference, else a description of the mismatch."""
+    for o, r in zip(outs, ref):
+        r = np.asarray(r)
+        if o.shape != r.shape:
+            return f"output shape {o.shape} != {r.shape}"
+        tol = rtol * max(1.0, float(np.max(np.abs(r))) if r.size else 1.0)
+        bad = ~np.isclose(o, r, rtol=rtol, atol=tol)
+        if bad.any():
+            idx = tuple(int(x[0]) for x in np.nonzero(bad))
+            return (f"{int(bad.sum())} of {o.size} elements differ, e.g. at {idx}: "
+                    f"{o[idx]} != {r[idx]}")
+    return ""
 
 
 def _signal_name(code: int | None) -> str:

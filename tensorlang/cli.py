@@ -84,6 +84,44 @@ def _time(fn) -> float:
     return time.perf_counter() - t0
 
 
+@command("tune", "auto-tune a template: tensorlang tune matmul --args 1024,1024,1024,float32")
+def _tune(p: argparse.ArgumentParser):
+    p.add_argument("template", help="template name, e.g. matmul")
+    p.add_argument("--args", required=True, help="template arguments, comma-separated")
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--log", required=True, help="JSON-lines log (appended; resumed from)")
+    p.add_argument("--tuner", default="xgb", help="xgb (default), random or grid")
+    p.add_argument("--target", default="llvm")
+    p.add_argument("--n-parallel", type=int, default=None, help="builder processes")
+    p.add_argument("--number", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--min-repeat-ms", type=float, default=20)
+    p.add_argument("--timeout", type=float, default=10)
+    p.add_argument("--early-stopping", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--plot", default=None, help="write the best-so-far curve (PNG)")
+
+    def run(a) -> int:
+        from tensorlang.autotune.cli import run_tune  # autotune loads only when used
+
+        return run_tune(a)
+
+    return run
+
+
+@command("inspect", "summarize a tuning log: best per workload, error counts")
+def _inspect(p: argparse.ArgumentParser):
+    p.add_argument("log")
+    p.add_argument("--plot", default=None, help="write the best-so-far curve (PNG)")
+
+    def run(a) -> int:
+        from tensorlang.autotune.cli import run_inspect
+
+        return run_inspect(a)
+
+    return run
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="tensorlang", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -1,0 +1,108 @@
+"""The `tensorlang tune` and `tensorlang inspect` subcommands (tensorlang/cli.py parses the
+arguments and calls these, importing autotune only when one of them runs)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+from .record import best_records, load_records
+from .task import create_task
+from .tune import TUNERS, tune_tasks
+
+
+def parse_args_list(text: str) -> tuple:
+    """"1024,1024,1024,float32" -> (1024, 1024, 1024, "float32")."""
+    out = []
+    for tok in (t.strip() for t in text.split(",") if t.strip()):
+        try:
+            out.append(int(tok))
+        except ValueError:
+            try:
+                out.append(float(tok))
+            except ValueError:
+                out.append(tok)
+    return tuple(out)
+
+
+def run_tune(a) -> int:
+    from .measure import LocalBuilder, LocalRunner, measure_option
+    from .task import TemplateError
+
+    try:
+        task = create_task(a.template, parse_args_list(a.args), a.target)
+    except (TemplateError, TypeError, ValueError) as e:
+        raise SystemExit(f"tensorlang tune: {e}") from None
+    print(task)
+    opt = measure_option(LocalBuilder(n_parallel=a.n_parallel),
+                         LocalRunner(number=a.number, repeat=a.repeat, timeout=a.timeout,
+                                     min_repeat_ms=a.min_repeat_ms))
+    if a.tuner not in TUNERS:
+        raise SystemExit(f"--tuner must be one of {sorted(TUNERS)}")
+    best = tune_tasks([task], n_trial=a.trials, log_file=a.log, tuner=a.tuner,
+                      measure_option=opt, early_stopping=a.early_stopping, seed=a.seed)
+    opt.close()
+    print(f"best {best[task.key]:.1f} GFLOP/s; log {a.log}")
+    if a.plot:
+        plot_curve(a.log, a.plot)
+    return 0
+
+
+def run_inspect(a) -> int:
+    if not os.path.exists(a.log):
+        raise SystemExit(f"no such log: {a.log}")
+    recs = load_records(a.log)
+    by_key: dict[str, list] = {}
+    for r in recs:
+        by_key.setdefault(r.key, []).append(r)
+    best = {k: r for (k, _), r in best_records(recs).items()}
+    print(f"{a.log}: {len(recs)} records, {len(by_key)} workload(s)")
+    for key, rs in by_key.items():
+        errors = Counter(r.result.get("error") for r in rs if r.result.get("error"))
+        versions = sorted({r.version for r in rs})
+        line = f"\n{key}: {len(rs)} trials, {sum(r.valid for r in rs)} valid"
+        if errors:
+            line += ", errors: " + ", ".join(f"{k} {n}" for k, n in errors.most_common())
+        print(line + f"; versions {versions}")
+        b = best.get(key)
+        if b is None:
+            print("  no valid record")
+            continue
+        try:
+            flop = create_task(b.workload["name"], b.workload["args"], b.target).flop
+            perf = f"{flop / b.cost / 1e9:.1f} GFLOP/s, "
+        except Exception:  # noqa: BLE001 - the template is not importable here: times only
+            perf = ""
+        print(f"  best: {perf}{b.cost * 1e3:.3f} ms (line {b.line}), config "
+              f"{b.config['entity']}")
+    if a.plot:
+        plot_curve(a.log, a.plot)
+    return 0
+
+
+def plot_curve(log: str, path: str) -> None:
+    """Best-so-far throughput against trials, one line per workload (needs matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SystemExit("--plot needs matplotlib (pip install tensorlang[plot])") from None
+    by_key: dict[str, list] = {}
+    for r in load_records(log):
+        by_key.setdefault(r.key, []).append(r)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for key, rs in by_key.items():
+        best, ys = 0.0, []
+        for r in sorted(rs, key=lambda r: r.timestamp):
+            if r.valid:
+                best = max(best, 1.0 / r.cost)
+            ys.append(best)
+        ax.plot(range(1, len(ys) + 1), ys, label=key)
+    ax.set_xlabel("trials")
+    ax.set_ylabel("best so far (calls / s)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"wrote {path}")

@@ -1,0 +1,171 @@
+"""Auto-tuning figures (issue 5): best kernel after N trials against numpy (OpenBLAS) and the
+default schedule, XGBTuner vs RandomTuner best-so-far curves averaged over seeds, tuning
+throughput (trials/minute) and the share of wall time outside building and running, and the cost
+model's ranking quality on held-out configs.
+
+    python benchmarks/tune.py [--size 1024] [--trials 200] [--curve-size 512]
+                              [--curve-trials 128] [--seeds 3] [--skip-curves]
+
+For a fair numpy comparison run with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` (see
+benchmarks/matmul.py). Prints markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+import tensorlang as tl
+from tensorlang import autotune
+
+
+def _option(timeout: float = 10.0):
+    return autotune.measure_option(
+        builder=autotune.LocalBuilder(n_parallel=2),
+        runner=autotune.LocalRunner(number=2, repeat=3, min_repeat_ms=30, timeout=timeout))
+
+
+def tune(size: int, trials: int, tuner_cls, seed: int, log: str, **kw):
+    task = autotune.create_task("matmul", (size, size, size, "float32"))
+    tuner = tuner_cls(task, batch_size=16, seed=seed, **kw)
+    opt = _option()
+    try:
+        tuner.tune(trials, opt, callbacks=[autotune.progress_bar(
+            desc=f"{tuner_cls.__name__} {size}^3 seed {seed}"), autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    return tuner
+
+
+def _time(fn, number: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def compare_with_numpy(size: int, log: str, rounds: int = 7) -> dict:
+    """Build the log's best and the default schedule; time them and numpy interleaved."""
+    from tensorlang.autotune.templates import matmul
+
+    with autotune.apply_history_best(log):
+        s, args = matmul(size, size, size, "float32")
+    best = tl.build(s, args, name="best")
+    s, args = autotune.create_task("matmul", (size, size, size, "float32")).instantiate(
+        autotune.FallbackConfig())
+    default = tl.build(s, args, name="default")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    c = np.empty((size, size), np.float32)
+    best(a, b, c)
+    assert np.abs(c - a @ b).max() / np.abs(a @ b).max() < 1e-4
+    number = max(1, int(2e9 / (2 * size**3)))
+    t = {"best": [], "default": [], "numpy": []}
+    for _ in range(rounds):  # interleaved: all three see the same machine load
+        t["best"].append(_time(lambda: best(a, b, c), number))
+        t["default"].append(_time(lambda: default(a, b, c), number))
+        t["numpy"].append(_time(lambda: np.matmul(a, b), number))
+    flop = 2.0 * size**3
+    return {k: flop / statistics.median(v) / 1e9 for k, v in t.items()}
+
+
+def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
+    n = len(x)
+    conc = disc = 0
+    for i in range(n):
+        dx = np.sign(x[i + 1:] - x[i])
+        dy = np.sign(y[i + 1:] - y[i])
+        conc += int(np.sum(dx * dy > 0))
+        disc += int(np.sum(dx * dy < 0))
+    return (conc - disc) / max(1, conc + disc)
+
+
+def ranking_quality(log: str, size: int, seed: int = 0) -> dict:
+    """Fit the cost model on 75% of a log's valid records, rank the other 25%."""
+    import xgboost as xgb
+
+    from tensorlang.autotune.features import config_features
+
+    task = autotune.create_task("matmul", (size, size, size, "float32"))
+    recs = [r for r in autotune.load_records(log) if r.key == task.key]
+    xs, ys = [], []
+    for r in recs:
+        f = config_features(task, task.config_space.from_json(r.config))
+        if f is not None:
+            xs.append(f)
+            ys.append(task.flop / r.cost if r.valid else 0.0)
+    x, y = np.array(xs), np.array(ys) / max(ys)
+    perm = np.random.default_rng(seed).permutation(len(x))
+    cut = int(0.75 * len(x))
+    tr, te = perm[:cut], perm[cut:]
+    model = xgb.train({"objective": "reg:squarederror", "max_depth": 6, "eta": 0.2,
+                       "nthread": 1, "verbosity": 0}, xgb.DMatrix(x[tr], label=y[tr]), 60)
+    pred = model.predict(xgb.DMatrix(x[te]))
+    k = max(1, len(te) // 8)
+    top_true = set(np.argsort(-y[te])[:k])
+    top_pred = set(np.argsort(-pred)[:k])
+    return {"n_train": len(tr), "n_test": len(te), "kendall_tau": kendall_tau(pred, y[te]),
+            f"top{k}_recall": len(top_true & top_pred) / k}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--curve-size", type=int, default=512)
+    ap.add_argument("--curve-trials", type=int, default=128)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--skip-curves", action="store_true")
+    ap.add_argument("--skip-best", action="store_true")
+    ap.add_argument("--dir", default=None, help="where the logs go (default: a temp dir)")
+    a = ap.parse_args()
+    out = a.dir or tempfile.mkdtemp(prefix="tl-bench-tune-")
+    os.makedirs(out, exist_ok=True)
+    print(f"tensorlang {tl.__version__}; logs in {out}; "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+
+    if not a.skip_best:
+        log = os.path.join(out, f"xgb_{a.size}.jsonl")
+        t = tune(a.size, a.trials, autotune.XGBTuner, 0, log)
+        outside = (t.time_total - t.time_measure) / t.time_total
+        r = compare_with_numpy(a.size, log)
+        at64 = t.curve[63] if len(t.curve) >= 64 else float("nan")
+        print(f"\n## matmul {a.size}^3 fp32, XGBTuner, {t.trials} trials\n")
+        print("| best GFLOP/s | default GFLOP/s | numpy GFLOP/s | best / numpy | "
+              "best / default | best after 64 trials (tuning-time GFLOP/s) |")
+        print("|---|---|---|---|---|---|")
+        print(f"| {r['best']:.1f} | {r['default']:.1f} | {r['numpy']:.1f} | "
+              f"{r['best'] / r['numpy']:.2f} | {r['best'] / r['default']:.2f} | {at64:.1f} |")
+        print(f"\nwall {t.time_total:.0f} s; {60 * t.trials / t.time_total:.1f} trials/minute; "
+              f"outside build+run: {100 * outside:.1f}% (model {t.time_model:.1f} s, search "
+              f"{t.time_search:.1f} s); errors {t.errors}; configs featurized "
+              f"{t.search_stats['featurized']} ({t.search_stats['illegal_pruned']} illegal, "
+              f"pruned before building); best {t.best_config}")
+        print(f"cost model on held-out configs of this log: {ranking_quality(log, a.size)}")
+
+    if not a.skip_curves:
+        marks = [m for m in (32, 64, 128) if m <= a.curve_trials]
+        curves: dict[str, list[list[float]]] = {"XGBTuner": [], "RandomTuner": []}
+        for seed in range(a.seeds):
+            for name, cls, kw in (("XGBTuner", autotune.XGBTuner, {"include_fallback": False}),
+                                  ("RandomTuner", autotune.RandomTuner, {})):
+                log = os.path.join(out, f"curve_{name}_{a.curve_size}_{seed}.jsonl")
+                t = tune(a.curve_size, a.curve_trials, cls, seed, log, **kw)
+                curves[name].append(t.curve)
+        print(f"\n## best-so-far GFLOP/s, matmul {a.curve_size}^3, mean over {a.seeds} seeds "
+              "(XGB without the fallback seed)\n")
+        print("| tuner | " + " | ".join(f"{m} trials" for m in marks) + " |")
+        print("|---|" + "---|" * len(marks))
+        for name, cs in curves.items():
+            vals = [statistics.fmean(c[m - 1] for c in cs if len(c) >= m) for m in marks]
+            print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in vals) + " |")
+
+
+if __name__ == "__main__":  # builder / runner processes re-import this file: keep the guard
+    main()
