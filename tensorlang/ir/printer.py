@@ -85,7 +85,7 @@ class Printer:
             kind = "" if s.kind == "serial" else s.kind + " "
             ann = "".join(f"  # {k}={v}" for k, v in s.annotations)
             rng = (f"{self.expr(s.extent)}" if E.is_const(s.min, 0)
-                   else f"{self.expr(s.min)}, {self.expr(s.min + s.extent)}")
+                   else f"{self.expr(s.min)}, {self.expr(_simplify(s.min + s.extent))}")
             self.emit(f"{kind}for {self.name(s.loop_var, s.loop_var.name)} in range({rng}):{ann}",
                       depth)
             self.stmt(s.body, depth + 1)
@@ -124,6 +124,12 @@ class Printer:
         self.emit(f"def {f.name}({', '.join(params)}):", 0)
         self.stmt(f.body, 1)
         return "\n".join(self.lines)
+
+
+def _simplify(e):
+    from .simplify import simplify
+
+    return simplify(e)
 
 
 def _const(e: E.Const) -> str:

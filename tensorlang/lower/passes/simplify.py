@@ -21,7 +21,7 @@ class _StmtSimplifier(Mutator):
         n = E.as_int(ext)
         if n is not None and n <= 0:
             return None
-        if n == 1 and s.kind != "parallel":
+        if n == 1:  # one iteration (also of a parallel loop: nothing to share out)
             body = substitute(s.body, {s.loop_var: mn})
             return self.visit(body)
         saved = self.an.ranges.get(s.loop_var)
