@@ -310,16 +310,23 @@ class Simplifier(Mutator):
             return a  # x + (-0.0) == x exactly
         return e
 
-    def visit_FloorDiv(self, e):
+    def _divmod_operands(self, e):
+        """(simplified node, folded result or None, positive constant divisor or None)."""
         e = self.generic(e)
-        a, b = e.a, e.b
-        if isinstance(a, E.Const) and isinstance(b, E.Const):
-            f = _fold_const(e, a, b)
+        if isinstance(e.a, E.Const) and isinstance(e.b, E.Const):
+            f = _fold_const(e, e.a, e.b)
             if f is not None:
-                return f
-        c = E.as_int(b)
+                return e, f, None
+        c = E.as_int(e.b)
         if c is None or c <= 0 or dt.lanes(e.dtype) > 1 or dt.is_unsigned(e.dtype):
-            return e
+            return e, None, None
+        return e, None, c
+
+    def visit_FloorDiv(self, e):
+        e, folded, c = self._divmod_operands(e)
+        if folded is not None or c is None:
+            return folded if folded is not None else e
+        a, b = e.a, e.b
         if c == 1:
             return a
         q, r = self._split_divisible(to_linear(a), c)
@@ -337,15 +344,10 @@ class Simplifier(Mutator):
         return q.add(Linear(e.dtype, {_Key(inner): (inner, 1)}, 0)).to_expr()
 
     def visit_FloorMod(self, e):
-        e = self.generic(e)
+        e, folded, c = self._divmod_operands(e)
+        if folded is not None or c is None:
+            return folded if folded is not None else e
         a, b = e.a, e.b
-        if isinstance(a, E.Const) and isinstance(b, E.Const):
-            f = _fold_const(e, a, b)
-            if f is not None:
-                return f
-        c = E.as_int(b)
-        if c is None or c <= 0 or dt.lanes(e.dtype) > 1 or dt.is_unsigned(e.dtype):
-            return e
         if c == 1:
             return E.const(0, e.dtype)
         _, r = self._split_divisible(to_linear(a), c)
