@@ -53,7 +53,8 @@ class Value:
         self.dtype = _canonical_dtype(dtype)
         self.layout = layout
         if data is not None:
-            data = np.ascontiguousarray(data, dtype=self.dtype)
+            # np.array, not ascontiguousarray: the latter turns rank-0 data into shape (1,)
+            data = np.array(data, dtype=self.dtype, order="C")
             if data.shape != shape:
                 raise GraphError(f"constant {name!r}: data shape {data.shape} != {shape}")
             data.flags.writeable = False

@@ -207,7 +207,8 @@ def _conv(ins, a, out_shape):
     rc = tl.reduce_axis(cin_g, "rc")
     rk = [tl.reduce_axis(_i(w.shape[2 + d]), f"r{d}") for d in range(nsp)]
 
-    def f(n, k, *sp):
+    def f(*idx):
+        n, k, sp = idx[0], idx[1], idx[2:]
         c = rc.var if groups == 1 else (k // cout_g) * cin_g + rc.var
         xi = [n, c] + [sp[d] * st[d] + rk[d].var * dil[d] for d in range(nsp)]
         wi = [k, rc.var] + [r.var for r in rk]
@@ -216,7 +217,7 @@ def _conv(ins, a, out_shape):
     conv = tl.compute(tuple(out_shape), f, name="conv")
     if len(ins) > 2:
         b = ins[2]
-        return tl.compute(tuple(out_shape), lambda n, k, *sp: conv[(n, k, *sp)] + b[k],
+        return tl.compute(tuple(out_shape), lambda *i: conv[i] + b[i[1]],
                           name="conv_bias")
     return conv
 
@@ -278,7 +279,8 @@ def _pool(op, ins, a, out_shape):
     xp = _pad_stage(x, pads[:nsp], hi, fill, "pool_pad")
     rk = [tl.reduce_axis(k[d], f"r{d}") for d in range(nsp)]
 
-    def f(n, c, *sp):
+    def f(*o):
+        n, c, sp = o[0], o[1], o[2:]
         idx = [n, c] + [sp[d] * st[d] + rk[d].var * dil[d] for d in range(nsp)]
         if is_max:
             return tl.max(xp[tuple(idx)], axis=rk)
@@ -289,7 +291,8 @@ def _pool(op, ins, a, out_shape):
         return red
     include_pad = a.get("count_include_pad", 0)
 
-    def avg(n, c, *sp):
+    def avg(*o):
+        n, c, sp = o[0], o[1], o[2:]
         count = None
         for d in range(nsp):
             lo = sp[d] * st[d] - pads[d]
@@ -428,7 +431,8 @@ def _lrn(ins, a, out_shape):
     xp = _pad_stage(x, [lo], [hi], 0.0, "lrn_pad", first_axis=1)
     r = tl.reduce_axis(size, "r")
 
-    def sq(n, c, *sp):
+    def sq(*o):
+        n, c, sp = o[0], o[1], o[2:]
         v = xp[(n, c + r.var, *sp)]
         return tl.sum(v * v, axis=r)
 

@@ -650,4 +650,4 @@ def evaluate(op: str, arrays: Sequence[np.ndarray], attrs: dict[str, Any]) -> li
     if d.ref is None:
         raise KeyError(op)
     with np.errstate(all="ignore"):
-        return [np.ascontiguousarray(r) for r in d.ref(list(arrays), attrs)]
+        return [np.array(r, order="C") for r in d.ref(list(arrays), attrs)]

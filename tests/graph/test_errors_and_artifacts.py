@@ -1,0 +1,143 @@
+"""Bad input (unsupported ops, malformed files, wrong names/shapes/dtypes), IR basics, and the
+save/load round trip in a fresh process."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from conftest import ort_run
+from onnx import TensorProto, helper
+from tensorlang.graph import model_zoo
+
+from tensorlang import graph, runtime
+
+
+def test_unsupported_operators_listed_together():
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"),
+             helper.make_node("NonMaxSuppression", ["a"], ["b"], name="nms"),
+             helper.make_node("Loop", ["b"], ["c"], name="loop")]
+    g = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                       [2])],
+                          [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(graph.UnsupportedOperatorError) as e:
+        graph.from_onnx(m)
+    msg = str(e.value)
+    assert "NonMaxSuppression (node 'nms', opset 13)" in msg
+    assert "Loop (node 'loop', opset 13)" in msg
+    assert [u[0] for u in e.value.unsupported] == ["NonMaxSuppression", "Loop"]
+
+
+def test_malformed_file(tmp_path):
+    p = tmp_path / "bad.onnx"
+    p.write_bytes(b"\x08\x07garbage that is not a protobuf \xff\xff\xff")
+    with pytest.raises(graph.OnnxImportError, match="not a valid ONNX model"):
+        graph.from_onnx(str(p))
+    with pytest.raises(FileNotFoundError):
+        graph.from_onnx(str(tmp_path / "missing.onnx"))
+
+
+def test_wrong_inputs_are_clear_errors():
+    gm = graph.build(graph.from_onnx(model_zoo.mlp()))
+    x = np.zeros((4, 64), np.float32)
+    with pytest.raises(runtime.InputError, match="unknown input.*'y'"):
+        gm.run(y=x)
+    with pytest.raises(runtime.InputError, match="missing input"):
+        graph.build(graph.from_onnx(model_zoo.mlp())).run()
+    with pytest.raises(runtime.InputError, match=r"shape \(4, 64\), got \(4, 63\)"):
+        gm.run(x=np.zeros((4, 63), np.float32))
+    with pytest.raises(runtime.InputError, match="dtype float32, got float64"):
+        gm.run(x=np.zeros((4, 64)))
+
+
+def test_builder_printer_dot_and_shape_errors():
+    b = graph.Builder("t")
+    x = b.input("x", (1, 3, 8, 8))
+    w = b.const(np.ones((4, 3, 3, 3), np.float32), name="w")
+    y = b.relu(b.conv(x, w, pads=1))
+    g = b.build(y)
+    assert y.shape == (1, 4, 8, 8)
+    text = str(g)
+    assert "conv(%x, %w)" in text and "relu" in text
+    assert g.to_dot().startswith('digraph "t"')
+    with pytest.raises(graph.GraphError, match="do not broadcast"):
+        b.add(x, b.input("z", (2, 5)))
+
+
+def test_shape_subgraph_is_folded():
+    # Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters write a flatten
+    c = helper.make_tensor("c", TensorProto.INT64, [1], [-1])
+    i0 = helper.make_tensor("i0", TensorProto.INT64, [], [0])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "ax"], ["n1"]),
+             helper.make_node("Concat", ["n1", "c"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    ax = helper.make_tensor("ax", TensorProto.INT64, [1], [0])
+    g = helper.make_graph(nodes, "f", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                     [2, 3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 12])],
+                          [c, i0, ax])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    gr = graph.from_onnx(m)
+    assert [n.op for n in gr.nodes] == ["reshape"]
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(graph.build(gr).run(x=x)["y"], x.reshape(2, 12))
+
+
+def test_save_load_fresh_process(tmp_path):
+    model = model_zoo.small_cnn()
+    gm = graph.build(graph.from_onnx(model))
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    expected = next(iter(gm.run(x=x).values()))
+    path = gm.save(tmp_path / "cnn.tlpkg")
+    np.save(tmp_path / "x.npy", x)
+    code = textwrap.dedent(f"""
+        import sys, time, json
+        import numpy as np
+        t0 = time.perf_counter()
+        from tensorlang import runtime
+        gm = runtime.load({str(path)!r})
+        t_load = time.perf_counter() - t0
+        out = next(iter(gm.run(x=np.load({str(tmp_path / 'x.npy')!r})).values()))
+        np.save({str(tmp_path / 'out.npy')!r}, out)
+        bad = [m for m in ("llvmlite.binding", "tensorlang.codegen", "tensorlang.graph")
+               if m in sys.modules]
+        print(json.dumps({{"load_s": t_load, "compiler_modules": bad}}))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    assert info["compiler_modules"] == []
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+    ref = ort_run(model, {"x": x})
+    assert np.allclose(expected, next(iter(ref.values())), rtol=1e-4, atol=1e-6)
+
+
+def test_artifact_refusals(tmp_path):
+    gm = graph.build(graph.from_onnx(model_zoo.mlp()))
+    path = gm.save(tmp_path / "m.tlpkg")
+    man = json.loads((path / "manifest.json").read_text())
+    man["required_features"] = man["required_features"] + ["no_such_cpu_feature"]
+    (path / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(runtime.ArtifactError, match="no_such_cpu_feature"):
+        runtime.load(path)
+    man["required_features"].remove("no_such_cpu_feature")
+    man["version"] = "99.0.0"
+    (path / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(runtime.ArtifactError, match="major versions differ"):
+        runtime.load(path)
+    with pytest.raises(runtime.ArtifactError, match="not a tensorlang model"):
+        runtime.load(tmp_path)
+
+
+def test_extract_tasks_dedups_by_workload():
+    tasks = graph.extract_tasks(graph.from_onnx(model_zoo.small_cnn()))
+    convs = [t for t in tasks if t.op == "conv"]
+    assert sum(t.weight for t in convs) == 4 and len(convs) == 3
+    _s, args = convs[0].instantiate()
+    assert len(args) >= 3
