@@ -109,15 +109,100 @@ def _tune(p: argparse.ArgumentParser):
     return run
 
 
-@command("inspect", "summarize a tuning log: best per workload, error counts")
+@command("inspect", "summarize a tuning log (best per workload, errors) or an ONNX model "
+                    "(operators, support, shapes)")
 def _inspect(p: argparse.ArgumentParser):
-    p.add_argument("log")
+    p.add_argument("log", help="a tuning log (.jsonl) or an ONNX model (.onnx)")
     p.add_argument("--plot", default=None, help="write the best-so-far curve (PNG)")
 
     def run(a) -> int:
+        # one subcommand for both: the issue names `tensorlang inspect model.onnx`
+        if a.log.endswith(".onnx"):
+            return _inspect_onnx(a.log)
         from tensorlang.autotune.cli import run_inspect
 
         return run_inspect(a)
+
+    return run
+
+
+def _inspect_onnx(path: str) -> int:
+    from tensorlang import graph
+
+    try:
+        g = graph.from_onnx(path)
+    except graph.UnsupportedOperatorError as e:
+        print(e)
+        return 1
+    print(g)
+    print("operators:", ", ".join(f"{op} x{n}" for op, n in g.op_counts().items()))
+    tasks = graph.extract_tasks(g)
+    print(f"{len(g.nodes)} nodes, {len(g.constants)} constants, {len(tasks)} tunable workloads")
+    return 0
+
+
+@command("compile", "compile an ONNX model into a deployable artifact folder")
+def _compile(p: argparse.ArgumentParser):
+    p.add_argument("model", help="model.onnx")
+    p.add_argument("-o", "--output", required=True, help="artifact folder, e.g. model.tlpkg")
+    p.add_argument("--log", default=None, help="tuning log (JSON lines) to take schedules from")
+    p.add_argument("--target", default="llvm")
+    p.add_argument("--shape", action="append", default=[],
+                   help="input shape for symbolic dims: name=1,3,224,224 (repeatable)")
+
+    def run(a) -> int:
+        from tensorlang import graph
+
+        shapes = {}
+        for item in a.shape:
+            name, _, dims = item.partition("=")
+            shapes[name] = tuple(int(d) for d in dims.split(","))
+        t0 = time.perf_counter()
+        g = graph.from_onnx(a.model, shapes=shapes or None)
+        gm = graph.build(g, target=a.target, tuning_log=a.log)
+        path = gm.save(a.output)
+        print(gm.build_report)
+        print(f"compiled {a.model} -> {path} in {time.perf_counter() - t0:.2f} s "
+              f"({gm.num_steps} steps, {gm.num_kernels} kernels)")
+        return 0
+
+    return run
+
+
+@command("run", "run a compiled model: tensorlang run model.tlpkg --input x=x.npy")
+def _run_model(p: argparse.ArgumentParser):
+    p.add_argument("artifact", help="a folder written by `tensorlang compile`")
+    p.add_argument("--input", action="append", default=[], help="name=file.npy (repeatable)")
+    p.add_argument("--output", default=None, help="write the outputs to this .npz")
+    p.add_argument("--mode", default="graph", choices=["graph", "interactive"])
+    p.add_argument("--repeat", type=int, default=0, help="also time this many runs")
+
+    def run(a) -> int:
+        import numpy as np
+
+        from tensorlang import runtime
+
+        t0 = time.perf_counter()
+        gm = runtime.load(a.artifact, mode=a.mode)
+        t_load = time.perf_counter() - t0
+        feeds = {}
+        for item in a.input:
+            name, eq, file = item.partition("=")
+            if not eq:
+                print(f"--input expects name=file.npy, got {item!r}", file=sys.stderr)
+                return 2
+            feeds[name] = np.load(file)
+        out = gm.run(**feeds)
+        for k, v in out.items():
+            print(f"{k}: {v.dtype}{list(v.shape)} mean={float(v.mean()):.6g} "
+                  f"max={float(v.max()):.6g}")
+        if a.repeat:
+            r = gm.benchmark(number=a.repeat, repeat=1)
+            print(f"latency {r.mean * 1e3:.3f} ms ({a.mode} mode)")
+        print(f"loaded in {t_load * 1e3:.1f} ms")
+        if a.output:
+            np.savez(a.output, **out)
+        return 0
 
     return run
 
