@@ -8,7 +8,7 @@ import os
 from .record import append_records, make_record
 
 
-class progress_bar:  # noqa: N801 - AutoTVM's name: autotune.progress_bar()
+class progress_bar:
     """A tqdm bar: trials done, best GFLOP/s so far, errors by kind, ETA."""
 
     def __init__(self, desc: str | None = None, file=None):
@@ -39,7 +39,7 @@ class progress_bar:  # noqa: N801 - AutoTVM's name: autotune.progress_bar()
             self._bar = None
 
 
-class log_to_file:  # noqa: N801 - AutoTVM's name: autotune.log_to_file(path)
+class log_to_file:
     """Append each batch's records to a JSON-lines file, flushed to disk per batch."""
 
     def __init__(self, path: str | os.PathLike):

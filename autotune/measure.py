@@ -397,7 +397,7 @@ def measure_batch(option: MeasureOption, inputs: list[MeasureInput]) -> list[Mea
     for n, inp in enumerate(inputs):
         t0 = time.perf_counter()
         try:
-            s, _ = inp.task.instantiate(inp.config)
+            inp.task.instantiate(inp.config)
         except Exception as e:  # noqa: BLE001
             from .. import ScheduleError
 

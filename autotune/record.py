@@ -19,8 +19,8 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..version import __version__
 from .measure import MeasureInput, MeasureResult
@@ -140,8 +140,7 @@ def pick_best(in_file, out_file) -> int:
     many were written."""
     best = best_records(load_records(in_file))
     with open(out_file, "w", encoding="utf-8") as f:
-        for r in best.values():
-            f.write(r.dumps() + "\n")
+        f.writelines(r.dumps() + "\n" for r in best.values())
     return len(best)
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections import OrderedDict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..ir.expr import as_int
 from ..ir.stmt import IterVar
@@ -315,7 +316,7 @@ class ConfigSpace(_ConfigBase):
     def dims(self) -> list[int]:
         return [len(k) for k in self.knobs.values()]
 
-    def get(self, index: int) -> "ConfigEntity":
+    def get(self, index: int) -> ConfigEntity:
         if not 0 <= index < len(self):
             raise IndexError(f"config index {index} out of range [0, {len(self)})")
         ents, rest = OrderedDict(), index
@@ -340,7 +341,7 @@ class ConfigSpace(_ConfigBase):
             mult *= len(knob)
         return index
 
-    def from_json(self, d: dict) -> "ConfigEntity":
+    def from_json(self, d: dict) -> ConfigEntity:
         return self.get(self.index_of(d["entity"]))
 
     def fallback_index(self) -> int:

@@ -14,11 +14,11 @@ import hashlib
 import importlib
 import json
 import threading
-from typing import Callable
+from collections.abc import Callable
+from typing import ClassVar
 
-from .. import ScheduleError
-from ..ir import stmt as S
 from ..ir import expr as E
+from ..ir import stmt as S
 from ..ir.expr import as_int
 from .space import ConfigEntity, ConfigSpace, FallbackConfig
 
@@ -246,10 +246,10 @@ def create_task(name: str, args, target: str = "llvm") -> Task:
 class DispatchContext:
     """Answers "which config for this workload?"; contexts nest (innermost wins)."""
 
-    _stack: list["DispatchContext"] = []
+    _stack: ClassVar[list[DispatchContext]] = []
 
     @classmethod
-    def current(cls) -> "DispatchContext":
+    def current(cls) -> DispatchContext:
         return cls._stack[-1] if cls._stack else _FALLBACK
 
     def query(self, target: str, name: str, args) -> ConfigEntity:

@@ -140,4 +140,4 @@ def dense(M: int, N: int, K: int, dtype: str = "float32"):
     return s, [X, W, Y]
 
 
-__all__ = ["matmul", "dense"]
+__all__ = ["dense", "matmul"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from .callbacks import log_to_file, progress_bar
-from .measure import MeasureOption, measure_option as _measure_option
+from .measure import MeasureOption
+from .measure import measure_option as _measure_option
 from .record import load_records
 from .task import Task
 from .tuner import GridSearchTuner, RandomTuner, XGBTuner

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -43,6 +43,7 @@ class Tuner:
         self.time_measure = 0.0  # wall seconds inside build + run
         self.time_total = 0.0
         self.n_trial = 0
+        self.progress: list[tuple[int, float]] = []  # (trials, wall seconds) after each batch
 
     # ---------------------------------------------------------------------------- to override
     def next_batch(self, n: int) -> list[int]:
@@ -101,6 +102,8 @@ class Tuner:
                 if improved:
                     last_improve = self.trials
                 self.update(inputs, results)
+                self.progress.append((self.trials,
+                                      self.time_total + time.perf_counter() - t_start))
                 for cb in callbacks:
                     cb(self, inputs, results)
                 if early_stopping is not None and self.trials - last_improve >= early_stopping:
@@ -319,7 +322,7 @@ class XGBTuner(Tuner):
                     if fb not in self.visited and self.features(fb) is not None:
                         first = [fb]
                 return first + self._legal_random(n - len(first), exclude=set(first))
-            n_random = int(round(n * self.epsilon))
+            n_random = round(n * self.epsilon)
             if self.rng.random() < n * self.epsilon - n_random:
                 n_random += 1
             picked = self._anneal(n - n_random)

@@ -89,7 +89,6 @@ def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
 def ranking_quality(log: str, size: int, seed: int = 0) -> dict:
     """Fit the cost model on 75% of a log's valid records, rank the other 25%."""
     import xgboost as xgb
-
     from tensorlang.autotune.features import config_features
 
     task = autotune.create_task("matmul", (size, size, size, "float32"))
@@ -136,13 +135,15 @@ def main() -> None:
         outside = (t.time_total - t.time_measure) / t.time_total
         r = compare_with_numpy(a.size, log)
         at64 = t.curve[63] if len(t.curve) >= 64 else float("nan")
+        wall64 = next((s for n, s in t.progress if n >= 64), float("nan"))
         print(f"\n## matmul {a.size}^3 fp32, XGBTuner, {t.trials} trials\n")
         print("| best GFLOP/s | default GFLOP/s | numpy GFLOP/s | best / numpy | "
               "best / default | best after 64 trials (tuning-time GFLOP/s) |")
         print("|---|---|---|---|---|---|")
         print(f"| {r['best']:.1f} | {r['default']:.1f} | {r['numpy']:.1f} | "
               f"{r['best'] / r['numpy']:.2f} | {r['best'] / r['default']:.2f} | {at64:.1f} |")
-        print(f"\nwall {t.time_total:.0f} s; {60 * t.trials / t.time_total:.1f} trials/minute; "
+        print(f"\n64 trials: {wall64:.0f} s of wall time, best {at64:.1f} GFLOP/s while tuning")
+        print(f"wall {t.time_total:.0f} s; {60 * t.trials / t.time_total:.1f} trials/minute; "
               f"outside build+run: {100 * outside:.1f}% (model {t.time_model:.1f} s, search "
               f"{t.time_search:.1f} s); errors {t.errors}; configs featurized "
               f"{t.search_stats['featurized']} ({t.search_stats['illegal_pruned']} illegal, "

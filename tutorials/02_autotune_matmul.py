@@ -40,9 +40,9 @@ from tensorlang import autotune
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", type=int, default=int(os.environ.get("TL_TUTORIAL_SIZE", 512)))
+    ap.add_argument("--size", type=int, default=int(os.environ.get("TL_TUTORIAL_SIZE", "512")))
     ap.add_argument("--trials", type=int,
-                    default=int(os.environ.get("TL_TUTORIAL_TRIALS", 64)))
+                    default=int(os.environ.get("TL_TUTORIAL_TRIALS", "64")))
     ap.add_argument("--log", default=None, help="tuning log (default: a temporary file)")
     a = ap.parse_args()
     n = a.size

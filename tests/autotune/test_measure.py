@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import autotune_test_templates  # noqa: F401 - registers the test templates
+
 from tensorlang import autotune
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import autotune_test_templates  # noqa: F401 - registers the test templates
 import numpy as np
 import pytest
+from tensorlang.autotune.space import ConfigSpace, split_candidates
 
-import autotune_test_templates  # noqa: F401 - registers the test templates
 import tensorlang as tl
 from tensorlang import autotune
-from tensorlang.autotune.space import ConfigSpace, split_candidates
 
 ROOT = Path(__file__).resolve().parents[2]
 
