@@ -607,6 +607,7 @@ class _Pool:
         self.addresses = addresses
         self.keepalive = keepalive  # the CDLL or the JIT resource tracker: never released
         self.how = how
+        self.library_path: Path | None = None  # the .so it was loaded from, if any
         proto = ctypes.CFUNCTYPE
         self.launch = proto(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)(
             addresses["tl_parallel_launch"]
@@ -640,7 +641,9 @@ _pool_lock = threading.Lock()
 def _load_shared(path: Path) -> _Pool:
     lib = ctypes.CDLL(str(path))
     addrs = {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in _EXPORTS}
-    return _Pool(addrs, lib, f"shared library {path}")  # type: ignore[arg-type]
+    p = _Pool(addrs, lib, f"shared library {path}")  # type: ignore[arg-type]
+    p.library_path = path
+    return p
 
 
 class PoolUnavailable(RuntimeError):
@@ -745,9 +748,10 @@ def set_spin_cycles(cycles: int) -> None:
 
 def shared_library_bytes() -> bytes | None:
     """The pool's linked library, for shipping inside an artifact (None if it was JIT-loaded)."""
-    pool()
-    path = _library_path()
-    return path.read_bytes() if path.exists() else None
+    # the library actually loaded, not the cache path of now: the cache directory may have
+    # changed since (TENSORLANG_CACHE_DIR), and the loaded copy is what runs here
+    path = pool().library_path
+    return path.read_bytes() if path is not None and path.exists() else None
 
 
 def time_calls(fn_address: int, args: list[int], number: int) -> tuple[float, int]:
