@@ -549,7 +549,9 @@ def _softmax_parts(op, x, axis):
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along `axis` (numerically stable)."""
     ax, _mx, e, sm, zero_ax = _softmax_parts("softmax", x, axis)
-    return op_compute("softmax", x.shape, lambda *i: e[i] / sm[zero_ax(i)], OPAQUE, axis=ax)
+    # one reciprocal per row, then multiplies: a vector divide costs several multiplies
+    return op_compute("softmax", x.shape, lambda *i: e[i] * (const(1.0, x.dtype) / sm[zero_ax(i)]),
+                      OPAQUE, axis=ax)
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:

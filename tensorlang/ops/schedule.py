@@ -84,7 +84,8 @@ def _reduce_rows(s, red: Tensor, lanes: int = 64):
     """A reduction over only its last input axis (contiguous): split it by `lanes`, rfactor the
     inner part into a vector of partial results (spatial, so it may be vectorized) and reduce
     that vector at the end. 64 lanes = 4 zmm accumulators, enough independent adds to hide
-    their latency. Returns the rf stage (or None when the shape does not fit)."""
+    their latency. Returns the rf stages, in producer order (or None when the shape does not
+    fit)."""
     st = s[red]
     if len(st.op.reduce_axis) != 1:
         return None
@@ -102,7 +103,18 @@ def _reduce_rows(s, red: Tensor, lanes: int = 64):
     ki_rf = rst.op.axis[-1]
     rst.reorder(rst.op.reduce_axis[0], ki_rf)
     rst.vectorize(ki_rf)
-    return rst
+    if lanes > LANES:
+        # The final reduction of the `lanes` partials is a serial chain of scalar adds (64 x
+        # the add latency per row, as long as a 1k-element row's vector pass). Fold the
+        # partial vectors into one zmm first (a second rfactor, vectorized), leaving 16.
+        st = s[red]
+        kv = st.op.reduce_axis[0]
+        _, kvi = st.split(kv, factor=LANES)
+        rf2 = s[s.rfactor(red, kvi, factor_index=len(st.op.axis))]
+        rf2.reorder(rf2.op.reduce_axis[0], rf2.op.axis[-1])
+        rf2.vectorize(rf2.op.axis[-1])
+        return [rst, rf2]
+    return [rst]
 
 
 def schedule_reduce(s, t: Tensor) -> None:
@@ -116,8 +128,8 @@ def schedule_reduce(s, t: Tensor) -> None:
         return
     row = st.fuse(*big) if len(big) > 1 else big[0]
     st.parallel(row)
-    if rst is not None:
-        rst.compute_at(st, row)
+    for r in reversed(rst or []):  # readers first: compute_at needs the host's reader placed
+        r.compute_at(st, row)
 
 
 def _reduce_rows_ok(st) -> bool:
@@ -125,13 +137,17 @@ def _reduce_rows_ok(st) -> bool:
     if len(st.op.reduce_axis) != 1:
         return False
     k = st.op.reduce_axis[0]
-    from ..ir.functor import Visitor
+    from ..ir.functor import Visitor, collect_vars
 
     ok = []
 
     class _V(Visitor):
         def visit_TensorRead(self, r):
-            ok.append(r.indices and r.indices[-1] is k.var)
+            # reads that do not depend on k (layer norm's variance reads the row's mean) are
+            # loop-invariant for the vector accumulator and do not stop it
+            uses_k = any(k.var in collect_vars(i) for i in r.indices)
+            if uses_k:
+                ok.append(bool(r.indices) and r.indices[-1] is k.var)
             for i in r.indices:
                 self.visit(i)
 
@@ -296,10 +312,16 @@ def _stride_one(cs) -> bool:
     return list(cs.op.attrs.get("stride", [1, 1]))[-1] == 1
 
 
-def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: bool = True):
+def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: bool = True,
+                            row_lanes_max: int = 64):
     """Depthwise conv and pooling (NCHW): per (n, c, output row), the output row is vectorized
     (input rows are contiguous for stride 1; strided reads are gathers), the small window loops
-    unrolled around it."""
+    unrolled around it. A row of at most `row_lanes_max` elements is one vector of the row's
+    width: LLVM splits <28 x float> into zmm + ymm + xmm pieces with no scalar tail, and the
+    pieces are independent FMA chains (a 16-lane split of 28 would leave a 12-element scalar
+    tail, and 4 lanes, the widest power of two dividing 28, quarters the throughput). The padded
+    input is built per channel (a window reads one input channel) in a stack buffer that stays
+    in L1, instead of a whole padded copy of the input on the heap."""
     comp, out = _accumulator(s, c, out)
     o = s[out]
     n, ch, oh, ow = o.op.axis
@@ -307,23 +329,50 @@ def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: b
     cs = s[comp]
     cw = cs.op.axis[3]
     red = list(cs.op.reduce_axis)
-    lanes = _vector_lanes(_ext(cw))
-    if lanes and _stride_one(cs) and _ext(cw) >= lanes:
-        cwo, cwi = cs.split(cw, factor=lanes)
-        cs.reorder(cwo, *red, cwi)
-        cs.vectorize(cwi)
+    width = _ext(cw)
+    whole_row = width is not None and width <= row_lanes_max and width % LANES != 0
+    lanes = width if whole_row else _vector_lanes(width)
+    if lanes and _stride_one(cs) and width >= lanes:
+        if lanes == width:
+            cs.reorder(*red, cw)
+            cs.vectorize(cw)
+        else:
+            cwo, cwi = cs.split(cw, factor=lanes)
+            cs.reorder(cwo, *red, cwi)
+            cs.vectorize(cwi)
         for r in red:
             if (_ext(r) or 99) <= 7:
                 cs.unroll(r)
-    lanes_o = _vector_lanes(_ext(ow))
+    lanes_o = _ext(ow) if whole_row else _vector_lanes(_ext(ow))
     if lanes_o and _ext(ow) > lanes_o:
         _, owi = o.split(ow, factor=lanes_o)
         o.vectorize(owi)
     elif lanes_o == _ext(ow):
         o.vectorize(ow)
-    _schedule_pad_input(s, cs)
+    chan = o.fuse(n, ch)
+    if not _pad_per_channel(s, cs, o, chan):
+        _schedule_pad_input(s, cs)
     if parallel:
-        o.parallel(o.fuse(n, ch))
+        o.parallel(chan)
+
+
+def _pad_per_channel(s, cs, o, chan) -> bool:
+    """Compute the padded input of a per-channel window op at the output's channel loop: one
+    padded plane per channel, rows vectorized. Returns False when there is no such pad stage."""
+    for t in cs.op.input_tensors:
+        st = s.stage_map.get(t.op)
+        if st is None or st.op.tag != "pad" or st.attach_type != "root" or \
+                len(s.consumers(st)) != 1 or len(st.op.axis) != 4:
+            continue
+        st.compute_at(o, chan)
+        pw = st.op.axis[3]
+        v = _vector_lanes(_ext(pw))
+        if v and _ext(pw) > v:
+            st.vectorize(st.split(pw, factor=v)[1])
+        elif v:
+            st.vectorize(pw)
+        return True
+    return False
 
 
 # ----------------------------------------------------------------------------- row ops
@@ -361,7 +410,8 @@ def schedule_softmax(s, out: Tensor) -> None:
     for st in (sm, ex, mx):
         st.compute_at(o, row)
         if id(st) in rf and rf[id(st)] is not None:
-            rf[id(st)].compute_at(o, row)
+            for r in reversed(rf[id(st)]):
+                r.compute_at(o, row)
 
 
 def schedule_layer_norm(s, out: Tensor) -> None:
@@ -388,7 +438,8 @@ def schedule_layer_norm(s, out: Tensor) -> None:
     for st in (var, mean):
         st.compute_at(o, row)
         if rf[id(st)] is not None:
-            rf[id(st)].compute_at(o, row)
+            for r in reversed(rf[id(st)]):
+                r.compute_at(o, row)
 
 
 def _internal_stages(s, o, suffixes) -> list:

@@ -117,6 +117,29 @@ def test_depthwise(stride, pad, mult):
               both=False)
 
 
+@pytest.mark.parametrize("width,whole_row", [(28, True), (13, True), (32, False), (70, False)])
+def test_depthwise_row_vectors_and_per_channel_pad(width, whole_row):
+    """Rows up to 64 wide that 16 does not divide are one vector of the row's width (no scalar
+    tail); the padded input is a per-channel stack plane, not a heap copy of the input."""
+    x, w = rand((2, 5, 7, width)), rand((5, 1, 3, 3))
+    X, W = ph(x, "X"), ph(w, "W")
+    out = ops.depthwise_conv2d_nchw(X, W, padding=1)
+    text = str(tl.lower(ops.default_schedule(out), [X, W, out]))
+    assert (f"1, {width})]" in text) == whole_row
+    assert "allocate pad: float32[1, 1, 9, " in text and "(stack)" in text
+    check(out, [X, W], [x, w], conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 5), **TOL)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_stride_one_pool_whole_row(kind):
+    x = rand((1, 4, 6, 28))
+    X = ph(x, "X")
+    pad = (1, 1, 1, 1)
+    out = ops.max_pool2d(X, 3, 1, pad) if kind == "max" else ops.avg_pool2d(X, 3, 1, pad)
+    assert "1, 28)]" in str(tl.lower(ops.default_schedule(out), [X, out]))
+    check(out, [X], [x], pool_ref(x, 3, 1, pad, False, kind), **TOL)
+
+
 def test_conv2d_nchwc_matches_nchw():
     x, w = rand((1, 32, 9, 14)), rand((32, 32, 3, 3))
     X, W = ph(x, "X"), ph(w, "W")
@@ -248,6 +271,28 @@ def test_layer_norm(shape, axis, affine):
         ins, arrs = [X, g, b], [x, gv, bv]
         ref = ref * gv + bv
     check(ops.layer_norm(X, g, b, axis), ins, arrs, ref, **TOL)
+
+
+def test_row_reductions_fold_partials_in_vectors():
+    """Layer norm's variance (it reads the row mean, which does not depend on the reduce axis)
+    and softmax's sum get the rfactor vector accumulator, and its 64 partials are folded into
+    16 with vector adds before the scalar tail. Rows far from zero keep the two-pass variance
+    accurate."""
+    x = rand((6, 256)) + np.float32(300.0)
+    X = ph(x, "X")
+    out = ops.layer_norm(X)
+    text = str(tl.lower(ops.default_schedule(out), [X, out]))
+    assert "layer_norm_var.rf[ramp(0, 1, 64)]" in text
+    assert "layer_norm_var.rf.1[ramp(0, 1, 16)]" in text
+    mu = x.astype("float64").mean(axis=1, keepdims=True)
+    ref = (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    check(out, [X], [x], ref.astype("float32"), rtol=2e-3, atol=2e-3)
+    y = rand((3, 128), lo=-5, hi=5)
+    Y = ph(y, "Y")
+    sm = ops.softmax(Y)
+    assert "softmax_sum.rf.1[ramp(0, 1, 16)]" in str(tl.lower(ops.default_schedule(sm), [Y, sm]))
+    check(sm, [Y], [y], _softmax(y, -1), **TOL)
+    check(ops.sum(Y, axis=1), [Y], [y], y.sum(axis=1), **TOL)
 
 
 # ----------------------------------------------------------------------------- fused compositions
