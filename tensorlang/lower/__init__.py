@@ -9,6 +9,7 @@ from .inline import inline_bodies
 from .loop_nest import build_loop_nest
 from .passes.loop_partition import partition_loops
 from .passes.plan_allocation import plan_allocation
+from .passes.promote_float16 import promote_float16
 from .passes.simplify import simplify_stmt
 from .passes.storage_flatten import storage_flatten
 from .passes.unroll import unroll_loops
@@ -19,6 +20,7 @@ from .passes.vectorize import vectorize_loops
 # - loop_partition after it (only the guards that can fail are left), and simplify again so the
 #   partitioned head loses its guards;
 # - storage_flatten before vectorize: vector accesses are recognised on flat indices;
+# - promote_float16 after flattening (it rewrites flat loads/stores), before vectorize;
 # - vectorize before unroll: the vector body is built once, then copied;
 # - simplify last: unrolled copies get constant indices (what lets LLVM keep tiles in registers).
 PASSES = (
@@ -27,6 +29,7 @@ PASSES = (
     ("simplify_partitioned", simplify_stmt),
     ("storage_flatten", storage_flatten),
     ("plan_allocation", plan_allocation),
+    ("promote_float16", promote_float16),
     ("vectorize", vectorize_loops),
     ("unroll", unroll_loops),
     ("simplify_final", simplify_stmt),
