@@ -188,15 +188,18 @@ class RandomTuner(Tuner):
 class XGBTuner(Tuner):
     """Cost-model guided search (see the module doc).
 
-    epsilon: share of each batch picked at random; include_fallback: measure the template's
+    epsilon: share of each batch picked at random (half of it until `warmup` configs were
+    measured); include_fallback: measure the template's
     default config in the first batch; search_ratio: the annealing's time budget per
     batch as a share of the previous batch's measuring time (keeps the tuner's own overhead
     small); population / temperature: simulated annealing parameters."""
 
     def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None,
                  epsilon: float = 0.05, search_ratio: float = 0.1, population: int = 64,
-                 temperature: float = 0.5, n_rounds: int = 60, include_fallback: bool = True):
+                 temperature: float = 0.5, n_rounds: int = 60, include_fallback: bool = True,
+                 warmup: int = 48):
         super().__init__(task, batch_size, seed)
+        self.warmup = warmup
         # The template's default config is its author's best guess: measuring it in the first
         # batch guarantees the result is never worse than the untuned build.
         self.include_fallback = include_fallback
@@ -322,8 +325,11 @@ class XGBTuner(Tuner):
                     if fb not in self.visited and self.features(fb) is not None:
                         first = [fb]
                 return first + self._legal_random(n - len(first), exclude=set(first))
-            n_random = round(n * self.epsilon)
-            if self.rng.random() < n * self.epsilon - n_random:
+            # while the model has seen few configs it ranks poorly: explore more (half the batch
+            # random below `warmup` measurements), then settle to epsilon
+            eps = self.epsilon if len(self._x) >= self.warmup else max(self.epsilon, 0.5)
+            n_random = int(n * eps)
+            if self.rng.random() < n * eps - n_random:
                 n_random += 1
             picked = self._anneal(n - n_random)
             picked += self._legal_random(n - len(picked), exclude=set(picked))
