@@ -1,0 +1,116 @@
+"""Behaviour of individual lowering passes: float16 promotion, loop partitioning, and masked
+loads under a select."""
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from tensorlang.ir import stmt as S
+from tensorlang.ir.functor import Visitor
+
+
+def _loops(func) -> list:
+    found = []
+
+    class _F(Visitor):
+        def visit_For(self, s):
+            found.append(s)
+            self.visit(s.body)
+
+    _F().visit(func.body)
+    return found
+
+
+def _ifs(node) -> int:
+    n = [0]
+
+    class _F(Visitor):
+        def visit_IfThenElse(self, s):
+            n[0] += 1
+            self.generic(s)
+
+    _F().visit(node)
+    return n[0]
+
+
+def test_float16_is_computed_in_float32_and_rounded_once():
+    n = 300
+    A = tl.placeholder((n,), "float16", "A")
+    B = tl.placeholder((n,), "float16", "B")
+    C = tl.compute((n,), lambda i: A[i] * B[i] + A[i] * 3.0 - B[i], name="C")
+    s = tl.create_schedule(C)
+    _, i = s[C].split(C.op.axis[0], 16)
+    s[C].vectorize(i)
+    text = str(tl.lower(s, [A, B, C]))
+    assert "float32x16(A[" in text and "float16x16(" in text
+    f = tl.build(s, [A, B, C])
+    rng = np.random.default_rng(0)
+    a = (rng.random(n) * 100).astype("float16")
+    b = (rng.random(n) * 100).astype("float16")
+    c = np.zeros(n, "float16")
+    f(a, b, c)
+    a32, b32 = a.astype("float32"), b.astype("float32")
+    np.testing.assert_array_equal(c, (a32 * b32 + a32 * 3 - b32).astype("float16"))
+
+
+def test_explicit_cast_to_float16_still_rounds():
+    A = tl.placeholder((64,), "float32", "A")
+    C = tl.compute((64,), lambda i: A[i].astype("float16").astype("float32") * 2.0, name="C")
+    f = tl.build(tl.create_schedule(C), [A, C])
+    a = np.linspace(0.1, 7.3, 64).astype("float32")
+    c = np.zeros(64, "float32")
+    f(a, c)
+    np.testing.assert_array_equal(c, a.astype("float16").astype("float32") * 2)
+
+
+def test_loop_partition_removes_tail_guards_from_the_main_loop():
+    n = 100
+    A = tl.placeholder((n, 64), name="A")
+    C = tl.compute((n, 64), lambda i, j: A[i, j] * 2.0, name="C")
+    s = tl.create_schedule(C)
+    io, ii = s[C].split(C.op.axis[0], factor=6)
+    s[C].reorder(io, C.op.axis[1], ii)
+    func = tl.lower(s, [A, C])
+    outer = [lp for lp in _loops(func) if lp.loop_var.name == "i.outer"]
+    # i.outer in [0, 16) with every guard proven away; the last block (rows 96..99) becomes a
+    # loop of its own whose i.inner loop is itself cut to the 4 rows that exist
+    assert [(int(lp.min.value), int(lp.extent.value)) for lp in outer] == [(0, 16)]
+    assert _ifs(func.body) == 0
+    assert sorted(int(lp.extent.value) for lp in _loops(func)
+                  if lp.loop_var.name == "i.inner") == [4, 6]
+    f = tl.build(s, [A, C])
+    a = np.random.rand(n, 64).astype("float32")
+    c = np.full((n, 64), np.nan, "float32")
+    f(a, c)
+    np.testing.assert_array_equal(c, a * 2)
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_loads_under_a_select_stay_in_bounds(vector):
+    # the padding reads X[i - 16] only where the select takes it; unmasked, lane i = 0 would
+    # read 64 bytes before X
+    n = 4096
+    X = tl.placeholder((n,), name="X")
+    P = tl.compute((n + 32,), lambda i: tl.if_then_else(tl.all(i >= 16, i < n + 16), X[i - 16],
+                                                        -1.0), name="P")
+    s = tl.create_schedule(P)
+    if vector:
+        _, ii = s[P].split(P.op.axis[0], factor=16)
+        s[P].vectorize(ii)
+    f = tl.build(s, [X, P])
+    if vector:
+        assert "llvm.masked.load" in f.get_source("ll_unoptimized")
+    x = np.random.rand(n).astype("float32")
+    p = np.zeros(n + 32, "float32")
+    f(x, p)
+    np.testing.assert_array_equal(p, np.pad(x, 16, constant_values=-1))
+
+
+def test_pass_list_is_ordered_and_named():
+    from tensorlang.lower import PASSES
+
+    names = [n for n, _ in PASSES]
+    assert names.index("storage_flatten") < names.index("vectorize") < names.index("unroll")
+    assert names.index("loop_partition") < names.index("vectorize")
+    assert all(callable(fn) for _, fn in PASSES)
+    assert S.For  # the passes work on loop IR statements
