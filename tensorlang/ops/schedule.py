@@ -557,6 +557,14 @@ def default_schedule(outs, target: str = "llvm"):
         if anchor is not None:
             plan.append((_ANCHOR_SCHEDULES[anchor.op.tag], anchor.op.output(0), st.op.output(0)))
             keep.add(id(anchor))
+    # a heavy op that feeds an output through something other than an elementwise tail (a
+    # blocked conv followed by a layout transform back to NCHW) still gets its own schedule at
+    # the root instead of the generic reduction one
+    for st in s.stages:
+        if not st.is_output and id(st) not in keep and st.op.tag in _ANCHOR_SCHEDULES and \
+                st.op.num_outputs == 1:
+            plan.append((_ANCHOR_SCHEDULES[st.op.tag], st.op.output(0), None))
+            keep.add(id(st))
     # inline injective intermediates (padding of a conv/pool stays: its schedule computes it
     # at the root so the inner loop has no bound checks; packing is placed by the matmul)
     for st in reversed(s.stages):

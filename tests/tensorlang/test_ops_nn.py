@@ -324,6 +324,19 @@ def test_fused_conv_nchwc_bias_relu():
     check(out, [X, W, B], [x, w, b], np.maximum(ref + b, 0), **TOL)
 
 
+def test_blocked_conv_between_layout_transforms():
+    """NCHW in, NCHW out through the blocked conv: the conv is not the output (a layout
+    transform is) and still gets the blocked conv schedule, not the generic reduction one."""
+    x, w = rand((1, 32, 6, 14)), rand((32, 32, 3, 3))
+    wb = w.reshape(2, 16, 2, 16, 3, 3).transpose(0, 2, 4, 5, 3, 1).copy()
+    X, WB = ph(x, "X"), ph(wb, "W")
+    conv = ops.conv2d_nchwc(ops.layout_transform(X, "NCHW", "NCHW16c"), WB, padding=1)
+    out = ops.layout_transform(conv, "NCHW16c", "NCHW")
+    text = str(tl.lower(ops.default_schedule(out), [X, WB, out]))
+    assert "allocate conv2d_nchwc.local: float32[1, 1, 1, 14, 16]" in text  # register tile
+    check(out, [X, WB], [x, wb], conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1), **TOL)
+
+
 @pytest.mark.parametrize("m,k,n", [(30, 20, 37), (12, 64, 128)])
 def test_fused_matmul_add_gelu(m, k, n):
     a, b, c = rand((m, k)), rand((k, n)), rand((n,))
