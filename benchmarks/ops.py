@@ -1,12 +1,27 @@
-"""Operator-library speed against numpy and onnxruntime (one-node ONNX models), default
-schedules, no tuning. Interleaved rounds (ours, numpy, onnxruntime, ours, ...), the median of each
-is reported; ratio = peer time / our time (> 1: we are faster).
+"""Operator-library speed against numpy, onnxruntime (one-node ONNX models) and PyTorch eager
+(optional: `pip install torch==2.13.0`, skipped when absent), default schedules, no tuning.
+
+Each round times every contender (ours and each peer) as the median of `number` calls, after a
+0.2 s pause: OpenBLAS, onnxruntime and OpenMP worker threads keep spinning for a while after a
+call and would otherwise steal the two cores from whichever contender runs next. Rounds are
+interleaved (ours, numpy, onnxruntime, torch, ours, ...; the order rotates every round) and the
+median over rounds is reported. ratio = peer time / our time (> 1: we are faster); "best" is
+against the fastest peer. GFLOP/s are also given as a fraction of the FMA peak measured by
+benchmarks/peak.py in the same run.
+
+OpenBLAS reads OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE when numpy loads it; this environment sets
+Haswell, which slows numpy's peer on this AVX-512 CPU. The script re-executes itself without
+them (the same as `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`) unless --keep-openblas-env.
 
     python benchmarks/ops.py [--rounds 7] [--only matmul,softmax]"""
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
+import statistics
+import sys
 import time
 
 import numpy as np
@@ -14,6 +29,8 @@ import numpy as np
 import tensorlang as tl
 
 ops = tl.ops
+_OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+PAUSE_S = 0.2
 
 
 def _ort(node_op, inputs, out_shape, attrs=None, extra_inits=None):
@@ -29,7 +46,7 @@ def _ort(node_op, inputs, out_shape, attrs=None, extra_inits=None):
            for n, a in zip(names, inputs)]
     inits = []
     node_inputs = list(names)
-    for k, (nm, arr) in enumerate((extra_inits or {}).items()):
+    for nm, arr in (extra_inits or {}).items():
         inits.append(onnx.numpy_helper.from_array(arr, nm))
         node_inputs.append(nm)
     node = helper.make_node(node_op, node_inputs, ["y"], **(attrs or {}))
@@ -37,71 +54,119 @@ def _ort(node_op, inputs, out_shape, attrs=None, extra_inits=None):
         "y", TensorProto.FLOAT, out_shape)], initializer=inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 0
+    so.intra_op_num_threads = 0  # one per core
     sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
     feed = dict(zip(names, inputs))
-    return lambda: sess.run(None, feed)
+    return lambda: sess.run(None, feed)[0]
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(os.cpu_count() or 1)
+    return torch
 
 
 def _ours(out, ins, arrays):
     s = ops.default_schedule(out)
     f = tl.build(s, ins + [out], name="bench")
     res = np.zeros(tuple(int(d.value) for d in out.shape), out.dtype)
-    return lambda: f(*arrays, res)
+
+    def run():
+        f(*arrays, res)
+        return res
+
+    return run
 
 
-def _time(fn, min_s=0.05):
+def _median_time(fn, number: int) -> float:
+    """Median seconds of one call over `number` calls, after the pause (see the module doc)."""
+    time.sleep(PAUSE_S)
     fn()
-    n, t = 1, 0.0
-    while True:
+    times = []
+    for _ in range(number):
         t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        t = time.perf_counter() - t0
-        if t >= min_s:
-            return t / n
-        n *= 2
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
-def workloads():
+def _as_numpy(v) -> np.ndarray:
+    if hasattr(v, "detach"):
+        v = v.detach().numpy()
+    return np.asarray(v)
+
+
+def workloads(torch):
+    """(name, flop, bytes moved, ours, {peer: fn or None}); each fn returns its result."""
     r = np.random.default_rng(0)
+    F = torch.nn.functional if torch else None
 
     def f32(*s):
         return r.standard_normal(s).astype("float32")
 
+    def tt(*arrays):
+        return [torch.from_numpy(a) for a in arrays] if torch else [None] * len(arrays)
+
     for n in (512, 1024):
         a, b = f32(n, n), f32(n, n)
+        ta, tb = tt(a, b)
         A, B = tl.placeholder(a.shape, name="A"), tl.placeholder(b.shape, name="B")
         yield (f"matmul {n}^3", 2 * n ** 3, 0, _ours(ops.matmul(A, B), [A, B], [a, b]),
-               lambda a=a, b=b: a @ b, _ort("MatMul", [a, b], [n, n]))
+               {"numpy": lambda a=a, b=b: a @ b, "ort": _ort("MatMul", [a, b], [n, n]),
+                "torch": torch and (lambda ta=ta, tb=tb: torch.matmul(ta, tb))})
     x, w = f32(1, 2048), f32(2048, 1000)
+    tx, tw = tt(x, w)
     X, W = tl.placeholder(x.shape, name="X"), tl.placeholder(w.shape, name="W")
     yield ("dense 1x2048.2048x1000", 2 * 2048 * 1000, 0, _ours(ops.matmul(X, W), [X, W], [x, w]),
-           lambda: x @ w, _ort("MatMul", [x, w], [1, 1000]))
+           {"numpy": lambda: x @ w, "ort": _ort("MatMul", [x, w], [1, 1000]),
+            "torch": torch and (lambda: torch.matmul(tx, tw))})
     for (c, hw, oc, k, pad) in ((64, 56, 64, 3, 1), (256, 14, 256, 3, 1), (256, 56, 64, 1, 0)):
         x, w = f32(1, c, hw, hw), f32(oc, c, k, k)
+        tx, tw = tt(x, w)
         flops = 2 * oc * hw * hw * c * k * k
-        xb = x.reshape(1, c // 16, 16, hw, hw).transpose(0, 1, 3, 4, 2).copy()
+        peers = {"numpy": None,
+                 "ort": _ort("Conv", [x], [1, oc, hw, hw], {"pads": [pad] * 4}, {"w": w}),
+                 "torch": torch and (lambda tx=tx, tw=tw, pad=pad: F.conv2d(tx, tw, padding=pad))}
+        # weights are constants: blocked once, outside the timed call, as a graph folds them
         wb = w.reshape(oc // 16, 16, c // 16, 16, k, k).transpose(0, 2, 4, 5, 3, 1).copy()
-        XB, WB = tl.placeholder(xb.shape, name="X"), tl.placeholder(wb.shape, name="W")
+        WB = tl.placeholder(wb.shape, name="W")
+        # NCHW in and out, like the peers: the layout transforms are inside our timed kernel
+        X = tl.placeholder(x.shape, name="X")
+        conv = ops.conv2d_nchwc(ops.layout_transform(X, "NCHW", "NCHW16c"), WB, padding=pad)
+        out = ops.layout_transform(conv, "NCHW16c", "NCHW")
+        yield (f"conv2d NCHW 1x{c}x{hw}^2->{oc} {k}x{k}", flops, 0, _ours(out, [X, WB], [x, wb]),
+               peers)
+        # the blocked kernel alone (what a graph that keeps activations in NCHW16c runs); the
+        # peers still get NCHW
+        xb = x.reshape(1, c // 16, 16, hw, hw).transpose(0, 1, 3, 4, 2).copy()
+        XB = tl.placeholder(xb.shape, name="X")
         ours = _ours(ops.conv2d_nchwc(XB, WB, padding=pad), [XB, WB], [xb, wb])
-        yield (f"conv2d NCHW16c 1x{c}x{hw}^2->{oc} {k}x{k}", flops, 0, ours, None,
-               _ort("Conv", [x], [1, oc, hw, hw], {"pads": [pad] * 4}, {"w": w}))
+        yield ("  same, NCHW16c in/out (no transform)", flops, 0, ours, dict(peers, check=False))
     x, w = f32(1, 256, 28, 28), f32(256, 1, 3, 3)
+    tx, tw = tt(x, w)
     X, W = tl.placeholder(x.shape, name="X"), tl.placeholder(w.shape, name="W")
-    yield ("depthwise 1x256x28^2 3x3", 2 * 256 * 28 * 28 * 9, 0,
-           _ours(ops.depthwise_conv2d_nchw(X, W, padding=1), [X, W], [x, w]), None,
-           _ort("Conv", [x], [1, 256, 28, 28], {"pads": [1] * 4, "group": 256}, {"w": w}))
+    yield ("depthwise NCHW 1x256x28^2 3x3", 2 * 256 * 28 * 28 * 9, 0,
+           _ours(ops.depthwise_conv2d_nchw(X, W, padding=1), [X, W], [x, w]),
+           {"numpy": None,
+            "ort": _ort("Conv", [x], [1, 256, 28, 28], {"pads": [1] * 4, "group": 256},
+                        {"w": w}),
+            "torch": torch and (lambda: F.conv2d(tx, tw, padding=1, groups=256))})
     x = f32(4096, 1024)
+    (tx,) = tt(x)
     X = tl.placeholder(x.shape, name="X")
 
     def np_softmax():
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
-    yield ("softmax 4096x1024", 0, 2 * x.nbytes, _ours(ops.softmax(X), [X], [x]), np_softmax,
-           _ort("Softmax", [x], list(x.shape), {"axis": -1}))
+    yield ("softmax 4096x1024", 0, 2 * x.nbytes, _ours(ops.softmax(X), [X], [x]),
+           {"numpy": np_softmax, "ort": _ort("Softmax", [x], list(x.shape), {"axis": -1}),
+            "torch": torch and (lambda: torch.softmax(tx, -1))})
     g, b = f32(1024), f32(1024)
+    tg, tb = tt(g, b)
     G, Bt = tl.placeholder((1024,), name="G"), tl.placeholder((1024,), name="Bt")
 
     def np_ln():
@@ -109,45 +174,130 @@ def workloads():
         return (x - mu) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5) * g + b
 
     yield ("layer norm 4096x1024", 0, 2 * x.nbytes,
-           _ours(ops.layer_norm(X, G, Bt), [X, G, Bt], [x, g, b]), np_ln,
-           _ort("LayerNormalization", [x], list(x.shape), {"axis": -1},
-                {"g": g, "b": b}))
+           _ours(ops.layer_norm(X, G, Bt), [X, G, Bt], [x, g, b]),
+           {"numpy": np_ln,
+            "ort": _ort("LayerNormalization", [x], list(x.shape), {"axis": -1},
+                        {"g": g, "b": b}),
+            "torch": torch and (lambda: F.layer_norm(tx, (1024,), tg, tb, 1e-5))})
     n = 1 << 24
     a, b2, c2 = f32(n), f32(n), f32(n)
+    ta, tb2, tc2 = tt(a, b2, c2)
+    dst = np.empty_like(a)
+    tdst = torch.empty(n) if torch else None
     A, B, C = (tl.placeholder((n,), name=nm) for nm in "ABC")
+
+    def np_copy():
+        np.copyto(dst, a)
+        return dst
+
+    # the bandwidth reference for the elementwise row: a plain copy, both cores
+    yield ("copy 16M (bandwidth reference)", 0, 2 * a.nbytes,
+           _ours(tl.compute((n,), lambda i: A[i], name="copy"), [A], [a]),
+           {"numpy": np_copy, "ort": None,
+            "torch": torch and (lambda: tdst.copy_(ta))})
     yield ("relu(a*b+c) 16M", 0, 4 * a.nbytes,
            _ours(ops.relu(ops.add(ops.multiply(A, B), C)), [A, B, C], [a, b2, c2]),
-           lambda: np.maximum(a * b2 + c2, 0), None)
+           {"numpy": lambda: np.maximum(a * b2 + c2, 0), "ort": None,
+            "torch": torch and (lambda: torch.relu(ta * tb2 + tc2))})
     x = f32(4096, 4096)
+    (tx,) = tt(x)
     X = tl.placeholder(x.shape, name="X")
     yield ("row sum 4096x4096", 0, x.nbytes, _ours(ops.sum(X, axis=1), [X], [x]),
-           lambda: x.sum(axis=1), _ort("ReduceSum", [x], [4096, 1], {"keepdims": 1},
-                                       {"axes": np.array([1], dtype="int64")}))
+           {"numpy": lambda: x.sum(axis=1),
+            "ort": _ort("ReduceSum", [x], [4096, 1], {"keepdims": 1},
+                        {"axes": np.array([1], dtype="int64")}),
+            "torch": torch and (lambda: tx.sum(1))})
+
+
+def openblas_kernel() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "threadpoolctl not installed"
+    for info in threadpool_info():
+        if info.get("internal_api") == "openblas":
+            return f"{info.get('architecture')} x{info.get('num_threads')} threads"
+    return "not found"
+
+
+def _peak() -> dict:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from peak import measure_peak
+
+    return measure_peak()
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--only", default="")
+    ap.add_argument("--target-s", type=float, default=0.1,
+                    help="about this many seconds of calls per contender per round")
+    ap.add_argument("--keep-openblas-env", action="store_true",
+                    help="do not re-execute without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE")
     args = ap.parse_args()
+    if not args.keep_openblas_env and any(v in os.environ for v in _OPENBLAS_VARS):
+        env = {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS}
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
     only = [w for w in args.only.split(",") if w]
-    print(f"{'workload':34s} {'ours ms':>9s} {'GFLOP/s':>8s} {'GB/s':>6s} {'numpy':>7s} {'ort':>7s}")
-    for name, flops, nbytes, ours, np_fn, ort_fn in workloads():
+    torch = _torch()
+    peak = _peak()
+    best_peak = max(peak["1 core"][0], peak["all cores"][0] / 2) * (os.cpu_count() or 1)
+    import onnxruntime
+
+    print(f"date {datetime.date.today()}; CPU {peak['cpu']}; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"FMA peak: 1 core {peak['1 core'][0]:.1f} GFLOP/s, all cores measured "
+          f"{peak['all cores'][0]:.1f} (the %peak column uses {best_peak:.0f} = cores x the "
+          f"best per-core figure)")
+    print(f"numpy {np.__version__} OpenBLAS {openblas_kernel()}; onnxruntime "
+          f"{onnxruntime.__version__}; torch "
+          f"{f'{torch.__version__} x{torch.get_num_threads()} threads' if torch else 'absent'}; "
+          f"tensorlang {tl.__version__} x{tl.runtime.get_num_threads()} threads")
+    peers = ("numpy", "ort", "torch")
+    print(f"{'workload':38s} {'ours ms':>8s} {'GFLOP/s':>7s} {'%peak':>5s} {'GB/s':>5s} "
+          + " ".join(f"{p:>6s}" for p in peers) + f" {'best':>6s}")
+    copy_gbs = None
+    for name, flops, nbytes, ours, peer_fns in workloads(torch):
         if only and not any(o in name for o in only):
             continue
-        times = {"ours": [], "numpy": [], "ort": []}
-        for _ in range(args.rounds):  # interleaved: the same machine state for every peer
-            times["ours"].append(_time(ours))
-            if np_fn is not None:
-                times["numpy"].append(_time(np_fn))
-            if ort_fn is not None:
-                times["ort"].append(_time(ort_fn))
-        med = {k: float(np.median(v)) for k, v in times.items() if v}
+        check = peer_fns.pop("check", True)
+        fns = {"ours": ours, **{p: f for p, f in peer_fns.items() if f}}
+        got = ours().copy()
+        if check:
+            for p in peers:
+                if fns.get(p) is not None:
+                    ref = _as_numpy(fns[p]()).reshape(got.shape)
+                    err = float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
+                    if err > 1e-3:
+                        print(f"  {name}: MISMATCH against {p}: max relative error {err:.1e}")
+        number = {}
+        for k, f in fns.items():  # about target_s of calls per contender per round
+            t0 = time.perf_counter()
+            f()
+            number[k] = max(3, min(200, int(args.target_s / max(time.perf_counter() - t0,
+                                                                   1e-6))))
+        times = {k: [] for k in fns}
+        order = list(fns)
+        for rnd in range(args.rounds):
+            for k in order[rnd % len(order):] + order[:rnd % len(order)]:
+                times[k].append(_median_time(fns[k], number[k]))
+        med = {k: statistics.median(v) for k, v in times.items()}
         t = med["ours"]
-        gf = f"{flops / t / 1e9:8.1f}" if flops else f"{'':8s}"
-        gb = f"{nbytes / t / 1e9:6.1f}" if nbytes else f"{'':6s}"
-        ratios = [f"{med[k] / t:7.2f}" if k in med else f"{'-':>7s}" for k in ("numpy", "ort")]
-        print(f"{name:34s} {t * 1e3:9.3f} {gf} {gb} {ratios[0]} {ratios[1]}", flush=True)
+        gf = f"{flops / t / 1e9:7.1f}" if flops else f"{'':7s}"
+        pk = f"{100 * flops / t / 1e9 / best_peak:4.0f}%" if flops else f"{'':5s}"
+        gb = f"{nbytes / t / 1e9:5.1f}" if nbytes else f"{'':5s}"
+        ratios = [f"{med[p] / t:6.2f}" if p in med else f"{'-':>6s}" for p in peers]
+        peer_t = [med[p] for p in peers if p in med]
+        best = f"{min(peer_t) / t:6.2f}" if peer_t else f"{'-':>6s}"
+        note = ""
+        if name.startswith("copy"):
+            copy_gbs = nbytes / t / 1e9
+        elif name.startswith("relu") and copy_gbs:
+            note = f"  ({nbytes / t / 1e9 / copy_gbs:.2f} of copy GB/s)"
+        print(f"{name:38s} {t * 1e3:8.3f} {gf} {pk} {gb} {' '.join(ratios)} {best}{note}",
+              flush=True)
+    print(f"load average at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
