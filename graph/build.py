@@ -18,6 +18,7 @@ import hashlib
 import json
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,63 +76,85 @@ _KERNEL_CACHE: dict[str, Any] = {}
 
 
 def workload_key(op: str, attrs: dict, in_types, out_types) -> str:
+    if op == "fused":
+        # member names do not change the kernel: identical groups share one workload
+        attrs = dict(attrs, body=[{k: v for k, v in m.items() if k != "name"}
+                                  for m in attrs["body"]])
     text = json.dumps([op, attrs, [[list(s), t] for s, t in in_types],
                        [[list(s), t] for s, t in out_types]], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _tuned_schedule(tuning, op, key, args_outs):
-    """The tuned schedule for a workload from the tuning context, or None.
+def schedule_candidates(outs) -> list[tuple[str, Callable]]:
+    """Schedules to try for a kernel's outputs, best first; the build falls back to the next
+    when the core refuses one. ``tl.ops.default_schedule`` knows every library op (anchor
+    schedules for conv/matmul/pooling with their elementwise tails, inlined injective stages);
+    the plain schedule is the safety net for a composition it cannot place."""
+    import tensorlang as tl
 
-    The autotune package was written concurrently with this layer; its records are matched
-    here by the graph workload key (``graph.extract_tasks`` creates tasks with that key). When
-    the context has no ``query`` for graph workloads this returns None and the kernel is
-    reported as untuned."""
-    if tuning is None:
-        return None
-    query = getattr(tuning, "query_graph_workload", None)
-    if query is None:
-        return None
-    return query(op, key, args_outs)
+    return [("default", lambda: tl.ops.default_schedule(outs)),
+            ("naive", lambda: tl.create_schedule(outs))]
 
 
 def _build_kernel(op: str, attrs: dict, in_types, out_types, target, tuning) -> tuple:
     import tensorlang as tl
 
-    from .lowering import lower_node, schedule_candidates
+    from .lowering import lower
 
     key = workload_key(op, attrs, in_types, out_types)
     hit = _KERNEL_CACHE.get(key)
     if hit is not None:
         return hit, key, True
-    name = f"{op}_{key[:12]}"
+    name = f"{kernel_label(op, attrs)}_{key[:12]}"
     errors = []
     t0 = time.perf_counter()
-    ins, outs = lower_node(op, attrs, in_types, out_types)
-    tuned = _tuned_schedule(tuning, op, key, (ins, outs))
-    n_default = len(schedule_candidates(op, outs))
-    attempts = ([("tuned", None)] if tuned is not None else []) + \
-        [(None, i) for i in range(n_default)]
-    for sched_name, index in attempts:
+    attempts: list[tuple[str, Callable]] = []
+    tuned = tuning.schedule_for(op, attrs, in_types, out_types) if tuning is not None else None
+    untuned = tuning is not None and tuning.last_untuned
+    if tuned is not None:
+        (s_tuned, args_tuned), config = tuned
+        # a tuned kernel is cached apart from the default one of the same workload
+        key = f"{key}:{hashlib.sha256(config.encode()).hexdigest()[:12]}"
+        hit = _KERNEL_CACHE.get(key)
+        if hit is not None:
+            return hit, key, True
+        attempts.append(("tuned", lambda: (s_tuned, args_tuned)))
+    attempts += [(nm, None) for nm, _ in schedule_candidates([])]
+    for i, (sched_name, make) in enumerate(attempts):
         try:
-            if index is None:
-                s = tuned
+            if make is not None:
+                s, args = make()
             else:
-                if errors or tuned is not None:
-                    # a refused schedule may have left stages attached: declare them afresh
-                    ins, outs = lower_node(op, attrs, in_types, out_types)
-                sched_name, make = schedule_candidates(op, outs)[index]
-                s = make()
-            mod = tl.build(s, [*ins, *outs], target=target, name=name)
+                # declare the computes afresh for each attempt: a refused schedule may have
+                # left stages attached or inlined
+                ins, outs = lower(op, attrs, in_types, out_types)
+                s = dict(schedule_candidates(outs))[sched_name]()
+                args = [*ins, *outs]
+            mod = tl.build(s, args, target=target, name=name)
         except Exception as e:  # noqa: BLE001 - a refused schedule: try the next, simpler one
             errors.append(f"{sched_name}: {type(e).__name__}: {e}")
             continue
         mod._graph_schedule = sched_name  # for the build report
+        mod._graph_untuned = untuned
         mod._graph_build_s = time.perf_counter() - t0
         _KERNEL_CACHE[key] = mod
         return mod, key, False
-    raise BuildError(f"cannot compile {op} ({attrs}) for inputs "
+    raise BuildError(f"cannot compile {kernel_label(op, attrs)} ({_short(attrs)}) for inputs "
                      f"{[f'{t}{list(s)}' for s, t in in_types]}:\n  " + "\n  ".join(errors))
+
+
+def kernel_label(op: str, attrs: dict) -> str:
+    """A readable kernel name: the op, or a fused group's member ops joined by '_'."""
+    if op != "fused":
+        return op
+    ops = [m["op"] for m in attrs["body"]]
+    label = "_".join(ops[:4]) + ("_etc" if len(ops) > 4 else "")
+    return "fused_" + label
+
+
+def _short(attrs: dict) -> str:
+    text = json.dumps(attrs, sort_keys=True)
+    return text if len(text) < 300 else text[:300] + "..."
 
 
 def _driver_ir(steps: list[tuple[int, int]]) -> str:
@@ -217,7 +240,7 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
 
     tuning = None
     if tuning_log is not None:
-        tuning = _open_tuning_log(tuning_log)
+        tuning = _open_tuning_log(tuning_log, tgt)
 
     # -- values and storages --------------------------------------------------------------
     storages: list[dict] = []
@@ -286,9 +309,10 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
             last[sid] = end  # inputs are written before the run, outputs read after it
             first.setdefault(sid, -1)
     if tuning is not None:
-        rep.untuned = [k.name for k in rep.kernels if not k.tuned]
+        rep.untuned = [k.name for k in rep.kernels if getattr(kernels[k.name], "_graph_untuned",
+                                                               False)]
         if rep.untuned:
-            warnings.warn(f"{len(rep.untuned)} of {len(rep.kernels)} kernels have no record in "
+            warnings.warn(f"{len(rep.untuned)} tunable kernels have no record in "
                           f"{tuning_log} and use default schedules: {', '.join(rep.untuned)}",
                           stacklevel=2)
 
@@ -335,16 +359,13 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     return gm
 
 
-def _open_tuning_log(path: str):
-    """The tuning context for ``path``. Uses ``tensorlang.autotune.apply_history_best`` when the
-    autotune package provides it (its records are keyed by workload); otherwise the log cannot
-    be applied and building stops with an explanation rather than silently ignoring it."""
-    try:
-        from tensorlang import autotune
-    except ImportError as e:  # pragma: no cover
-        raise BuildError(f"tuning_log needs tensorlang.autotune: {e}") from None
-    ahb = getattr(autotune, "apply_history_best", None)
-    if ahb is None:
-        raise BuildError("tuning_log was given but this tensorlang.autotune has no "
-                         "apply_history_best; build without a log")
-    return ahb(path)
+def _open_tuning_log(path: str, target):
+    """Kernel selection from a tuning log (:class:`.tuning.GraphTuning`)."""
+    import os
+
+    if not os.path.exists(path):
+        raise BuildError(f"tuning log {path!r} does not exist")
+    from .tuning import GraphTuning
+
+    # autotune's records name the target "llvm" (the host CPU is implied by the build)
+    return GraphTuning(path, "llvm")

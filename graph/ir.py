@@ -109,6 +109,10 @@ class Node:
     def attrs_text(self) -> str:
         if not self.attrs:
             return ""
+        if self.op == "fused" and "body" in self.attrs:
+            # a fused group prints as its member ops in order (the full body is in the JSON)
+            ops = "+".join(m["op"] for m in self.attrs["body"])
+            return f"{{ops={ops}, pattern={self.attrs.get('pattern', '?')}}}"
         parts = [f"{k}={_fmt_attr(v)}" for k, v in sorted(self.attrs.items())]
         return "{" + ", ".join(parts) + "}"
 

@@ -1,21 +1,26 @@
-"""Lowering graph nodes to tensor-expression computes, and their default schedules.
+"""Lowering graph nodes and fused groups to the operator library's computes.
 
-``lower_node(op, attrs, in_types, out_types)`` returns the kernel's argument tensors (inputs then
-outputs) and its schedule. The computes are small and self-contained: the operator library was
-written concurrently, so the graph layer does not depend on its signatures yet (issue 7's kernel
-selection is where library schedules and tuned records plug in, see :func:`schedule_candidates`).
+Every graph operator is expressed with ``tensorlang.ops`` (``tl.ops``): one library op, or a short
+composition of library ops where the library has no op of that name (elu, tile, depth_to_space,
+instance norm, ONNX's truncating integer division...). Each library compute carries its pattern
+kind, so ``tl.ops.default_schedule`` recognises a fused group's anchor (conv, matmul, pooling,
+reduction) and its elementwise tail, and inlines the rest.
 
-Reads that a ``select`` guards (padding, concat, gather) use clamped indices: the LLVM emitter
-evaluates both arms of a select, so an unclamped out-of-range index would be a real load outside
-the buffer even though its value is discarded.
+Only convolution and pooling over other than two spatial axes (1-D, 3-D: the library's are 2-D)
+have computes of their own here (:func:`_conv_nd`, :func:`_pool_nd`).
+
+Rank-0 values are stored as one element: their placeholders are shape (1,), and a library result
+whose shape differs from the graph's storage shape only by unit axes is reshaped to it
+(:func:`_conform`), as is a result whose dtype differs (integer sums accumulate in int64).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import tensorlang as tl
+from tensorlang import ops as O
 from tensorlang.ir import dtype as dt
 
 from . import op_registry as R
@@ -23,847 +28,417 @@ from . import op_registry as R
 Type = R.Type
 
 
-def _i(e) -> int:
-    """A static extent (shape entries of tensors are constant expressions)."""
+def storage_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape a value has in a kernel: rank-0 values are one element of shape (1,)."""
+    return tuple(int(s) for s in shape) or (1,)
+
+
+def _shape(t) -> tuple[int, ...]:
     from tensorlang.ir.expr import as_int
 
-    v = as_int(e)
-    if v is None:
-        raise ValueError(f"graph kernels need static shapes, got extent {e!r}")
-    return v
+    return tuple(as_int(s) for s in t.shape)
 
 
-def _c(v, dtype: str):
-    return tl.const(v, dtype)
+def _conform(t, shape: Sequence[int], dtype: str):
+    """``t`` with the graph's storage shape and dtype (a reshape/cast stage when they differ)."""
+    shape = storage_shape(shape)
+    if t.dtype != dtype:
+        t = O.cast(t, dtype)
+    if _shape(t) != shape:
+        t = O.reshape(t, shape)
+    return t
 
 
-def _clamp(i, lo: int, hi: int):
-    return tl.max(tl.min(i, hi), lo)
+# ----------------------------------------------------------------------------- elementwise
 
 
-def _bidx(shape: Sequence[int], idx: Sequence, out_nd: int) -> list:
-    """Index into an input of ``shape`` broadcast (numpy rules) to an output of rank out_nd."""
-    off = out_nd - len(shape)
-    return [0 if shape[d] == 1 else idx[off + d] for d in range(len(shape))]
-
-
-# ---------------------------------------------------------------------------- elementwise
-
-
-def _unary_expr(op: str, x, a: dict):
-    d = x.dtype
-    if op == "relu":
-        return tl.max(x, _c(0, d))
-    if op in ("sigmoid", "tanh", "exp", "log", "sqrt", "erf", "floor", "ceil", "abs"):
-        return getattr(tl, op)(x)
-    if op == "negative":
-        return -x
-    if op == "reciprocal":
-        return _c(1.0, d) / x
+def _unary(op: str, x, a: dict):
+    direct = {"relu": O.relu, "sigmoid": O.sigmoid, "tanh": O.tanh, "exp": O.exp, "log": O.log,
+              "sqrt": O.sqrt, "erf": O.erf, "floor": O.floor, "ceil": O.ceil, "abs": O.abs,
+              "negative": O.negative, "logical_not": O.logical_not}
+    if op in direct:
+        return direct[op](x)
     if op == "gelu":
-        if a.get("approximate", "none") == "tanh":
-            inner = _c(math.sqrt(2 / math.pi), d) * (x + _c(0.044715, d) * x * x * x)
-            return _c(0.5, d) * x * (_c(1.0, d) + tl.tanh(inner))
-        return _c(0.5, d) * x * (_c(1.0, d) + tl.erf(x * _c(1 / math.sqrt(2), d)))
+        return O.gelu(x, a.get("approximate", "none"))
     if op == "leaky_relu":
-        return tl.if_then_else(x >= _c(0, d), x, x * _c(a.get("alpha", 0.01), d))
-    if op == "elu":
-        return tl.if_then_else(x > _c(0, d), x, _c(a.get("alpha", 1.0), d) *
-                               (tl.exp(x) - _c(1.0, d)))
-    if op == "selu":
-        neg = _c(a.get("alpha", 1.67326), d) * (tl.exp(x) - _c(1.0, d))
-        return _c(a.get("gamma", 1.0507), d) * tl.if_then_else(x > _c(0, d), x, neg)
+        return O.leaky_relu(x, a.get("alpha", 0.01))
+    if op == "clip":
+        return O.clip(x, a.get("min"), a.get("max"))
+    if op == "cast":
+        return O.cast(x, a["dtype"])
+    if op == "copy":
+        # a same-shape reshape is the library's plain copy compute
+        return O.reshape(x, _shape(x))
+    if op == "reciprocal":
+        return O.divide(1.0, x)
+    if op in ("elu", "selu"):
+        alpha = a.get("alpha", 1.0 if op == "elu" else 1.67326)
+        neg = O.multiply(O.subtract(O.exp(x), 1.0), float(alpha))
+        y = O.where(O.greater(x, 0.0), x, neg)
+        return y if op == "elu" else O.multiply(y, float(a.get("gamma", 1.0507)))
     if op == "hard_sigmoid":
-        y = _c(a.get("alpha", 0.2), d) * x + _c(a.get("beta", 0.5), d)
-        return tl.max(tl.min(y, _c(1.0, d)), _c(0.0, d))
+        y = O.add(O.multiply(x, float(a.get("alpha", 0.2))), float(a.get("beta", 0.5)))
+        return O.clip(y, 0.0, 1.0)
     if op == "hard_swish":
-        y = x * _c(1 / 6, d) + _c(0.5, d)
-        return x * tl.max(tl.min(y, _c(1.0, d)), _c(0.0, d))
+        return O.multiply(x, O.clip(O.add(O.multiply(x, 1.0 / 6.0), 0.5), 0.0, 1.0))
     if op == "softplus":
         # log(1 + exp(x)) overflows for large x, where it equals x to float precision
-        return tl.if_then_else(x > _c(20.0, d), x, tl.log(_c(1.0, d) + tl.exp(x)))
+        return O.where(O.greater(x, 20.0), x, O.log(O.add(O.exp(x), 1.0)))
     if op == "softsign":
-        return x / (_c(1.0, d) + tl.abs(x))
-    if op == "clip":
-        y = x
-        if a.get("max") is not None:
-            y = tl.min(y, _c(a["max"], d))
-        if a.get("min") is not None:
-            y = tl.max(y, _c(a["min"], d))
-        return y
-    if op == "logical_not":
-        return ~x
-    if op == "copy":
-        return x
-    if op == "cast":
-        target = a["dtype"]
-        if dt.is_bool(target):
-            return x != _c(0, d)
-        return tl.cast(x, target)
-    raise NotImplementedError(op)
+        return O.divide(x, O.add(O.abs(x), 1.0))
+    raise NotImplementedError(f"graph operator {op!r} has no lowering")
 
 
-def _binary_expr(op: str, x, y):
-    d = x.dtype
-    if op == "add":
-        return x + y
-    if op == "subtract":
-        return x - y
-    if op == "multiply":
-        return x * y
+def _divide(x, y):
+    q = O.divide(x, y)
+    if dt.is_float(q.dtype):
+        return q
+    # the library floors integer quotients (numpy's //); ONNX truncates toward zero: add one
+    # where the signs differ and the division is inexact
+    signs_differ = O.not_equal(O.less(x, 0), O.less(y, 0))
+    inexact = O.not_equal(O.multiply(q, y), x)
+    return O.where(O.logical_and(signs_differ, inexact), O.add(q, 1), q)
+
+
+def _binary(op: str, x, y):
+    direct = {"add": O.add, "subtract": O.subtract, "multiply": O.multiply, "power": O.power,
+              "maximum": O.maximum, "minimum": O.minimum, "equal": O.equal, "less": O.less,
+              "greater": O.greater, "less_equal": O.less_equal,
+              "greater_equal": O.greater_equal, "logical_and": O.logical_and,
+              "logical_or": O.logical_or}
+    if op in direct:
+        return direct[op](x, y)
     if op == "divide":
-        if dt.is_float(d):
-            return x / y
-        q = x // y
-        # ONNX integer division truncates toward zero; floor division differs when the
-        # signs differ and the division is inexact
-        fix = ((x < _c(0, d)) != (y < _c(0, d))) & (q * y != x)
-        return tl.if_then_else(fix, q + _c(1, d), q)
-    if op == "power":
-        return tl.pow(x, y)
-    if op == "maximum":
-        return tl.max(x, y)
-    if op == "minimum":
-        return tl.min(x, y)
+        return _divide(x, y)
     if op == "prelu":
-        return tl.if_then_else(x >= _c(0, d), x, x * y)
-    if op == "equal":
-        return x == y
-    if op == "less":
-        return x < y
-    if op == "greater":
-        return x > y
-    if op == "less_equal":
-        return x <= y
-    if op == "greater_equal":
-        return x >= y
-    if op == "logical_and":
-        return x & y
-    if op == "logical_or":
-        return x | y
+        return O.where(O.greater_equal(x, 0), x, O.multiply(x, y))
     if op == "logical_xor":
-        return (x | y) & ~(x & y)
-    raise NotImplementedError(op)
+        return O.logical_and(O.logical_or(x, y), O.logical_not(O.logical_and(x, y)))
+    raise NotImplementedError(f"graph operator {op!r} has no lowering")
 
 
-def _nary_expr(op: str, vals: list):
-    acc = vals[0]
-    for v in vals[1:]:
-        if op in ("sum_n", "mean_n"):
-            acc = acc + v
-        elif op == "max_n":
-            acc = tl.max(acc, v)
-        else:
-            acc = tl.min(acc, v)
+def _nary(op: str, ins):
+    fn = {"sum_n": O.add, "mean_n": O.add, "max_n": O.maximum, "min_n": O.minimum}[op]
+    acc = ins[0]
+    for t in ins[1:]:
+        acc = fn(acc, t)
+    if len(ins) == 1:
+        acc = O.reshape(acc, _shape(acc))  # a one-input sum is a copy
     if op == "mean_n":
-        acc = acc / _c(float(len(vals)), acc.dtype)
+        acc = O.divide(acc, float(len(ins)))
     return acc
 
 
-# ---------------------------------------------------------------------------- computes
+# ----------------------------------------------------------------------------- nn
 
 
-def _pad_stage(x, pads_lo: Sequence[int], pads_hi: Sequence[int], value, name: str,
-               first_axis: int = 2):
-    """x padded on axes first_axis.. with ``value``; returns x itself when nothing is padded."""
-    if not any(pads_lo) and not any(pads_hi):
-        return x
-    shape = [_i(s) for s in x.shape]
-    nsp = len(pads_lo)
-    out_shape = list(shape)
-    for d in range(nsp):
-        out_shape[first_axis + d] += pads_lo[d] + pads_hi[d]
-
-    def f(*idx):
-        conds = []
-        src = list(idx)
-        for d in range(nsp):
-            ax = first_axis + d
-            i = idx[ax] - pads_lo[d]
-            if pads_lo[d] > 0:
-                conds.append(i >= 0)
-            if pads_hi[d] > 0:
-                conds.append(i < shape[ax])
-            src[ax] = _clamp(i, 0, shape[ax] - 1) if conds else i
-        v = x[tuple(src)]
-        return tl.if_then_else(tl.all(*conds), v, _c(value, x.dtype)) if conds else v
-
-    return tl.compute(tuple(out_shape), f, name=name)
+def _channel_vector(b, nd: int):
+    """A per-channel vector [C] shaped to broadcast over an N C ... tensor of rank nd."""
+    return O.reshape(b, (_shape(b)[0],) + (1,) * (nd - 2))
 
 
 def _conv(ins, a, out_shape):
     x, w = ins[0], ins[1]
     nsp = len(out_shape) - 2
-    groups = a["groups"]
-    cin_g = _i(w.shape[1])
-    cout_g = _i(w.shape[0]) // groups
-    st, dil, pads = a["strides"], a["dilations"], a["pads"]
-    # pad only as far as the windows reach (strided convs may not touch the last rows)
-    hi = []
-    for d in range(nsp):
-        reach = (out_shape[2 + d] - 1) * st[d] + dil[d] * (_i(w.shape[2 + d]) - 1) + 1
-        hi.append(max(0, reach - _i(x.shape[2 + d]) - pads[d]))
-    xp = _pad_stage(x, pads[:nsp], hi, 0.0, "conv_pad")
+    if nsp == 2:
+        p = a["pads"]
+        y = O.conv2d_nchw(x, w, a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"],
+                          a["groups"])
+    else:
+        y = _conv_nd(x, w, a, out_shape)
+    if len(ins) > 2:
+        y = O.add(y, _channel_vector(ins[2], len(out_shape)))
+    return y
+
+
+def _pad_spatial(x, lo, hi, value):
+    if not any(lo) and not any(hi):
+        return x
+    return O.pad(x, [(0, 0), (0, 0)] + list(zip(lo, hi)), "constant", value)
+
+
+def _window_pads(in_sp, out_sp, k, st, dil, lo):
+    """High-side padding that the windows actually reach (strided windows may stop short)."""
+    return [max(0, (o - 1) * s + d * (kk - 1) + 1 - n - p)
+            for n, o, kk, s, d, p in zip(in_sp, out_sp, k, st, dil, lo)]
+
+
+def _conv_nd(x, w, a, out_shape):
+    """Convolution over 1 or 3 spatial axes (the library's conv is 2-D)."""
+    nsp = len(out_shape) - 2
+    xs, ws = _shape(x), _shape(w)
+    groups, st, dil = a["groups"], a["strides"], a["dilations"]
+    lo = a["pads"][:nsp]
+    hi = _window_pads(xs[2:], out_shape[2:], ws[2:], st, dil, lo)
+    xp = _pad_spatial(x, lo, hi, 0.0)
+    cin_g, cout_g = ws[1], ws[0] // groups
     rc = tl.reduce_axis(cin_g, "rc")
-    rk = [tl.reduce_axis(_i(w.shape[2 + d]), f"r{d}") for d in range(nsp)]
+    rk = [tl.reduce_axis(ws[2 + d], f"r{d}") for d in range(nsp)]
 
     def f(*idx):
         n, k, sp = idx[0], idx[1], idx[2:]
         c = rc.var if groups == 1 else (k // cout_g) * cin_g + rc.var
-        xi = [n, c] + [sp[d] * st[d] + rk[d].var * dil[d] for d in range(nsp)]
-        wi = [k, rc.var] + [r.var for r in rk]
-        return tl.sum(xp[tuple(xi)] * w[tuple(wi)], axis=[rc, *rk])
+        xi = (n, c) + tuple(sp[d] * st[d] + rk[d].var * dil[d] for d in range(nsp))
+        return tl.sum(xp[xi] * w[(k, rc.var) + tuple(r.var for r in rk)], axis=[rc, *rk])
 
-    conv = tl.compute(tuple(out_shape), f, name="conv")
-    if len(ins) > 2:
-        b = ins[2]
-        return tl.compute(tuple(out_shape), lambda *i: conv[i] + b[i[1]],
-                          name="conv_bias")
-    return conv
-
-
-def _matmul(ins, a, out_shape):
-    A, B = ins
-    sa, sb = [_i(s) for s in A.shape], [_i(s) for s in B.shape]
-    K = sa[-1]
-    k = tl.reduce_axis(K, "k")
-    out_nd = len(out_shape)
-
-    def f(*idx):
-        idx = list(idx)
-        if len(sa) == 1:
-            ai = [k.var]
-        else:
-            i = idx[-2] if len(sb) > 1 else idx[-1]
-            batch = idx[: out_nd - (2 if len(sb) > 1 else 1)]
-            ai = _bidx(sa[:-2], batch, len(batch)) + [i, k.var]
-        if len(sb) == 1:
-            bi = [k.var]
-        else:
-            j = idx[-1]
-            batch = idx[: out_nd - (2 if len(sa) > 1 else 1)]
-            bi = _bidx(sb[:-2], batch, len(batch)) + [k.var, j]
-        return tl.sum(A[tuple(ai)] * B[tuple(bi)], axis=k)
-
-    return tl.compute(tuple(out_shape), f, name="matmul")
+    return tl.compute(tuple(out_shape), f, name="conv_nd")
 
 
 def _dense(ins, a, out_shape):
-    x, w = ins[0], ins[1]
-    k = tl.reduce_axis(_i(x.shape[1]), "k")
-    mm = tl.compute(tuple(out_shape), lambda i, j: tl.sum(x[i, k] * w[k, j], axis=k),
-                    name="dense")
-    if len(ins) > 2:
-        b = ins[2]
-        bs = [_i(s) for s in b.shape]
-        return tl.compute(tuple(out_shape),
-                          lambda i, j: mm[i, j] + b[tuple(_bidx(bs, [i, j], 2))],
-                          name="dense_bias")
-    return mm
+    # the graph's dense weight is [K, N] (K-major): a matmul with the library's packed panels
+    y = O.matmul(ins[0], ins[1])
+    return O.add(y, ins[2]) if len(ins) > 2 else y
+
+
+def _matmul(ins, a, out_shape):
+    x, y = ins
+    if x.ndim == 1 and y.ndim > 2:  # the library wants stacks of matrices on both sides
+        return O.matmul(O.reshape(x, (1, _shape(x)[0])), y)
+    if y.ndim == 1 and x.ndim > 2:
+        return O.matmul(x, O.reshape(y, (_shape(y)[0], 1)))
+    return O.matmul(x, y)
 
 
 def _pool(op, ins, a, out_shape):
     x = ins[0]
     nsp = len(out_shape) - 2
-    k, st, pads = a["kernel"], a["strides"], a["pads"]
+    k, st, p = a["kernel"], a["strides"], a["pads"]
     dil = a.get("dilations", [1] * nsp)
-    xs = [_i(s) for s in x.shape]
-    hi = []
-    for d in range(nsp):
-        reach = (out_shape[2 + d] - 1) * st[d] + dil[d] * (k[d] - 1) + 1
-        hi.append(max(0, reach - xs[2 + d] - pads[d]))
+    ceil = bool(a.get("ceil_mode", 0))
+    if nsp == 2:
+        try:
+            if op == "max_pool":
+                return O.max_pool2d(x, k, st, (p[0], p[1], p[2], p[3]), dil, ceil)
+            if dil == [1, 1]:
+                return O.avg_pool2d(x, k, st, (p[0], p[1], p[2], p[3]), ceil,
+                                    bool(a.get("count_include_pad", 0)))
+        except ValueError:
+            pass  # padding wider than the window (legal in ONNX): the generic compute below
+    return _pool_nd(op, x, a, out_shape)
+
+
+def _pool_nd(op, x, a, out_shape):
+    """Pooling over any number of spatial axes with any padding (the library's is 2-D)."""
+    nsp = len(out_shape) - 2
+    xs = _shape(x)
+    k, st, lo = a["kernel"], a["strides"], a["pads"][:nsp]
+    dil = a.get("dilations", [1] * nsp)
+    hi = _window_pads(xs[2:], out_shape[2:], k, st, dil, lo)
     is_max = op == "max_pool"
-    fill = dt.limits(x.dtype)[0] if is_max else 0.0
-    if is_max and dt.is_float(x.dtype):
-        fill = -math.inf
-    xp = _pad_stage(x, pads[:nsp], hi, fill, "pool_pad")
+    fill = -math.inf if is_max and dt.is_float(x.dtype) else (
+        dt.limits(x.dtype)[0] if is_max else 0.0)
+    xp = _pad_spatial(x, lo, hi, fill)
     rk = [tl.reduce_axis(k[d], f"r{d}") for d in range(nsp)]
 
-    def f(*o):
+    def window(*o):
         n, c, sp = o[0], o[1], o[2:]
-        idx = [n, c] + [sp[d] * st[d] + rk[d].var * dil[d] for d in range(nsp)]
-        if is_max:
-            return tl.max(xp[tuple(idx)], axis=rk)
-        return tl.sum(xp[tuple(idx)], axis=rk)
+        idx = (n, c) + tuple(sp[d] * st[d] + rk[d].var * dil[d] for d in range(nsp))
+        return (tl.max if is_max else tl.sum)(xp[idx], axis=rk)
 
-    red = tl.compute(tuple(out_shape), f, name=op)
+    red = tl.compute(tuple(out_shape), window, name=f"{op}_nd")
     if is_max:
         return red
-    include_pad = a.get("count_include_pad", 0)
+    include = a.get("count_include_pad", 0)
 
     def avg(*o):
         n, c, sp = o[0], o[1], o[2:]
         count = None
         for d in range(nsp):
-            lo = sp[d] * st[d] - pads[d]
-            hi_ = lo + (k[d] - 1) * dil[d] + 1
-            if include_pad:
-                top = xs[2 + d] + pads[nsp + d]
-                lo_c = lo
-            else:
-                top = xs[2 + d]
-                lo_c = tl.max(lo, 0)
-            # dilation 1 (what pooling uses in practice): the window's valid length
-            cnt = tl.min(hi_, top) - lo_c
+            start = sp[d] * st[d] - lo[d]
+            stop = start + (k[d] - 1) * dil[d] + 1
+            top = xs[2 + d] + (a["pads"][nsp + d] if include else 0)
+            cnt = tl.min(stop, top) - (start if include else tl.max(start, 0))
             count = cnt if count is None else count * cnt
         return red[(n, c, *sp)] / tl.cast(count, x.dtype)
 
-    return tl.compute(tuple(out_shape), avg, name="avg_pool_div")
+    return tl.compute(tuple(out_shape), avg, name="avg_pool_nd")
 
 
-def _reduce_over(x, axes: Sequence[int], keep: bool, kind: str, name: str, out_shape=None,
-                 body: Callable | None = None):
-    """Reduce ``x`` (or ``body(idx)``) over ``axes``; kind: sum, max, min, prod."""
-    xs = [_i(s) for s in x.shape]
-    axes = sorted(axes)
-    rs = [tl.reduce_axis(xs[a], f"r{a}") for a in axes]
-    if out_shape is None:
-        out_shape = [1 if d in axes else xs[d] for d in range(len(xs))] if keep else \
-            [xs[d] for d in range(len(xs)) if d not in axes]
-    reducer = {"sum": tl.sum, "max": tl.max, "min": tl.min, "prod": tl.prod}[kind]
-
-    def f(*o):
-        src, j = [], 0
-        for d in range(len(xs)):
-            if d in axes:
-                src.append(rs[axes.index(d)].var)
-                if keep:
-                    j += 1
-            else:
-                src.append(o[j])
-                j += 1
-        v = body(src) if body is not None else x[tuple(src)]
-        return reducer(v, axis=rs)
-
-    # a full reduction without keepdims is rank 0, stored as one element
-    return tl.compute(tuple(out_shape) if out_shape else (1,), f, name=name)
+def _global_pool(op, x):
+    axes = tuple(range(2, x.ndim))
+    if x.ndim == 4:
+        return O.global_avg_pool2d(x) if op == "global_avg_pool" else O.global_max_pool2d(x)
+    red = O.mean if op == "global_avg_pool" else O.max
+    return red(x, axis=axes, keepdims=True)
 
 
-def _keep_index(idx, axes):
-    return [0 if d in axes else i for d, i in enumerate(idx)]
-
-
-def _softmax(ins, a, out_shape):
-    x = ins[0]
-    axes = a["axes"]
-    d = x.dtype
-    m = _reduce_over(x, axes, True, "max", "sm_max")
-    e = tl.compute(x.shape, lambda *i: tl.exp(x[i] - m[tuple(_keep_index(i, axes))]),
-                   name="sm_exp")
-    s = _reduce_over(e, axes, True, "sum", "sm_sum")
-    if a.get("log"):
-        return tl.compute(x.shape, lambda *i: x[i] - m[tuple(_keep_index(i, axes))] -
-                          tl.log(s[tuple(_keep_index(i, axes))]), name="log_softmax")
-    # one division per row, a multiplication per element
-    r = tl.compute(s.shape, lambda *i: _c(1.0, d) / s[i], name="sm_rcp")
-    return tl.compute(x.shape, lambda *i: e[i] * r[tuple(_keep_index(i, axes))], name="softmax")
-
-
-def _normalize(x, axes, eps, name):
-    """(mean, rstd) over axes, keepdims; two-pass variance for accuracy."""
-    d = x.dtype
-    n = 1
-    for ax in axes:
-        n *= _i(x.shape[ax])
-    s = _reduce_over(x, axes, True, "sum", f"{name}_sum")
-    mean = tl.compute(s.shape, lambda *i: s[i] * _c(1.0 / n, d), name=f"{name}_mean")
-
-    def sq(idx):
-        v = x[tuple(idx)] - mean[tuple(_keep_index(idx, axes))]
-        return v * v
-
-    ss = _reduce_over(x, axes, True, "sum", f"{name}_sqsum", body=sq)
-    rstd = tl.compute(ss.shape, lambda *i: _c(1.0, d) / tl.sqrt(ss[i] * _c(1.0 / n, d) +
-                                                                 _c(eps, d)),
-                      name=f"{name}_rstd")
-    return mean, rstd
-
-
-def _layer_norm(ins, a, out_shape):
-    x = ins[0]
-    nd = len(x.shape)
-    axes = list(range(a["axis"], nd))
-    mean, rstd = _normalize(x, axes, a["epsilon"], "ln")
-    scale = ins[1] if len(ins) > 1 else None
-    bias = ins[2] if len(ins) > 2 else None
-
-    def f(*i):
-        k = tuple(_keep_index(i, axes))
-        y = (x[i] - mean[k]) * rstd[k]
-        if scale is not None:
-            y = y * scale[tuple(_bidx([_i(s) for s in scale.shape], i, nd))]
-        if bias is not None:
-            y = y + bias[tuple(_bidx([_i(s) for s in bias.shape], i, nd))]
-        return y
-
-    return tl.compute(x.shape, f, name="layer_norm")
-
-
-def _instance_norm(ins, a, out_shape):
+def _instance_norm(ins, a):
     x, g, b = ins
-    axes = list(range(2, len(x.shape)))
-    mean, rstd = _normalize(x, axes, a["epsilon"], "in")
-
-    def f(*i):
-        k = tuple(_keep_index(i, axes))
-        return (x[i] - mean[k]) * rstd[k] * g[i[1]] + b[i[1]]
-
-    return tl.compute(x.shape, f, name="instance_norm")
+    axes = tuple(range(2, x.ndim))
+    d = O.subtract(x, O.mean(x, axis=axes, keepdims=True))
+    var = O.mean(O.multiply(d, d), axis=axes, keepdims=True)
+    rstd = O.divide(1.0, O.sqrt(O.add(var, float(a["epsilon"]))))
+    y = O.multiply(O.multiply(d, rstd), _channel_vector(g, x.ndim))
+    return O.add(y, _channel_vector(b, x.ndim))
 
 
-def _batch_norm(ins, a, out_shape):
-    x, g, b, m, v = ins
-    d = x.dtype
-    eps = a["epsilon"]
-    return tl.compute(
-        x.shape,
-        lambda *i: (x[i] - m[i[1]]) * (g[i[1]] / tl.sqrt(v[i[1]] + _c(eps, d))) + b[i[1]],
-        name="batch_norm",
-    )
+def _softmax(x, a):
+    axes = sorted(a["axes"])
+    fn = O.log_softmax if a.get("log") else O.softmax
+    if len(axes) == 1:
+        return fn(x, axes[0])
+    # opset < 13 normalises over trailing axes together: one row per leading index
+    xs = _shape(x)
+    lead = int(math.prod(xs[: axes[0]]))
+    y = fn(O.reshape(x, (lead, int(math.prod(xs[axes[0]:])))), 1)
+    return O.reshape(y, xs)
 
 
-def _lrn(ins, a, out_shape):
-    x = ins[0]
-    size = a["size"]
-    d = x.dtype
-    lo = (size - 1) // 2
-    hi = size - 1 - lo
-    xp = _pad_stage(x, [lo], [hi], 0.0, "lrn_pad", first_axis=1)
-    r = tl.reduce_axis(size, "r")
-
-    def sq(*o):
-        n, c, sp = o[0], o[1], o[2:]
-        v = xp[(n, c + r.var, *sp)]
-        return tl.sum(v * v, axis=r)
-
-    s = tl.compute(x.shape, sq, name="lrn_sum")
-    alpha, beta, bias = a.get("alpha", 1e-4), a.get("beta", 0.75), a.get("bias", 1.0)
-    return tl.compute(
-        x.shape,
-        lambda *i: x[i] / tl.pow(_c(bias, d) + _c(alpha / size, d) * s[i], _c(beta, d)),
-        name="lrn",
-    )
+def _reduce(op, x, a):
+    fn = {"reduce_sum": O.sum, "reduce_mean": O.mean, "reduce_max": O.max,
+          "reduce_min": O.min, "reduce_prod": O.prod}[op]
+    return fn(x, axis=tuple(a["axes"]), keepdims=bool(a.get("keepdims", 1)))
 
 
-def _arg_reduce(op, ins, a, out_shape):
-    x = ins[0]
-    axis = a["axis"]
-    keep = a.get("keepdims", 1)
-    last = a.get("select_last_index", 0)
-    is_max = op == "argmax"
-
-    def combine(i0, v0, i1, v1):
-        # ties: the first index (or the last with select_last_index)
-        better = (v1 > v0) if is_max else (v1 < v0)
-        tie = (v1 == v0) & ((i1 > i0) if last else (i1 < i0))
-        take = better | tie
-        return tl.select(take, i1, i0), tl.select(take, v1, v0)
-
-    def ident(ti, tv):
-        return tl.const(-1, ti), (tl.min_value(tv) if is_max else tl.max_value(tv))
-
-    red = tl.comm_reducer(combine, ident, name=op)
-    xs = [_i(s) for s in x.shape]
-    r = tl.reduce_axis(xs[axis], "r")
-
-    def f(*o):
-        src = list(o)
-        if keep:
-            src[axis] = r.var
-        elif len(xs) == 1:
-            src = [r.var]  # rank-0 result stored as one element: its index is not a source axis
-        else:
-            src.insert(axis, r.var)
-        return red((tl.cast(r.var, "int64"), x[tuple(src)]), axis=r)
-
-    idx, _ = tl.compute(tuple(out_shape), f, name=op)
-    return idx
+def _arg_reduce(op, x, a):
+    fn = O.argmax if op == "argmax" else O.argmin
+    axis = a["axis"] % x.ndim
+    keep = bool(a.get("keepdims", 1))
+    if not a.get("select_last_index", 0):
+        return fn(x, axis, keep)
+    # the last extremum is the first one of the reversed axis, counted from the end
+    n = _shape(x)[axis]
+    rev = O.strided_slice(x, [n - 1], [-n - 1], [-1], [axis])
+    return O.subtract(n - 1, fn(rev, axis, keep))
 
 
-def _transpose(ins, a, out_shape):
-    x = ins[0]
-    perm = a["perm"]
-    inv = [perm.index(d) for d in range(len(perm))]
-    return tl.compute(tuple(out_shape), lambda *i: x[tuple(i[inv[d]] for d in range(len(inv)))],
-                      name="transpose")
+# ----------------------------------------------------------------------------- data movement
 
 
-def _concat(ins, a, out_shape):
-    axis = a["axis"]
-    offs = [0]
-    for t in ins:
-        offs.append(offs[-1] + _i(t.shape[axis]))
-
-    def f(*i):
-        v = None
-        for t, lo, hi in reversed(list(zip(ins, offs, offs[1:]))):
-            src = list(i)
-            src[axis] = _clamp(i[axis] - lo, 0, hi - lo - 1)
-            r = t[tuple(src)]
-            v = r if v is None else tl.if_then_else(i[axis] < hi, r, v)
-        return v
-
-    return tl.compute(tuple(out_shape), f, name="concat")
+def _slice(x, a):
+    starts, steps, lens = R.slice_params(list(_shape(x)), a)
+    n = _shape(x)
+    ends = []
+    for d in range(len(n)):
+        e = starts[d] + lens[d] * steps[d]
+        ends.append(e if e >= 0 else -n[d] - 1)  # a negative step that runs to index 0
+    return O.strided_slice(x, starts, ends, steps)
 
 
-def _slice(ins, a, out_shape):
-    x = ins[0]
-    starts, steps, _ = R.slice_params([_i(s) for s in x.shape], a)
-    return tl.compute(tuple(out_shape),
-                      lambda *i: x[tuple(starts[d] + i[d] * steps[d] for d in range(len(i)))],
-                      name="slice")
-
-
-def _pad(ins, a, out_shape):
-    x = ins[0]
-    xs = [_i(s) for s in x.shape]
+def _pad(x, a):
+    xs = _shape(x)
     nd = len(xs)
     p = a["pads"]
-    mode = a.get("mode", "constant")
-    if mode == "constant":
-        # negative pads crop: fold them into the index offset
-        def f(*i):
-            conds, src = [], []
-            for d in range(nd):
-                j = i[d] - p[d]
-                if p[d] > 0:
-                    conds.append(j >= 0)
-                if p[nd + d] > 0:
-                    conds.append(j < xs[d])
-                src.append(_clamp(j, 0, xs[d] - 1) if p[d] > 0 or p[nd + d] > 0 else j)
-            v = x[tuple(src)]
-            return tl.if_then_else(tl.all(*conds), v, _c(a.get("value", 0.0), x.dtype)) \
-                if conds else v
-    else:
-        def f(*i):
-            src = []
-            for d in range(nd):
-                j = i[d] - p[d]
-                if mode == "edge":
-                    j = _clamp(j, 0, xs[d] - 1)
-                elif xs[d] > 1:  # reflect without repeating the edge
-                    j = tl.abs(j)
-                    j = (xs[d] - 1) - tl.abs((xs[d] - 1) - j)
-                else:
-                    j = j * 0
-                src.append(j)
-            return x[tuple(src)]
-
-    return tl.compute(tuple(out_shape), f, name="pad")
+    if any(v < 0 for v in p):  # negative pads crop first
+        lo = [max(0, -p[d]) for d in range(nd)]
+        hi = [xs[d] - max(0, -p[nd + d]) for d in range(nd)]
+        x = O.strided_slice(x, lo, hi)
+    width = [(max(0, p[d]), max(0, p[nd + d])) for d in range(nd)]
+    if not any(lo or hi for lo, hi in width):
+        return O.reshape(x, _shape(x))
+    return O.pad(x, width, a.get("mode", "constant"), a.get("value", 0.0))
 
 
-def _gather(ins, a, out_shape):
-    x, ids = ins
-    axis = a["axis"]
-    xs = [_i(s) for s in x.shape]
-    ni = len(ids.shape)
-
-    def f(*i):
-        j = ids[tuple(i[axis: axis + ni])]
-        j = tl.cast(j, "int64")
-        j = tl.if_then_else(j < 0, j + xs[axis], j)
-        src = list(i[:axis]) + [_clamp(j, 0, xs[axis] - 1)] + list(i[axis + ni:])
-        return x[tuple(src)]
-
-    return tl.compute(tuple(out_shape), f, name="gather")
+def _tile(x, a):
+    # [s0, s1] -> [1, s0, 1, s1] -> expand [r0, s0, r1, s1] -> [r0 s0, r1 s1]
+    xs, reps = _shape(x), a["repeats"]
+    inter = [v for s in xs for v in (1, s)]
+    big = [v for s, r in zip(xs, reps) for v in (r, s)]
+    y = O.expand(O.reshape(x, inter), big)
+    return O.reshape(y, [s * r for s, r in zip(xs, reps)])
 
 
-def _expand(ins, a, out_shape):
-    x = ins[0]
-    xs = [_i(s) for s in x.shape]
-    return tl.compute(tuple(out_shape), lambda *i: x[tuple(_bidx(xs, i, len(out_shape)))],
-                      name="expand")
-
-
-def _tile(ins, a, out_shape):
-    x = ins[0]
-    xs = [_i(s) for s in x.shape]
-    return tl.compute(tuple(out_shape), lambda *i: x[tuple(i[d] % xs[d] for d in range(len(xs)))],
-                      name="tile")
-
-
-def _depth_to_space(ins, a, out_shape):
-    x = ins[0]
+def _depth_to_space(x, a):
+    n, c, h, w = _shape(x)
     b = a["blocksize"]
-    c_out = out_shape[1]
-    dcr = a.get("mode", "DCR") == "DCR"
-
-    def f(n, c, h, w):
-        bh, bw = h % b, w % b
-        ci = (bh * b + bw) * c_out + c if dcr else c * b * b + bh * b + bw
-        return x[n, ci, h // b, w // b]
-
-    return tl.compute(tuple(out_shape), f, name="depth_to_space")
+    cb = c // (b * b)
+    if a.get("mode", "DCR") == "DCR":
+        y = O.transpose(O.reshape(x, (n, b, b, cb, h, w)), (0, 3, 4, 1, 5, 2))
+    else:
+        y = O.transpose(O.reshape(x, (n, cb, b, b, h, w)), (0, 1, 4, 2, 5, 3))
+    return O.reshape(y, (n, cb, h * b, w * b))
 
 
-def _global_pool(op, ins, a, out_shape):
-    x = ins[0]
-    axes = list(range(2, len(x.shape)))
-    if op == "global_max_pool":
-        return _reduce_over(x, axes, True, "max", "gmax")
-    n = 1
-    for ax in axes:
-        n *= _i(x.shape[ax])
-    s = _reduce_over(x, axes, True, "sum", "gsum")
-    return tl.compute(s.shape, lambda *i: s[i] * _c(1.0 / n, x.dtype), name="global_avg_pool")
+# ----------------------------------------------------------------------------- dispatch
 
 
-def _reduce(op, ins, a, out_shape):
-    x = ins[0]
-    kind = {"reduce_sum": "sum", "reduce_mean": "sum", "reduce_max": "max",
-            "reduce_min": "min", "reduce_prod": "prod"}[op]
-    red = _reduce_over(x, a["axes"], bool(a.get("keepdims", 1)), kind, op, out_shape=out_shape)
-    if op != "reduce_mean":
-        return red
-    n = 1
-    for ax in a["axes"]:
-        n *= _i(x.shape[ax])
-    return tl.compute(red.shape, lambda *i: red[i] / _c(float(n), x.dtype), name="reduce_mean")
-
-
-def compute_outputs(op: str, ins: list, attrs: dict, out_shape: tuple):
-    """The output tensor of ``op`` over input tensors ``ins``."""
+def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
+    """The library compute of one graph node over input tensors ``ins``, in the graph's storage
+    shape and dtype for ``out_type``."""
+    out_shape, out_dtype = tuple(out_type[0]), out_type[1]
     if op in R.UNARY_REFS or op == "cast":
-        return tl.compute(tuple(out_shape), lambda *i: _unary_expr(op, ins[0][i], attrs),
-                          name=op)
-    if op in R.BINARY_REFS or op in R.COMPARE_REFS:
-        x, y = ins
-        xs, ys = [_i(s) for s in x.shape], [_i(s) for s in y.shape]
-        nd = len(out_shape)
-        return tl.compute(
-            tuple(out_shape),
-            lambda *i: _binary_expr(op, x[tuple(_bidx(xs, i, nd))], y[tuple(_bidx(ys, i, nd))]),
-            name=op,
-        )
-    if op == "where":
-        nd = len(out_shape)
-        c, x, y = ins
-        shp = [[_i(s) for s in t.shape] for t in ins]
-        return tl.compute(
-            tuple(out_shape),
-            lambda *i: tl.if_then_else(c[tuple(_bidx(shp[0], i, nd))],
-                                       x[tuple(_bidx(shp[1], i, nd))],
-                                       y[tuple(_bidx(shp[2], i, nd))]),
-            name="where",
-        )
-    if op in ("sum_n", "mean_n", "max_n", "min_n"):
-        nd = len(out_shape)
-        shp = [[_i(s) for s in t.shape] for t in ins]
-        return tl.compute(
-            tuple(out_shape),
-            lambda *i: _nary_expr(op, [t[tuple(_bidx(s, i, nd))] for t, s in zip(ins, shp)]),
-            name=op,
-        )
-    table: dict[str, Callable] = {
-        "conv": _conv, "matmul": _matmul, "dense": _dense, "softmax": _softmax,
-        "layer_norm": _layer_norm, "instance_norm": _instance_norm,
-        "batch_norm": _batch_norm, "lrn": _lrn, "transpose": _transpose, "concat": _concat,
-        "slice": _slice, "pad": _pad, "gather": _gather, "expand": _expand, "tile": _tile,
-        "depth_to_space": _depth_to_space,
-    }
-    if op in table:
-        return table[op](ins, attrs, tuple(out_shape))
-    if op in ("max_pool", "avg_pool"):
-        return _pool(op, ins, attrs, tuple(out_shape))
-    if op in ("global_avg_pool", "global_max_pool"):
-        return _global_pool(op, ins, attrs, tuple(out_shape))
-    if op in R.REDUCE_REFS:
-        return _reduce(op, ins, attrs, tuple(out_shape))
-    if op in ("argmax", "argmin"):
-        return _arg_reduce(op, ins, attrs, tuple(out_shape))
-    raise NotImplementedError(f"graph operator {op!r} has no lowering")
-
-
-# ---------------------------------------------------------------------------- schedules
-
-
-def _stages(out):
-    """Compute stages reachable from ``out`` (outputs first), placeholders excluded."""
-    from tensorlang.te.tensor import ComputeOp, read_tensors
-
-    seen, order, stack = set(), [], [out]
-    while stack:
-        t = stack.pop()
-        if id(t.op) in seen or not isinstance(t.op, ComputeOp):
-            continue
-        seen.add(id(t.op))
-        order.append(t)
-        stack.extend(read_tensors(t.op.body))
-    return order
-
-
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= int(x)
-    return n
-
-
-def _extent(iv) -> int:
-    from tensorlang.ir.expr import as_int
-
-    return as_int(iv.dom.extent)
-
-
-def _parallel_outer(s, t, min_work: int, vec: int):
-    """Fuse leading spatial loops until there is enough parallelism; parallelize; vectorize the
-    innermost loop when it is a spatial loop of a non-reduction stage and vec > 1."""
-    st = s[t]
-    axes = list(t.op.axis)
-    if not axes:
-        return
-    inner = None
-    if vec > 1 and not t.op.reduce_axis:
-        last = axes[-1]
-        ext = _extent(last)
-        if ext is not None and ext >= vec and ext % vec == 0:
-            outer, inner = st.split(last, factor=vec)
-            axes = axes[:-1] + [outer]
-        elif ext is not None and ext in (4, 8, 16) and ext <= vec:
-            inner = last
-            axes = axes[:-1]
-    total = _prod(_extent(a) for a in t.op.axis) * max(1, _prod(_extent(r) for r in
-                                                                 t.op.reduce_axis))
-    if axes and total >= min_work:
-        fused = axes[0]
-        n = _extent(fused)
-        k = 1
-        while n < 64 and k < len(axes):
-            fused = st.fuse(fused, axes[k])
-            n *= _extent(axes[k])
-            k += 1
-        if n > 1:
-            st.parallel(fused)
-    if inner is not None:
-        st.vectorize(inner)
-
-
-def _schedule_generic(outs, level: int):
-    s = tl.create_schedule(outs)
-    if level == 0:
-        return s
-    seen = set()
-    for o in outs:
-        for t in _stages(o):
-            if id(t.op) in seen:
-                continue
-            seen.add(id(t.op))
-            _parallel_outer(s, t, 16384, 16 if level >= 2 else 1)
-    return s
-
-
-def _pick(n: int, options: Sequence[int]) -> int:
-    for f in options:
-        if n % f == 0:
-            return f
-    return 1
-
-
-def _schedule_conv(outs, level: int):
-    """Register tile: ko x (xi vector lanes) accumulators kept in a local buffer computed at the
-    output tile; reduction loops outside the tile; pad stage computed at root."""
-    out = outs[0]
-    s = tl.create_schedule(outs)
-    stages = _stages(out)
-    conv = next(t for t in stages if t.op.name == "conv")
-    nsp = len(conv.shape) - 2
-    if conv is out:
-        local = s.cache_write(conv, "local")
+        y = _unary(op, ins[0], attrs)
+    elif op in R.BINARY_REFS or op in R.COMPARE_REFS:
+        y = _binary(op, ins[0], ins[1])
+    elif op == "where":
+        y = O.where(*ins)
+    elif op in ("sum_n", "mean_n", "max_n", "min_n"):
+        y = _nary(op, ins)
+    elif op == "conv":
+        y = _conv(ins, attrs, out_shape)
+    elif op == "dense":
+        y = _dense(ins, attrs, out_shape)
+    elif op == "matmul":
+        y = _matmul(ins, attrs, out_shape)
+    elif op in ("max_pool", "avg_pool"):
+        y = _pool(op, ins, attrs, out_shape)
+    elif op in ("global_avg_pool", "global_max_pool"):
+        y = _global_pool(op, ins[0])
+    elif op == "batch_norm":
+        y = O.batch_norm(*ins, axis=1, epsilon=attrs["epsilon"])
+    elif op == "instance_norm":
+        y = _instance_norm(ins, attrs)
+    elif op == "lrn":
+        y = O.lrn(ins[0], attrs["size"], attrs.get("alpha", 1e-4), attrs.get("beta", 0.75),
+                  attrs.get("bias", 1.0))
+    elif op == "layer_norm":
+        y = O.layer_norm(ins[0], ins[1] if len(ins) > 1 else None,
+                         ins[2] if len(ins) > 2 else None, attrs["axis"], attrs["epsilon"])
+    elif op == "softmax":
+        y = _softmax(ins[0], attrs)
+    elif op in R.REDUCE_REFS:
+        y = _reduce(op, ins[0], attrs)
+    elif op in ("argmax", "argmin"):
+        y = _arg_reduce(op, ins[0], attrs)
+    elif op == "reshape":
+        y = O.reshape(ins[0], storage_shape(out_shape))
+    elif op == "transpose":
+        y = O.transpose(ins[0], attrs["perm"])
+    elif op == "concat":
+        y = O.concat(list(ins), attrs["axis"] % ins[0].ndim)
+    elif op == "slice":
+        y = _slice(ins[0], attrs)
+    elif op == "pad":
+        y = _pad(ins[0], attrs)
+    elif op == "gather":
+        y = O.gather(ins[0], ins[1], attrs["axis"] % ins[0].ndim)
+    elif op == "expand":
+        y = O.expand(ins[0], out_shape)
+    elif op == "tile":
+        y = _tile(ins[0], attrs)
+    elif op == "depth_to_space":
+        y = _depth_to_space(ins[0], attrs)
     else:
-        local = conv
-    O = out
-    axes = list(s[O].op.axis)
-    n, k = axes[0], axes[1]
-    K = _extent(k)
-    W = _extent(axes[-1])
-    kf = _pick(K, (8, 4, 2))
-    xf = _pick(W, (16, 14, 8, 7, 4)) if W > 16 else W
-    ko, ki = s[O].split(k, factor=kf)
-    xo, xi = s[O].split(axes[-1], factor=xf)
-    mid = axes[2:-1]
-    s[O].reorder(n, ko, *mid, xo, ki, xi)
-    fused = s[O].fuse(n, ko)
-    if mid:
-        fused = s[O].fuse(fused, mid[0])
-    s[O].parallel(fused)
-    if xf in (4, 8, 16) and level >= 2:
-        s[O].vectorize(xi)
-    s[local].compute_at(s[O], xo)
-    la = list(s[local].op.axis)
-    red = list(s[local].op.reduce_axis)
-    s[local].reorder(*red, *la)
-    s[local].unroll(la[1])
-    if level >= 2 and xf > 1:
-        s[local].vectorize(la[-1])
-    for t in stages:
-        if t.op.name == "conv_pad":
-            _parallel_outer(s, t, 16384, 1)
-    del nsp
-    return s
+        raise NotImplementedError(f"graph operator {op!r} has no lowering")
+    return _conform(y, out_shape, out_dtype)
 
 
-def _schedule_dense(outs, level: int):
-    out = outs[0]
-    s = tl.create_schedule(outs)
-    stages = _stages(out)
-    mm = next(t for t in stages if t.op.name in ("dense", "matmul"))
-    local = s.cache_write(mm, "local") if mm is out else mm
-    O = out
-    axes = list(s[O].op.axis)
-    i, j = axes[-2], axes[-1]
-    M, N = _extent(i), _extent(j)
-    jf = _pick(N, (32, 16, 8)) if N >= 8 else N
-    if_ = _pick(M, (4, 2))
-    io, ii = s[O].split(i, factor=if_)
-    jo, ji = s[O].split(j, factor=jf)
-    batch = axes[:-2]
-    s[O].reorder(*batch, io, jo, ii, ji)
-    lead = batch + [io]
-    fused = lead[0]
-    for a in lead[1:]:
-        fused = s[O].fuse(fused, a)
-    if _extent(fused) is not None and _extent(fused) >= 2:
-        s[O].parallel(fused)
-    else:
-        s[O].parallel(jo)
-    s[local].compute_at(s[O], jo)
-    la = list(s[local].op.axis)
-    (kk,) = s[local].op.reduce_axis
-    s[local].reorder(kk, *la)
-    if if_ > 1:
-        s[local].unroll(la[-2])
-    if level >= 2 and jf in (8, 16, 32):
-        if jf == 32:
-            jo2, ji2 = s[local].split(la[-1], factor=16)
-            s[local].unroll(jo2)
-            s[local].vectorize(ji2)
-        else:
-            s[local].vectorize(la[-1])
-    return s
-
-
-def schedule_candidates(op: str, outs) -> list[tuple[str, Callable]]:
-    """Schedules to try, best first; the build falls back to the next on a refusal. A tuned
-    record (issue 7's kernel selection) goes in front of this list."""
-    cands: list[tuple[str, Callable]] = []
-    if op == "conv":
-        cands += [("conv_tiled", lambda: _schedule_conv(outs, 2)),
-                  ("conv_tiled_scalar", lambda: _schedule_conv(outs, 1))]
-    if op in ("dense", "matmul"):
-        cands += [("dense_tiled", lambda: _schedule_dense(outs, 2))]
-    cands += [("parallel_vectorized", lambda: _schedule_generic(outs, 2)),
-              ("parallel", lambda: _schedule_generic(outs, 1)),
-              ("naive", lambda: _schedule_generic(outs, 0))]
-    return cands
+def placeholders(in_types: Sequence[Type]) -> list:
+    return [tl.placeholder(storage_shape(s), dtype=t, name=f"in{i}")
+            for i, (s, t) in enumerate(in_types)]
 
 
 def lower_node(op: str, attrs: dict, in_types: Sequence[Type], out_types: Sequence[Type]):
-    """Placeholders for the inputs, the output compute; returns (args, outs)."""
-    ins = [tl.placeholder(tuple(s) if s else (1,), dtype=t, name=f"in{i}")
-           for i, (s, t) in enumerate(in_types)]
-    # Rank-0 values are stored as one element; the compute sees them as shape (1,) and the
-    # broadcasting helpers treat that like a scalar.
-    out_shape = tuple(out_types[0][0])
-    squeeze = out_shape == ()
-    out = compute_outputs(op, ins, attrs, out_shape if not squeeze else (1,))
-    return ins, [out]
+    """Placeholders for the inputs and the output compute of one node: (ins, [out])."""
+    ins = placeholders(in_types)
+    return ins, [lower_op(op, ins, attrs, out_types[0])]
+
+
+def lower_fused(body: list[dict], in_types: Sequence[Type], out_type: Type):
+    """A fused group (the ``body`` attribute of a ``fused`` node: members in order, each
+    ``{"op", "attrs", "inputs": [["in", k] | ["node", j]], "type": [shape, dtype]}``) as one
+    compute: (input placeholders, [output of the last member])."""
+    ins = placeholders(in_types)
+    vals: list = []
+    for m in body:
+        args = [ins[k] if src == "in" else vals[k] for src, k in m["inputs"]]
+        shape, dtype = m["type"]
+        vals.append(lower_op(m["op"], args, m["attrs"], (tuple(shape), dtype)))
+    return ins, [_conform(vals[-1], out_type[0], out_type[1])]
+
+
+def lower(op: str, attrs: dict, in_types: Sequence[Type], out_types: Sequence[Type]):
+    """(ins, outs) of any kernel node: a fused group or a single operator."""
+    if op == "fused":
+        return lower_fused(attrs["body"], in_types, out_types[0])
+    return lower_node(op, attrs, in_types, out_types)

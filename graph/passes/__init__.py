@@ -17,14 +17,22 @@ import time
 from collections.abc import Callable
 
 from ..ir import Graph
+from .cse import eliminate_common_subexpr
 from .dead_code import eliminate_dead_code
 from .fold_constants import fold_constants
+from .fold_scale import fold_scale_into_conv
+from .fuse_ops import fuse_ops
 from .infer_types import infer_types
+from .simplify import simplify_algebra
 
 PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("infer_types", infer_types, 0),
     ("fold_constants", fold_constants, 1),
+    ("eliminate_common_subexpr", eliminate_common_subexpr, 2),
+    ("simplify_algebra", simplify_algebra, 1),
+    ("fold_scale_into_conv", fold_scale_into_conv, 2),
     ("eliminate_dead_code", eliminate_dead_code, 0),
+    ("fuse_ops", fuse_ops, 1),
 ]
 
 
@@ -46,5 +54,6 @@ def describe() -> str:
                      for i, (name, _, lvl) in enumerate(PASSES))
 
 
-__all__ = ["PASSES", "describe", "eliminate_dead_code", "fold_constants", "infer_types",
-           "run_passes"]
+__all__ = ["PASSES", "describe", "eliminate_common_subexpr", "eliminate_dead_code",
+           "fold_constants", "fold_scale_into_conv", "fuse_ops", "infer_types", "run_passes",
+           "simplify_algebra"]

@@ -526,9 +526,12 @@ def _tail_anchor(s, out_stage):
     return None, []
 
 
-def default_schedule(outs, target: str = "llvm"):
+def default_schedule(outs, target: str = "llvm", knobs: dict | None = None):
     """A fast schedule for any composition of library ops ending in `outs` (one tensor or a
-    list). Stages that are not library ops get the generic injective/reduce schedule."""
+    list). Stages that are not library ops get the generic injective/reduce schedule.
+
+    knobs: keyword arguments for the anchor schedules (e.g. tile_m / tile_n of schedule_matmul,
+    tile_oc of schedule_conv2d_nchw): what a tuner varies; None keeps their defaults."""
     if target not in ("llvm", "llvm -mcpu=native") and not str(target).startswith("llvm"):
         raise ValueError(f"default_schedule: target {target!r} is not supported (only 'llvm')")
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
@@ -582,7 +585,10 @@ def default_schedule(outs, target: str = "llvm"):
             continue
         st.compute_inline()
     for fn, anchor, out in plan:
-        fn(s, anchor, out)
+        if anchor is not None and knobs:
+            fn(s, anchor, out, **knobs)
+        else:
+            fn(s, anchor, out)
     for st in s.stages:
         if st.attach_type == "root" and not st.is_transformed():
             if st.op.tag.endswith("_pack"):

@@ -1,0 +1,255 @@
+"""Operator fusion by pattern kind with post-dominator rules (TVM's FuseOps is the reference).
+
+Every node has a pattern kind (:mod:`..op_registry`): elemwise < broadcast < injective < reduce <
+out_elemwise_fusable < opaque. A node ``n`` is fused into its immediate post-dominator ``d`` (the
+first node every path from ``n`` to the graph's outputs goes through), together with every node
+on the paths between them, when the kinds allow it:
+
+============================  ========================================  ===================
+group of ``n`` is anchored by  nodes strictly between ``n`` and ``d``    ``d``
+============================  ========================================  ===================
+out_elemwise_fusable (conv,    elemwise / broadcast                      elemwise/broadcast
+dense, matmul, pooling)
+reduce                         elemwise / broadcast                      elemwise/broadcast
+elemwise/broadcast/injective   elemwise / broadcast / injective          <= injective, or a
+only                                                                     reduce
+opaque                         never fused                                -
+============================  ========================================  ===================
+
+So conv + bias + batch norm + relu + residual add become one kernel (the conv is the anchor, the
+rest its elementwise tail), chains of elementwise/broadcast/injective ops become one kernel, and
+a reduction absorbs its elementwise producers (and its elementwise consumers) -- but a reduction
+is never pulled into the middle of a conv's tail, and a group holds at most one heavy node
+(reduce, out_elemwise_fusable).
+
+Because ``d`` post-dominates ``n``, everything ``n`` computes is consumed inside the group: every
+group has a single exit (its root, the last member), nothing is computed twice, and a value read
+by two heavy consumers is never duplicated into both (it stays a kernel of its own). Groups are
+checked for the single exit before every merge.
+
+Not fused: alias ops (reshape is a free view as a kernel boundary; fused it would become index
+arithmetic), multi-output nodes, argmax/argmin (a two-output reduction stage). Horizontal fusion
+of siblings is not done.
+
+The result replaces each group of two or more nodes by one ``fused`` node whose ``body`` lists
+the members in order with their inputs as ``["in", k]`` (the fused node's k-th input) or
+``["node", j]`` (the j-th member). Processing is in the graph's topological order and every
+choice depends only on that order: the pass is deterministic.
+"""
+
+from __future__ import annotations
+
+from .. import op_registry as R
+from ..ir import Graph, Node, Value
+
+ELEMWISE, BROADCAST, INJECTIVE = R.ELEMWISE, R.BROADCAST, R.INJECTIVE
+REDUCE, OUT_FUSABLE, OPAQUE = R.REDUCE, R.OUT_ELEMWISE_FUSABLE, R.OPAQUE
+_RANK = {k: i for i, k in enumerate((ELEMWISE, BROADCAST, INJECTIVE, REDUCE, OUT_FUSABLE,
+                                     OPAQUE))}
+_HEAVY = (REDUCE, OUT_FUSABLE)
+_NOT_FUSED = ("argmax", "argmin", "fused")
+SINK = -1
+
+
+def _kind(n: Node) -> str:
+    d = R.get_op(n.op)
+    if d.alias or len(n.outputs) != 1 or n.op in _NOT_FUSED:
+        return OPAQUE
+    return d.pattern
+
+
+def _post_dominators(nodes, consumers) -> list[int]:
+    """Immediate post-dominator of every node (SINK: a graph output or no consumer)."""
+    n = len(nodes)
+    ipdom = [SINK] * n
+    depth = [0] * n
+
+    def dep(i):
+        return 0 if i == SINK else depth[i]
+
+    def lca(a, b):
+        while a != b:
+            if dep(a) < dep(b):
+                a, b = b, a
+            a = ipdom[a] if a != SINK else SINK
+        return a
+
+    for i in reversed(range(n)):
+        cs = consumers[i]
+        if not cs or SINK in cs:
+            ipdom[i] = SINK
+        else:
+            d = cs[0]
+            for c in cs[1:]:
+                d = lca(d, c)
+            ipdom[i] = d
+        depth[i] = dep(ipdom[i]) + 1
+    return ipdom
+
+
+class _Groups:
+    """Union-find of node groups; each root knows its members and its heavy node."""
+
+    def __init__(self, kinds):
+        self.parent = list(range(len(kinds)))
+        self.members = {i: [i] for i in range(len(kinds))}
+        self.heavy = {i: (i if kinds[i] in _HEAVY else None) for i in range(len(kinds))}
+
+    def find(self, i):
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union_all(self, roots):
+        roots = sorted(set(roots))
+        keep = roots[0]
+        for r in roots[1:]:
+            self.parent[r] = keep
+            self.members[keep] += self.members.pop(r)
+            if self.heavy[keep] is None:
+                self.heavy[keep] = self.heavy[r]
+            del self.heavy[r]
+        self.members[keep].sort()
+        return keep
+
+
+def _path(i: int, d: int, consumers) -> set[int]:
+    """The nodes strictly between i and its post-dominator d."""
+    seen: set[int] = set()
+    stack = [c for c in consumers[i] if c != d]
+    while stack:
+        c = stack.pop()
+        if c in seen or c == d:
+            continue
+        seen.add(c)
+        stack.extend(x for x in consumers[c] if x != d)
+    return seen
+
+
+def _allowed(anchor_kind: str, path_kinds, d_kind: str) -> bool:
+    if anchor_kind in _HEAVY:
+        ok = (ELEMWISE, BROADCAST)
+        return all(k in ok for k in path_kinds) and d_kind in ok
+    if anchor_kind == OPAQUE:
+        return False
+    return all(_RANK[k] <= _RANK[INJECTIVE] for k in path_kinds) and (
+        _RANK[d_kind] <= _RANK[INJECTIVE] or d_kind == REDUCE)
+
+
+def find_groups(g: Graph) -> list[list[int]]:
+    """Node indices of each group (sorted), groups ordered by their root (last member)."""
+    nodes = list(g.nodes)
+    prod = {id(v): i for i, n in enumerate(nodes) for v in n.outputs}
+    outs = {id(v) for v in g.outputs}
+    consumers: list[list[int]] = [[] for _ in nodes]
+    for j, n in enumerate(nodes):
+        for v in n.inputs:
+            i = prod.get(id(v))
+            if i is not None and j not in consumers[i]:
+                consumers[i].append(j)
+    for i, n in enumerate(nodes):
+        if any(id(v) in outs for v in n.outputs):
+            consumers[i].append(SINK)
+    kinds = [_kind(n) for n in nodes]
+    ipdom = _post_dominators(nodes, consumers)
+    G = _Groups(kinds)
+
+    def group_kind(r):
+        h = G.heavy[r]
+        if h is not None:
+            return kinds[h]
+        return max((kinds[m] for m in G.members[r]), key=_RANK.__getitem__)
+
+    def single_exit(members: set[int]) -> bool:
+        exits = [m for m in members if any(c == SINK or c not in members for c in consumers[m])]
+        return len(exits) == 1 and exits[0] == max(members)
+
+    for i in range(len(nodes)):
+        d = ipdom[i]
+        if d == SINK or kinds[i] == OPAQUE or kinds[d] == OPAQUE:
+            continue
+        gi, gd = G.find(i), G.find(d)
+        if gi == gd:
+            continue
+        path = _path(i, d, consumers)
+        if any(kinds[p] == OPAQUE for p in path):
+            continue
+        if not _allowed(group_kind(gi), [kinds[p] for p in path], kinds[d]):
+            continue
+        roots = {gi, gd} | {G.find(p) for p in path}
+        heavies = {G.heavy[r] for r in roots} - {None}
+        if len(heavies) > 1:
+            continue  # two anchors never share a kernel
+        if heavies and G.heavy[gi] is None:
+            # joining a heavy group from outside: only cheap elementwise work may be inlined
+            # into its tail (a reduction's own producers are the exception: d is the reduction)
+            h = next(iter(heavies))
+            cheap = all(kinds[m] in (ELEMWISE, BROADCAST) for m in G.members[gi])
+            if not (cheap or (h == d and kinds[d] == REDUCE)):
+                continue
+            if kinds[h] == OUT_FUSABLE and not cheap:
+                continue
+        members = {m for r in roots for m in G.members[r]}
+        if not single_exit(members):
+            continue
+        G.union_all(roots)
+    groups = [sorted(ms) for ms in G.members.values()]
+    return sorted(groups, key=lambda ms: ms[-1])
+
+
+def fuse_ops(g: Graph) -> Graph:
+    nodes = list(g.nodes)
+    groups = find_groups(g)
+    out_nodes: list[Node] = []
+    subst: dict[int, Value] = {}
+
+    def cur(v: Value) -> Value:
+        return subst.get(id(v), v)
+
+    for ms in groups:
+        if len(ms) == 1:
+            n = nodes[ms[0]]
+            ins = [cur(v) for v in n.inputs]
+            outs = [Value(v.name, v.shape, v.dtype, v.layout) for v in n.outputs]
+            node = Node(n.name, n.op, ins, outs, n.attrs)
+            for old, new in zip(n.outputs, outs):
+                new.producer = node
+                subst[id(old)] = new
+            out_nodes.append(node)
+            continue
+        pos = {id(nodes[m].outputs[0]): j for j, m in enumerate(ms)}
+        ext: list[Value] = []
+        ext_idx: dict[int, int] = {}
+        body = []
+        for m in ms:
+            n = nodes[m]
+            refs = []
+            for v in n.inputs:
+                if id(v) in pos:
+                    refs.append(["node", pos[id(v)]])
+                    continue
+                if id(v) not in ext_idx:
+                    ext_idx[id(v)] = len(ext)
+                    ext.append(cur(v))
+                refs.append(["in", ext_idx[id(v)]])
+            o = n.outputs[0]
+            body.append({"name": n.name, "op": n.op, "attrs": n.attrs, "inputs": refs,
+                         "type": [list(o.shape), o.dtype]})
+        root = nodes[ms[-1]]
+        ro = root.outputs[0]
+        kinds = [_kind(nodes[m]) for m in ms]
+        heavy = [k for k in kinds if k in _HEAVY]
+        pattern = heavy[0] if heavy else max(kinds, key=_RANK.__getitem__)
+        out = Value(ro.name, ro.shape, ro.dtype, ro.layout)
+        node = Node(root.name, "fused", ext, [out], {"body": body, "pattern": pattern})
+        out.producer = node
+        subst[id(ro)] = out
+        out_nodes.append(node)
+    outputs = [cur(v) for v in g.outputs]
+    return Graph(out_nodes, g.inputs, outputs, name=g.name)
+
+
+def kernel_counts(g: Graph) -> int:
+    """Kernels a graph needs: its nodes that are not aliases."""
+    return sum(1 for n in g.nodes if not R.get_op(n.op).alias)

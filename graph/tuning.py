@@ -1,0 +1,166 @@
+"""Tuning fused graph kernels with ``tensorlang.autotune``, and picking tuned schedules at build.
+
+A graph kernel (one node after fusion: a ``fused`` group or a single op) is tunable when it holds
+an anchor that ``tl.ops.default_schedule`` schedules with knobs (matmul family, convolutions,
+depthwise conv / pooling windows). The autotune template ``graph_kernel`` rebuilds the kernel's
+computes from its description (op, attributes, input and output types: all JSON strings, so a
+tuning record names the workload and the measuring child process can rebuild it) and schedules
+them with ``default_schedule(outs, knobs=...)``; the knobs' defaults are the default schedule's,
+so the template's fallback config *is* the default schedule.
+
+- :func:`extract_tasks` -> :class:`GraphTask` (an ``autotune.Task`` with a weight: how many
+  nodes of the graph share the workload), ready for ``autotune.tune_tasks``;
+- :class:`GraphTuning` (what ``graph.build(tuning_log=...)`` uses) answers "the tuned schedule
+  for this kernel, or None" from ``autotune.apply_history_best``'s records.
+
+This is the whole integration: nothing in ``tensorlang.autotune`` knows about graphs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tensorlang import autotune
+from tensorlang.te.tensor import ComputeOp
+
+from . import op_registry as R
+from .ir import Graph
+
+TEMPLATE = "graph_kernel"
+
+# anchor tag -> knob name -> candidate values (the first is the default schedule's choice)
+KNOBS: dict[str, dict[str, list]] = {
+    "matmul": {"tile_m": [6, 4, 8, 2], "tile_n": [64, 32, 16, 48]},
+    "conv2d_nchw": {"tile_oc": [4, 2, 8, 16], "tile_ow": [32, 16, 8, 64]},
+    "conv2d_nchwc": {"reg_n": [14, 7, 8, 16, 28, 4], "unroll_kw": [True, False]},
+    "depthwise_conv2d_nchw": {"row_lanes_max": [64, 32, 16]},
+    "max_pool2d": {"row_lanes_max": [64, 32, 16]},
+    "avg_pool2d_sum": {"row_lanes_max": [64, 32, 16]},
+}
+for _t in ("batch_matmul", "dense", "gemm"):
+    KNOBS[_t] = KNOBS["matmul"]
+
+
+def anchor_tag(outs) -> str | None:
+    """The tag of the first knob-driven anchor among the computes reaching ``outs``."""
+    seen, stack = set(), list(outs)
+    while stack:
+        t = stack.pop()
+        if id(t.op) in seen or not isinstance(t.op, ComputeOp):
+            continue
+        seen.add(id(t.op))
+        if t.op.tag in KNOBS:
+            return t.op.tag
+        stack.extend(t.op.input_tensors)
+    return None
+
+
+def template_args(op: str, attrs: dict, in_types, out_types) -> tuple:
+    """The template arguments naming one kernel's workload (JSON strings, names stripped)."""
+    if op == "fused":
+        attrs = dict(attrs, body=[{k: v for k, v in m.items() if k != "name"}
+                                  for m in attrs["body"]])
+    types = lambda ts: json.dumps([[list(s), t] for s, t in ts])
+    return (op, json.dumps(attrs, sort_keys=True), types(in_types), types(out_types))
+
+
+def _parse(args):
+    op, attrs, ins, outs = args
+    to_types = lambda s: [(tuple(sh), t) for sh, t in json.loads(s)]
+    return op, json.loads(attrs), to_types(ins), to_types(outs)
+
+
+@autotune.template(TEMPLATE)
+def graph_kernel(op: str, attrs: str, in_types: str, out_types: str):
+    import tensorlang as tl
+
+    from .lowering import lower
+
+    o, a, it, ot = _parse((op, attrs, in_types, out_types))
+    ins, outs = lower(o, a, it, ot)
+    cfg = autotune.get_config()
+    knobs = {}
+    for name, values in KNOBS.get(anchor_tag(outs), {}).items():
+        cfg.define_knob(name, values, default=values[0])
+        knobs[name] = cfg[name].val
+    return tl.ops.default_schedule(outs, knobs=knobs or None), [*ins, *outs]
+
+
+def is_tunable(op: str, attrs: dict, in_types, out_types) -> bool:
+    from .lowering import lower
+
+    if op != "fused" and R.get_op(op).pattern != R.OUT_ELEMWISE_FUSABLE:
+        return False
+    _ins, outs = lower(op, attrs, in_types, out_types)
+    return anchor_tag(outs) is not None
+
+
+class GraphTask(autotune.Task):
+    """An autotune task for one graph kernel workload; ``weight`` nodes of the graph share it,
+    ``nodes`` names them, ``op`` is the anchor's graph op (conv, dense, ...)."""
+
+    def __init__(self, args, target: str, op: str, nodes: list[str]):
+        super().__init__(TEMPLATE, args, target)
+        self.op = op
+        self.nodes = list(nodes)
+
+    @property
+    def weight(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        return f"<GraphTask {self.op} weight={self.weight} space={len(self.config_space)}>"
+
+
+def _anchor_op(n) -> str:
+    if n.op != "fused":
+        return n.op
+    for m in n.attrs["body"]:
+        if R.get_op(m["op"]).pattern == R.OUT_ELEMWISE_FUSABLE:
+            return m["op"]
+    return "fused"
+
+
+def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> list[GraphTask]:
+    """The tunable kernels of ``g`` after the graph passes (fusion included: a task is a fused
+    group, tuned with its tail), deduplicated by workload, in first-appearance order."""
+    from .passes import run_passes
+
+    g = run_passes(g, opt_level)
+    found: dict[tuple, tuple[str, list[str]]] = {}
+    for n in g.nodes:
+        if R.get_op(n.op).alias:
+            continue
+        in_types = [(v.shape, v.dtype) for v in n.inputs]
+        out_types = [(v.shape, v.dtype) for v in n.outputs]
+        args = template_args(n.op, n.attrs, in_types, out_types)
+        if args in found:
+            found[args][1].append(n.name)
+        elif is_tunable(n.op, n.attrs, in_types, out_types):
+            found[args] = (_anchor_op(n), [n.name])
+    return [GraphTask(args, target, op, nodes) for args, (op, nodes) in found.items()]
+
+
+class GraphTuning:
+    """Kernel selection from a tuning log: the best applicable record of a kernel's workload,
+    else None (the default schedule). ``untuned`` lists tunable kernels without a record."""
+
+    def __init__(self, log, target: str = "llvm"):
+        self.history = autotune.apply_history_best(log)
+        self.target = target
+        self.untuned: list[str] = []
+        self.last_untuned = False  # whether the last schedule_for was tunable but unrecorded
+
+    def schedule_for(self, op: str, attrs: dict, in_types, out_types):
+        """((schedule, args), config json) for a tuned kernel, or None."""
+        self.last_untuned = False
+        if not is_tunable(op, attrs, in_types, out_types):
+            return None
+        args = template_args(op, attrs, in_types, out_types)
+        cfg = self.history.query(self.target, TEMPLATE, args)
+        key = autotune.task.workload_key(TEMPLATE, args)
+        if key not in self.history.applied:
+            self.untuned.append(key)
+            self.last_untuned = True
+            return None
+        return autotune.get_template(TEMPLATE).run_with(cfg, args), json.dumps(cfg.to_json())
