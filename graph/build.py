@@ -29,7 +29,7 @@ from tensorlang.errors import TensorlangError
 from . import op_registry as R
 from .ir import Graph, GraphError
 from .passes import run_passes
-from .passes.plan_memory import plan_memory
+from .passes.plan_memory import plan_memory, validate_plan
 
 
 class BuildError(TensorlangError):
@@ -45,6 +45,8 @@ class KernelInfo:
     tuned: bool
     build_s: float
     cache_hit: bool
+    ops: list[str] = field(default_factory=list)  # the graph ops the kernel holds, in order
+    layout: str = ""
 
 
 @dataclass
@@ -52,6 +54,8 @@ class BuildReport:
     passes: list = field(default_factory=list)
     kernels: list[KernelInfo] = field(default_factory=list)
     untuned: list[str] = field(default_factory=list)
+    kernels_before_fusion: int | None = None  # kernel nodes before / after the fuse_ops pass
+    kernels_after_fusion: int | None = None
     memory: Any = None
     driver_s: float = 0.0
     total_s: float = 0.0
@@ -60,7 +64,9 @@ class BuildReport:
         lines = ["passes:"]
         lines += [f"  {n:24s} {t * 1e3:8.2f} ms  {c} nodes" for n, t, c in self.passes]
         hits = sum(k.cache_hit for k in self.kernels)
-        lines.append(f"kernels: {len(self.kernels)} distinct ({hits} from the in-process cache)")
+        lines.append(f"kernels: {len(self.kernels)} distinct ({hits} from the in-process cache)"
+                     f"; kernel nodes {self.kernels_before_fusion} before fusion, "
+                     f"{self.kernels_after_fusion} after")
         for k in self.kernels:
             lines.append(f"  {k.name:32s} {k.schedule:20s} {'tuned' if k.tuned else 'default'}"
                          f" {k.build_s * 1e3:8.1f} ms")
@@ -157,6 +163,38 @@ def _short(attrs: dict) -> str:
     return text if len(text) < 300 else text[:300] + "..."
 
 
+def _layout_of(n) -> str:
+    """The data layout a kernel works in: NCHW for image tensors (every conv/pool of the graph
+    layer is NCHW), else the rank's plain row-major layout."""
+    rank = len(n.outputs[0].shape)
+    return "NCHW" if rank == 4 else f"row-major {rank}-d"
+
+
+_INPLACE_PATTERNS = (R.ELEMWISE, R.BROADCAST)
+
+
+def _inplace_donor(n, storages, storage_of, members, last_read, i):
+    """An input whose buffer node ``n`` may write its output into, or None.
+
+    Only for elementwise/broadcast kernels (each output element is computed from the input
+    elements at the same index, so writing out[i] never clobbers an input element a later
+    iteration still reads), with an input of the output's shape and element size that lives in
+    the arena, is not a graph input, and whose storage holds no value read after this node."""
+    pattern = n.attrs.get("pattern") if n.op == "fused" else R.get_op(n.op).pattern
+    if pattern not in _INPLACE_PATTERNS or len(n.outputs) != 1:
+        return None
+    out = n.outputs[0]
+    for v in n.inputs:
+        if v.is_constant or v.shape != out.shape or v.nbytes != out.nbytes:
+            continue
+        sid = storage_of[id(v)]
+        if storages[sid]["kind"] != "arena":
+            continue
+        if all(last_read.get(id(m), -1) <= i for m in members.get(sid, [])):
+            return v
+    return None
+
+
 def _driver_ir(steps: list[tuple[int, int]]) -> str:
     """LLVM IR of ``i32 @tl_graph_run(ptr fns, ptr args, ptr status)``: for each step
     (kernel index, argument count), load the kernel's address and its argument addresses from
@@ -217,6 +255,7 @@ def _build_driver(steps, n_kernels: int, n_args: int, target):
 
 def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
           mode: str = "graph", opt_level: int = 2, memory_reuse: bool = True,
+          inplace: bool = True, dump_ir: str | None = None,
           report: BuildReport | None = None):
     """Compile a graph into a :class:`tensorlang.runtime.GraphModule`.
 
@@ -236,7 +275,16 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     t_start = time.perf_counter()
     rep = report if report is not None else BuildReport()
     tgt = Target.from_string(target)
-    g = run_passes(g, opt_level, rep.passes)
+    from .passes.fuse_ops import kernel_count
+
+    def count_kernels(name, before, after):
+        if name == "fuse_ops":
+            rep.kernels_before_fusion = kernel_count(before)
+
+    g = run_passes(g, opt_level, rep.passes, dump_ir, count_kernels)
+    rep.kernels_after_fusion = kernel_count(g)
+    if rep.kernels_before_fusion is None:
+        rep.kernels_before_fusion = rep.kernels_after_fusion
 
     tuning = None
     if tuning_log is not None:
@@ -274,24 +322,40 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     last: dict[int, int] = {}
     for v in g.inputs:
         first[storage_of[id(v)]] = -1
-    for n in g.nodes:
+    # in-place: the node index after which each value is never read again (graph inputs and
+    # outputs never die: the caller owns them)
+    last_read: dict[int, float] = {}
+    for i, n in enumerate(g.nodes):
+        for v in n.inputs:
+            last_read[id(v)] = i
+    for v in [*g.inputs, *g.outputs]:
+        last_read[id(v)] = float("inf")
+    members: dict[int, list] = {}  # storage -> the values living in it
+    for v in g.inputs:
+        members.setdefault(storage_of[id(v)], []).append(v)
+    for i, n in enumerate(g.nodes):
         d = R.get_op(n.op)
         if d.alias:
             src = n.inputs[0]
             add_value(n.outputs[0], storage_of[id(src)])
+            members[storage_of[id(src)]].append(n.outputs[0])
             continue
         in_types = [(v.shape, v.dtype) for v in n.inputs]
         out_types = [(v.shape, v.dtype) for v in n.outputs]
         mod, key, hit = _build_kernel(n.op, n.attrs, in_types, out_types, tgt, tuning)
         if mod.name not in kernels:
             kernels[mod.name] = mod
-            rep.kernels.append(KernelInfo(mod.name, n.op, key, getattr(mod, "_graph_schedule",
-                                                                        "?"),
-                                          getattr(mod, "_graph_schedule", "") == "tuned",
+            ops = [m["op"] for m in n.attrs["body"]] if n.op == "fused" else [n.op]
+            sched = getattr(mod, "_graph_schedule", "?")
+            rep.kernels.append(KernelInfo(mod.name, n.op, key, sched, sched == "tuned",
                                           0.0 if hit else getattr(mod, "_graph_build_s", 0.0),
-                                          hit))
+                                          hit, ops, n.outputs[0].layout or _layout_of(n)))
+        donor = _inplace_donor(n, storages, storage_of, members, last_read, i) \
+            if inplace else None
         for v in n.outputs:
-            add_value(v, new_storage(v, "arena"))
+            sid = storage_of[id(donor)] if donor is not None else new_storage(v, "arena")
+            add_value(v, sid)
+            members.setdefault(sid, []).append(v)
         idx = len(steps)
         for v in n.inputs:
             sid = storage_of[id(v)]
@@ -301,7 +365,10 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
             first.setdefault(sid, idx)
             last[sid] = max(last.get(sid, idx), idx)
         steps.append({"node": n.name, "op": n.op, "kernel": mod.name,
-                      "args": [v.name for v in n.inputs] + [v.name for v in n.outputs]})
+                      "args": [v.name for v in n.inputs] + [v.name for v in n.outputs],
+                      "n_out": len(n.outputs)})
+        if donor is not None:
+            steps[-1]["inplace"] = donor.name
     end = len(steps)
     for v in [*g.inputs, *g.outputs]:
         sid = storage_of[id(v)]
@@ -349,10 +416,14 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
         "arena_bytes": max(mem.arena_bytes, 64),
         "steps": steps,
         "kernels": {k.name: {"op": k.op, "workload": k.workload, "schedule": k.schedule,
-                             "tuned": k.tuned} for k in rep.kernels},
+                             "tuned": k.tuned, "ops": k.ops, "layout": k.layout}
+                    for k in rep.kernels},
         "memory": {"arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
                    "lower_bound_bytes": mem.lower_bound},
     }
+    # cheap (quadratic in the storages, a few thousand checks for ResNet-50), and an overlap
+    # would silently corrupt results: every build checks its own plan
+    validate_plan(plan)
     gm = GraphModule(plan, kernels, driver, constants, mode=mode)
     rep.total_s = time.perf_counter() - t_start
     gm.build_report = rep

@@ -7,14 +7,25 @@ each one. Ordering constraints:
 - ``infer_types`` first: every later pass trusts the recorded shapes and dtypes.
 - ``fold_constants`` before ``eliminate_dead_code``: folding orphans the producers of the folded
   values (e.g. the Shape -> Gather chain feeding a Reshape), which DCE then removes.
-- Issue 7's passes (simplification, layout, fusion) slot in after DCE; memory planning
-  (:mod:`.plan_memory`) runs on the execution plan after kernels are chosen, not on the graph.
+- ``eliminate_common_subexpr`` before ``simplify_algebra``: merged constants let more rewrites
+  match; ``fold_scale_into_conv`` after both (x*1 is gone, the conv -> bn pairs are adjacent)
+  and before DCE, which drops the unfolded conv/bn nodes it orphans.
+- ``fuse_ops`` last: every earlier pass sees single operators; after it a node is a kernel.
+- memory planning (:mod:`.plan_memory`) runs on the execution plan after kernels are chosen,
+  not on the graph.
+
+``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
+algebraic simplification, fusion; 2 (the default) -- also CSE and folding batch norm and
+per-channel scales into conv/dense weights; 3 -- the same as 2 (reserved for layout
+transformation, not implemented).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from ..ir import Graph
 from .cse import eliminate_common_subexpr
@@ -36,16 +47,31 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
 ]
 
 
-def run_passes(g: Graph, opt_level: int = 2, log: list | None = None) -> Graph:
+def run_passes(g: Graph, opt_level: int = 2, log: list | None = None,
+               dump_dir: str | os.PathLike | None = None,
+               on_pass: Callable[[str, Graph, Graph], None] | None = None) -> Graph:
     """Run every pass of ``PASSES`` enabled at ``opt_level``; append (name, seconds, node count)
-    to ``log`` when given."""
+    to ``log`` when given; with ``dump_dir``, write the graph before the first pass
+    (``00_input.txt``) and after each pass (``NN_<pass>.txt``); ``on_pass(name, before,
+    after)`` is called after each pass."""
+    if not 0 <= opt_level <= 3:
+        raise ValueError(f"opt_level must be 0 to 3, got {opt_level!r}")
+    if dump_dir is not None:
+        os.makedirs(dump_dir, exist_ok=True)
+        Path(dump_dir, "00_input.txt").write_text(str(g) + "\n")
+    k = 0
     for name, fn, min_level in PASSES:
         if opt_level < min_level:
             continue
         t0 = time.perf_counter()
-        g = fn(g)
+        before, g = g, fn(g)
         if log is not None:
             log.append((name, time.perf_counter() - t0, len(g.nodes)))
+        if on_pass is not None:
+            on_pass(name, before, g)
+        k += 1
+        if dump_dir is not None:
+            Path(dump_dir, f"{k:02d}_{name}.txt").write_text(str(g) + "\n")
     return g
 
 

@@ -250,6 +250,6 @@ def fuse_ops(g: Graph) -> Graph:
     return Graph(out_nodes, g.inputs, outputs, name=g.name)
 
 
-def kernel_counts(g: Graph) -> int:
+def kernel_count(g: Graph) -> int:
     """Kernels a graph needs: its nodes that are not aliases."""
     return sum(1 for n in g.nodes if not R.get_op(n.op).alias)

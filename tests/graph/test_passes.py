@@ -1,0 +1,286 @@
+"""Issue 7: graph passes (structure before/after, numerics on every model), fusion rules, memory
+plan validation, pass instrumentation, kernel selection from a tuning log."""
+
+import numpy as np
+import pytest
+from tensorlang.graph import model_zoo
+from tensorlang.graph.passes import (
+    eliminate_common_subexpr,
+    eliminate_dead_code,
+    fold_scale_into_conv,
+    fuse_ops,
+    infer_types,
+    run_passes,
+    simplify_algebra,
+)
+from tensorlang.graph.passes.fuse_ops import find_groups, kernel_count
+from tensorlang.graph.passes.plan_memory import validate_plan
+
+from tensorlang import graph
+
+rng = np.random.default_rng(0)
+
+
+def _rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _ops(g):
+    return [n.op for n in g.nodes]
+
+
+def _conv_block(b, x, cin, cout, residual=None):
+    w = b.const(_rand(cout, cin, 3, 3), name="w")
+    y = b.conv(x, w, pads=1)
+    bn = [b.const(np.abs(_rand(cout)) + 0.5, name=nm) for nm in ("g", "beta", "m", "v")]
+    y = b.batch_norm(y, *bn, epsilon=1e-5)
+    if residual is not None:
+        y = b.add(y, residual)
+    return b.relu(y)
+
+
+def _resblock():
+    b = graph.Builder("res")
+    x = b.input("x", (1, 8, 8, 8))
+    h = _conv_block(b, x, 8, 8)
+    return b.build(_conv_block(b, h, 8, 8, residual=x))
+
+
+# ----------------------------------------------------------------------------- fusion
+
+
+def test_conv_bn_relu_add_is_one_kernel():
+    g = infer_types(_resblock())
+    fused = fuse_ops(g)
+    assert _ops(fused) == ["fused", "fused"]
+    last = fused.nodes[-1]
+    assert [m["op"] for m in last.attrs["body"]] == ["conv", "batch_norm", "add", "relu"]
+    assert last.attrs["pattern"] == "out_elemwise_fusable"
+    assert kernel_count(g) == 7 and kernel_count(fused) == 2
+
+
+def test_reduction_fuses_producers_not_into_conv_tail():
+    b = graph.Builder("r")
+    x = b.input("x", (1, 4, 6, 6))
+    w = b.const(_rand(4, 4, 3, 3), name="w")
+    c = b.relu(b.conv(x, w, pads=1))
+    s = b.reduce_sum(b.exp(c), axes=[2, 3], keepdims=1)  # exp feeds the reduction
+    g = infer_types(b.build(b.sigmoid(s)))
+    groups = [[g.nodes[i].op for i in grp] for grp in find_groups(g)]
+    # the elementwise exp joins the conv's tail; the reduction is never pulled into it: it
+    # starts its own kernel with its elementwise consumer
+    assert groups == [["conv", "relu", "exp"], ["reduce_sum", "sigmoid"]]
+    b2 = graph.Builder("r2")
+    x2 = b2.input("x", (4, 32))
+    s2 = b2.reduce_max(b2.multiply(b2.exp(x2), x2), axes=[1], keepdims=1)
+    g2 = infer_types(b2.build(b2.relu(b2.subtract(x2, s2))))
+    groups2 = [[g2.nodes[i].op for i in grp] for grp in find_groups(g2)]
+    # elementwise producers fuse into the reduction; its broadcasting consumer also reads x, so
+    # it is a separate kernel (x is not post-dominated by the reduction)
+    assert groups2[0][:3] == ["exp", "multiply", "reduce_max"]
+
+
+def test_value_read_by_two_heavy_ops_is_not_duplicated():
+    b = graph.Builder("d")
+    x = b.input("x", (1, 4, 6, 6))
+    r = b.relu(b.sigmoid(x))
+    w1, w2 = b.const(_rand(4, 4, 1, 1), name="w1"), b.const(_rand(4, 4, 1, 1), name="w2")
+    y = b.add(b.conv(r, w1), b.conv(r, w2))
+    g = infer_types(b.build(y))
+    fused = fuse_ops(g)
+    # sigmoid+relu once (not copied into both convs); the add joins the second conv's tail
+    seen = [m["name"] for n in fused.nodes for m in n.attrs.get("body", [{"name": n.name}])]
+    assert len(seen) == len(set(seen)) == len(g.nodes)
+    assert [m["op"] for m in fused.nodes[0].attrs["body"]] == ["sigmoid", "relu"]
+
+
+def test_fusion_is_deterministic():
+    g = run_passes(graph.from_onnx(model_zoo.resnet50()), 1)
+    g2 = run_passes(graph.from_onnx(model_zoo.resnet50()), 1)
+    assert str(g) == str(g2)
+
+
+def test_elementwise_chain_is_one_kernel():
+    b = graph.Builder("e")
+    x, y = b.input("x", (4, 16)), b.input("y", (16,))
+    z = b.tanh(b.multiply(b.add(x, y), b.sigmoid(x)))
+    fused = fuse_ops(infer_types(b.build(b.transpose(z, perm=[1, 0]))))
+    assert _ops(fused) == ["fused"] and fused.nodes[0].attrs["pattern"] == "injective"
+
+
+# ----------------------------------------------------------------------------- passes
+
+
+def test_cse_merges_equal_nodes_and_constants():
+    b = graph.Builder("c")
+    x = b.input("x", (2, 3))
+    one_a, one_b = b.const(np.full(3, 2, np.float32)), b.const(np.full(3, 2, np.float32))
+    y = b.add(b.multiply(x, one_a), b.multiply(x, one_b))
+    g = b.build(y)
+    assert _ops(g) == ["multiply", "multiply", "add"]
+    after = eliminate_dead_code(eliminate_common_subexpr(g))
+    assert _ops(after) == ["multiply", "add"]
+    assert after.nodes[1].inputs[0] is after.nodes[1].inputs[1]
+
+
+def test_simplify_identities_transposes_reshapes():
+    b = graph.Builder("s")
+    x = b.input("x", (2, 3, 4))
+    y = b.multiply(x, b.const(np.ones(4, np.float32)))
+    y = b.add(b.const(np.zeros((1, 4), np.float32)), y)
+    y = b.divide(b.subtract(y, b.const(np.float32(0))), b.const(np.float32(1)))
+    y = b.transpose(b.transpose(y, perm=[1, 0, 2]), perm=[1, 0, 2])  # cancels
+    y = b.transpose(b.transpose(y, perm=[2, 0, 1]), perm=[0, 2, 1])  # one transpose
+    y = b.reshape(b.reshape(y, shape=[24]), shape=[6, 4])
+    y = b.relu(b.copy(y))
+    g = b.build(y)
+    after = eliminate_dead_code(simplify_algebra(g))
+    assert _ops(after) == ["transpose", "reshape", "relu"]
+    assert after.nodes[0].attrs["perm"] == [2, 1, 0] and after.nodes[0].inputs[0] is g.inputs[0]
+    assert after.nodes[1].inputs[0] is after.nodes[0].outputs[0]
+    # a constant that broadcasts x to a bigger shape is not an identity
+    b2 = graph.Builder("s2")
+    x2 = b2.input("x", (4,))
+    g2 = b2.build(b2.relu(b2.multiply(x2, b2.const(np.ones((2, 4), np.float32)))))
+    assert _ops(simplify_algebra(g2)) == ["multiply", "relu"]
+
+
+def test_fold_bn_and_scales_into_conv_and_dense():
+    b = graph.Builder("f")
+    x = b.input("x", (1, 3, 6, 6))
+    w = b.const(_rand(4, 3, 3, 3), name="w")
+    y = b.conv(x, w, pads=1)
+    y = b.batch_norm(y, *[b.const(np.abs(_rand(4)) + 0.5) for _ in range(4)], epsilon=1e-5)
+    y = b.multiply(y, b.const(_rand(4, 1, 1)))
+    y = b.add(b.const(_rand(1, 4, 1, 1)), y)
+    y = b.relu(y)
+    h = b.reshape(y, shape=[1, 144])
+    d = b.dense(h, b.const(_rand(144, 5)))
+    d = b.add(b.multiply(d, b.const(_rand(5))), b.const(_rand(1, 5)))
+    g = infer_types(b.build(d))
+    after = eliminate_dead_code(fold_scale_into_conv(g))
+    assert _ops(after) == ["conv", "relu", "reshape", "dense"]
+    assert len(after.nodes[0].inputs) == 3 and len(after.nodes[3].inputs) == 3
+    _same_outputs(g, after, {"x": _rand(1, 3, 6, 6)})
+
+
+def test_fold_bias_through_importer_reshape():
+    g = run_passes(graph.from_onnx(model_zoo.transformer_block()), 2)
+    # every projection's bias add is folded into its dense (3-D MatMul -> reshape/dense/reshape)
+    assert all(len(n.inputs) == 3 for n in g.nodes if n.op == "dense")
+
+
+def _same_outputs(g1, g2, feeds, rtol=2e-5):
+    o1 = graph.build(g1, opt_level=0).run(**feeds)
+    o2 = graph.build(g2, opt_level=0).run(**feeds)
+    for k in o1:
+        ref = o1[k]
+        err = np.abs(o2[k].astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-6)
+        assert err <= rtol, (k, err)
+
+
+MODELS = [m for m in model_zoo.ZOO if m != "resnet50"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_optimized_equals_unoptimized(name):
+    model = model_zoo.ZOO[name]()
+    g = graph.from_onnx(model)
+    feeds = {v.name: _rand(*v.shape) for v in g.inputs}
+    ref = graph.build(g, opt_level=0, memory_reuse=False, inplace=False).run(**feeds)
+    for level in (1, 2, 3):
+        rep = graph.BuildReport()
+        gm = graph.build(g, opt_level=level, report=rep)
+        validate_plan(gm.plan)
+        got = gm.run(**feeds)
+        for k in ref:
+            err = np.abs(got[k].astype(np.float64) - ref[k]).max() / max(
+                np.abs(ref[k]).max(), 1e-6)
+            assert err <= 1e-4, (name, level, k, err)
+        assert rep.kernels_after_fusion <= rep.kernels_before_fusion
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def test_inplace_only_when_input_dies_and_validator_catches_overlap():
+    b = graph.Builder("m")
+    x = b.input("x", (64, 64))
+    a = b.exp(x)                      # a is read twice: sigmoid must not overwrite it
+    s = b.sigmoid(a)
+    w = b.const(_rand(64, 64))
+    y = b.add(b.dense(s, w), a)       # a dies here: the add may write into it
+    g = b.build(b.tanh(b.dense(y, w)))
+    gm = graph.build(g, opt_level=0)
+    steps = {st["op"]: st for st in gm.plan["steps"]}
+    assert "inplace" not in steps["sigmoid"]
+    d = y.producer.inputs[0]
+    assert steps["add"].get("inplace") in (a.name, d.name)  # both die at the add
+    validate_plan(gm.plan)
+    feeds = {"x": _rand(64, 64) * 0.1}
+    ref = graph.build(g, opt_level=0, memory_reuse=False, inplace=False).run(**feeds)
+    np.testing.assert_allclose(gm.run(**feeds)[gm.output_names[0]],
+                               ref[gm.output_names[0]], rtol=1e-5)
+    bad = dict(gm.plan)
+    bad["storages"] = [dict(st, offset=0) if st["kind"] == "arena" else st
+                       for st in gm.plan["storages"]]
+    with pytest.raises(AssertionError, match="overlap"):
+        validate_plan(bad)
+
+
+def test_memory_report_numbers():
+    rep = graph.BuildReport()
+    graph.build(graph.from_onnx(model_zoo.small_cnn()), report=rep)
+    m = rep.memory
+    assert m.lower_bound <= m.arena_bytes <= m.naive_bytes
+
+
+# ----------------------------------------------------------------------------- instrumentation
+
+
+def test_dump_ir_and_pass_times(tmp_path):
+    rep = graph.BuildReport()
+    graph.build(graph.from_onnx(model_zoo.small_cnn()), dump_ir=str(tmp_path), report=rep)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files[0] == "00_input.txt" and files[-1].endswith("_fuse_ops.txt")
+    assert [n for n, _, _ in rep.passes] == [f.split("_", 1)[1][:-4] for f in files[1:]]
+    assert all(t >= 0 for _, t, _ in rep.passes)
+    assert "fused" in (tmp_path / files[-1]).read_text()
+    text = str(rep)
+    assert "before fusion" in text and "fuse_ops" in text
+
+
+def test_opt_level_is_checked():
+    with pytest.raises(ValueError, match="opt_level"):
+        graph.build(graph.from_onnx(model_zoo.mlp()), opt_level=4)
+
+
+def test_plan_lists_kernel_ops():
+    gm = graph.build(_resblock())
+    ops = [k["ops"] for k in gm.plan["kernels"].values()]
+    assert ["conv", "relu"] in ops or ["conv", "batch_norm", "relu"] in ops
+    assert all(k["layout"] == "NCHW" and k["tuned"] is False for k in gm.plan["kernels"].values())
+
+
+# ----------------------------------------------------------------------------- kernel selection
+
+
+@pytest.mark.slow
+def test_kernel_selection_from_tuning_log(tmp_path):
+    from tensorlang import autotune
+
+    g = graph.from_onnx(model_zoo.mlp())
+    tasks = graph.extract_tasks(g)
+    assert tasks and all(isinstance(t, autotune.Task) for t in tasks)
+    log = tmp_path / "t.jsonl"
+    autotune.tune_tasks(tasks[:1], n_trial=4, log_file=log, tuner="random", progress=False,
+                        seed=0)
+    rep = graph.BuildReport()
+    with pytest.warns(UserWarning, match="no record"):
+        gm = graph.build(g, tuning_log=str(log), report=rep)
+    tuned = [k for k in rep.kernels if k.tuned]
+    assert len(tuned) == 1 and len(rep.untuned) == len(tasks) - 1
+    feeds = {v.name: _rand(*v.shape) for v in g.inputs}
+    ref = graph.build(g, opt_level=0).run(**feeds)
+    for k, v in gm.run(**feeds).items():
+        np.testing.assert_allclose(v, ref[k], rtol=1e-4, atol=1e-5)
