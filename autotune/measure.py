@@ -131,6 +131,7 @@ class LocalBuilder:
             self._pool = None
 
     def build(self, inputs: list[MeasureInput]) -> list[BuildResult]:
+        os.makedirs(self._dir, exist_ok=True)  # close() removes it; a builder may be reused
         jobs = []
         for inp in inputs:
             self._count += 1
@@ -160,7 +161,10 @@ class LocalBuilder:
         return out
 
     def close(self) -> None:
+        import shutil
+
         self._kill_pool()
+        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------ runner

@@ -140,4 +140,32 @@ def dense(M: int, N: int, K: int, dtype: str = "float32"):
     return s, [X, W, Y]
 
 
-__all__ = ["dense", "matmul"]
+__all__ = ["conv2d_nchwc", "dense", "matmul"]
+
+
+@template("conv2d_nchwc")
+def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stride: int = 1,
+                 padding: int = 0, block: int = 16, dtype: str = "float32"):
+    """Blocked convolution (tensorlang.ops.conv2d_nchwc): x [N, C/b, H, W, b], w [OC/b, C/b, KH,
+    KW, b, b] -> [N, OC/b, OH, OW, b]. Knobs of the operator library's schedule
+    (ops.schedule.schedule_conv2d_nchwc): reg_n, the output columns of the register tile (a
+    divisor of OW), unrolling the kernel-width loop, and the parallel outer loop. The fallback
+    is the library's default (reg_n 14 or the largest divisor below it)."""
+    from ..ops import conv2d_nchwc as conv
+    from ..ops.schedule import schedule_conv2d_nchwc
+
+    cfg = get_config()
+    if C % block or OC % block:
+        raise ValueError(f"conv2d_nchwc template: block {block} must divide C={C} and OC={OC}")
+    x = tl.placeholder((N, C // block, H, W, block), dtype=dtype, name="x")
+    w = tl.placeholder((OC // block, C // block, KH, KW, block, block), dtype=dtype, name="w")
+    y = conv(x, w, stride=stride, padding=padding)
+    ow = int(y.shape[3].value) if hasattr(y.shape[3], "value") else int(y.shape[3])
+    divs = [d for d in range(1, min(ow, 32) + 1) if ow % d == 0]
+    cfg.define_knob("reg_n", divs, default=max(d for d in divs if d <= 14))
+    cfg.define_knob("unroll_kw", [1, 0], default=1)
+    cfg.define_knob("parallel", [1, 0], default=1)
+    s = tl.create_schedule(y)
+    schedule_conv2d_nchwc(s, y, reg_n=cfg["reg_n"].val, unroll_kw=bool(cfg["unroll_kw"].val),
+                          parallel=bool(cfg["parallel"].val))
+    return s, [x, w, y]

@@ -127,6 +127,7 @@ class Tuner:
         from .space import FallbackConfig
 
         s, args = self.task.instantiate(FallbackConfig())
+        os.makedirs(option.builder._dir, exist_ok=True)
         path = os.path.join(option.builder._dir, f"reference-{abs(hash(self.task.key))}.tlm")
         tl.build(s, args, name="reference").save(path)
         runner.set_reference_kernel(self.task.key, path)
@@ -342,7 +343,10 @@ class XGBTuner(Tuner):
         exclude = set(exclude or ())
         tries = 0
         while len(out) < n and self.has_next() and tries < 50 * max(n, 1):
-            for i in self._random_unvisited(n - len(out), exclude | set(out)):
+            fresh = self._random_unvisited(n - len(out), exclude | set(out))
+            if not fresh:  # every unvisited config is already excluded or picked
+                break
+            for i in fresh:
                 tries += 1
                 if self.features(i) is not None:
                     out.append(i)

@@ -75,6 +75,77 @@ def compare_with_numpy(size: int, log: str, rounds: int = 7) -> dict:
     return {k: flop / statistics.median(v) / 1e9 for k, v in t.items()}
 
 
+CONV = (1, 64, 56, 56, 64, 3, 3, 1, 1, 16, "float32")
+
+
+def _ort_conv(x_nchw: np.ndarray, w_oihw: np.ndarray, pad: int):
+    """onnxruntime running one Conv node (NCHW), or None when it is not installed."""
+    try:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    out = (x_nchw.shape[0], w_oihw.shape[0], x_nchw.shape[2] + 2 * pad - w_oihw.shape[2] + 1,
+           x_nchw.shape[3] + 2 * pad - w_oihw.shape[3] + 1)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[pad] * 4)
+    graph = helper.make_graph(
+        [node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_nchw.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)],
+        initializer=[numpy_helper.from_array(w_oihw, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return lambda: sess.run(None, {"x": x_nchw})[0]
+
+
+def conv_figures(trials: int, out: str, rounds: int = 7) -> None:
+    """Tune the NCHW16c conv template, then time best / default / onnxruntime interleaved."""
+    task = autotune.create_task("conv2d_nchwc", CONV)
+    log = os.path.join(out, "conv.jsonl")
+    tuner = autotune.XGBTuner(task, batch_size=16, seed=0)
+    opt = _option()
+    try:
+        tuner.tune(trials, opt, callbacks=[autotune.progress_bar(desc="conv2d_nchwc"),
+                                           autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    from tensorlang.autotune.templates import conv2d_nchwc
+
+    with autotune.apply_history_best(log):
+        best = tl.build(*conv2d_nchwc(*CONV), name="best")
+    default = tl.build(*task.instantiate(autotune.FallbackConfig()), name="default")
+    n, c, h, w, oc, kh, kw, _, pad, b, _ = CONV
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    wn = rng.standard_normal((oc, c, kh, kw), dtype=np.float32)
+    xb = np.ascontiguousarray(xn.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2))
+    wb = np.ascontiguousarray(wn.reshape(oc // b, b, c // b, b, kh, kw).transpose(
+        0, 2, 4, 5, 3, 1))
+    yb = np.empty((n, oc // b, h, w, b), np.float32)
+    ort = _ort_conv(xn, wn, pad)
+    best(xb, wb, yb)
+    if ort is not None:
+        ref = ort()
+        got = yb.transpose(0, 1, 4, 2, 3).reshape(ref.shape)
+        assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-4
+    fns = {"best": lambda: best(xb, wb, yb), "default": lambda: default(xb, wb, yb)}
+    if ort is not None:
+        fns["onnxruntime"] = ort
+    t = {k: [] for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            t[k].append(_time(fn, 20))
+    flop = task.flop
+    g = {k: flop / statistics.median(v) / 1e9 for k, v in t.items()}
+    print(f"\n## conv2d NCHW16c 1x64x56x56 -> 64, 3x3 pad 1 ({tuner.trials} trials; space "
+          f"{len(task.config_space)})\n")
+    print("| best GFLOP/s | default GFLOP/s | onnxruntime GFLOP/s | best / onnxruntime |")
+    print("|---|---|---|---|")
+    ortg = g.get("onnxruntime", float("nan"))
+    print(f"| {g['best']:.1f} | {g['default']:.1f} | {ortg:.1f} | {g['best'] / ortg:.2f} |")
+    print(f"best {tuner.best_config}; onnxruntime gets NCHW, ours NCHW16c (a graph keeps "
+          "activations blocked)")
+
+
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
     n = len(x)
     conc = disc = 0
@@ -121,6 +192,7 @@ def main() -> None:
     ap.add_argument("--curve-trials", type=int, default=128)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--skip-curves", action="store_true")
+    ap.add_argument("--conv-trials", type=int, default=200, help="0: skip the conv figures")
     ap.add_argument("--skip-best", action="store_true")
     ap.add_argument("--dir", default=None, help="where the logs go (default: a temp dir)")
     a = ap.parse_args()
@@ -149,6 +221,9 @@ def main() -> None:
               f"{t.search_stats['featurized']} ({t.search_stats['illegal_pruned']} illegal, "
               f"pruned before building); best {t.best_config}")
         print(f"cost model on held-out configs of this log: {ranking_quality(log, a.size)}")
+
+    if a.conv_trials:
+        conv_figures(a.conv_trials, out)
 
     if not a.skip_curves:
         marks = [m for m in (32, 64, 128) if m <= a.curve_trials]

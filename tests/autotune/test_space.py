@@ -121,3 +121,30 @@ def test_features_are_fixed_length_and_tell_configs_apart():
     np.testing.assert_array_equal(again, feats[next(iter(feats))])  # a pure function
     distinct = {f.tobytes() for f in feats.values()}
     assert len(distinct) > 0.8 * len(feats)
+
+
+def _conv_ref(x, w, pad):
+    """numpy reference for the blocked conv (stride 1): unblock, convolve, block again."""
+    n, cbn, h, wd, cb = x.shape
+    obn, _, kh, kw, _, ob = w.shape
+    xn = x.transpose(0, 1, 4, 2, 3).reshape(n, cbn * cb, h, wd)
+    wn = w.transpose(0, 5, 1, 4, 2, 3).reshape(obn * ob, cbn * cb, kh, kw)
+    xp = np.pad(xn, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
+    y = np.zeros((n, obn * ob, oh, ow), np.float32)
+    for oy in range(oh):
+        for ox in range(ow):
+            y[:, :, oy, ox] = np.einsum("oikl,nikl->no", wn, xp[:, :, oy:oy + kh, ox:ox + kw])
+    return y.reshape(n, obn, ob, oh, ow).transpose(0, 1, 3, 4, 2)
+
+
+def test_conv2d_nchwc_whole_space_matches_numpy():
+    task = autotune.create_task("conv2d_nchwc", (1, 32, 6, 6, 16, 3, 3, 1, 1, 16, "float32"))
+    checked, illegal = _check_all(task, lambda x, w: _conv_ref(x, w, 1))
+    assert checked == len(task.config_space) == 4 * 2 * 2 and illegal == 0
+
+
+def test_dense_space_sample_matches_numpy():
+    checked, _ = _check_all(autotune.create_task("dense", (6, 32, 16, "float32")),
+                            lambda x, w: x @ w.T, limit=12)
+    assert checked == 12

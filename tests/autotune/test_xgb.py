@@ -39,3 +39,18 @@ def test_xgb_tuner_never_repeats_and_prunes_illegal(tmp_path):
     assert set(idx) <= again.visited
     assert not set(again.next_batch(8)) & set(idx)
     assert np.isfinite(again.best_flops)
+
+
+def test_xgb_tuner_exhausts_a_small_space():
+    # the search must not spin when fewer configs are left than its population
+    import autotune_test_templates  # noqa: F401
+
+    task = autotune.create_task("test_vadd", (16,))
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=1, repeat=1, timeout=5))
+    tuner = autotune.XGBTuner(task, batch_size=8, seed=0)
+    try:
+        tuner.tune(100, opt)
+    finally:
+        opt.close()
+    assert tuner.trials == len(task.config_space) == len(tuner.visited)
