@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import te
 from ..ir import dtype as dt
-from ..ir.expr import const
+from ..ir.expr import as_int, const
 from ..te.tensor import Tensor
 from ._base import (
     BROADCAST,
@@ -255,17 +255,48 @@ def _pad_nchw(x, pt, pl, pb, pr, value=0.0, spatial=(2, 3)):
     return _pad(x, pw, "constant", value)
 
 
+CONV_OC_BLOCK = 16  # output channels of one accumulator vector (a zmm of fp32)
+
+
+def pack_conv_weight(w: Tensor, oc_block: int = CONV_OC_BLOCK) -> Tensor:
+    """OIHW -> [OC/ob, I, KH, KW, ob]: for each (input channel, kh, kw) the ob output channels
+    of a block are one contiguous vector, the weight layout conv2d_nchw's blocked path reads.
+    Weights are constants in a model: pack them once and pass the 5-D result to conv2d_nchw."""
+    op = "conv2d_weight_layout"
+    check_tensor(op, "w", w)
+    if w.ndim != 4:
+        raise ValueError(f"{op}: w must be 4-D OIHW, got {w.ndim}-D")
+    o, i, kh, kw = static_shape(op, "w", w)
+    ob = check_int(op, "oc_block", oc_block, 1)
+    if o % ob:
+        raise ValueError(f"{op}: oc_block {ob} must divide the output channels {o}")
+    return op_compute(op, (o // ob, i, kh, kw, ob),
+                      lambda a, b, y, z, c: w[a * ob + c, b, y, z], INJECTIVE, oc_block=ob)
+
+
 def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: int = 1,
                 out_dtype: str | None = None) -> Tensor:
     """2-D convolution, x [N, C, H, W], w [OC, C / groups, KH, KW] -> [N, OC, OH, OW]. padding:
-    int, (ph, pw) or (top, left, bottom, right). groups == C == OC gives the depthwise op."""
+    int, (ph, pw) or (top, left, bottom, right). groups == C == OC gives the depthwise op.
+    w may also be pre-packed by pack_conv_weight ([OC/ob, C, KH, KW, ob], groups=1 only).
+    With groups=1 and OC a multiple of 16 (or packed weights) the conv accumulates in an
+    oc-blocked stage (`conv2d_nchw_block`) read back to NCHW by the output stage; the weights
+    are packed inside the op when given as OIHW."""
     op = "conv2d_nchw"
     check_tensor(op, "x", x)
     check_tensor(op, "w", w)
-    if x.ndim != 4 or w.ndim != 4:
+    if x.ndim != 4 or w.ndim not in (4, 5):
         raise ValueError(f"{op}: x and w must be 4-D, got {x.ndim}-D and {w.ndim}-D")
     n, c, h, wd = static_shape(op, "x", x)
-    oc, cpg, kh, kw = static_shape(op, "w", w)
+    packed = None
+    if w.ndim == 5:
+        obn, cpg, kh, kw, ob = static_shape(op, "w", w)
+        if groups != 1:
+            raise ValueError(f"{op}: packed weights [OC/ob, C, KH, KW, ob] need groups=1, "
+                             f"got groups={groups}")
+        packed, oc = w, obn * ob
+    else:
+        oc, cpg, kh, kw = static_shape(op, "w", w)
     sh, sw = int_tuple(op, "stride", stride, 2, 1)
     dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
     pt, pl, pb, pr = _padding4(op, padding)
@@ -286,6 +317,24 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
     rc = te.reduce_axis((0, cpg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
+    attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw], "groups": g}
+    if packed is not None or (g == 1 and oc % CONV_OC_BLOCK == 0):
+        wp = w if packed is not None else pack_conv_weight(w, CONV_OC_BLOCK)
+        ob = as_int(wp.shape[4])
+
+        # The oc-blocked accumulator: output channels innermost, so one output pixel's ob
+        # channels are one vector; the NCHW input is read as is (a broadcast scalar per
+        # FMA row needs no input layout transform) and the weights as contiguous vectors.
+        def fb(b, oco, y, z, oci):
+            return te.sum(_read(xp, (b, rc, y * sh + ry * dh, z * sw + rx * dw), d)
+                          * _read(wp, (oco, rc, ry, rx, oci), d), axis=[rc, ry, rx])
+
+        blk = op_compute(op + "_block", (n, oc // ob, oh, ow, ob), fb, OUT_ELEMWISE_FUSABLE,
+                         **attrs)
+        # NCHW out: the schedule computes the block per output tile, so this is a transposed
+        # copy out of the register tile, not a pass over memory
+        return op_compute(op, (n, oc, oh, ow), lambda b, o, y, z: blk[b, o // ob, y, z, o % ob],
+                          OUT_ELEMWISE_FUSABLE, oc_block=ob, **attrs)
     ocpg = oc // g
 
     def f(b, o, y, z):
@@ -293,8 +342,7 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
         return te.sum(_read(xp, (b, ch, y * sh + ry * dh, z * sw + rx * dw), d)
                       * _read(w, (o, rc, ry, rx), d), axis=[rc, ry, rx])
 
-    return op_compute(op, (n, oc, oh, ow), f, OUT_ELEMWISE_FUSABLE,
-                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw], groups=g)
+    return op_compute(op, (n, oc, oh, ow), f, OUT_ELEMWISE_FUSABLE, **attrs)
 
 
 def depthwise_conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
@@ -627,5 +675,6 @@ __all__ = [
     "lrn",
     "matmul",
     "max_pool2d",
+    "pack_conv_weight",
     "softmax",
 ]

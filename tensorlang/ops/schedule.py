@@ -277,10 +277,17 @@ def _schedule_pad_input(s, cs) -> None:
 
 
 def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int = 4,
-                         tile_ow: int = 32, parallel: bool = True) -> None:
-    """Plain NCHW conv: tile (tile_oc output channels x a row segment of OW), vectorized along
-    the output row (input rows are contiguous for stride 1), weights broadcast. OW is split by
-    the widest vector width that divides it. (The fast path is NCHW[x]c, conv2d_nchwc.)"""
+                         tile_ow: int = 32, oc_vectors: int = 2, reg_ow: int = 14,
+                         parallel: bool = True) -> None:
+    """NCHW conv. With the oc-blocked accumulator stage (conv2d_nchw's fast path, groups=1):
+    schedule_conv2d_nchw_blocked with oc_vectors / reg_ow. Otherwise (groups, odd channel
+    counts) a plain tile of tile_oc output channels x a row segment of tile_ow columns,
+    vectorized along the output row (input rows are contiguous for stride 1), weights
+    broadcast; OW is split by the widest vector width that divides it."""
+    if _conv_block_stage(s, c) is not None:
+        schedule_conv2d_nchw_blocked(s, c, out, oc_vectors=oc_vectors, reg_ow=reg_ow,
+                                     parallel=parallel)
+        return
     comp, out = _accumulator(s, c, out)
     o = s[out]
     n, oc, oh, ow = o.op.axis
@@ -308,12 +315,70 @@ def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int =
         o.parallel(o.fuse(n, oco, oh))
 
 
+def _conv_block_stage(s, c: Tensor):
+    """The `conv2d_nchw_block` stage that the NCHW conv output `c` reads, or None."""
+    for t in s[c].op.input_tensors:
+        st = s.stage_map.get(t.op)
+        if st is not None and st.op.tag == "conv2d_nchw_block":
+            return st
+    return None
+
+
+def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vectors: int = 2,
+                                 reg_ow: int = 14, unroll_kw: bool = False,
+                                 parallel: bool = True) -> None:
+    """Direct NCHW conv on AVX-512 without input/output layout transforms: per tile of
+    (oc_vectors x 16 output channels) x (reg_ow output columns) of one output row, the
+    oc-blocked accumulator stage is computed into a stack tile of oc_vectors * reg_ow zmm
+    (2 x 14 = 28 of the 32 registers; LLVM keeps it in registers because every index is a
+    constant once the tile loops are unrolled), reducing over (input channel, kh, kw) with
+    one input scalar broadcast per output column, shared by the oc_vectors FMAs of that
+    column, and one contiguous packed weight vector per oc vector. The tile is then copied out
+    to NCHW (a transpose inside the registers: scalar stores, ~3% of a 3x3 tile's work).
+    reg_ow: the largest divisor of OW not above the knob (no ragged tile: the tile's reads
+    must stay inside the padded input). The padded input and an in-op weight pack are computed
+    at the root, parallel (once per call, not per tile)."""
+    blk = _conv_block_stage(s, c)
+    if out is None or out is c:
+        out = c
+    else:
+        s[c].compute_inline()  # the NCHW read-back becomes the tail's read of the tile
+    o = s[out]
+    n, oc, oh, ow = o.op.axis
+    ob = _ext(blk.op.axis[-1])
+    nvec = _largest_divisor(_ext(blk.op.axis[1]), max(1, oc_vectors)) or 1
+    rn = _largest_divisor(_ext(ow), max(1, reg_ow)) or 1
+    oco, oci = o.split(oc, factor=nvec * ob)
+    owo, owi = o.split(ow, factor=rn)
+    o.reorder(n, oco, oh, owo, oci, owi)
+    blk.compute_at(o, owo)
+    _, bo, _, bw, bc = blk.op.axis
+    rc, ry, rx = blk.op.reduce_axis
+    # the column loop outside the oc-vector loop: one broadcast feeds oc_vectors FMAs
+    blk.reorder(ry, rx, rc, bw, bo, bc)
+    blk.unroll(bw)
+    blk.unroll(bo)
+    if ob % LANES == 0 or ob in (4, 8):
+        blk.vectorize(bc)
+    if unroll_kw:
+        blk.unroll(rx)
+    o.unroll(oci)
+    o.unroll(owi)
+    _schedule_pad_input(s, blk)
+    for t in blk.op.input_tensors:  # weights packed inside the op: one parallel pass
+        st = s.stage_map.get(t.op)
+        if st is not None and st.op.tag == "conv2d_weight_layout" and st.attach_type == "root":
+            schedule_injective(s, t)
+    if parallel:
+        o.parallel(o.fuse(n, oco, oh))
+
+
 def _stride_one(cs) -> bool:
     return list(cs.op.attrs.get("stride", [1, 1]))[-1] == 1
 
 
 def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: bool = True,
-                            row_lanes_max: int = 64):
+                            row_lanes_max: int = 64, rows: int = 4):
     """Depthwise conv and pooling (NCHW): per (n, c, output row), the output row is vectorized
     (input rows are contiguous for stride 1; strided reads are gathers), the small window loops
     unrolled around it. A row of at most `row_lanes_max` elements is one vector of the row's
@@ -321,25 +386,39 @@ def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: b
     pieces are independent FMA chains (a 16-lane split of 28 would leave a 12-element scalar
     tail, and 4 lanes, the widest power of two dividing 28, quarters the throughput). The padded
     input is built per channel (a window reads one input channel) in a stack buffer that stays
-    in L1, instead of a whole padded copy of the input on the heap."""
+    in L1, instead of a whole padded copy of the input on the heap.
+    rows: output rows computed together (the largest divisor of OH not above the knob), their
+    window loops interleaved: a row alone is a chain of KH*KW dependent FMAs (latency bound, 4
+    cycles each), `rows` rows are that many independent chains."""
     comp, out = _accumulator(s, c, out)
     o = s[out]
     n, ch, oh, ow = o.op.axis
-    s[comp].compute_at(o, oh)
     cs = s[comp]
-    cw = cs.op.axis[3]
-    red = list(cs.op.reduce_axis)
-    width = _ext(cw)
+    width = _ext(cs.op.axis[3])
     whole_row = width is not None and width <= row_lanes_max and width % LANES != 0
     lanes = width if whole_row else _vector_lanes(width)
-    if lanes and _stride_one(cs) and width >= lanes:
+    fast = bool(lanes) and _stride_one(cs) and width >= lanes
+    rb = (_largest_divisor(_ext(oh), max(1, rows)) or 1) if fast else 1
+    if rb > 1:
+        _, ohi = o.split(oh, factor=rb)
+        o.reorder(n, ch, _, ohi, ow)
+        s[comp].compute_at(o, _)
+    else:
+        s[comp].compute_at(o, oh)
+    cs = s[comp]
+    crow, cw = cs.op.axis[2], cs.op.axis[3]
+    red = list(cs.op.reduce_axis)
+    rowpart = [crow] if rb > 1 else []
+    if fast:
         if lanes == width:
-            cs.reorder(*red, cw)
+            cs.reorder(*red, *rowpart, cw)
             cs.vectorize(cw)
         else:
             cwo, cwi = cs.split(cw, factor=lanes)
-            cs.reorder(cwo, *red, cwi)
+            cs.reorder(cwo, *red, *rowpart, cwi)
             cs.vectorize(cwi)
+        if rb > 1:
+            cs.unroll(crow)
         for r in red:
             if (_ext(r) or 99) <= 7:
                 cs.unroll(r)
@@ -367,7 +446,11 @@ def _pad_per_channel(s, cs, o, chan) -> bool:
         st.compute_at(o, chan)
         pw = st.op.axis[3]
         v = _vector_lanes(_ext(pw))
-        if v and _ext(pw) > v:
+        if _ext(pw) <= 64 and _ext(pw) % LANES:
+            # one vector of the row's width, as for the output row: a 16-lane split of 30
+            # leaves 14 scalar loads per row
+            st.vectorize(pw)
+        elif v and _ext(pw) > v:
             st.vectorize(st.split(pw, factor=v)[1])
         elif v:
             st.vectorize(pw)
@@ -577,10 +660,12 @@ def default_schedule(outs, target: str = "llvm", knobs: dict | None = None):
                 ELEMWISE, BROADCAST, INJECTIVE):
             continue
         if st.op.tag == "pad" and any(c.op.tag in _ANCHOR_SCHEDULES or
+                                      c.op.tag == "conv2d_nchw_block" or
                                       c.op.tag.endswith("_sum") for c in s.consumers(st)):
             continue
-        if st.op.tag.endswith("_pack"):
-            continue
+        if st.op.tag.endswith("_pack") or st.op.tag == "conv2d_weight_layout" and any(
+                c.op.tag == "conv2d_nchw_block" for c in s.consumers(st)):
+            continue  # packed operands are placed by their consumer's schedule
         if any(c.attach_type == "scope" and c.attach_stage is st for c in s.stages):
             continue
         st.compute_inline()
@@ -601,6 +686,7 @@ def default_schedule(outs, target: str = "llvm", knobs: dict | None = None):
 __all__ = [
     "default_schedule",
     "schedule_conv2d_nchw",
+    "schedule_conv2d_nchw_blocked",
     "schedule_conv2d_nchwc",
     "schedule_injective",
     "schedule_layer_norm",

@@ -279,7 +279,12 @@ def pad(x: Tensor, pad_width, mode: str = "constant", constant_value=0) -> Tenso
             if not b and not pw[d][1]:
                 idx.append(i[d])
             elif mode == "constant":
-                idx.append(te.max(te.min(j, const(n - 1)), const(0)))
+                # no clamp: the read sits under the select below, and the code generator masks
+                # loads by the condition that selects them, so j outside [0, n) is never read.
+                # A clamped index made a row of the pad a gather instead of one contiguous
+                # (masked) vector load. (A stage computed at a loop of this one would be asked
+                # for the unclamped region: the library's schedules inline or root producers.)
+                idx.append(j)
                 inside.append(te.all(j >= 0, j < n))
             elif mode == "edge":
                 idx.append(te.max(te.min(j, const(n - 1)), const(0)))

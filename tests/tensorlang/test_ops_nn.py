@@ -130,6 +130,20 @@ def test_depthwise_row_vectors_and_per_channel_pad(width, whole_row):
     check(out, [X, W], [x, w], conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 5), **TOL)
 
 
+@pytest.mark.parametrize("h,rows", [(12, 4), (14, 2), (7, 1)])
+def test_depthwise_row_blocks_and_unclamped_pad(h, rows):
+    """Output rows are computed `rows` at a time (independent FMA chains), and the per-channel
+    pad reads each input row as one contiguous masked vector (no clamped index, no gather)."""
+    x, w = rand((1, 3, h, 28)), rand((3, 1, 3, 3))
+    X, W = ph(x, "X"), ph(w, "W")
+    out = ops.depthwise_conv2d_nchw(X, W, padding=1)
+    text = str(tl.lower(ops.default_schedule(out), [X, W, out]))
+    assert f"allocate depthwise_conv2d_nchw.local: float32[1, 1, {rows}, 28]" in text
+    pad_line = next(ln for ln in text.splitlines() if ln.strip().startswith("pad[ramp("))
+    assert "X[ramp(" in pad_line and "max(" not in pad_line and "min(" not in pad_line
+    check(out, [X, W], [x, w], conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 3), **TOL)
+
+
 @pytest.mark.parametrize("kind", ["max", "avg"])
 def test_stride_one_pool_whole_row(kind):
     x = rand((1, 4, 6, 28))
@@ -303,11 +317,70 @@ def test_fused_conv_bias_relu():
     X, W, B = ph(x, "X"), ph(w, "W"), ph(b, "b")
     out = ops.relu(ops.add(ops.conv2d_nchw(X, W, padding=1), B))
     s = ops.default_schedule(out)
-    conv = next(st for st in s.stages if st.op.tag == "conv2d_nchw")
+    # 16 output channels: the oc-blocked accumulator is computed per tile of the tail's loop
+    # nest, and the NCHW read-back is inlined into the tail
+    conv = next(st for st in s.stages if st.op.tag == "conv2d_nchw_block")
     assert conv.attach_type == "scope" and conv.attach_stage.op is out.op  # tail fused
     assert any(st.attach_type == "inline" and st.op.tag == "add" for st in s.stages)
+    assert any(st.attach_type == "inline" and st.op.tag == "conv2d_nchw" for st in s.stages)
     ref = np.maximum(conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1) + b, 0)
     check(out, [X, W, B], [x, w, b], ref, **TOL)
+    # 12 output channels (not a multiple of 16): the plain NCHW conv hosts the tail
+    w12, b12 = rand((12, 16, 3, 3)), rand((12, 1, 1))
+    W12, B12 = ph(w12, "W12"), ph(b12, "b12")
+    out = ops.relu(ops.add(ops.conv2d_nchw(X, W12, padding=1), B12))
+    s = ops.default_schedule(out)
+    conv = next(st for st in s.stages if st.op.tag == "conv2d_nchw")
+    assert conv.attach_type == "scope" and conv.attach_stage.op is out.op
+    ref = np.maximum(conv_ref(x, w12, (1, 1), (1, 1, 1, 1), (1, 1), 1) + b12, 0)
+    check(out, [X, W12, B12], [x, w12, b12], ref, **TOL)
+
+
+@pytest.mark.parametrize("c,hw,oc,k,stride,pad,dil", [
+    (3, (9, 13), 16, 3, 1, (1, 1, 1, 1), 1),  # odd sizes: OW 13 is its own register tile
+    (8, (12, 17), 32, 3, 2, (0, 1, 2, 1), 1),  # stride 2, asymmetric padding, OW 8
+    (5, (11, 17), 48, 1, 1, (0, 0, 0, 0), 1),  # 1x1, OW 17 (prime > reg_ow: 1-column tiles)
+    (4, (10, 10), 16, 3, 1, (2, 2, 2, 2), 2),  # dilation
+])
+def test_conv2d_nchw_oc_blocked(c, hw, oc, k, stride, pad, dil):
+    """groups=1 with OC a multiple of 16: the oc-blocked accumulator (a register tile of
+    2 x 16 channels x up to 14 columns, computed per output tile and copied out to NCHW), with
+    the weights packed inside the op (OIHW given) or pre-packed by pack_conv_weight (5-D)."""
+    x, w = rand((1, c) + hw), rand((oc, c, k, k))
+    X, W = ph(x, "X"), ph(w, "W")
+    ref = conv_ref(x, w, (stride, stride), pad, (dil, dil), 1)
+    out = ops.conv2d_nchw(X, W, stride=stride, padding=pad, dilation=dil)
+    s = ops.default_schedule(out)
+    blk = next(st for st in s.stages if st.op.tag == "conv2d_nchw_block")
+    assert blk.attach_type == "scope" and blk.attach_stage.op is out.op
+    text = str(tl.lower(s, [X, W, out]))
+    nvec = 2 if oc % 32 == 0 else 1
+    assert f"allocate conv2d_nchw_block: float32[1, {nvec}, 1, " in text  # per-tile, stack
+    check(out, [X, W], [x, w], ref, **TOL)
+    wp = w.reshape(oc // 16, 16, c, k, k).transpose(0, 2, 3, 4, 1).copy()
+    WP = ph(wp, "WP")
+    check(ops.conv2d_nchw(X, WP, stride=stride, padding=pad, dilation=dil), [X, WP], [x, wp],
+          ref, **TOL)
+    # the packing op on its own (an output: a plain injective kernel)
+    check(ops.pack_conv_weight(W), [W], [w], wp, **TOL)
+
+
+def test_conv2d_nchw_groups_fall_back_to_plain_schedule():
+    """groups > 1 (here with OC a multiple of 16) keeps the plain NCHW conv: no blocked stage."""
+    x, w = rand((1, 8, 9, 10)), rand((32, 4, 3, 3))
+    X, W = ph(x, "X"), ph(w, "W")
+    out = ops.conv2d_nchw(X, W, padding=1, groups=2)
+    s = ops.default_schedule(out)
+    assert not any(st.op.tag == "conv2d_nchw_block" for st in s.stages)
+    check(out, [X, W], [x, w], conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 2), **TOL)
+
+
+def test_conv2d_nchw_packed_weight_errors():
+    X = tl.placeholder((1, 16, 8, 8), name="X")
+    with pytest.raises(ValueError, match="groups=1"):
+        ops.conv2d_nchw(X, tl.placeholder((1, 4, 3, 3, 16), name="W"), groups=4)
+    with pytest.raises(ValueError, match="oc_block"):
+        ops.pack_conv_weight(tl.placeholder((24, 16, 3, 3), name="W"), 16)
 
 
 def test_fused_conv_nchwc_bias_relu():
