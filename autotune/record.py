@@ -103,6 +103,12 @@ def load_records(source) -> list[Record]:
                 warnings.warn(f"{os.fspath(source)}:{lineno}: skipped a corrupt or truncated "
                               f"tuning record ({type(e).__name__}: {str(e)[:80]})",
                               stacklevel=2)
+    other = sorted({r.version for r in out if r.version != __version__})
+    if other:
+        n = sum(r.version != __version__ for r in out)
+        warnings.warn(f"{os.fspath(source)}: {n} record(s) made by tensorlang {other} (this is "
+                      f"{__version__}): loaded, but apply_history_best will not apply them",
+                      stacklevel=2)
     return out
 
 
