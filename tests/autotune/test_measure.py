@@ -12,7 +12,7 @@ def test_crash_hang_wrong_answer_are_recorded_and_tuning_completes(tmp_path):
     task = autotune.create_task("test_faults", (64,))
     opt = autotune.measure_option(
         autotune.LocalBuilder(n_parallel=2),
-        autotune.LocalRunner(number=2, repeat=2, timeout=1.0, startup_margin=4.0))
+        autotune.LocalRunner(number=2, repeat=2, timeout=1.0, startup_margin=20.0))
     tuner = autotune.GridSearchTuner(task, batch_size=4)
     try:
         tuner.tune(4, opt, callbacks=[autotune.log_to_file(log)])
