@@ -22,23 +22,41 @@ def command(name: str, help_text: str):
     return deco
 
 
-@command("demo", "build a tiled, vectorized, parallel matmul; check it and time it vs numpy")
+@command("demo", "tune a matmul for a few trials, deploy the best schedule from the log, "
+                 "check it against numpy and time both")
 def _demo(p: argparse.ArgumentParser):
     p.add_argument("--size", type=int, default=512, help="M = N = K (default 512)")
-    p.add_argument("--trials", type=int, default=0,
-                   help="auto-tuning trials before building (0: the hand-written schedule)")
+    p.add_argument("--trials", type=int, default=16, help="tuning trials (default 16)")
+    p.add_argument("--log", default=None, help="tuning log (default: a temporary file)")
 
     def run(a) -> int:
+        import os
+        import tempfile
+
         import numpy as np
 
         import tensorlang as tl
+        from tensorlang import autotune
+        from tensorlang.autotune.templates import matmul
 
         n = a.size
-        s, args = _demo_schedule(tl, n)
-        print(tl.lower(s, args).__repr__().split("\n", 1)[0] + "  ...")
+        log = a.log or os.path.join(tempfile.mkdtemp(prefix="tensorlang-demo-"), "mm.jsonl")
+        task = autotune.create_task("matmul", args=(n, n, n, "float32"), target="llvm")
+        print(f"{task}: {len(task.config_space)} configs in the space")
+        option = autotune.measure_option(
+            builder=autotune.LocalBuilder(n_parallel=2),
+            runner=autotune.LocalRunner(number=3, repeat=3, min_repeat_ms=20, timeout=10))
+        try:
+            autotune.XGBTuner(task, batch_size=8, seed=0).tune(
+                n_trial=a.trials, measure_option=option,
+                callbacks=[autotune.progress_bar(), autotune.log_to_file(log)])
+        finally:
+            option.close()
+        with autotune.apply_history_best(log):
+            s, args = matmul(n, n, n, "float32")
         t0 = time.perf_counter()
         f = tl.build(s, args, name="matmul")
-        print(f"built in {time.perf_counter() - t0:.2f} s")
+        print(f"deployed the best schedule of {log} (built in {time.perf_counter() - t0:.2f} s)")
         rng = np.random.default_rng(0)
         x = rng.standard_normal((n, n), dtype=np.float32)
         y = rng.standard_normal((n, n), dtype=np.float32)
@@ -54,28 +72,6 @@ def _demo(p: argparse.ArgumentParser):
         return 0 if err < 1e-4 else 1
 
     return run
-
-
-def _demo_schedule(tl, n: int):
-    A = tl.placeholder((n, n), name="A")
-    B = tl.placeholder((n, n), name="B")
-    k = tl.reduce_axis((0, n), name="k")
-    C = tl.compute((n, n), lambda i, j: tl.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = tl.create_schedule(C)
-    CC = s.cache_write(C, "local")
-    i, j = s[C].op.axis
-    io, jo, _, ji = s[C].tile(i, j, 8, 64)
-    s[C].vectorize(ji)
-    s[C].parallel(io)
-    s[CC].compute_at(s[C], jo)
-    ci, cj = s[CC].op.axis
-    (ck,) = s[CC].op.reduce_axis
-    cjo, cji = s[CC].split(cj, factor=16)
-    s[CC].reorder(ck, ci, cjo, cji)
-    s[CC].unroll(ci)
-    s[CC].unroll(cjo)
-    s[CC].vectorize(cji)
-    return s, [A, B, C]
 
 
 def _time(fn) -> float:
