@@ -1,4 +1,6 @@
-"""Built-in tunable templates (registered when autotune first looks a template name up).
+"""Built-in tunable templates (registered when autotune first looks a template name up):
+matmul, dense, batch_matmul (register-tile spaces) and conv2d_nchwc (the operator library's
+blocked convolution schedule and its knobs).
 
 matmul C[M, N] = A[M, K] @ B[K, N]. The space is built around the schedule that reaches
 OpenBLAS speed (benchmarks/matmul.py, DESIGN.md §3), and its fallback config *is* that schedule:
@@ -140,7 +142,62 @@ def dense(M: int, N: int, K: int, dtype: str = "float32"):
     return s, [X, W, Y]
 
 
-__all__ = ["conv2d_nchwc", "dense", "matmul"]
+__all__ = ["batch_matmul", "conv2d_nchwc", "dense", "matmul"]
+
+
+def _batch_matmul_ref(a, b):
+    return a @ b
+
+
+@template("batch_matmul", reference=_batch_matmul_ref,
+          flop=lambda B, M, N, K, dtype: 2.0 * B * M * N * K)
+def batch_matmul(B: int, M: int, N: int, K: int, dtype: str = "float32"):
+    """C[b] = A[b] @ B[b] for b < B: per batch the register-tile schedule of matmul (B packed
+    into k-major panels, mr x nr tile accumulated in registers); the parallel loop is the fused
+    (batch, panel) loop, so small matrices still feed both cores."""
+    cfg = get_config()
+    A = tl.placeholder((B, M, K), dtype=dtype, name="A")
+    Bt = tl.placeholder((B, K, N), dtype=dtype, name="B")
+    cfg.define_split("tile_j", N, num_outputs=2, policy="factors", max_factor=128,
+                     filter=lambda e: e.size[1] >= min(8, N),
+                     default=[-1, max(d for d in range(1, min(N, 64) + 1) if N % d == 0)])
+    cfg.define_split("tile_i", M, num_outputs=2, policy="candidate",
+                     candidate=[[-1, r] for r in range(1, min(M, 8) + 1)],
+                     default=[-1, min(6, M)])
+    cfg.define_knob("unroll_i", [1, 0], default=1)
+    cfg.define_knob("par", [1, 0], default=1)
+    nr = cfg["tile_j"].size[1]
+    mr = cfg["tile_i"].size[1]
+    vec = 16 if nr % 16 == 0 else 8 if nr % 8 == 0 else 4 if nr % 4 == 0 else 1
+    k = tl.reduce_axis((0, K), name="k")
+    PB = tl.compute((B, N // nr, K, nr), lambda b, jo, k, ji: Bt[b, k, jo * nr + ji],
+                    name="PB")
+    C = tl.compute((B, M, N),
+                   lambda b, i, j: tl.sum(A[b, i, k] * PB[b, j // nr, k, j % nr], axis=k),
+                   name="C")
+    s = tl.create_schedule(C)
+    CC = s.cache_write(C, "local")
+    b, i, j = s[C].op.axis
+    jo, ji = s[C].split(j, factor=nr)
+    io, ii = s[C].split(i, factor=mr)
+    s[C].reorder(b, jo, io, ii, ji)
+    s[C].vectorize(ji)
+    if cfg["par"].val:
+        s[C].parallel(s[C].fuse(b, jo))
+    s[CC].compute_at(s[C], io)
+    _, ci, cj = s[CC].op.axis
+    (ck,) = s[CC].op.reduce_axis
+    cjo, cji = s[CC].split(cj, factor=vec)
+    s[CC].reorder(ck, ci, cjo, cji)
+    if cfg["unroll_i"].val:
+        s[CC].unroll(ci)
+    s[CC].unroll(cjo)
+    s[CC].vectorize(cji)
+    pb, pjo, _, pji = s[PB].op.axis
+    s[PB].vectorize(pji)
+    if cfg["par"].val:
+        s[PB].parallel(pb)
+    return s, [A, Bt, C]
 
 
 @template("conv2d_nchwc")

@@ -148,3 +148,9 @@ def test_dense_space_sample_matches_numpy():
     checked, _ = _check_all(autotune.create_task("dense", (6, 32, 16, "float32")),
                             lambda x, w: x @ w.T, limit=12)
     assert checked == 12
+
+
+def test_batch_matmul_space_sample_matches_numpy():
+    checked, _ = _check_all(autotune.create_task("batch_matmul", (3, 7, 16, 8, "float32")),
+                            lambda a, b: a @ b, limit=16)
+    assert checked == 16
