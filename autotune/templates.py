@@ -193,7 +193,7 @@ def batch_matmul(B: int, M: int, N: int, K: int, dtype: str = "float32"):
         s[CC].unroll(ci)
     s[CC].unroll(cjo)
     s[CC].vectorize(cji)
-    pb, pjo, _, pji = s[PB].op.axis
+    pb, _, _, pji = s[PB].op.axis
     s[PB].vectorize(pji)
     if cfg["par"].val:
         s[PB].parallel(pb)
