@@ -29,7 +29,10 @@ def is_inside(inner, host, loop) -> bool:
     return False
 
 
-def check_structure(schedule, stage, step) -> None:
+def check_structure(schedule, stage, step, note=None) -> None:
+    """Raise ScheduleError for a stage computed at a loop that no longer exists, or inside a
+    loop that one of its readers runs outside of. `note(producer, consumer)`, when given, adds
+    text to the latter (the dependence analysis names the broken dependence there)."""
     for st in schedule.stages:
         if st.attach_type != "scope":
             continue
@@ -41,10 +44,12 @@ def check_structure(schedule, stage, step) -> None:
                 f"({host.loop_names()}); schedule {host.name}'s loops before compute_at")
         for consumer in _effective_consumers(schedule, st):
             if not is_inside(consumer, host, loop):
+                extra = note(st, consumer) if note is not None else ""
                 raise ScheduleError(
                     f"{step.kind} on stage {step.stage}: stage {st.name} is computed inside loop "
                     f"{loop.name} of {host.name}, but stage {consumer.name} also reads it and "
-                    f"runs outside that loop, where those values do not exist")
+                    f"runs outside that loop, where those values do not exist"
+                    + (f": {extra}" if extra else ""))
 
 
 def _effective_consumers(schedule, st) -> list:

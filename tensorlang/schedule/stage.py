@@ -250,12 +250,9 @@ class Stage:
 
     def parallel(self, iv: IterVar) -> None:
         """Run the iterations of the loop on the thread pool, split evenly across workers."""
-        self._leaf(iv, "parallel")
-        if iv.kind == "reduce":
-            # every iteration of a reduce loop updates the same accumulator: a data race
-            raise ScheduleError(f"parallel on stage {self.name}: loop {iv.name} is a reduce loop "
-                                "(all its iterations update the same accumulator); rfactor it "
-                                "into a spatial loop first")
+        # a loop that carries a dependence (every reduce loop of more than one iteration: its
+        # iterations update the same accumulator) is refused by the legality check the step
+        # runs (tensorlang.analysis), with the dependence it would break
         self._annotate(iv, "parallel")
 
     def pragma(self, iv: IterVar, key: str, value=None) -> None:

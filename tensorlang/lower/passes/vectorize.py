@@ -105,7 +105,9 @@ class _Vectorizer(Mutator):
             if _lanes(val) > 1:
                 raise _CannotVectorize("every lane stores to the same element")
             return s
-        if not (isinstance(idx, E.Ramp)):
+        if not (isinstance(idx, E.Ramp) and E.as_int(idx.stride) == 1):
+            # codegen stores a vector contiguously from the ramp's base: any other stride is a
+            # scatter, which stays a scalar loop
             raise _CannotVectorize("scattered store")
         pred = None if s.predicate is None else _bcast(self.visit(s.predicate), self.n)
         return S.Store(s.buffer, (idx,), _bcast(val, self.n), pred)
