@@ -13,7 +13,7 @@ OpenBLAS reads OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE when numpy loads it; this en
 Haswell, which slows numpy's peer on this AVX-512 CPU. The script re-executes itself without
 them (the same as `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE`) unless --keep-openblas-env.
 
-    python benchmarks/ops.py [--rounds 7] [--only matmul,softmax]"""
+    python benchmarks/ops.py [--rounds 7] [--only matmul,softmax] [--threads 1]"""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ import tensorlang as tl
 ops = tl.ops
 _OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 PAUSE_S = 0.2
+THREADS = 0  # --threads: 0 = one per core for every contender
 
 
 def _ort(node_op, inputs, out_shape, attrs=None, extra_inits=None):
@@ -54,7 +55,7 @@ def _ort(node_op, inputs, out_shape, attrs=None, extra_inits=None):
         "y", TensorProto.FLOAT, out_shape)], initializer=inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 0  # one per core
+    so.intra_op_num_threads = THREADS  # 0: one per core
     sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
     feed = dict(zip(names, inputs))
     return lambda: sess.run(None, feed)[0]
@@ -65,7 +66,7 @@ def _torch():
         import torch
     except ImportError:
         return None
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(THREADS or os.cpu_count() or 1)
     return torch
 
 
@@ -130,15 +131,17 @@ def workloads(torch):
         peers = {"numpy": None,
                  "ort": _ort("Conv", [x], [1, oc, hw, hw], {"pads": [pad] * 4}, {"w": w}),
                  "torch": torch and (lambda tx=tx, tw=tw, pad=pad: F.conv2d(tx, tw, padding=pad))}
-        # weights are constants: blocked once, outside the timed call, as a graph folds them
+        # weights are constants: packed once, outside the timed call, as a graph folds them
+        # (ort packs its initializer at session creation too)
+        wp = w.reshape(oc // 16, 16, c, k, k).transpose(0, 2, 3, 4, 1).copy()
+        WP = tl.placeholder(wp.shape, name="W")
+        # NCHW in and out, like the peers: the direct conv reads the NCHW input as is and
+        # writes NCHW from its register tile (no layout transforms)
+        X = tl.placeholder(x.shape, name="X")
+        yield (f"conv2d NCHW 1x{c}x{hw}^2->{oc} {k}x{k}", flops, 0,
+               _ours(ops.conv2d_nchw(X, WP, padding=pad), [X, WP], [x, wp]), peers)
         wb = w.reshape(oc // 16, 16, c // 16, 16, k, k).transpose(0, 2, 4, 5, 3, 1).copy()
         WB = tl.placeholder(wb.shape, name="W")
-        # NCHW in and out, like the peers: the layout transforms are inside our timed kernel
-        X = tl.placeholder(x.shape, name="X")
-        conv = ops.conv2d_nchwc(ops.layout_transform(X, "NCHW", "NCHW16c"), WB, padding=pad)
-        out = ops.layout_transform(conv, "NCHW16c", "NCHW")
-        yield (f"conv2d NCHW 1x{c}x{hw}^2->{oc} {k}x{k}", flops, 0, _ours(out, [X, WB], [x, wb]),
-               peers)
         # the blocked kernel alone (what a graph that keeps activations in NCHW16c runs); the
         # peers still get NCHW
         xb = x.reshape(1, c // 16, 16, hw, hw).transpose(0, 1, 3, 4, 2).copy()
@@ -233,6 +236,10 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--target-s", type=float, default=0.1,
                     help="about this many seconds of calls per contender per round")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="threads for every contender (tensorlang's pool, OpenBLAS, onnxruntime, "
+                         "torch); 0 = one per core. 1 compares single-core code when other "
+                         "processes load the shared cores")
     ap.add_argument("--keep-openblas-env", action="store_true",
                     help="do not re-execute without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE")
     args = ap.parse_args()
@@ -240,9 +247,19 @@ def main():
         env = {k: v for k, v in os.environ.items() if k not in _OPENBLAS_VARS}
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
     only = [w for w in args.only.split(",") if w]
+    global THREADS
+    THREADS = args.threads
+    if THREADS:
+        tl.runtime.set_num_threads(THREADS)
+        try:
+            from threadpoolctl import threadpool_limits
+
+            _blas_limit = threadpool_limits(THREADS)  # the limit holds while this lives
+        except ImportError:
+            print("threadpoolctl not installed: numpy's OpenBLAS keeps its own thread count")
     torch = _torch()
     peak = _peak()
-    best_peak = max(peak["1 core"][0], peak["all cores"][0] / 2) * (os.cpu_count() or 1)
+    best_peak = max(peak["1 core"][0], peak["all cores"][0] / 2) * (THREADS or os.cpu_count() or 1)
     import onnxruntime
 
     print(f"date {datetime.date.today()}; CPU {peak['cpu']}; load average "
