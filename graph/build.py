@@ -4,8 +4,9 @@
 1. passes (:mod:`.passes`): type inference, constant folding, dead-code elimination;
 2. kernel selection: one kernel per distinct workload (op, attributes, input and output types);
    each lowered with :mod:`.lowering` and the first default schedule that builds (or the tuned
-   one, see ``tuning_log``); kernels are cached in-process by workload and on disk by the
-   compiler's object cache, so a rebuild of the same model is fast ("warm cache");
+   one, see ``tuning_log``); kernels are cached in-process and on disk (:mod:`.kernel_cache`)
+   by workload and schedule variant, checked before any compiler work, so a rebuild of the
+   same model is a load per kernel ("warm cache");
 3. the execution plan: steps in topological order; reshape-like ops are aliases (no kernel);
 4. memory planning (:mod:`.passes.plan_memory`): one arena, liveness-based reuse;
 5. the driver: generated LLVM IR that calls every step's kernel through a function-pointer table,
@@ -47,6 +48,7 @@ class KernelInfo:
     cache_hit: bool
     ops: list[str] = field(default_factory=list)  # the graph ops the kernel holds, in order
     layout: str = ""
+    source: str | None = None  # None: compiled by this build; "memory" / "disk": from a cache
 
 
 @dataclass
@@ -63,8 +65,10 @@ class BuildReport:
     def __str__(self) -> str:
         lines = ["passes:"]
         lines += [f"  {n:24s} {t * 1e3:8.2f} ms  {c} nodes" for n, t, c in self.passes]
-        hits = sum(k.cache_hit for k in self.kernels)
-        lines.append(f"kernels: {len(self.kernels)} distinct ({hits} from the in-process cache)"
+        mem = sum(k.source == "memory" for k in self.kernels)
+        disk = sum(k.source == "disk" for k in self.kernels)
+        lines.append(f"kernels: {len(self.kernels)} distinct ({mem} from the in-process cache, "
+                     f"{disk} from the disk cache)"
                      f"; kernel nodes {self.kernels_before_fusion} before fusion, "
                      f"{self.kernels_after_fusion} after")
         for k in self.kernels:
@@ -103,30 +107,42 @@ def schedule_candidates(outs) -> list[tuple[str, Callable]]:
 
 
 def _build_kernel(op: str, attrs: dict, in_types, out_types, target, tuning) -> tuple:
+    """(module, key, where it came from: None (compiled), "memory" or "disk", schedule name,
+    untuned) for one kernel.
+
+    Both caches are checked before any compiler work (declaring computes, scheduling,
+    lowering, emitting IR): the in-process one by key, then the on-disk one
+    (:mod:`.kernel_cache`), which makes a rebuild in a fresh process cost a load per kernel."""
     import tensorlang as tl
 
+    from . import kernel_cache
     from .lowering import lower
 
     key = workload_key(op, attrs, in_types, out_types)
+    found = tuning.config_for(op, attrs, in_types, out_types) if tuning is not None else None
+    untuned = tuning is not None and tuning.last_untuned
+    variant = "default"
+    if found is not None:
+        variant = "tuned:" + found[2]
+        # a tuned kernel is cached apart from the default one of the same workload
+        key = f"{key}:{hashlib.sha256(found[2].encode()).hexdigest()[:12]}"
     hit = _KERNEL_CACHE.get(key)
     if hit is not None:
-        return hit, key, True
+        return hit[0], key, "memory", hit[1], untuned
+    disk_key = kernel_cache.entry_key(key, variant, target)
+    cached = kernel_cache.load(disk_key)
+    if cached is not None:
+        mod, meta = cached
+        _KERNEL_CACHE[key] = (mod, meta["schedule"])
+        return mod, key, "disk", meta["schedule"], untuned
     name = f"{kernel_label(op, attrs)}_{key[:12]}"
     errors = []
     t0 = time.perf_counter()
-    attempts: list[tuple[str, Callable]] = []
-    tuned = tuning.schedule_for(op, attrs, in_types, out_types) if tuning is not None else None
-    untuned = tuning is not None and tuning.last_untuned
-    if tuned is not None:
-        (s_tuned, args_tuned), config = tuned
-        # a tuned kernel is cached apart from the default one of the same workload
-        key = f"{key}:{hashlib.sha256(config.encode()).hexdigest()[:12]}"
-        hit = _KERNEL_CACHE.get(key)
-        if hit is not None:
-            return hit, key, True
-        attempts.append(("tuned", lambda: (s_tuned, args_tuned)))
+    attempts: list[tuple[str, Callable | None]] = []
+    if found is not None:
+        attempts.append(("tuned", lambda: tuning.schedule_of(found)))
     attempts += [(nm, None) for nm, _ in schedule_candidates([])]
-    for i, (sched_name, make) in enumerate(attempts):
+    for sched_name, make in attempts:
         try:
             if make is not None:
                 s, args = make()
@@ -140,11 +156,10 @@ def _build_kernel(op: str, attrs: dict, in_types, out_types, target, tuning) -> 
         except Exception as e:  # noqa: BLE001 - a refused schedule: try the next, simpler one
             errors.append(f"{sched_name}: {type(e).__name__}: {e}")
             continue
-        mod._graph_schedule = sched_name  # for the build report
-        mod._graph_untuned = untuned
-        mod._graph_build_s = time.perf_counter() - t0
-        _KERNEL_CACHE[key] = mod
-        return mod, key, False
+        mod._graph_build_s = time.perf_counter() - t0  # for the build report
+        _KERNEL_CACHE[key] = (mod, sched_name)
+        kernel_cache.store(disk_key, mod, {"schedule": sched_name, "build_s": mod._graph_build_s})
+        return mod, key, None, sched_name, untuned
     raise BuildError(f"cannot compile {kernel_label(op, attrs)} ({_short(attrs)}) for inputs "
                      f"{[f'{t}{list(s)}' for s, t in in_types]}:\n  " + "\n  ".join(errors))
 
@@ -342,14 +357,17 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
             continue
         in_types = [(v.shape, v.dtype) for v in n.inputs]
         out_types = [(v.shape, v.dtype) for v in n.outputs]
-        mod, key, hit = _build_kernel(n.op, n.attrs, in_types, out_types, tgt, tuning)
+        mod, key, source, sched, untuned = _build_kernel(n.op, n.attrs, in_types, out_types,
+                                                         tgt, tuning)
         if mod.name not in kernels:
             kernels[mod.name] = mod
             ops = [m["op"] for m in n.attrs["body"]] if n.op == "fused" else [n.op]
-            sched = getattr(mod, "_graph_schedule", "?")
+            build_s = getattr(mod, "_graph_build_s", 0.0) if source is None else 0.0
             rep.kernels.append(KernelInfo(mod.name, n.op, key, sched, sched == "tuned",
-                                          0.0 if hit else getattr(mod, "_graph_build_s", 0.0),
-                                          hit, ops, n.outputs[0].layout or _layout_of(n)))
+                                          build_s, source is not None, ops,
+                                          n.outputs[0].layout or _layout_of(n), source))
+            if untuned:
+                rep.untuned.append(mod.name)
         donor = _inplace_donor(n, storages, storage_of, members, last_read, i) \
             if inplace else None
         for v in n.outputs:
@@ -375,13 +393,10 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
         if storages[sid]["kind"] == "arena":
             last[sid] = end  # inputs are written before the run, outputs read after it
             first.setdefault(sid, -1)
-    if tuning is not None:
-        rep.untuned = [k.name for k in rep.kernels if getattr(kernels[k.name], "_graph_untuned",
-                                                               False)]
-        if rep.untuned:
-            warnings.warn(f"{len(rep.untuned)} tunable kernels have no record in "
-                          f"{tuning_log} and use default schedules: {', '.join(rep.untuned)}",
-                          stacklevel=2)
+    if tuning is not None and rep.untuned:
+        warnings.warn(f"{len(rep.untuned)} tunable kernels have no record in "
+                      f"{tuning_log} and use default schedules: {', '.join(rep.untuned)}",
+                      stacklevel=2)
 
     # -- memory plan ----------------------------------------------------------------------
     arena = [st for st in storages if st["kind"] == "arena"]

@@ -149,18 +149,38 @@ class GraphTuning:
         self.history = autotune.apply_history_best(log)
         self.target = target
         self.untuned: list[str] = []
-        self.last_untuned = False  # whether the last schedule_for was tunable but unrecorded
+        self.last_untuned = False  # whether the last lookup was tunable but unrecorded
+        self._tunable: dict[tuple, bool] = {}  # template args -> is_tunable (declares computes)
 
-    def schedule_for(self, op: str, attrs: dict, in_types, out_types):
-        """((schedule, args), config json) for a tuned kernel, or None."""
+    def config_for(self, op: str, attrs: dict, in_types, out_types):
+        """(template args, config, config json) of the kernel's tuned record, or None.
+
+        Cheap (no scheduling): the build checks its kernel cache with the config json before
+        paying for :meth:`schedule_for`."""
         self.last_untuned = False
-        if not is_tunable(op, attrs, in_types, out_types):
-            return None
         args = template_args(op, attrs, in_types, out_types)
+        tunable = self._tunable.get(args)
+        if tunable is None:
+            tunable = self._tunable[args] = is_tunable(op, attrs, in_types, out_types)
+        if not tunable:
+            return None
         cfg = self.history.query(self.target, TEMPLATE, args)
         key = autotune.task.workload_key(TEMPLATE, args)
         if key not in self.history.applied:
             self.untuned.append(key)
             self.last_untuned = True
             return None
-        return autotune.get_template(TEMPLATE).run_with(cfg, args), json.dumps(cfg.to_json())
+        return args, cfg, json.dumps(cfg.to_json(), sort_keys=True)
+
+    @staticmethod
+    def schedule_of(found) -> tuple:
+        """(schedule, args) for what :meth:`config_for` found: the record replayed."""
+        args, cfg, _config = found
+        return autotune.get_template(TEMPLATE).run_with(cfg, args)
+
+    def schedule_for(self, op: str, attrs: dict, in_types, out_types):
+        """((schedule, args), config json) for a tuned kernel, or None."""
+        found = self.config_for(op, attrs, in_types, out_types)
+        if found is None:
+            return None
+        return self.schedule_of(found), found[2]
