@@ -36,10 +36,23 @@ PASSES = (
 )
 
 
-def lower(schedule, args, name: str = "main", check: bool = True) -> PrimFunc:
-    """Lower a schedule to a loop-IR kernel taking `args` (tensors) in that order."""
+PASS_NAMES = tuple(n for n, _ in PASSES)
+
+
+def lower(schedule, args, name: str = "main", check: bool = True, stop_after: str | None = None,
+          skip: tuple[str, ...] = ()) -> PrimFunc:
+    """Lower a schedule to a loop-IR kernel taking `args` (tensors) in that order.
+
+    stop_after: the name of the last pass of PASSES to run (the IR at that point, e.g.
+    "storage_flatten" for the cost model's features, which need loops still annotated and each
+    store once); skip: names of passes to leave out. Both are for analysis: the result of a
+    partial pipeline is not meant for codegen."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"kernel name must be an identifier, got {name!r}")
+    unknown = [n for n in (*skip, *([stop_after] if stop_after is not None else []))
+               if n not in PASS_NAMES]
+    if unknown:
+        raise ValueError(f"lower: unknown pass {unknown[0]!r}; passes: {list(PASS_NAMES)}")
     if check and schedule.check_legality:
         from ..analysis import check_schedule
 
@@ -48,6 +61,9 @@ def lower(schedule, args, name: str = "main", check: bool = True) -> PrimFunc:
     bounds = infer_bounds(schedule, bodies)
     func = build_loop_nest(schedule, bodies, bounds, args, name)
     body = func.body
-    for _, fn in PASSES:
-        body = fn(body)
+    for pass_name, fn in PASSES:
+        if pass_name not in skip:
+            body = fn(body)
+        if pass_name == stop_after:
+            break
     return func.replace(body=body)

@@ -114,3 +114,29 @@ def test_pass_list_is_ordered_and_named():
     assert names.index("loop_partition") < names.index("vectorize")
     assert all(callable(fn) for _, fn in PASSES)
     assert S.For  # the passes work on loop IR statements
+
+
+def test_partial_lowering_stops_after_a_named_pass_and_skips_named_passes():
+    n = 100
+    A = tl.placeholder((n, 64), name="A")
+    C = tl.compute((n, 64), lambda i, j: A[i, j] * 2.0, name="C")
+    s = tl.create_schedule(C)
+    io, ii = s[C].split(C.op.axis[0], factor=6)
+    s[C].reorder(io, ii, C.op.axis[1])
+    s[C].vectorize(C.op.axis[1])
+    # stopped after flattening: the vectorized loops are still loops (vectorize did not run);
+    # loop_partition ran: the main block and the 4-row tail are two nests without guards
+    flat = tl.lower(s, [A, C], stop_after="storage_flatten")
+    assert [lp.kind for lp in _loops(flat)].count("vectorized") == 2
+    assert _ifs(flat.body) == 0
+    # without loop_partition the tail guard of i.inner stays (one guard, one loop nest)
+    guarded = tl.lower(s, [A, C], stop_after="storage_flatten",
+                       skip=("loop_partition", "simplify_partitioned"))
+    assert _ifs(guarded.body) == 1
+    assert [lp.kind for lp in _loops(guarded)].count("vectorized") == 1
+    # the full pipeline is what stop_after=<last pass> gives
+    assert str(tl.lower(s, [A, C], stop_after="simplify_final")) == str(tl.lower(s, [A, C]))
+    with pytest.raises(ValueError, match="unknown pass 'flatten'"):
+        tl.lower(s, [A, C], stop_after="flatten")
+    with pytest.raises(ValueError, match="unknown pass 'nope'"):
+        tl.lower(s, [A, C], skip=("nope",))
