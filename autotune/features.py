@@ -228,3 +228,69 @@ def config_features(task, config) -> np.ndarray | None:
         return extract_features(lower_for_features(s, args))
     except ScheduleError:
         return None
+
+
+# ------------------------------------------------------------------------- parallel featurizing
+# A candidate costs ~5 ms to featurize, almost all of it in Python (template + per-step legality
+# checks ~1.8 ms, lowering to the feature IR ~3 ms for a 1024^3 matmul): the GIL rules out
+# threads, so the search's new candidates are featurized in worker processes, a chunk each.
+
+_WORKER_TASKS: dict = {}
+
+
+def _features_job(job: dict) -> list:
+    """Runs in a feature worker: the features of configs `indices` of one task."""
+    from .measure import _import_template
+    from .task import create_task
+
+    key = (job["name"], tuple(job["args"]), job["target"])
+    task = _WORKER_TASKS.get(key)
+    if task is None:
+        _import_template(job["module"])
+        task = _WORKER_TASKS[key] = create_task(job["name"], job["args"], job["target"])
+    return [config_features(task, task.config_space.get(i)) for i in job["indices"]]
+
+
+class FeaturePool:
+    """`workers` spawned processes featurizing the configs of one task (the task is re-created
+    in each worker from its template name and arguments: config indices mean the same there)."""
+
+    def __init__(self, task, workers: int):
+        if workers < 1:
+            raise ValueError("FeaturePool: workers must be >= 1")
+        self.task = task
+        self.workers = int(workers)
+        self._pool = None
+
+    def _get(self):
+        import concurrent.futures as cf
+
+        from .measure import _CTX
+
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(self.workers, mp_context=_CTX)
+        return self._pool
+
+    def map(self, indices: list[int]) -> list[np.ndarray | None]:
+        """Features of configs `indices` (None for an illegal one), in order. A worker that
+        dies takes the pool down; the configs are then featurized here, serially."""
+        if not indices:
+            return []
+        t = self.task
+        # a few chunks per worker: balanced when some configs lower slower than others
+        n_chunks = min(len(indices), 3 * self.workers)
+        chunks = [list(map(int, c)) for c in np.array_split(np.asarray(indices), n_chunks)]
+        try:
+            pool = self._get()
+            futs = [pool.submit(_features_job, {"module": t.template.module, "name": t.name,
+                                                "args": list(t.args), "target": t.target,
+                                                "indices": c}) for c in chunks]
+            return [f for fut in futs for f in fut.result()]
+        except Exception:  # noqa: BLE001 - broken pool (a worker died): fall back to serial
+            self.close()
+            return [config_features(t, t.config_space.get(i)) for i in indices]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

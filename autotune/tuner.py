@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .features import config_features
+from .features import FeaturePool, config_features
 from .measure import MeasureInput, MeasureOption, MeasureResult, measure_batch
 from .record import Record
 from .task import Task, create_task
@@ -54,6 +54,9 @@ class Tuner:
 
     def has_next(self) -> bool:
         return len(self.visited) < len(self.space)
+
+    def close(self) -> None:
+        """Release the tuner's helper processes (tune() calls it when it returns)."""
 
     # ---------------------------------------------------------------------------- history
     def load_history(self, records: Sequence[Record]) -> None:
@@ -109,6 +112,7 @@ class Tuner:
                 if early_stopping is not None and self.trials - last_improve >= early_stopping:
                     break
         finally:
+            self.close()
             self.time_total += time.perf_counter() - t_start
             for cb in callbacks:
                 if hasattr(cb, "close"):
@@ -193,13 +197,20 @@ class XGBTuner(Tuner):
     measured); include_fallback: measure the template's
     default config in the first batch; search_ratio: the annealing's time budget per
     batch as a share of the previous batch's measuring time (keeps the tuner's own overhead
-    small); population / temperature: simulated annealing parameters."""
+    small); population / temperature: simulated annealing parameters; feature_workers:
+    processes featurizing the search's new candidates (None: one per CPU; 0 or 1: in this
+    process), started on the first search and stopped when tune() returns."""
 
     def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None,
                  epsilon: float = 0.05, search_ratio: float = 0.1, population: int = 64,
                  temperature: float = 0.5, n_rounds: int = 60, include_fallback: bool = True,
-                 warmup: int = 48):
+                 warmup: int = 48, feature_workers: int | None = None):
         super().__init__(task, batch_size, seed)
+        import os
+
+        self.feature_workers = int(os.cpu_count() or 1) if feature_workers is None \
+            else int(feature_workers)
+        self._pool: FeaturePool | None = None
         self.warmup = warmup
         # The template's default config is its author's best guess: measuring it in the first
         # batch guarantees the result is never worse than the untuned build.
@@ -218,18 +229,44 @@ class XGBTuner(Tuner):
         self._last_measure = 2.0
         self.time_model = 0.0
         self.time_search = 0.0
-        self.search_stats = {"featurized": 0, "illegal_pruned": 0}
+        self.search_stats = {"featurized": 0, "illegal_pruned": 0, "scored": 0}
 
     # ---------------------------------------------------------------- features & model
     def features(self, idx: int) -> np.ndarray | None:
         if idx not in self._feat:  # cached; None means illegal
-            f = config_features(self.task, self.space.get(idx))
-            self._feat[idx] = f
-            self.search_stats["featurized"] += 1
-            if f is None:
-                self.search_stats["illegal_pruned"] += 1
-                self.visited.add(idx)  # illegal: never worth proposing again
+            self._store_features(idx, config_features(self.task, self.space.get(idx)))
         return self._feat[idx]
+
+    def _store_features(self, idx: int, f: np.ndarray | None) -> None:
+        self._feat[idx] = f
+        self.search_stats["featurized"] += 1
+        if f is None:
+            self.search_stats["illegal_pruned"] += 1
+            self.visited.add(idx)  # illegal: never worth proposing again
+
+    # below this many new configs, shipping them to the workers costs more than it saves
+    _PARALLEL_MIN = 8
+
+    def featurize(self, idxs: Sequence[int], deadline: float | None = None) -> None:
+        """Compute (and cache) the features of configs `idxs`: in the worker processes when
+        there are enough of them, else here, stopping at `deadline` (perf_counter seconds;
+        the parallel path finishes its round: one round is ~ population x 5 ms / workers)."""
+        todo = [i for i in dict.fromkeys(idxs) if i not in self._feat]
+        if self.feature_workers > 1 and len(todo) >= self._PARALLEL_MIN:
+            if self._pool is None:
+                self._pool = FeaturePool(self.task, self.feature_workers)
+            for i, f in zip(todo, self._pool.map(todo)):
+                self._store_features(i, f)
+            return
+        for i in todo:
+            if deadline is not None and time.perf_counter() > deadline:
+                return
+            self.features(i)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def load_history(self, records: Sequence[Record]) -> None:
         super().load_history(records)
@@ -346,6 +383,7 @@ class XGBTuner(Tuner):
             fresh = self._random_unvisited(n - len(out), exclude | set(out))
             if not fresh:  # every unvisited config is already excluded or picked
                 break
+            self.featurize(fresh)
             for i in fresh:
                 tries += 1
                 if self.features(i) is not None:
@@ -375,13 +413,14 @@ class XGBTuner(Tuner):
         temp = self.temperature
         while time.perf_counter() < deadline:
             props = [self._neighbor(i) for i in cur]
-            new = [p for p in set(props) if p not in scores]
+            new = [p for p in dict.fromkeys(props) if p not in scores]
+            self.featurize(new, deadline)
             feats = []
             legal_new = []
             for p in new:
-                if time.perf_counter() > deadline:
-                    break
-                f = self.features(p)
+                if p not in self._feat:  # the deadline came first
+                    continue
+                f = self._feat[p]
                 if f is None:
                     scores[p] = -math.inf
                 else:
@@ -389,6 +428,7 @@ class XGBTuner(Tuner):
                     legal_new.append(p)
             for p, sc in zip(legal_new, self.predict(feats)):
                 scores[p] = float(sc)
+            self.search_stats["scored"] += len(legal_new)
             for k, p in enumerate(props):
                 sp = scores.get(p)
                 if sp is None or sp == -math.inf:
