@@ -17,6 +17,8 @@ OpenBLAS speed (benchmarks/matmul.py, DESIGN.md §3), and its fallback config *i
 
 from __future__ import annotations
 
+import numpy as np
+
 import tensorlang as tl
 
 from .task import get_config, template
@@ -142,7 +144,7 @@ def dense(M: int, N: int, K: int, dtype: str = "float32"):
     return s, [X, W, Y]
 
 
-__all__ = ["batch_matmul", "conv2d_nchwc", "dense", "matmul"]
+__all__ = ["batch_matmul", "conv2d_nchwc", "dense", "depthwise_conv2d", "matmul"]
 
 
 def _batch_matmul_ref(a, b):
@@ -200,16 +202,40 @@ def batch_matmul(B: int, M: int, N: int, K: int, dtype: str = "float32"):
     return s, [A, Bt, C]
 
 
-@template("conv2d_nchwc")
+def _conv_flop(N, C, H, W, OC, KH, KW, stride=1, padding=0, block=16, dtype="float32"):
+    oh = (H + 2 * padding - KH) // stride + 1
+    ow = (W + 2 * padding - KW) // stride + 1
+    return 2.0 * N * OC * oh * ow * C * KH * KW
+
+
+# The register tile of the blocked conv is oc_vec x rows x reg_n accumulator vectors. AVX-512 has
+# 32 zmm registers: a tile far beyond them spills every accumulator on each FMA and, fully
+# unrolled, takes LLVM seconds to compile -- such configs are refused (pruned before building).
+_MAX_CONV_TILE = 48
+
+
+@template("conv2d_nchwc", flop=_conv_flop)
 def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stride: int = 1,
                  padding: int = 0, block: int = 16, dtype: str = "float32"):
     """Blocked convolution (tensorlang.ops.conv2d_nchwc): x [N, C/b, H, W, b], w [OC/b, C/b, KH,
-    KW, b, b] -> [N, OC/b, OH, OW, b]. Knobs of the operator library's schedule
-    (ops.schedule.schedule_conv2d_nchwc): reg_n, the output columns of the register tile (a
-    divisor of OW), unrolling the kernel-width loop, and the parallel outer loop. The fallback
-    is the library's default (reg_n 14 or the largest divisor below it)."""
+    KW, b, b] -> [N, OC/b, OH, OW, b]. The schedule of ops.schedule.schedule_conv2d_nchwc (a
+    register tile of output columns x one vector of b output channels, accumulated in a local
+    buffer computed at the tile loop; the input value broadcast, the weight vector loaded once
+    per column), widened along the axes that library schedule fixes:
+
+        reg_n     output columns in the tile (a divisor of OW up to 32)
+        oc_vec    output-channel blocks (vectors) in the tile: more independent FMA chains and
+                  each broadcast input value used oc_vec times
+        rows      output rows in the tile (the rows' windows overlap: input rows reused)
+        red_order reduction order: ic blocks outside the window (rco, ry, rx, rci) or inside it
+                  (ry, rx, rco, rci)
+        unroll_kw unroll the kernel-width loop
+        parallel  the parallel loop: fused (n, oc blocks, row blocks), (n, oc blocks), or none
+
+    The fallback is the library's default (reg_n 14 or the largest divisor below it, one vector,
+    one row, ic blocks outside, kw unrolled, rows parallel)."""
     from ..ops import conv2d_nchwc as conv
-    from ..ops.schedule import schedule_conv2d_nchwc
+    from ..ops.schedule import _schedule_pad_input
 
     cfg = get_config()
     if C % block or OC % block:
@@ -217,12 +243,98 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     x = tl.placeholder((N, C // block, H, W, block), dtype=dtype, name="x")
     w = tl.placeholder((OC // block, C // block, KH, KW, block, block), dtype=dtype, name="w")
     y = conv(x, w, stride=stride, padding=padding)
-    ow = int(y.shape[3].value) if hasattr(y.shape[3], "value") else int(y.shape[3])
-    divs = [d for d in range(1, min(ow, 32) + 1) if ow % d == 0]
+    _, obn, oh_n, ow_n, _ = (int(d.value) for d in y.shape)
+    divs = [d for d in range(1, min(ow_n, 32) + 1) if ow_n % d == 0]
     cfg.define_knob("reg_n", divs, default=max(d for d in divs if d <= 14))
+    cfg.define_knob("oc_vec", [v for v in (1, 2, 4) if obn % v == 0], default=1)
+    cfg.define_knob("rows", [r for r in (1, 2, 4) if oh_n % r == 0], default=1)
+    cfg.define_knob("red_order", ["ic_outer", "ic_inner"], default="ic_outer")
     cfg.define_knob("unroll_kw", [1, 0], default=1)
+    cfg.define_knob("parallel", ["rows", "blocks", "none"], default="rows")
+    rn, ov, rows = cfg["reg_n"].val, cfg["oc_vec"].val, cfg["rows"].val
+    if rn * ov * rows > _MAX_CONV_TILE:
+        raise tl.ScheduleError(f"conv2d_nchwc template: register tile {ov}x{rows}x{rn} has "
+                               f"more than {_MAX_CONV_TILE} accumulator vectors")
+
+    s = tl.create_schedule(y)
+    acc = s.cache_write(y, "local")
+    o = s[y]
+    n, oco, oh, ow, oci = o.op.axis
+    oc_o, oc_i = o.split(oco, factor=ov)
+    oh_o, oh_i = o.split(oh, factor=rows)
+    ow_o, ow_i = o.split(ow, factor=rn)
+    o.reorder(n, oc_o, oh_o, ow_o, oc_i, oh_i, ow_i, oci)
+    o.vectorize(oci)
+    s[acc].compute_at(o, ow_o)
+    cs = s[acc]
+    _, c_oc, c_h, c_w, c_c = cs.op.axis
+    rco, ry, rx, rci = cs.op.reduce_axis
+    red = (rco, ry, rx, rci) if cfg["red_order"].val == "ic_outer" else (ry, rx, rco, rci)
+    cs.reorder(*red, c_oc, c_h, c_w, c_c)
+    # the tile's loops unrolled: each accumulator is a named register, not a stack slot
+    for lp in (c_oc, c_h, c_w):
+        cs.unroll(lp)
+    cs.vectorize(c_c)
+    if cfg["unroll_kw"].val:
+        cs.unroll(rx)
+    _schedule_pad_input(s, cs)
+    par = cfg["parallel"].val
+    if par == "rows":
+        o.parallel(o.fuse(n, oc_o, oh_o))
+    elif par == "blocks":
+        o.parallel(o.fuse(n, oc_o))
+    return s, [x, w, y]
+
+
+def _depthwise_ref(x, w, stride=1, padding=0):
+    """numpy depthwise conv (multiplier 1), NCHW."""
+    n, c, h, wd = x.shape
+    _, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh = (h + 2 * padding - kh) // stride + 1
+    ow = (wd + 2 * padding - kw) // stride + 1
+    y = np.zeros((n, c, oh, ow), x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            win = xp[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+            y += win * w[None, :, 0, i, j, None, None]
+    return y
+
+
+def _depthwise_flop(N, C, H, W, KH, KW, stride=1, padding=0, dtype="float32"):
+    oh = (H + 2 * padding - KH) // stride + 1
+    ow = (W + 2 * padding - KW) // stride + 1
+    return 2.0 * N * C * oh * ow * KH * KW
+
+
+# no reference=: the runner's reference gets only the input arrays, not stride / padding, so it
+# checks candidates against the fallback config's kernel (the tests check that against numpy)
+@template("depthwise_conv2d", flop=_depthwise_flop)
+def depthwise_conv2d(N: int, C: int, H: int, W: int, KH: int, KW: int, stride: int = 1,
+                     padding: int = 0, dtype: str = "float32"):
+    """Depthwise conv (tensorlang.ops.depthwise_conv2d_nchw, multiplier 1): x [N, C, H, W],
+    w [C, 1, KH, KW] -> [N, C, OH, OW]. Knobs of the operator library's spatial-window schedule
+    (ops.schedule.schedule_spatial_window):
+
+        rows           output rows computed together (independent FMA chains; the largest
+                       divisor of OH not above the knob)
+        row_lanes_max  rows up to this width are one vector of the row's width (LLVM splits it
+                       into zmm/ymm/xmm pieces), wider ones are split into 16-lane vectors
+        parallel       the fused (n, channel) loop parallel or not
+
+    The fallback is the library's default (4 rows, whole rows up to 64 lanes, parallel)."""
+    from ..ops import depthwise_conv2d_nchw
+    from ..ops.schedule import schedule_spatial_window
+
+    cfg = get_config()
+    x = tl.placeholder((N, C, H, W), dtype=dtype, name="x")
+    w = tl.placeholder((C, 1, KH, KW), dtype=dtype, name="w")
+    y = depthwise_conv2d_nchw(x, w, stride=stride, padding=padding)
+    oh_n = int(y.shape[2].value)
+    cfg.define_knob("rows", [r for r in (1, 2, 3, 4, 6, 7, 8) if r <= oh_n], default=min(4, oh_n))
+    cfg.define_knob("row_lanes_max", [64, 16], default=64)
     cfg.define_knob("parallel", [1, 0], default=1)
     s = tl.create_schedule(y)
-    schedule_conv2d_nchwc(s, y, reg_n=cfg["reg_n"].val, unroll_kw=bool(cfg["unroll_kw"].val),
-                          parallel=bool(cfg["parallel"].val))
+    schedule_spatial_window(s, y, parallel=bool(cfg["parallel"].val),
+                            row_lanes_max=cfg["row_lanes_max"].val, rows=cfg["rows"].val)
     return s, [x, w, y]

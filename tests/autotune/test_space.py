@@ -138,12 +138,6 @@ def _conv_ref(x, w, pad):
     return y.reshape(n, obn, ob, oh, ow).transpose(0, 1, 3, 4, 2)
 
 
-def test_conv2d_nchwc_whole_space_matches_numpy():
-    task = autotune.create_task("conv2d_nchwc", (1, 32, 6, 6, 16, 3, 3, 1, 1, 16, "float32"))
-    checked, illegal = _check_all(task, lambda x, w: _conv_ref(x, w, 1))
-    assert checked == len(task.config_space) == 4 * 2 * 2 and illegal == 0
-
-
 def test_dense_space_sample_matches_numpy():
     checked, _ = _check_all(autotune.create_task("dense", (6, 32, 16, "float32")),
                             lambda x, w: x @ w.T, limit=12)
@@ -154,3 +148,37 @@ def test_batch_matmul_space_sample_matches_numpy():
     checked, _ = _check_all(autotune.create_task("batch_matmul", (3, 7, 16, 8, "float32")),
                             lambda a, b: a @ b, limit=16)
     assert checked == 16
+
+
+def test_conv2d_nchwc_wide_space_enumerates_and_matches_numpy():
+    # OW 2, OH 4, two output-channel blocks: every knob has at least two values
+    task = autotune.create_task("conv2d_nchwc", (1, 16, 4, 2, 32, 3, 3, 1, 1, 16, "float32"))
+    dims = {k: len(v) for k, v in task.config_space.knobs.items()}
+    assert dims == {"reg_n": 2, "oc_vec": 2, "rows": 3, "red_order": 2, "unroll_kw": 2,
+                    "parallel": 3}
+    checked, illegal = _check_all(task, lambda x, w: _conv_ref(x, w, 1))
+    assert checked == len(task.config_space) and illegal == 0
+
+
+def test_conv2d_nchwc_refuses_register_tiles_beyond_the_limit():
+    task = autotune.create_task("conv2d_nchwc", (1, 16, 8, 28, 64, 3, 3, 1, 1, 16, "float32"))
+    space = task.config_space
+    refused = 0
+    for i in range(len(space)):
+        c = space.get(i)
+        big = c["reg_n"].val * c["oc_vec"].val * c["rows"].val > 48
+        if big:
+            with pytest.raises(tl.ScheduleError, match="accumulator vectors"):
+                task.instantiate(c)
+            refused += 1
+    assert refused > 0
+
+
+def test_depthwise_conv2d_whole_space_matches_numpy():
+    from tensorlang.autotune.templates import _depthwise_ref
+
+    for args, pad in (((1, 3, 6, 7, 3, 3, 1, 1, "float32"), 1),
+                      ((1, 2, 9, 40, 3, 3, 1, 0, "float32"), 0)):
+        task = autotune.create_task("depthwise_conv2d", args)
+        checked, illegal = _check_all(task, lambda x, w, p=pad: _depthwise_ref(x, w, 1, p))
+        assert checked == len(task.config_space) and illegal == 0
