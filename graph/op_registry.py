@@ -257,6 +257,12 @@ def conv_out_dim(size, k, stride, pad_lo, pad_hi, dilation):
 
 def _conv_infer(types, attrs):
     (xs, xt), (ws, _) = types[0], types[1]
+    layout = attrs.get("weight_layout")
+    if layout is not None:
+        # packed by the pack_conv_weights pass: [OC/b, C, KH, KW, b] is OIHW with OC = OC/b * b
+        if len(ws) != 5 or layout != f"OIHW{ws[4]}o":
+            raise GraphError(f"weight {list(ws)} is not in weight_layout {layout!r}")
+        ws = (ws[0] * ws[4], *ws[1:4])
     nsp = len(xs) - 2
     if nsp < 1 or len(ws) != len(xs):
         raise GraphError(f"input rank {len(xs)} and weight rank {len(ws)} must be equal and >= 3")

@@ -10,14 +10,17 @@ each one. Ordering constraints:
 - ``eliminate_common_subexpr`` before ``simplify_algebra``: merged constants let more rewrites
   match; ``fold_scale_into_conv`` after both (x*1 is gone, the conv -> bn pairs are adjacent)
   and before DCE, which drops the unfolded conv/bn nodes it orphans.
+- ``pack_conv_weights`` after ``fold_scale_into_conv`` (it packs the folded weights) and before
+  DCE (which drops the unpacked constants).
 - ``fuse_ops`` last: every earlier pass sees single operators; after it a node is a kernel.
 - memory planning (:mod:`.plan_memory`) runs on the execution plan after kernels are chosen,
   not on the graph.
 
 ``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
 algebraic simplification, fusion; 2 (the default) -- also CSE and folding batch norm and
-per-channel scales into conv/dense weights; 3 -- the same as 2 (reserved for layout
-transformation, not implemented).
+per-channel scales into conv/dense weights, and conv weights packed into the library's blocked
+layout at build time; 3 -- the same as 2 (reserved for activation layout transformation,
+NCHW[x]c, not implemented).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .fold_constants import fold_constants
 from .fold_scale import fold_scale_into_conv
 from .fuse_ops import fuse_ops
 from .infer_types import infer_types
+from .pack_conv_weights import pack_conv_weights
 from .simplify import simplify_algebra
 
 PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
@@ -42,6 +46,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("eliminate_common_subexpr", eliminate_common_subexpr, 2),
     ("simplify_algebra", simplify_algebra, 1),
     ("fold_scale_into_conv", fold_scale_into_conv, 2),
+    ("pack_conv_weights", pack_conv_weights, 2),
     ("eliminate_dead_code", eliminate_dead_code, 0),
     ("fuse_ops", fuse_ops, 1),
 ]
@@ -81,5 +86,5 @@ def describe() -> str:
 
 
 __all__ = ["PASSES", "describe", "eliminate_common_subexpr", "eliminate_dead_code",
-           "fold_constants", "fold_scale_into_conv", "fuse_ops", "infer_types", "run_passes",
-           "simplify_algebra"]
+           "fold_constants", "fold_scale_into_conv", "fuse_ops", "infer_types",
+           "pack_conv_weights", "run_passes", "simplify_algebra"]

@@ -284,3 +284,48 @@ def test_kernel_selection_from_tuning_log(tmp_path):
     ref = graph.build(g, opt_level=0).run(**feeds)
     for k, v in gm.run(**feeds).items():
         np.testing.assert_allclose(v, ref[k], rtol=1e-4, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- weight packing
+
+def test_pack_conv_weights_structure_and_numerics():
+    from tensorlang.graph.passes import pack_conv_weights
+    from tensorlang.graph.passes.pack_conv_weights import pack_oihw
+
+    b = graph.Builder("pack")
+    x = b.input("x", (1, 8, 10, 10))
+    w32 = b.const(_rand(32, 8, 3, 3), name="w32")  # packed (32 = 2 blocks of 16)
+    w12 = b.const(_rand(12, 32, 1, 1), name="w12")  # left alone: 12 is not a block multiple
+    y = b.relu(b.conv(x, w32, b.const(_rand(32), name="bias"), pads=1))
+    z = b.conv(b.conv(y, w12), b.const(_rand(32, 12, 1, 1), name="w32b"))
+    # a depthwise conv (groups > 1) keeps OIHW: the library has no blocked path for it
+    dw = b.conv(z, b.const(_rand(32, 1, 3, 3), name="wdw"), pads=1, groups=32)
+    before = infer_types(b.build(dw))
+    after = infer_types(pack_conv_weights(before))
+
+    convs = [n for n in after.nodes if n.op == "conv"]
+    assert [n.attrs.get("weight_layout") for n in convs] == ["OIHW16o", None, "OIHW16o", None]
+    w = convs[0].inputs[1]
+    assert w.shape == (2, 8, 3, 3, 16) and w.layout == "OIHW16o"
+    # output channel o = 16 * block + lane: the packed value at [1, c, y, x, 3] is w[19, c, y, x]
+    assert np.array_equal(w.data[1, :, :, :, 3], w32.data[19])
+    assert np.array_equal(pack_oihw(w32.data, 16), w.data)
+    assert [v.shape for v in after.outputs] == [v.shape for v in before.outputs]
+    # idempotent: a packed conv is not packed again
+    again = pack_conv_weights(after)
+    assert [n.inputs[1].shape for n in again.nodes if n.op == "conv"] == \
+        [n.inputs[1].shape for n in convs]
+
+    feeds = {"x": _rand(1, 8, 10, 10)}
+    ref = graph.build(before, opt_level=0, memory_reuse=False, inplace=False).run(**feeds)
+    got = graph.build(before, opt_level=2).run(**feeds)
+    for k in ref:
+        assert np.allclose(got[k], ref[k], rtol=1e-4, atol=1e-4 * np.abs(ref[k]).max())
+
+
+def test_packed_weight_layout_is_checked():
+    b = graph.Builder("bad")
+    x = b.input("x", (1, 8, 4, 4))
+    w = b.const(_rand(2, 8, 1, 1, 16), name="w")
+    with pytest.raises(graph.GraphError, match="weight_layout"):
+        infer_types(b.build(b.conv(x, w, weight_layout="OIHW8o")))
