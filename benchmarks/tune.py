@@ -30,13 +30,13 @@ def _option(timeout: float = 10.0):
         runner=autotune.LocalRunner(number=2, repeat=3, min_repeat_ms=30, timeout=timeout))
 
 
-def tune(size: int, trials: int, tuner_cls, seed: int, log: str, **kw):
-    task = autotune.create_task("matmul", (size, size, size, "float32"))
+def tune(size: int, trials: int, tuner_cls, seed: int, log: str, task=None, **kw):
+    task = task or autotune.create_task("matmul", (size, size, size, "float32"))
     tuner = tuner_cls(task, batch_size=16, seed=seed, **kw)
     opt = _option()
     try:
         tuner.tune(trials, opt, callbacks=[autotune.progress_bar(
-            desc=f"{tuner_cls.__name__} {size}^3 seed {seed}"), autotune.log_to_file(log)])
+            desc=f"{tuner_cls.__name__} {task.name} seed {seed}"), autotune.log_to_file(log)])
     finally:
         opt.close()
     return tuner
@@ -97,7 +97,7 @@ def _ort_conv(x_nchw: np.ndarray, w_oihw: np.ndarray, pad: int):
     return lambda: sess.run(None, {"x": x_nchw})[0]
 
 
-def conv_figures(trials: int, out: str, rounds: int = 7) -> None:
+def conv_figures(trials: int, out: str, rounds: int = 15, top: int = 5) -> None:
     """Tune the NCHW16c conv template, then time best / default / onnxruntime interleaved."""
     task = autotune.create_task("conv2d_nchwc", CONV)
     log = os.path.join(out, "conv.jsonl")
@@ -108,10 +108,18 @@ def conv_figures(trials: int, out: str, rounds: int = 7) -> None:
                                            autotune.log_to_file(log)])
     finally:
         opt.close()
-    from tensorlang.autotune.templates import conv2d_nchwc
-
-    with autotune.apply_history_best(log):
-        best = tl.build(*conv2d_nchwc(*CONV), name="best")
+    # The log's single fastest record is often a lucky timing on this shared machine: its top
+    # `top` configs are re-timed below, interleaved with the default and onnxruntime, and the
+    # fastest by median is "best" (all of them were found within the trial budget).
+    recs = sorted((r for r in autotune.load_records(log) if r.valid), key=lambda r: r.cost)
+    cands, seen = [], set()
+    for r in recs:
+        key = repr(r.config["entity"])
+        if key not in seen and len(cands) < top:
+            seen.add(key)
+            cands.append(task.config_space.from_json(r.config))
+    kernels = {f"top{i}": tl.build(*task.instantiate(c), name=f"top{i}")
+               for i, c in enumerate(cands)}
     default = tl.build(*task.instantiate(autotune.FallbackConfig()), name="default")
     n, c, h, w, oc, kh, kw, _, pad, b, _ = CONV
     rng = np.random.default_rng(0)
@@ -122,12 +130,15 @@ def conv_figures(trials: int, out: str, rounds: int = 7) -> None:
         0, 2, 4, 5, 3, 1))
     yb = np.empty((n, oc // b, h, w, b), np.float32)
     ort = _ort_conv(xn, wn, pad)
-    best(xb, wb, yb)
+    fns = {k: (lambda f=f: f(xb, wb, yb)) for k, f in kernels.items()}
+    fns["default"] = lambda: default(xb, wb, yb)
     if ort is not None:
         ref = ort()
-        got = yb.transpose(0, 1, 4, 2, 3).reshape(ref.shape)
-        assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-4
-    fns = {"best": lambda: best(xb, wb, yb), "default": lambda: default(xb, wb, yb)}
+        for k, f in kernels.items():
+            yb.fill(np.nan)  # a kernel that writes nothing must not pass on a stale output
+            f(xb, wb, yb)
+            got = yb.transpose(0, 1, 4, 2, 3).reshape(ref.shape)
+            assert np.abs(got - ref).max() / np.abs(ref).max() < 1e-4, k
     if ort is not None:
         fns["onnxruntime"] = ort
     t = {k: [] for k in fns}
@@ -136,14 +147,24 @@ def conv_figures(trials: int, out: str, rounds: int = 7) -> None:
             t[k].append(_time(fn, 20))
     flop = task.flop
     g = {k: flop / statistics.median(v) / 1e9 for k, v in t.items()}
+    best_key = max(kernels, key=lambda k: g[k])
+    g["best"] = g[best_key]
+    print("re-timed top configs (GFLOP/s, median of rounds): " + ", ".join(
+        f"{cands[int(k[3:])]} {g[k]:.1f}" for k in kernels))
     print(f"\n## conv2d NCHW16c 1x64x56x56 -> 64, 3x3 pad 1 ({tuner.trials} trials; space "
           f"{len(task.config_space)})\n")
     print("| best GFLOP/s | default GFLOP/s | onnxruntime GFLOP/s | best / onnxruntime |")
     print("|---|---|---|---|")
     ortg = g.get("onnxruntime", float("nan"))
     print(f"| {g['best']:.1f} | {g['default']:.1f} | {ortg:.1f} | {g['best'] / ortg:.2f} |")
-    print(f"best {tuner.best_config}; onnxruntime gets NCHW, ours NCHW16c (a graph keeps "
+    print(f"best {cands[int(best_key[3:])]}; onnxruntime gets NCHW, ours NCHW16c (a graph keeps "
           "activations blocked)")
+    print(f"tuning: wall {tuner.time_total:.0f} s, {60 * tuner.trials / tuner.time_total:.1f} "
+          f"trials/minute, outside build+run "
+          f"{100 * (tuner.time_total - tuner.time_measure) / tuner.time_total:.1f}%, errors "
+          f"{tuner.errors}, featurized {tuner.search_stats['featurized']} "
+          f"({tuner.search_stats['illegal_pruned']} illegal); best while tuning "
+          f"{tuner.best_flops / 1e9:.1f} GFLOP/s")
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
@@ -192,6 +213,8 @@ def main() -> None:
     ap.add_argument("--curve-trials", type=int, default=128)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--skip-curves", action="store_true")
+    ap.add_argument("--curve-workloads", nargs="+", default=["matmul", "conv"],
+                    help="matmul (--curve-size cube) and/or conv (the conv figures' shape)")
     ap.add_argument("--conv-trials", type=int, default=200, help="0: skip the conv figures")
     ap.add_argument("--skip-best", action="store_true")
     ap.add_argument("--dir", default=None, help="where the logs go (default: a temp dir)")
@@ -226,21 +249,32 @@ def main() -> None:
         conv_figures(a.conv_trials, out)
 
     if not a.skip_curves:
-        marks = [m for m in (32, 64, 128) if m <= a.curve_trials]
-        curves: dict[str, list[list[float]]] = {"XGBTuner": [], "RandomTuner": []}
-        for seed in range(a.seeds):
-            for name, cls, kw in (("XGBTuner", autotune.XGBTuner, {"include_fallback": False}),
-                                  ("RandomTuner", autotune.RandomTuner, {})):
-                log = os.path.join(out, f"curve_{name}_{a.curve_size}_{seed}.jsonl")
-                t = tune(a.curve_size, a.curve_trials, cls, seed, log, **kw)
-                curves[name].append(t.curve)
-        print(f"\n## best-so-far GFLOP/s, matmul {a.curve_size}^3, mean over {a.seeds} seeds "
-              "(XGB without the fallback seed)\n")
-        print("| tuner | " + " | ".join(f"{m} trials" for m in marks) + " |")
-        print("|---|" + "---|" * len(marks))
-        for name, cs in curves.items():
-            vals = [statistics.fmean(c[m - 1] for c in cs if len(c) >= m) for m in marks]
-            print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in vals) + " |")
+        for wl in a.curve_workloads:
+            curve_table(wl, a, out)
+
+
+def curve_table(wl: str, a, out: str) -> None:
+    """Best-so-far GFLOP/s of XGBTuner (without the fallback seed: model vs random) and
+    RandomTuner at 32/64/128 trials, mean over seeds."""
+    task = autotune.create_task("conv2d_nchwc", CONV) if wl == "conv" else \
+        autotune.create_task("matmul", (a.curve_size,) * 3 + ("float32",))
+    marks = [m for m in (32, 64, 128) if m <= a.curve_trials]
+    curves: dict[str, list[list[float]]] = {"XGBTuner": [], "RandomTuner": []}
+    for seed in range(a.seeds):
+        for name, cls, kw in (("XGBTuner", autotune.XGBTuner, {"include_fallback": False}),
+                              ("RandomTuner", autotune.RandomTuner, {})):
+            log = os.path.join(out, f"curve_{name}_{wl}_{seed}.jsonl")
+            t = tune(a.curve_size, a.curve_trials, cls, seed, log, task=task, **kw)
+            curves[name].append(t.curve)
+            print(f"{wl} {name} seed {seed}: " + ", ".join(
+                f"{m}: {t.curve[m - 1]:.1f}" for m in marks if len(t.curve) >= m), flush=True)
+    print(f"\n## best-so-far GFLOP/s, {task.name} {list(task.args)}, mean over {a.seeds} seeds "
+          "(XGB without the fallback seed)\n")
+    print("| tuner | " + " | ".join(f"{m} trials" for m in marks) + " |")
+    print("|---|" + "---|" * len(marks))
+    for name, cs in curves.items():
+        vals = [statistics.fmean(c[m - 1] for c in cs if len(c) >= m) for m in marks]
+        print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in vals) + " |")
 
 
 if __name__ == "__main__":  # builder / runner processes re-import this file: keep the guard
