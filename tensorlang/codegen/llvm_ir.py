@@ -389,7 +389,7 @@ class FunctionEmitter:
                 neg = self.b.sub(self._zero(v.type), v)
                 return self.b.select(self.b.icmp_signed("<", v, self._zero(v.type)), neg, v)
             raise LoweringError(f"codegen: {e.name} is not defined for {e.dtype}")
-        return intrinsics.emit_math(self.b, e.name, args)
+        return intrinsics.emit_math(self.b, e.name, args, scalef=self.cg.avx512)
 
     # ------------------------------------------------------------------ memory
     def _address(self, buf, idx: ir.Value) -> ir.Value:
@@ -557,6 +557,8 @@ class CodeGen:
         self.module = ir.Module(name="tensorlang")
         self.target_cpu = target_cpu
         self.target_features = target_features
+        # exp scales with AVX-512's vscalefps where the target has it (intrinsics.exp_f32)
+        self.avx512 = "+avx512f" in target_features.split(",")
         self.vector_bits = vector_bits
         self._launch = None
         self._n_parallel = 0

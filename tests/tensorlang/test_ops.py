@@ -277,3 +277,33 @@ def test_bad_attributes_raise_value_error(call, words):
         call(A, B)
     for w in words:
         assert w in str(e.value)
+
+
+def test_exp_vector_scalef_path_special_values_and_accuracy():
+    """exp on 16-float vectors scales by 2^n with vscalefps on AVX-512 hosts (codegen); its
+    results must match the reference to the polynomial's accuracy everywhere: NaN stays NaN,
+    overflow gives inf, underflow gives correctly rounded denormals and then 0."""
+    rng = np.random.default_rng(3)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.7, 88.73, 89.0, 95.0, -87.3,
+                        -100.0, -103.9, -104.0, -150.0, 1e-30, -1e-30, 1.0, -1.0], "float32")
+    bits = rng.integers(0, 2 ** 32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = np.concatenate([special, rng.uniform(-110, 95, 8192).astype("float32"), bits])
+    x = np.resize(x, (len(x) + 15) // 16 * 16)  # whole vectors: the vector path everywhere
+    X = ph(x, "X")
+    out = ops.exp(X)
+    s = ops.default_schedule(out)
+    f = tl.build(s, [X, out])
+    from tensorlang.codegen.target import Target
+
+    if Target.host().has_feature("avx512f"):
+        assert "vscalefps" in f.get_source("asm")
+    got = np.zeros_like(x)
+    f(x, got)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        ref = np.exp(x.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    fin = ~np.isnan(ref)
+    assert np.array_equal(got[fin & np.isinf(ref)], ref[fin & np.isinf(ref)])
+    ok = fin & ~np.isinf(ref)
+    ulp = np.abs(got[ok].view(np.int32).astype(np.int64) - ref[ok].view(np.int32))
+    assert ulp.max() <= 2
