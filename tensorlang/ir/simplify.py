@@ -274,6 +274,20 @@ class Simplifier(Mutator):
     def __init__(self, analyzer: Analyzer | None = None):
         super().__init__()
         self.an = analyzer or Analyzer()
+        # Results by structure. Unrolled code repeats the same subexpressions many times (a
+        # register tile's 24 stores share their index terms); whoever changes the analyzer's
+        # ranges must clear this, since results depend on them.
+        self.memo: dict = {}
+
+    def visit(self, node):
+        if not isinstance(node, E.Expr) or isinstance(node, (E.Const, E.Var)):
+            return super().visit(node)
+        key = _Key(node)
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = super().visit(node)
+            self.memo[key] = hit
+        return hit
 
     # integer affine arithmetic ----------------------------------------------------------
     def _linear_op(self, e):

@@ -26,9 +26,13 @@ class _StmtSimplifier(Mutator):
             return self.visit(body)
         saved = self.an.ranges.get(s.loop_var)
         self.an.bind_range(s.loop_var, mn, ext)
+        self.expr.memo.clear()
         body = self.visit(s.body)
         if saved is None:
             self.an.ranges.pop(s.loop_var, None)
+        else:  # the same variable bound by an enclosing scope: restore its range
+            self.an.ranges[s.loop_var] = saved
+        self.expr.memo.clear()
         if body is None:
             return None
         if mn is s.min and ext is s.extent and body is s.body:
@@ -41,9 +45,10 @@ class _StmtSimplifier(Mutator):
             return self.visit(s.then_case if cond.value else s.else_case)
         saved = dict(self.an.ranges)
         _assume(self.an, cond)
+        self.expr.memo.clear()
         then = self.visit(s.then_case)
         self.an.ranges = saved
-        self.expr.an = self.an
+        self.expr.memo.clear()
         other = self.visit(s.else_case)
         if then is None and other is None:
             return None
