@@ -65,8 +65,8 @@ def test_split_names_extents_and_nparts():
     B = tl.compute((10, 6), lambda i, j: A[i, j] * 2, name="B")
     s = tl.create_schedule(B)
     i, j = B.op.axis
-    io, ii = s[B].split(i, factor=4)
-    jo, ji = s[B].split(j, nparts=4)
+    _io, _ii = s[B].split(i, factor=4)
+    _jo, _ji = s[B].split(j, nparts=4)
     assert s[B].loop_names() == ["i.outer", "i.inner", "j.outer", "j.inner"]
     text = str(tl.lower(s, [A, B]))
     assert "for j.outer in range(4)" in text and "for j.inner in range(2)" in text
@@ -122,7 +122,7 @@ def test_compute_at_region_is_what_one_iteration_needs():
 
 
 def test_cache_read_copy_computed_at_reader():
-    A, B, C, k, a, b = _matmul()
+    A, B, C, _k, a, b = _matmul()
     s = tl.create_schedule(C)
     BL = s.cache_read(B, "local", [C])
     assert BL.name == "B.local" and s[BL].name == "B.local"
@@ -134,7 +134,7 @@ def test_cache_read_copy_computed_at_reader():
 
 
 def test_cache_write_stage_names_and_result():
-    A, B, C, k, a, b = _matmul()
+    A, B, C, _k, a, b = _matmul()
     s = tl.create_schedule(C)
     CL = s.cache_write(C, "local")
     assert [st.name for st in s.stages] == ["C.local", "C"]
@@ -150,7 +150,7 @@ def test_rfactor_with_factor_index_and_vectorized_partials(factor_index):
     k = tl.reduce_axis((0, K), name="k")
     R = tl.compute((M,), lambda i: tl.sum(A[i, k], axis=k), name="R")
     s = tl.create_schedule(R)
-    ko, ki = s[R].split(k, factor=16)
+    _ko, ki = s[R].split(k, factor=16)
     RF = s.rfactor(R, ki, factor_index=factor_index)
     assert s[RF].op.axis[factor_index].var.name == "k.inner"
     if factor_index == 1:  # partial sums of a row are contiguous: vectorize them
@@ -190,7 +190,7 @@ def test_vectorize_with_tail_and_unroll():
     A = tl.placeholder((3, 21), name="A")
     B = tl.compute((3, 21), lambda i, j: tl.sqrt(tl.abs(A[i, j])) + 1, name="B")
     s = tl.create_schedule(B)
-    jo, ji = s[B].split(B.op.axis[1], factor=8)
+    _jo, ji = s[B].split(B.op.axis[1], factor=8)
     s[B].vectorize(ji)
     s[B].unroll(B.op.axis[0])
     text = str(tl.lower(s, [A, B]))
