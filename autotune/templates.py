@@ -1,6 +1,7 @@
 """Built-in tunable templates (registered when autotune first looks a template name up):
-matmul, dense, batch_matmul (register-tile spaces) and conv2d_nchwc (the operator library's
-blocked convolution schedule and its knobs).
+matmul, dense, batch_matmul (register-tile spaces), conv2d_nchwc (the operator library's blocked
+convolution schedule, widened: register tile shape, reduction order, parallel axis) and
+depthwise_conv2d (the library's spatial-window schedule and its knobs).
 
 matmul C[M, N] = A[M, K] @ B[K, N]. The space is built around the schedule that reaches
 OpenBLAS speed (benchmarks/matmul.py, DESIGN.md §3), and its fallback config *is* that schedule:
