@@ -410,6 +410,21 @@ def test_fused_conv_nchwc_bias_relu():
     check(out, [X, W, B], [x, w, b], np.maximum(ref + b, 0), **TOL)
 
 
+@pytest.mark.parametrize("ocb,want", [(3, 1), (4, 2)])
+def test_conv2d_nchwc_oc_blocks_per_tile(ocb, want):
+    """The blocked kernel's register tile holds 2 output-channel blocks when OC/16 is even,
+    else 1 (the largest divisor of OC/16 up to the oc_blocks knob)."""
+    x, w = rand((1, 16, 5, 7)), rand((16 * ocb, 16, 3, 3))
+    xb = x.reshape(1, 1, 16, 5, 7).transpose(0, 1, 3, 4, 2).copy()
+    wb = w.reshape(ocb, 16, 1, 16, 3, 3).transpose(0, 2, 4, 5, 3, 1).copy()
+    XB, WB = ph(xb, "XB"), ph(wb, "WB")
+    out = ops.conv2d_nchwc(XB, WB, padding=1)
+    text = str(tl.lower(ops.default_schedule(out), [XB, WB, out]))
+    assert f"allocate conv2d_nchwc.local: float32[1, {want}, 1, 7, 16]" in text
+    ref = conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    check(out, [XB, WB], [xb, wb], ref.reshape(1, ocb, 16, 5, 7).transpose(0, 1, 3, 4, 2), **TOL)
+
+
 def test_blocked_conv_between_layout_transforms():
     """NCHW in, NCHW out through the blocked conv: the conv is not the output (a layout
     transform is) and still gets the blocked conv schedule, not the generic reduction one."""
@@ -419,7 +434,8 @@ def test_blocked_conv_between_layout_transforms():
     conv = ops.conv2d_nchwc(ops.layout_transform(X, "NCHW", "NCHW16c"), WB, padding=1)
     out = ops.layout_transform(conv, "NCHW16c", "NCHW")
     text = str(tl.lower(ops.default_schedule(out), [X, WB, out]))
-    assert "allocate conv2d_nchwc.local: float32[1, 1, 1, 14, 16]" in text  # register tile
+    # register tile: 2 oc blocks x 14 columns x 16 channels
+    assert "allocate conv2d_nchwc.local: float32[1, 2, 1, 14, 16]" in text
     check(out, [X, WB], [x, wb], conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1), **TOL)
 
 
