@@ -6,10 +6,10 @@ cache, kernel counts before/after fusion, and optionally a tuned figure.
     python benchmarks/models.py --models resnet50 --rounds 11    # any model of graph.model_zoo
     python benchmarks/models.py --models resnet50 --tune-tasks 4 --tune-trials 16
 
-Latency: each round times tensorlang's graph mode (``number`` runs, mean) then, after a pause,
-onnxruntime on the same input (``number`` runs, mean), then pauses again; the figures are the
-medians over the rounds and the ratio is the median of the per-round ratios, so a burst of load
-from other processes on the shared machine hits one round of both peers, not one peer.
+Latency: each round times tensorlang's graph mode (``gm.run``, ``number`` runs, mean) then
+onnxruntime on the same input (a fresh session per turn, ``number`` runs, mean); the figures are
+the medians over the rounds and the ratio is the median of the per-round ratios, so a burst of
+load from other processes on the shared machine hits one round of both peers, not one peer.
 
 Build time: a child process with an empty ``TENSORLANG_CACHE_DIR`` (cold), then a second child
 reusing it (warm: the in-process caches are empty, the on-disk kernel cache is full); each
@@ -24,6 +24,7 @@ effects between big kernels.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -81,14 +82,15 @@ def _mean_time(fn, number: int) -> float:
 
 def interleaved(peers: dict, rounds: int, number: int, pause: float) -> dict:
     """{peer: [seconds per call, one per round]}: every round times each peer in turn (one
-    untimed warm-up call first) with ``pause`` seconds between peers."""
+    untimed warm-up call first) with ``pause`` seconds between peers. A peer with `begin` /
+    `end` methods is set up just before its turn and torn down after it."""
     times: dict[str, list[float]] = {k: [] for k in peers}
-    for fn in peers.values():
-        fn()
     for _ in range(rounds):
         for name, fn in peers.items():
+            getattr(fn, "begin", lambda: None)()
             fn()
             times[name].append(_mean_time(fn, number))
+            getattr(fn, "end", lambda: None)()
             time.sleep(pause)
     return times
 
@@ -97,6 +99,26 @@ def _ort_session(model):
     import onnxruntime as ort
 
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+class OrtPeer:
+    """onnxruntime with its default (spinning) thread pool, in a fresh session for each of its
+    turns. An idle session's worker threads keep spinning long after a run (measured: a model
+    of ours that runs in 0.37 ms took 0.65-1.0 ms beside an idle session, even 0.5 s after its
+    last run), so a session that outlived its turn would steal the cores from the next peer."""
+
+    def __init__(self, model, feed: dict):
+        self.model, self.feed, self.sess = model, feed, None
+
+    def begin(self) -> None:
+        self.sess = _ort_session(self.model)
+
+    def end(self) -> None:
+        self.sess = None
+        gc.collect()  # the session joins its threads when it is destroyed
+
+    def __call__(self):
+        return self.sess.run(None, self.feed)
 
 
 def bench_model(name: str, a, tuning_log: str | None = None) -> dict:
@@ -115,6 +137,8 @@ def bench_model(name: str, a, tuning_log: str | None = None) -> dict:
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     sess = _ort_session(model)
     ref = sess.run(None, {inp.name: x})[0]
+    del sess  # its idle threads would spin through our first round (see OrtPeer)
+    gc.collect()
     out = next(iter(gm.run(mode="graph", **{inp.name: x}).values()))
     err = float(np.abs(out - ref).max() / np.abs(ref).max())
     gm.set_input(**{inp.name: x})
@@ -122,7 +146,7 @@ def bench_model(name: str, a, tuning_log: str | None = None) -> dict:
     # gm.run vs sess.run: both take the input and return fresh outputs, as a user calls them
     # (gm.benchmark would add its own warm-up run to every timed call)
     t = interleaved({"tensorlang": lambda: gm.run(mode="graph", **feed),
-                     "onnxruntime": lambda: sess.run(None, feed)},
+                     "onnxruntime": OrtPeer(model, feed)},
                     a.rounds, a.number, a.pause)
     ratios = [o / r for o, r in zip(t["tensorlang"], t["onnxruntime"])]
     mem = gm.plan["memory"]
@@ -204,7 +228,10 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--number", type=int, default=10, help="runs per peer per round")
-    ap.add_argument("--pause", type=float, default=0.5, help="seconds between peers")
+    # no pause by default: onnxruntime's sessions end with their turn (OrtPeer), so nothing
+    # spins between peers, and on this VM a pause lets the idle vCPUs be descheduled (measured:
+    # our 0.39 ms MobileNet-like block took 0.71 ms per call in rounds after 0.5 s pauses)
+    ap.add_argument("--pause", type=float, default=0.0, help="seconds between peers")
     ap.add_argument("--skip-compile", action="store_true", help="no cold/warm build times")
     ap.add_argument("--tiny-kernels", type=int, default=200)
     ap.add_argument("--tune-tasks", type=int, default=0, help="tune the N heaviest tasks of "
