@@ -8,7 +8,7 @@ that deployed code runs without the compiler.
 
 from .graph_module import GraphModule, InputError, load
 from .module import ArtifactError, KernelError, LoadError, Module, load_module
-from .threadpool import get_num_threads, set_num_threads
+from .threadpool import bind_threads, get_num_threads, set_num_threads, unbind_threads
 from .timer import TimingResult
 
 __all__ = [
@@ -19,8 +19,10 @@ __all__ = [
     "LoadError",
     "Module",
     "TimingResult",
+    "bind_threads",
     "get_num_threads",
     "load",
     "load_module",
     "set_num_threads",
+    "unbind_threads",
 ]

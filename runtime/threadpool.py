@@ -13,6 +13,7 @@ C interface (the symbols of the library)::
     int32_t tl_get_num_threads(void);
     void    tl_set_spin_cycles(int64_t cycles); /* how long idle threads spin before sleeping */
     void    tl_pool_after_fork(void);          /* forget the parent's workers in a fork child */
+    int64_t tl_worker_tid(int32_t i);          /* kernel tid of worker i >= 1; 0: not started */
     int32_t tl_time_calls(void *kernel, const int64_t *args, int32_t nargs, int64_t number,
                           int64_t *elapsed_ns);  /* native timing loop, see _timing_ir */
 
@@ -43,6 +44,13 @@ The library is compiled once per machine (per pool IR version) for the architect
 CPU, linked with ``ld -shared`` and cached next to the kernels; it ships inside artifacts so that
 loading one never needs llvmlite. A fork child resets the pool (``os.register_at_fork``) and
 creates fresh workers at its first launch.
+
+Thread binding (opt-in: ``bind_threads()`` or ``TENSORLANG_BIND_THREADS=1``): on a small VM the
+kernel's scheduler, after the process has idled, can leave a worker and the launching thread
+on the same vCPU, and every parallel region then runs serially at half speed for whole rounds
+of calls. Pinning worker i to the i-th allowed CPU and the launching thread to the first one
+(what TVM_BIND_THREADS and OMP_PROC_BIND do) removes that. Each worker records its kernel
+thread id when it starts (``tl_worker_tid``) so that ``os.sched_setaffinity`` can reach it.
 """
 
 from __future__ import annotations
@@ -67,10 +75,11 @@ DEFAULT_SPIN_CYCLES = 300_000
 PURE_SPIN_CYCLES = 5_000
 
 _ARCH = {
-    # machine: (futex syscall number, IR of one spin-wait hint, body of @tl_clock(i64 %iter)
-    # returning a cycle count, declarations those need)
+    # machine: (futex syscall number, gettid syscall number, IR of one spin-wait hint, body of
+    # @tl_clock(i64 %iter) returning a cycle count, declarations those need)
     "x86_64": (
         202,
+        186,
         "call void @llvm.x86.sse2.pause()",
         "%c = call i64 @llvm.readcyclecounter()\n  ret i64 %c",
         "declare void @llvm.x86.sse2.pause()\ndeclare i64 @llvm.readcyclecounter()",
@@ -79,6 +88,7 @@ _ARCH = {
     # (weighted to about the cost of one yield-hinted iteration).
     "aarch64": (
         98,
+        178,
         "call void @llvm.aarch64.hint(i32 1)",
         "%c = mul i64 %iter, 64\n  ret i64 %c",
         "declare void @llvm.aarch64.hint(i32)",
@@ -106,6 +116,9 @@ _POOL_IR = r"""
 @tl_started = internal global i32 1, align 4
 @tl_spin = internal global i64 @SPIN@, align 8
 @tl_sync = internal global %sync zeroinitializer, align 64
+; Kernel thread id of worker i (0: not started), written once by the worker itself: the only
+; handle through which os.sched_setaffinity can pin it (bind_threads). Slot 0, the caller, stays 0.
+@tl_tids = internal global [@MAXW@ x i64] zeroinitializer, align 64
 @tl_next = internal alias i32, getelementptr (%sync, ptr @tl_sync, i32 0, i32 0)
 @tl_pending = internal alias i32, getelementptr (%sync, ptr @tl_sync, i32 0, i32 1)
 @tl_waiting = internal alias i32, getelementptr (%sync, ptr @tl_sync, i32 0, i32 2)
@@ -186,6 +199,11 @@ entry:
   %idx = ptrtoint ptr %arg to i64
   %genp = getelementptr [@MAXW@ x %slot], ptr @tl_slots, i64 0, i64 %idx, i32 0
   %sleepp = getelementptr [@MAXW@ x %slot], ptr @tl_slots, i64 0, i64 %idx, i32 1
+  ; Published before the worker can serve its first job, so that once a launch it took part in
+  ; has completed (acquire on tl_pending), the launcher sees the id.
+  %ktid = call i64 (i64, ...) @syscall(i64 @SYS_GETTID@)
+  %tidp = getelementptr [@MAXW@ x i64], ptr @tl_tids, i64 0, i64 %idx
+  store atomic i64 %ktid, ptr %tidp release, align 8
   br label %idle
 
 idle:                                   ; %seen: the generation last served (0 at creation)
@@ -281,6 +299,22 @@ define void @tl_set_num_threads(i32 %n) nounwind {
   ret void
 }
 
+; Kernel thread id of worker %i (1 <= %i < MAXW), or 0 if it has not started (or %i is out of range).
+define i64 @tl_worker_tid(i32 %i) nounwind {
+entry:
+  %lo = icmp slt i32 %i, 1
+  %hi = icmp sge i32 %i, @MAXW@
+  %bad = or i1 %lo, %hi
+  br i1 %bad, label %none, label %get
+get:
+  %i64 = zext i32 %i to i64
+  %p = getelementptr [@MAXW@ x i64], ptr @tl_tids, i64 0, i64 %i64
+  %t = load atomic i64, ptr %p acquire, align 8
+  ret i64 %t
+none:
+  ret i64 0
+}
+
 define void @tl_set_spin_cycles(i64 %c) nounwind {
   %neg = icmp slt i64 %c, 0
   %c1 = select i1 %neg, i64 0, i64 %c
@@ -292,6 +326,8 @@ define void @tl_set_spin_cycles(i64 %c) nounwind {
 ; so that the next launch creates fresh workers (slot generations restart at 0).
 define void @tl_pool_after_fork() nounwind {
   call void @llvm.memset.p0.i64(ptr align 64 @tl_slots, i8 0, i64 @SLOTBYTES@, i1 false)
+  ; the parent's thread ids name no thread here (or worse, an unrelated one later)
+  call void @llvm.memset.p0.i64(ptr align 64 @tl_tids, i8 0, i64 @TIDBYTES@, i1 false)
   store i32 1, ptr @tl_started, align 4
   store i32 0, ptr @tl_pending, align 4
   store i32 0, ptr @tl_waiting, align 4
@@ -553,13 +589,15 @@ def pool_ir(machine: str | None = None) -> str:
     machine = machine or _machine()
     if machine not in _ARCH:
         raise RuntimeError(f"the tensorlang thread pool does not support {machine!r} yet")
-    futex, pause, clock, decls = _ARCH[machine]
+    futex, gettid, pause, clock, decls = _ARCH[machine]
     subst = {
         "@MAXW@": str(MAX_THREADS),
         "@SLOTBYTES@": str(MAX_THREADS * 64),
+        "@TIDBYTES@": str(MAX_THREADS * 8),
         "@SPIN@": str(DEFAULT_SPIN_CYCLES),
         "@PURE_SPIN@": str(PURE_SPIN_CYCLES),
         "@SYS_FUTEX@": str(futex),
+        "@SYS_GETTID@": str(gettid),
         "@PAUSE@": pause,
         "@CLOCK@": clock,
         "@ARCH_DECLS@": decls,
@@ -616,6 +654,10 @@ class _Pool:
         self.get_num_threads = proto(ctypes.c_int32)(addresses["tl_get_num_threads"])
         self.set_spin_cycles = proto(None, ctypes.c_int64)(addresses["tl_set_spin_cycles"])
         self.after_fork = proto(None)(addresses["tl_pool_after_fork"])
+        # Optional: a pool library shipped by an artifact of an older version lacks it, and is
+        # still good for running kernels; binding is then unavailable (bind_threads: no-op).
+        tid_addr = addresses.get("tl_worker_tid")
+        self.worker_tid = proto(ctypes.c_int64, ctypes.c_int32)(tid_addr) if tid_addr else None
         self.time_calls = proto(
             ctypes.c_int32,
             ctypes.c_void_p,
@@ -634,6 +676,7 @@ _EXPORTS = [
     "tl_pool_after_fork",
     "tl_time_calls",
 ]
+_OPTIONAL_EXPORTS = ["tl_worker_tid"]
 _pool: _Pool | None = None
 _pool_lock = threading.Lock()
 
@@ -641,6 +684,9 @@ _pool_lock = threading.Lock()
 def _load_shared(path: Path) -> _Pool:
     lib = ctypes.CDLL(str(path))
     addrs = {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in _EXPORTS}
+    for name in _OPTIONAL_EXPORTS:
+        if hasattr(lib, name):
+            addrs[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
     p = _Pool(addrs, lib, f"shared library {path}")  # type: ignore[arg-type]
     p.library_path = path
     return p
@@ -669,7 +715,7 @@ def _load(shipped_library: bytes | None = None) -> _Pool:
         return _load_shared(path)
     from . import _llvm
 
-    tracker, addrs = _llvm.jit_load_object(obj, _EXPORTS)
+    tracker, addrs = _llvm.jit_load_object(obj, _EXPORTS + _OPTIONAL_EXPORTS)
     return _Pool(addrs, tracker, "ORC JIT")
 
 
@@ -690,9 +736,29 @@ def _default_num_threads() -> int:
     return max(1, min(n, MAX_THREADS))
 
 
+def _bind_from_env() -> bool:
+    env = os.environ.get("TENSORLANG_BIND_THREADS", "").strip().lower()
+    if env in ("", "0", "false", "no", "off"):
+        return False
+    if env in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"TENSORLANG_BIND_THREADS must be 0 or 1, got {env!r}")
+
+
 def _after_fork_in_child() -> None:
+    global _binding
     if _pool is not None:
         _pool.after_fork()
+    b, _binding = _binding, None
+    if b is not None and b.caller_tid in b.saved and threading.get_ident() == b.caller_ident:
+        # The forking thread was the pinned launcher: left pinned, it would pin every worker
+        # the child creates (threads inherit their creator's affinity) to the same CPU, i.e.
+        # run the child's parallel regions serially. The other ids in the mapping are the
+        # parent's threads and name nothing here.
+        try:
+            os.sched_setaffinity(0, b.saved[b.caller_tid])
+        except OSError:
+            pass
 
 
 def pool(shipped_library: bytes | None = None) -> _Pool:
@@ -703,8 +769,10 @@ def pool(shipped_library: bytes | None = None) -> _Pool:
     """
     global _pool
     if _pool is None:
+        bind = False
         with _pool_lock:
             if _pool is None:
+                bind = _bind_from_env()  # checked first: a bad value must not half-load the pool
                 from ._llvm import LLVMCompileError
 
                 try:
@@ -717,6 +785,9 @@ def pool(shipped_library: bytes | None = None) -> _Pool:
                     # A fork child has no workers: without this its first launch would wait
                     # forever for the parent's.
                     os.register_at_fork(after_in_child=_after_fork_in_child)
+        if bind:
+            # outside the lock: binding launches on the pool, which calls pool() again
+            bind_threads()
     return _pool
 
 
@@ -774,3 +845,95 @@ TASK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctype
 def parallel_launch(fn_address: int, closure: int, num_tasks: int) -> int:
     """Call ``tl_parallel_launch`` from Python; returns its result code."""
     return int(pool().launch(fn_address, closure, num_tasks))
+
+
+class _Binding:
+    """What bind_threads changed, so that unbind_threads (or a fork child) can undo it."""
+
+    def __init__(self, caller_tid: int, caller_ident: int) -> None:
+        self.caller_tid = caller_tid
+        self.caller_ident = caller_ident  # pthread_self: the same in a fork child, unlike the tid
+        self.saved: dict[int, set[int]] = {}  # kernel tid -> affinity before binding
+        self.mapping: dict[int, int] = {}  # kernel tid -> CPU
+
+
+_binding: _Binding | None = None
+_bind_lock = threading.Lock()
+
+
+@TASK_FN
+def _noop_task(task: int, num_tasks: int, closure: int) -> int:
+    return 0
+
+
+def worker_tids() -> list[int]:
+    """Kernel thread ids of the started workers (pool slots 1.., the caller excluded)."""
+    p = pool()
+    if p.worker_tid is None:
+        return []
+    tids = (p.worker_tid(i) for i in range(1, MAX_THREADS))
+    return [t for t in tids if t != 0]
+
+
+def _unbind_locked() -> None:
+    global _binding
+    b, _binding = _binding, None
+    if b is None:
+        return
+    for tid, cpus in b.saved.items():
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:
+            pass  # the thread has exited: nothing to restore
+
+
+def bind_threads(cpus: list[int] | None = None) -> dict[int, int]:
+    """Pin the calling thread to the first CPU of ``cpus`` and pool worker i (i = 1..n-1) to the
+    i-th (0-based, wrapping if there are more workers than CPUs); ``cpus`` defaults to the
+    calling thread's allowed set, in ascending order. Returns {kernel thread id: CPU}.
+
+    Undo with unbind_threads(); a second call first undoes the first. Launch parallel regions
+    from the thread that called this: another thread is not pinned and may share a worker's
+    CPU. Workers created later (a larger set_num_threads) inherit the caller's CPU: call this
+    again after growing the pool. A no-op returning {} where there is nothing to spread (one
+    CPU, a one-thread pool) or no way to (no sched_setaffinity, a pool library without
+    tl_worker_tid).
+    """
+    global _binding
+    if not hasattr(os, "sched_setaffinity"):
+        return {}
+    p = pool()
+    with _bind_lock:
+        _unbind_locked()  # so that the default CPU set is the one from before any binding
+        try:
+            allowed = sorted(os.sched_getaffinity(0)) if cpus is None else [int(c) for c in cpus]
+        except OSError:
+            return {}
+        if len(allowed) < 2 or p.get_num_threads() < 2 or p.worker_tid is None:
+            return {}
+        # One launch over the whole pool creates every worker and, by the time it returns, each
+        # has published its id (it takes part in the launch only after doing so).
+        p.launch(ctypes.cast(_noop_task, ctypes.c_void_p).value, None, 0)
+        caller = threading.get_native_id()
+        b = _Binding(caller, threading.get_ident())
+        targets = [(caller, allowed[0])]
+        for i in range(1, p.get_num_threads()):
+            tid = int(p.worker_tid(i))
+            if tid:
+                targets.append((tid, allowed[i % len(allowed)]))
+        for tid, cpu in targets:
+            try:
+                before = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, {cpu})
+            except OSError:
+                continue  # a CPU outside our cgroup/cpuset: leave that thread as it was
+            b.saved[tid] = before
+            b.mapping[tid] = cpu
+        _binding = b
+        return dict(b.mapping)
+
+
+def unbind_threads() -> None:
+    """Give every thread bind_threads pinned the affinity it had before; no-op if none."""
+    with _bind_lock:
+        _unbind_locked()
