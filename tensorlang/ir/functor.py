@@ -74,13 +74,34 @@ class Visitor:
 
 
 def substitute(node, mapping: dict):
-    """Replace Vars by expressions (keys are Var objects)."""
+    """Replace Vars by expressions (keys are Var objects), also in the shapes of buffers
+    allocated inside `node` (a buffer sized by a loop variable, e.g. a stage computed at that
+    loop, gets a new Buffer that its loads and stores then use)."""
     if not mapping:
         return node
 
     class _Sub(Mutator):
+        def __init__(self):
+            super().__init__()
+            self.buffers: dict = {}
+
         def visit_Var(self, v):
             return mapping.get(v, v)
+
+        def visit_Allocate(self, s):
+            b = s.buffer
+            shape = tuple(self.visit(d) for d in b.shape)
+            if any(x is not y for x, y in zip(shape, b.shape)):
+                self.buffers[b] = b.replace(shape=shape)
+            return s.replace(buffer=self.buffers.get(b, b), body=self.visit(s.body))
+
+        def _rebind(self, node):
+            node = self.generic(node)
+            nb = self.buffers.get(node.buffer)
+            return node if nb is None else node.replace(buffer=nb)
+
+        visit_Load = _rebind
+        visit_Store = _rebind
 
     return _Sub().visit(node)
 
