@@ -140,3 +140,22 @@ def test_partial_lowering_stops_after_a_named_pass_and_skips_named_passes():
         tl.lower(s, [A, C], stop_after="flatten")
     with pytest.raises(ValueError, match="unknown pass 'nope'"):
         tl.lower(s, [A, C], skip=("nope",))
+
+
+def test_stage_sized_by_a_loop_variable_survives_one_iteration_loops():
+    # R computed at a fused-and-split loop: its buffer's size depends on that loop's variable;
+    # loop partitioning leaves a one-iteration tail that simplify removes by substitution,
+    # which must reach the buffer's shape too (it used to leave the variable dangling)
+    A = tl.placeholder((2, 3), name="A")
+    k = tl.reduce_axis((0, 3), "k")
+    R = tl.compute((2,), lambda i: tl.sum(A[i, k], axis=k), name="R")
+    D = tl.compute((2, 3), lambda i, j: A[i, j] - R[i], name="D")
+    s = tl.create_schedule(D)
+    fo, _ = s[D].split(s[D].fuse(*s[D].op.axis), 2)
+    s[D].parallel(fo)
+    s[R].compute_at(s[D], fo)
+    f = tl.build(s, [A, D])
+    a = np.random.rand(2, 3).astype("float32")
+    d = np.full((2, 3), np.nan, "float32")
+    f(a, d)
+    np.testing.assert_allclose(d, a - a.sum(1, keepdims=True), rtol=1e-6)
