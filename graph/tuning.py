@@ -27,11 +27,15 @@ from . import op_registry as R
 from .ir import Graph
 
 TEMPLATE = "graph_kernel"
+MAX_REGISTER_TILE = 48  # accumulator vectors (as autotune's conv2d_nchwc template)
 
 # anchor tag -> knob name -> candidate values (the first is the default schedule's choice)
 KNOBS: dict[str, dict[str, list]] = {
     "matmul": {"tile_m": [6, 4, 8, 2], "tile_n": [64, 32, 16, 48]},
-    "conv2d_nchw": {"tile_oc": [4, 2, 8, 16], "tile_ow": [32, 16, 8, 64]},
+    # the direct conv's register tile (oc_vectors x 16 channels by reg_ow columns) and
+    # reduction unrolling; convs off that path (groups, odd channel counts) ignore them
+    "conv2d_nchw": {"oc_vectors": [2, 1, 4], "reg_ow": [14, 7, 8, 28, 4],
+                    "unroll_kw": [False, True]},
     "conv2d_nchwc": {"reg_n": [14, 7, 8, 16, 28, 4], "unroll_kw": [True, False]},
     "depthwise_conv2d_nchw": {"row_lanes_max": [64, 32, 16]},
     "max_pool2d": {"row_lanes_max": [64, 32, 16]},
@@ -83,6 +87,12 @@ def graph_kernel(op: str, attrs: str, in_types: str, out_types: str):
     for name, values in KNOBS.get(anchor_tag(outs), {}).items():
         cfg.define_knob(name, values, default=values[0])
         knobs[name] = cfg[name].val
+    tile = knobs.get("oc_vectors", 1) * knobs.get("reg_ow", 1)
+    if tile > MAX_REGISTER_TILE:
+        # far beyond the 32 zmm registers: every FMA spills, and unrolled it takes LLVM seconds
+        # to compile; refused here, so the tuner prunes it before building
+        raise tl.ScheduleError(f"graph_kernel: register tile of {tile} accumulator vectors "
+                               f"(more than {MAX_REGISTER_TILE})")
     return tl.ops.default_schedule(outs, knobs=knobs or None), [*ins, *outs]
 
 

@@ -329,3 +329,29 @@ def test_packed_weight_layout_is_checked():
     w = b.const(_rand(2, 8, 1, 1, 16), name="w")
     with pytest.raises(graph.GraphError, match="weight_layout"):
         infer_types(b.build(b.conv(x, w, weight_layout="OIHW8o")))
+
+
+def test_conv_tasks_tune_the_direct_conv_register_tile():
+    # the graph's conv tasks expose the knobs of the schedule the conv actually takes (the
+    # direct NCHW register tile), so different configs give different kernels;
+    # tiles far beyond the 32 vector registers are refused before building
+    from tensorlang.graph.tuning import MAX_REGISTER_TILE
+
+    import tensorlang as tl
+
+    b = graph.Builder("conv_task")
+    x = b.input("x", (1, 16, 14, 14))
+    y = b.relu(b.conv(x, b.const(_rand(32, 16, 3, 3), name="w"), pads=1))
+    (task,) = [t for t in graph.extract_tasks(b.build(y)) if "conv" in str(t)]
+    space = task.config_space
+    texts, refused = set(), 0
+    for i in range(len(space)):
+        cfg = space.get(i)
+        try:
+            s, args = task.instantiate(cfg)
+        except tl.ScheduleError as e:
+            assert f"more than {MAX_REGISTER_TILE}" in str(e)
+            refused += 1
+            continue
+        texts.add(str(tl.lower(s, args)))
+    assert refused > 0 and len(texts) > 3
