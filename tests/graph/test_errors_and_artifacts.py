@@ -8,7 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import ort_run
+from graph_testing import ort_run
 from onnx import TensorProto, helper
 from tensorlang.graph import model_zoo
 

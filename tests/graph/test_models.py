@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import assert_close, ort_run
+from graph_testing import assert_close, ort_run
 from tensorlang.graph import model_zoo
 
 from tensorlang import graph

@@ -1,3 +1,6 @@
+"""Helpers shared by the graph tests (a plain module: a `from conftest import` would resolve to
+whichever tests/*/conftest.py was imported first)."""
+
 import numpy as np
 import pytest
 
