@@ -117,9 +117,11 @@ def _reduce_rows(s, red: Tensor, lanes: int = 64):
     return [rst]
 
 
-def schedule_reduce(s, t: Tensor) -> None:
+def schedule_reduce(s, t: Tensor, rows: int = 4) -> None:
     """Root reduction: a last-axis reduction gets the rfactor vector accumulator (computed per
-    output row); the outer spatial axes run on the thread pool."""
+    tile of `rows` output rows); the outer spatial axes run on the thread pool. The rows of a
+    tile are interleaved inside the reduce loop: `rows` independent load streams keep more
+    memory requests in flight than one row does (row sum of 4096^2: 1.2-1.4 -> 1.0 ms)."""
     st = s[t]
     rst = _reduce_rows(s, t) if st.op.num_outputs == 1 and _reduce_rows_ok(st) else None
     st = s[t]  # rfactor replaced the stage's op (and axes)
@@ -127,9 +129,20 @@ def schedule_reduce(s, t: Tensor) -> None:
     if not big or all((_ext(a) or 2) == 1 for a in big):
         return
     row = st.fuse(*big) if len(big) > 1 else big[0]
+    # one spatial axis only: a tile of a fused axis would give the rf stage a region whose
+    # extent varies from tile to tile, which cannot be unrolled
+    tile = rows if rst and len(big) == 1 and (_ext(row) or 0) >= 4 * rows and \
+        _ext(row) % rows == 0 else 1
+    if tile > 1:
+        row, _ = st.split(row, factor=tile)
     st.parallel(row)
     for r in reversed(rst or []):  # readers first: compute_at needs the host's reader placed
         r.compute_at(st, row)
+    if tile > 1:
+        first = rst[0]
+        ko, (r_ax, lane) = first.op.reduce_axis[0], first.op.axis
+        first.reorder(ko, r_ax, lane)
+        first.unroll(r_ax)
 
 
 def _reduce_rows_ok(st) -> bool:
