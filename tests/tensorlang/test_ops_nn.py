@@ -482,3 +482,23 @@ def test_bad_attributes_raise_value_error(call, words):
         call(X, W)
     for wd in words:
         assert wd in str(e.value)
+
+
+def test_dense_with_one_row_reads_the_weight_contiguously():
+    # batch-1 dense with its [N, K] weight: a k-vectorized dot product per output (the register
+    # tile would read the weight's columns as gathers of stride K)
+    X = tl.placeholder((1, 320), name="X")
+    W = tl.placeholder((70, 320), name="W")
+    b = tl.placeholder((70,), name="b")
+    Y = tl.ops.relu(tl.ops.add(tl.ops.dense(X, W), b))
+    s = tl.ops.default_schedule(Y)
+    text = str(tl.lower(s, [X, W, b, Y]))
+    assert "W[ramp(" in text and ", 320, " not in text
+    f = tl.build(s, [X, W, b, Y])
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 320), dtype=np.float32)
+    w = rng.standard_normal((70, 320), dtype=np.float32)
+    bb = rng.standard_normal(70, dtype=np.float32)
+    y = np.full((1, 70), np.nan, np.float32)
+    f(x, w, bb, y)
+    np.testing.assert_allclose(y, np.maximum(x @ w.T + bb, 0), rtol=1e-4, atol=1e-4)
