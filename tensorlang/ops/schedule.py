@@ -564,6 +564,17 @@ def schedule_softmax(s, out: Tensor) -> None:
         _generic_opaque(s, out)
         return
     mx, ex, sm = parts
+    row, lanes = _row_parallel_output(o)
+    ecol = ex.op.axis[-1]
+    if lanes and _ext(ecol) > lanes:
+        _, eci = ex.split(ecol, factor=lanes)
+        ex.vectorize(eci)
+    _attach_row_stages(s, o, row, (sm, ex, mx), reductions=(mx, sm))
+
+
+def _row_parallel_output(o):
+    """The output of a row-wise composite (softmax, layer norm): leading axes fused into one
+    parallel row loop, the last axis vectorized. Returns (row loop, lanes or 0)."""
     rows = list(o.op.axis[:-1])
     row = o.fuse(*rows) if len(rows) > 1 else rows[0]
     col = o.op.axis[-1]
@@ -574,19 +585,20 @@ def schedule_softmax(s, out: Tensor) -> None:
     elif lanes:
         o.vectorize(col)
     o.parallel(row)
-    ecol = ex.op.axis[-1]
-    if lanes and _ext(ecol) > lanes:
-        _, eci = ex.split(ecol, factor=lanes)
-        ex.vectorize(eci)
-    # rfactor while everything is still at the root, then attach each stage after a stage that
-    # reads it (compute_at needs a host reader; the structural check sees every state)
+    return row, lanes
+
+
+def _attach_row_stages(s, o, row, stages, reductions) -> None:
+    """Compute `stages` (readers before producers) at the output's row loop; the `reductions`
+    among them get the rfactor vector accumulator first. rfactor runs while everything is still
+    at the root, then each stage is attached after a stage that reads it (compute_at needs a
+    host reader; the structural check sees every state)."""
     rf = {id(st): _reduce_rows(s, st.op.output(0)) if _reduce_rows_ok(st) else None
-          for st in (mx, sm)}
-    for st in (sm, ex, mx):
+          for st in reductions}
+    for st in stages:
         st.compute_at(o, row)
-        if id(st) in rf and rf[id(st)] is not None:
-            for r in reversed(rf[id(st)]):
-                r.compute_at(o, row)
+        for r in reversed(rf.get(id(st)) or []):
+            r.compute_at(o, row)
 
 
 def schedule_layer_norm(s, out: Tensor) -> None:
@@ -598,23 +610,8 @@ def schedule_layer_norm(s, out: Tensor) -> None:
         _generic_opaque(s, out)
         return
     mean, var = parts
-    rows = list(o.op.axis[:-1])
-    row = o.fuse(*rows) if len(rows) > 1 else rows[0]
-    col = o.op.axis[-1]
-    lanes = _vector_lanes(_ext(col))
-    if lanes and _ext(col) > lanes:
-        _, ci = o.split(col, factor=lanes)
-        o.vectorize(ci)
-    elif lanes:
-        o.vectorize(col)
-    o.parallel(row)
-    rf = {id(st): _reduce_rows(s, st.op.output(0)) if _reduce_rows_ok(st) else None
-          for st in (mean, var)}
-    for st in (var, mean):
-        st.compute_at(o, row)
-        if rf[id(st)] is not None:
-            for r in reversed(rf[id(st)]):
-                r.compute_at(o, row)
+    row, _ = _row_parallel_output(o)
+    _attach_row_stages(s, o, row, (var, mean), reductions=(mean, var))
 
 
 def _internal_stages(s, o, suffixes) -> list:
