@@ -246,6 +246,19 @@ def _out_size(op, n, k, s, d, lo, hi, ceil_mode=False, axis="height"):
     return out
 
 
+def _window(op, stride, padding, dilation):
+    """The checked geometry of a sliding-window op: ((sh, sw), (dh, dw), (pt, pl, pb, pr))."""
+    return (int_tuple(op, "stride", stride, 2, 1), int_tuple(op, "dilation", dilation, 2, 1),
+            _padding4(op, padding))
+
+
+def _out_hw(op, h, w, kh, kw, window, ceil_mode=False) -> tuple[int, int]:
+    """Output height and width of a kh x kw window with `window` (see _window) on h x w."""
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = window
+    return (_out_size(op, h, kh, sh, dh, pt, pb, ceil_mode),
+            _out_size(op, w, kw, sw, dw, pl, pr, ceil_mode, axis="width"))
+
+
 def _pad_nchw(x, pt, pl, pb, pr, value=0.0, spatial=(2, 3)):
     if not (pt or pl or pb or pr):
         return x
@@ -297,9 +310,8 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
         packed, oc = w, obn * ob
     else:
         oc, cpg, kh, kw = static_shape(op, "w", w)
-    sh, sw = int_tuple(op, "stride", stride, 2, 1)
-    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
-    pt, pl, pb, pr = _padding4(op, padding)
+    win = _window(op, stride, padding, dilation)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
     g = check_int(op, "groups", groups, 1)
     if c % g:
         raise ValueError(f"{op}: input channels {c} are not divisible by groups={g}")
@@ -310,8 +322,7 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
                          f"groups={g} (expected {c // g})")
     if g > 1 and g == c and cpg == 1:
         return depthwise_conv2d_nchw(x, w, stride, (pt, pl, pb, pr), dilation, out_dtype)
-    oh = _out_size(op, h, kh, sh, dh, pt, pb)
-    ow = _out_size(op, wd, kw, sw, dw, pl, pr, axis="width")
+    oh, ow = _out_hw(op, h, wd, kh, kw, win)
     d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
     xp = _pad_nchw(x, pt, pl, pb, pr)
     rc = te.reduce_axis((0, cpg), name="rc")
@@ -358,11 +369,9 @@ def depthwise_conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
     if one != 1 or oc % c:
         raise ValueError(f"{op}: w must be [C * multiplier, 1, KH, KW] for C={c}, got "
                          f"{(oc, one, kh, kw)}")
-    sh, sw = int_tuple(op, "stride", stride, 2, 1)
-    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
-    pt, pl, pb, pr = _padding4(op, padding)
-    oh = _out_size(op, h, kh, sh, dh, pt, pb)
-    ow = _out_size(op, wd, kw, sw, dw, pl, pr, axis="width")
+    win = _window(op, stride, padding, dilation)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
+    oh, ow = _out_hw(op, h, wd, kh, kw, win)
     d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
     xp = _pad_nchw(x, pt, pl, pb, pr)
     ry = te.reduce_axis((0, kh), name="ry")
@@ -393,11 +402,9 @@ def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
     if (wcbn, wcb) != (cbn, cb):
         raise ValueError(f"{op}: w's input channel blocks {(wcbn, wcb)} do not match x's "
                          f"{(cbn, cb)}")
-    sh, sw = int_tuple(op, "stride", stride, 2, 1)
-    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
-    pt, pl, pb, pr = _padding4(op, padding)
-    oh = _out_size(op, h, kh, sh, dh, pt, pb)
-    ow = _out_size(op, wd, kw, sw, dw, pl, pr, axis="width")
+    win = _window(op, stride, padding, dilation)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
+    oh, ow = _out_hw(op, h, wd, kh, kw, win)
     d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
     xp = _pad_nchw(x, pt, pl, pb, pr)
     rco = te.reduce_axis((0, cbn), name="rco")
@@ -422,15 +429,13 @@ def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
         raise ValueError(f"{op}: x must be 4-D NCHW, got {x.ndim}-D")
     n, c, h, wd = static_shape(op, "x", x)
     kh, kw = int_tuple(op, "kernel_size", kernel_size, 2, 1)
-    sh, sw = int_tuple(op, "stride", (kh, kw) if stride is None else stride, 2, 1)
-    dh, dw = int_tuple(op, "dilation", dilation, 2, 1)
-    pt, pl, pb, pr = _padding4(op, padding)
+    win = _window(op, (kh, kw) if stride is None else stride, padding, dilation)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
     if not isinstance(ceil_mode, bool):
         raise ValueError(f"{op}: ceil_mode must be a bool, got {ceil_mode!r}")
     if max(pt, pb) > (kh - 1) * dh + 1 or max(pl, pr) > (kw - 1) * dw + 1:
         raise ValueError(f"{op}: padding {(pt, pl, pb, pr)} is larger than the kernel window")
-    oh = _out_size(op, h, kh, sh, dh, pt, pb, ceil_mode)
-    ow = _out_size(op, wd, kw, sw, dw, pl, pr, ceil_mode, axis="width")
+    oh, ow = _out_hw(op, h, wd, kh, kw, win, ceil_mode)
     # ceil mode may let the last window run past the bottom/right padding: pad that too
     eh = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
     ew = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (wd + pl + pr))
