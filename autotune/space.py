@@ -286,7 +286,8 @@ class _ConfigBase:
         return self._define(name, "knob", [OtherOptionEntity(c) for c in candidates], d)
 
     def _define(self, name, kind, entities, default):
-        raise NotImplementedError
+        # the space records the knob; a config entity (replaying a record) returns its value
+        raise NotImplementedError(f"{type(self).__name__} must implement _define()")
 
 
 class ConfigSpace(_ConfigBase):

@@ -253,7 +253,8 @@ class DispatchContext:
         return cls._stack[-1] if cls._stack else _FALLBACK
 
     def query(self, target: str, name: str, args) -> ConfigEntity:
-        raise NotImplementedError
+        """The config to use for a workload; each context kind (fallback, history) says."""
+        raise NotImplementedError(f"{type(self).__name__} must implement query()")
 
     def __enter__(self):
         DispatchContext._stack.append(self)

@@ -47,7 +47,8 @@ class Tuner:
 
     # ---------------------------------------------------------------------------- to override
     def next_batch(self, n: int) -> list[int]:
-        raise NotImplementedError
+        """The next `n` config indices to measure; each tuner (XGB, random, grid) says."""
+        raise NotImplementedError(f"{type(self).__name__} must implement next_batch()")
 
     def update(self, inputs: list[MeasureInput], results: list[MeasureResult]) -> None:
         """Learn from a measured batch (the base class only tracks the best)."""
