@@ -9,9 +9,30 @@ timemap.py (schedules as maps to time) and legality.py (the checks)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import ScheduleError
-from .legality import Violation, analyze, bind
 from .structural import check_structure
+
+if TYPE_CHECKING:
+    from .legality import Violation
+
+# islpy is imported on the first check, not with tensorlang: `import tensorlang.runtime` (which
+# imports this package's parent) must work where only deployed kernels run.
+
+
+def analyze(schedule, exact: bool = False):
+    from .legality import analyze as _analyze
+
+    return _analyze(schedule, exact=exact)
+
+
+def __getattr__(name: str):
+    if name == "Violation":
+        from .legality import Violation
+
+        return Violation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _broken_dependence(schedule):
@@ -67,6 +88,8 @@ def dependences(schedule):
 
     if not isinstance(schedule, Schedule):
         raise TypeError(f"dependences: expected a Schedule, got {type(schedule).__name__}")
+    from .legality import bind
+
     return Dependences(schedule, bind(schedule))
 
 
