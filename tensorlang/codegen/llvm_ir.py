@@ -343,7 +343,7 @@ class FunctionEmitter:
         if not isinstance(mask.type, ir.VectorType):
             return mask
         n = mask.type.count
-        fn = self.cg.intrinsic(f"llvm.vector.reduce.or.v{n}i1", I1, [mask.type])
+        fn = self.cg.declare(f"llvm.vector.reduce.or.v{n}i1", I1, [mask.type])
         return self.b.call(fn, [mask])
 
     def e_Cast(self, e):
@@ -411,7 +411,7 @@ class FunctionEmitter:
             if mask is None:
                 v = self.b.load(ptr, typ=vt, align=align)
             else:  # lanes outside the mask are not read at all
-                fn = self.cg.intrinsic(f"llvm.masked.load.v{n}{_suffix(mt)}.p0", vt,
+                fn = self.cg.declare(f"llvm.masked.load.v{n}{_suffix(mt)}.p0", vt,
                                        [PTR, I32, ir.VectorType(I1, n), vt])
                 v = self.b.call(fn, [ptr, ir.Constant(I32, align), self.broadcast(mask, n),
                                      ir.Constant(vt, None)])
@@ -495,14 +495,14 @@ class FunctionEmitter:
         nbytes = self.b.mul(count, ir.Constant(I64, dt.storage_bytes(buf.dtype)))
         # aligned_alloc needs a multiple of the alignment
         nbytes = self.b.and_(self.b.add(nbytes, ir.Constant(I64, 63)), ir.Constant(I64, ~63))
-        p = self.b.call(self.cg.libc("aligned_alloc", PTR, [I64, I64]),
+        p = self.b.call(self.cg.declare("aligned_alloc", PTR, [I64, I64]),
                         [ir.Constant(I64, 64), nbytes])
         failed = self.b.icmp_unsigned("==", p, ir.Constant(PTR, None))
         with self.b.if_then(failed, likely=False):
             self.b.ret(ir.Constant(I32, ERR_ALLOC))
         self.bufs[buf] = p
         self.stmt(s.body)
-        self.b.call(self.cg.libc("free", ir.VoidType(), [PTR]), [p])
+        self.b.call(self.cg.declare("free", ir.VoidType(), [PTR]), [p])
 
     def s_For(self, s):
         if s.kind == "parallel" and not self.in_parallel:
@@ -564,14 +564,9 @@ class CodeGen:
         self._n_parallel = 0
         self.func_name = ""
 
-    def intrinsic(self, name, ret, args):
-        # declared by hand: llvmlite's declare_intrinsic gets vector signatures wrong
-        g = self.module.globals.get(name)
-        if g is None:
-            g = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
-        return g
-
-    def libc(self, name, ret, args):
+    def declare(self, name, ret, args):
+        """An external function (libc, or an LLVM intrinsic: declared by hand, since llvmlite's
+        declare_intrinsic gets vector signatures wrong), declared once per module."""
         g = self.module.globals.get(name)
         if g is None:
             g = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
