@@ -139,6 +139,13 @@ def _channel_vector(b, nd: int):
 
 def _conv(ins, a, out_shape):
     x, w = ins[0], ins[1]
+    if R.channel_block(a.get("layout")) is not None:  # NCHW[x]c in and out
+        p = a["pads"]
+        y = O.conv2d_nchwc(x, w, a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"])
+        if len(ins) > 2:  # bias [OC] is [OC/o, 1, 1, o] in the blocked layout
+            ob = out_shape[4]
+            y = O.add(y, O.reshape(ins[2], (out_shape[1], 1, 1, ob)))
+        return y
     nsp = len(out_shape) - 2
     if nsp == 2:
         p = a["pads"]
@@ -201,7 +208,7 @@ def _matmul(ins, a, out_shape):
 
 def _pool(op, ins, a, out_shape):
     x = ins[0]
-    nsp = len(out_shape) - 2
+    nsp = len(out_shape) - (3 if R.channel_block(a.get("layout")) else 2)
     k, st, p = a["kernel"], a["strides"], a["pads"]
     dil = a.get("dilations", [1] * nsp)
     ceil = bool(a.get("ceil_mode", 0))
@@ -254,10 +261,10 @@ def _pool_nd(op, x, a, out_shape):
     return tl.compute(tuple(out_shape), avg, name="avg_pool_nd")
 
 
-def _global_pool(op, x):
-    axes = tuple(range(2, x.ndim))
-    if x.ndim == 4:
+def _global_pool(op, x, a):
+    if x.ndim == 4 or R.channel_block(a.get("layout")):
         return O.global_avg_pool2d(x) if op == "global_avg_pool" else O.global_max_pool2d(x)
+    axes = tuple(range(2, x.ndim))
     red = O.mean if op == "global_avg_pool" else O.max
     return red(x, axis=axes, keepdims=True)
 
@@ -373,7 +380,7 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
     elif op in ("max_pool", "avg_pool"):
         y = _pool(op, ins, attrs, out_shape)
     elif op in ("global_avg_pool", "global_max_pool"):
-        y = _global_pool(op, ins[0])
+        y = _global_pool(op, ins[0], attrs)
     elif op == "batch_norm":
         y = O.batch_norm(*ins, axis=1, epsilon=attrs["epsilon"])
     elif op == "instance_norm":
@@ -408,6 +415,8 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
         y = _tile(ins[0], attrs)
     elif op == "depth_to_space":
         y = _depth_to_space(ins[0], attrs)
+    elif op == "layout_transform":
+        y = O.layout_transform(ins[0], attrs["src_layout"], attrs["dst_layout"])
     else:
         raise NotImplementedError(f"graph operator {op!r} has no lowering")
     return _conform(y, out_shape, out_dtype)

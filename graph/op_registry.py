@@ -9,6 +9,7 @@ library's vocabulary (conv2d-like ops are ``conv``, ``dense``/``matmul``, ``max_
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from .ir import GraphError
+
+_BLOCKED = re.compile(r"^NCHW(\d+)c$")
 
 # Pattern kinds (TVM's OpPatternKind names); fusion (issue 7) dispatches on them.
 ELEMWISE = "elemwise"
@@ -255,10 +258,41 @@ def conv_out_dim(size, k, stride, pad_lo, pad_hi, dilation):
     return out
 
 
+def channel_block(layout: str | None) -> int | None:
+    """The block of a blocked activation layout ("NCHW16c" -> 16), None for NCHW / unset."""
+    m = _BLOCKED.match(layout or "")
+    return int(m.group(1)) if m else None
+
+
+def unblocked_shape(shape, layout: str | None) -> tuple:
+    """The NCHW shape of a value stored in ``layout`` (NCHW[x]c: [N, C/x, H, W, x])."""
+    if channel_block(layout) is None:
+        return tuple(shape)
+    if len(shape) != 5 or shape[4] != channel_block(layout):
+        raise GraphError(f"shape {list(shape)} is not in layout {layout!r}")
+    return (shape[0], shape[1] * shape[4], *shape[2:4])
+
+
+def blocked_shape(shape, block: int) -> tuple:
+    """NCHW [N, C, H, W] -> NCHW[block]c [N, C/block, H, W, block] (C a multiple of block)."""
+    if len(shape) != 4 or shape[1] % block:
+        raise GraphError(f"shape {list(shape)} cannot be blocked by {block} channels")
+    return (shape[0], shape[1] // block, shape[2], shape[3], block)
+
+
 def _conv_infer(types, attrs):
     (xs, xt), (ws, _) = types[0], types[1]
     layout = attrs.get("weight_layout")
-    if layout is not None:
+    block = channel_block(attrs.get("layout"))
+    if block is not None:
+        # the blocked conv (convert_layout pass): x NCHW[b]c, w [OC/o, C/b, KH, KW, b, o]
+        if layout != f"OIHW{block}i{ws[-1]}o" or len(ws) != 6 or ws[4] != block:
+            raise GraphError(f"layout {attrs['layout']!r} needs weight_layout "
+                             f"'OIHW{block}i<o>o' [OC/o, C/{block}, KH, KW, {block}, o], got "
+                             f"{layout!r} {list(ws)}")
+        xs = unblocked_shape(xs, attrs["layout"])
+        ws = (ws[0] * ws[5], ws[1] * ws[4], ws[2], ws[3])
+    elif layout is not None:
         # packed by the pack_conv_weights pass: [OC/b, C, KH, KW, b] is OIHW with OC = OC/b * b
         if len(ws) != 5 or layout != f"OIHW{ws[4]}o":
             raise GraphError(f"weight {list(ws)} is not in weight_layout {layout!r}")
@@ -276,6 +310,8 @@ def _conv_infer(types, attrs):
     out = [xs[0], ws[0]]
     for d in range(nsp):
         out.append(conv_out_dim(xs[2 + d], ws[2 + d], strides[d], pads[d], pads[nsp + d], dil[d]))
+    if block is not None:
+        out = blocked_shape(out, types[1][0][5])
     return [(tuple(out), xt)]
 
 
@@ -331,6 +367,11 @@ register("dense", OUT_ELEMWISE_FUSABLE, (2, 3), _dense_infer, _dense_ref)
 
 def _pool_infer(types, attrs):
     xs, xt = types[0]
+    block = channel_block(attrs.get("layout"))
+    if block is not None:  # pooling of NCHW[b]c: the block rides along
+        (nchw, _), = _pool_infer([(unblocked_shape(xs, attrs["layout"]), xt)],
+                                 {k: v for k, v in attrs.items() if k != "layout"})
+        return [(blocked_shape(nchw, block), xt)]
     nsp = len(xs) - 2
     k, st, pads = attrs["kernel"], attrs["strides"], attrs["pads"]
     dil = attrs.get("dilations", [1] * nsp)
@@ -357,6 +398,8 @@ register("avg_pool", OUT_ELEMWISE_FUSABLE, 1, _pool_infer, None)
 
 def _global_pool_infer(types, attrs):
     xs, xt = types[0]
+    if channel_block(attrs.get("layout")) is not None:
+        return [((*xs[:2], 1, 1, xs[4]), xt)]
     return [(tuple(xs[:2]) + (1,) * (len(xs) - 2), xt)]
 
 
@@ -647,6 +690,33 @@ def _depth_to_space_ref(xs, a):
 
 
 register("depth_to_space", INJECTIVE, 1, _depth_to_space_infer, _depth_to_space_ref)
+
+
+def _layout_transform_infer(types, attrs):
+    xs, xt = types[0]
+    src, dst = attrs["src_layout"], attrs["dst_layout"]
+    for lay in (src, dst):
+        if lay != "NCHW" and channel_block(lay) is None:
+            raise GraphError(f"layout {lay!r} is not NCHW or NCHW<x>c")
+    nchw = unblocked_shape(xs, src)
+    if len(nchw) != 4:
+        raise GraphError(f"input {list(xs)} is not 4-D {src}")
+    block = channel_block(dst)
+    return [(nchw if block is None else blocked_shape(nchw, block), xt)]
+
+
+def _layout_transform_ref(xs, a):
+    x = xs[0]
+    if channel_block(a["src_layout"]) is not None:
+        x = x.transpose(0, 1, 4, 2, 3).reshape(unblocked_shape(x.shape, a["src_layout"]))
+    b = channel_block(a["dst_layout"])
+    if b is not None:
+        n, c, h, w = x.shape
+        x = x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2)
+    return [np.ascontiguousarray(x)]
+
+
+register("layout_transform", INJECTIVE, 1, _layout_transform_infer, _layout_transform_ref)
 
 
 def evaluate(op: str, arrays: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:

@@ -36,7 +36,8 @@ KNOBS: dict[str, dict[str, list]] = {
     # reduction unrolling; convs off that path (groups, odd channel counts) ignore them
     "conv2d_nchw": {"oc_vectors": [2, 1, 4], "reg_ow": [14, 7, 8, 28, 4],
                     "unroll_kw": [False, True]},
-    "conv2d_nchwc": {"reg_n": [14, 7, 8, 16, 28, 4], "unroll_kw": [True, False]},
+    "conv2d_nchwc": {"reg_n": [14, 7, 8, 16, 28, 4], "oc_blocks": [2, 1, 4],
+                     "unroll_kw": [True, False]},
     "depthwise_conv2d_nchw": {"row_lanes_max": [64, 32, 16]},
     "max_pool2d": {"row_lanes_max": [64, 32, 16]},
     "avg_pool2d_sum": {"row_lanes_max": [64, 32, 16]},
@@ -87,7 +88,8 @@ def graph_kernel(op: str, attrs: str, in_types: str, out_types: str):
     for name, values in KNOBS.get(anchor_tag(outs), {}).items():
         cfg.define_knob(name, values, default=values[0])
         knobs[name] = cfg[name].val
-    tile = knobs.get("oc_vectors", 1) * knobs.get("reg_ow", 1)
+    tile = max(knobs.get("oc_vectors", 1) * knobs.get("reg_ow", 1),
+               knobs.get("oc_blocks", 1) * knobs.get("reg_n", 1))
     if tile > MAX_REGISTER_TILE:
         # far beyond the 32 zmm registers: every FMA spills, and unrolled it takes LLVM seconds
         # to compile; refused here, so the tuner prunes it before building

@@ -10,17 +10,19 @@ each one. Ordering constraints:
 - ``eliminate_common_subexpr`` before ``simplify_algebra``: merged constants let more rewrites
   match; ``fold_scale_into_conv`` after both (x*1 is gone, the conv -> bn pairs are adjacent)
   and before DCE, which drops the unfolded conv/bn nodes it orphans.
-- ``pack_conv_weights`` after ``fold_scale_into_conv`` (it packs the folded weights) and before
-  DCE (which drops the unpacked constants).
+- ``convert_layout`` after ``fold_scale_into_conv`` (batch norms and scales are inside the
+  conv weights, so conv -> relu -> add chains are adjacent) and before ``pack_conv_weights``,
+  which packs the weights of the convs that stayed NCHW; both before DCE (which drops the
+  unpacked constants).
 - ``fuse_ops`` last: every earlier pass sees single operators; after it a node is a kernel.
 - memory planning (:mod:`.plan_memory`) runs on the execution plan after kernels are chosen,
   not on the graph.
 
 ``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
 algebraic simplification, fusion; 2 (the default) -- also CSE and folding batch norm and
-per-channel scales into conv/dense weights, and conv weights packed into the library's blocked
-layout at build time; 3 -- the same as 2 (reserved for activation layout transformation,
-NCHW[x]c, not implemented).
+per-channel scales into conv/dense weights, conv chains in the blocked activation layout
+NCHW16c (``convert_layout``), and conv weights packed into the library's blocked layouts at
+build time; 3 -- the same as 2.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..ir import Graph
+from .convert_layout import convert_layout
 from .cse import eliminate_common_subexpr
 from .dead_code import eliminate_dead_code
 from .fold_constants import fold_constants
@@ -46,6 +49,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("eliminate_common_subexpr", eliminate_common_subexpr, 2),
     ("simplify_algebra", simplify_algebra, 1),
     ("fold_scale_into_conv", fold_scale_into_conv, 2),
+    ("convert_layout", convert_layout, 2),
     ("pack_conv_weights", pack_conv_weights, 2),
     ("eliminate_dead_code", eliminate_dead_code, 0),
     ("fuse_ops", fuse_ops, 1),
@@ -85,6 +89,6 @@ def describe() -> str:
                      for i, (name, _, lvl) in enumerate(PASSES))
 
 
-__all__ = ["PASSES", "describe", "eliminate_common_subexpr", "eliminate_dead_code",
+__all__ = ["PASSES", "convert_layout", "describe", "eliminate_common_subexpr", "eliminate_dead_code",
            "fold_constants", "fold_scale_into_conv", "fuse_ops", "infer_types",
            "pack_conv_weights", "run_passes", "simplify_algebra"]

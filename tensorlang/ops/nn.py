@@ -424,10 +424,12 @@ def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
 
 
 def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """Window geometry of a pooling op on NCHW (4-D) or blocked NCHW[x]c (5-D: [N, C/x, H, W,
+    x], the channel block innermost, as the blocked conv writes it)."""
     check_tensor(op, "x", x)
-    if x.ndim != 4:
-        raise ValueError(f"{op}: x must be 4-D NCHW, got {x.ndim}-D")
-    n, c, h, wd = static_shape(op, "x", x)
+    if x.ndim not in (4, 5):
+        raise ValueError(f"{op}: x must be 4-D NCHW or 5-D NCHW[x]c, got {x.ndim}-D")
+    n, c, h, wd = static_shape(op, "x", x)[:4]
     kh, kw = int_tuple(op, "kernel_size", kernel_size, 2, 1)
     win = _window(op, (kh, kw) if stride is None else stride, padding, dilation)
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
@@ -442,8 +444,15 @@ def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     return (n, c, h, wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew)
 
 
+def _block_suffix(x) -> tuple:
+    """(x,) for a blocked NCHW[x]c input (its channel block stays the innermost output axis),
+    () for NCHW."""
+    return (as_int(x.shape[4]),) if x.ndim == 5 else ()
+
+
 def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False) -> Tensor:
+    """Max pooling over the spatial axes of NCHW or NCHW[x]c (5-D) input."""
     op = "max_pool2d"
     (n, c, _h, _wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
         _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode)
@@ -451,15 +460,18 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, lowest)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    return op_compute(op, (n, c, oh, ow), lambda b, o, y, z: te.max(
-        xp[b, o, y * sh + ry * dh, z * sw + rx * dw], axis=[ry, rx]), OUT_ELEMWISE_FUSABLE,
-        kernel_size=[kh, kw], stride=[sh, sw], padding=[pt, pl, pb, pr], ceil_mode=ceil_mode)
+    blk = _block_suffix(x)
+    return op_compute(op, (n, c, oh, ow, *blk), lambda b, o, y, z, *i: te.max(
+        xp[(b, o, y * sh + ry * dh, z * sw + rx * dw, *i)], axis=[ry, rx]),
+        OUT_ELEMWISE_FUSABLE, kernel_size=[kh, kw], stride=[sh, sw], padding=[pt, pl, pb, pr],
+        ceil_mode=ceil_mode)
 
 
 def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = False) -> Tensor:
-    """Average pooling; count_include_pad counts the explicit padding in the divisor (never the
-    extra region ceil mode adds past it), as PyTorch and ONNX do."""
+    """Average pooling over the spatial axes of NCHW or NCHW[x]c (5-D) input; count_include_pad
+    counts the explicit padding in the divisor (never the extra region ceil mode adds past
+    it), as PyTorch and ONNX do."""
     op = "avg_pool2d"
     if not isinstance(count_include_pad, bool):
         raise ValueError(f"{op}: count_include_pad must be a bool, got {count_include_pad!r}")
@@ -470,32 +482,38 @@ def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool =
     xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, 0.0)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    total = op_compute(op + "_sum", (n, c, oh, ow), lambda b, o, y, z: te.sum(
-        xp[b, o, y * sh + ry, z * sw + rx], axis=[ry, rx]), REDUCE)
+    blk = _block_suffix(x)
+    total = op_compute(op + "_sum", (n, c, oh, ow, *blk), lambda b, o, y, z, *i: te.sum(
+        xp[(b, o, y * sh + ry, z * sw + rx, *i)], axis=[ry, rx]), REDUCE)
     lo_h, hi_h = (-pt, h + pb) if count_include_pad else (0, h)
     lo_w, hi_w = (-pl, wd + pr) if count_include_pad else (0, wd)
 
-    def f(b, o, y, z):
+    def f(b, o, y, z, *i):
         y0, x0 = y * sh - pt, z * sw - pl
         cnt_h = te.min(y0 + kh, const(hi_h)) - te.max(y0, const(lo_h))
         cnt_w = te.min(x0 + kw, const(hi_w)) - te.max(x0, const(lo_w))
-        return total[b, o, y, z] / te.cast(cnt_h * cnt_w, x.dtype)
+        return total[(b, o, y, z, *i)] / te.cast(cnt_h * cnt_w, x.dtype)
 
-    return op_compute(op, (n, c, oh, ow), f, ELEMWISE, kernel_size=[kh, kw], stride=[sh, sw],
-                      padding=[pt, pl, pb, pr], ceil_mode=ceil_mode,
+    return op_compute(op, (n, c, oh, ow, *blk), f, ELEMWISE, kernel_size=[kh, kw],
+                      stride=[sh, sw], padding=[pt, pl, pb, pr], ceil_mode=ceil_mode,
                       count_include_pad=count_include_pad)
 
 
 def _global_pool(op, x, reducer, scale):
     check_tensor(op, "x", x)
-    if x.ndim != 4:
-        raise ValueError(f"{op}: x must be 4-D NCHW, got {x.ndim}-D")
-    n, c, h, wd = static_shape(op, "x", x)
+    if x.ndim not in (4, 5):
+        raise ValueError(f"{op}: x must be 4-D NCHW or 5-D NCHW[x]c, got {x.ndim}-D")
+    n, c, h, wd = static_shape(op, "x", x)[:4]
     ry = te.reduce_axis((0, h), name="ry")
     rx = te.reduce_axis((0, wd), name="rx")
     inv = const(1.0 / (h * wd), x.dtype) if scale else None
-    return op_compute(op, (n, c, 1, 1), lambda b, o, y, z: reducer(
-        x[b, o, ry, rx] * inv if scale else x[b, o, ry, rx], axis=[ry, rx]), REDUCE)
+    blk = _block_suffix(x)
+
+    def f(b, o, y, z, *i):
+        v = x[(b, o, ry, rx, *i)]
+        return reducer(v * inv if scale else v, axis=[ry, rx])
+
+    return op_compute(op, (n, c, 1, 1, *blk), f, REDUCE)
 
 
 def global_avg_pool2d(x: Tensor) -> Tensor:

@@ -123,6 +123,15 @@ def schedule_reduce(s, t: Tensor, rows: int = 4) -> None:
     tile are interleaved inside the reduce loop: `rows` independent load streams keep more
     memory requests in flight than one row does (row sum of 4096^2: 1.2-1.4 -> 1.0 ms)."""
     st = s[t]
+    if _reduce_over_outer_axes(st):
+        # e.g. global pooling of NCHW[x]c: the innermost output axis (the channel block) is
+        # also every read's innermost index, so it is the vector and the reduce loops wrap it
+        *outer, inner = st.op.axis
+        row = st.fuse(*outer) if len(outer) > 1 else outer[0]
+        st.reorder(row, *st.op.reduce_axis, inner)
+        st.vectorize(inner)
+        st.parallel(row)
+        return
     rst = _reduce_rows(s, t) if st.op.num_outputs == 1 and _reduce_rows_ok(st) else None
     st = s[t]  # rfactor replaced the stage's op (and axes)
     big = list(st.op.axis)  # all of them: they are adjacent (extent-1 ones cost nothing)
@@ -143,6 +152,28 @@ def schedule_reduce(s, t: Tensor, rows: int = 4) -> None:
         ko, (r_ax, lane) = first.op.reduce_axis[0], first.op.axis
         first.reorder(ko, r_ax, lane)
         first.unroll(r_ax)
+
+
+def _reduce_over_outer_axes(st) -> bool:
+    """True when the stage's innermost output axis is a whole number of vectors and the
+    innermost index of every read it makes (reduce axes outside it)."""
+    if st.op.num_outputs != 1 or len(st.op.axis) < 2:
+        return False
+    inner = st.op.axis[-1]
+    if (_ext(inner) or 1) % LANES and _ext(inner) not in (4, 8):
+        return False
+    from ..ir.functor import Visitor
+
+    ok = []
+
+    class _V(Visitor):
+        def visit_TensorRead(self, r):
+            ok.append(bool(r.indices) and r.indices[-1] is inner.var)
+
+    for b in st.op.body:
+        for src in b.source:
+            _V().visit(src)
+    return bool(ok) and all(ok)
 
 
 def _reduce_rows_ok(st) -> bool:
@@ -452,9 +483,13 @@ def _pad_at(s, cs, o, loop) -> bool:
     for t in cs.op.input_tensors:
         st = s.stage_map.get(t.op)
         if st is None or st.op.tag != "pad" or st.attach_type != "root" or \
-                len(s.consumers(st)) != 1 or len(st.op.axis) != 4:
+                len(s.consumers(st)) != 1 or len(st.op.axis) not in (4, 5):
             continue
         st.compute_at(o, loop)
+        if len(st.op.axis) == 5:  # NCHW[x]c: the channel block is the vector
+            if _ext(st.op.axis[4]) % LANES == 0 or _ext(st.op.axis[4]) in (4, 8):
+                st.vectorize(st.op.axis[4])
+            return True
         pw = st.op.axis[3]
         w = _ext(pw)
         if w <= 64 and w % LANES:
@@ -484,6 +519,9 @@ def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: b
     cycles each), `rows` rows are that many independent chains."""
     comp, out = _accumulator(s, c, out)
     o = s[out]
+    if len(o.op.axis) == 5:
+        _schedule_window_blocked(s, s[comp], o, parallel, reg_ow=14)
+        return
     n, ch, oh, ow = o.op.axis
     cs = s[comp]
     width = _ext(cs.op.axis[3])
@@ -525,6 +563,38 @@ def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: b
         _schedule_pad_input(s, cs)
     if parallel:
         o.parallel(chan)
+
+
+def _schedule_window_blocked(s, cs, o, parallel: bool, reg_ow: int) -> None:
+    """Depthwise conv / pooling on NCHW[x]c: the channel block is the vector, so any stride
+    reads contiguous vectors. Per (n, channel block, output row) task, reg_ow output columns
+    (the largest divisor of OW not above it) are computed together with the small window loops
+    unrolled around them: reg_ow independent chains. The padded input rows a task reads are
+    built in a stack buffer at the task loop."""
+    n, cb, oh, ow, ci = o.op.axis
+    rn = _largest_divisor(_ext(ow), reg_ow) or 1
+    owo, owi = o.split(ow, factor=rn)
+    o.reorder(n, cb, oh, owo, owi, ci)
+    lanes_ok = _ext(ci) % LANES == 0 or _ext(ci) in (4, 8)
+    if lanes_ok:
+        o.vectorize(ci)
+    o.unroll(owi)
+    if cs is not o:
+        cs.compute_at(o, owo)
+        cw, cc = cs.op.axis[3], cs.op.axis[4]
+        red = list(cs.op.reduce_axis)
+        cs.reorder(*red, cw, cc)
+        cs.unroll(cw)
+        if lanes_ok:
+            cs.vectorize(cc)
+        for r in red:
+            if (_ext(r) or 99) <= 7:
+                cs.unroll(r)
+    task = o.fuse(n, cb, oh)
+    if not _pad_at(s, cs, o, task):
+        _schedule_pad_input(s, cs)
+    if parallel:
+        o.parallel(task)
 
 
 def _pad_per_channel(s, cs, o, chan) -> bool:

@@ -266,10 +266,12 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "",
         params = list(inspect.signature(fcompute).parameters.values())
     except (TypeError, ValueError):
         params = []
-    if params and params[0].kind == inspect.Parameter.VAR_POSITIONAL:
-        arg_names = [f"i{d}" for d in range(len(shape))]
+    named = [p.name for p in params if p.kind != inspect.Parameter.VAR_POSITIONAL]
+    if len(named) < len(params) and len(named) <= len(shape):
+        # f(i, j, *rest): the named leading axes, the rest as i<d>
+        arg_names = named + [f"i{d}" for d in range(len(named), len(shape))]
     else:
-        arg_names = [p.name for p in params]
+        arg_names = named
         if len(arg_names) != len(shape):
             raise ValueError(f"compute {name}: fcompute takes {len(arg_names)} index arguments "
                              f"but the shape has {len(shape)} dimensions")

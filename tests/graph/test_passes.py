@@ -355,3 +355,86 @@ def test_conv_tasks_tune_the_direct_conv_register_tile():
             continue
         texts.add(str(tl.lower(s, args)))
     assert refused > 0 and len(texts) > 3
+
+
+# ----------------------------------------------------------------------------- layout
+
+
+def _cnn16():
+    """A stem conv with 3 input channels, max pool, a residual block of 16-channel convs with
+    batch norm, a per-channel scale, global pooling and a dense head."""
+    b = graph.Builder("cnn16")
+    x = b.input("x", (1, 3, 12, 12))
+    y = b.relu(b.conv(x, b.const(_rand(16, 3, 3, 3), name="stem"), pads=1))
+    y = b.max_pool(y, kernel=[2, 2], strides=[2, 2])
+    h = _conv_block(b, y, 16, 16)
+    h = _conv_block(b, h, 16, 16, residual=y)
+    h = b.multiply(h, b.const(_rand(1, 16, 1, 1), name="scale"))
+    p = b.reshape(b.global_avg_pool(h), shape=[1, 16])
+    return b.build(b.dense(p, b.const(_rand(16, 10), name="fc")))
+
+
+def test_convert_layout_blocks_conv_chains_and_converts_at_the_boundaries():
+    from tensorlang.graph.passes import convert_layout
+
+    before = eliminate_dead_code(fold_scale_into_conv(infer_types(_cnn16())))
+    after = infer_types(convert_layout(before))  # the recorded types are the inferred ones
+    convs = [n for n in after.nodes if n.op == "conv"]
+    # the stem (3 input channels) stays NCHW; the 16-channel convs are blocked
+    assert [n.attrs.get("layout") for n in convs] == [None, "NCHW16c", "NCHW16c"]
+    assert convs[1].inputs[1].shape == (1, 1, 3, 3, 16, 16)
+    assert convs[1].outputs[0].shape == (1, 1, 6, 6, 16)
+    # one transform into the blocked layout (the pooled stem output, read by a conv and by
+    # the residual add) and one back (before flatten); everything between stays blocked
+    lt = [(n.attrs["src_layout"], n.attrs["dst_layout"]) for n in after.nodes
+          if n.op == "layout_transform"]
+    assert lt == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
+    blocked = [n.op for n in after.nodes if n.outputs[0].layout == "NCHW16c"]
+    assert blocked == ["layout_transform", "conv", "relu", "conv", "add", "relu", "multiply",
+                       "global_avg_pool"]
+    # the per-channel scale was re-laid out at build time
+    mul = next(n for n in after.nodes if n.op == "multiply")
+    assert mul.inputs[1].shape == (1, 1, 1, 1, 16)
+    assert [v.shape for v in after.outputs] == [v.shape for v in before.outputs]
+
+    feeds = {"x": _rand(1, 3, 12, 12)}
+    ref = graph.build(before, opt_level=0, memory_reuse=False, inplace=False).run(**feeds)
+    got = graph.build(before, opt_level=2).run(**feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+
+
+def test_convert_layout_unblocks_readers_that_need_nchw_and_graph_outputs():
+    from tensorlang.graph.passes import convert_layout
+
+    b = graph.Builder("mixed")
+    x = b.input("x", (1, 16, 6, 6))
+    y = b.conv(x, b.const(_rand(32, 16, 1, 1), name="w"))
+    t = b.transpose(y, perm=[0, 2, 3, 1])  # not layout-agnostic: reads NCHW
+    # a constant that is not per channel: the add runs in NCHW
+    z = b.add(y, b.const(_rand(1, 32, 6, 6), name="full"))
+    g = infer_types(b.build([t, z, y]))
+    after = convert_layout(g)
+    ops = _ops(after)
+    assert ops.count("layout_transform") == 2  # x in; y out, shared by its three readers
+    assert [v.layout for v in after.outputs] == ["", "", ""]
+    assert [v.shape for v in after.outputs] == [v.shape for v in g.outputs]
+    feeds = {"x": _rand(1, 16, 6, 6)}
+    ref = graph.build(g, opt_level=0).run(**feeds)
+    got = graph.build(g, opt_level=2).run(**feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+
+
+def test_blocked_layout_attributes_are_checked():
+    b = graph.Builder("bad")
+    x = b.input("x", (1, 1, 4, 4, 16))
+    w = b.const(_rand(2, 1, 1, 1, 16, 16), name="w")
+    with pytest.raises(graph.GraphError, match="weight_layout 'OIHW16i<o>o'"):
+        infer_types(b.build(b.conv(x, w, layout="NCHW16c", weight_layout="OIHW16o")))
+    b = graph.Builder("bad2")
+    x = b.input("x", (1, 20, 4, 4))
+    with pytest.raises(graph.GraphError, match="cannot be blocked by 16"):
+        b.layout_transform(x, src_layout="NCHW", dst_layout="NCHW16c")
+    with pytest.raises(graph.GraphError, match="is not NCHW or NCHW<x>c"):
+        b.layout_transform(x, src_layout="NCHW", dst_layout="NHWC")

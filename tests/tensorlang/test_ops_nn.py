@@ -229,6 +229,39 @@ def test_global_pools():
     check(ops.global_max_pool2d(X), [X], [x], x.max(axis=(2, 3), keepdims=True))
 
 
+def _nchw16c(a):
+    n, c, h, w = a.shape
+    return np.ascontiguousarray(a.reshape(n, c // 16, 16, h, w).transpose(0, 1, 3, 4, 2))
+
+
+@pytest.mark.parametrize("k,s,pad,ceil_mode", [
+    (3, 2, (1, 1, 1, 1), False), (2, 2, (0, 0, 1, 1), True), (3, 1, (1, 1, 1, 1), False)])
+def test_pools_on_nchw16c(k, s, pad, ceil_mode):
+    """Pooling keeps the channel block innermost: the same windows as on NCHW, one vector of
+    16 channels per output pixel."""
+    x = rand((1, 32, 11, 13))
+    X = ph(_nchw16c(x), "X")
+    mx = ops.max_pool2d(X, k, s, pad, ceil_mode=ceil_mode)
+    check(mx, [X], [_nchw16c(x)], _nchw16c(pool_ref(x, k, s, pad, ceil_mode, "max")))
+    av = ops.avg_pool2d(X, k, s, pad, ceil_mode=ceil_mode, count_include_pad=True)
+    check(av, [X], [_nchw16c(x)],
+          _nchw16c(pool_ref(x, k, s, pad, ceil_mode, "avg", True)), **TOL)
+    text = str(tl.lower(ops.default_schedule(mx), [X, mx]))
+    assert ", 1, 16)]" in text and "parallel for" in text
+
+
+def test_global_pools_on_nchw16c_vectorize_the_channel_block():
+    x = rand((2, 32, 7, 9))
+    X = ph(_nchw16c(x), "X")
+    out = ops.global_avg_pool2d(X)
+    assert [int(d.value) for d in out.shape] == [2, 2, 1, 1, 16]
+    check(out, [X], [_nchw16c(x)], _nchw16c(x.mean(axis=(2, 3), keepdims=True)), **TOL)
+    check(ops.global_max_pool2d(X), [X], [_nchw16c(x)],
+          _nchw16c(x.max(axis=(2, 3), keepdims=True)))
+    text = str(tl.lower(ops.default_schedule(out), [X, out]))
+    assert ", 1, 16)]" in text  # the reduce loops wrap the 16-lane channel vector
+
+
 def test_batch_norm_and_lrn():
     x = rand((2, 6, 4, 5))
     g, b, m, v = rand((6,)), rand((6,)), rand((6,)), rand((6,), lo=0.1, hi=2)

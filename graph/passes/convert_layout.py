@@ -1,0 +1,153 @@
+"""Pass: run conv chains in the blocked activation layout NCHW16c (TVM's AlterOpLayout +
+ConvertLayout, onnxruntime's NCHWc transformer).
+
+A 2-D conv with a constant weight, ``groups == 1`` and input and output channels that are
+multiples of the block (16 fp32 = one zmm) becomes the library's blocked conv
+(``tl.ops.conv2d_nchwc``): its input and output are ``[N, C/16, H, W, 16]`` and its weight is
+packed at build time into ``[OC/16, C/16, KH, KW, 16, 16]`` (``OIHW16i16o``). The layout then
+flows forward through every op that works in it unchanged:
+
+- elementwise unary ops;
+- binary ops between two blocked values of the same shape (the residual add), or a blocked
+  value and a constant that is a scalar or per channel (re-laid out at build time), or a
+  blocked value and an NCHW value of the same shape (which is converted);
+- max/avg pooling and global pooling (their windows are over H and W; the block rides along).
+
+Any other reader of a blocked value gets a ``layout_transform`` back to NCHW, inserted once per
+value; so do graph outputs. An NCHW value read by blocked convs is converted once. The first
+conv of a CNN (3 input channels) stays NCHW: the conversion happens at its first blocked reader.
+
+Why: the NCHW conv keeps its output tile in registers as channel vectors and writes NCHW with
+scalar stores; a fused bias / residual add then reads NCHW with scalar loads. Measured on this
+machine (default schedules, one kernel each): 1x1 conv 64->256 at 56x56 with bias, residual add
+and relu 0.414 ms NCHW vs 0.231 ms blocked; 3x3 512->512 at 7x7 0.716 vs 0.468 ms; 3x3 64->64
+at 56x56 0.506 vs 0.485 ms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import op_registry as R
+from ..ir import Graph, Node, Value
+from .rewrite import Emitter, rebuild
+
+BLOCK = 16
+BLOCKED = f"NCHW{BLOCK}c"
+WEIGHT_LAYOUT = f"OIHW{BLOCK}i{BLOCK}o"
+SUFFIX = f"_{BLOCKED}"
+
+
+def pack_oihw_blocked(w: np.ndarray, ib: int, ob: int) -> np.ndarray:
+    """OIHW -> [O/ob, I/ib, KH, KW, ib, ob] (``tl.ops.kernel_layout_transform``'s layout)."""
+    o, i, kh, kw = w.shape
+    return np.ascontiguousarray(
+        w.reshape(o // ob, ob, i // ib, ib, kh, kw).transpose(0, 2, 4, 5, 3, 1))
+
+
+def block_nchw(a: np.ndarray, block: int) -> np.ndarray:
+    n, c, h, w = a.shape
+    return np.ascontiguousarray(a.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def _blocked_conv(n: Node, ins: list[Value]) -> bool:
+    if n.op != "conv" or "weight_layout" in n.attrs or "layout" in n.attrs or \
+            n.attrs.get("groups", 1) != 1:
+        return False
+    x, w = ins[0], ins[1]
+    xs = R.unblocked_shape(x.shape, x.layout)
+    return (w.is_constant and len(w.shape) == 4 and len(xs) == 4 and
+            w.shape[0] % BLOCK == 0 and w.shape[1] % BLOCK == 0)
+
+
+def _per_channel_constant(c: Value, nchan: int) -> np.ndarray | None:
+    """A constant that broadcasts over an NCHW tensor along the channels only, re-laid out to
+    broadcast over NCHW16c ([1, C/16, 1, 1, 16]); a scalar as it is. None otherwise."""
+    if not c.is_constant or len(c.shape) > 4:
+        return None
+    if c.size == 1:
+        return c.data.reshape(())
+    shape = (1,) * (4 - len(c.shape)) + tuple(c.shape)
+    if shape[0] != 1 or shape[1] != nchan or shape[2:] != (1, 1):
+        return None
+    return c.data.reshape(1, nchan // BLOCK, 1, 1, BLOCK)
+
+
+def convert_layout(g: Graph) -> Graph:
+    em = Emitter()
+    to_plain: dict[int, Value] = {}  # blocked value id -> its NCHW copy
+    to_blocked: dict[int, Value] = {}  # NCHW value id -> its blocked copy
+    packed: dict[int, Value] = {}  # weight id -> packed weight (shared weights pack once)
+
+    def node(name: str, op: str, ins: list[Value], attrs: dict, layout: str,
+             out_name: str) -> Value:
+        (shape, dtype), = R.infer_types(op, [(v.shape, v.dtype) for v in ins], attrs, name)
+        return em.emit(name, op, ins, attrs, [Value(out_name, shape, dtype, layout)])[0]
+
+    def transform(v: Value, dst: str, cache: dict) -> Value:
+        # a blocked value is named <name>_NCHW16c; back in NCHW it gets <name> again, so
+        # graph outputs keep their names
+        name = v.name.removesuffix(SUFFIX) if dst == "NCHW" else v.name + SUFFIX
+        if id(v) not in cache:
+            cache[id(v)] = node(f"{v.name}_to_{dst}", "layout_transform", [v],
+                                {"src_layout": v.layout or "NCHW", "dst_layout": dst},
+                                "" if dst == "NCHW" else dst, name)
+        return cache[id(v)]
+
+    def plain(v: Value) -> Value:
+        return transform(v, "NCHW", to_plain) if v.layout == BLOCKED else v
+
+    def blocked(v: Value) -> Value:
+        return v if v.layout == BLOCKED else transform(v, BLOCKED, to_blocked)
+
+    def constant(name: str, data: np.ndarray, like: Value) -> Value:
+        return Value(name, data.shape, like.dtype, data=data)
+
+    def visit(n: Node, ins: list[Value]):
+        out = n.outputs[0] if len(n.outputs) == 1 else None
+        if _blocked_conv(n, ins):
+            w = ins[1]
+            if id(w) not in packed:
+                packed[id(w)] = constant(f"{w.name}_{WEIGHT_LAYOUT}",
+                                         pack_oihw_blocked(w.data, BLOCK, BLOCK), w)
+            attrs = dict(n.attrs, layout=BLOCKED, weight_layout=WEIGHT_LAYOUT)
+            return [node(n.name, "conv", [blocked(ins[0]), packed[id(w)], *ins[2:]], attrs,
+                         BLOCKED, out.name + SUFFIX)]
+        kinds = [v.layout == BLOCKED for v in ins]
+        if not any(kinds) or out is None:
+            return _unblock_all(n, ins)
+        if n.op in R.UNARY_REFS and len(ins) == 1:
+            return [node(n.name, n.op, ins, n.attrs, BLOCKED, out.name + SUFFIX)]
+        if n.op in R.BINARY_REFS and len(ins) == 2:
+            b = ins[kinds.index(True)]
+            nchw = R.unblocked_shape(b.shape, b.layout)
+            if tuple(out.shape) == nchw:
+                pair = []
+                for v in ins:
+                    if v.layout == BLOCKED:
+                        pair.append(v)
+                    elif v.is_constant and _per_channel_constant(v, nchw[1]) is not None:
+                        pair.append(constant(v.name + SUFFIX,
+                                             _per_channel_constant(v, nchw[1]), v))
+                    elif not v.is_constant and tuple(v.shape) == nchw:
+                        pair.append(blocked(v))
+                    else:
+                        break
+                else:
+                    return [node(n.name, n.op, pair, n.attrs, BLOCKED, out.name + SUFFIX)]
+        if n.op in ("max_pool", "avg_pool", "global_avg_pool", "global_max_pool") and \
+                len(R.unblocked_shape(ins[0].shape, ins[0].layout)) == 4:
+            return [node(n.name, n.op, ins, dict(n.attrs, layout=BLOCKED), BLOCKED,
+                         out.name + SUFFIX)]
+        return _unblock_all(n, ins)
+
+    def _unblock_all(n: Node, ins: list[Value]):
+        if not any(v.layout == BLOCKED for v in ins):
+            return None
+        return em.emit(n.name, n.op, [plain(v) for v in ins], n.attrs, list(n.outputs))
+
+    g2 = rebuild(g, visit, em)
+    if not any(v.layout == BLOCKED for v in g2.outputs):
+        return g2
+    outputs = [plain(v) for v in g2.outputs]
+    return Graph([*g2.nodes, *em.pending], g2.inputs, outputs, name=g2.name)
