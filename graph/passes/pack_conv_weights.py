@@ -11,8 +11,9 @@ weights are small next to the activations.
 A conv node whose weight is a constant, 2-D (4-D OIHW), groups == 1 and OC a multiple of the
 block -- exactly the cases where the library takes the blocked path anyway, so the kernel's
 arithmetic is unchanged -- gets the packed constant and ``weight_layout="OIHW16o"``. The
-activations stay NCHW: the library's direct NCHW conv reads them as they are (a NCHW16c chain
-measured 0.65x-1.29x of it per conv, no overall win, so it is not done here).
+activations stay NCHW: the library's direct NCHW conv reads them as they are. Convs whose input
+channels are a multiple of 16 were already moved to NCHW16c by ``convert_layout`` (which packs
+their weights itself); this pass packs the rest (e.g. the 3-channel stem of a CNN).
 """
 
 from __future__ import annotations
