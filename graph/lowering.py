@@ -141,7 +141,8 @@ def _conv(ins, a, out_shape):
     x, w = ins[0], ins[1]
     if R.channel_block(a.get("layout")) is not None:  # NCHW[x]c in and out
         p = a["pads"]
-        y = O.conv2d_nchwc(x, w, a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"])
+        conv = O.depthwise_conv2d_nchwc if a.get("groups", 1) > 1 else O.conv2d_nchwc
+        y = conv(x, w, a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"])
         if len(ins) > 2:  # bias [OC] is [OC/o, 1, 1, o] in the blocked layout
             ob = out_shape[4]
             y = O.add(y, O.reshape(ins[2], (out_shape[1], 1, 1, ob)))

@@ -284,7 +284,18 @@ def _conv_infer(types, attrs):
     (xs, xt), (ws, _) = types[0], types[1]
     layout = attrs.get("weight_layout")
     block = channel_block(attrs.get("layout"))
-    if block is not None:
+    if block is not None and attrs.get("groups", 1) > 1:
+        # the blocked depthwise conv: x NCHW[b]c, w [C/b, 1, KH, KW, b], groups = C
+        if layout != f"OIHW{block}o" or len(ws) != 5 or ws[4] != block or ws[1] != 1:
+            raise GraphError(f"a blocked depthwise conv (layout {attrs['layout']!r}) needs "
+                             f"weight_layout 'OIHW{block}o' [C/{block}, 1, KH, KW, {block}], "
+                             f"got {layout!r} {list(ws)}")
+        xs = unblocked_shape(xs, attrs["layout"])
+        ws = (ws[0] * ws[4], 1, ws[2], ws[3])
+        if attrs["groups"] != xs[1]:
+            raise GraphError(f"a blocked conv with groups={attrs['groups']} must be depthwise "
+                             f"(groups = channels = {xs[1]})")
+    elif block is not None:
         # the blocked conv (convert_layout pass): x NCHW[b]c, w [OC/o, C/b, KH, KW, b, o]
         if layout != f"OIHW{block}i{ws[-1]}o" or len(ws) != 6 or ws[4] != block:
             raise GraphError(f"layout {attrs['layout']!r} needs weight_layout "
@@ -311,7 +322,7 @@ def _conv_infer(types, attrs):
     for d in range(nsp):
         out.append(conv_out_dim(xs[2 + d], ws[2 + d], strides[d], pads[d], pads[nsp + d], dil[d]))
     if block is not None:
-        out = blocked_shape(out, types[1][0][5])
+        out = blocked_shape(out, types[1][0][-1])
     return [(tuple(out), xt)]
 
 

@@ -4,7 +4,9 @@ ConvertLayout, onnxruntime's NCHWc transformer).
 A 2-D conv with a constant weight, ``groups == 1`` and input and output channels that are
 multiples of the block (16 fp32 = one zmm) becomes the library's blocked conv
 (``tl.ops.conv2d_nchwc``): its input and output are ``[N, C/16, H, W, 16]`` and its weight is
-packed at build time into ``[OC/16, C/16, KH, KW, 16, 16]`` (``OIHW16i16o``). The layout then
+packed at build time into ``[OC/16, C/16, KH, KW, 16, 16]`` (``OIHW16i16o``). A depthwise conv
+(groups = channels, a multiple of 16) becomes ``tl.ops.depthwise_conv2d_nchwc`` with its weight
+packed into ``[C/16, 1, KH, KW, 16]`` (``OIHW16o``). The layout then
 flows forward through every op that works in it unchanged:
 
 - elementwise unary ops;
@@ -30,11 +32,13 @@ import numpy as np
 
 from .. import op_registry as R
 from ..ir import Graph, Node, Value
+from .pack_conv_weights import pack_oihw
 from .rewrite import Emitter, rebuild
 
 BLOCK = 16
 BLOCKED = f"NCHW{BLOCK}c"
 WEIGHT_LAYOUT = f"OIHW{BLOCK}i{BLOCK}o"
+DEPTHWISE_WEIGHT_LAYOUT = f"OIHW{BLOCK}o"  # [C/16, 1, KH, KW, 16]
 SUFFIX = f"_{BLOCKED}"
 
 
@@ -50,14 +54,20 @@ def block_nchw(a: np.ndarray, block: int) -> np.ndarray:
     return np.ascontiguousarray(a.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
 
 
-def _blocked_conv(n: Node, ins: list[Value]) -> bool:
-    if n.op != "conv" or "weight_layout" in n.attrs or "layout" in n.attrs or \
-            n.attrs.get("groups", 1) != 1:
-        return False
+def _blocked_conv(n: Node, ins: list[Value]) -> str | None:
+    """"conv" or "depthwise" when the node runs blocked, else None."""
+    if n.op != "conv" or "weight_layout" in n.attrs or "layout" in n.attrs:
+        return None
     x, w = ins[0], ins[1]
     xs = R.unblocked_shape(x.shape, x.layout)
-    return (w.is_constant and len(w.shape) == 4 and len(xs) == 4 and
-            w.shape[0] % BLOCK == 0 and w.shape[1] % BLOCK == 0)
+    if not w.is_constant or len(w.shape) != 4 or len(xs) != 4 or w.shape[0] % BLOCK:
+        return None
+    groups = n.attrs.get("groups", 1)
+    if groups == 1 and w.shape[1] % BLOCK == 0:
+        return "conv"
+    if groups == xs[1] == w.shape[0] and w.shape[1] == 1:
+        return "depthwise"
+    return None
 
 
 def _per_channel_constant(c: Value, nchan: int) -> np.ndarray | None:
@@ -105,12 +115,15 @@ def convert_layout(g: Graph) -> Graph:
 
     def visit(n: Node, ins: list[Value]):
         out = n.outputs[0] if len(n.outputs) == 1 else None
-        if _blocked_conv(n, ins):
+        kind = _blocked_conv(n, ins)
+        if kind is not None:
             w = ins[1]
+            wl = WEIGHT_LAYOUT if kind == "conv" else DEPTHWISE_WEIGHT_LAYOUT
             if id(w) not in packed:
-                packed[id(w)] = constant(f"{w.name}_{WEIGHT_LAYOUT}",
-                                         pack_oihw_blocked(w.data, BLOCK, BLOCK), w)
-            attrs = dict(n.attrs, layout=BLOCKED, weight_layout=WEIGHT_LAYOUT)
+                data = (pack_oihw_blocked(w.data, BLOCK, BLOCK) if kind == "conv" else
+                        pack_oihw(w.data, BLOCK))
+                packed[id(w)] = constant(f"{w.name}_{wl}", data, w)
+            attrs = dict(n.attrs, layout=BLOCKED, weight_layout=wl)
             return [node(n.name, "conv", [blocked(ins[0]), packed[id(w)], *ins[2:]], attrs,
                          BLOCKED, out.name + SUFFIX)]
         kinds = [v.layout == BLOCKED for v in ins]

@@ -387,6 +387,37 @@ def depthwise_conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
                       stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw])
 
 
+def depthwise_conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
+                           out_dtype: str | None = None) -> Tensor:
+    """Blocked depthwise conv: x [N, C/cb, H, W, cb], w [C/cb, 1, KH, KW, cb] (OIHW packed by
+    pack_conv_weight(w, cb)) -> [N, C/cb, OH, OW, cb]. The cb channels of a block are one
+    SIMD vector for every window tap, at any stride."""
+    op = "depthwise_conv2d_nchwc"
+    check_tensor(op, "x", x)
+    check_tensor(op, "w", w)
+    if x.ndim != 5 or w.ndim != 5:
+        raise ValueError(f"{op}: x and w must be 5-D, got {x.ndim}-D and {w.ndim}-D")
+    n, cbn, h, wd, cb = static_shape(op, "x", x)
+    wcbn, one, kh, kw, wcb = static_shape(op, "w", w)
+    if (wcbn, one, wcb) != (cbn, 1, cb):
+        raise ValueError(f"{op}: w must be [{cbn}, 1, KH, KW, {cb}] for x {(n, cbn, h, wd, cb)},"
+                         f" got {(wcbn, one, kh, kw, wcb)}")
+    win = _window(op, stride, padding, dilation)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
+    oh, ow = _out_hw(op, h, wd, kh, kw, win)
+    d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
+    xp = _pad_nchw(x, pt, pl, pb, pr)
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def f(b, o, y, z, i):
+        return te.sum(_read(xp, (b, o, y * sh + ry * dh, z * sw + rx * dw, i), d)
+                      * _read(w, (o, 0, ry, rx, i), d), axis=[ry, rx])
+
+    return op_compute(op, (n, cbn, oh, ow, cb), f, OUT_ELEMWISE_FUSABLE,
+                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw])
+
+
 def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
                  out_dtype: str | None = None) -> Tensor:
     """Blocked convolution: x [N, C/cb, H, W, cb], w [OC/ob, C/cb, KH, KW, cb, ob] (see
@@ -690,6 +721,7 @@ __all__ = [
     "conv2d_nchwc",
     "dense",
     "depthwise_conv2d_nchw",
+    "depthwise_conv2d_nchwc",
     "gemm",
     "global_avg_pool2d",
     "global_max_pool2d",

@@ -22,20 +22,22 @@ def shape_of(t) -> tuple:
     return tuple(int(d.value) for d in t.shape)
 
 
-def run(out, inputs: list, arrays: list, schedule: str = "default"):
-    """Build `out` (a tensor or list) over placeholders `inputs`, run it on `arrays`."""
+def run(out, inputs: list, arrays: list, schedule: str = "default", knobs: dict | None = None):
+    """Build `out` (a tensor or list) over placeholders `inputs`, run it on `arrays`
+    (`knobs`: for the default schedule's anchor)."""
     outs = out if isinstance(out, (list, tuple)) else [out]
-    s = tl.ops.default_schedule(outs) if schedule == "default" else tl.create_schedule(outs)
+    s = (tl.ops.default_schedule(outs, knobs=knobs) if schedule == "default"
+         else tl.create_schedule(outs))
     f = tl.build(s, list(inputs) + list(outs), name="k")
     res = [np.zeros(shape_of(o), dtype=o.dtype) for o in outs]
     f(*arrays, *res)
     return res if isinstance(out, (list, tuple)) else res[0]
 
 
-def check(out, inputs, arrays, expected, rtol=1e-5, atol=1e-5, both=True):
+def check(out, inputs, arrays, expected, rtol=1e-5, atol=1e-5, both=True, knobs=None):
     """Default schedule (and the naive one when `both`) against the numpy result."""
     for sched in (("default", "naive") if both else ("default",)):
-        got = run(out, inputs, arrays, sched)
+        got = run(out, inputs, arrays, sched, knobs)
         exp = expected if isinstance(out, (list, tuple)) else [expected]
         got_l = got if isinstance(out, (list, tuple)) else [got]
         for g, e in zip(got_l, exp):

@@ -244,6 +244,24 @@ def test_layout_transform_roundtrip():
           exp.reshape(2, 2, 3, 5, 2, 8).transpose(0, 1, 4, 2, 3, 5).reshape(2, 4, 3, 5, 8))
 
 
+def test_layout_transform_schedule_runs_rows_with_plain_strides():
+    """One task per (n, row, channel block): the loop inside walks the row with plain strides
+    (no division chain per vector), the vector on the contiguous side of the output."""
+    a = rand((1, 32, 6, 20))
+    A = ph(a, "A")
+    blocked = ops.layout_transform(A, "NCHW", "NCHW16c")
+    text = str(tl.lower(ops.default_schedule(blocked), [A, blocked]))
+    assert "parallel for a.y.fused.co.fused in range(12):\n    for z in range(20):" in text
+    assert "z, 120, 16)]" in text  # 16 channels 6 x 20 floats apart: one strided load
+    exp = a.reshape(1, 2, 16, 6, 20).transpose(0, 1, 3, 4, 2)
+    check(blocked, [A], [a], exp)
+    B = ph(exp, "B")
+    back = ops.layout_transform(B, "NCHW16c", "NCHW")
+    text = str(tl.lower(ops.default_schedule(back), [B, back]))
+    assert "for b.inner in range(16):" in text and ", 16, 20)]" in text  # a row per channel
+    check(back, [B], [np.ascontiguousarray(exp)], a)
+
+
 def test_patterns_are_declared():
     A = tl.placeholder((4, 5), name="A")
     B = tl.placeholder((5,), name="B")

@@ -117,6 +117,28 @@ def test_depthwise(stride, pad, mult):
               both=False)
 
 
+@pytest.mark.parametrize("stride,pad,hw,rows", [
+    (1, 1, (12, 20), None), (2, (0, 1, 1, 2), (11, 13), None), (1, 1, (9, 30), 4)])
+def test_depthwise_nchw16c(stride, pad, hw, rows):
+    """The blocked depthwise conv against the NCHW reference: the channel block is the vector,
+    rows per task and the per-task padded rows at any stride."""
+    x, w = rand((1, 32, *hw)), rand((32, 1, 3, 3))
+    p4 = (pad,) * 4 if isinstance(pad, int) else pad
+    ref = conv_ref(x, w, (stride, stride), p4, (1, 1), 32)
+    xb = _nchw16c(x)
+    wb = np.ascontiguousarray(w.reshape(2, 16, 1, 3, 3).transpose(0, 2, 3, 4, 1))
+    X, W = ph(xb, "X"), ph(wb, "W")
+    out = ops.relu(ops.depthwise_conv2d_nchwc(X, W, stride, pad))
+    knobs = None if rows is None else {"rows": rows}
+    check(out, [X, W], [xb, wb], _nchw16c(np.maximum(ref, 0)), **TOL, knobs=knobs)
+
+
+def test_depthwise_nchw16c_checks_the_weight():
+    X, W = ph(rand((1, 2, 5, 5, 16)), "X"), ph(rand((2, 1, 3, 3, 8)), "W")
+    with pytest.raises(ValueError, match=r"depthwise_conv2d_nchwc: w must be \[2, 1, KH, KW, 16\]"):
+        ops.depthwise_conv2d_nchwc(X, W)
+
+
 @pytest.mark.parametrize("width,whole_row", [(28, True), (13, True), (32, False), (70, False)])
 def test_depthwise_row_vectors_and_per_channel_pad(width, whole_row):
     """Rows up to 64 wide that 16 does not divide are one vector of the row's width (no scalar
