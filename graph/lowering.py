@@ -139,13 +139,18 @@ def _channel_vector(b, nd: int):
 
 def _conv(ins, a, out_shape):
     x, w = ins[0], ins[1]
-    if R.channel_block(a.get("layout")) is not None:  # NCHW[x]c in and out
+    blocked_in = R.channel_block(a.get("layout")) is not None
+    if blocked_in or a.get("out_layout") is not None:  # NCHW[x]c out
         p = a["pads"]
-        conv = O.depthwise_conv2d_nchwc if a.get("groups", 1) > 1 else O.conv2d_nchwc
-        y = conv(x, w, a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"])
+        window = (a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"])
+        if not blocked_in:  # NCHW in (e.g. 3 channels): the oc-blocked direct conv
+            y = O.conv2d_nchw(x, w, *window, a["groups"], out_layout=a["out_layout"])
+        elif a.get("groups", 1) > 1:
+            y = O.depthwise_conv2d_nchwc(x, w, *window)
+        else:
+            y = O.conv2d_nchwc(x, w, *window)
         if len(ins) > 2:  # bias [OC] is [OC/o, 1, 1, o] in the blocked layout
-            ob = out_shape[4]
-            y = O.add(y, O.reshape(ins[2], (out_shape[1], 1, 1, ob)))
+            y = O.add(y, O.reshape(ins[2], (out_shape[1], 1, 1, out_shape[4])))
         return y
     nsp = len(out_shape) - 2
     if nsp == 2:

@@ -321,6 +321,14 @@ def _conv_infer(types, attrs):
     out = [xs[0], ws[0]]
     for d in range(nsp):
         out.append(conv_out_dim(xs[2 + d], ws[2 + d], strides[d], pads[d], pads[nsp + d], dil[d]))
+    out_block = channel_block(attrs.get("out_layout"))
+    if attrs.get("out_layout") is not None:
+        # NCHW in, NCHW[b]c out (convert_layout's first conv): the packed OIHW[b]o weight
+        if block is not None or out_block is None or layout != f"OIHW{out_block}o":
+            raise GraphError(f"out_layout {attrs['out_layout']!r} needs an NCHW input and "
+                             f"weight_layout 'OIHW<b>o' with b the block of NCHW<b>c, got "
+                             f"layout {attrs.get('layout')!r}, weight_layout {layout!r}")
+        out = blocked_shape(out, out_block)
     if block is not None:
         out = blocked_shape(out, types[1][0][-1])
     return [(tuple(out), xt)]

@@ -6,7 +6,9 @@ multiples of the block (16 fp32 = one zmm) becomes the library's blocked conv
 (``tl.ops.conv2d_nchwc``): its input and output are ``[N, C/16, H, W, 16]`` and its weight is
 packed at build time into ``[OC/16, C/16, KH, KW, 16, 16]`` (``OIHW16i16o``). A depthwise conv
 (groups = channels, a multiple of 16) becomes ``tl.ops.depthwise_conv2d_nchwc`` with its weight
-packed into ``[C/16, 1, KH, KW, 16]`` (``OIHW16o``). The layout then
+packed into ``[C/16, 1, KH, KW, 16]`` (``OIHW16o``). A conv whose input channels are not a
+multiple of 16 (the 3-channel first conv of a CNN) reads NCHW and writes NCHW16c
+(``tl.ops.conv2d_nchw(..., out_layout="NCHW16c")``, weight ``[OC/16, C, KH, KW, 16]``). The layout then
 flows forward through every op that works in it unchanged:
 
 - elementwise unary ops;
@@ -16,8 +18,7 @@ flows forward through every op that works in it unchanged:
 - max/avg pooling and global pooling (their windows are over H and W; the block rides along).
 
 Any other reader of a blocked value gets a ``layout_transform`` back to NCHW, inserted once per
-value; so do graph outputs. An NCHW value read by blocked convs is converted once. The first
-conv of a CNN (3 input channels) stays NCHW: the conversion happens at its first blocked reader.
+value; so do graph outputs. An NCHW value read by blocked convs is converted once.
 
 Why: the NCHW conv keeps its output tile in registers as channel vectors and writes NCHW with
 scalar stores; a fused bias / residual add then reads NCHW with scalar loads. Measured on this
@@ -38,7 +39,8 @@ from .rewrite import Emitter, rebuild
 BLOCK = 16
 BLOCKED = f"NCHW{BLOCK}c"
 WEIGHT_LAYOUT = f"OIHW{BLOCK}i{BLOCK}o"
-DEPTHWISE_WEIGHT_LAYOUT = f"OIHW{BLOCK}o"  # [C/16, 1, KH, KW, 16]
+# [OC/16, C, KH, KW, 16]: depthwise convs (C = 1) and convs from NCHW into NCHW16c
+OC_BLOCKED_WEIGHT_LAYOUT = f"OIHW{BLOCK}o"
 SUFFIX = f"_{BLOCKED}"
 
 
@@ -55,8 +57,9 @@ def block_nchw(a: np.ndarray, block: int) -> np.ndarray:
 
 
 def _blocked_conv(n: Node, ins: list[Value]) -> str | None:
-    """"conv" or "depthwise" when the node runs blocked, else None."""
-    if n.op != "conv" or "weight_layout" in n.attrs or "layout" in n.attrs:
+    """How a conv node runs blocked: "conv" (NCHW16c in and out), "depthwise", "nchw_in" (NCHW
+    in, NCHW16c out: input channels that are not a multiple of 16); None: stays NCHW."""
+    if n.op != "conv" or {"weight_layout", "layout", "out_layout"} & n.attrs.keys():
         return None
     x, w = ins[0], ins[1]
     xs = R.unblocked_shape(x.shape, x.layout)
@@ -67,6 +70,8 @@ def _blocked_conv(n: Node, ins: list[Value]) -> str | None:
         return "conv"
     if groups == xs[1] == w.shape[0] and w.shape[1] == 1:
         return "depthwise"
+    if groups == 1 and x.layout != BLOCKED:
+        return "nchw_in"  # e.g. the 3-channel first conv: NCHW in, blocked out
     return None
 
 
@@ -118,14 +123,17 @@ def convert_layout(g: Graph) -> Graph:
         kind = _blocked_conv(n, ins)
         if kind is not None:
             w = ins[1]
-            wl = WEIGHT_LAYOUT if kind == "conv" else DEPTHWISE_WEIGHT_LAYOUT
+            wl = WEIGHT_LAYOUT if kind == "conv" else OC_BLOCKED_WEIGHT_LAYOUT
             if id(w) not in packed:
                 data = (pack_oihw_blocked(w.data, BLOCK, BLOCK) if kind == "conv" else
                         pack_oihw(w.data, BLOCK))
                 packed[id(w)] = constant(f"{w.name}_{wl}", data, w)
-            attrs = dict(n.attrs, layout=BLOCKED, weight_layout=wl)
-            return [node(n.name, "conv", [blocked(ins[0]), packed[id(w)], *ins[2:]], attrs,
-                         BLOCKED, out.name + SUFFIX)]
+            if kind == "nchw_in":
+                x, attrs = ins[0], dict(n.attrs, out_layout=BLOCKED, weight_layout=wl)
+            else:
+                x, attrs = blocked(ins[0]), dict(n.attrs, layout=BLOCKED, weight_layout=wl)
+            return [node(n.name, "conv", [x, packed[id(w)], *ins[2:]], attrs, BLOCKED,
+                         out.name + SUFFIX)]
         kinds = [v.layout == BLOCKED for v in ins]
         if not any(kinds) or out is None:
             return _unblock_all(n, ins)

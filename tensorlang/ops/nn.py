@@ -288,13 +288,16 @@ def pack_conv_weight(w: Tensor, oc_block: int = CONV_OC_BLOCK) -> Tensor:
 
 
 def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: int = 1,
-                out_dtype: str | None = None) -> Tensor:
+                out_dtype: str | None = None, out_layout: str = "NCHW") -> Tensor:
     """2-D convolution, x [N, C, H, W], w [OC, C / groups, KH, KW] -> [N, OC, OH, OW]. padding:
     int, (ph, pw) or (top, left, bottom, right). groups == C == OC gives the depthwise op.
     w may also be pre-packed by pack_conv_weight ([OC/ob, C, KH, KW, ob], groups=1 only).
     With groups=1 and OC a multiple of 16 (or packed weights) the conv accumulates in an
     oc-blocked stage (`conv2d_nchw_block`) read back to NCHW by the output stage; the weights
-    are packed inside the op when given as OIHW."""
+    are packed inside the op when given as OIHW.
+    out_layout: "NCHW", or "NCHW<ob>c" (ob = the weight block, 16) on that blocked path: the
+    output is [N, OC/ob, OH, OW, ob], written from the register tile as whole vectors (the
+    first conv of a CNN, whose 3 input channels cannot be blocked, feeding blocked layers)."""
     op = "conv2d_nchw"
     check_tensor(op, "x", x)
     check_tensor(op, "w", w)
@@ -320,6 +323,12 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
     if cpg != c // g:
         raise ValueError(f"{op}: w has {cpg} input channels per group, x has {c} channels and "
                          f"groups={g} (expected {c // g})")
+    oc_blocked = packed is not None or (g == 1 and oc % CONV_OC_BLOCK == 0)
+    block_out = f"NCHW{CONV_OC_BLOCK if packed is None else ob}c"
+    if out_layout != "NCHW" and not (oc_blocked and out_layout == block_out):
+        raise ValueError(f"{op}: out_layout must be 'NCHW' or '{block_out}' (groups=1 and "
+                         f"output channels a multiple of the block), got {out_layout!r} for "
+                         f"groups={g}, {oc} output channels")
     if g > 1 and g == c and cpg == 1:
         return depthwise_conv2d_nchw(x, w, stride, (pt, pl, pb, pr), dilation, out_dtype)
     oh, ow = _out_hw(op, h, wd, kh, kw, win)
@@ -329,7 +338,7 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw], "groups": g}
-    if packed is not None or (g == 1 and oc % CONV_OC_BLOCK == 0):
+    if oc_blocked:
         wp = w if packed is not None else pack_conv_weight(w, CONV_OC_BLOCK)
         ob = as_int(wp.shape[4])
 
@@ -342,6 +351,10 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
 
         blk = op_compute(op + "_block", (n, oc // ob, oh, ow, ob), fb, OUT_ELEMWISE_FUSABLE,
                          **attrs)
+        if out_layout == f"NCHW{ob}c":
+            return op_compute(op, (n, oc // ob, oh, ow, ob),
+                              lambda b, o, y, z, i: blk[b, o, y, z, i], OUT_ELEMWISE_FUSABLE,
+                              oc_block=ob, out_layout=out_layout, **attrs)
         # NCHW out: the schedule computes the block per output tile, so this is a transposed
         # copy out of the register tile, not a pass over memory
         return op_compute(op, (n, oc, oh, ow), lambda b, o, y, z: blk[b, o // ob, y, z, o % ob],

@@ -465,18 +465,20 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
     else:
         s[c].compute_inline()  # the NCHW read-back becomes the tail's read of the tile
     o = s[out]
-    n, oc, oh, ow = o.op.axis
+    n, oc, oh, ow = o.op.axis[:4]
+    lane = o.op.axis[4] if len(o.op.axis) == 5 else None  # NCHW16c out: the block's lanes
     ob = _ext(blk.op.axis[-1])
     nvec = _largest_divisor(_ext(blk.op.axis[1]), max(1, oc_vectors)) or 1
     rn = _largest_divisor(_ext(ow), max(1, reg_ow)) or 1
-    oco, oci = o.split(oc, factor=nvec * ob)
+    oco, oci = o.split(oc, factor=nvec if lane is not None else nvec * ob)
     owo, owi = o.split(ow, factor=rn)
     if oc_outer is None:
         # rows outside the oc blocks when all the packed weights stay in L2 (each task then
         # reads its input rows once for every oc block); else oc blocks outside, so a task's
         # weight block is reused by the rows that follow it
         oc_outer = _nbytes(blk_weight(blk)) > 256 * 1024
-    o.reorder(*((n, oco, oh) if oc_outer else (n, oh, oco)), owo, oci, owi)
+    o.reorder(*((n, oco, oh) if oc_outer else (n, oh, oco)), owo, oci, owi,
+              *([lane] if lane is not None else []))
     task = o.fuse(n, oco, oh) if oc_outer else o.fuse(n, oh)
     if pad_per_task is None:
         # per task only when the task covers every oc block: with the oc blocks outside, each
@@ -495,6 +497,8 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
         blk.unroll(rx)
     o.unroll(oci)
     o.unroll(owi)
+    if lane is not None and (ob % LANES == 0 or ob in (4, 8)):
+        o.vectorize(lane)
     if not (pad_per_task and _pad_at(s, blk, o, task)):
         _schedule_pad_input(s, blk)
     for t in blk.op.input_tensors:  # weights packed inside the op: one parallel pass

@@ -380,18 +380,21 @@ def test_convert_layout_blocks_conv_chains_and_converts_at_the_boundaries():
     before = eliminate_dead_code(fold_scale_into_conv(infer_types(_cnn16())))
     after = infer_types(convert_layout(before))  # the recorded types are the inferred ones
     convs = [n for n in after.nodes if n.op == "conv"]
-    # the stem (3 input channels) stays NCHW; the 16-channel convs are blocked
-    assert [n.attrs.get("layout") for n in convs] == [None, "NCHW16c", "NCHW16c"]
+    # the stem (3 input channels) reads NCHW and writes NCHW16c; the 16-channel convs are
+    # blocked on both sides
+    assert [(n.attrs.get("layout"), n.attrs.get("out_layout"), n.attrs["weight_layout"])
+            for n in convs] == [(None, "NCHW16c", "OIHW16o"),
+                                ("NCHW16c", None, "OIHW16i16o"), ("NCHW16c", None, "OIHW16i16o")]
+    assert convs[0].inputs[1].shape == (1, 3, 3, 3, 16)
     assert convs[1].inputs[1].shape == (1, 1, 3, 3, 16, 16)
     assert convs[1].outputs[0].shape == (1, 1, 6, 6, 16)
-    # one transform into the blocked layout (the pooled stem output, read by a conv and by
-    # the residual add) and one back (before flatten); everything between stays blocked
+    # the only transform is back to NCHW before the reshape; everything before it is blocked
     lt = [(n.attrs["src_layout"], n.attrs["dst_layout"]) for n in after.nodes
           if n.op == "layout_transform"]
-    assert lt == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
+    assert lt == [("NCHW16c", "NCHW")]
     blocked = [n.op for n in after.nodes if n.outputs[0].layout == "NCHW16c"]
-    assert blocked == ["layout_transform", "conv", "relu", "conv", "add", "relu", "multiply",
-                       "global_avg_pool"]
+    assert blocked == ["conv", "relu", "max_pool", "conv", "relu", "conv", "add", "relu",
+                       "multiply", "global_avg_pool"]
     # the per-channel scale was re-laid out at build time
     mul = next(n for n in after.nodes if n.op == "multiply")
     assert mul.inputs[1].shape == (1, 1, 1, 1, 16)
@@ -432,6 +435,9 @@ def test_blocked_layout_attributes_are_checked():
     w = b.const(_rand(2, 1, 1, 1, 16, 16), name="w")
     with pytest.raises(graph.GraphError, match="weight_layout 'OIHW16i<o>o'"):
         infer_types(b.build(b.conv(x, w, layout="NCHW16c", weight_layout="OIHW16o")))
+    with pytest.raises(graph.GraphError, match="out_layout 'NCHW16c' needs an NCHW input"):
+        infer_types(b.build(b.conv(x, w, layout="NCHW16c", weight_layout="OIHW16i16o",
+                                   out_layout="NCHW16c")))
     b = graph.Builder("bad2")
     x = b.input("x", (1, 20, 4, 4))
     with pytest.raises(graph.GraphError, match="cannot be blocked by 16"):

@@ -451,6 +451,28 @@ def test_conv2d_nchw_packed_weight_errors():
         ops.pack_conv_weight(tl.placeholder((24, 16, 3, 3), name="W"), 16)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_conv2d_nchw_into_nchw16c(packed):
+    """NCHW input with 3 channels (a CNN's first conv), NCHW16c output written from the
+    register tile as vectors, with a fused bias + relu tail."""
+    x, w, b = rand((1, 3, 15, 28)), rand((32, 3, 5, 5)), rand((2, 1, 1, 16))
+    wp = np.ascontiguousarray(w.reshape(2, 16, 3, 5, 5).transpose(0, 2, 3, 4, 1))
+    X, W, B = ph(x, "X"), ph(wp if packed else w, "W"), ph(b, "b")
+    out = ops.relu(ops.add(ops.conv2d_nchw(X, W, 2, 2, out_layout="NCHW16c"), B))
+    ref = conv_ref(x, w, (2, 2), (2, 2, 2, 2), (1, 1), 1) + b.reshape(1, 32, 1, 1)
+    check(out, [X, W, B], [x, wp if packed else w, b], _nchw16c(np.maximum(ref, 0)), **TOL)
+    text = str(tl.lower(ops.default_schedule(out), [X, W, B, out]))
+    assert ", 1, 16)] = max(" in text  # whole-vector stores of 16 channels
+
+
+def test_conv2d_nchw_out_layout_errors():
+    X = tl.placeholder((1, 3, 8, 8), name="X")
+    with pytest.raises(ValueError, match="conv2d_nchw: out_layout must be 'NCHW' or 'NCHW16c'"):
+        ops.conv2d_nchw(X, tl.placeholder((24, 3, 3, 3), name="W"), out_layout="NCHW16c")
+    with pytest.raises(ValueError, match="out_layout must be 'NCHW' or 'NCHW16c'"):
+        ops.conv2d_nchw(X, tl.placeholder((32, 3, 3, 3), name="W"), out_layout="NCHW8c")
+
+
 def test_fused_conv_nchwc_bias_relu():
     x, w, b = rand((1, 2, 6, 14, 16)), rand((2, 2, 3, 3, 16, 16)), rand((2, 1, 1, 16))
     X, W, B = ph(x, "X"), ph(w, "W"), ph(b, "b")
