@@ -36,8 +36,10 @@ KNOBS: dict[str, dict[str, list]] = {
     # reduction unrolling; convs off that path (groups, odd channel counts) ignore them
     "conv2d_nchw": {"oc_vectors": [2, 1, 4], "reg_ow": [14, 7, 8, 28, 4],
                     "unroll_kw": [False, True]},
+    # the blocked conv's register tile, reduction unrolling and task order (None: by weight
+    # size, see schedule_conv2d_nchwc)
     "conv2d_nchwc": {"reg_n": [14, 7, 8, 16, 28, 4], "oc_blocks": [2, 1, 4],
-                     "unroll_kw": [True, False]},
+                     "unroll_kw": [True, False], "oc_outer": [None, True, False]},
     "depthwise_conv2d_nchw": {"row_lanes_max": [64, 32, 16]},
     # None: the schedule's own choice of rows per task (by stride)
     "depthwise_conv2d_nchwc": {"reg_ow": [14, 7, 8, 16, 28], "rows": [None, 1, 2, 4, 8]},

@@ -331,9 +331,9 @@ def test_packed_weight_layout_is_checked():
         infer_types(b.build(b.conv(x, w, weight_layout="OIHW8o")))
 
 
-def test_conv_tasks_tune_the_direct_conv_register_tile():
+def test_conv_tasks_tune_the_blocked_conv_register_tile():
     # the graph's conv tasks expose the knobs of the schedule the conv actually takes (the
-    # direct NCHW register tile), so different configs give different kernels;
+    # NCHW16c conv's register tile and task order), so different configs give different kernels;
     # tiles far beyond the 32 vector registers are refused before building
     from tensorlang.graph.tuning import MAX_REGISTER_TILE
 
