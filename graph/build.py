@@ -156,6 +156,10 @@ def _build_kernel(op: str, attrs: dict, in_types, out_types, target, tuning) -> 
         except Exception as e:  # noqa: BLE001 - a refused schedule: try the next, simpler one
             errors.append(f"{sched_name}: {type(e).__name__}: {e}")
             continue
+        if sched_name == "naive" and errors:
+            # the library could not place this composition: it runs, but unoptimized
+            warnings.warn(f"kernel {name}: the default schedule was refused, so it uses the "
+                          f"naive schedule (correct but slow): {errors[-1]}", stacklevel=2)
         mod._graph_build_s = time.perf_counter() - t0  # for the build report
         _KERNEL_CACHE[key] = (mod, sched_name)
         kernel_cache.store(disk_key, mod, {"schedule": sched_name, "build_s": mod._graph_build_s})

@@ -10,6 +10,9 @@ each one. Ordering constraints:
 - ``eliminate_common_subexpr`` before ``simplify_algebra``: merged constants let more rewrites
   match; ``fold_scale_into_conv`` after both (x*1 is gone, the conv -> bn pairs are adjacent)
   and before DCE, which drops the unfolded conv/bn nodes it orphans.
+- ``sink_reshape`` after ``fold_scale_into_conv`` (which folds a bias add through the
+  importer's reshape after a dense) and before ``fuse_ops``: elementwise ops moved above the
+  reshape fuse into the dense that feeds them.
 - ``convert_layout`` after ``fold_scale_into_conv`` (batch norms and scales are inside the
   conv weights, so conv -> relu -> add chains are adjacent) and before ``pack_conv_weights``,
   which packs the weights of the convs that stayed NCHW; both before DCE (which drops the
@@ -42,6 +45,7 @@ from .fuse_ops import fuse_ops
 from .infer_types import infer_types
 from .pack_conv_weights import pack_conv_weights
 from .simplify import simplify_algebra
+from .sink_reshape import sink_reshape
 
 PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("infer_types", infer_types, 0),
@@ -49,6 +53,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("eliminate_common_subexpr", eliminate_common_subexpr, 2),
     ("simplify_algebra", simplify_algebra, 1),
     ("fold_scale_into_conv", fold_scale_into_conv, 2),
+    ("sink_reshape", sink_reshape, 1),
     ("convert_layout", convert_layout, 2),
     ("pack_conv_weights", pack_conv_weights, 2),
     ("eliminate_dead_code", eliminate_dead_code, 0),
@@ -91,4 +96,4 @@ def describe() -> str:
 
 __all__ = ["PASSES", "convert_layout", "describe", "eliminate_common_subexpr", "eliminate_dead_code",
            "fold_constants", "fold_scale_into_conv", "fuse_ops", "infer_types",
-           "pack_conv_weights", "run_passes", "simplify_algebra"]
+           "pack_conv_weights", "run_passes", "simplify_algebra", "sink_reshape"]

@@ -116,6 +116,10 @@ class Schedule:
                 self.placeholders.append(op)
                 continue
             st = Stage(op, self)
+            # computes may share a name (every library add is "add"); steps and traces name
+            # stages, so a second "add" is the stage "add.1" (in creation order: a trace
+            # replayed on the same computes names the same stages)
+            st.name = self._unique_stage_name(op.name)
             st.is_output = op in ops
             self.stages.append(st)
             self.stage_map[op] = st

@@ -444,3 +444,34 @@ def test_blocked_layout_attributes_are_checked():
         b.layout_transform(x, src_layout="NCHW", dst_layout="NCHW16c")
     with pytest.raises(graph.GraphError, match="is not NCHW or NCHW<x>c"):
         b.layout_transform(x, src_layout="NCHW", dst_layout="NHWC")
+
+
+def test_sink_reshape_lets_elementwise_ops_fuse_into_the_dense():
+    """The importer's rank-restoring reshape after a 3-D MatMul no longer separates the dense
+    from its GELU / residual add: those move above the reshape and fuse into the dense."""
+    from tensorlang.graph.passes import sink_reshape
+
+    b = graph.Builder("ffn")
+    x = b.input("x", (1, 6, 8))
+    flat = b.reshape(x, shape=[6, 8])
+    d = b.dense(flat, b.const(_rand(8, 8), name="w"), b.const(_rand(8), name="bias"))
+    y = b.reshape(d, shape=[1, 6, 8])
+    half = b.multiply(y, b.const(np.float32(0.5), name="half"))
+    g = b.multiply(half, b.add(b.erf(b.divide(y, b.const(np.float32(1.4142), name="r2"))),
+                               b.const(np.float32(1.0), name="one")))
+    out = b.add(g, x)  # residual: x is reshaped (an alias) to the dense's shape
+    out = b.add(out, b.const(_rand(8), name="row"))  # a constant along the kept last axis
+    before = infer_types(b.build(out))
+    after = infer_types(eliminate_dead_code(sink_reshape(before)))
+    ops = _ops(after)
+    assert ops.count("reshape") == 3  # x -> [6, 8] (twice, both aliases), the result back
+    assert ops[-1] == "reshape" and after.outputs[0].name == before.outputs[0].name
+    fused = fuse_ops(after)
+    dense_group = next(n for n in fused.nodes if n.op == "fused")
+    assert [m["op"] for m in dense_group.attrs["body"]] == [
+        "dense", "multiply", "divide", "erf", "add", "multiply", "add", "add"]
+    feeds = {"x": _rand(1, 6, 8)}
+    ref = graph.build(before, opt_level=0).run(**feeds)
+    got = graph.build(before, opt_level=2).run(**feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-5)

@@ -531,6 +531,22 @@ def test_fused_matmul_add_gelu(m, k, n):
           **TOL)
 
 
+def test_matmul_with_bias_and_residual_adds_in_its_tail():
+    """Two library adds are two computes named "add": their stages get distinct names
+    ("add", "add.1"), so the matmul is placed at the output's loops, not the inlined add's
+    (which the legality check refused, and a graph fell back to the naive schedule)."""
+    a, b, c, r = rand((20, 32)), rand((32, 48)), rand((48,)), rand((20, 48))
+    A, B, C, R = ph(a, "A"), ph(b, "B"), ph(c, "c"), ph(r, "R")
+    out = ops.add(ops.add(ops.matmul(A, B), C), R)
+    s = ops.default_schedule(out)
+    assert [st.name for st in s.stages if st.op.tag == "add"] == ["add", "add.1"]
+    mm = next(st for st in s.stages if st.op.tag == "matmul")
+    assert mm.attach_type == "scope" and mm.attach_stage.op is out.op
+    check(out, [A, B, C, R], [a, b, c, r], a @ b + c + r, **TOL)
+    replayed = tl.create_schedule(out).apply_trace(s.trace.dumps())
+    assert str(tl.lower(replayed, [A, B, C, R, out])) == str(tl.lower(s, [A, B, C, R, out]))
+
+
 def test_default_schedule_lowering_has_vector_and_parallel_code():
     A = tl.placeholder((48, 64), name="A")
     B = tl.placeholder((64, 64), name="B")
