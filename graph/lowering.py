@@ -198,8 +198,12 @@ def _conv_nd(x, w, a, out_shape):
 
 
 def _dense(ins, a, out_shape):
-    # the graph's dense weight is [K, N] (K-major): a matmul with the library's packed panels
-    y = O.matmul(ins[0], ins[1])
+    # the graph's dense weight is [K, N] (K-major): a matmul with the library's packed panels,
+    # packed at build time when the weight is a constant (weight_layout NK16n)
+    if a.get("weight_layout") is not None:
+        y = O.matmul_prepacked(ins[0], ins[1], a["units"])
+    else:
+        y = O.matmul(ins[0], ins[1])
     return O.add(y, ins[2]) if len(ins) > 2 else y
 
 

@@ -362,8 +362,17 @@ register("matmul", OUT_ELEMWISE_FUSABLE, 2, _matmul_infer,
 
 def _dense_infer(types, attrs):
     """dense(x[M, K], w[K, N], bias[N]?) -> [M, N]: the weight is stored K-major so that the
-    kernel's inner loop reads it contiguously."""
+    kernel's inner loop reads it contiguously; with weight_layout "NK16n" (the
+    pack_dense_weights pass) it is [ceil(N/16), K, 16] panels and attrs["units"] is N."""
     (x, xt), (w, _) = types[0], types[1]
+    if attrs.get("weight_layout") is not None:
+        units = attrs.get("units")
+        if attrs["weight_layout"] != "NK16n" or len(w) != 3 or w[2] != 16 or \
+                not isinstance(units, int) or w[0] != -(-units // 16):
+            raise GraphError(f"weight {list(w)} with weight_layout "
+                             f"{attrs['weight_layout']!r} and units {units!r} is not "
+                             "'NK16n' panels [ceil(units/16), K, 16]")
+        w = (w[1], units)
     if len(x) != 2 or len(w) != 2 or x[1] != w[0]:
         raise GraphError(f"expects x[M, K] and w[K, N], got {list(x)} and {list(w)}")
     if len(types) > 2:

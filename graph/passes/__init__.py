@@ -15,8 +15,8 @@ each one. Ordering constraints:
   reshape fuse into the dense that feeds them.
 - ``convert_layout`` after ``fold_scale_into_conv`` (batch norms and scales are inside the
   conv weights, so conv -> relu -> add chains are adjacent) and before ``pack_conv_weights``,
-  which packs the weights of the convs that stayed NCHW; both before DCE (which drops the
-  unpacked constants).
+  which packs the weights of the convs that stayed NCHW; these and ``pack_dense_weights``
+  before DCE (which drops the unpacked constants).
 - ``fuse_ops`` last: every earlier pass sees single operators; after it a node is a kernel.
 - memory planning (:mod:`.plan_memory`) runs on the execution plan after kernels are chosen,
   not on the graph.
@@ -24,8 +24,8 @@ each one. Ordering constraints:
 ``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
 algebraic simplification, fusion; 2 (the default) -- also CSE and folding batch norm and
 per-channel scales into conv/dense weights, conv chains in the blocked activation layout
-NCHW16c (``convert_layout``), and conv weights packed into the library's blocked layouts at
-build time; 3 -- the same as 2.
+NCHW16c (``convert_layout``), and conv and dense weights packed into the library's blocked
+layouts at build time; 3 -- the same as 2.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from .fold_scale import fold_scale_into_conv
 from .fuse_ops import fuse_ops
 from .infer_types import infer_types
 from .pack_conv_weights import pack_conv_weights
+from .pack_dense_weights import pack_dense_weights
 from .simplify import simplify_algebra
 from .sink_reshape import sink_reshape
 
@@ -56,6 +57,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("sink_reshape", sink_reshape, 1),
     ("convert_layout", convert_layout, 2),
     ("pack_conv_weights", pack_conv_weights, 2),
+    ("pack_dense_weights", pack_dense_weights, 2),
     ("eliminate_dead_code", eliminate_dead_code, 0),
     ("fuse_ops", fuse_ops, 1),
 ]
@@ -96,4 +98,5 @@ def describe() -> str:
 
 __all__ = ["PASSES", "convert_layout", "describe", "eliminate_common_subexpr", "eliminate_dead_code",
            "fold_constants", "fold_scale_into_conv", "fuse_ops", "infer_types",
-           "pack_conv_weights", "run_passes", "simplify_algebra", "sink_reshape"]
+           "pack_conv_weights", "pack_dense_weights", "run_passes", "simplify_algebra",
+           "sink_reshape"]

@@ -475,3 +475,31 @@ def test_sink_reshape_lets_elementwise_ops_fuse_into_the_dense():
     got = graph.build(before, opt_level=2).run(**feeds)
     for k in ref:
         np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-5)
+
+
+def test_pack_dense_weights_structure_and_numerics():
+    from tensorlang.graph.passes import pack_dense_weights
+    from tensorlang.graph.passes.pack_dense_weights import pack_kn
+
+    b = graph.Builder("dense")
+    x = b.input("x", (16, 24))
+    w = b.const(_rand(24, 40), name="w")  # 40 columns: the last panel is zero-padded
+    y = b.relu(b.dense(x, w, b.const(_rand(40), name="bias")))
+    few = b.input("few", (2, 24))  # too few rows: the row-reduction path reads [K, N]
+    z = b.dense(few, w)
+    before = infer_types(b.build([y, z]))
+    after = infer_types(pack_dense_weights(before))
+    dense = [n for n in after.nodes if n.op == "dense"]
+    assert [n.attrs.get("weight_layout") for n in dense] == ["NK16n", None]
+    assert dense[0].attrs["units"] == 40 and dense[0].inputs[1].shape == (3, 24, 16)
+    assert np.array_equal(dense[0].inputs[1].data, pack_kn(w.data))
+    assert np.array_equal(pack_kn(w.data)[1, :, 5], w.data[:, 21])
+    feeds = {"x": _rand(16, 24), "few": _rand(2, 24)}
+    ref = graph.build(before, opt_level=0).run(**feeds)
+    got = graph.build(before, opt_level=2).run(**feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+    bad = graph.Builder("bad")
+    with pytest.raises(graph.GraphError, match="is not 'NK16n' panels"):
+        bad.dense(bad.input("x", (16, 24)), bad.const(_rand(3, 24, 16), name="w"),
+                  weight_layout="NK16n", units=50)

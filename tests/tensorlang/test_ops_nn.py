@@ -531,6 +531,32 @@ def test_fused_matmul_add_gelu(m, k, n):
           **TOL)
 
 
+@pytest.mark.parametrize("m,k,n", [(24, 20, 48), (13, 9, 37), (4, 16, 20)])
+def test_matmul_prepacked(m, k, n):
+    """B packed once into [ceil(N/16), K, 16] panels (zero-padded past N), then the matmul
+    reads the panels directly: the same result, and no packing stage in the kernel."""
+    a, b = rand((m, k)), rand((k, n))
+    B = ph(b, "B")
+    packed = ops.pack_matmul_weight(B)
+    bp = np.zeros((-(-n // 16), k, 16), "float32")
+    tl.build(ops.default_schedule(packed), [B, packed])(b, bp)
+    columns = bp.transpose(1, 0, 2).reshape(k, -1)  # panel p, lane l is column 16 p + l
+    assert np.array_equal(columns[:, :n], b) and not columns[:, n:].any()
+    A, BP = ph(a, "A"), ph(bp, "BP")
+    out = ops.matmul_prepacked(A, BP, n)
+    check(out, [A, BP], [a, bp], a @ b, **TOL)
+    s = ops.default_schedule(out)
+    assert not [st for st in s.stages if st.op.tag.endswith("_pack")]
+
+
+def test_matmul_prepacked_checks_the_panels():
+    A = tl.placeholder((8, 10), name="A")
+    with pytest.raises(ValueError, match=r"bp \(2, 10, 16\) is not B \[10, 40\] packed"):
+        ops.matmul_prepacked(A, tl.placeholder((2, 10, 16), name="BP"), 40)
+    with pytest.raises(ValueError, match="bp 3-D"):
+        ops.matmul_prepacked(A, tl.placeholder((10, 40), name="B"), 40)
+
+
 def test_matmul_with_bias_and_residual_adds_in_its_tail():
     """Two library adds are two computes named "add": their stages get distinct names
     ("add", "add.1"), so the matmul is placed at the output's loops, not the inlined add's
