@@ -122,6 +122,8 @@ class GraphModule:
         flat = [self._addr[a] for st in p["steps"] for a in st["args"]]
         self._args = np.array(flat or [0], dtype=np.int64)
         self._status = np.zeros(2, dtype=np.int64)
+        self._in_place_slots = self._input_slots(p)
+        self._stale: dict[str, np.ndarray] = {}  # inputs read in place, not yet in the arena
         self._driver_raw = None
         if driver is not None:
             self._driver_raw = (driver.raw_function,
@@ -181,6 +183,7 @@ class GraphModule:
         if tuple(value.shape) != shape:
             raise InputError(f"input {name!r} must have shape {shape}, got {tuple(value.shape)}")
         np.copyto(self._views[name], value)
+        self._stale.pop(name, None)  # superseded: no later copy of an earlier array
         self._input_set.add(name)
 
     def _describe_inputs(self) -> str:
@@ -204,24 +207,72 @@ class GraphModule:
     def get_num_outputs(self) -> int:
         return len(self._outputs)
 
+    @staticmethod
+    def _input_slots(p) -> dict[str, list[int]]:
+        """For each input that the graph mode may read where the caller's array lies: the
+        positions in the driver's argument table that hold its storage's address. An input
+        qualifies when no kernel writes its storage (no in-place output into it) and no graph
+        output lives in it (a reshape of the input returned as an output)."""
+        storage = {n: int(v["storage"]) for n, v in p["values"].items()}
+        written = {storage[a] for st in p["steps"] for a in st["args"][-int(st["n_out"]):]}
+        outputs = {storage[o["name"]] for o in p["outputs"]}
+        flat = [a for st in p["steps"] for a in st["args"]]
+        slots = {}
+        for i in p["inputs"]:
+            sid = storage[i["name"]]
+            if sid not in written and sid not in outputs:
+                slots[i["name"]] = [k for k, a in enumerate(flat) if storage[a] == sid]
+        return slots
+
+    def _readable_in_place(self, name: str, value: Any) -> bool:
+        """True when the graph mode's kernels may read ``value`` where it lies instead of a
+        copy in the arena (as onnxruntime binds a numpy input): an input that qualifies (see
+        _input_slots), and an array of exactly its shape and dtype, C-contiguous."""
+        return (name in self._in_place_slots and isinstance(value, np.ndarray) and
+                value.flags.c_contiguous and value.dtype == self._inputs[name][1] and
+                tuple(value.shape) == self._inputs[name][0])
+
+    def _flush_stale(self, keep=()) -> None:
+        """Copy the inputs last read in place into the arena (before anything reads it)."""
+        for name in [n for n in self._stale if n not in keep]:
+            np.copyto(self._views[name], self._stale.pop(name))
+
     # -- running --------------------------------------------------------------------------
 
     def run(self, mode: str | None = None, **inputs: Any) -> dict[str, np.ndarray] | None:
         """Run the model. With keyword inputs, every input must be given (or set earlier with
         set_input) and a dict output name -> array (copies) is returned; ``run()`` alone runs on
-        the inputs set with set_input and returns None (TVM's style; read with get_output)."""
+        the inputs set with set_input and returns None (TVM's style; read with get_output).
+        In graph mode a C-contiguous input array of the exact shape and dtype is read where it
+        lies, not copied (unless a kernel would write into its buffer); it is copied into the
+        model's buffer only if a later ``run()`` without inputs needs it, so an array
+        changed in between is seen as it is then."""
         if inputs:
             unknown = [k for k in inputs if k not in self._inputs]
             if unknown:
                 raise InputError(f"unknown input(s) {unknown}; the model's inputs are "
                                  f"{self._describe_inputs()}")
-            for k, v in inputs.items():
+        bound = {}  # inputs the kernels read where the caller's arrays lie
+        for k, v in inputs.items():
+            if (mode or self.mode) == "graph" and self._readable_in_place(k, v):
+                bound[k] = v
+            else:
                 self._set_one(k, v)
-        missing = [k for k in self._inputs if k not in self._input_set]
+        missing = [k for k in self._inputs if k not in self._input_set and k not in bound]
         if missing:
             raise InputError(f"missing input(s) {missing}; the model's inputs are "
                              f"{self._describe_inputs()}")
-        self._execute(mode or self.mode)
+        for k, v in bound.items():
+            self._args[self._in_place_slots[k]] = v.ctypes.data
+        try:
+            self._execute(mode or self.mode, keep=bound)
+        finally:
+            for k, v in bound.items():
+                self._args[self._in_place_slots[k]] = self._addr[k]
+                # copied into the arena only if a later run reads the arena (run() alone);
+                # the array is kept alive until then
+                self._stale[k] = v
+                self._input_set.add(k)
         if not inputs:
             return None
         return {n: self._views[n].copy() for n in self._outputs}
@@ -229,7 +280,8 @@ class GraphModule:
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
         return self.run(**inputs)  # type: ignore[return-value]
 
-    def _execute(self, mode: str) -> None:
+    def _execute(self, mode: str, keep=()) -> None:
+        self._flush_stale(keep)
         if mode == "graph":
             if self._driver_raw is None:
                 raise TensorlangError("this module has no graph driver; use mode='interactive'")
