@@ -531,13 +531,9 @@ def _pad_at(s, cs, o, loop) -> bool:
     for t in cs.op.input_tensors:
         st = s.stage_map.get(t.op)
         if st is None or st.op.tag != "pad" or st.attach_type != "root" or \
-                len(s.consumers(st)) != 1 or len(st.op.axis) not in (4, 5):
+                len(s.consumers(st)) != 1 or len(st.op.axis) != 4:
             continue
         st.compute_at(o, loop)
-        if len(st.op.axis) == 5:  # NCHW[x]c: the channel block is the vector
-            if _ext(st.op.axis[4]) % LANES == 0 or _ext(st.op.axis[4]) in (4, 8):
-                st.vectorize(st.op.axis[4])
-            return True
         pw = st.op.axis[3]
         w = _ext(pw)
         if w <= 64 and w % LANES:
@@ -553,8 +549,7 @@ def _stride_one(cs) -> bool:
 
 
 def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: bool = True,
-                            row_lanes_max: int = 64, rows: int | None = None,
-                            reg_ow: int = 14):
+                            row_lanes_max: int = 64, rows: int = 4, reg_ow: int = 14):
     """Depthwise conv and pooling (NCHW): per (n, c, output row), the output row is vectorized
     (input rows are contiguous for stride 1; strided reads are gathers), the small window loops
     unrolled around it. A row of at most `row_lanes_max` elements is one vector of the row's
@@ -563,22 +558,16 @@ def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: b
     tail, and 4 lanes, the widest power of two dividing 28, quarters the throughput). The padded
     input is built per channel (a window reads one input channel) in a stack buffer that stays
     in L1, instead of a whole padded copy of the input on the heap.
-    rows: output rows computed together (the largest divisor of OH not above the knob, None:
-    4), their window loops interleaved: a row alone is a chain of KH*KW dependent FMAs (latency
-    bound, 4 cycles each), `rows` rows are that many independent chains.
+    rows: output rows computed together (the largest divisor of OH not above the knob), their
+    window loops interleaved: a row alone is a chain of KH*KW dependent FMAs (latency bound, 4
+    cycles each), `rows` rows are that many independent chains.
     On NCHW[x]c (5-D, the blocked depthwise conv and pooling) the channel block is the vector
     instead and reg_ow output columns are computed together (_schedule_window_blocked)."""
     comp, out = _accumulator(s, c, out)
     o = s[out]
     if len(o.op.axis) == 5:
-        if rows is None:
-            # rows per task: measured on 1x32x112^2 3x3 (stride 1) 8 rows 0.033 ms vs 1 row
-            # 0.060 (each input row padded once per task that reads it); on 1x64x112^2 stride 2
-            # 1 row 0.030 vs 8 rows 0.045
-            rows = 8 if _stride_one(s[comp]) else 1
         _schedule_window_blocked(s, s[comp], o, parallel, reg_ow, rows)
         return
-    rows = 4 if rows is None else rows
     n, ch, oh, ow = o.op.axis
     cs = s[comp]
     width = _ext(cs.op.axis[3])
@@ -626,9 +615,8 @@ def _schedule_window_blocked(s, cs, o, parallel: bool, reg_ow: int, rows: int) -
     """Depthwise conv / pooling on NCHW[x]c: the channel block is the vector, so any stride
     reads contiguous vectors. Per (n, channel block, `rows` output rows) task, reg_ow output
     columns (the largest divisor of OW not above it) are computed together with the small
-    window loops unrolled around them: reg_ow independent chains. The padded input rows a task
-    reads are built in a stack buffer at the task loop (rows + KH - 1 of them: the fewer output
-    rows per task, the more often an input row is padded again)."""
+    window loops unrolled around them: reg_ow independent chains. The padding is not
+    materialized: reads that may fall into it are masked loads."""
     n, cb, oh, ow, ci = o.op.axis
     rn = _largest_divisor(_ext(ow), reg_ow) or 1
     owo, owi = o.split(ow, factor=rn)
@@ -653,8 +641,14 @@ def _schedule_window_blocked(s, cs, o, parallel: bool, reg_ow: int, rows: int) -
             if (_ext(r) or 99) <= 7:
                 cs.unroll(r)
     task = o.fuse(n, oh, cb)
-    if not _pad_at(s, cs, o, task):
-        _schedule_pad_input(s, cs)
+    for t in cs.op.input_tensors:
+        st = s.stage_map.get(t.op)
+        if st is not None and st.op.tag == "pad" and st.attach_type == "root":
+            # read the input directly: the window's reads become masked loads where they may
+            # fall into the padding; a padded copy of the task's rows costs as much as the
+            # window itself here (3x3 depthwise 1x64x112^2 stride 2: 0.052 -> 0.045 ms;
+            # 1x32x112^2 stride 1: 0.033 -> 0.025 ms)
+            st.compute_inline()
     if parallel:
         o.parallel(task)
 

@@ -121,7 +121,7 @@ def test_depthwise(stride, pad, mult):
     (1, 1, (12, 20), None), (2, (0, 1, 1, 2), (11, 13), None), (1, 1, (9, 30), 4)])
 def test_depthwise_nchw16c(stride, pad, hw, rows):
     """The blocked depthwise conv against the NCHW reference: the channel block is the vector,
-    rows per task and the per-task padded rows at any stride."""
+    rows per task, and the padding read as masked loads (no padded copy) at any stride."""
     x, w = rand((1, 32, *hw)), rand((32, 1, 3, 3))
     p4 = (pad,) * 4 if isinstance(pad, int) else pad
     ref = conv_ref(x, w, (stride, stride), p4, (1, 1), 32)
@@ -131,6 +131,8 @@ def test_depthwise_nchw16c(stride, pad, hw, rows):
     out = ops.relu(ops.depthwise_conv2d_nchwc(X, W, stride, pad))
     knobs = None if rows is None else {"rows": rows}
     check(out, [X, W], [xb, wb], _nchw16c(np.maximum(ref, 0)), **TOL, knobs=knobs)
+    text = str(tl.lower(ops.default_schedule(out, knobs=knobs), [X, W, out]))
+    assert "allocate pad" not in text and "parallel for" in text
 
 
 def test_depthwise_nchw16c_checks_the_weight():
