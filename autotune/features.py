@@ -1,7 +1,8 @@
 """Features of a candidate kernel: a pure function of its lowered loop IR.
 
-The IR is taken after storage flattening and before vectorize/unroll expansion, so that loops
-still carry their annotations (vectorized / unrolled / parallel) and each store appears once.
+The IR is taken after the first simplify pass and before vectorize/unroll expansion, so that
+loops still carry their annotations (vectorized / unrolled / parallel) and each store appears
+once; each access's indices are flattened row-major here (unsimplified).
 
 Per store (the `TOP_STORES` stores with the most work, heaviest first):
   - log2 of its trip count, float ops per iteration, total float ops;
@@ -25,6 +26,7 @@ import numpy as np
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.expr import as_int
+from ..lower.passes.storage_flatten import flat_index
 
 LEVELS = 6
 BUFS = 4
@@ -41,13 +43,16 @@ _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.Call)
 # main nest and a tail nest (4 of the ~11 ms of lowering a 1024^3 matmul candidate) and the
 # simplify after it only cleans those copies; features read "a tail guard sits inside this
 # loop" from the guard itself, which is what the partition would have split off.
-FEATURE_SKIP = ("loop_partition", "simplify_partitioned")
+# storage_flatten is skipped too: it simplifies every flattened index (a third of the rest);
+# the features flatten an access's indices themselves, unsimplified (the coefficients of the
+# loop variables are the same).
+FEATURE_SKIP = ("loop_partition", "simplify_partitioned", "storage_flatten")
 
 
 def lower_for_features(schedule, args):
-    """The loop IR the features read: tl.lower stopped after storage_flatten, without loop
-    partitioning (vectorize/unroll would only multiply the statements). The schedule's
-    primitives were already checked one by one when the template ran."""
+    """The loop IR the features read: tl.lower stopped after the first simplify (vectorize/
+    unroll would only multiply the statements). The schedule's primitives were already checked
+    one by one when the template ran."""
     from ..lower import lower
 
     return lower(schedule, args, name="f", check=False, stop_after="storage_flatten",
@@ -178,7 +183,7 @@ def _store_features(loops, guards, st) -> tuple[float, np.ndarray]:
     for b in range(BUFS):
         if b < len(accesses):
             buf, idx = accesses[b]
-            index = idx[0] if len(idx) == 1 else None
+            index = flat_index(buf, idx)
             esize = buf.nbytes_per_element
             for lvl in range(min(LEVELS, len(inner))):
                 # the loops from this level inward: which move the index, and by how much
