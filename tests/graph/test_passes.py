@@ -503,3 +503,29 @@ def test_pack_dense_weights_structure_and_numerics():
     with pytest.raises(graph.GraphError, match="is not 'NK16n' panels"):
         bad.dense(bad.input("x", (16, 24)), bad.const(_rand(3, 24, 16), name="w"),
                   weight_layout="NK16n", units=50)
+
+
+def test_convert_layout_never_round_trips_through_nchw():
+    """A blocked value read in NCHW by one op (a transpose) and by a blocked conv after it:
+    the transpose gets an NCHW copy, the conv still reads the blocked value itself (readers
+    see each value in the layout it was produced in; copies are made only for the readers
+    that need NCHW), never NCHW16c -> NCHW -> NCHW16c."""
+    from tensorlang.graph.passes import convert_layout
+
+    b = graph.Builder("roundtrip")
+    x = b.input("x", (1, 16, 5, 5))
+    y = b.relu(b.conv(x, b.const(_rand(16, 16, 1, 1), name="w1")))
+    t = b.transpose(y, perm=[0, 1, 3, 2])  # needs NCHW
+    z = b.conv(y, b.const(_rand(16, 16, 1, 1), name="w2"))  # takes y blocked again
+    g = infer_types(b.build([t, z]))
+    after = convert_layout(g)
+    lt = [(n.attrs["src_layout"], n.attrs["dst_layout"]) for n in after.nodes
+          if n.op == "layout_transform"]
+    assert lt == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW"), ("NCHW16c", "NCHW")]
+    conv2 = [n for n in after.nodes if n.op == "conv"][1]
+    assert conv2.inputs[0].producer.op == "relu"  # the blocked relu output itself
+    feeds = {"x": _rand(1, 16, 5, 5)}
+    ref = graph.build(g, opt_level=0).run(**feeds)
+    got = graph.build(g, opt_level=2).run(**feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
