@@ -438,6 +438,12 @@ def test_blocked_layout_attributes_are_checked():
     with pytest.raises(graph.GraphError, match="out_layout 'NCHW16c' needs an NCHW input"):
         infer_types(b.build(b.conv(x, w, layout="NCHW16c", weight_layout="OIHW16i16o",
                                    out_layout="NCHW16c")))
+    with pytest.raises(graph.GraphError, match="must be depthwise"):
+        infer_types(b.build(b.conv(x, b.const(_rand(1, 1, 3, 3, 16), name="wd"), pads=1,
+                                   groups=4, layout="NCHW16c", weight_layout="OIHW16o")))
+    with pytest.raises(graph.GraphError, match="weight_layout 'OIHW16o'"):
+        infer_types(b.build(b.conv(x, w, groups=16, layout="NCHW16c",
+                                   weight_layout="OIHW16i16o")))
     b = graph.Builder("bad2")
     x = b.input("x", (1, 20, 4, 4))
     with pytest.raises(graph.GraphError, match="cannot be blocked by 16"):
