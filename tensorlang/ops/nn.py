@@ -458,11 +458,8 @@ def depthwise_conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1
     if (wcbn, one, wcb) != (cbn, 1, cb):
         raise ValueError(f"{op}: w must be [{cbn}, 1, KH, KW, {cb}] for x {(n, cbn, h, wd, cb)},"
                          f" got {(wcbn, one, kh, kw, wcb)}")
-    win = _window(op, stride, padding, dilation)
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
-    oh, ow = _out_hw(op, h, wd, kh, kw, win)
-    d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
-    xp = _pad_nchw(x, pt, pl, pb, pr)
+    xp, d, (oh, ow), (sh, sw), (dh, dw), attrs = _blocked_window(
+        op, x, w, kh, kw, stride, padding, dilation, out_dtype)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
 
@@ -470,8 +467,18 @@ def depthwise_conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1
         return te.sum(_read(xp, (b, o, y * sh + ry * dh, z * sw + rx * dw, i), d)
                       * _read(w, (o, 0, ry, rx, i), d), axis=[ry, rx])
 
-    return op_compute(op, (n, cbn, oh, ow, cb), f, OUT_ELEMWISE_FUSABLE,
-                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw])
+    return op_compute(op, (n, cbn, oh, ow, cb), f, OUT_ELEMWISE_FUSABLE, **attrs)
+
+
+def _blocked_window(op, x, w, kh, kw, stride, padding, dilation, out_dtype):
+    """What the blocked convs share: (padded input, accumulation dtype, (OH, OW), strides,
+    dilations, the op's window attributes)."""
+    win = _window(op, stride, padding, dilation)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
+    oh, ow = _out_hw(op, as_int(x.shape[2]), as_int(x.shape[3]), kh, kw, win)
+    d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
+    attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw]}
+    return _pad_nchw(x, pt, pl, pb, pr), d, (oh, ow), (sh, sw), (dh, dw), attrs
 
 
 def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
@@ -484,16 +491,13 @@ def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
     check_tensor(op, "w", w)
     if x.ndim != 5 or w.ndim != 6:
         raise ValueError(f"{op}: x must be 5-D and w 6-D, got {x.ndim}-D and {w.ndim}-D")
-    n, cbn, h, wd, cb = static_shape(op, "x", x)
+    n, cbn, _, _, cb = static_shape(op, "x", x)
     obn, wcbn, kh, kw, wcb, ob = static_shape(op, "w", w)
     if (wcbn, wcb) != (cbn, cb):
         raise ValueError(f"{op}: w's input channel blocks {(wcbn, wcb)} do not match x's "
                          f"{(cbn, cb)}")
-    win = _window(op, stride, padding, dilation)
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
-    oh, ow = _out_hw(op, h, wd, kh, kw, win)
-    d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
-    xp = _pad_nchw(x, pt, pl, pb, pr)
+    xp, d, (oh, ow), (sh, sw), (dh, dw), attrs = _blocked_window(
+        op, x, w, kh, kw, stride, padding, dilation, out_dtype)
     rco = te.reduce_axis((0, cbn), name="rco")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
@@ -503,8 +507,7 @@ def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
         return te.sum(_read(xp, (b, rco, y * sh + ry * dh, z * sw + rx * dw, rci), d)
                       * _read(w, (oco, rco, ry, rx, rci, oci), d), axis=[rco, ry, rx, rci])
 
-    return op_compute(op, (n, obn, oh, ow, ob), f, OUT_ELEMWISE_FUSABLE,
-                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw])
+    return op_compute(op, (n, obn, oh, ow, ob), f, OUT_ELEMWISE_FUSABLE, **attrs)
 
 
 # ----------------------------------------------------------------------------- pooling
