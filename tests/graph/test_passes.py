@@ -29,6 +29,14 @@ def _ops(g):
     return [n.op for n in g.nodes]
 
 
+def _optimized_matches_unoptimized(g, feeds, atol=1e-4):
+    """The default build (opt_level 2) computes what the pass-free build computes."""
+    ref = graph.build(g, opt_level=0, memory_reuse=False, inplace=False).run(**feeds)
+    got = graph.build(g, opt_level=2).run(**feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=atol)
+
+
 def _conv_block(b, x, cin, cout, residual=None):
     w = b.const(_rand(cout, cin, 3, 3), name="w")
     y = b.conv(x, w, pads=1)
@@ -401,10 +409,7 @@ def test_convert_layout_blocks_conv_chains_and_converts_at_the_boundaries():
     assert [v.shape for v in after.outputs] == [v.shape for v in before.outputs]
 
     feeds = {"x": _rand(1, 3, 12, 12)}
-    ref = graph.build(before, opt_level=0, memory_reuse=False, inplace=False).run(**feeds)
-    got = graph.build(before, opt_level=2).run(**feeds)
-    for k in ref:
-        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+    _optimized_matches_unoptimized(before, feeds)
 
 
 def test_convert_layout_unblocks_readers_that_need_nchw_and_graph_outputs():
@@ -423,10 +428,7 @@ def test_convert_layout_unblocks_readers_that_need_nchw_and_graph_outputs():
     assert [v.layout for v in after.outputs] == ["", "", ""]
     assert [v.shape for v in after.outputs] == [v.shape for v in g.outputs]
     feeds = {"x": _rand(1, 16, 6, 6)}
-    ref = graph.build(g, opt_level=0).run(**feeds)
-    got = graph.build(g, opt_level=2).run(**feeds)
-    for k in ref:
-        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+    _optimized_matches_unoptimized(g, feeds)
 
 
 def test_blocked_layout_attributes_are_checked():
@@ -477,10 +479,7 @@ def test_sink_reshape_lets_elementwise_ops_fuse_into_the_dense():
     assert [m["op"] for m in dense_group.attrs["body"]] == [
         "dense", "multiply", "divide", "erf", "add", "multiply", "add", "add"]
     feeds = {"x": _rand(1, 6, 8)}
-    ref = graph.build(before, opt_level=0).run(**feeds)
-    got = graph.build(before, opt_level=2).run(**feeds)
-    for k in ref:
-        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-5)
+    _optimized_matches_unoptimized(before, feeds, atol=1e-5)
 
 
 def test_pack_dense_weights_structure_and_numerics():
@@ -501,10 +500,7 @@ def test_pack_dense_weights_structure_and_numerics():
     assert np.array_equal(dense[0].inputs[1].data, pack_kn(w.data))
     assert np.array_equal(pack_kn(w.data)[1, :, 5], w.data[:, 21])
     feeds = {"x": _rand(16, 24), "few": _rand(2, 24)}
-    ref = graph.build(before, opt_level=0).run(**feeds)
-    got = graph.build(before, opt_level=2).run(**feeds)
-    for k in ref:
-        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+    _optimized_matches_unoptimized(before, feeds)
     bad = graph.Builder("bad")
     with pytest.raises(graph.GraphError, match="is not 'NK16n' panels"):
         bad.dense(bad.input("x", (16, 24)), bad.const(_rand(3, 24, 16), name="w"),
@@ -531,7 +527,4 @@ def test_convert_layout_never_round_trips_through_nchw():
     conv2 = [n for n in after.nodes if n.op == "conv"][1]
     assert conv2.inputs[0].producer.op == "relu"  # the blocked relu output itself
     feeds = {"x": _rand(1, 16, 5, 5)}
-    ref = graph.build(g, opt_level=0).run(**feeds)
-    got = graph.build(g, opt_level=2).run(**feeds)
-    for k in ref:
-        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+    _optimized_matches_unoptimized(g, feeds)
