@@ -73,7 +73,10 @@ def _torch():
 def _ours(out, ins, arrays):
     s = ops.default_schedule(out)
     f = tl.build(s, ins + [out], name="bench")
-    res = np.zeros(tuple(int(d.value) for d in out.shape), out.dtype)
+    # 64-byte aligned, as tl.runtime.empty (tvm.nd.empty) allocates: the non-temporal store
+    # path of big outputs needs it (numpy only aligns to 16)
+    res = tl.runtime.empty(tuple(int(d.value) for d in out.shape), out.dtype)
+    res[...] = 0
 
     def run():
         f(*arrays, res)

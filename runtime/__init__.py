@@ -6,6 +6,7 @@ fallbacks), and from tensorlang only its dependency-free ``errors`` and ``versio
 that deployed code runs without the compiler.
 """
 
+from .arrays import array, empty
 from .graph_module import GraphModule, InputError, load
 from .module import ArtifactError, KernelError, LoadError, Module, load_module
 from .threadpool import bind_threads, get_num_threads, set_num_threads, unbind_threads
@@ -19,7 +20,9 @@ __all__ = [
     "LoadError",
     "Module",
     "TimingResult",
+    "array",
     "bind_threads",
+    "empty",
     "get_num_threads",
     "load",
     "load_module",

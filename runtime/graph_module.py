@@ -33,11 +33,11 @@ from tensorlang.errors import TensorlangError
 from tensorlang.version import __version__, version_major
 
 from . import _cpu, threadpool
+from .arrays import _aligned_bytes
 from .module import ArtifactError, KernelError, Module, load_module
 from .timer import TimingResult
 
 GRAPH_ARTIFACT_FORMAT = 1
-_ALIGN = 64
 MODES = ("graph", "interactive")
 
 
@@ -46,11 +46,8 @@ class InputError(TensorlangError, ValueError):
 
 
 def _aligned_empty(nbytes: int) -> np.ndarray:
-    """A zeroed uint8 buffer whose data starts on a 64-byte boundary (kernels may assume it for
-    buffers they own; numpy only guarantees 16)."""
-    raw = np.zeros(nbytes + _ALIGN, dtype=np.uint8)
-    start = (-raw.ctypes.data) % _ALIGN
-    return raw[start:start + nbytes]
+    """A zeroed uint8 buffer whose data starts on a 64-byte boundary."""
+    return _aligned_bytes(nbytes, zero=True)
 
 
 class GraphModule:

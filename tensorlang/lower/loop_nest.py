@@ -196,8 +196,18 @@ class LoopNestBuilder:
 
     def _loop(self, st, lv, extent, body) -> S.Stmt:
         kind = _KIND.get(st.iter_attrs.get(lv), "serial")
-        ann = tuple((k, v) for k, v in st.pragmas.get(lv, []))
+        ann = tuple((k, self._nontemporal(st) if k == "nontemporal" else v)
+                    for k, v in st.pragmas.get(lv, []))
         return S.For(lv.var, E.const(0), extent, kind, body, ann)
+
+    def _nontemporal(self, st) -> tuple:
+        """The buffers a "nontemporal" pragma of stage `st` applies to: its outputs, which must
+        be kernel arguments (a stack or heap intermediate is meant to stay in cache)."""
+        bufs = [self.buffers.get((st, t.value_index)) for t in st.op.outputs]
+        if any(b is None or b.scope != "global" for b in bufs):
+            raise LoweringError(f"pragma nontemporal on stage {st.name}: only a stage whose "
+                                "output is a kernel argument can bypass the caches")
+        return tuple(b.name for b in bufs)
 
     @staticmethod
     def _store_all(bufs, idx, values) -> S.Stmt:

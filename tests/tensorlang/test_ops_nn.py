@@ -317,6 +317,22 @@ def test_softmax_log_softmax(shape, axis):
     check(ops.log_softmax(X, axis), [X], [x], np.log(_softmax(x, axis)), **TOL)
 
 
+def test_big_outputs_get_non_temporal_stores():
+    """Outputs of at least STREAMING_BYTES (16 MB) are written past the caches; smaller ones,
+    which a reader may still find in cache, are not."""
+    from tensorlang.ops.schedule import STREAMING_BYTES
+
+    def pragmas(out):
+        return [st.args["key"] for st in ops.default_schedule(out).trace if st.kind == "pragma"]
+
+    rows = STREAMING_BYTES // (4 * 1024)
+    big, small = tl.placeholder((rows, 1024), name="X"), tl.placeholder((64, 1024), name="Y")
+    assert pragmas(ops.softmax(big)) == ["nontemporal"]
+    assert pragmas(ops.layer_norm(big)) == ["nontemporal"]
+    assert pragmas(ops.relu(big)) == ["nontemporal"]
+    assert pragmas(ops.softmax(small)) == [] and pragmas(ops.relu(small)) == []
+
+
 def test_one_dimensional_row_ops():
     x = rand((50,))
     X = ph(x, "X")

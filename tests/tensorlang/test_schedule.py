@@ -186,6 +186,53 @@ def test_pragma_auto_unroll():
     assert_close(out, a * 2)
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_pragma_nontemporal_streams_output_stores(parallel):
+    """The output's vector stores bypass the caches where the address is aligned to the vector
+    (an ordinary store otherwise), with a store fence after the loop (per task when parallel);
+    the result is the same for an aligned and a misaligned output array."""
+    A = tl.placeholder((8, 64), name="A")
+    B = tl.compute((8, 64), lambda i, j: A[i, j] * 2 + 1, name="B")
+    s = tl.create_schedule(B)
+    i, j = B.op.axis
+    s[B].vectorize(s[B].split(j, factor=16)[1])
+    if parallel:
+        s[B].parallel(i)
+    s[B].pragma(i, "nontemporal")
+    f = tl.build(s, [A, B], name="streamed")
+    ll = f.get_source("ll")
+    assert "!nontemporal" in ll and ll.count("llvm.x86.sse.sfence()") >= 1
+    a = rand((8, 64))
+    for offset in (0, 1):  # floats past a 64-byte boundary
+        raw = tl.runtime.empty(8 * 64 + 16, "float32")
+        out = raw[offset:offset + 8 * 64].reshape(8, 64)
+        f(a, out)
+        assert_close(out, a * 2 + 1)
+    replayed = tl.create_schedule(B).apply_trace(s.trace.dumps())
+    assert str(tl.lower(replayed, [A, B])) == str(tl.lower(s, [A, B]))
+
+
+def test_pragma_nontemporal_needs_a_kernel_output():
+    A = tl.placeholder((8, 64), name="A")
+    B = tl.compute((8, 64), lambda i, j: A[i, j] * 2, name="B")
+    C = tl.compute((8, 64), lambda i, j: B[i, j] + 1, name="C")
+    s = tl.create_schedule(C)
+    s[B].pragma(B.op.axis[0], "nontemporal")
+    with pytest.raises(tl.LoweringError, match="only a stage whose output is a kernel argument"):
+        tl.lower(s, [A, C])
+    with pytest.raises(ValueError, match="pragma nontemporal takes no value"):
+        s[C].pragma(C.op.axis[0], "nontemporal", 1)
+
+
+def test_runtime_arrays_are_64_byte_aligned():
+    for shape in [(3,), (5, 7), (2, 3, 4)]:
+        e = tl.runtime.empty(shape, "float32")
+        assert e.shape == shape and e.ctypes.data % 64 == 0 and e.flags.c_contiguous
+    a = rand((5, 7))
+    c = tl.runtime.array(a)
+    assert c.ctypes.data % 64 == 0 and np.array_equal(c, a) and c is not a
+
+
 def test_vectorize_with_tail_and_unroll():
     A = tl.placeholder((3, 21), name="A")
     B = tl.compute((3, 21), lambda i, j: tl.sqrt(tl.abs(A[i, j])) + 1, name="B")

@@ -1,0 +1,37 @@
+"""Arrays for kernel arguments: numpy arrays whose data starts on a 64-byte boundary.
+
+numpy only guarantees 16-byte alignment. Kernels run on any element-aligned array. An output
+aligned to the vector width also lets the non-temporal store path write whole lines without
+reading them first (``pragma(..., "nontemporal")``; it falls back to ordinary stores on a
+misaligned array). ``tl.runtime.empty`` plays the role of ``tvm.nd.empty``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+ALIGN = 64
+
+
+def _aligned_bytes(nbytes: int, zero: bool) -> np.ndarray:
+    raw = (np.zeros if zero else np.empty)(nbytes + ALIGN, dtype=np.uint8)
+    start = (-raw.ctypes.data) % ALIGN
+    return raw[start:start + nbytes]
+
+
+def empty(shape: Any, dtype: Any = "float32") -> np.ndarray:
+    """An uninitialized C-contiguous array of `shape` and `dtype`, 64-byte aligned."""
+    shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    return _aligned_bytes(n, zero=False).view(dt).reshape(shape)
+
+
+def array(a: Any, dtype: Any = None) -> np.ndarray:
+    """A 64-byte aligned C-contiguous copy of `a`."""
+    src = np.asarray(a, dtype=dtype)
+    out = empty(src.shape, src.dtype)
+    np.copyto(out, src)
+    return out
