@@ -51,11 +51,6 @@ def pack_oihw_blocked(w: np.ndarray, ib: int, ob: int) -> np.ndarray:
         w.reshape(o // ob, ob, i // ib, ib, kh, kw).transpose(0, 2, 4, 5, 3, 1))
 
 
-def block_nchw(a: np.ndarray, block: int) -> np.ndarray:
-    n, c, h, w = a.shape
-    return np.ascontiguousarray(a.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
-
-
 def _blocked_conv(n: Node, ins: list[Value]) -> str | None:
     """How a conv node runs blocked: "conv" (NCHW16c in and out), "depthwise", "nchw_in" (NCHW
     in, NCHW16c out: input channels that are not a multiple of 16); None: stays NCHW."""
@@ -93,6 +88,7 @@ def convert_layout(g: Graph) -> Graph:
     to_plain: dict[int, Value] = {}  # blocked value id -> its NCHW copy
     to_blocked: dict[int, Value] = {}  # NCHW value id -> its blocked copy
     packed: dict[int, Value] = {}  # weight id -> packed weight (shared weights pack once)
+    relaid: dict[int, Value | None] = {}  # constant id -> its NCHW16c copy
 
     def node(name: str, op: str, ins: list[Value], attrs: dict, layout: str,
              out_name: str) -> Value:
@@ -117,6 +113,13 @@ def convert_layout(g: Graph) -> Graph:
 
     def constant(name: str, data: np.ndarray, like: Value) -> Value:
         return Value(name, data.shape, like.dtype, data=data)
+
+    def channel_constant(v: Value, nchan: int) -> Value | None:
+        """v re-laid out for NCHW16c (once per constant: names are unique in a graph)."""
+        if id(v) not in relaid:
+            data = _per_channel_constant(v, nchan)
+            relaid[id(v)] = None if data is None else constant(v.name + SUFFIX, data, v)
+        return relaid[id(v)]
 
     def visit(n: Node, ins: list[Value]):
         out = n.outputs[0] if len(n.outputs) == 1 else None
@@ -147,9 +150,8 @@ def convert_layout(g: Graph) -> Graph:
                 for v in ins:
                     if v.layout == BLOCKED:
                         pair.append(v)
-                    elif v.is_constant and _per_channel_constant(v, nchw[1]) is not None:
-                        pair.append(constant(v.name + SUFFIX,
-                                             _per_channel_constant(v, nchw[1]), v))
+                    elif v.is_constant and channel_constant(v, nchw[1]) is not None:
+                        pair.append(channel_constant(v, nchw[1]))
                     elif not v.is_constant and tuple(v.shape) == nchw:
                         pair.append(blocked(v))
                     else:

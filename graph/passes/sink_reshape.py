@@ -31,6 +31,12 @@ def _source(v: Value) -> Value | None:
 
 def sink_reshape(g: Graph) -> Graph:
     em = Emitter()
+    made: dict[tuple, Value] = {}  # (kind, value id) -> its reshaped copy: names stay unique
+
+    def once(key: tuple, make) -> Value:
+        if key not in made:
+            made[key] = make()
+        return made[key]
 
     def reshape(name: str, x: Value, shape: tuple, like: Value) -> Value:
         src = _source(x)
@@ -45,17 +51,20 @@ def sink_reshape(g: Graph) -> Graph:
         """``v`` as an operand over base's shape, or None when that is not free."""
         shape = tuple(base.shape)
         if v.is_constant and v.size == 1:
-            return Value(f"{v.name}_scalar", (), v.dtype, data=v.data.reshape(()))
+            return once(("scalar", id(v)), lambda: Value(f"{v.name}_scalar", (), v.dtype,
+                                                         data=v.data.reshape(())))
         if tuple(v.shape) == tuple(out.shape):
             src = _source(v)
             if src is not None and tuple(src.shape) == shape:
                 return src
-            return None if v.is_constant else reshape(
-                f"{v.name}_as_{base.name}", v, shape, Value(f"{v.name}_flat", shape, v.dtype))
+            dims = "x".join(map(str, shape))
+            return None if v.is_constant else once((shape, id(v)), lambda: reshape(
+                f"{v.name}_as_{dims}", v, shape, Value(f"{v.name}_{dims}", shape, v.dtype)))
         last = out.shape[-1] if out.shape else None
         if v.is_constant and shape and shape[-1] == last and v.size == last and \
                 len(v.shape) <= len(out.shape):
-            return Value(f"{v.name}_row", (last,), v.dtype, data=v.data.reshape(last))
+            return once(("row", id(v)), lambda: Value(f"{v.name}_row", (last,), v.dtype,
+                                                      data=v.data.reshape(last)))
         return None
 
     def visit(n: Node, ins: list[Value]):

@@ -528,3 +528,25 @@ def test_convert_layout_never_round_trips_through_nchw():
     assert conv2.inputs[0].producer.op == "relu"  # the blocked relu output itself
     feeds = {"x": _rand(1, 16, 5, 5)}
     _optimized_matches_unoptimized(g, feeds)
+
+
+def test_layout_and_reshape_passes_keep_value_names_unique():
+    """A constant (or value) read by several rewritten ops is re-laid out / reshaped once:
+    two copies would be two values with one name, which the graph refuses."""
+    b = graph.Builder("shared")
+    x = b.input("x", (1, 16, 5, 5))
+    sc = b.const(_rand(1, 16, 1, 1), name="scale")
+    y = b.relu(b.conv(x, b.const(_rand(16, 16, 1, 1), name="w1")))
+    z = b.relu(b.conv(x, b.const(_rand(16, 16, 1, 1), name="w2")))
+    _optimized_matches_unoptimized(b.build(b.add(b.multiply(y, sc), b.multiply(z, sc))),
+                                   {"x": _rand(1, 16, 5, 5)})
+
+    b = graph.Builder("shared_scalar")
+    x = b.input("x", (1, 4, 8))
+    half = b.const(np.float32(0.5), name="half")
+    d1 = b.reshape(b.dense(b.reshape(x, shape=[4, 8]), b.const(_rand(8, 8), name="w1")),
+                   shape=[1, 4, 8])
+    d2 = b.reshape(b.dense(b.reshape(x, shape=[4, 8]), b.const(_rand(8, 8), name="w2")),
+                   shape=[1, 4, 8])
+    out = b.add(b.add(b.multiply(d1, half), x), b.add(b.multiply(d2, half), x))
+    _optimized_matches_unoptimized(b.build(out), {"x": _rand(1, 4, 8)})
