@@ -218,7 +218,8 @@ def _matmul(ins, a, out_shape):
 
 def _pool(op, ins, a, out_shape):
     x = ins[0]
-    nsp = len(out_shape) - (3 if R.channel_block(a.get("layout")) else 2)
+    blocked = R.channel_block(a.get("layout")) is not None  # NCHW[x]c: the block rides along
+    nsp = len(out_shape) - (3 if blocked else 2)
     k, st, p = a["kernel"], a["strides"], a["pads"]
     dil = a.get("dilations", [1] * nsp)
     ceil = bool(a.get("ceil_mode", 0))
@@ -230,7 +231,11 @@ def _pool(op, ins, a, out_shape):
                 return O.avg_pool2d(x, k, st, (p[0], p[1], p[2], p[3]), ceil,
                                     bool(a.get("count_include_pad", 0)))
         except ValueError:
-            pass  # padding wider than the window (legal in ONNX): the generic compute below
+            if blocked:
+                raise
+            # padding wider than the window (legal in ONNX): the generic compute below
+    if blocked:  # convert_layout blocks only the pooling the library computes
+        raise ValueError(f"{op} in layout {a['layout']}: only the library's 2-D pooling")
     return _pool_nd(op, x, a, out_shape)
 
 

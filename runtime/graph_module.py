@@ -226,7 +226,8 @@ class GraphModule:
         copy in the arena (as onnxruntime binds a numpy input): an input that qualifies (see
         _input_slots), and an array of exactly its shape and dtype, C-contiguous."""
         return (name in self._in_place_slots and isinstance(value, np.ndarray) and
-                value.flags.c_contiguous and value.dtype == self._inputs[name][1] and
+                value.flags.c_contiguous and value.flags.aligned and
+                value.dtype == self._inputs[name][1] and
                 tuple(value.shape) == self._inputs[name][0])
 
     def _flush_stale(self, keep=()) -> None:

@@ -70,6 +70,16 @@ def _blocked_conv(n: Node, ins: list[Value]) -> str | None:
     return None
 
 
+def _library_pool(n: Node) -> bool:
+    """A 2-D pooling the library's blocked pooling computes (the graph's generic pooling, for
+    pads wider than the window or a dilated average, is NCHW only)."""
+    k, pads = n.attrs["kernel"], n.attrs["pads"]
+    dil = n.attrs.get("dilations", [1] * len(k))
+    if len(k) != 2 or (n.op == "avg_pool" and dil != [1, 1]):
+        return False
+    return all(p <= (k[d % 2] - 1) * dil[d % 2] + 1 for d, p in enumerate(pads))
+
+
 def _per_channel_constant(c: Value, nchan: int) -> np.ndarray | None:
     """A constant that broadcasts over an NCHW tensor along the channels only, re-laid out to
     broadcast over NCHW16c ([1, C/16, 1, 1, 16]); a scalar as it is. None otherwise."""
@@ -158,8 +168,8 @@ def convert_layout(g: Graph) -> Graph:
                         break
                 else:
                     return [node(n.name, n.op, pair, n.attrs, BLOCKED, out.name + SUFFIX)]
-        if n.op in ("max_pool", "avg_pool", "global_avg_pool", "global_max_pool") and \
-                len(R.unblocked_shape(ins[0].shape, ins[0].layout)) == 4:
+        if n.op in ("global_avg_pool", "global_max_pool") or n.op in ("max_pool", "avg_pool") \
+                and _library_pool(n):
             return [node(n.name, n.op, ins, dict(n.attrs, layout=BLOCKED), BLOCKED,
                          out.name + SUFFIX)]
         return _unblock_all(n, ins)

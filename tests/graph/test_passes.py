@@ -550,3 +550,20 @@ def test_layout_and_reshape_passes_keep_value_names_unique():
                    shape=[1, 4, 8])
     out = b.add(b.add(b.multiply(d1, half), x), b.add(b.multiply(d2, half), x))
     _optimized_matches_unoptimized(b.build(out), {"x": _rand(1, 4, 8)})
+
+
+def test_convert_layout_blocks_only_the_pooling_the_library_computes():
+    """Pads wider than the window (legal in ONNX) or a dilated average pool use the graph's
+    generic NCHW pooling: those stay NCHW, the rest run blocked."""
+    from tensorlang.graph.passes import convert_layout
+
+    b = graph.Builder("pools")
+    x = b.input("x", (1, 16, 9, 9))
+    y = b.relu(b.conv(x, b.const(_rand(16, 16, 1, 1), name="w")))
+    p1 = b.max_pool(y, kernel=[2, 2], strides=[1, 1], pads=[3, 3, 3, 3])  # pads > window
+    p2 = b.avg_pool(y, kernel=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    g = infer_types(b.build([p1, p2]))
+    after = convert_layout(g)
+    pools = {n.op: n.attrs.get("layout") for n in after.nodes if n.op.endswith("pool")}
+    assert pools == {"max_pool": None, "avg_pool": "NCHW16c"}
+    _optimized_matches_unoptimized(g, {"x": _rand(1, 16, 9, 9)})
