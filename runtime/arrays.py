@@ -24,6 +24,8 @@ def _aligned_bytes(nbytes: int, zero: bool) -> np.ndarray:
 def empty(shape: Any, dtype: Any = "float32") -> np.ndarray:
     """An uninitialized C-contiguous array of `shape` and `dtype`, 64-byte aligned."""
     shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"empty: shape {shape} has a negative dimension")
     dt = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     return _aligned_bytes(n, zero=False).view(dt).reshape(shape)

@@ -231,6 +231,11 @@ def test_runtime_arrays_are_64_byte_aligned():
     a = rand((5, 7))
     c = tl.runtime.array(a)
     assert c.ctypes.data % 64 == 0 and np.array_equal(c, a) and c is not a
+    assert tl.runtime.empty((0, 3)).shape == (0, 3)
+    with pytest.raises(ValueError, match="negative dimension"):
+        tl.runtime.empty((-1, 4))
+    with pytest.raises(TypeError):
+        tl.runtime.empty((2, 2), "not a dtype")
 
 
 def test_vectorize_with_tail_and_unroll():
