@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 
 from tensorlang.errors import TensorlangError
-from tensorlang.version import __version__, version_major
+from tensorlang.version import __version__
 
 from . import _cpu, threadpool
 from .arrays import _aligned_bytes
-from .module import ArtifactError, KernelError, Module, load_module
+from .module import ArtifactError, KernelError, Module, check_built_for_here, load_module
 from .timer import TimingResult
 
 GRAPH_ARTIFACT_FORMAT = 1
@@ -437,21 +437,8 @@ def load(path: str | os.PathLike, mode: str = "graph") -> GraphModule:
     if man.get("kind") != "tensorlang-graph" or man.get("format") != GRAPH_ARTIFACT_FORMAT:
         raise ArtifactError(f"{path}: artifact format {man.get('format')!r} is not supported "
                             f"(this runtime reads format {GRAPH_ARTIFACT_FORMAT})")
-    made_by = str(man.get("version", "?"))
-    try:
-        same = version_major(made_by) == version_major(__version__)
-    except ValueError:
-        same = False
-    if not same:
-        raise ArtifactError(f"{path} was built by tensorlang {made_by}; this is {__version__} "
-                            "(major versions differ): rebuild it")
-    arch = man.get("arch") or _cpu.machine()
-    if arch != _cpu.machine():
-        raise ArtifactError(f"{path} was built for {arch}, this machine is {_cpu.machine()}")
-    missing = _cpu.missing_flags(list(man.get("required_features", [])))
-    if missing:
-        raise ArtifactError(f"{path} was built for CPU features this CPU lacks: "
-                            f"{', '.join(missing)}; rebuild it for this machine")
+    check_built_for_here(path, man.get("version"), man.get("arch"),
+                         man.get("required_features", []))
     plan = json.loads((path / "plan.json").read_text())
     names = json.loads((path / "weights_index.json").read_text())
     with np.load(path / "weights.npz") as z:

@@ -756,6 +756,27 @@ def _check_runnable_here(triple: str, required: list[str], what: str) -> None:
         )
 
 
+def check_built_for_here(path, made_by, arch, required_features) -> None:
+    """Raise ArtifactError unless an artifact made by tensorlang `made_by` for `arch` with
+    `required_features` runs here: the same major version, machine and CPU features (kernel
+    modules and whole models check the same things)."""
+    made_by = str(made_by or "?")
+    try:
+        same_major = version_major(made_by) == version_major(__version__)
+    except ValueError:
+        same_major = False
+    if not same_major:
+        raise ArtifactError(f"{path} was built by tensorlang {made_by}; this is {__version__} "
+                            "(major versions differ): rebuild it")
+    arch = arch or _cpu.machine()
+    if arch != _cpu.machine():
+        raise ArtifactError(f"{path} was built for {arch}, this machine is {_cpu.machine()}")
+    missing = _cpu.missing_flags(list(required_features))
+    if missing:
+        raise ArtifactError(f"{path} was built for CPU features this CPU lacks: "
+                            f"{', '.join(missing)}; rebuild it for this machine")
+
+
 def load_module(path: str | os.PathLike, *, loader: str = "auto") -> Module:
     """Load a module saved with :meth:`Module.save`.
 
@@ -784,26 +805,8 @@ def load_module(path: str | os.PathLike, *, loader: str = "auto") -> Module:
                 f"{path}: artifact format {art.get('format')} / kernel ABI {art.get('abi')} is "
                 f"not supported (this runtime reads format {ARTIFACT_FORMAT}, ABI {ABI_VERSION})"
             )
-        made_by = str(meta.get("version", "?"))
-        try:
-            same_major = version_major(made_by) == version_major(__version__)
-        except ValueError:
-            same_major = False
-        if not same_major:
-            raise ArtifactError(
-                f"{path} was built by tensorlang {made_by}; this is {__version__} (major "
-                "versions differ): rebuild it"
-            )
-        arch = art.get("arch") or _cpu.machine()
-        if arch != _cpu.machine():
-            raise ArtifactError(f"{path} was built for {arch}, this machine is {_cpu.machine()}")
-        required = art.get("required_features", [])
-        missing = _cpu.missing_flags(list(required))
-        if missing:
-            raise ArtifactError(
-                f"{path} was built for CPU features this CPU lacks: {', '.join(missing)}; "
-                "rebuild it for this machine"
-            )
+        check_built_for_here(path, meta.get("version"), art.get("arch"),
+                             art.get("required_features", []))
         obj = z.read("kernel.o")
         so = z.read("kernel.so") if "kernel.so" in names else None
         pool_lib = z.read("pool.so") if "pool.so" in names else None

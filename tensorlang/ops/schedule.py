@@ -126,15 +126,7 @@ def _schedule_layout_transform(st) -> bool:
     n, c, h, w = axes
     cb, ci = st.split(c, factor=block)
     st.reorder(n, h, cb, ci, w)
-    width = _ext(w)
-    if width <= 64 and width % LANES:
-        st.vectorize(w)  # one vector of the row's width (see schedule_spatial_window)
-    elif width >= LANES:
-        v = _vector_lanes(width)
-        if v and width > v:
-            st.vectorize(st.split(w, factor=v)[1])
-        elif v:
-            st.vectorize(w)
+    _vectorize_row(st, w)
     st.parallel(st.fuse(n, h, cb))
     return True
 
@@ -544,25 +536,46 @@ def _nbytes(t) -> int:
     return total
 
 
+def _sole_root_pad(s, cs):
+    """The 4-D pad stage at the root that only `cs` reads, or None."""
+    for t in cs.op.input_tensors:
+        st = s.stage_map.get(t.op)
+        if st is not None and st.op.tag == "pad" and st.attach_type == "root" and \
+                len(s.consumers(st)) == 1 and len(st.op.axis) == 4:
+            return st
+    return None
+
+
 def _pad_at(s, cs, o, loop) -> bool:
     """Compute the padded input of `cs` (its only reader) at `loop` of `o`: the rows one task
     reads, padded into a stack buffer that stays in L1/L2, instead of a padded copy of the
     whole input written to the heap and read back every call. Rows are vectorized (a whole
     row of <= 64 as one vector). False when there is no such pad stage."""
-    for t in cs.op.input_tensors:
-        st = s.stage_map.get(t.op)
-        if st is None or st.op.tag != "pad" or st.attach_type != "root" or \
-                len(s.consumers(st)) != 1 or len(st.op.axis) != 4:
-            continue
-        st.compute_at(o, loop)
-        pw = st.op.axis[3]
-        w = _ext(pw)
-        if w <= 64 and w % LANES:
-            st.vectorize(pw)
-        elif w > LANES:
-            st.vectorize(st.split(pw, factor=LANES)[1])
-        return True
-    return False
+    st = _sole_root_pad(s, cs)
+    if st is None:
+        return False
+    st.compute_at(o, loop)
+    pw = st.op.axis[3]
+    w = _ext(pw)
+    if w <= 64 and w % LANES:
+        st.vectorize(pw)
+    elif w > LANES:
+        st.vectorize(st.split(pw, factor=LANES)[1])
+    return True
+
+
+def _vectorize_row(st, iv) -> None:
+    """Vectorize the row loop `iv`: a row of at most 64 elements that is not a whole number of
+    zmm as one vector of its width (a 16-lane split of 30 would leave 14 scalar loads), else
+    split by the widest vector width that divides it."""
+    width = _ext(iv)
+    v = _vector_lanes(width)
+    if width <= 64 and width % LANES:
+        st.vectorize(iv)
+    elif v and width > v:
+        st.vectorize(st.split(iv, factor=v)[1])
+    elif v:
+        st.vectorize(iv)
 
 
 def _stride_one(cs) -> bool:
@@ -677,24 +690,12 @@ def _schedule_window_blocked(s, cs, o, parallel: bool, reg_ow: int, rows: int) -
 def _pad_per_channel(s, cs, o, chan) -> bool:
     """Compute the padded input of a per-channel window op at the output's channel loop: one
     padded plane per channel, rows vectorized. Returns False when there is no such pad stage."""
-    for t in cs.op.input_tensors:
-        st = s.stage_map.get(t.op)
-        if st is None or st.op.tag != "pad" or st.attach_type != "root" or \
-                len(s.consumers(st)) != 1 or len(st.op.axis) != 4:
-            continue
-        st.compute_at(o, chan)
-        pw = st.op.axis[3]
-        v = _vector_lanes(_ext(pw))
-        if _ext(pw) <= 64 and _ext(pw) % LANES:
-            # one vector of the row's width, as for the output row: a 16-lane split of 30
-            # leaves 14 scalar loads per row
-            st.vectorize(pw)
-        elif v and _ext(pw) > v:
-            st.vectorize(st.split(pw, factor=v)[1])
-        elif v:
-            st.vectorize(pw)
-        return True
-    return False
+    st = _sole_root_pad(s, cs)
+    if st is None:
+        return False
+    st.compute_at(o, chan)
+    _vectorize_row(st, st.op.axis[3])
+    return True
 
 
 # ----------------------------------------------------------------------------- row ops
