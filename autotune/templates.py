@@ -29,6 +29,22 @@ def _matmul_ref(a, b):
     return a @ b
 
 
+def _register_tile(acc, vec: int, unroll_i: bool, unroll_j: bool = True,
+                   k_outer: bool = True) -> None:
+    """The accumulator stage `acc` of the matmul-family templates (computed at the row-tile
+    loop): the reduction outside (or inside) the tile rows, each row's nr columns as nr / vec
+    vectors, rows and vector columns unrolled so the tile stays in registers."""
+    *_, ci, cj = acc.op.axis
+    (ck,) = acc.op.reduce_axis
+    cjo, cji = acc.split(cj, factor=vec)
+    acc.reorder(*((ck, ci) if k_outer else (ci, ck)), cjo, cji)
+    if unroll_i:
+        acc.unroll(ci)
+    if unroll_j:
+        acc.unroll(cjo)
+    acc.vectorize(cji)
+
+
 @template("matmul", reference=_matmul_ref, flop=lambda M, N, K, dtype: 2.0 * M * N * K)
 def matmul(M: int, N: int, K: int, dtype: str = "float32"):
     cfg = get_config()
@@ -76,18 +92,8 @@ def matmul(M: int, N: int, K: int, dtype: str = "float32"):
     if cfg["par"].val:
         s[C].parallel(outer[0])
     s[CC].compute_at(s[C], outer[1])
-    ci, cj = s[CC].op.axis
-    (ck,) = s[CC].op.reduce_axis
-    cjo, cji = s[CC].split(cj, factor=vec)
-    if cfg["k_order"].val == "k_outer":
-        s[CC].reorder(ck, ci, cjo, cji)
-    else:
-        s[CC].reorder(ci, ck, cjo, cji)
-    if cfg["unroll_i"].val:
-        s[CC].unroll(ci)
-    if cfg["unroll_j"].val:
-        s[CC].unroll(cjo)
-    s[CC].vectorize(cji)
+    _register_tile(s[CC], vec, cfg["unroll_i"].val, cfg["unroll_j"].val,
+                   k_outer=cfg["k_order"].val == "k_outer")
     if PB is not None:
         pjo, _, pji = s[PB].op.axis
         s[PB].vectorize(pji)
@@ -132,20 +138,10 @@ def dense(M: int, N: int, K: int, dtype: str = "float32"):
     if cfg["par"].val:
         s[Y].parallel(jo)
     s[YC].compute_at(s[Y], io)
-    ci, cj = s[YC].op.axis
-    (ck,) = s[YC].op.reduce_axis
-    cjo, cji = s[YC].split(cj, factor=vec)
-    s[YC].reorder(ck, ci, cjo, cji)
-    if cfg["unroll_i"].val:
-        s[YC].unroll(ci)
-    s[YC].unroll(cjo)
-    s[YC].vectorize(cji)
+    _register_tile(s[YC], vec, cfg["unroll_i"].val)
     if cfg["par"].val:
         s[PW].parallel(s[PW].op.axis[0])
     return s, [X, W, Y]
-
-
-__all__ = ["batch_matmul", "conv2d_nchwc", "dense", "depthwise_conv2d", "matmul"]
 
 
 def _batch_matmul_ref(a, b):
@@ -188,14 +184,7 @@ def batch_matmul(B: int, M: int, N: int, K: int, dtype: str = "float32"):
     if cfg["par"].val:
         s[C].parallel(s[C].fuse(b, jo))
     s[CC].compute_at(s[C], io)
-    _, ci, cj = s[CC].op.axis
-    (ck,) = s[CC].op.reduce_axis
-    cjo, cji = s[CC].split(cj, factor=vec)
-    s[CC].reorder(ck, ci, cjo, cji)
-    if cfg["unroll_i"].val:
-        s[CC].unroll(ci)
-    s[CC].unroll(cjo)
-    s[CC].vectorize(cji)
+    _register_tile(s[CC], vec, cfg["unroll_i"].val)
     pb, _, _, pji = s[PB].op.axis
     s[PB].vectorize(pji)
     if cfg["par"].val:
@@ -339,3 +328,6 @@ def depthwise_conv2d(N: int, C: int, H: int, W: int, KH: int, KW: int, stride: i
     schedule_spatial_window(s, y, parallel=bool(cfg["parallel"].val),
                             row_lanes_max=cfg["row_lanes_max"].val, rows=cfg["rows"].val)
     return s, [x, w, y]
+
+
+__all__ = ["batch_matmul", "conv2d_nchwc", "dense", "depthwise_conv2d", "matmul"]
