@@ -9,16 +9,15 @@ library's vocabulary (conv2d-like ops are ``conv``, ``dense``/``matmul``, ``max_
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .ir import GraphError
+from tensorlang.ops.transform import BLOCKED_LAYOUT
 
-_BLOCKED = re.compile(r"^NCHW(\d+)c$")
+from .ir import GraphError
 
 # Pattern kinds (TVM's OpPatternKind names); fusion (issue 7) dispatches on them.
 ELEMWISE = "elemwise"
@@ -260,7 +259,7 @@ def conv_out_dim(size, k, stride, pad_lo, pad_hi, dilation):
 
 def channel_block(layout: str | None) -> int | None:
     """The block of a blocked activation layout ("NCHW16c" -> 16), None for NCHW / unset."""
-    m = _BLOCKED.match(layout or "")
+    m = BLOCKED_LAYOUT.match(layout or "")
     return int(m.group(1)) if m else None
 
 

@@ -108,7 +108,7 @@ def _schedule_layout_transform(st) -> bool:
     row. The generic schedule fuses every axis and pays a division chain per vector to recover
     the indices (1x32x112^2 -> NCHW16c: 0.086 vs 0.043 ms). False when the shapes do not fit
     (the block does not divide the channels)."""
-    from .transform import _BLOCKED
+    from .transform import BLOCKED_LAYOUT
 
     axes = list(st.op.axis)
     if len(axes) == 5:  # NCHW -> NCHW[x]c
@@ -119,7 +119,7 @@ def _schedule_layout_transform(st) -> bool:
         st.vectorize(ci)
         st.parallel(st.fuse(n, h, cb))
         return True
-    m = _BLOCKED.match(str(st.op.attrs.get("src_layout", "")))
+    m = BLOCKED_LAYOUT.match(str(st.op.attrs.get("src_layout", "")))
     block = int(m.group(1)) if m else 0
     if len(axes) != 4 or not block or (_ext(axes[1]) or 1) % block:
         return False

@@ -334,7 +334,7 @@ def expand(x: Tensor, shape) -> Tensor:
 
 broadcast_to = expand
 
-_BLOCKED = re.compile(r"^NCHW(\d+)c$")
+BLOCKED_LAYOUT = re.compile(r"^NCHW(\d+)c$")  # NCHW<x>c
 
 
 def layout_transform(x: Tensor, src_layout: str, dst_layout: str) -> Tensor:
@@ -346,7 +346,7 @@ def layout_transform(x: Tensor, src_layout: str, dst_layout: str) -> Tensor:
     def parse(layout, arg):
         if layout == "NCHW":
             return None
-        m = _BLOCKED.match(layout or "")
+        m = BLOCKED_LAYOUT.match(layout or "")
         if not m or int(m.group(1)) < 1:
             raise ValueError(f"layout_transform: {arg}={layout!r} is not NCHW or NCHW<x>c")
         return int(m.group(1))
