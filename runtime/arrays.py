@@ -16,9 +16,16 @@ ALIGN = 64
 
 
 def _aligned_bytes(nbytes: int, zero: bool) -> np.ndarray:
+    return _aligned_bytes_at(nbytes, zero)[0]
+
+
+def _aligned_bytes_at(nbytes: int, zero: bool = False) -> tuple[np.ndarray, int]:
+    """64-byte aligned bytes and their address (the graph module's fresh outputs, every run:
+    ``__array_interface__`` is read once, ``.ctypes`` would cost a microsecond each time)."""
     raw = (np.zeros if zero else np.empty)(nbytes + ALIGN, dtype=np.uint8)
-    start = (-raw.ctypes.data) % ALIGN
-    return raw[start:start + nbytes]
+    addr = raw.__array_interface__["data"][0]
+    start = -addr % ALIGN
+    return raw[start:start + nbytes], addr + start
 
 
 def empty(shape: Any, dtype: Any = "float32") -> np.ndarray:

@@ -33,7 +33,7 @@ from tensorlang.errors import TensorlangError
 from tensorlang.version import __version__
 
 from . import _cpu, threadpool
-from .arrays import _aligned_bytes
+from .arrays import _aligned_bytes, _aligned_bytes_at
 from .module import ArtifactError, KernelError, Module, check_built_for_here, load_module
 from .timer import TimingResult
 
@@ -120,6 +120,9 @@ class GraphModule:
         self._args = np.array(flat or [0], dtype=np.int64)
         self._status = np.zeros(2, dtype=np.int64)
         self._in_place_slots = self._input_slots(p)
+        self._out_slots = self._output_slots(p)
+        # outputs of the last run(**inputs) in graph mode, written into fresh arrays
+        self._fresh: dict[str, np.ndarray] = {}
         self._stale: dict[str, np.ndarray] = {}  # inputs read in place, not yet in the arena
         self._driver_raw = None
         if driver is not None:
@@ -188,7 +191,8 @@ class GraphModule:
 
     def get_output(self, index: int | str = 0, copy: bool = True) -> np.ndarray:
         """Output ``index`` (position or name); a copy unless copy=False (then a view of the
-        model's buffer, overwritten by the next run)."""
+        model's buffer, overwritten by the next run; after ``run(**inputs)`` in graph mode,
+        the array that run returned, which its kernels wrote)."""
         if isinstance(index, str):
             if index not in self._outputs:
                 raise KeyError(f"no output named {index!r}; outputs are {self._outputs}")
@@ -198,7 +202,7 @@ class GraphModule:
                 raise IndexError(f"output index {index} out of range "
                                  f"({len(self._outputs)} outputs)")
             name = self._outputs[index]
-        v = self._views[name]
+        v = self._fresh.get(name, self._views[name])
         return v.copy() if copy else v
 
     def get_num_outputs(self) -> int:
@@ -220,6 +224,23 @@ class GraphModule:
             if sid not in written and sid not in outputs:
                 slots[i["name"]] = [k for k, a in enumerate(flat) if storage[a] == sid]
         return slots
+
+    @staticmethod
+    def _output_slots(p) -> dict[str, list[int]]:
+        """For each graph output that the graph mode may write straight into a fresh array
+        (as onnxruntime allocates its outputs): the positions in the driver's argument table
+        that hold its storage's address. An output qualifies when a kernel writes it and its
+        storage holds no other value (no input, no alias, no in-place partner)."""
+        storage = {n: int(v["storage"]) for n, v in p["values"].items()}
+        sharing: dict[int, int] = {}
+        for sid in storage.values():
+            sharing[sid] = sharing.get(sid, 0) + 1
+        written = {a for st in p["steps"] for a in st["args"][-int(st["n_out"]):]}
+        inputs = {i["name"] for i in p["inputs"]}
+        flat = [a for st in p["steps"] for a in st["args"]]
+        return {o["name"]: [k for k, a in enumerate(flat) if a == o["name"]]
+                for o in p["outputs"] if o["name"] in written and o["name"] not in inputs
+                and sharing[storage[o["name"]]] == 1}
 
     def _readable_in_place(self, name: str, value: Any) -> bool:
         """True when the graph mode's kernels may read ``value`` where it lies instead of a
@@ -260,6 +281,14 @@ class GraphModule:
         if missing:
             raise InputError(f"missing input(s) {missing}; the model's inputs are "
                              f"{self._describe_inputs()}")
+        # with inputs, the returned outputs are fresh arrays: in graph mode the kernels write
+        # them there directly (no copy out of the arena)
+        fresh = {}
+        if inputs and (mode or self.mode) == "graph":
+            for n, slots in self._out_slots.items():
+                v = self._views[n]
+                buf, self._args[slots] = _aligned_bytes_at(v.nbytes)
+                fresh[n] = buf.view(v.dtype).reshape(v.shape)
         for k, v in bound.items():
             self._args[self._in_place_slots[k]] = v.ctypes.data
         try:
@@ -271,15 +300,19 @@ class GraphModule:
                 # the array is kept alive until then
                 self._stale[k] = v
                 self._input_set.add(k)
+            for n in fresh:
+                self._args[self._out_slots[n]] = self._addr[n]
+        self._fresh = fresh
         if not inputs:
             return None
-        return {n: self._views[n].copy() for n in self._outputs}
+        return {n: fresh[n] if n in fresh else self._views[n].copy() for n in self._outputs}
 
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
         return self.run(**inputs)  # type: ignore[return-value]
 
     def _execute(self, mode: str, keep=()) -> None:
         self._flush_stale(keep)
+        self._fresh = {}  # the arena holds the latest outputs
         if mode == "graph":
             if self._driver_raw is None:
                 raise TensorlangError("this module has no graph driver; use mode='interactive'")

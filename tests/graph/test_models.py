@@ -89,3 +89,45 @@ def test_graph_mode_reads_inputs_in_place_and_keeps_run_semantics():
     assert GraphModule._input_slots(plan(["x", "z"], 1, ["z"])) == {"x": [0]}
     assert GraphModule._input_slots(plan(["x", "y"], 1, ["y"])) == {}  # written in place
     assert GraphModule._input_slots(plan(["x", "z"], 1, ["x2"])) == {}  # an output alias
+
+
+def test_graph_mode_writes_outputs_into_the_arrays_it_returns():
+    """run(x=a) in graph mode returns fresh, 64-byte aligned arrays that the last kernel wrote
+    (no copy out of the arena); each run gets its own; get_output returns that run's outputs
+    until a run() on the arena replaces them. An output sharing its storage (an input, an
+    alias, an in-place partner) is copied out as before."""
+    model = model_zoo.small_cnn()
+    gm = graph.build(graph.from_onnx(model))
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(2))
+    ref_a, ref_b = (next(iter(ort_run(model, {"x": v}).values())) for v in (a, b))
+    name = gm.output_names[0]
+    assert list(gm._out_slots) == [name]
+    out_a = gm.run(x=a)[name]
+    assert out_a.ctypes.data % 64 == 0 and out_a.flags.c_contiguous
+    assert_close(out_a, ref_a)
+    out_b = gm.run(x=b)[name]
+    assert out_b.ctypes.data != out_a.ctypes.data
+    assert_close(out_a, ref_a)  # not overwritten by the second run
+    assert_close(gm.get_output(0), ref_b)
+    assert gm.get_output(0, copy=False) is out_b
+    gm.set_input(x=a)
+    gm.run()  # the arena's outputs again
+    assert_close(gm.get_output(0), ref_a)
+    assert_close(out_b, ref_b)
+    assert_close(gm.run(mode="interactive", x=b)[name], ref_b)  # copied out of the arena
+
+    from tensorlang.runtime.graph_module import GraphModule
+
+    def plan(step_args, n_out, outputs, inputs=("x",)):
+        values = {"x": {"storage": 0}, "x2": {"storage": 0}, "y": {"storage": 0},
+                  "z": {"storage": 1}, "w": {"storage": 2}}
+        return {"values": values, "inputs": [{"name": i} for i in inputs],
+                "outputs": [{"name": o} for o in outputs],
+                "steps": [{"args": step_args, "n_out": n_out}, {"args": ["z", "w"], "n_out": 1}]}
+
+    assert GraphModule._output_slots(plan(["x", "z"], 1, ["z", "w"])) == {"z": [1, 2], "w": [3]}
+    assert GraphModule._output_slots(plan(["x", "y"], 1, ["y"])) == {}  # in place on x
+    assert GraphModule._output_slots(plan(["x", "z"], 1, ["x2"])) == {}  # an input alias
+    assert GraphModule._output_slots(plan(["z", "x"], 1, ["x"], inputs=())) == {}  # shares x2
+

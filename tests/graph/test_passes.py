@@ -424,7 +424,11 @@ def test_convert_layout_unblocks_readers_that_need_nchw_and_graph_outputs():
     g = infer_types(b.build([t, z, y]))
     after = convert_layout(g)
     ops = _ops(after)
-    assert ops.count("layout_transform") == 2  # x in; y out, shared by its three readers
+    # the conv reads x in NCHW and writes NCHW16c; y goes back to NCHW once, shared by its
+    # three readers
+    assert ops.count("layout_transform") == 1
+    conv = next(n for n in after.nodes if n.op == "conv")
+    assert conv.inputs[0].name == "x" and conv.attrs["out_layout"] == "NCHW16c"
     assert [v.layout for v in after.outputs] == ["", "", ""]
     assert [v.shape for v in after.outputs] == [v.shape for v in g.outputs]
     feeds = {"x": _rand(1, 16, 6, 6)}
@@ -523,11 +527,41 @@ def test_convert_layout_never_round_trips_through_nchw():
     after = convert_layout(g)
     lt = [(n.attrs["src_layout"], n.attrs["dst_layout"]) for n in after.nodes
           if n.op == "layout_transform"]
-    assert lt == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW"), ("NCHW16c", "NCHW")]
+    assert lt == [("NCHW16c", "NCHW"), ("NCHW16c", "NCHW")]  # x is read in NCHW by conv 1
     conv2 = [n for n in after.nodes if n.op == "conv"][1]
     assert conv2.inputs[0].producer.op == "relu"  # the blocked relu output itself
     feeds = {"x": _rand(1, 16, 5, 5)}
     _optimized_matches_unoptimized(g, feeds)
+
+
+def test_convert_layout_keeps_wide_depthwise_convs_on_nchw_inputs_in_nchw():
+    """A depthwise conv reading NCHW stays NCHW when its output is at least 14 wide
+    (converting its input costs more than the blocked kernel saves); the pointwise conv after
+    it reads NCHW and writes NCHW16c, so the only transform is the graph output's. Narrow, or
+    reading a blocked value, the depthwise conv runs blocked."""
+    from tensorlang.graph.passes import convert_layout
+
+    def block(size, stride):
+        b = graph.Builder("dw")
+        x = b.input("x", (1, 16, size, size))
+        y = b.clip(b.conv(x, b.const(_rand(16, 1, 3, 3), name="dw1"), pads=1, groups=16),
+                   min=0.0, max=6.0)
+        y = b.relu(b.conv(y, b.const(_rand(32, 16, 1, 1), name="pw")))
+        y = b.conv(y, b.const(_rand(32, 1, 3, 3), name="dw2"), pads=1, strides=[stride] * 2,
+                   groups=32)
+        return infer_types(b.build(y))
+
+    wide = ([(None, None), (None, "NCHW16c"), ("NCHW16c", None)], [("NCHW16c", "NCHW")])
+    narrow = ([("NCHW16c", None)] * 3, [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")])
+    for size, stride, (want_convs, want_lt) in [(16, 1, wide), (14, 2, wide), (7, 1, narrow)]:
+        g = block(size, stride)
+        after = infer_types(convert_layout(g))
+        convs = [(n.attrs.get("layout"), n.attrs.get("out_layout"))
+                 for n in after.nodes if n.op == "conv"]
+        lt = [(n.attrs["src_layout"], n.attrs["dst_layout"]) for n in after.nodes
+              if n.op == "layout_transform"]
+        assert (convs, lt) == (want_convs, want_lt), (size, stride)
+        _optimized_matches_unoptimized(g, {"x": _rand(1, 16, size, size)}, atol=1e-4)
 
 
 def test_layout_and_reshape_passes_keep_value_names_unique():
