@@ -287,25 +287,33 @@ class GraphModule:
         if inputs and (mode or self.mode) == "graph":
             for n, slots in self._out_slots.items():
                 v = self._views[n]
-                buf, self._args[slots] = _aligned_bytes_at(v.nbytes)
+                buf, addr = _aligned_bytes_at(v.nbytes)
+                self._bind(slots, addr)
                 fresh[n] = buf.view(v.dtype).reshape(v.shape)
         for k, v in bound.items():
-            self._args[self._in_place_slots[k]] = v.ctypes.data
+            self._bind(self._in_place_slots[k], v.ctypes.data)
         try:
             self._execute(mode or self.mode, keep=bound)
         finally:
             for k, v in bound.items():
-                self._args[self._in_place_slots[k]] = self._addr[k]
+                self._bind(self._in_place_slots[k], self._addr[k])
                 # copied into the arena only if a later run reads the arena (run() alone);
                 # the array is kept alive until then
                 self._stale[k] = v
                 self._input_set.add(k)
             for n in fresh:
-                self._args[self._out_slots[n]] = self._addr[n]
+                self._bind(self._out_slots[n], self._addr[n])
         self._fresh = fresh
         if not inputs:
             return None
         return {n: fresh[n] if n in fresh else self._views[n].copy() for n in self._outputs}
+
+    def _bind(self, slots: list[int], addr: int) -> None:
+        # element by element: numpy's fancy-index assignment costs ~0.6 us per call, and run()
+        # makes four or more of them (measured: run(x=a) on a tiny model 9.0 -> 7.2 us)
+        args = self._args
+        for i in slots:
+            args[i] = addr
 
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
         return self.run(**inputs)  # type: ignore[return-value]

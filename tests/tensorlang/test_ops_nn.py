@@ -142,29 +142,38 @@ def test_depthwise_nchw16c_checks_the_weight():
 
 
 @pytest.mark.parametrize("width,whole_row", [(28, True), (13, True), (32, False), (70, False)])
-def test_depthwise_row_vectors_and_per_channel_pad(width, whole_row):
+def test_depthwise_row_vectors_and_padding(width, whole_row):
     """Rows up to 64 wide that 16 does not divide are one vector of the row's width (no scalar
-    tail); the padded input is a per-channel stack plane, not a heap copy of the input."""
+    tail). At stride 1 the padding is read as masked loads (no padded copy); at stride 2 (the
+    window's reads are gathers) the padded input is a per-channel stack plane, not a heap copy
+    of the input."""
     x, w = rand((2, 5, 7, width)), rand((5, 1, 3, 3))
     X, W = ph(x, "X"), ph(w, "W")
     out = ops.depthwise_conv2d_nchw(X, W, padding=1)
     text = str(tl.lower(ops.default_schedule(out), [X, W, out]))
     assert (f"1, {width})]" in text) == whole_row
-    assert "allocate pad: float32[1, 1, 9, " in text and "(stack)" in text
+    assert "allocate pad" not in text
     check(out, [X, W], [x, w], conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 5), **TOL)
+    out = ops.depthwise_conv2d_nchw(X, W, stride=2, padding=1)
+    text = str(tl.lower(ops.default_schedule(out), [X, W, out]))
+    assert "allocate pad: float32[1, 1, 9, " in text and "(stack)" in text
+    check(out, [X, W], [x, w], conv_ref(x, w, (2, 2), (1, 1, 1, 1), (1, 1), 5), **TOL)
 
 
 @pytest.mark.parametrize("h,rows", [(12, 4), (14, 2), (7, 1)])
 def test_depthwise_row_blocks_and_unclamped_pad(h, rows):
-    """Output rows are computed `rows` at a time (independent FMA chains), and the per-channel
-    pad reads each input row as one contiguous masked vector (no clamped index, no gather)."""
+    """Output rows are computed `rows` at a time (independent FMA chains), and the window reads
+    each input row as one contiguous vector, masked where it may fall into the padding (no
+    clamped index, no gather)."""
     x, w = rand((1, 3, h, 28)), rand((3, 1, 3, 3))
     X, W = ph(x, "X"), ph(w, "W")
     out = ops.depthwise_conv2d_nchw(X, W, padding=1)
     text = str(tl.lower(ops.default_schedule(out), [X, W, out]))
     assert f"allocate depthwise_conv2d_nchw.local: float32[1, 1, {rows}, 28]" in text
-    pad_line = next(ln for ln in text.splitlines() if ln.strip().startswith("pad[ramp("))
-    assert "X[ramp(" in pad_line and "max(" not in pad_line and "min(" not in pad_line
+    reads = [ln for ln in text.splitlines() if "X[" in ln]
+    assert len(reads) == 9 * rows
+    assert all("X[ramp(" in ln and "select(" in ln for ln in reads)
+    assert "max(" not in text and "min(" not in text
     check(out, [X, W], [x, w], conv_ref(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 3), **TOL)
 
 
