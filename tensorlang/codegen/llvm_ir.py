@@ -399,6 +399,10 @@ class FunctionEmitter:
             raise LoweringError(f"codegen: {e.name} is not defined for {e.dtype}")
         return intrinsics.emit_math(self.b, e.name, args, scalef=self.cg.avx512)
 
+    def e_Shuffle(self, e):
+        mask = ir.Constant(ir.VectorType(I32, len(e.indices)), list(e.indices))
+        return self.b.shuffle_vector(self.expr(e.a), self.expr(e.b), mask)
+
     # ------------------------------------------------------------------ memory
     def _address(self, buf, idx: ir.Value) -> ir.Value:
         return self.b.gep(self.bufs[buf], [idx], inbounds=True,

@@ -483,6 +483,29 @@ class Broadcast(Expr):
         return dt.with_lanes(self.value.dtype, self.lanes)
 
 
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Shuffle(Expr):
+    """Lanes picked from two vectors of one type (LLVM's shufflevector): lane k of the result
+    is lane indices[k] of the concatenation a ++ b."""
+
+    a: Expr
+    b: Expr
+    indices: tuple
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return dt.with_lanes(dt.element(self.a.dtype), len(self.indices))
+
+    def __post_init__(self):
+        if self.a.dtype != self.b.dtype or dt.lanes(self.a.dtype) < 2:
+            raise TypeError(f"Shuffle: operands must be vectors of one type, got "
+                            f"{self.a.dtype} and {self.b.dtype}")
+        n = 2 * dt.lanes(self.a.dtype)
+        if not self.indices or not all(isinstance(i, int) and 0 <= i < n
+                                       for i in self.indices):
+            raise ValueError(f"Shuffle: indices must be lanes 0..{n - 1}, got {self.indices}")
+
+
 # ----------------------------------------------------------------------------- memory
 
 

@@ -58,6 +58,9 @@ class Printer:
             return f"ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})"
         if t is E.Broadcast:
             return f"broadcast({self.expr(e.value)}, {e.lanes})"
+        if t is E.Shuffle:
+            return (f"shuffle({self.expr(e.a)}, {self.expr(e.b)}, "
+                    f"[{', '.join(map(str, e.indices))}])")
         if t is E.Load:
             return f"{self.name(e.buffer, e.buffer.name)}[{self.exprs(e.indices)}]"
         if t is E.Let:

@@ -12,6 +12,7 @@ from .passes.plan_allocation import plan_allocation
 from .passes.promote_float16 import promote_float16
 from .passes.simplify import simplify_stmt
 from .passes.storage_flatten import storage_flatten
+from .passes.transpose_gathers import transpose_gathers
 from .passes.unroll import unroll_loops
 from .passes.vectorize import vectorize_loops
 
@@ -22,7 +23,9 @@ from .passes.vectorize import vectorize_loops
 # - storage_flatten before vectorize: vector accesses are recognised on flat indices;
 # - promote_float16 after flattening (it rewrites flat loads/stores), before vectorize;
 # - vectorize before unroll: the vector body is built once, then copied;
-# - simplify last: unrolled copies get constant indices (what lets LLVM keep tiles in registers).
+# - simplify after unroll: unrolled copies get constant indices (what lets LLVM keep tiles in
+#   registers);
+# - transpose_gathers last: it compares the simplified bases of the unrolled copies' gathers.
 PASSES = (
     ("simplify", simplify_stmt),
     ("loop_partition", partition_loops),
@@ -33,6 +36,7 @@ PASSES = (
     ("vectorize", vectorize_loops),
     ("unroll", unroll_loops),
     ("simplify_final", simplify_stmt),
+    ("transpose_gathers", transpose_gathers),
 )
 
 

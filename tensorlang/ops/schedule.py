@@ -115,7 +115,13 @@ def _schedule_layout_transform(st) -> bool:
         n, cb, h, w, ci = axes
         if _ext(ci) % LANES and _ext(ci) not in (4, 8):
             return False
-        st.reorder(n, h, cb, w, ci)
+        tile = _transpose_tile(_ext(ci), _ext(w))
+        if tile:  # tile columns x the block's channels, transposed in registers
+            wo, wi = st.split(w, factor=tile)
+            st.reorder(n, h, cb, wo, wi, ci)
+            st.unroll(wi)
+        else:
+            st.reorder(n, h, cb, w, ci)
         st.vectorize(ci)
         st.parallel(st.fuse(n, h, cb))
         return True
@@ -125,10 +131,26 @@ def _schedule_layout_transform(st) -> bool:
         return False
     n, c, h, w = axes
     cb, ci = st.split(c, factor=block)
-    st.reorder(n, h, cb, ci, w)
-    _vectorize_row(st, w)
+    tile = _transpose_tile(block, _ext(w))
+    if tile:  # the block's channels x tile columns, transposed in registers
+        wo, wi = st.split(w, factor=tile)
+        st.reorder(n, h, cb, wo, ci, wi)
+        st.unroll(ci)
+        st.vectorize(wi)
+    else:
+        st.reorder(n, h, cb, ci, w)
+        _vectorize_row(st, w)
     st.parallel(st.fuse(n, h, cb))
     return True
+
+
+def _transpose_tile(block: int | None, width: int | None) -> int | None:
+    """Columns per tile for a layout transform done as block x tile transposes in registers
+    (the lowering's transpose_gathers pass): the widest of 16, 8, 4 that divides the row, for
+    a block of 4, 8 or 16 channels. None: no such tile (the strided row schedule)."""
+    if block not in (4, 8, 16) or not width:
+        return None
+    return next((t for t in (16, 8, 4) if width % t == 0), None)
 
 
 def _reduce_rows(s, red: Tensor, lanes: int = 64):

@@ -244,21 +244,36 @@ def test_layout_transform_roundtrip():
           exp.reshape(2, 2, 3, 5, 2, 8).transpose(0, 1, 4, 2, 3, 5).reshape(2, 4, 3, 5, 8))
 
 
-def test_layout_transform_schedule_runs_rows_with_plain_strides():
-    """One task per (n, row, channel block): the loop inside walks the row with plain strides
-    (no division chain per vector), the vector on the contiguous side of the output."""
+def test_layout_transform_schedule_transposes_tiles_in_registers():
+    """One task per (n, row, channel block); inside it, tiles of 16, 8 or 4 columns x the
+    block's channels are read as contiguous vectors and transposed in registers (the
+    transpose_gathers pass), never as strided loads. A row no tile divides walks the row with
+    plain strides (no division chain per vector), one strided load per vector."""
     a = rand((1, 32, 6, 20))
     A = ph(a, "A")
     blocked = ops.layout_transform(A, "NCHW", "NCHW16c")
     text = str(tl.lower(ops.default_schedule(blocked), [A, blocked]))
-    assert "parallel for a.y.fused.co.fused in range(12):\n    for z in range(20):" in text
-    assert "z, 120, 16)]" in text  # 16 channels 6 x 20 floats apart: one strided load
+    assert "parallel for a.y.fused.co.fused in range(12):\n    for z.outer in range(5):" in text
+    assert "shuffle(" in text and ", 120, 16)]" not in text  # 16 channels 120 floats apart
     exp = a.reshape(1, 2, 16, 6, 20).transpose(0, 1, 3, 4, 2)
     check(blocked, [A], [a], exp)
     B = ph(exp, "B")
     back = ops.layout_transform(B, "NCHW16c", "NCHW")
     text = str(tl.lower(ops.default_schedule(back), [B, back]))
-    assert "for b.inner in range(16):" in text and ", 16, 20)]" in text  # a row per channel
+    assert "shuffle(" in text and ", 16, 4)]" not in text
+    check(back, [B], [np.ascontiguousarray(exp)], a)
+    # 7 columns: no tile
+    a = rand((1, 32, 3, 7))
+    A = ph(a, "A")
+    blocked = ops.layout_transform(A, "NCHW", "NCHW16c")
+    text = str(tl.lower(ops.default_schedule(blocked), [A, blocked]))
+    assert "for z in range(7):" in text and "z, 21, 16)]" in text and "shuffle(" not in text
+    exp = a.reshape(1, 2, 16, 3, 7).transpose(0, 1, 3, 4, 2)
+    check(blocked, [A], [a], exp)
+    B = ph(exp, "B")
+    back = ops.layout_transform(B, "NCHW16c", "NCHW")
+    text = str(tl.lower(ops.default_schedule(back), [B, back]))
+    assert "for b.inner in range(16):" in text and ", 16, 7)]" in text  # a row per channel
     check(back, [B], [np.ascontiguousarray(exp)], a)
 
 
