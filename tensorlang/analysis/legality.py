@@ -125,13 +125,16 @@ def bind(schedule) -> Binding:
 
 
 def _stage_key(st, index: dict) -> tuple:
-    pos = {iv: n for n, iv in enumerate(st.all_iter_vars)}
-    rels = tuple((0, pos[r.parent], pos[r.outer], pos[r.inner], r.factor, r.nparts)
-                 if isinstance(r, Split) else (1, pos[r.outer], pos[r.inner], pos[r.fused])
+    # positions by id(): the same as by IterVar (hashed by identity), without a Python-level
+    # __hash__ call per look-up (this key is built for every stage after every primitive)
+    pos = {id(iv): n for n, iv in enumerate(st.all_iter_vars)}
+    rels = tuple((0, pos[id(r.parent)], pos[id(r.outer)], pos[id(r.inner)], r.factor, r.nparts)
+                 if isinstance(r, Split) else
+                 (1, pos[id(r.outer)], pos[id(r.inner)], pos[id(r.fused)])
                  for r in st.relations)
-    leaves = tuple(pos[lv] for lv in st.leaf_iter_vars)
-    attrs = tuple(sorted((pos[iv], a) for iv, a in st.iter_attrs.items()
-                         if a in _CHECKED_ATTRS and iv in pos))
+    leaves = tuple(pos[id(lv)] for lv in st.leaf_iter_vars)
+    attrs = tuple(sorted((pos[id(iv)], a) for iv, a in st.iter_attrs.items()
+                         if a in _CHECKED_ATTRS and id(iv) in pos))
     if st.attach_type == "scope":
         host = st.attach_stage
         hpos = next((n for n, iv in enumerate(host.all_iter_vars) if iv is st.attach_ivar), -1)

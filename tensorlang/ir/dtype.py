@@ -87,6 +87,7 @@ def promote(a: str, b: str) -> str:
     return np.promote_types(ea, eb).name
 
 
+@cache  # numpy's iinfo costs microseconds, and every integer constant checks its range
 def limits(dtype: str) -> tuple[float | int, float | int]:
     """(lowest, highest) finite-or-infinite values, used as reduction identities."""
     base = element(dtype)

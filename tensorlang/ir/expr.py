@@ -73,8 +73,14 @@ def structural_equal(a: Any, b: Any) -> bool:
 # ----------------------------------------------------------------------------- conversion
 
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def const(value, dtype: str | None = None) -> Const:
     """A constant; the dtype defaults to int64 for ints, float32 for floats, bool for bools."""
+    if type(value) is int and (dtype is None or dtype == "int64") and \
+            _INT64_MIN <= value <= _INT64_MAX:
+        return Const("int64", value)  # the index constants lowering makes by the thousand
     if dtype is None:
         if isinstance(value, bool):
             dtype = "bool"

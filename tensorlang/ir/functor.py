@@ -3,6 +3,7 @@ passes can tell cheaply whether they did anything and unchanged subtrees stay sh
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from .expr import Expr, Node, Var
@@ -30,21 +31,50 @@ class Mutator:
     def generic(self, node):
         if isinstance(node, _LEAF_TYPES) or not isinstance(node, Node):
             return node
-        changes = {}
+        changes = None
         for name in node.fields():
             old = getattr(node, name)
             new = self._visit_field(old)
             if new is not old:
+                if changes is None:
+                    changes = {}
                 changes[name] = new
-        return node.replace(**changes) if changes else node
+        if changes is None:
+            return node
+        cls = type(node)
+        if _positional(cls):
+            # the hot path of every pass: a positional call skips dataclasses.replace's
+            # per-call field introspection (the same __init__ and __post_init__ checks run)
+            return cls(*[changes[n] if n in changes else getattr(node, n)
+                         for n in cls.fields()])
+        return node.replace(**changes)
 
     def _visit_field(self, value):
-        if isinstance(value, (Expr, Stmt, Range)):
+        if isinstance(value, _CHILD_TYPES):
             return self.visit(value)
-        if isinstance(value, tuple) and value and isinstance(value[0], (Expr, Stmt, Range, tuple)):
-            new = tuple(self._visit_field(v) for v in value)
-            return value if all(a is b for a, b in zip(new, value)) else new
+        if isinstance(value, tuple) and value and isinstance(value[0], _TUPLE_CHILD_TYPES):
+            new = tuple([self._visit_field(v) for v in value])
+            for a, b in zip(new, value):
+                if a is not b:
+                    return new
+            return value
         return value
+
+
+_CHILD_TYPES = (Expr, Stmt, Range)
+_TUPLE_CHILD_TYPES = (Expr, Stmt, Range, tuple)
+_POSITIONAL: dict = {}
+
+
+def _positional(cls) -> bool:
+    """True when cls(*values of cls.fields()) builds a copy of a node: a dataclass whose
+    fields are all __init__ arguments, in field order."""
+    got = _POSITIONAL.get(cls)
+    if got is None:
+        fs = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+        got = _POSITIONAL[cls] = bool(fs) and all(f.init for f in fs) and \
+            tuple(f.name for f in fs) == cls.fields()
+    return got
 
 
 class Visitor:
@@ -79,52 +109,70 @@ def substitute(node, mapping: dict):
     loop, gets a new Buffer that its loads and stores then use)."""
     if not mapping:
         return node
+    return _Substitute(mapping).visit(node)
 
-    class _Sub(Mutator):
-        def __init__(self):
-            super().__init__()
-            self.buffers: dict = {}
 
-        def visit_Var(self, v):
-            return mapping.get(v, v)
+# The helpers' visitors are module-level classes: a class statement per call (what they were)
+# cost as much as the walk itself on the small expressions lowering passes them.
+class _Substitute(Mutator):
+    def __init__(self, mapping: dict):
+        super().__init__()
+        self.mapping = mapping
+        self.buffers: dict = {}
 
-        def visit_Allocate(self, s):
-            b = s.buffer
-            shape = tuple(self.visit(d) for d in b.shape)
-            if any(x is not y for x, y in zip(shape, b.shape)):
-                self.buffers[b] = b.replace(shape=shape)
-            return s.replace(buffer=self.buffers.get(b, b), body=self.visit(s.body))
+    def visit_Var(self, v):
+        return self.mapping.get(v, v)
 
-        def _rebind(self, node):
-            node = self.generic(node)
-            nb = self.buffers.get(node.buffer)
-            return node if nb is None else node.replace(buffer=nb)
+    def visit_Allocate(self, s):
+        b = s.buffer
+        shape = tuple(self.visit(d) for d in b.shape)
+        if any(x is not y for x, y in zip(shape, b.shape)):
+            self.buffers[b] = b.replace(shape=shape)
+        return s.replace(buffer=self.buffers.get(b, b), body=self.visit(s.body))
 
-        visit_Load = _rebind
-        visit_Store = _rebind
+    def _rebind(self, node):
+        node = self.generic(node)
+        nb = self.buffers.get(node.buffer)
+        return node if nb is None else node.replace(buffer=nb)
 
-    return _Sub().visit(node)
+    visit_Load = _rebind
+    visit_Store = _rebind
 
 
 def collect_vars(node) -> set:
+    """The Vars in an expression or statement (what a Visitor reaches: through Expr, Stmt and
+    Range nodes and tuples of them, not into buffers or iteration variables)."""
     found: set = set()
-
-    class _Collect(Visitor):
-        def visit_Var(self, v):
-            found.add(v)
-
-    _Collect().visit(node)
+    if isinstance(node, Var):
+        found.add(node)
+    elif isinstance(node, Node) and not isinstance(node, _LEAF_TYPES):
+        for name in node.fields():
+            _collect_vars(getattr(node, name), found)
     return found
+
+
+def _collect_vars(value, found: set) -> None:
+    if isinstance(value, Var):
+        found.add(value)
+    elif isinstance(value, _CHILD_TYPES):
+        for name in value.fields():
+            _collect_vars(getattr(value, name), found)
+    elif isinstance(value, tuple):
+        for v in value:
+            _collect_vars(v, found)
 
 
 def post_order(node, fn: Callable) -> None:
     """Call fn on every node, children first."""
+    _PostOrder(fn).visit(node)
 
-    class _Walk(Visitor):
-        def visit(self, n):
-            if n is None:
-                return
-            self.generic(n)
-            fn(n)
 
-    _Walk().visit(node)
+class _PostOrder(Visitor):
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def visit(self, n):
+        if n is None:
+            return
+        self.generic(n)
+        self.fn(n)

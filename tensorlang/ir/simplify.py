@@ -12,6 +12,7 @@ import operator
 
 from . import dtype as dt
 from . import expr as E
+from . import stmt as S
 from .functor import Mutator
 
 INF = math.inf
@@ -119,7 +120,26 @@ class _Key:
         return self.h
 
     def __eq__(self, other):
-        return E.structural_equal(self.e, other.e)
+        return _same(self.e, other.e)
+
+
+def _same(a, b) -> bool:
+    """E.structural_equal, except that 0.0 and -0.0 differ: memoized results must not mix them
+    up (x + -0.0 simplifies to x, x + 0.0 does not)."""
+    if a is b:
+        return True
+    if isinstance(a, E.Node):
+        if type(a) is not type(b) or hash(a) != hash(b) or isinstance(a, E.Var):
+            return False
+        return all(_same(getattr(a, f), getattr(b, f)) for f in a.fields())
+    if isinstance(a, tuple):
+        return (isinstance(b, tuple) and len(a) == len(b)
+                and all(_same(x, y) for x, y in zip(a, b)))
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return type(a) is type(b) and a == b
 
 
 class Linear:
@@ -200,7 +220,7 @@ def _merge_divmod(lin: Linear) -> Linear:
             c = E.as_int(t.b) if type(t) is E.FloorMod else None
             if not c or c <= 0 or key not in lin.terms:
                 continue
-            div = Simplifier().visit_FloorDiv(E.FloorDiv(t.a, t.b))
+            div = _plain_simplifier().visit_FloorDiv(E.FloorDiv(t.a, t.b))
             dkey = _Key(div)
             d = lin.terms.get(dkey)
             if d is not None and d[1] == coef * c:
@@ -278,6 +298,10 @@ class Simplifier(Mutator):
         # register tile's 24 stores share their index terms); whoever changes the analyzer's
         # ranges must clear this, since results depend on them.
         self.memo: dict = {}
+        # Vars replaced by (unsimplified) expressions as they are reached: visiting e with
+        # subst {v: x} simplifies e with v substituted by x, without building the substituted
+        # copy first (the statement pass's single-iteration loops). Clear the memo with it.
+        self.subst: dict = {}
 
     def visit(self, node):
         if not isinstance(node, E.Expr) or isinstance(node, (E.Const, E.Var)):
@@ -285,9 +309,17 @@ class Simplifier(Mutator):
         key = _Key(node)
         hit = self.memo.get(key)
         if hit is None:
-            hit = super().visit(node)
-            self.memo[key] = hit
-        return hit
+            out = super().visit(node)
+            self.memo[key] = (node, out)
+            return out
+        # (what was visited, its result): an unchanged node stays the caller's own object
+        seen, out = hit
+        return node if out is seen else out
+
+    def visit_Var(self, v):
+        # bottom-up, a substituted var simplifies to what its value simplifies to
+        x = self.subst.get(v) if self.subst else None
+        return v if x is None else self.visit(x)
 
     # integer affine arithmetic ----------------------------------------------------------
     def _linear_op(self, e):
@@ -517,21 +549,51 @@ class Simplifier(Mutator):
 def simplify(node, analyzer: Analyzer | None = None):
     """Simplify an expression or statement (statements: expressions inside are simplified with
     the ranges of the enclosing loops; see lower/passes/simplify.py for the statement pass)."""
-    return Simplifier(analyzer).visit(node)
+    if analyzer is not None:
+        return Simplifier(analyzer).visit(node)
+    return _plain_simplifier().visit(node)
+
+
+# Without known ranges, simplification is a function of the expression's structure alone, so
+# every such call shares one memo: lowering simplifies many expressions built from the same
+# pieces (a stage's loop values reappear in its indices, its guards, its consumers' bounds).
+# Bounded: the entries keep their expressions (and the Vars in them) alive.
+_PLAIN_MEMO: dict = {}
+_PLAIN_MEMO_SIZE = 8192
+
+
+def _plain_simplifier() -> Simplifier:
+    if len(_PLAIN_MEMO) > _PLAIN_MEMO_SIZE:
+        _PLAIN_MEMO.clear()
+    s = Simplifier()
+    s.memo = _PLAIN_MEMO
+    return s
 
 
 def _reads_data(e) -> bool:
     """True when the expression reads a buffer or tensor (a value, not index arithmetic)."""
-    from .functor import Visitor
+    # a direct walk (what a Visitor with visit_Load / visit_TensorRead reaches): it runs on
+    # both sides of every integer comparison the simplifier sees
+    if e is None:
+        return False
+    if type(e).__name__ in _DATA_READS:
+        return True
+    if isinstance(e, _LEAVES) or not isinstance(e, E.Node):
+        return False
+    for name in e.fields():
+        if _reads_in(getattr(e, name)):
+            return True
+    return False
 
-    found = []
 
-    class _V(Visitor):
-        def visit_Load(self, x):
-            found.append(x)
+def _reads_in(value) -> bool:
+    if isinstance(value, _CHILDREN):
+        return _reads_data(value)
+    if isinstance(value, tuple):
+        return any(_reads_in(v) for v in value)
+    return False
 
-        def visit_TensorRead(self, x):
-            found.append(x)
 
-    _V().visit(e)
-    return bool(found)
+_DATA_READS = ("Load", "TensorRead")
+_LEAVES = (E.Var, S.Buffer, S.IterVar)
+_CHILDREN = (E.Expr, S.Stmt, S.Range)

@@ -240,3 +240,38 @@ def _loads(e) -> list:
     _F().visit(e)
     return found
 
+
+
+@pytest.mark.parametrize("config", range(0, 756, 97))
+def test_one_iteration_loops_simplify_as_if_substituted_first(monkeypatch, config):
+    # the simplify pass substitutes a one-iteration loop's index on the fly (no substituted
+    # copy of the body); the result must be the same as substituting first
+    import importlib
+
+    from tensorlang import autotune
+    from tensorlang.lower import build_loop_nest, infer_bounds, inline_bodies
+
+    passes = importlib.import_module("tensorlang.lower.passes.simplify")
+    task = autotune.create_task("conv2d_nchwc", (1, 32, 14, 14, 32, 3, 3, 1, 1, 16, "float32"))
+    try:
+        s, args = task.instantiate(task.config_space.get(config % len(task.config_space)))
+    except tl.ScheduleError:
+        pytest.skip("an illegal config")
+    bodies = inline_bodies(s)
+    body = build_loop_nest(s, bodies, infer_bounds(s, bodies), args, "f").body
+    fused = passes.simplify_stmt(body)
+    monkeypatch.setattr(passes, "_substitutes_in_exprs_only", lambda body, mapping: False)
+    assert str(fused) == str(passes.simplify_stmt(body))
+
+
+def test_simplify_memo_tells_zero_from_negative_zero():
+    # x + -0.0 is x, x + 0.0 is not (x = -0.0): the shared memo must not hand one's result to
+    # the other, in either order
+    from tensorlang.ir import expr as E
+    from tensorlang.ir.simplify import simplify
+
+    x = E.Var("x", "float32")
+    for first, second in ((0.0, -0.0), (-0.0, 0.0)):
+        for c in (first, second):
+            out = simplify(E.Add(x, E.const(c, "float32")))
+            assert (out is x) == (c == 0.0 and str(c).startswith("-"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, substitute
+from ...ir.functor import Mutator, collect_vars, substitute
 from ...ir.simplify import Analyzer, Simplifier
 
 
@@ -22,8 +22,10 @@ class _StmtSimplifier(Mutator):
         if n is not None and n <= 0:
             return None
         if n == 1:  # one iteration (also of a parallel loop: nothing to share out)
-            body = substitute(s.body, {s.loop_var: mn})
-            return self.visit(body)
+            mapping = {s.loop_var: mn}
+            if _substitutes_in_exprs_only(s.body, mapping):
+                return self._visit_substituted(s.body, mapping)
+            return self.visit(substitute(s.body, mapping))
         saved = self.an.ranges.get(s.loop_var)
         self.an.bind_range(s.loop_var, mn, ext)
         self.expr.memo.clear()
@@ -38,6 +40,19 @@ class _StmtSimplifier(Mutator):
         if mn is s.min and ext is s.extent and body is s.body:
             return s
         return S.For(s.loop_var, mn, ext, s.kind, body, s.annotations)
+
+    def _visit_substituted(self, body: S.Stmt, mapping: dict):
+        """self.visit(substitute(body, mapping)) without building the substituted copy: the
+        expression simplifier replaces the vars as it reaches them (the same result, since it
+        works bottom-up; its memo is keyed by unsubstituted structure meanwhile)."""
+        saved = self.expr.subst
+        self.expr.subst = {**saved, **mapping}
+        self.expr.memo.clear()
+        try:
+            return self.visit(body)
+        finally:
+            self.expr.subst = saved
+            self.expr.memo.clear()
 
     def visit_IfThenElse(self, s: S.IfThenElse):
         cond = self.expr.visit(s.condition)
@@ -91,6 +106,40 @@ class _StmtSimplifier(Mutator):
 
     def visit_Evaluate(self, s):
         return S.Evaluate(self.expr.visit(s.value))
+
+
+def _substitutes_in_exprs_only(body: S.Stmt, mapping: dict) -> bool:
+    """Does substitute(body, mapping) only replace the vars inside the expressions that this
+    pass simplifies? Not when it would also rebind a buffer allocated with a shape that
+    mentions one, or replace a loop or let variable, or reach into a loop's annotations."""
+    stack = [body]
+    while stack:
+        st = stack.pop()
+        t = type(st)
+        if st is None or t is S.Store or t is S.Evaluate:
+            continue
+        if t is S.For:
+            if st.loop_var in mapping or not all(
+                    isinstance(a, tuple) and a and isinstance(a[0], str) for a in st.annotations):
+                return False
+            stack.append(st.body)
+        elif t is S.SeqStmt:
+            stack.extend(st.stmts)
+        elif t is S.IfThenElse:
+            stack.append(st.then_case)
+            stack.append(st.else_case)
+        elif t is S.LetStmt:
+            if st.var in mapping:
+                return False
+            stack.append(st.body)
+        elif t is S.Allocate:
+            if any(not collect_vars(d).isdisjoint(mapping) for d in st.buffer.shape
+                   if isinstance(d, E.Expr)):
+                return False
+            stack.append(st.body)
+        else:
+            return False
+    return True
 
 
 def _assume(an: Analyzer, cond) -> None:
