@@ -40,7 +40,7 @@ KNOBS: dict[str, dict[str, list]] = {
     # size, see schedule_conv2d_nchwc)
     "conv2d_nchwc": {"reg_n": [14, 7, 8, 16, 28, 4], "oc_blocks": [2, 1, 4],
                      "unroll_kw": [True, False], "oc_outer": [None, True, False]},
-    "depthwise_conv2d_nchw": {"row_lanes_max": [64, 32, 16]},
+    "depthwise_conv2d_nchw": {"row_lanes_max": [64, 32, 16], "rows": [4, 8, 2, 1]},
     "depthwise_conv2d_nchwc": {"reg_ow": [14, 7, 8, 16, 28], "rows": [4, 1, 2, 8]},
     "max_pool2d": {"row_lanes_max": [64, 32, 16]},
     "avg_pool2d_sum": {"row_lanes_max": [64, 32, 16]},
