@@ -1,18 +1,26 @@
-"""Pass: run conv chains in the blocked activation layout NCHW16c (TVM's AlterOpLayout +
+"""Pass: run conv chains in blocked activation layouts NCHW[x]c (TVM's AlterOpLayout +
 ConvertLayout, onnxruntime's NCHWc transformer).
 
-A 2-D conv with a constant weight, ``groups == 1``, output channels that are a multiple of the
-block (16 fp32 = one zmm) and a blocked input becomes the library's blocked conv
-(``tl.ops.conv2d_nchwc``): its input and output are ``[N, C/16, H, W, 16]`` and its weight is
-packed at build time into ``[OC/16, C/16, KH, KW, 16, 16]`` (``OIHW16i16o``). With an NCHW
-input (a graph input, the 3-channel first conv of a CNN, the output of an op that stays NCHW)
-it reads NCHW and writes NCHW16c (``tl.ops.conv2d_nchw(..., out_layout="NCHW16c")``, weight
-``[OC/16, C, KH, KW, 16]``): its register tile broadcasts one input scalar per FMA either way,
+The block of a value is chosen from its channel count (``channel_block``): 16 (fp32, one zmm)
+when 16 divides it, else 8 (one ymm) when 8 does (the 24- and 40-channel layers of
+MobileNetV2-style networks), else the value stays NCHW. Values with the same channel count get
+the same block, so the two sides of a residual add always agree. Measured, a MobileNetV2
+inverted residual at 24 channels 56x56 (1x1 24->144, depthwise 144, 1x1 144->24, add): the
+projecting conv took 0.20 ms in NCHW, the whole block 0.34 ms against onnxruntime's 0.23 ms,
+before block 8 existed (see BENCHMARKS.md for the figures with it).
+
+A 2-D conv with a constant weight, ``groups == 1``, blockable output channels (block ob) and
+a blocked input (block ib) becomes the library's blocked conv (``tl.ops.conv2d_nchwc``): its
+input is ``[N, C/ib, H, W, ib]``, its output ``[N, OC/ob, OH, OW, ob]`` and its weight is
+packed at build time into ``[OC/ob, C/ib, KH, KW, ib, ob]`` (``OIHW<ib>i<ob>o``). With an
+NCHW input (a graph input, the 3-channel first conv of a CNN, the output of an op that stays
+NCHW) it reads NCHW and writes NCHW<ob>c (``tl.ops.conv2d_nchw(..., out_layout=...)``, weight
+``[OC/ob, C, KH, KW, ob]``): its register tile broadcasts one input scalar per FMA either way,
 so it runs as fast as the blocked conv and the input needs no conversion (measured: 1x1 32->64
 at 112x112 0.113 ms vs 0.109 + 0.043 ms for the transform; 3x3 64->64 at 56x56 0.480 vs
-0.484 + 0.021 ms). A depthwise conv (groups = channels, a multiple of 16) with a blocked input
-becomes ``tl.ops.depthwise_conv2d_nchwc`` with its weight packed into ``[C/16, 1, KH, KW, 16]``
-(``OIHW16o``). With an NCHW input it stays NCHW when its output is at least 14 wide: the NCHW
+0.484 + 0.021 ms). A depthwise conv (groups = channels, blockable) with a blocked input
+becomes ``tl.ops.depthwise_conv2d_nchwc`` with its weight packed into ``[C/b, 1, KH, KW, b]``
+(``OIHW<b>o``). With an NCHW input it stays NCHW when its output is at least 14 wide: the NCHW
 schedule vectorizes along W, and converting the input costs more than the blocked kernel saves
 (32 channels at 112x112: 0.036 ms NCHW vs 0.024 + 0.052 ms; 64 channels 112 -> 56 stride 2:
 0.075 vs 0.023 + 0.088 ms; at 7 wide the blocked kernel wins, 0.011 vs 0.002 + 0.003 ms).
@@ -25,13 +33,16 @@ The layout then flows forward through every op that works in it unchanged:
 - max/avg pooling and global pooling (their windows are over H and W; the block rides along).
 
 Any other reader of a blocked value gets a ``layout_transform`` back to NCHW, inserted once per
-value; so do graph outputs. An NCHW value read by blocked convs is converted once.
+value; so do graph outputs. An NCHW value read by blocked ops is converted once.
 
 Why: the NCHW conv keeps its output tile in registers as channel vectors and writes NCHW with
 scalar stores; a fused bias / residual add then reads NCHW with scalar loads. Measured on this
 machine (default schedules, one kernel each): 1x1 conv 64->256 at 56x56 with bias, residual add
 and relu 0.414 ms NCHW vs 0.231 ms blocked; 3x3 512->512 at 7x7 0.716 vs 0.468 ms; 3x3 64->64
 at 56x56 0.506 vs 0.485 ms.
+
+Not done: the block does not come from tuning records (TVM's AlterOpLayout reads the tuned
+config's channel tiles); here it is a function of the channel count.
 """
 
 from __future__ import annotations
@@ -43,14 +54,18 @@ from ..ir import Graph, Node, Value
 from .pack_conv_weights import pack_oihw
 from .rewrite import Emitter, rebuild
 
-BLOCK = 16
-BLOCKED = f"NCHW{BLOCK}c"
-WEIGHT_LAYOUT = f"OIHW{BLOCK}i{BLOCK}o"
-# [OC/16, C, KH, KW, 16]: depthwise convs (C = 1) and convs from NCHW into NCHW16c
-OC_BLOCKED_WEIGHT_LAYOUT = f"OIHW{BLOCK}o"
-SUFFIX = f"_{BLOCKED}"
+BLOCKS = (16, 8)  # preferred first: 16 fp32 lanes fill a zmm
 # a depthwise conv reading NCHW stays NCHW from this output width up (see the module doc)
 NCHW_DEPTHWISE_MIN_WIDTH = 14
+
+
+def channel_block(channels: int) -> int | None:
+    """The block of a value with this many channels (None: it stays NCHW)."""
+    return next((b for b in BLOCKS if channels % b == 0), None)
+
+
+def blocked_layout(block: int) -> str:
+    return f"NCHW{block}c"
 
 
 def pack_oihw_blocked(w: np.ndarray, ib: int, ob: int) -> np.ndarray:
@@ -60,24 +75,29 @@ def pack_oihw_blocked(w: np.ndarray, ib: int, ob: int) -> np.ndarray:
         w.reshape(o // ob, ob, i // ib, ib, kh, kw).transpose(0, 2, 4, 5, 3, 1))
 
 
-def _blocked_conv(n: Node, ins: list[Value]) -> str | None:
-    """How a conv node runs blocked: "conv" (NCHW16c in and out), "depthwise", "nchw_in" (NCHW
-    in, NCHW16c out: input channels that are not a multiple of 16); None: stays NCHW."""
+def _block_of(v: Value) -> int | None:
+    return R.channel_block(v.layout)
+
+
+def _blocked_conv(n: Node, ins: list[Value]) -> tuple[str, int] | None:
+    """How a conv node runs blocked: ("conv", ob) (NCHW[ib]c in, NCHW[ob]c out), ("depthwise",
+    b), ("nchw_in", ob) (NCHW in, NCHW[ob]c out); None: it stays NCHW."""
     if n.op != "conv" or {"weight_layout", "layout", "out_layout"} & n.attrs.keys():
         return None
     x, w, out = ins[0], ins[1], n.outputs[0]
     xs = R.unblocked_shape(x.shape, x.layout)
-    if not w.is_constant or len(w.shape) != 4 or len(xs) != 4 or w.shape[0] % BLOCK:
+    if not w.is_constant or len(w.shape) != 4 or len(xs) != 4:
+        return None
+    ob = channel_block(w.shape[0])
+    if ob is None:
         return None
     groups = n.attrs.get("groups", 1)
     if groups == 1:
-        if x.layout != BLOCKED:
-            return "nchw_in"
-        return "conv" if w.shape[1] % BLOCK == 0 else None
+        return ("conv" if _block_of(x) else "nchw_in"), ob
     if groups == xs[1] == w.shape[0] and w.shape[1] == 1:
-        if x.layout != BLOCKED and out.shape[3] >= NCHW_DEPTHWISE_MIN_WIDTH:
+        if not _block_of(x) and out.shape[3] >= NCHW_DEPTHWISE_MIN_WIDTH:
             return None
-        return "depthwise"
+        return "depthwise", ob
     return None
 
 
@@ -91,9 +111,9 @@ def _library_pool(n: Node) -> bool:
     return all(p <= (k[d % 2] - 1) * dil[d % 2] + 1 for d, p in enumerate(pads))
 
 
-def _per_channel_constant(c: Value, nchan: int) -> np.ndarray | None:
+def _per_channel_constant(c: Value, nchan: int, block: int) -> np.ndarray | None:
     """A constant that broadcasts over an NCHW tensor along the channels only, re-laid out to
-    broadcast over NCHW16c ([1, C/16, 1, 1, 16]); a scalar as it is. None otherwise."""
+    broadcast over NCHW[block]c ([1, C/block, 1, 1, block]); a scalar as it is. None otherwise."""
     if not c.is_constant or len(c.shape) > 4:
         return None
     if c.size == 1:
@@ -101,15 +121,15 @@ def _per_channel_constant(c: Value, nchan: int) -> np.ndarray | None:
     shape = (1,) * (4 - len(c.shape)) + tuple(c.shape)
     if shape[0] != 1 or shape[1] != nchan or shape[2:] != (1, 1):
         return None
-    return c.data.reshape(1, nchan // BLOCK, 1, 1, BLOCK)
+    return c.data.reshape(1, nchan // block, 1, 1, block)
 
 
 def convert_layout(g: Graph) -> Graph:
     em = Emitter()
     to_plain: dict[int, Value] = {}  # blocked value id -> its NCHW copy
     to_blocked: dict[int, Value] = {}  # NCHW value id -> its blocked copy
-    packed: dict[int, Value] = {}  # weight id -> packed weight (shared weights pack once)
-    relaid: dict[int, Value | None] = {}  # constant id -> its NCHW16c copy
+    packed: dict[tuple, Value] = {}  # (weight id, layout) -> packed weight (packed once)
+    relaid: dict[tuple, Value | None] = {}  # (constant id, block) -> its blocked copy
 
     def node(name: str, op: str, ins: list[Value], attrs: dict, layout: str,
              out_name: str) -> Value:
@@ -117,9 +137,9 @@ def convert_layout(g: Graph) -> Graph:
         return em.emit(name, op, ins, attrs, [Value(out_name, shape, dtype, layout)])[0]
 
     def transform(v: Value, dst: str, cache: dict) -> Value:
-        # a blocked value is named <name>_NCHW16c; back in NCHW it gets <name> again, so
+        # a blocked value is named <name>_NCHW<x>c; back in NCHW it gets <name> again, so
         # graph outputs keep their names
-        name = v.name.removesuffix(SUFFIX) if dst == "NCHW" else v.name + SUFFIX
+        name = v.name.removesuffix(f"_{v.layout}") if dst == "NCHW" else f"{v.name}_{dst}"
         if id(v) not in cache:
             cache[id(v)] = node(f"{v.name}_to_{dst}", "layout_transform", [v],
                                 {"src_layout": v.layout or "NCHW", "dst_layout": dst},
@@ -127,71 +147,82 @@ def convert_layout(g: Graph) -> Graph:
         return cache[id(v)]
 
     def plain(v: Value) -> Value:
-        return transform(v, "NCHW", to_plain) if v.layout == BLOCKED else v
+        return transform(v, "NCHW", to_plain) if _block_of(v) else v
 
-    def blocked(v: Value) -> Value:
-        return v if v.layout == BLOCKED else transform(v, BLOCKED, to_blocked)
+    def blocked(v: Value, block: int) -> Value:
+        return v if _block_of(v) else transform(v, blocked_layout(block), to_blocked)
 
     def constant(name: str, data: np.ndarray, like: Value) -> Value:
         return Value(name, data.shape, like.dtype, data=data)
 
-    def channel_constant(v: Value, nchan: int) -> Value | None:
-        """v re-laid out for NCHW16c (once per constant: names are unique in a graph)."""
-        if id(v) not in relaid:
-            data = _per_channel_constant(v, nchan)
-            relaid[id(v)] = None if data is None else constant(v.name + SUFFIX, data, v)
-        return relaid[id(v)]
+    def channel_constant(v: Value, nchan: int, block: int) -> Value | None:
+        """v re-laid out for NCHW[block]c (once per constant: names are unique in a graph)."""
+        key = (id(v), block)
+        if key not in relaid:
+            data = _per_channel_constant(v, nchan, block)
+            relaid[key] = (None if data is None else
+                           constant(f"{v.name}_{blocked_layout(block)}", data, v))
+        return relaid[key]
+
+    def packed_weight(w: Value, kind: str, ib: int | None, ob: int) -> tuple[Value, str]:
+        wl = f"OIHW{ib}i{ob}o" if kind == "conv" else f"OIHW{ob}o"
+        if (id(w), wl) not in packed:
+            data = pack_oihw_blocked(w.data, ib, ob) if kind == "conv" else pack_oihw(w.data, ob)
+            packed[id(w), wl] = constant(f"{w.name}_{wl}", data, w)
+        return packed[id(w), wl], wl
 
     def visit(n: Node, ins: list[Value]):
         out = n.outputs[0] if len(n.outputs) == 1 else None
-        kind = _blocked_conv(n, ins)
-        if kind is not None:
-            w = ins[1]
-            wl = WEIGHT_LAYOUT if kind == "conv" else OC_BLOCKED_WEIGHT_LAYOUT
-            if id(w) not in packed:
-                data = (pack_oihw_blocked(w.data, BLOCK, BLOCK) if kind == "conv" else
-                        pack_oihw(w.data, BLOCK))
-                packed[id(w)] = constant(f"{w.name}_{wl}", data, w)
+        how = _blocked_conv(n, ins)
+        if how is not None:
+            kind, ob = how
+            layout = blocked_layout(ob)
             if kind == "nchw_in":
-                x, attrs = ins[0], dict(n.attrs, out_layout=BLOCKED, weight_layout=wl)
+                x = ins[0]
+                w, wl = packed_weight(ins[1], kind, None, ob)
+                attrs = dict(n.attrs, out_layout=layout, weight_layout=wl)
             else:
-                x, attrs = blocked(ins[0]), dict(n.attrs, layout=BLOCKED, weight_layout=wl)
-            return [node(n.name, "conv", [x, packed[id(w)], *ins[2:]], attrs, BLOCKED,
-                         out.name + SUFFIX)]
-        kinds = [v.layout == BLOCKED for v in ins]
-        if not any(kinds) or out is None:
+                x = blocked(ins[0], ob)  # a depthwise conv's input: the block of its channels
+                w, wl = packed_weight(ins[1], kind, _block_of(x), ob)
+                attrs = dict(n.attrs, layout=x.layout, weight_layout=wl)
+            return [node(n.name, "conv", [x, w, *ins[2:]], attrs, layout,
+                         f"{out.name}_{layout}")]
+        blocks = [_block_of(v) for v in ins]
+        block = next((b for b in blocks if b), None)
+        if block is None or out is None:
             return _unblock_all(n, ins)
+        layout = blocked_layout(block)
         if n.op in R.UNARY_REFS and len(ins) == 1:
-            return [node(n.name, n.op, ins, n.attrs, BLOCKED, out.name + SUFFIX)]
+            return [node(n.name, n.op, ins, n.attrs, layout, f"{out.name}_{layout}")]
         if n.op in R.BINARY_REFS and len(ins) == 2:
-            b = ins[kinds.index(True)]
+            b = ins[blocks.index(block)]
             nchw = R.unblocked_shape(b.shape, b.layout)
             if tuple(out.shape) == nchw:
                 pair = []
                 for v in ins:
-                    if v.layout == BLOCKED:
+                    if v.layout == layout:
                         pair.append(v)
-                    elif v.is_constant and channel_constant(v, nchw[1]) is not None:
-                        pair.append(channel_constant(v, nchw[1]))
-                    elif not v.is_constant and tuple(v.shape) == nchw:
-                        pair.append(blocked(v))
+                    elif v.is_constant and channel_constant(v, nchw[1], block) is not None:
+                        pair.append(channel_constant(v, nchw[1], block))
+                    elif not v.is_constant and not _block_of(v) and tuple(v.shape) == nchw:
+                        pair.append(blocked(v, block))
                     else:
                         break
                 else:
-                    return [node(n.name, n.op, pair, n.attrs, BLOCKED, out.name + SUFFIX)]
+                    return [node(n.name, n.op, pair, n.attrs, layout, f"{out.name}_{layout}")]
         if n.op in ("global_avg_pool", "global_max_pool") or n.op in ("max_pool", "avg_pool") \
                 and _library_pool(n):
-            return [node(n.name, n.op, ins, dict(n.attrs, layout=BLOCKED), BLOCKED,
-                         out.name + SUFFIX)]
+            return [node(n.name, n.op, ins, dict(n.attrs, layout=layout), layout,
+                         f"{out.name}_{layout}")]
         return _unblock_all(n, ins)
 
     def _unblock_all(n: Node, ins: list[Value]):
-        if not any(v.layout == BLOCKED for v in ins):
+        if not any(_block_of(v) for v in ins):
             return None
         return em.emit(n.name, n.op, [plain(v) for v in ins], n.attrs, list(n.outputs))
 
     g2 = rebuild(g, visit, em)
-    if not any(v.layout == BLOCKED for v in g2.outputs):
+    if not any(_block_of(v) for v in g2.outputs):
         return g2
     outputs = [plain(v) for v in g2.outputs]
     return Graph([*g2.nodes, *em.pending], g2.inputs, outputs, name=g2.name)

@@ -267,7 +267,9 @@ def test_plan_lists_kernel_ops():
     gm = graph.build(_resblock())
     ops = [k["ops"] for k in gm.plan["kernels"].values()]
     assert ["conv", "relu"] in ops or ["conv", "batch_norm", "relu"] in ops
-    assert all(k["layout"] == "NCHW" and k["tuned"] is False for k in gm.plan["kernels"].values())
+    # 8 channels: the convs run in NCHW8c (block 8, one ymm)
+    assert all(k["layout"] == "NCHW8c" for k in gm.plan["kernels"].values() if "conv" in k["ops"])
+    assert all(k["tuned"] is False for k in gm.plan["kernels"].values())
 
 
 # ----------------------------------------------------------------------------- kernel selection
@@ -562,6 +564,38 @@ def test_convert_layout_keeps_wide_depthwise_convs_on_nchw_inputs_in_nchw():
               if n.op == "layout_transform"]
         assert (convs, lt) == (want_convs, want_lt), (size, stride)
         _optimized_matches_unoptimized(g, {"x": _rand(1, 16, size, size)}, atol=1e-4)
+
+
+def test_convert_layout_chooses_the_block_per_channel_count():
+    """A MobileNetV2 inverted residual at 24 channels: 16 divides 144 but not 24, so the
+    expanding conv writes NCHW16c, the depthwise conv runs in NCHW16c and the projecting conv
+    reads NCHW16c and writes NCHW8c (weight OIHW16i8o); the residual add runs in NCHW8c with
+    the input converted once, and its per-channel bias re-laid out for block 8. 12 channels
+    (neither 16 nor 8 divides them) stay NCHW."""
+    from tensorlang.graph.passes import convert_layout
+
+    b = graph.Builder("inverted_residual")
+    x = b.input("x", (1, 24, 10, 10))
+    y = b.relu(b.conv(x, b.const(_rand(144, 24, 1, 1), name="expand")))
+    y = b.relu(b.conv(y, b.const(_rand(144, 1, 3, 3), name="dw"), pads=1, groups=144))
+    y = b.conv(y, b.const(_rand(24, 144, 1, 1), name="project"))
+    y = b.add(b.add(y, x), b.const(_rand(1, 24, 1, 1), name="bias"))
+    z = b.relu(b.conv(y, b.const(_rand(12, 24, 1, 1), name="narrow")))
+    g = infer_types(b.build(z))
+    after = infer_types(convert_layout(g))
+    convs = [(n.attrs.get("layout"), n.attrs.get("out_layout"), n.attrs.get("weight_layout"),
+              n.outputs[0].layout) for n in after.nodes if n.op == "conv"]
+    assert convs == [(None, "NCHW16c", "OIHW16o", "NCHW16c"),
+                     ("NCHW16c", None, "OIHW16o", "NCHW16c"),
+                     ("NCHW16c", None, "OIHW16i8o", "NCHW8c"),
+                     (None, None, None, "")]
+    adds = [n for n in after.nodes if n.op == "add"]
+    assert [n.outputs[0].layout for n in adds] == ["NCHW8c", "NCHW8c"]
+    assert adds[1].inputs[1].shape == (1, 3, 1, 1, 8)
+    lt = [(n.attrs["src_layout"], n.attrs["dst_layout"]) for n in after.nodes
+          if n.op == "layout_transform"]
+    assert lt == [("NCHW", "NCHW8c"), ("NCHW8c", "NCHW")]  # x for the add; y for "narrow"
+    _optimized_matches_unoptimized(g, {"x": _rand(1, 24, 10, 10)}, atol=1e-3)
 
 
 def test_layout_and_reshape_passes_keep_value_names_unique():
