@@ -66,7 +66,10 @@ def structural_equal(a: Any, b: Any) -> bool:
         return (isinstance(b, tuple) and len(a) == len(b)
                 and all(structural_equal(x, y) for x, y in zip(a, b)))
     if isinstance(a, float) and isinstance(b, float):
-        return a == b or (math.isnan(a) and math.isnan(b))
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        # 0.0 and -0.0 are different constants (x + -0.0 simplifies to x, x + 0.0 does not)
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
     return type(a) is type(b) and a == b
 
 

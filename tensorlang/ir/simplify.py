@@ -120,26 +120,7 @@ class _Key:
         return self.h
 
     def __eq__(self, other):
-        return _same(self.e, other.e)
-
-
-def _same(a, b) -> bool:
-    """E.structural_equal, except that 0.0 and -0.0 differ: memoized results must not mix them
-    up (x + -0.0 simplifies to x, x + 0.0 does not)."""
-    if a is b:
-        return True
-    if isinstance(a, E.Node):
-        if type(a) is not type(b) or hash(a) != hash(b) or isinstance(a, E.Var):
-            return False
-        return all(_same(getattr(a, f), getattr(b, f)) for f in a.fields())
-    if isinstance(a, tuple):
-        return (isinstance(b, tuple) and len(a) == len(b)
-                and all(_same(x, y) for x, y in zip(a, b)))
-    if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
-    return type(a) is type(b) and a == b
+        return E.structural_equal(self.e, other.e)
 
 
 class Linear:
