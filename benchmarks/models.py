@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-DEFAULT_MODELS = "resnet50,mobilenet_like,transformer_768"
+DEFAULT_MODELS = "resnet50,mobilenet_like,mobilenet_v2_block,transformer_768"
 
 
 def _make_model(name: str):
@@ -45,6 +45,8 @@ def _make_model(name: str):
     extra = {
         # MobileNet-like: depthwise-separable block at 112x112, 32 -> 64 channels
         "mobilenet_like": lambda: model_zoo.depthwise_separable(1, 112, 32, 64),
+        # MobileNetV2 inverted residual at 56x56, 24 channels (block 8), expansion 6
+        "mobilenet_v2_block": lambda: model_zoo.inverted_residual(1, 56, 24, 6),
         # BERT-base-sized encoder block: seq 128, hidden 768, 12 heads, FFN 3072
         "transformer_768": lambda: model_zoo.transformer_block(128, 768, 12, 3072),
     }

@@ -110,6 +110,18 @@ def depthwise_separable(batch: int = 1, size: int = 16, cin: int = 16, cout: int
     return m.model("dw_block", [("x", [batch, cin, size, size])], [x])
 
 
+def inverted_residual(batch: int = 1, size: int = 10, channels: int = 24, expand: int = 6):
+    """MobileNetV2's block: 1x1 expansion + bn + relu, 3x3 depthwise + bn + relu, 1x1
+    projection + bn, residual add. 24 channels (the default) are a multiple of 8, not 16."""
+    m = _M(7)
+    wide = channels * expand
+    x = m.conv_bn("x", channels, wide, 1)
+    x = m.conv_bn(x, wide, wide, 3, groups=wide)
+    x = m.conv_bn(x, wide, channels, 1, relu=False)
+    return m.model("inverted_residual", [("x", [batch, channels, size, size])],
+                   [m.op("Add", [x, "x"])])
+
+
 def transformer_block(seq: int = 16, hidden: int = 64, heads: int = 4, ffn: int = 128):
     """Self-attention (MatMul, Reshape, Transpose, Softmax), residual Add, LayerNormalization,
     a GELU feed-forward (Gelu written as x * 0.5 * (1 + Erf(x / sqrt 2)), as exporters do)."""
@@ -168,4 +180,5 @@ def resnet50(batch: int = 1, size: int = 224, classes: int = 1000, width: int = 
 
 
 ZOO = {"mlp": mlp, "small_cnn": small_cnn, "depthwise_separable": depthwise_separable,
-       "transformer_block": transformer_block, "resnet50": resnet50}
+       "inverted_residual": inverted_residual, "transformer_block": transformer_block,
+       "resnet50": resnet50}

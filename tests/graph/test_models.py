@@ -11,6 +11,7 @@ CASES = {
     "mlp": lambda: model_zoo.mlp(),
     "small_cnn": lambda: model_zoo.small_cnn(),
     "depthwise_separable": lambda: model_zoo.depthwise_separable(),
+    "inverted_residual": lambda: model_zoo.inverted_residual(),
     "transformer_block": lambda: model_zoo.transformer_block(),
 }
 
