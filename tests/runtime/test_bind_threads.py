@@ -161,3 +161,35 @@ def test_bad_env_var_is_reported():
     """
     out = _run_script(code, env={"TENSORLANG_BIND_THREADS": "maybe"})
     assert "ERR TENSORLANG_BIND_THREADS must be 0 or 1" in out
+
+
+def _last_cpu(tid: int) -> int:
+    """The CPU a thread of this process last ran on (/proc/self/task/<tid>/stat, field 39)."""
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
+
+
+@TWO_CPUS
+def test_a_worker_woken_on_the_launchers_cpu_moves_off(pfill, unbound):
+    """After an idle pause the kernel may wake a worker on the CPU of the thread that launches
+    the job, and the two then take turns on one CPU while another idles. The worker leaves
+    that CPU itself when it starts the job there. Forced here: the worker is put on the
+    launcher's CPU while it sleeps and allowed everywhere again before the launch wakes it."""
+    set_num_threads(2)
+    _run_pfill(pfill, 1000, 2, rendezvous=True)
+    worker = threadpool.worker_tids()[0]
+    mine, theirs = os.sched_getaffinity(0), os.sched_getaffinity(worker)
+    home = min(mine)
+    try:
+        os.sched_setaffinity(0, {home})
+        for _ in range(5):
+            os.sched_setaffinity(worker, {home})
+            time.sleep(0.05)  # past the spin budget: the worker sleeps, last seen on `home`
+            os.sched_setaffinity(worker, theirs)
+            tids = _run_pfill(pfill, 1000, 2, rendezvous=True)  # both threads take a task
+            assert len(set(tids.tolist())) == 2
+            assert _last_cpu(worker) != home
+            assert os.sched_getaffinity(worker) == theirs  # its mask is restored
+    finally:
+        os.sched_setaffinity(0, mine)
+        os.sched_setaffinity(worker, theirs)
