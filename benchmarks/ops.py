@@ -160,6 +160,25 @@ def workloads(torch):
             "ort": _ort("Conv", [x], [1, 256, 28, 28], {"pads": [1] * 4, "group": 256},
                         {"w": w}),
             "torch": torch and (lambda: F.conv2d(tx, tw, padding=1, groups=256))})
+    # layout transforms between NCHW and NCHW16c (a graph's boundaries): pure data movement
+    x = f32(1, 64, 56, 56)
+    xb = np.ascontiguousarray(x.reshape(1, 4, 16, 56, 56).transpose(0, 1, 3, 4, 2))
+    tx, txb = tt(x, xb)
+    for name, src, perm, dst, (sl, dl) in (
+            ("layout NCHW->NCHW16c 1x64x56^2", x, (0, 1, 3, 4, 2), xb.shape, ("NCHW", "NCHW16c")),
+            ("layout NCHW16c->NCHW 1x64x56^2", xb, (0, 1, 4, 2, 3), x.shape, ("NCHW16c", "NCHW"))):
+        # numpy, onnxruntime and torch see the input as 5-D (a free view) and transpose it
+        v5 = src.reshape(1, 4, 16, 56, 56) if src.ndim == 4 else src
+        t5 = (tx.reshape(1, 4, 16, 56, 56) if src.ndim == 4 else txb) if torch else None
+        out = np.empty(v5.transpose(perm).shape, np.float32)
+        S = tl.placeholder(src.shape, name="S")
+        yield (name, 0, 2 * src.nbytes, _ours(ops.layout_transform(S, sl, dl), [S], [src]),
+               {"numpy": lambda v5=v5, perm=perm, out=out, d=dst: (
+                   np.copyto(out, v5.transpose(perm)), out.reshape(d))[1],
+                "ort": _ort("Transpose", [np.ascontiguousarray(v5)], list(out.shape),
+                            {"perm": list(perm)}),
+                "torch": torch and (lambda t5=t5, perm=perm, d=dst:
+                                    t5.permute(*perm).contiguous().reshape(d))})
     x = f32(4096, 1024)
     (tx,) = tt(x)
     X = tl.placeholder(x.shape, name="X")

@@ -81,6 +81,7 @@ def _median_per_call(fn, iters: int, rounds: int = 5) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=200_000)
+    ap.add_argument("--idle-rounds", type=int, default=40)
     args = ap.parse_args()
     iters = args.iters
 
@@ -179,6 +180,33 @@ def main() -> None:
     for name, t in rows:
         unit, scale = ("us", 1e6) if t < 1e-3 else ("ms", 1e3)
         print(f"{name:<{width}}  {t * scale:9.3f} {unit}")
+    print(after_idle(args.idle_rounds))
+
+
+def after_idle(rounds: int, pause: float = 0.2, calls: int = 8) -> str:
+    """A parallel kernel called in bursts after idle pauses (a server between requests): the
+    pool's worker has gone to sleep and is woken by the burst's first call. Reports the median
+    call against back-to-back calls, and how many bursts ran at half speed or worse."""
+    import tensorlang as tl
+
+    a_ph, b_ph = tl.placeholder((512, 512), name="A"), tl.placeholder((512, 512), name="B")
+    c_ph = tl.ops.matmul(a_ph, b_ph)
+    f = tl.build(tl.ops.default_schedule([c_ph]), [a_ph, b_ph, c_ph])
+    a, b, c = (tl.runtime.array(np.ones((512, 512), np.float32)) for _ in range(3))
+    hot = f.time_evaluator(number=20, repeat=5)(a, b, c).median
+    bursts = []
+    for _ in range(rounds):
+        time.sleep(pause)
+        times = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            f(a, b, c)
+            times.append(time.perf_counter() - t0)
+        bursts.append(statistics.median(times))
+    slow = sum(t > 1.8 * hot for t in bursts)
+    return (f"\nmatmul 512^3 in bursts of {calls} calls after {pause} s pauses: median call "
+            f"{1e3 * statistics.median(bursts):.3f} ms (back to back {1e3 * hot:.3f} ms); "
+            f"{slow} of {rounds} bursts at half speed or worse")
 
 
 if __name__ == "__main__":
