@@ -189,7 +189,7 @@ def bench_dispatch(n_kernels: int, rounds: int) -> dict:
             "interactive_per_kernel_us": med("interactive_per_kernel_s") * 1e6}
 
 
-def tune_model(name: str, n_tasks: int, n_trial: int, log: str) -> dict:
+def tune_model(name: str, n_tasks: int, n_trial: int, log: str, flush: bool = False) -> dict:
     """Tune the ``n_tasks`` heaviest tasks (FLOPs x nodes sharing the workload) of a model for
     ``n_trial`` trials each; returns what was tuned and how long it took."""
     from tensorlang import autotune, graph
@@ -198,7 +198,16 @@ def tune_model(name: str, n_tasks: int, n_trial: int, log: str) -> dict:
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:n_tasks]
     t0 = time.perf_counter()
-    autotune.tune_tasks(chosen, n_trial=n_trial, log_file=log, progress=False)
+    # flush: each timed call starts with cold caches, as a layer of a whole model finds its
+    # weights (streamed from memory) rather than as back-to-back calls of one kernel do
+    option = autotune.measure_option(runner=autotune.LocalRunner(
+        number=1, repeat=5, flush_cache=True)) if flush else None
+    try:
+        autotune.tune_tasks(chosen, n_trial=n_trial, log_file=log, progress=False,
+                            measure_option=option)
+    finally:
+        if option is not None:
+            option.close()
     return {"tasks_total": len(tasks), "tasks_tuned": [repr(t) for t in chosen],
             "trials_per_task": n_trial, "tuning_s": time.perf_counter() - t0}
 
@@ -240,6 +249,8 @@ def main(argv=None) -> int:
                     "the first model and add a tuned column (0: skip)")
     ap.add_argument("--tune-trials", type=int, default=16)
     ap.add_argument("--tune-log", default=None, help="reuse/extend this log (default: temp)")
+    ap.add_argument("--tune-flush", action="store_true",
+                    help="measure each candidate with cold caches (LocalRunner flush_cache)")
     ap.add_argument("--json", default=None, help="also write all figures here")
     ap.add_argument("--compile-child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -261,7 +272,8 @@ def main(argv=None) -> int:
     extra = {}
     if a.tune_tasks:
         log = a.tune_log or os.path.join(tempfile.mkdtemp(prefix="tl-tune-"), "tune.jsonl")
-        extra["tuning"] = tune_model(models[0], a.tune_tasks, a.tune_trials, log)
+        extra["tuning"] = tune_model(models[0], a.tune_tasks, a.tune_trials, log,
+                                     a.tune_flush)
         results.append(bench_model(models[0], a, tuning_log=log))
     extra["dispatch"] = bench_dispatch(a.tiny_kernels, rounds=max(3, a.rounds // 2))
 
