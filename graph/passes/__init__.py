@@ -23,9 +23,9 @@ each one. Ordering constraints:
 
 ``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
 algebraic simplification, fusion; 2 (the default) -- also CSE and folding batch norm and
-per-channel scales into conv/dense weights, conv chains in the blocked activation layout
-NCHW16c (``convert_layout``), and conv and dense weights packed into the library's blocked
-layouts at build time; 3 -- the same as 2.
+per-channel scales into conv/dense weights, conv chains in blocked activation layouts
+NCHW16c / NCHW8c by channel count (``convert_layout``), and conv and dense weights packed into
+the library's blocked layouts at build time; 3 -- the same as 2.
 """
 
 from __future__ import annotations
