@@ -194,6 +194,21 @@ def test_transpose_gathers_turns_a_block_of_gathers_into_loads_and_shuffles(n, m
     np.testing.assert_array_equal(b, a.T)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float64", "int8", "int32", "uint8", "bool"])
+def test_transpose_gathers_any_element_type(dtype):
+    A = tl.placeholder((8, 8), dtype, name="A")
+    B = tl.compute((8, 8), lambda j, i: A[i, j], name="B")
+    s = tl.create_schedule(B)
+    s[B].unroll(B.op.axis[0])
+    s[B].vectorize(B.op.axis[1])
+    assert "shuffle(" in str(tl.lower(s, [A, B]))
+    a = (np.arange(64) % 7 > 2 if dtype == "bool" else np.arange(64) % 100).astype(dtype)
+    a = a.reshape(8, 8)
+    b = np.zeros((8, 8), dtype)
+    tl.build(s, [A, B])(a, b)
+    np.testing.assert_array_equal(b, a.T)
+
+
 def test_transpose_gathers_leaves_conditional_gathers_and_written_buffers_alone():
     # gathers under a select may not all be read: they stay gathers (masked lane by lane)
     s, A, B = _transpose_schedule(16, 16, masked=True)
