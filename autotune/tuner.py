@@ -357,22 +357,25 @@ class XGBTuner(Tuner):
     def next_batch(self, n: int) -> list[int]:
         t0 = time.perf_counter()
         try:
+            # the fallback first, also when a model transferred from other workloads is
+            # already there (tune_tasks): the best record is then never worse than the default
+            first = []
+            if self.include_fallback and not self.trials:
+                fb = self.space.fallback_index()
+                if fb not in self.visited and self.features(fb) is not None:
+                    first = [fb]
+            n -= len(first)
             if self._model is None:
-                first = []
-                if self.include_fallback and not self.trials:
-                    fb = self.space.fallback_index()
-                    if fb not in self.visited and self.features(fb) is not None:
-                        first = [fb]
-                return first + self._legal_random(n - len(first), exclude=set(first))
+                return first + self._legal_random(n, exclude=set(first))
             # while the model has seen few configs it ranks poorly: explore more (half the batch
             # random below `warmup` measurements), then settle to epsilon
             eps = self.epsilon if len(self._x) >= self.warmup else max(self.epsilon, 0.5)
             n_random = int(n * eps)
             if self.rng.random() < n * eps - n_random:
                 n_random += 1
-            picked = self._anneal(n - n_random)
-            picked += self._legal_random(n - len(picked), exclude=set(picked))
-            return picked
+            picked = [i for i in self._anneal(n - n_random) if i not in first]
+            picked += self._legal_random(n - len(picked), exclude={*picked, *first})
+            return first + picked
         finally:
             self.time_search += time.perf_counter() - t0
 

@@ -33,6 +33,8 @@ def test_xgb_tuner_never_repeats_and_prunes_illegal(tmp_path):
     assert other._model is not None and len(other._tx) > 0 and not other.visited
     batch = other.next_batch(8)
     assert len(set(batch)) == 8
+    # the template's default comes first even so: the best record never loses to it
+    assert batch[0] == other.space.fallback_index()
     # resuming the same workload: its configs are marked measured
     again = autotune.XGBTuner(task, seed=2)
     again.load_history(recs)
