@@ -635,3 +635,57 @@ def test_convert_layout_blocks_only_the_pooling_the_library_computes():
     pools = {n.op: n.attrs.get("layout") for n in after.nodes if n.op.endswith("pool")}
     assert pools == {"max_pool": None, "avg_pool": "NCHW16c"}
     _optimized_matches_unoptimized(g, {"x": _rand(1, 16, 9, 9)})
+
+
+def _random_conv_graph(seed: int):
+    """A random chain of convs (channel counts that 16, only 8, or neither divide), depthwise
+    convs, pooling, activations, per-channel adds, and intermediate graph outputs."""
+    import random
+
+    r = random.Random(seed)
+    b = graph.Builder(f"random{seed}")
+    c, hw = r.choice([3, 8, 16, 24, 32, 12, 40]), r.choice([7, 9, 14, 16, 20])
+    v = b.input("x", (1, c, hw, hw))
+    outs = []
+    for i in range(r.randint(3, 6)):
+        kind = r.choice(["conv", "conv", "dw", "pool", "add", "act", "out"])
+        if kind == "conv":
+            oc, k, s = r.choice([8, 16, 24, 32, 12, 48]), r.choice([1, 3]), r.choice([1, 1, 2])
+            v = b.conv(v, b.const(_rand(oc, c, k, k), name=f"w{i}"),
+                       b.const(_rand(oc), name=f"b{i}"), pads=k // 2, strides=[s, s])
+            c, hw = oc, (hw + 2 * (k // 2) - k) // s + 1
+        elif kind == "dw":
+            s = r.choice([1, 2])
+            v = b.conv(v, b.const(_rand(c, 1, 3, 3), name=f"d{i}"), pads=1, strides=[s, s],
+                       groups=c)
+            hw = (hw - 1) // s + 1
+        elif kind == "pool" and hw >= 4:
+            v = b.max_pool(v, kernel=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+            hw = (hw - 1) // 2 + 1
+        elif kind == "add":
+            v = b.add(b.relu(v), b.const(_rand(1, c, 1, 1), name=f"c{i}"))
+        elif kind == "act":
+            v = b.clip(v, min=0.0, max=6.0) if r.random() < 0.5 else b.relu(v)
+        elif kind == "out":
+            outs.append(b.relu(v))
+    g = b.build([*outs, v])
+    return g, {"x": _rand(*g.inputs[0].shape)}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_conv_graphs_optimized_equal_unoptimized(seed):
+    """Differential: random conv graphs through every pass (blocked layouts of 16 and 8
+    channels, NCHW reads, transforms, fusion, memory planning) against the pass-free build."""
+    g, feeds = _random_conv_graph(seed)
+    _optimized_matches_unoptimized(g, feeds, atol=1e-4)
+
+
+def test_random_conv_graphs_cover_both_blocks_and_nchw():
+    from tensorlang.graph.passes import convert_layout
+
+    layouts = set()
+    for seed in range(8):
+        g, _ = _random_conv_graph(seed)
+        after = convert_layout(eliminate_dead_code(fold_scale_into_conv(infer_types(g))))
+        layouts |= {n.outputs[0].layout or "NCHW" for n in after.nodes if n.op == "conv"}
+    assert {"NCHW16c", "NCHW8c", "NCHW"} <= layouts
