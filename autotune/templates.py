@@ -220,10 +220,14 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
         red_order reduction order: ic blocks outside the window (rco, ry, rx, rci) or inside it
                   (ry, rx, rco, rci)
         unroll_kw unroll the kernel-width loop
-        parallel  the parallel loop: fused (n, oc blocks, row blocks), (n, oc blocks), or none
+        parallel  the parallel loop: fused (n, row blocks, oc blocks) ("rows_outer": a thread
+                  computes the same rows of every channel, as the layers around it do), fused
+                  (n, oc blocks, row blocks) ("rows"), (n, oc blocks), or none
 
-    The fallback is the library's default (reg_n 14 or the largest divisor below it, one vector,
-    one row, ic blocks outside, kw unrolled, rows parallel)."""
+    The fallback is the library's default (ops.schedule.schedule_conv2d_nchwc, the same loop
+    nest): reg_n 14 or the largest divisor below it, two vectors, one row, ic blocks outside,
+    kw unrolled, rows outside the oc blocks when the packed weights fit in 256 KB of L2, else
+    inside."""
     from ..ops import conv2d_nchwc as conv
     from ..ops.schedule import _schedule_pad_input
 
@@ -236,11 +240,14 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     _, obn, oh_n, ow_n, _ = (int(d.value) for d in y.shape)
     divs = [d for d in range(1, min(ow_n, 32) + 1) if ow_n % d == 0]
     cfg.define_knob("reg_n", divs, default=max(d for d in divs if d <= 14))
-    cfg.define_knob("oc_vec", [v for v in (1, 2, 4) if obn % v == 0], default=1)
+    oc_vecs = [v for v in (1, 2, 4) if obn % v == 0]
+    cfg.define_knob("oc_vec", oc_vecs, default=max(v for v in oc_vecs if v <= 2))
     cfg.define_knob("rows", [r for r in (1, 2, 4) if oh_n % r == 0], default=1)
     cfg.define_knob("red_order", ["ic_outer", "ic_inner"], default="ic_outer")
     cfg.define_knob("unroll_kw", [1, 0], default=1)
-    cfg.define_knob("parallel", ["rows", "blocks", "none"], default="rows")
+    small_weights = OC * C * KH * KW * 4 <= 256 * 1024  # as schedule_conv2d_nchwc decides
+    cfg.define_knob("parallel", ["rows_outer", "rows", "blocks", "none"],
+                    default="rows_outer" if small_weights else "rows")
     rn, ov, rows = cfg["reg_n"].val, cfg["oc_vec"].val, cfg["rows"].val
     if rn * ov * rows > _MAX_CONV_TILE:
         raise tl.ScheduleError(f"conv2d_nchwc template: register tile {ov}x{rows}x{rn} has "
@@ -253,14 +260,16 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     oc_o, oc_i = o.split(oco, factor=ov)
     oh_o, oh_i = o.split(oh, factor=rows)
     ow_o, ow_i = o.split(ow, factor=rn)
-    o.reorder(n, oc_o, oh_o, ow_o, oc_i, oh_i, ow_i, oci)
+    par = cfg["parallel"].val
+    outer = (n, oh_o, oc_o) if par == "rows_outer" else (n, oc_o, oh_o)
+    o.reorder(*outer, ow_o, oc_i, oh_i, ow_i, oci)
     o.vectorize(oci)
     s[acc].compute_at(o, ow_o)
     cs = s[acc]
     _, c_oc, c_h, c_w, c_c = cs.op.axis
     rco, ry, rx, rci = cs.op.reduce_axis
     red = (rco, ry, rx, rci) if cfg["red_order"].val == "ic_outer" else (ry, rx, rco, rci)
-    cs.reorder(*red, c_oc, c_h, c_w, c_c)
+    cs.reorder(*red, c_h, c_w, c_oc, c_c)  # as the library: a broadcast input feeds oc_vec FMAs
     # the tile's loops unrolled: each accumulator is a named register, not a stack slot
     for lp in (c_oc, c_h, c_w):
         cs.unroll(lp)
@@ -268,9 +277,8 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     if cfg["unroll_kw"].val:
         cs.unroll(rx)
     _schedule_pad_input(s, cs)
-    par = cfg["parallel"].val
-    if par == "rows":
-        o.parallel(o.fuse(n, oc_o, oh_o))
+    if par in ("rows", "rows_outer"):
+        o.parallel(o.fuse(*outer))
     elif par == "blocks":
         o.parallel(o.fuse(n, oc_o))
     return s, [x, w, y]

@@ -391,7 +391,7 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     owo, owi = o.split(ow, factor=rn)
     ocoo, ocoi = o.split(oco, factor=nb)
     if oc_outer is None:
-        oc_outer = _nbytes(s[c].op.input_tensors[-1]) > 256 * 1024
+        oc_outer = _nbytes(s[comp].op.input_tensors[-1]) > 256 * 1024  # the weights
     o.reorder(*((n, ocoo, oh) if oc_outer else (n, oh, ocoo)), owo, ocoi, owi, oci)
     if _ext(oci) % LANES == 0 or _ext(oci) in (4, 8):
         o.vectorize(oci)

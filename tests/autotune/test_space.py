@@ -64,6 +64,31 @@ def test_matmul_fallback_is_the_hand_written_schedule(n):
     assert str(tl.lower(*task.instantiate(fb))) == str(tl.lower(s, args))
 
 
+@pytest.mark.parametrize("args", [(1, 64, 56, 56, 64, 3, 3, 1, 1), (1, 512, 7, 7, 512, 3, 3, 1, 1),
+                                  (1, 64, 56, 56, 256, 1, 1, 1, 0)])
+def test_conv2d_nchwc_fallback_is_the_library_default(args):
+    """The template's default config builds the loop nest of tl.ops.default_schedule (the
+    same up to loop variable names): rows outside the oc blocks when the weights fit in L2
+    (the first and last case), inside when they do not (the 9.4 MB of 512 -> 512 3x3)."""
+    import re
+
+    n, c, h, w, oc, kh, kw, st, pad = args
+    task = autotune.create_task("conv2d_nchwc", (*args, 16, "float32"))
+    fallback = str(tl.lower(*task.instantiate(autotune.FallbackConfig())))
+    x = tl.placeholder((n, c // 16, h, w, 16), name="x")
+    wt = tl.placeholder((oc // 16, c // 16, kh, kw, 16, 16), name="w")
+    y = tl.ops.conv2d_nchwc(x, wt, stride=st, padding=pad)
+    library = str(tl.lower(tl.ops.default_schedule([y]), [x, wt, y]))
+
+    def shape(text):
+        return re.sub(r"[A-Za-z_][\w.]*", "v", text)
+
+    assert shape(fallback) == shape(library)
+    tasks = re.findall(r"parallel for (b\.\S+) in", library)  # the conv's (not the pad's)
+    rows_outside = tasks[-1].startswith("b.y")
+    assert rows_outside == (oc * c * kh * kw * 4 <= 256 * 1024)
+
+
 def _check_all(task, ref_fn, limit=None, seed=0):
     space = task.config_space
     idxs = list(range(len(space)))
@@ -155,7 +180,7 @@ def test_conv2d_nchwc_wide_space_enumerates_and_matches_numpy():
     task = autotune.create_task("conv2d_nchwc", (1, 16, 4, 2, 32, 3, 3, 1, 1, 16, "float32"))
     dims = {k: len(v) for k, v in task.config_space.knobs.items()}
     assert dims == {"reg_n": 2, "oc_vec": 2, "rows": 3, "red_order": 2, "unroll_kw": 2,
-                    "parallel": 3}
+                    "parallel": 4}
     checked, illegal = _check_all(task, lambda x, w: _conv_ref(x, w, 1))
     assert checked == len(task.config_space) and illegal == 0
 
