@@ -64,8 +64,11 @@ def _demo(p: argparse.ArgumentParser):
         f(x, y, z)
         ref = x @ y
         err = float(np.abs(z - ref).max() / np.abs(ref).max())
-        r = f.time_evaluator(number=5, repeat=5)(x, y, z)
         t_np = min(_time(lambda: x @ y) for _ in range(5))
+        # numpy's OpenBLAS threads spin for a while after a call; timed right after them, our
+        # kernel ran with one core (67 GFLOP/s instead of 400+)
+        time.sleep(0.2)
+        r = f.time_evaluator(number=5, repeat=5)(x, y, z)
         gf = 2 * n**3 / r.median / 1e9
         print(f"matmul {n}^3 float32: {gf:.1f} GFLOP/s (numpy {2 * n**3 / t_np / 1e9:.1f}), "
               f"max relative error {err:.1e}")
