@@ -204,6 +204,25 @@ def test_conv2d_nchwc_matches_nchw():
     check(ops.conv2d_nchwc(XB, WB, stride=2, padding=1), [XB, WB], [xb, wb], refb, **TOL)
 
 
+@pytest.mark.parametrize("oc,width,tile", [(24, 12, (3, 6)), (40, 10, (5, 5)), (32, 14, (4, 7))])
+def test_conv2d_nchwc_with_8_lane_blocks(oc, width, tile):
+    """16 input channels in one block, oc output channels in blocks of 8 (NCHW8c, what the graph
+    uses for channel counts 16 does not divide): the register tile takes about as many lanes
+    per broadcast input as two 16-lane blocks (the divisor of the block count nearest to 4)
+    and at most 28 accumulators."""
+    x, w = rand((1, 16, 5, width)), rand((oc, 16, 1, 1))
+    xb = x.reshape(1, 1, 16, 5, width).transpose(0, 1, 3, 4, 2).copy()
+    wb = w.reshape(oc // 8, 8, 1, 16, 1, 1).transpose(0, 2, 4, 5, 3, 1).copy()
+    XB, WB = ph(xb, "XB"), ph(wb, "WB")
+    out = ops.conv2d_nchwc(XB, WB)
+    blocks, cols = tile
+    text = str(tl.lower(ops.default_schedule(out), [XB, WB, out]))
+    assert f"allocate conv2d_nchwc.local: float32[1, {blocks}, 1, {cols}, 8]" in text
+    ref = conv_ref(x, w, (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    refb = ref.reshape(1, oc // 8, 8, 5, width).transpose(0, 1, 3, 4, 2)
+    check(out, [XB, WB], [xb, wb], refb, **TOL)
+
+
 def pool_ref(x, k, s, pad, ceil_mode, kind, count_include_pad=False, dil=1):
     n, c, h, w = x.shape
     pt, pl, pb, pr = pad
