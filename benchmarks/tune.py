@@ -16,9 +16,14 @@ import argparse
 import os
 import statistics
 import tempfile
-import time
 
 import numpy as np
+
+# re-timing as benchmarks/ops.py times (after a pause and a warm-up call, the median; this
+# script's directory is on sys.path): OpenBLAS's and onnxruntime's worker threads spin for a
+# while after a call and, timed right after them, our kernel runs with one core (measured: the
+# 1024^3 matmul at 237 GFLOP/s one call after numpy, 470 after the pause)
+from ops import _median_time as _time
 
 import tensorlang as tl
 from tensorlang import autotune
@@ -40,21 +45,6 @@ def tune(size: int, trials: int, tuner_cls, seed: int, log: str, task=None, **kw
     finally:
         opt.close()
     return tuner
-
-
-def _time(fn, number: int) -> float:
-    """Median seconds of one call over `number` calls, after a pause and a warm-up call, as
-    benchmarks/ops.py times: OpenBLAS's and onnxruntime's worker threads spin for a while after
-    a call and, timed right after them, our kernel runs with one core (measured: the 1024^3
-    matmul at 237 GFLOP/s one call after numpy, 470 after the pause)."""
-    time.sleep(0.2)
-    fn()
-    times = []
-    for _ in range(number):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def compare_with_numpy(size: int, log: str, rounds: int = 7) -> dict:

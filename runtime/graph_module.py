@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -232,9 +233,7 @@ class GraphModule:
         that hold its storage's address. An output qualifies when a kernel writes it and its
         storage holds no other value (no input, no alias, no in-place partner)."""
         storage = {n: int(v["storage"]) for n, v in p["values"].items()}
-        sharing: dict[int, int] = {}
-        for sid in storage.values():
-            sharing[sid] = sharing.get(sid, 0) + 1
+        sharing = Counter(storage.values())
         written = {a for st in p["steps"] for a in st["args"][-int(st["n_out"]):]}
         inputs = {i["name"] for i in p["inputs"]}
         flat = [a for st in p["steps"] for a in st["args"]]

@@ -386,17 +386,19 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     comp, out = _accumulator(s, c, out)
     o = s[out]
     n, oco, oh, ow, oci = o.op.axis
-    nb = _largest_divisor(_ext(oco), max(1, oc_blocks)) or 1
-    if (_ext(oci) or LANES) < LANES and _ext(oco):
+    blocks = _ext(oco)
+    if (_ext(oci) or LANES) < LANES and blocks:
         # narrower blocks (NCHW8c): about as many vector lanes per broadcast input as with
         # 16-lane blocks (the divisor of the block count nearest to that), and the tile kept
         # within the registers. 1x1 144 -> 24 at 56x56: 1 block x 14 columns 0.099 ms, 3 x 8
         # 0.093 ms, 3 x 14 (spilling) 0.111 ms; 240 -> 40 at 28x28: 1 x 14 0.068 ms, 5 x 4
         # 0.061 ms
         want = oc_blocks * LANES // _ext(oci)
-        nb = min((d for d in range(1, _ext(oco) + 1) if _ext(oco) % d == 0),
+        nb = min((d for d in range(1, blocks + 1) if blocks % d == 0),
                  key=lambda d: (abs(d - want), -d))
         reg_n = min(reg_n, max(1, 28 // nb))
+    else:
+        nb = _largest_divisor(blocks, max(1, oc_blocks)) or 1
     rn = _largest_divisor(_ext(ow), reg_n) or 1
     owo, owi = o.split(ow, factor=rn)
     ocoo, ocoi = o.split(oco, factor=nb)

@@ -221,6 +221,7 @@ def test_transpose_gathers_leaves_conditional_gathers_and_written_buffers_alone(
     # a store into the gathered buffer between the gathers: reading the block up front would
     # see the old value, so the group is left as it is
     from tensorlang.ir import expr as E
+    from tensorlang.ir.functor import post_order
     from tensorlang.lower.passes.transpose_gathers import transpose_gathers
 
     s, A, B = _transpose_schedule(4, 4)
@@ -228,32 +229,13 @@ def test_transpose_gathers_leaves_conditional_gathers_and_written_buffers_alone(
     gathered = tl.lower(s, [A, B], skip=("transpose_gathers",)).body
     assert str(body) != str(gathered)
 
-    class _Stores(Visitor):
-        def __init__(self):
-            super().__init__()
-            self.found = []
-
-        def visit_Store(self, x):
-            self.found.append(x)
-
-    st = _Stores()
-    st.visit(gathered)
-    a_buf = next(ld for ld in _loads(st.found[0].value)).buffer
-    clobber = S.Store(a_buf, (E.const(0),), E.const(1.0, "float32"))
-    mixed = S.seq(st.found[0], clobber, *st.found[1:])
+    stores, loads = [], []
+    post_order(gathered, lambda x: stores.append(x) if type(x) is S.Store else None)
+    post_order(stores[0].value, lambda x: loads.append(x) if type(x) is E.Load else None)
+    clobber = S.Store(loads[0].buffer, (E.const(0),), E.const(1.0, "float32"))
+    mixed = S.seq(stores[0], clobber, *stores[1:])
     assert str(transpose_gathers(mixed)) == str(mixed)
-    assert "shuffle(" in str(transpose_gathers(S.seq(*st.found)))
-
-
-def _loads(e) -> list:
-    found = []
-
-    class _F(Visitor):
-        def visit_Load(self, x):
-            found.append(x)
-
-    _F().visit(e)
-    return found
+    assert "shuffle(" in str(transpose_gathers(S.seq(*stores)))
 
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, Visitor
+from ...ir.functor import Mutator, post_order
 from ...ir.simplify import simplify
 
 _SIZES = (16, 8, 4)
@@ -56,13 +56,7 @@ def _gathers(e, out: list) -> None:
 
 def _stores_to(s, buf) -> bool:
     found = []
-
-    class _Find(Visitor):
-        def visit_Store(self, x):
-            if x.buffer is buf:
-                found.append(x)
-
-    _Find().visit(s)
+    post_order(s, lambda x: found.append(x) if type(x) is S.Store and x.buffer is buf else None)
     return bool(found)
 
 
@@ -78,7 +72,7 @@ class _Group:
         self.loads = loads  # j -> the gather loads reading column j
         self.m = len(loads)
 
-    def bindings(self, fresh) -> dict:
+    def bindings(self, fresh) -> tuple[list, dict]:
         """(var, value) pairs to bind, in order, and id(load) -> the var holding its vector."""
         n, m, b, st = self.n, self.m, self.base, self.stride
         t = min(n, m)
@@ -110,7 +104,7 @@ class _Group:
                           for x, y in zip(pieces[::2], pieces[1::2])]
             for ld in self.loads[j]:
                 result[id(ld)] = pieces[0]
-        return {"lets": lets, "vars": result}
+        return lets, result
 
 
 def _transpose(rows: list, bind) -> list:
@@ -193,14 +187,15 @@ class _TransposeGathers(Mutator):
         at: dict[int, list] = {}
         replace = {}
         for first, g in groups:
-            b = g.bindings(self.fresh)
-            at.setdefault(first, []).extend(b["lets"])
-            replace.update(b["vars"])
-        stmts = [_Replace(replace).visit(x) for x in stmts]
+            lets, vars_ = g.bindings(self.fresh)
+            at.setdefault(first, []).extend(lets)
+            replace.update(vars_)
+        replacer = _Replace(replace)
+        stmts = [replacer.visit(x) for x in stmts]
         points = sorted(at)
         body = None
         for k, end in zip(reversed(points), [len(stmts), *reversed(points)]):
-            inner = S.seq(*stmts[k:end], body) if body is not None else S.seq(*stmts[k:end])
+            inner = S.seq(*stmts[k:end], body)  # seq drops the None of the last segment
             for var, value in reversed(at[k]):
                 inner = S.LetStmt(var, value, inner)
             body = inner
