@@ -1,19 +1,10 @@
 """Built-in tunable templates (registered when autotune first looks a template name up):
-matmul, dense, batch_matmul (register-tile spaces), conv2d_nchwc (the operator library's blocked
-convolution schedule, widened: register tile shape, reduction order, parallel axis) and
-depthwise_conv2d (the library's spatial-window schedule and its knobs).
-
-matmul C[M, N] = A[M, K] @ B[K, N]. The space is built around the schedule that reaches
-OpenBLAS speed (benchmarks/matmul.py, DESIGN.md §3), and its fallback config *is* that schedule:
-
-    pack:     B packed into panels PB[j // nr, k, j % nr] (contiguous nr-wide rows per k), or not
-    tile_j:   nr, the panel / register-tile width (a divisor of N)
-    tile_i:   mr, the rows of the register tile (tail-guarded when it does not divide M)
-    vec:      the vector width inside the register tile (a divisor of nr)
-    order:    which of (panel, row-block) loops is outer (panel outer reuses it from L2)
-    k_order:  k outside the tile rows (broadcast A, stream the panel) or inside
-    unroll_i, unroll_j: unroll the tile's rows / vector columns (keeps the tile in registers)
-    par:      parallel outer loop or not
+matmul, dense, batch_matmul (the operator library's register-tile schedule and its knobs),
+conv2d_nchwc (the library's blocked convolution schedule, widened: register tile shape,
+reduction order, parallel axis) and depthwise_conv2d (the library's spatial-window schedule and
+its knobs). As in TVM's TOPI, each template computes with the library op and schedules with the
+library's schedule function; its fallback config is that function's defaults, so an untuned
+kernel is the library's default schedule (tests/autotune/test_space.py checks the loop nests).
 """
 
 from __future__ import annotations
@@ -24,82 +15,65 @@ import tensorlang as tl
 
 from .task import get_config, template
 
+# Accumulator vectors of the matmul register tile: AVX-512 has 32 zmm registers, and the tile
+# also needs the broadcast A value and a B vector; beyond this every FMA spills.
+_MAX_MATMUL_TILE = 28
+
+
+def _matmul_family(c):
+    """Knobs of ops.schedule.schedule_matmul for the matmul-family tensor `c` (rows M, columns N
+    are its last two axes), and its schedule under the current config:
+
+        tile_m       rows of the register tile (the first candidate is the library's choice
+                     for this M; the others are exact, with a guarded last row tile)
+        tile_n       columns of the register tile, whole zmm vectors (the library's 64 first)
+        k_outer      reduction outside the tile rows (A broadcast, B streamed) or inside
+        unroll_rows  the tile's rows unrolled (each accumulator a named register)
+        rows_outer   row tiles outside the column panels (B packed once at the root)
+        parallel     the outer loop parallel or not
+
+    A product the library computes as row dot products (few rows, both operands contiguous
+    along k: schedule_matmul's row-reduction path) has no register tile and no knobs."""
+    from ..ops import schedule as S
+
+    cfg = get_config()
+    s = tl.create_schedule(c)
+    if S.matmul_takes_row_reduction(s[c]):
+        return tl.ops.default_schedule(c)
+    m, n = (int(d.value) for d in c.shape[-2:])
+    tm0 = S.matmul_row_tile(m)
+    cfg.define_knob("tile_m", [tm0] + [r for r in range(1, min(m, 8) + 1) if r != tm0],
+                    default=tm0)
+    cols = list(dict.fromkeys(S.matmul_col_tile(n, w) for w in (64, 16, 32, 48, 80, 96, 128)))
+    cfg.define_knob("tile_n", cols, default=cols[0])
+    cfg.define_knob("k_outer", [True, False], default=True)
+    cfg.define_knob("unroll_rows", [True, False], default=True)
+    cfg.define_knob("rows_outer", [False, True], default=False)
+    cfg.define_knob("parallel", [True, False], default=True)
+    knobs = {k: cfg[k].val for k in ("tile_m", "tile_n", "k_outer", "unroll_rows",
+                                     "rows_outer", "parallel")}
+    tile = knobs["tile_m"] * -(-knobs["tile_n"] // S.LANES)
+    if tile > _MAX_MATMUL_TILE:
+        # far beyond the registers: every FMA spills, and unrolled it takes LLVM long to
+        # compile; refused like an illegal schedule, so the tuner prunes it before building
+        raise tl.ScheduleError(f"matmul template: register tile {knobs['tile_m']}x"
+                               f"{knobs['tile_n']} has {tile} accumulator vectors (more than "
+                               f"{_MAX_MATMUL_TILE})")
+    # tile_m is exact: its candidates already went through the library's rule
+    return tl.ops.default_schedule(c, knobs=dict(knobs, fit_rows=False))
+
 
 def _matmul_ref(a, b):
     return a @ b
 
 
-def _register_tile(acc, vec: int, unroll_i: bool, unroll_j: bool = True,
-                   k_outer: bool = True) -> None:
-    """The accumulator stage `acc` of the matmul-family templates (computed at the row-tile
-    loop): the reduction outside (or inside) the tile rows, each row's nr columns as nr / vec
-    vectors, rows and vector columns unrolled so the tile stays in registers."""
-    *_, ci, cj = acc.op.axis
-    (ck,) = acc.op.reduce_axis
-    cjo, cji = acc.split(cj, factor=vec)
-    acc.reorder(*((ck, ci) if k_outer else (ci, ck)), cjo, cji)
-    if unroll_i:
-        acc.unroll(ci)
-    if unroll_j:
-        acc.unroll(cjo)
-    acc.vectorize(cji)
-
-
 @template("matmul", reference=_matmul_ref, flop=lambda M, N, K, dtype: 2.0 * M * N * K)
 def matmul(M: int, N: int, K: int, dtype: str = "float32"):
-    cfg = get_config()
+    """C[M, N] = A[M, K] @ B[K, N] (tl.ops.matmul: B packed into [N/16, K, 16] panels)."""
     A = tl.placeholder((M, K), dtype=dtype, name="A")
     B = tl.placeholder((K, N), dtype=dtype, name="B")
-    nr_default = 64 if N % 64 == 0 else max(d for d in range(1, min(N, 64) + 1) if N % d == 0)
-    cfg.define_split("tile_j", N, num_outputs=2, policy="factors", max_factor=256,
-                     filter=lambda e: e.size[1] >= min(8, N), default=[-1, nr_default])
-    cfg.define_split("tile_i", M, num_outputs=2, policy="candidate",
-                     candidate=[[-1, r] for r in range(1, min(M, 8) + 1)],
-                     default=[-1, min(6, M)])
-    cfg.define_knob("pack", [1, 0], default=1)
-    nr = cfg["tile_j"].size[1]
-    mr = cfg["tile_i"].size[1]
-    # the default follows the default tile width (in collect mode nr is the first candidate)
-    cfg.define_knob("vec", [4, 8, 16],
-                    default=max([v for v in (4, 8, 16) if nr_default % v == 0] or [4]))
-    cfg.define_knob("order", ["panel_outer", "rows_outer"], default="panel_outer")
-    cfg.define_knob("k_order", ["k_outer", "k_inner"], default="k_outer")
-    cfg.define_knob("unroll_i", [1, 0], default=1)
-    cfg.define_knob("unroll_j", [1, 0], default=1)
-    cfg.define_knob("par", [1, 0], default=1)
-    vec = cfg["vec"].val
-    if nr % vec:
-        # The vector loop must tile the register tile exactly; a config that does not is
-        # refused like any other illegal schedule (the tuner prunes it before building).
-        raise tl.ScheduleError(f"matmul template: vec={vec} does not divide tile width {nr}")
-
-    k = tl.reduce_axis((0, K), name="k")
-    if cfg["pack"].val:
-        PB = tl.compute((N // nr, K, nr), lambda jo, k, ji: B[k, jo * nr + ji], name="PB")
-        C = tl.compute((M, N), lambda i, j: tl.sum(A[i, k] * PB[j // nr, k, j % nr], axis=k),
-                       name="C")
-    else:
-        PB = None
-        C = tl.compute((M, N), lambda i, j: tl.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = tl.create_schedule(C)
-    CC = s.cache_write(C, "local")
-    i, j = s[C].op.axis
-    jo, ji = s[C].split(j, factor=nr)
-    io, ii = s[C].split(i, factor=mr)
-    outer = (jo, io) if cfg["order"].val == "panel_outer" else (io, jo)
-    s[C].reorder(*outer, ii, ji)
-    s[C].vectorize(ji)
-    if cfg["par"].val:
-        s[C].parallel(outer[0])
-    s[CC].compute_at(s[C], outer[1])
-    _register_tile(s[CC], vec, cfg["unroll_i"].val, cfg["unroll_j"].val,
-                   k_outer=cfg["k_order"].val == "k_outer")
-    if PB is not None:
-        pjo, _, pji = s[PB].op.axis
-        s[PB].vectorize(pji)
-        if cfg["par"].val:
-            s[PB].parallel(pjo)
-    return s, [A, B, C]
+    C = tl.ops.matmul(A, B)
+    return _matmul_family(C), [A, B, C]
 
 
 def _dense_ref(x, w):
@@ -108,40 +82,11 @@ def _dense_ref(x, w):
 
 @template("dense", reference=_dense_ref, flop=lambda M, N, K, dtype: 2.0 * M * N * K)
 def dense(M: int, N: int, K: int, dtype: str = "float32"):
-    """Y[M, N] = X[M, K] @ W[N, K]^T (a fully connected layer): W is packed into the same
-    k-major panels as matmul's B, so the register-tile space is the same."""
-    cfg = get_config()
+    """Y[M, N] = X[M, K] @ W[N, K]^T (tl.ops.dense, a fully connected layer)."""
     X = tl.placeholder((M, K), dtype=dtype, name="X")
     W = tl.placeholder((N, K), dtype=dtype, name="W")
-    cfg.define_split("tile_j", N, num_outputs=2, policy="factors", max_factor=128,
-                     filter=lambda e: e.size[1] >= min(8, N),
-                     default=[-1, 64 if N % 64 == 0 else N if N <= 128 else 1])
-    cfg.define_split("tile_i", M, num_outputs=2, policy="candidate",
-                     candidate=[[-1, r] for r in range(1, min(M, 8) + 1)],
-                     default=[-1, min(6, M)])
-    cfg.define_knob("unroll_i", [1, 0], default=1)
-    cfg.define_knob("par", [1, 0], default=1)
-    nr = cfg["tile_j"].size[1]
-    mr = cfg["tile_i"].size[1]
-    vec = 16 if nr % 16 == 0 else 8 if nr % 8 == 0 else 1
-    k = tl.reduce_axis((0, K), name="k")
-    PW = tl.compute((N // nr, K, nr), lambda jo, k, ji: W[jo * nr + ji, k], name="PW")
-    Y = tl.compute((M, N), lambda i, j: tl.sum(X[i, k] * PW[j // nr, k, j % nr], axis=k),
-                   name="Y")
-    s = tl.create_schedule(Y)
-    YC = s.cache_write(Y, "local")
-    i, j = s[Y].op.axis
-    jo, ji = s[Y].split(j, factor=nr)
-    io, ii = s[Y].split(i, factor=mr)
-    s[Y].reorder(jo, io, ii, ji)
-    s[Y].vectorize(ji)
-    if cfg["par"].val:
-        s[Y].parallel(jo)
-    s[YC].compute_at(s[Y], io)
-    _register_tile(s[YC], vec, cfg["unroll_i"].val)
-    if cfg["par"].val:
-        s[PW].parallel(s[PW].op.axis[0])
-    return s, [X, W, Y]
+    Y = tl.ops.dense(X, W)
+    return _matmul_family(Y), [X, W, Y]
 
 
 def _batch_matmul_ref(a, b):
@@ -151,45 +96,13 @@ def _batch_matmul_ref(a, b):
 @template("batch_matmul", reference=_batch_matmul_ref,
           flop=lambda B, M, N, K, dtype: 2.0 * B * M * N * K)
 def batch_matmul(B: int, M: int, N: int, K: int, dtype: str = "float32"):
-    """C[b] = A[b] @ B[b] for b < B: per batch the register-tile schedule of matmul (B packed
-    into k-major panels, mr x nr tile accumulated in registers); the parallel loop is the fused
-    (batch, panel) loop, so small matrices still feed both cores."""
-    cfg = get_config()
+    """C[b] = A[b] @ B[b] for b < B (tl.ops.batch_matmul): per batch the matmul register tile;
+    the parallel loop is the fused (batch, panel) loop, so small matrices still feed both
+    cores."""
     A = tl.placeholder((B, M, K), dtype=dtype, name="A")
     Bt = tl.placeholder((B, K, N), dtype=dtype, name="B")
-    cfg.define_split("tile_j", N, num_outputs=2, policy="factors", max_factor=128,
-                     filter=lambda e: e.size[1] >= min(8, N),
-                     default=[-1, max(d for d in range(1, min(N, 64) + 1) if N % d == 0)])
-    cfg.define_split("tile_i", M, num_outputs=2, policy="candidate",
-                     candidate=[[-1, r] for r in range(1, min(M, 8) + 1)],
-                     default=[-1, min(6, M)])
-    cfg.define_knob("unroll_i", [1, 0], default=1)
-    cfg.define_knob("par", [1, 0], default=1)
-    nr = cfg["tile_j"].size[1]
-    mr = cfg["tile_i"].size[1]
-    vec = 16 if nr % 16 == 0 else 8 if nr % 8 == 0 else 4 if nr % 4 == 0 else 1
-    k = tl.reduce_axis((0, K), name="k")
-    PB = tl.compute((B, N // nr, K, nr), lambda b, jo, k, ji: Bt[b, k, jo * nr + ji],
-                    name="PB")
-    C = tl.compute((B, M, N),
-                   lambda b, i, j: tl.sum(A[b, i, k] * PB[b, j // nr, k, j % nr], axis=k),
-                   name="C")
-    s = tl.create_schedule(C)
-    CC = s.cache_write(C, "local")
-    b, i, j = s[C].op.axis
-    jo, ji = s[C].split(j, factor=nr)
-    io, ii = s[C].split(i, factor=mr)
-    s[C].reorder(b, jo, io, ii, ji)
-    s[C].vectorize(ji)
-    if cfg["par"].val:
-        s[C].parallel(s[C].fuse(b, jo))
-    s[CC].compute_at(s[C], io)
-    _register_tile(s[CC], vec, cfg["unroll_i"].val)
-    pb, _, _, pji = s[PB].op.axis
-    s[PB].vectorize(pji)
-    if cfg["par"].val:
-        s[PB].parallel(pb)
-    return s, [A, Bt, C]
+    C = tl.ops.batch_matmul(A, Bt)
+    return _matmul_family(C), [A, Bt, C]
 
 
 def _conv_flop(N, C, H, W, OC, KH, KW, stride=1, padding=0, block=16, dtype="float32"):

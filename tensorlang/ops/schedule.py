@@ -277,8 +277,36 @@ def _reduce_rows_ok(st) -> bool:
 # ----------------------------------------------------------------------------- matmul family
 
 
+def matmul_row_tile(m: int, tile_m: int = 6) -> int:
+    """The rows of schedule_matmul's register tile for M = m: tile_m when it divides m, else
+    the largest divisor of m below it unless that is under half of tile_m (a ragged last row
+    tile is cheaper than a much smaller register tile)."""
+    tm = _largest_divisor(m, tile_m) if m % tile_m else tile_m
+    if tm < tile_m // 2:
+        tm = tile_m
+    return min(tm, m)
+
+
+def matmul_col_tile(n: int, tile_n: int = 64, lanes: int = LANES) -> int:
+    """The columns of schedule_matmul's register tile for N = n (whole vectors of `lanes`)."""
+    return min(tile_n, -(-n // lanes) * lanes) if n >= lanes else n
+
+
+def matmul_takes_row_reduction(st, tile_m: int = 6) -> bool:
+    """True when schedule_matmul schedules the stage `st` as k-vectorized dot products instead
+    of the register tile: few rows, both operands contiguous along k (dense's [N, K] weight,
+    unpacked below 12 rows), where the tile would read B's columns as gathers of stride K
+    (1x2048 . [1000, 2048] measured 1.70 -> 0.10 ms). Its knobs then do not apply."""
+    kext = _ext(st.op.reduce_axis[0]) if len(st.op.reduce_axis) == 1 else None
+    return bool(_ext(st.op.axis[-2]) < 2 * tile_m and st.op.num_outputs == 1 and
+                _reduce_rows_ok(st) and not st.is_transformed() and kext and
+                kext % LANES == 0 and kext >= 2 * LANES)
+
+
 def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
-                    tile_n: int = 64, lanes: int = LANES, parallel: bool = True) -> None:
+                    tile_n: int = 64, lanes: int = LANES, parallel: bool = True,
+                    fit_rows: bool = True, k_outer: bool = True, unroll_rows: bool = True,
+                    rows_outer: bool = False) -> None:
     """The register-blocked micro-kernel (DESIGN §3): a tile_m x tile_n accumulator tile (6 rows
     x 4 zmm = 24 accumulators) kept in registers, k outermost inside it, A broadcast, B read as
     `tile_n / lanes` contiguous vectors; the packed B panel (the compute's `*_pack` stage,
@@ -286,16 +314,17 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
     Loop order: (batch, j panel, i tile) so a panel is reused by every row tile.
 
     c: the matmul-family tensor; out: the output hosting it (an elementwise tail) or None.
+    The knobs the autotune templates vary (their defaults are this schedule):
+    fit_rows: tile_m shrunk to a divisor of M (matmul_row_tile), or exactly tile_m rows with
+    a guarded last tile; k_outer: the reduction outside the tile rows (A broadcast, the panel
+    streamed) or inside each row; unroll_rows: the tile's rows unrolled (each accumulator a
+    register); rows_outer: row tiles outside the panels (B packed once at the root instead
+    of per panel).
 
-    Few rows with both operands contiguous along k (dense's [N, K] weight, unpacked below 12
-    rows) take the row-reduction schedule instead: a k-vectorized dot product per output, where
-    the register tile would read B's columns as gathers of stride K (1x2048 . [1000, 2048]
-    measured 1.70 -> 0.10 ms); the tail, if any, then runs as its own vectorized stage."""
-    st = s[c]
-    kext = _ext(st.op.reduce_axis[0]) if len(st.op.reduce_axis) == 1 else None
-    if _ext(st.op.axis[-2]) < 2 * tile_m and st.op.num_outputs == 1 and _reduce_rows_ok(st) \
-            and not st.is_transformed() and kext and kext % LANES == 0 and kext >= 2 * LANES:
-        pack = _pack_stage(s, st)
+    Few rows with both operands contiguous along k take the row-reduction schedule instead
+    (matmul_takes_row_reduction); the tail, if any, then runs as its own vectorized stage."""
+    if matmul_takes_row_reduction(s[c], tile_m):
+        pack = _pack_stage(s, s[c])
         if pack is not None:
             pack.compute_inline()
         schedule_reduce(s, c)
@@ -309,42 +338,46 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
     if pack is not None and m < 2 * tile_m:
         pack.compute_inline()
         pack = None
-    tm = _largest_divisor(m, tile_m) if m % tile_m else tile_m
-    if tm < tile_m // 2:
-        tm = tile_m  # a ragged last row tile is cheaper than a much smaller register tile
-    tm = min(tm, m)
-    tn = min(tile_n, -(-n // lanes) * lanes) if n >= lanes else n
+    tm = matmul_row_tile(m, tile_m) if fit_rows else min(tile_m, m)
+    tn = matmul_col_tile(n, tile_n, lanes)
     jo, ji = o.split(j, factor=tn)
     io, ii = o.split(i, factor=tm)
-    o.reorder(*batch, jo, io, ii, ji)
+    o.reorder(*batch, *((io, jo) if rows_outer else (jo, io)), ii, ji)
     if n >= lanes:
         _jio, jii = o.split(ji, factor=lanes)
         o.vectorize(jii)
-    s[comp].compute_at(o, io)
+    tile_loop = jo if rows_outer else io
+    s[comp].compute_at(o, tile_loop)
     cs = s[comp]
     ci, cj = cs.op.axis[-2], cs.op.axis[-1]
     k = cs.op.reduce_axis[0]
     if n >= lanes:
         cjo, cji = cs.split(cj, factor=lanes)
-        cs.reorder(k, ci, cjo, cji)
+        cs.reorder(*((k, ci) if k_outer else (ci, k)), cjo, cji)
         cs.vectorize(cji)
         cs.unroll(cjo)
     else:
-        cs.reorder(k, ci, cj)
-    cs.unroll(ci)
+        cs.reorder(*((k, ci) if k_outer else (ci, k)), cj)
+    if unroll_rows:
+        cs.unroll(ci)
     if pack is not None:
-        pack.compute_at(o, jo)
         pj, pk, pl = pack.op.axis
+        if rows_outer:
+            if parallel:
+                pack.parallel(pj)
+        else:
+            pack.compute_at(o, jo)
         if pack.op.attrs.get("layout", "N")[-1] == "N":
             pack.vectorize(pl)  # B rows are contiguous: one vector load per (panel, k)
         else:
             pack.reorder(pj, pl, pk)  # w rows (k) are contiguous: read along k
     if parallel:
-        outer = list(batch) + [jo]
-        par = o.fuse(*outer) if len(outer) > 1 else jo
+        first = io if rows_outer else jo
+        outer = list(batch) + [first]
+        par = o.fuse(*outer) if len(outer) > 1 else first
         # few column panels (a narrow or tall matrix): split rows across threads instead
         # (the packed panel is at jo, outside io: packed once, then its row tiles in parallel)
-        if _ext(jo) is not None and _ext(jo) < 4 and not batch:
+        if not rows_outer and _ext(jo) is not None and _ext(jo) < 4 and not batch:
             o.parallel(io)
         else:
             o.parallel(par)

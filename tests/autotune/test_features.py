@@ -18,9 +18,9 @@ from tensorlang import autotune
 
 def test_feature_ir_is_the_partial_pipeline_and_only_guards_differ_from_partitioned():
     task = autotune.create_task("matmul", (100, 64, 32, "float32"))
-    # tile_i = 6 does not divide 100: a tail guard inside the row loop
+    # 6 exact rows do not divide 100: a tail guard inside the row loop
     cfg = next(c for c in (task.config_space.get(i) for i in range(len(task.config_space)))
-               if c["tile_i"].size[1] == 6 and c["tile_j"].size[1] == 32 and c["vec"].val == 16)
+               if c["tile_m"].val == 6 and c["tile_n"].val == 32)
     s, args = task.instantiate(cfg)
     feat_ir = lower_for_features(s, args)
     assert str(feat_ir) == str(tl.lower(s, args, name="f", stop_after="simplify"))

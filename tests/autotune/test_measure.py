@@ -33,15 +33,16 @@ def test_crash_hang_wrong_answer_are_recorded_and_tuning_completes(tmp_path):
 
 
 def test_illegal_schedule_is_recorded_without_building():
-    # vec=16 does not divide a tile of 8 columns: the template refuses it like an illegal step
-    task = autotune.create_task("matmul", (8, 8, 8, "float32"))
+    # an 8 x 128 register tile (64 accumulator vectors) would spill: the template refuses it
+    # like an illegal step
+    task = autotune.create_task("matmul", (16, 128, 8, "float32"))
     space = task.config_space
     bad = next(space.get(i) for i in range(len(space))
-               if space.get(i)["vec"].val == 16)
+               if space.get(i)["tile_m"].val == 8 and space.get(i)["tile_n"].val == 128)
     opt = autotune.measure_option(autotune.LocalBuilder(1), autotune.LocalRunner(timeout=5))
     try:
         (res,) = autotune.measure_batch(opt, [autotune.MeasureInput(task, bad)])
     finally:
         opt.close()
     assert res.error == autotune.ILLEGAL
-    assert "does not divide" in res.error_msg
+    assert "accumulator vectors" in res.error_msg

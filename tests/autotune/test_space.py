@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import autotune_test_templates  # noqa: F401 - registers the test templates
 import numpy as np
 import pytest
@@ -12,8 +9,6 @@ from tensorlang.autotune.space import ConfigSpace, split_candidates
 
 import tensorlang as tl
 from tensorlang import autotune
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_split_policies():
@@ -46,22 +41,43 @@ def test_get_config_outside_template():
         autotune.create_task("no_such_template", (1,))
 
 
-def _load_benchmark_matmul():
-    spec = importlib.util.spec_from_file_location("bench_matmul", ROOT / "benchmarks/matmul.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+_LIBRARY_OPS = {
+    "matmul": lambda m, n, k: ((m, k), (k, n), tl.ops.matmul),
+    "dense": lambda m, n, k: ((m, k), (n, k), tl.ops.dense),
+    "batch_matmul": lambda m, n, k: ((3, m, k), (3, k, n), tl.ops.batch_matmul),
+}
 
 
-@pytest.mark.parametrize("n", [64, 1024])
-def test_matmul_fallback_is_the_hand_written_schedule(n):
-    task = autotune.create_task("matmul", (n, n, n, "float32"))
-    s, args = task.instantiate(autotune.FallbackConfig())
-    s2, args2 = _load_benchmark_matmul().matmul_schedule(n, n, n)
-    assert str(tl.lower(s, args)) == str(tl.lower(s2, args2))
-    # and the fallback is a point of the space
+@pytest.mark.parametrize("name,mnk", [("matmul", (64, 64, 64)), ("matmul", (1024, 1024, 1024)),
+                                      ("matmul", (100, 72, 40)), ("dense", (128, 768, 768)),
+                                      ("dense", (1, 1000, 2048)), ("batch_matmul", (128, 64, 96))])
+def test_matmul_family_fallback_is_the_library_default(name, mnk):
+    """The untuned kernel of each matmul-family template is tl.ops.default_schedule's (the
+    same lowered text), also for M that 6 rows do not divide and for dense's row-reduction
+    path (a one-point space); the fallback is a point of the space."""
+    a_shape, b_shape, op = _LIBRARY_OPS[name](*mnk)
+    targs = (3, *mnk) if name == "batch_matmul" else mnk
+    task = autotune.create_task(name, (*targs, "float32"))
+    fallback = str(tl.lower(*task.instantiate(autotune.FallbackConfig())))
+    names = ("X", "W") if name == "dense" else ("A", "B")
+    a, b = (tl.placeholder(sh, name=nm) for sh, nm in zip((a_shape, b_shape), names))
+    c = op(a, b)
+    assert fallback == str(tl.lower(tl.ops.default_schedule(c), [a, b, c]))
     fb = task.config_space.get(task.config_space.fallback_index())
-    assert str(tl.lower(*task.instantiate(fb))) == str(tl.lower(s, args))
+    assert str(tl.lower(*task.instantiate(fb))) == fallback
+
+
+def test_matmul_template_refuses_spilling_register_tiles():
+    task = autotune.create_task("matmul", (64, 256, 32, "float32"))
+    space = task.config_space
+    refused = 0
+    for i in range(len(space)):
+        c = space.get(i)
+        if c["tile_m"].val * -(-c["tile_n"].val // 16) > 28:
+            with pytest.raises(tl.ScheduleError, match="accumulator vectors"):
+                task.instantiate(c)
+            refused += 1
+    assert refused > 0
 
 
 @pytest.mark.parametrize("args", [(1, 64, 56, 56, 64, 3, 3, 1, 1), (1, 512, 7, 7, 512, 3, 3, 1, 1),
