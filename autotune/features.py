@@ -51,8 +51,8 @@ FEATURE_SKIP = ("loop_partition", "simplify_partitioned", "storage_flatten")
 
 def lower_for_features(schedule, args):
     """The loop IR the features read: tl.lower stopped after the first simplify (vectorize/
-    unroll would only multiply the statements). The schedule's primitives were already checked
-    one by one when the template ran."""
+    unroll would only multiply the statements), without the legality check (the search checks
+    the configs it measures)."""
     from ..lower import lower
 
     return lower(schedule, args, name="f", check=False, stop_after="storage_flatten",
@@ -229,14 +229,24 @@ def extract_features(func: S.PrimFunc) -> np.ndarray:
 
 
 def config_features(task, config) -> np.ndarray | None:
-    """Features of one config of a task; None when the config's schedule is illegal."""
+    """Features of one config of a task; None when the template refuses it. The schedule is
+    built without the per-step legality checks (a third of the cost): a config that breaks a
+    dependence gets features like any other, and the search checks the configs it picks before
+    they are measured (XGBTuner.next_batch)."""
     from .. import ScheduleError
 
     try:
-        s, args = task.instantiate(config)
+        s, args = task.instantiate(config, check=False)
         return extract_features(lower_for_features(s, args))
     except ScheduleError:
         return None
+    except Exception:
+        # an unchecked schedule that breaks a dependence may also fail to lower (e.g. a stage
+        # computed at a loop that none of its readers run in): the checked instantiation
+        # tells such a config from a real error
+        if not task.is_legal(config):
+            return None
+        raise
 
 
 # ------------------------------------------------------------------------- parallel featurizing

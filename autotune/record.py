@@ -3,7 +3,7 @@
 One line per measurement:
 
     {"workload": {"name": "matmul", "args": [1024, 1024, 1024, "float32"], "hash": "97761b..."},
-     "target": "llvm", "config": {"index": 225, "entity": {"tile_j": [-1, 64], ...}},
+     "target": "llvm", "config": {"index": 225, "entity": {"tile_m": 4, ...}},
      "trace": [{"kind": "cache_write", ...}, ...],
      "result": {"costs": [0.0081, ...], "error": null, "error_msg": "", "all_cost": 0.9},
      "timestamp": 1700000000.0, "version": "0.1.0"}

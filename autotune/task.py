@@ -220,12 +220,29 @@ class Task:
     def config(self, index: int) -> ConfigEntity:
         return self.config_space.get(index)
 
-    def instantiate(self, config: ConfigEntity | None = None):
+    def instantiate(self, config: ConfigEntity | None = None, check: bool = True):
         """(schedule, tensors) for `config`, or under the current dispatch context when None.
-        Raises tl.ScheduleError for an illegal config."""
+        Raises tl.ScheduleError for an illegal config. check=False: the schedule's primitives
+        skip their legality checks (only the template's own refusals raise); for the cost
+        model's features, whose search checks the configs it picks before they are built."""
+        if not check:
+            from ..schedule.schedule import deferred_checks
+
+            with deferred_checks():
+                return self.instantiate(config)
         if config is None:
             return self.template(*self.args)
         return self.template.run_with(config, self.args)
+
+    def is_legal(self, config: ConfigEntity) -> bool:
+        """Whether `config` instantiates with every legality check passing."""
+        from .. import ScheduleError
+
+        try:
+            self.instantiate(config)
+        except ScheduleError:
+            return False
+        return True
 
     def __repr__(self) -> str:
         return f"Task({self.name}, args={list(self.args)}, space={len(self.config_space)})"

@@ -4,10 +4,11 @@
 
 (CI runs it with TL_TUTORIAL_TRIALS=8 and a small size.)
 
-1. The template. `matmul` is registered under "matmul" in tensorlang.autotune.templates: its
-   knobs are the register tile (rows x panel width), the vector width, loop orders, unrolling,
-   packing B and parallelism; its fallback config is the hand-written schedule of
-   benchmarks/matmul.py. Your own template looks like this:
+1. The template. `matmul` is registered under "matmul" in tensorlang.autotune.templates: it
+   computes with tl.ops.matmul and schedules with the operator library's register-tile
+   schedule, whose knobs are the tile (rows x columns), the reduction order, row unrolling,
+   the loop order of row tiles and column panels, and parallelism; its fallback config is the
+   library's default schedule. Your own template looks like this:
 
        @autotune.template("my_op")
        def my_op(n):
