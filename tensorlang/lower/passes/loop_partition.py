@@ -8,7 +8,13 @@ into the iterations where every such guard provably holds and the rest:
 
 Without it a register-tiled kernel keeps a branch per row in its innermost loop, which costs
 spills of the accumulator tile. Only loops of constant extent are partitioned, and only at the
-first iteration where a guard can fail (found by bisection with the simplifier)."""
+first iteration where a guard can fail (found by bisection with the simplifier).
+
+Serial loops are also cut where a conjunct of a guard starts to hold (a head guard: the
+padding guards of guard_padded_reads, `z.outer * 14 + z + rx >= 1`), so a convolution's
+border tiles are split off its guard-free interior. Parallel loops are cut at tails of whole
+guards only: each piece of a parallel loop is one more launch of the thread pool, and a
+guard invariant inside the task is left for hoist_guards to test once per task."""
 
 from __future__ import annotations
 
@@ -18,8 +24,15 @@ from ...ir.functor import Mutator, collect_vars
 from ...ir.simplify import Analyzer, simplify
 
 
-def _guards(body, var, an: Analyzer) -> list:
-    """(condition, ranges of the loops around it inside `body`) for guards that mention var."""
+def _conjuncts(c) -> list:
+    if isinstance(c, E.And):
+        return _conjuncts(c.a) + _conjuncts(c.b)
+    return [c]
+
+
+def _guards(body, var, an: Analyzer, split: bool) -> list:
+    """(condition, ranges of the loops around it inside `body`) for guards that mention var;
+    split: each conjunct of a guard separately."""
     found = []
 
     def walk(s, ranges):
@@ -39,8 +52,9 @@ def _guards(body, var, an: Analyzer) -> list:
         elif isinstance(s, (S.Allocate, S.LetStmt)):
             walk(s.body, ranges)
         elif isinstance(s, S.IfThenElse):
-            if var in collect_vars(s.condition):
-                found.append((s.condition, ranges))
+            for c in (_conjuncts(s.condition) if split else [s.condition]):
+                if var in collect_vars(c):
+                    found.append((c, ranges))
             walk(s.then_case, ranges)
             walk(s.else_case, ranges)
 
@@ -48,8 +62,11 @@ def _guards(body, var, an: Analyzer) -> list:
     return found
 
 
-def _holds(cond, var, upto: int, an: Analyzer, ranges: dict) -> bool:
-    sub = Analyzer({**an.ranges, **ranges, var: (an.ranges[var][0], upto)})
+def _holds(cond, var, at: int, an: Analyzer, ranges: dict, at_end: bool = False) -> bool:
+    """cond provably holds for var in [start, at] (at_end: in [at, end]) and every value of
+    the loops inside."""
+    lo, hi = an.ranges[var]
+    sub = Analyzer({**an.ranges, **ranges, var: (at, hi) if at_end else (lo, at)})
     out = simplify(cond, sub)
     return isinstance(out, E.Const) and bool(out.value)
 
@@ -78,17 +95,24 @@ class _Partition(Mutator):
         return s if body is s.body else s.replace(body=body)
 
     def _cut(self, loop: S.For, mn: int, n: int) -> int | None:
-        """First iteration where some tail guard may fail, if guards hold before it."""
+        """The first iteration where some guard may start to fail (a tail guard) or, for serial
+        loops, starts to hold (a head guard), if it is inside the loop."""
         best = None
-        for cond, ranges in _guards(loop.body, loop.loop_var, self.an):
-            if not _holds(cond, loop.loop_var, mn, self.an, ranges):
-                continue  # not a tail guard (fails already at the start)
-            if _holds(cond, loop.loop_var, mn + n - 1, self.an, ranges):
-                continue  # always true: the simplifier removes it anyway
-            lo, hi = mn, mn + n - 1  # invariant: holds up to lo, fails somewhere up to hi
+        head_cuts = loop.kind == "serial"
+        last = mn + n - 1
+        for cond, ranges in _guards(loop.body, loop.loop_var, self.an, split=head_cuts):
+            at_first = _holds(cond, loop.loop_var, mn, self.an, ranges)
+            at_last = _holds(cond, loop.loop_var, last, self.an, ranges, at_end=True)
+            if at_first == at_last:
+                continue  # always true (the simplifier removes it) or no single cut helps
+            if not at_first and not head_cuts:
+                continue
+            # invariant: the guard is at_first up to lo, not at_first somewhere up to hi
+            lo, hi = mn, last
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                if _holds(cond, loop.loop_var, mid, self.an, ranges):
+                if _holds(cond, loop.loop_var, mid, self.an, ranges, at_end=not at_first) \
+                        == at_first:
                     lo = mid
                 else:
                     hi = mid
