@@ -177,6 +177,17 @@ def test_hoist_guards_moves_invariant_conjuncts_out_and_keeps_the_rest():
     assert str(out.body.condition) == "a >= 1"
     assert isinstance(out.body.then_case, S.For)
     assert str(out.body.then_case.body.condition) == "b < 5"
+    # in a serial loop, conjuncts that bound the loop's own variable become its bounds
+    rows = E.Var("ry", "int64")
+    kernel_row = E.And(E.GE(E.Add(a, rows), E.const(1)), E.LT(E.Add(a, rows), E.const(5)))
+    loop = S.For(rows, E.const(0), E.const(3), "serial",
+                 S.IfThenElse(kernel_row, S.Store(buf, (rows,), E.const(1.0, "float32"))))
+    clipped = hoist_guards(loop)
+    assert isinstance(clipped, S.For) and isinstance(clipped.body, S.Store)
+    assert str(clipped.min) == "max(0, 1 - a)" and "5 - a)" in str(clipped.extent)
+    # not in an unrolled or vectorized one (their trip counts must stay constant)
+    kept = hoist_guards(loop.replace(kind="unrolled"))
+    assert isinstance(kept.body, S.IfThenElse)
 
 
 @pytest.mark.parametrize("stride,pad,hw", [(1, 1, 56), (2, 1, 15), (1, 2, 9), (2, 3, 13)])
@@ -234,11 +245,17 @@ def test_partial_lowering_stops_after_a_named_pass_and_skips_named_passes():
     flat = tl.lower(s, [A, C], stop_after="storage_flatten")
     assert [lp.kind for lp in _loops(flat)].count("vectorized") == 2
     assert _ifs(flat.body) == 0
-    # without loop_partition the tail guard of i.inner stays (one guard, one loop nest)
+    # without loop_partition and hoist_guards the tail guard of i.inner stays (one guard, one
+    # loop nest); hoist_guards alone makes it the bound of the serial i.inner loop
     guarded = tl.lower(s, [A, C], stop_after="storage_flatten",
-                       skip=("loop_partition", "simplify_partitioned"))
+                       skip=("loop_partition", "simplify_partitioned", "hoist_guards"))
     assert _ifs(guarded.body) == 1
     assert [lp.kind for lp in _loops(guarded)].count("vectorized") == 1
+    bounded = tl.lower(s, [A, C], stop_after="storage_flatten",
+                       skip=("loop_partition", "simplify_partitioned"))
+    assert _ifs(bounded.body) == 0
+    inner = next(lp for lp in _loops(bounded) if lp.loop_var.name == "i.inner")
+    assert "min(" in str(inner.extent)
     # the full pipeline is what stop_after=<last pass> gives
     assert str(tl.lower(s, [A, C], stop_after="transpose_gathers")) == str(tl.lower(s, [A, C]))
     with pytest.raises(ValueError, match="unknown pass 'flatten'"):

@@ -11,10 +11,13 @@ spills of the accumulator tile. Only loops of constant extent are partitioned, a
 first iteration where a guard can fail (found by bisection with the simplifier).
 
 Serial loops are also cut where a conjunct of a guard starts to hold (a head guard: the
-padding guards of guard_padded_reads, `z.outer * 14 + z + rx >= 1`), so a convolution's
-border tiles are split off its guard-free interior. Parallel loops are cut at tails of whole
-guards only: each piece of a parallel loop is one more launch of the thread pool, and a
-guard invariant inside the task is left for hoist_guards to test once per task."""
+padding guards of guard_padded_reads, `z.outer * 14 + z + rx >= 1`) or stops to, so a
+convolution's border tiles are split off its guard-free interior -- but only at conjuncts of
+the loop's own and inner variables, which the cut turns into constants once the inner loops
+are unrolled. A conjunct that also reads an outer variable (a kernel row's `oh + ry >= 1`
+inside the row loop) would stay a guard in every piece; hoist_guards tests it once per
+iteration instead, without copies of the loop. Parallel loops are cut at tails of whole
+guards only: each piece of a parallel loop is one more launch of the thread pool."""
 
 from __future__ import annotations
 
@@ -30,9 +33,8 @@ def _conjuncts(c) -> list:
     return [c]
 
 
-def _guards(body, var, an: Analyzer, split: bool) -> list:
-    """(condition, ranges of the loops around it inside `body`) for guards that mention var;
-    split: each conjunct of a guard separately."""
+def _guards(body, var, an: Analyzer) -> list:
+    """(condition, ranges of the loops around it inside `body`) for guards that mention var."""
     found = []
 
     def walk(s, ranges):
@@ -52,9 +54,8 @@ def _guards(body, var, an: Analyzer, split: bool) -> list:
         elif isinstance(s, (S.Allocate, S.LetStmt)):
             walk(s.body, ranges)
         elif isinstance(s, S.IfThenElse):
-            for c in (_conjuncts(s.condition) if split else [s.condition]):
-                if var in collect_vars(c):
-                    found.append((c, ranges))
+            if var in collect_vars(s.condition):
+                found.append((s.condition, ranges))
             walk(s.then_case, ranges)
             walk(s.else_case, ranges)
 
@@ -100,7 +101,14 @@ class _Partition(Mutator):
         best = None
         head_cuts = loop.kind == "serial"
         last = mn + n - 1
-        for cond, ranges in _guards(loop.body, loop.loop_var, self.an, split=head_cuts):
+        candidates = []
+        for cond, ranges in _guards(loop.body, loop.loop_var, self.an):
+            candidates.append((cond, ranges))
+            if head_cuts:
+                own = {loop.loop_var, *ranges}
+                candidates += [(c, ranges) for c in _conjuncts(cond)
+                               if loop.loop_var in collect_vars(c) and collect_vars(c) <= own]
+        for cond, ranges in candidates:
             at_first = _holds(cond, loop.loop_var, mn, self.an, ranges)
             at_last = _holds(cond, loop.loop_var, last, self.an, ranges, at_end=True)
             if at_first == at_last:
