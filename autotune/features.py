@@ -62,57 +62,78 @@ def lower_for_features(schedule, args):
                  skip=FEATURE_SKIP)
 
 
-def _coef(e, v) -> float | None:
-    """Coefficient of var v in index e (0 when absent, None when not affine in v)."""
+def _coefs(e) -> dict:
+    """The coefficient of each variable in index e: {var: coefficient, or None where e is not
+    affine in it}; a variable that is not a key has coefficient 0. One walk for all the loop
+    variables of a store (a store reads its accesses' coefficients at every loop level)."""
     if isinstance(e, E.Var):
-        return 1.0 if e is v else 0.0
+        return {e: 1.0}
     if isinstance(e, E.Const):
-        return 0.0
-    if isinstance(e, E.Add):
-        a, b = _coef(e.a, v), _coef(e.b, v)
-        return None if a is None or b is None else a + b
-    if isinstance(e, E.Sub):
-        a, b = _coef(e.a, v), _coef(e.b, v)
-        return None if a is None or b is None else a - b
+        return {}
+    if isinstance(e, (E.Add, E.Sub)):
+        return _combine(_coefs(e.a), _coefs(e.b), isinstance(e, E.Sub))
     if isinstance(e, E.Mul):
         ca, cb = as_int(e.a), as_int(e.b)
         if cb is not None:
-            a = _coef(e.a, v)
-            return None if a is None else a * cb
+            return _scale(_coefs(e.a), cb)
         if ca is not None:
-            b = _coef(e.b, v)
-            return None if b is None else b * ca
+            return _scale(_coefs(e.b), ca)
     if isinstance(e, (E.FloorDiv, E.FloorMod)):
-        a = _coef(e.a, v)
         d = as_int(e.b)
-        if a == 0.0:
-            return 0.0
-        if a is not None and d:
-            # i // d moves by a/d on average; i % d moves by a (until it wraps)
-            return a / d if isinstance(e, E.FloorDiv) else a
-        return None
+        div = isinstance(e, E.FloorDiv)
+        # i // d moves by a/d on average; i % d moves by a (until it wraps)
+        return {v: (a / d if div else a) if a is not None and d else None
+                for v, a in _coefs(e.a).items() if a != 0.0}
     if isinstance(e, E.Ramp):
-        return _coef(e.base, v)
+        return _coefs(e.base)
     if isinstance(e, E.Broadcast):
-        return _coef(e.value, v)
+        return _coefs(e.value)
     if isinstance(e, E.Cast):
-        return _coef(e.value, v)
-    # anything else (min/max/select...): moves when it mentions v
-    return 1.0 if _mentions(e, v) else 0.0
+        return _coefs(e.value)
+    # anything else (min/max/select...): moves with every variable it mentions
+    found: dict = {}
+    _mentioned(e, found)
+    return found
 
 
-def _mentions(e, v) -> bool:
-    if e is v:
-        return True
-    if isinstance(e, E.Node) and not isinstance(e, (E.Var, E.Const)):
+def _combine(a: dict, b: dict, sub: bool) -> dict:
+    """The coefficients of a + b (of a - b with sub); None (not affine) absorbs."""
+    out = dict(a)
+    for v, cb in b.items():
+        ca = out.get(v, 0.0)
+        out[v] = None if ca is None or cb is None else ca - cb if sub else ca + cb
+    return out
+
+
+def _scale(a: dict, c: int) -> dict:
+    return {v: None if x is None else x * c for v, x in a.items()}
+
+
+def _mentioned(e, found: dict) -> None:
+    """Every variable in e, with coefficient 1."""
+    if isinstance(e, E.Var):
+        found[e] = 1.0
+    elif isinstance(e, E.Node) and not isinstance(e, E.Const):
         for f in e.fields():
             x = getattr(e, f)
-            if isinstance(x, E.Expr) and _mentions(x, v):
-                return True
-            if isinstance(x, tuple) and any(isinstance(y, E.Expr) and _mentions(y, v)
-                                            for y in x):
-                return True
-    return False
+            if isinstance(x, E.Expr):
+                _mentioned(x, found)
+            elif isinstance(x, tuple):
+                for y in x:
+                    if isinstance(y, E.Expr):
+                        _mentioned(y, found)
+
+
+def _flat_coefs(buf: S.Buffer, indices: tuple) -> dict:
+    """_coefs of the row-major flat index of an access (storage_flatten's flat_index), without
+    building it: ((i0 * s1 + i1) * s2 + i2 ...) term by term, the same arithmetic."""
+    strides = [as_int(d) for d in buf.shape[1:]]
+    if len(indices) <= 1 or None in strides:
+        return _coefs(flat_index(buf, indices))
+    out = _coefs(indices[0])
+    for s, i in zip(strides, indices[1:]):
+        out = _combine(_scale(out, s), _coefs(i), False)
+    return out
 
 
 def _loads_and_flops(e, loads: list) -> int:
@@ -162,8 +183,10 @@ class _Collector:
             self.stores.append((loops, guards, st))
 
 
-def _store_features(loops, guards, st) -> tuple[float, np.ndarray]:
-    f = np.zeros(_PER_STORE)
+def _store_features(loops, guards, st) -> tuple[float, list]:
+    # a list, not an array: a few hundred element writes per store, each a Python call on an
+    # array (extract_features copies the lists into one array)
+    f = [0.0] * _PER_STORE
     extents = [float(as_int(lp.extent) or 1) for lp in loops]
     trips = math.prod(extents) if extents else 1.0
     loads: list = []
@@ -182,17 +205,16 @@ def _store_features(loops, guards, st) -> tuple[float, np.ndarray]:
             f[pos + 1 + len(KINDS)] = float(any(g > inner[lvl] for g in guards))
         pos += 2 + len(KINDS)
     accesses = [(st.buffer, st.indices)] + [(ld.buffer, ld.indices) for ld in loads]
-    touched_total = np.zeros(LEVELS)
+    touched_total = [0.0] * LEVELS
     for b in range(BUFS):
         if b < len(accesses):
             buf, idx = accesses[b]
-            index = flat_index(buf, idx)
             esize = buf.nbytes_per_element
             # the coefficient of each loop read in the index, once (the levels below reuse
             # them: inner loops are read again at every outer level)
-            coef = {j: _coef(index, loops[j].loop_var) if index is not None else None
-                    for j in inner[:LEVELS]}
-            for lvl in range(min(LEVELS, len(inner))):
+            coefs = _flat_coefs(buf, idx)
+            coef = {j: coefs.get(loops[j].loop_var, 0.0) for j in inner}
+            for lvl in range(len(inner)):
                 # the loops from this level inward: which move the index, and by how much
                 touched, reuse = 1.0, 1.0
                 span_lines = 1.0
@@ -213,7 +235,7 @@ def _store_features(loops, guards, st) -> tuple[float, np.ndarray]:
                 f[base + 3] = reuse
                 touched_total[lvl] += touched * esize
         pos += _PER_BUF
-    for lvl in range(min(LEVELS, len(inner))):
+    for lvl in range(len(inner)):
         sub_trips = math.prod(extents[j] for j in inner[:lvl + 1])
         f[pos + lvl] = flops * sub_trips / max(touched_total[lvl], 1.0)
     return trips * max(flops, 1), f
@@ -253,8 +275,8 @@ def config_features(task, config) -> np.ndarray | None:
 
 
 # ------------------------------------------------------------------------- parallel featurizing
-# A candidate costs ~3 ms to featurize, almost all of it in Python (template + per-step legality
-# checks ~0.6 ms, lowering to the feature IR ~1.8 ms, extraction ~0.25 ms for a 1024^3 matmul):
+# A candidate costs ~2 ms to featurize, almost all of it in Python (template without the legality
+# checks ~0.3 ms, lowering to the feature IR ~1.5 ms, extraction ~0.2 ms for a 1024^3 matmul):
 # the GIL rules out threads, so the search's new candidates are featurized in worker processes,
 # a chunk each.
 

@@ -5,8 +5,10 @@
 - XGBTuner: an XGBoost model of normalized throughput, refit after every batch (with the
   records of other workloads of the same template as extra training data), and simulated
   annealing over its predictions to choose the next batch; a share `epsilon` of each batch is
-  random (exploration). Configs whose schedule is illegal are pruned during the search (the
-  legality check runs when the config is instantiated for its features), so they are never built.
+  random (exploration). The search scores candidates from schedules built without the
+  per-step legality checks (a third of a candidate's featurizing); the configs it picks are
+  then checked, and an illegal one is pruned and replaced, so it is never built. When the rest
+  of a small space fits in a search's budget, it is featurized whole and ranked exactly.
 
 No tuner measures a config twice (visited set, seeded by load_history).
 """
@@ -20,7 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .features import FeaturePool, config_features
-from .measure import MeasureInput, MeasureOption, MeasureResult, measure_batch
+from .measure import ILLEGAL, MeasureInput, MeasureOption, MeasureResult, measure_batch
 from .record import Record
 from .task import Task, create_task
 
@@ -231,38 +233,55 @@ class XGBTuner(Tuner):
         self.time_model = 0.0
         self.time_search = 0.0
         self.search_stats = {"featurized": 0, "illegal_pruned": 0, "scored": 0}
+        self._legal: dict[int, bool] = {}  # True: passed the legality checks; False: pruned
+        self._feat_cost = (0.0, 0)  # (wall seconds, configs) of featurize(): cost per config
 
     # ---------------------------------------------------------------- features & model
     def features(self, idx: int) -> np.ndarray | None:
-        if idx not in self._feat:  # cached; None means illegal
+        if idx not in self._feat:  # cached; None: the template refuses the config
             self._store_features(idx, config_features(self.task, self.space.get(idx)))
         return self._feat[idx]
 
     def _store_features(self, idx: int, f: np.ndarray | None) -> None:
         self._feat[idx] = f
         self.search_stats["featurized"] += 1
-        if f is None:
+        if f is None:  # the template refused it
+            self._prune(idx)
+
+    def _prune(self, idx: int) -> None:
+        """An illegal config: never proposed again, never measured."""
+        if self._legal.get(idx) is not False:
+            self._legal[idx] = False
             self.search_stats["illegal_pruned"] += 1
-            self.visited.add(idx)  # illegal: never worth proposing again
+        self.visited.add(idx)
 
     # below this many new configs, shipping them to the workers costs more than it saves
     _PARALLEL_MIN = 8
+    # configs featurized before their mean cost decides whether the rest of a space fits in
+    # one search (their cost varies with the loop nest: a tile's unrolled loops...)
+    _COST_SAMPLE = 16
 
     def featurize(self, idxs: Sequence[int], deadline: float | None = None) -> None:
         """Compute (and cache) the features of configs `idxs`: in the worker processes when
         there are enough of them, else here, stopping at `deadline` (perf_counter seconds;
-        the parallel path finishes its round: one round is ~ population x 5 ms / workers)."""
+        the parallel path finishes its round: one round is a population / workers configs)."""
         todo = [i for i in dict.fromkeys(idxs) if i not in self._feat]
-        if self.feature_workers > 1 and len(todo) >= self._PARALLEL_MIN:
-            if self._pool is None:
-                self._pool = FeaturePool(self.task, self.feature_workers)
-            for i, f in zip(todo, self._pool.map(todo)):
-                self._store_features(i, f)
-            return
-        for i in todo:
-            if deadline is not None and time.perf_counter() > deadline:
+        t0, n0 = time.perf_counter(), len(self._feat)
+        try:
+            if self.feature_workers > 1 and len(todo) >= self._PARALLEL_MIN:
+                if self._pool is None:
+                    self._pool = FeaturePool(self.task, self.feature_workers)
+                for i, f in zip(todo, self._pool.map(todo)):
+                    self._store_features(i, f)
                 return
-            self.features(i)
+            for i in todo:
+                if deadline is not None and time.perf_counter() > deadline:
+                    return
+                self.features(i)
+        finally:
+            seconds, count = self._feat_cost
+            self._feat_cost = (seconds + time.perf_counter() - t0,
+                               count + len(self._feat) - n0)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -286,6 +305,12 @@ class XGBTuner(Tuner):
                     idx = task.config_space.index_of(r.config["entity"])
                 except ValueError:
                     continue
+                if r.result.get("error") == ILLEGAL:
+                    # not a slow kernel but none (features come from unchecked schedules: they
+                    # would teach the model a throughput of 0 for it)
+                    if task is self.task:
+                        self._prune(idx)
+                    continue
                 f = self.features(idx) if task is self.task else \
                     config_features(task, task.config_space.get(idx))
                 if f is None:
@@ -304,6 +329,9 @@ class XGBTuner(Tuner):
     def update(self, inputs, results) -> None:
         t0 = time.perf_counter()
         for inp, res in zip(inputs, results):
+            if res.error == ILLEGAL:  # as in load_history
+                self._prune(inp.config.index)
+                continue
             f = self.features(inp.config.index)
             if f is None:
                 continue
@@ -325,18 +353,20 @@ class XGBTuner(Tuner):
             return
         # reg:squarederror on throughput normalized to the best seen: ranks configs by predicted
         # speed without relying on xgboost's pairwise ranking (whose semantics changed in 2.0).
-        dtrain = xgb.DMatrix(x, label=y)
+        # one thread, as the training: the default (every core) costs more in thread start-up
+        # than the copy of a few hundred rows
+        dtrain = xgb.DMatrix(x, label=y, nthread=1)
         params = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.2,
                   "subsample": 1.0, "min_child_weight": 1, "nthread": 1, "verbosity": 0,
                   "seed": int(self.rng.integers(1 << 30))}
         self._model = xgb.train(params, dtrain, num_boost_round=self.n_rounds)
 
     def predict(self, feats: list[np.ndarray]) -> np.ndarray:
-        import xgboost as xgb
-
         if self._model is None or not feats:
             return self.rng.random(len(feats))
-        return self._model.predict(xgb.DMatrix(np.array(feats)))
+        # in place: the same predictions as through a DMatrix, which costs ~40x more to build
+        # than to predict a search round's candidates from (~6 ms vs 0.15 ms for 64)
+        return self._model.inplace_predict(np.array(feats))
 
     # ---------------------------------------------------------------- search
     def _neighbor(self, idx: int) -> int:
@@ -362,7 +392,7 @@ class XGBTuner(Tuner):
             first = []
             if self.include_fallback and not self.trials:
                 fb = self.space.fallback_index()
-                if fb not in self.visited and self.features(fb) is not None:
+                if fb not in self.visited and self._is_legal(fb):
                     first = [fb]
             n -= len(first)
             if self._model is None:
@@ -373,13 +403,40 @@ class XGBTuner(Tuner):
             n_random = int(n * eps)
             if self.rng.random() < n * eps - n_random:
                 n_random += 1
-            picked = [i for i in self._anneal(n - n_random) if i not in first]
+            # the best-ranked candidates that pass the legality checks (the search scored
+            # them unchecked)
+            picked = []
+            for i in self._search(n - n_random):
+                if len(picked) == n - n_random:
+                    break
+                if i not in first and self._is_legal(i):
+                    picked.append(i)
             picked += self._legal_random(n - len(picked), exclude={*picked, *first})
             return first + picked
         finally:
             self.time_search += time.perf_counter() - t0
 
+    def _is_legal(self, idx: int) -> bool:
+        """Whether config `idx` passes every legality check (checked once; an illegal config
+        is pruned)."""
+        ok = self._legal.get(idx)
+        if ok is None:
+            refused = idx in self._feat and self._feat[idx] is None  # by the template
+            ok = not refused and self.task.is_legal(self.space.get(idx))
+            if ok:
+                self._legal[idx] = True
+            else:
+                self._prune(idx)
+        return ok
+
     def _legal_random(self, n: int, exclude: set | None = None) -> list[int]:
+        """n random unvisited configs that pass the legality checks (to measure)."""
+        return self._random_featurized(n, exclude, check=True)
+
+    def _random_featurized(self, n: int, exclude: set | None = None,
+                           check: bool = False) -> list[int]:
+        """n random unvisited configs that the template accepts (features cached), and with
+        check, that pass the legality checks too."""
         out: list[int] = []
         exclude = set(exclude or ())
         tries = 0
@@ -390,32 +447,57 @@ class XGBTuner(Tuner):
             self.featurize(fresh)
             for i in fresh:
                 tries += 1
-                if self.features(i) is not None:
+                if self._feat[i] is not None and (not check or self._is_legal(i)):
                     out.append(i)
                 else:
                     exclude.add(i)
         return out
 
-    def _anneal(self, n: int) -> list[int]:
+    def _search(self, n: int) -> list[int]:
+        """Unvisited configs ranked by the model, best first (none when n <= 0): simulated
+        annealing within the search's time budget, or, when featurizing the rest of the
+        space fits in that budget, every config (the exact ranking, and the budget unspent)."""
         if n <= 0:
             return []
         budget = max(0.3, self.search_ratio * self._last_measure)
+        return self._rank_all() if self._rest_fits(budget) else self._anneal(budget)
+
+    def _rest_fits(self, seconds: float) -> bool:
+        """Whether featurizing the configs not featurized yet takes at most `seconds`."""
+        left = len(self.space) - len(self._feat)
+        spent, count = self._feat_cost
+        return left == 0 or (count >= self._COST_SAMPLE and left * spent / count <= seconds)
+
+    def _rank_all(self) -> list[int]:
+        """Every unvisited config the template accepts, ranked by the model."""
+        self.featurize([i for i in range(len(self.space)) if i not in self._feat])
+        cands = [i for i, f in self._feat.items() if f is not None and i not in self.visited]
+        pred = self.predict([self._feat[i] for i in cands])
+        self.search_stats["scored"] += len(cands)
+        return [cands[j] for j in np.argsort(-pred, kind="stable")]
+
+    def _anneal(self, budget: float) -> list[int]:
         deadline = time.perf_counter() + budget
         # start from the best measured configs and random ones
         scores: dict[int, float] = {}
         seeds: list[int] = []
-        measured = [i for i in self.visited if self._feat.get(i, None) is not None]
+        measured = [i for i in self.visited if self._feat.get(i, None) is not None
+                    and self._legal.get(i) is not False]
         if measured:
             pred = self.predict([self._feat[i] for i in measured])
             order = np.argsort(-pred)[: self.population // 2]
             seeds = [measured[j] for j in order]
-        seeds += self._legal_random(self.population - len(seeds), exclude=set(seeds))
+        seeds += self._random_featurized(self.population - len(seeds), exclude=set(seeds))
         cur = list(seeds)
         cur_s = list(self.predict([self._feat[i] for i in cur]))
         for i, sc in zip(cur, cur_s):
             scores[i] = float(sc)
         temp = self.temperature
         while time.perf_counter() < deadline:
+            # in a small space the walk soon finds few new configs: once featurizing all the
+            # rest fits in the time left, rank them all instead
+            if self._rest_fits(deadline - time.perf_counter()):
+                return self._rank_all()
             props = [self._neighbor(i) for i in cur]
             new = [p for p in dict.fromkeys(props) if p not in scores]
             self.featurize(new, deadline)
@@ -441,10 +523,8 @@ class XGBTuner(Tuner):
                 if delta > 0 or self.rng.random() < math.exp(delta / max(temp, 1e-6)):
                     cur[k], cur_s[k] = p, sp
             temp *= 0.9
-        ranked = sorted((i for i, s in scores.items()
-                         if s > -math.inf and i not in self.visited),
-                        key=lambda i: -scores[i])
-        return ranked[:n]
+        return sorted((i for i, s in scores.items() if s > -math.inf and i not in self.visited),
+                      key=lambda i: -scores[i])
 
 
 _TASKS: dict[tuple, Task | None] = {}

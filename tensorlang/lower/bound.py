@@ -22,6 +22,18 @@ class StageBounds:
     root_ext: dict  # root IterVar -> Expr
     extents: dict  # every IterVar of the stage -> Expr
     alloc_shape: tuple  # buffer shape of the stage (per spatial axis), constant where possible
+    loop_values: tuple | None = None  # see axis_values
+
+
+def axis_values(st, b: StageBounds) -> tuple[dict, list]:
+    """({root IterVar: its value in terms of the stage's loop variables, simplified}, [guard of
+    each inexact split]): what bound inference substitutes into the stage's reads and what the
+    loop nest computes at, worked out once for both (kept in `b`; the guards are not copied)."""
+    if b.loop_values is None:
+        vals, guards = root_values(st, {lv: lv.var for lv in st.leaf_iter_vars}, b.extents)
+        b.loop_values = ({iv: simplify(b.root_min[iv] + vals[iv]) for iv in st.root_iter_vars},
+                         guards)
+    return b.loop_values
 
 
 def interval(e: E.Expr, relax: dict):
@@ -64,25 +76,34 @@ def interval(e: E.Expr, relax: dict):
 
 
 def _reads_of(exprs, stage, schedule) -> list:
-    found = []
-
-    class _Reads(Visitor):
-        def visit_TensorRead(self, r):
-            if schedule.stage_map.get(r.tensor.op) is stage:
-                found.append(r)
-            for i in r.indices:
-                self.visit(i)
-
-    v = _Reads()
+    v = _Reads(schedule, stage)
     for x in exprs:
         v.visit(x)
-    return found
+    return v.found
+
+
+# module level, not a class statement per call: bound inference runs once per tuning candidate
+class _Reads(Visitor):
+    """The reads of `stage`'s tensors."""
+
+    def __init__(self, schedule, stage):
+        self.schedule, self.stage = schedule, stage
+        self.found: list = []
+
+    def visit_TensorRead(self, r):
+        if self.schedule.stage_map.get(r.tensor.op) is self.stage:
+            self.found.append(r)
+        for i in r.indices:
+            self.visit(i)
 
 
 def _leaf_relax(stage, loops, bounds, relax):
     ext = bounds[stage].extents
     for lv in loops:
-        relax[lv.var] = (E.const(0), simplify(ext[lv] - 1))
+        n = E.as_int(ext[lv])
+        # a constant extent (the usual case) folds here without a simplifier round trip
+        relax[lv.var] = (E.const(0), E.const(n - 1, ext[lv].dtype) if n is not None
+                         else simplify(ext[lv] - 1))
 
 
 def infer_bounds(schedule, bodies: dict) -> dict:
@@ -131,9 +152,7 @@ def _infer_attached(schedule, st, bodies, bounds, root_min, root_ext):
                     _leaf_relax(h, h.leaf_iter_vars[start:pos + 1], bounds, relax)
                     break
                 _leaf_relax(h, h.leaf_iter_vars[:pos + 1], bounds, relax)
-        cb = bounds[c]
-        vals, _ = root_values(c, {lv: lv.var for lv in c.leaf_iter_vars}, cb.extents)
-        vmap = {iv.var: simplify(cb.root_min[iv] + vals[iv]) for iv in c.root_iter_vars}
+        vmap = {iv.var: v for iv, v in axis_values(c, bounds[c])[0].items()}
         for r in reads:
             for d, (iv, idx) in enumerate(zip(st.op.axis, r.indices)):
                 rng = interval(simplify(substitute(idx, vmap)), relax)

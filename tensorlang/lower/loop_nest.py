@@ -5,13 +5,14 @@ the outermost reduce loop; non-dividing splits get tail guards; intermediate sta
 
 from __future__ import annotations
 
+from ..analysis.structural import attach_path
 from ..errors import LoweringError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import Mutator, collect_vars, substitute
-from ..ir.simplify import simplify
-from ..schedule.relations import root_values
+from ..ir.functor import Mutator, collect_vars
+from ..ir.simplify import Analyzer, simplify
 from ..te.tensor import PlaceholderOp, Reduce, Tensor, TensorRead
+from .bound import axis_values
 
 _KIND = {"parallel": "parallel", "vectorize": "vectorized", "unroll": "unrolled"}
 
@@ -94,20 +95,10 @@ class LoopNestBuilder:
         return out
 
     # ------------------------------------------------------------------ expressions
-    def _to_loads(self, e):
-        builder = self
-
-        class _Loads(Mutator):
-            def visit_TensorRead(self, r):
-                idx = tuple(self.visit(i) for i in r.indices)
-                buf = builder._buffer_for_read(r.tensor)
-                st = builder.s.stage_map.get(r.tensor.op)
-                offs = builder.offsets.get(st)
-                if offs is not None:
-                    idx = tuple(simplify(i - o) for i, o in zip(idx, offs))
-                return E.Load(buf, idx)
-
-        return _Loads().visit(e)
+    def _to_loads(self, e, values: dict):
+        """e with its variables replaced by `values` (var -> expr) and its tensor reads by
+        loads of their buffers (relative to the region of a stage computed at a loop)."""
+        return _Loads(self, values).visit(e)
 
     # ------------------------------------------------------------------ statements
     def build(self) -> S.PrimFunc:
@@ -132,8 +123,8 @@ class LoopNestBuilder:
     def stage_stmt(self, st) -> S.Stmt:
         b = self.bounds[st]
         leaves = st.leaf_iter_vars
-        vals, guards = root_values(st, {lv: lv.var for lv in leaves}, b.extents)
-        root_val = {iv: simplify(b.root_min[iv] + vals[iv]) for iv in st.root_iter_vars}
+        root_val, split_guards = axis_values(st, b)
+        guards = list(split_guards)
         vmap = {iv.var: root_val[iv] for iv in st.root_iter_vars}
         if st.attach_type == "scope":
             # the region a consumer's tile needs can stick out of the domain (the last tile of a
@@ -142,10 +133,17 @@ class LoopNestBuilder:
                 guards.append(root_val[iv] < iv.dom.min + iv.dom.extent)
                 if not E.is_const(iv.dom.min, 0) or not E.is_const(b.root_min[iv], 0):
                     guards.append(root_val[iv] >= iv.dom.min)
-        offs = [b.root_min[iv] if st.attach_type == "scope" else E.const(0) for iv in st.op.axis]
-        out_idx = tuple(simplify(root_val[iv] - o) for iv, o in zip(st.op.axis, offs))
+        # the guards that the loops' ranges already prove are left out here rather than
+        # simplified away later (most of an attached stage's: the region fits in its tile)
+        if guards:
+            an = self._loop_ranges(st)
+            guards = [g for g in guards if not _holds(an, g)]
+        if st.attach_type == "scope":  # its buffer holds the region from root_min on
+            out_idx = tuple(simplify(root_val[iv] - b.root_min[iv]) for iv in st.op.axis)
+        else:  # the whole domain: indexed by the (simplified) axis values themselves
+            out_idx = tuple(root_val[iv] for iv in st.op.axis)
         out_bufs = [self.buffers[(st, t.value_index)] for t in st.op.outputs]
-        body = [self._to_loads(substitute(x, vmap)) for x in self.bodies[st]]
+        body = [self._to_loads(x, vmap) for x in self.bodies[st]]
         reduce_leaves = {lv for lv in st.all_iter_vars if lv.kind == "reduce"}
         reduce_vars = {lv.var for lv in reduce_leaves}
         sp_guards = [g for g in guards if not (collect_vars(g) & reduce_vars)]
@@ -194,6 +192,18 @@ class LoopNestBuilder:
 
         return emit(0)
 
+    def _loop_ranges(self, st) -> Analyzer:
+        """The ranges of the loop variables around the body of stage `st`: the loops of the
+        stages it is computed at (outermost first), then its own."""
+        loops = [(st, lv) for lv in st.leaf_iter_vars]
+        for host, lp in attach_path(st):
+            pos = host.leaf_iter_vars.index(lp)
+            loops[:0] = [(host, lv) for lv in host.leaf_iter_vars[:pos + 1]]
+        an = Analyzer()
+        for owner, lv in loops:
+            an.bind_range(lv.var, E.const(0), self.bounds[owner].extents[lv])
+        return an
+
     def _loop(self, st, lv, extent, body) -> S.Stmt:
         kind = _KIND.get(st.iter_attrs.get(lv), "serial")
         ann = tuple((k, self._nontemporal(st) if k == "nontemporal" else v)
@@ -219,6 +229,37 @@ class LoopNestBuilder:
         for t, v in reversed(list(zip(temps, values))):
             stmt = S.LetStmt(t, v, stmt)
         return stmt
+
+
+def _holds(an: Analyzer, cond) -> bool:
+    """Whether the ranges in `an` prove the comparison `cond` (a < b or a >= b) true."""
+    t = type(cond)
+    if t is not E.LT and t is not E.GE:
+        return False
+    a, b = an.bound(cond.a), an.bound(cond.b)
+    return a[1] < b[0] if t is E.LT else a[0] >= b[1]
+
+
+# module level, not a class statement per call: one walk per stage of every tuning candidate
+class _Loads(Mutator):
+    """substitute(e, values), then reads to loads: in one walk."""
+
+    def __init__(self, builder: LoopNestBuilder, values: dict):
+        super().__init__()
+        self.builder = builder
+        self.values = values
+
+    def visit_Var(self, v):
+        return self.values.get(v, v)
+
+    def visit_TensorRead(self, r):
+        b = self.builder
+        idx = tuple(self.visit(i) for i in r.indices)
+        buf = b._buffer_for_read(r.tensor)
+        offs = b.offsets.get(b.s.stage_map.get(r.tensor.op))
+        if offs is not None:
+            idx = tuple(simplify(i - o) for i, o in zip(idx, offs))
+        return E.Load(buf, idx)
 
 
 def _guard(stmt, conds) -> S.Stmt:

@@ -205,7 +205,7 @@ class Schedule:
 
     # ------------------------------------------------------------------ recording
     def _record(self, stage: Stage, kind: str, loops: list, args: dict):
-        snap = stage._snapshot()
+        snap = stage._snapshot() if self.check_legality else None  # to undo a refused step
         call_args = dict(args)
         if kind == "compute_at":
             call_args["parent"] = self.stage_by_name(args["parent"])

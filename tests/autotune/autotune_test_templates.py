@@ -53,3 +53,23 @@ def vadd(n: int):
     cfg.define_annotate("ann", [io, ii], policy="try_unroll_vec")
     cfg["ann"].apply(s, C, [io, ii])
     return s, [A, B, C]
+
+
+@autotune.template("test_par_reduce")
+def par_reduce(n: int, m: int):
+    """Row sums with the reduction split and one loop made parallel: a parallel reduce loop of
+    more than one iteration breaks the accumulation's dependence, so part of this space is
+    illegal (refused by the legality checks, not by the template)."""
+    cfg = autotune.get_config()
+    A = tl.placeholder((n, m), name="A")
+    k = tl.reduce_axis((0, m), name="k")
+    C = tl.compute((n,), lambda i: tl.sum(A[i, k], axis=k), name="C")
+    s = tl.create_schedule(C)
+    (i,) = s[C].op.axis
+    cfg.define_knob("factor", [d for d in range(1, m + 1) if m % d == 0])
+    cfg.define_knob("parallel", ["none", "i", "k.outer", "k.inner"])
+    ko, ki = s[C].split(k, factor=cfg["factor"].val)
+    loop = {"i": i, "k.outer": ko, "k.inner": ki}.get(cfg["parallel"].val)
+    if loop is not None:
+        s[C].parallel(loop)
+    return s, [A, C]
