@@ -215,6 +215,18 @@ def test_conv2d_nchwc_refuses_register_tiles_beyond_the_limit():
     assert refused > 0
 
 
+@pytest.mark.parametrize("args", [(1, 32, 112, 112, 3, 3, 1, 1), (1, 64, 56, 56, 3, 3, 2, 1),
+                                  (1, 256, 7, 7, 3, 3, 1, 1)])
+def test_depthwise_conv2d_fallback_is_the_library_default(args):
+    n, c, h, w_, kh, kw, st, pad = args
+    task = autotune.create_task("depthwise_conv2d", (*args, "float32"))
+    fallback = str(tl.lower(*task.instantiate(autotune.FallbackConfig())))
+    x = tl.placeholder((n, c, h, w_), name="x")
+    w = tl.placeholder((c, 1, kh, kw), name="w")
+    y = tl.ops.depthwise_conv2d_nchw(x, w, stride=st, padding=pad)
+    assert fallback == str(tl.lower(tl.ops.default_schedule(y), [x, w, y]))
+
+
 def test_depthwise_conv2d_whole_space_matches_numpy():
     from tensorlang.autotune.templates import _depthwise_ref
 
