@@ -29,21 +29,27 @@ class Node:
         try:
             return self._hash
         except AttributeError:
-            h = hash((type(self).__name__,) + tuple(_hashable(getattr(self, f))
-                                                   for f in self.fields()))
+            # the tuple (name, *fields) built in one step, not concatenated from a generator's:
+            # every new node that the simplifier keys its memo by is hashed here once
+            h = hash((type(self).__name__, *[_hashable(getattr(self, f)) for f in self.fields()]))
             object.__setattr__(self, "_hash", h)
             return h
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:
-        names = cls.__dict__.get("_cached_fields")
+        # a dict by class, not an attribute on it (a subclass would inherit its base's), nor a
+        # look-up in cls.__dict__ (a mappingproxy per call): hashing and walking call this for
+        # every node
+        names = _FIELDS.get(cls)
         if names is None:
-            names = tuple(f.name for f in dataclasses.fields(cls))
-            type.__setattr__(cls, "_cached_fields", names)
+            names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
         return names
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
+
+
+_FIELDS: dict = {}
 
 
 def _hashable(v):
@@ -61,7 +67,10 @@ def structural_equal(a: Any, b: Any) -> bool:
             return False
         if isinstance(a, (Var,)):
             return False
-        return all(structural_equal(getattr(a, f), getattr(b, f)) for f in a.fields())
+        for f in a.fields():  # a loop, not all() over a generator: this runs on every memo hit
+            if not structural_equal(getattr(a, f), getattr(b, f)):
+                return False
+        return True
     if isinstance(a, tuple):
         return (isinstance(b, tuple) and len(a) == len(b)
                 and all(structural_equal(x, y) for x, y in zip(a, b)))

@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from .expr import Expr, Node, Var
+from .expr import BinaryOp, CmpOp, Expr, Node, Var
 from .stmt import Buffer, IterVar, Range, Stmt
 
 _LEAF_TYPES = (Var, Buffer, IterVar)
+_BINARY_TYPES = (BinaryOp, CmpOp)
 
 
 class Mutator:
@@ -29,6 +30,12 @@ class Mutator:
         return fn(node)
 
     def generic(self, node):
+        if isinstance(node, _BINARY_TYPES):
+            # the most common node by far (index arithmetic), with two expression children:
+            # without the walk over its fields
+            a, b = node.a, node.b
+            na, nb = self.visit(a), self.visit(b)
+            return node if na is a and nb is b else type(node)(na, nb)
         if isinstance(node, _LEAF_TYPES) or not isinstance(node, Node):
             return node
         changes = None

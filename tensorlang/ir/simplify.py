@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+from functools import cache
 
 from . import dtype as dt
 from . import expr as E
@@ -151,6 +152,12 @@ class Linear:
                       self.const * f)
 
     def to_expr(self) -> E.Expr:
+        out = self._build_expr()
+        if type(out) is not E.Const:
+            _remember_linear(out, self)
+        return out
+
+    def _build_expr(self) -> E.Expr:
         d = self.dtype
         pos, neg = [], []
         for t, c in self.terms.values():
@@ -171,12 +178,40 @@ class Linear:
         return out
 
 
+# The linear form of each expression that Linear.to_expr built, by identity (each entry keeps
+# its expression alive, so the id is not reused meanwhile). Simplifying an affine chain bottom-up
+# linearizes every partial sum again, which the simplifier just built from a Linear: quadratic
+# in the chain's length without this. Linear forms are never changed in place, and depend only
+# on the expression's structure, so any simplifier may share them. Bounded like _PLAIN_MEMO.
+_LINEAR_OF: dict = {}
+_LINEAR_OF_SIZE = 8192
+
+
+def _remember_linear(e: E.Expr, lin: Linear) -> None:
+    """Record to_linear(e) for e == lin.to_expr(): lin's terms, the positive ones first (the
+    order in which to_expr writes them, and so the order to_linear reads them back in)."""
+    if len(_LINEAR_OF) > _LINEAR_OF_SIZE:
+        _LINEAR_OF.clear()
+    negative = False
+    for _, c in lin.terms.values():
+        if c < 0:
+            negative = True
+        elif negative:  # a positive term after a negative one: to_expr wrote it first
+            terms = {k: tc for k, tc in lin.terms.items() if tc[1] > 0}
+            terms.update((k, tc) for k, tc in lin.terms.items() if tc[1] < 0)
+            lin = Linear(lin.dtype, terms, lin.const)
+            break
+    _LINEAR_OF[id(e)] = (e, lin)
+
+
 def to_linear(e: E.Expr) -> Linear:
     """Linear form of an (already simplified) integer expression."""
+    hit = _LINEAR_OF.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
     t = type(e)
-    d = e.dtype
     if t is E.Const:
-        return Linear(d, None, int(e.value))
+        return Linear(e.dtype, None, int(e.value))
     if t is E.Add:
         return to_linear(e.a).add(to_linear(e.b))
     if t is E.Sub:
@@ -186,7 +221,8 @@ def to_linear(e: E.Expr) -> Linear:
             return to_linear(e.a).scale(int(e.b.value))
         if isinstance(e.a, E.Const):
             return to_linear(e.b).scale(int(e.a.value))
-    return Linear(d, {_Key(e): (e, 1)}, 0)
+    # (the dtype only here: an operator's is its left operand's, a walk down a long sum)
+    return Linear(e.dtype, {_Key(e): (e, 1)}, 0)
 
 
 def _merge_divmod(lin: Linear) -> Linear:
@@ -271,6 +307,12 @@ def _fold_const(e, a: E.Const, b: E.Const):
     return E.const(_wrap_int(r, a.dtype), a.dtype)
 
 
+@cache
+def _signed_scalar_int(d: str) -> bool:
+    """Whether the affine rules apply to dtype d (asked of every integer node simplified)."""
+    return dt.lanes(d) == 1 and dt.is_int(d) and not dt.is_unsigned(d)
+
+
 class Simplifier(Mutator):
     def __init__(self, analyzer: Analyzer | None = None):
         super().__init__()
@@ -285,12 +327,19 @@ class Simplifier(Mutator):
         self.subst: dict = {}
 
     def visit(self, node):
-        if not isinstance(node, E.Expr) or isinstance(node, (E.Const, E.Var)):
+        # the leaves first, by exact type: most visits end at a constant or a loop variable
+        t = type(node)
+        if t is E.Const:
+            return node
+        if t is E.Var:
+            return self.visit_Var(node)
+        if not isinstance(node, E.Expr):
             return super().visit(node)
         key = _Key(node)
         hit = self.memo.get(key)
         if hit is None:
-            out = super().visit(node)
+            fn = self._dispatch.get(t)
+            out = fn(node) if fn is not None else super().visit(node)
             self.memo[key] = (node, out)
             return out
         # (what was visited, its result): an unchanged node stays the caller's own object
@@ -310,14 +359,15 @@ class Simplifier(Mutator):
             f = _fold_const(e, a, b)
             if f is not None:
                 return f
-        if dt.lanes(e.dtype) > 1:
-            return e
-        if not dt.is_int(e.dtype):
+        d = e.dtype
+        if not _signed_scalar_int(d):
+            # vectors stay as they are, and so do unsigned integers: their wrap-around makes
+            # reassociation across Sub unsafe
+            if dt.lanes(d) > 1 or dt.is_int(d):
+                return e
             return self._float_identity(e)
         if type(e) is E.Mul and not (isinstance(a, E.Const) or isinstance(b, E.Const)):
             return e
-        if dt.is_unsigned(e.dtype):
-            return e  # unsigned wrap-around makes reassociation across Sub unsafe
         return _merge_divmod(to_linear(e)).to_expr()
 
     visit_Add = _linear_op
@@ -441,7 +491,7 @@ class Simplifier(Mutator):
             f = _fold_const(e, a, b)
             if f is not None:
                 return f
-        if not dt.is_int(a.dtype) or dt.lanes(a.dtype) > 1 or dt.is_unsigned(a.dtype):
+        if not _signed_scalar_int(a.dtype):
             return e
         # Moving terms across a comparison (a < b -> a - b < 0) is only exact when a - b cannot
         # overflow: true of index arithmetic, not of data read from memory (e.g. an argmax
@@ -543,12 +593,19 @@ _PLAIN_MEMO: dict = {}
 _PLAIN_MEMO_SIZE = 8192
 
 
+_PLAIN: Simplifier | None = None
+
+
 def _plain_simplifier() -> Simplifier:
+    """The one range-free simplifier (it has no other state than the memo, and keeps its
+    dispatch table warm: lowering calls simplify() thousands of times per kernel)."""
+    global _PLAIN
     if len(_PLAIN_MEMO) > _PLAIN_MEMO_SIZE:
         _PLAIN_MEMO.clear()
-    s = Simplifier()
-    s.memo = _PLAIN_MEMO
-    return s
+    if _PLAIN is None:
+        _PLAIN = Simplifier()
+        _PLAIN.memo = _PLAIN_MEMO
+    return _PLAIN
 
 
 def _reads_data(e) -> bool:
