@@ -565,3 +565,11 @@ def as_int(e) -> int | None:
     if isinstance(e, Const) and not dt.is_float(e.dtype):
         return int(e.value)
     return None
+
+
+def conjuncts(cond: Expr) -> list:
+    """The operands of a chain of &&: [a, b, c] for a && b && c (the loop passes look at a
+    guard's conditions one by one)."""
+    if isinstance(cond, And):
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [cond]

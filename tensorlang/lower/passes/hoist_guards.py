@@ -25,12 +25,6 @@ from ...ir import stmt as S
 from ...ir.functor import Mutator, collect_vars
 
 
-def _conjuncts(c) -> list:
-    if isinstance(c, E.And):
-        return _conjuncts(c.a) + _conjuncts(c.b)
-    return [c]
-
-
 def _all(cs: list):
     out = cs[0]
     for c in cs[1:]:
@@ -69,7 +63,7 @@ class _Hoist(Mutator):
         if not (isinstance(body, S.IfThenElse) and body.else_case is None):
             return s if body is s.body else s.replace(body=body)
         v = s.loop_var
-        parts = _conjuncts(body.condition)
+        parts = E.conjuncts(body.condition)
         outside = [c for c in parts if v not in collect_vars(c)]
         inside = [c for c in parts if v in collect_vars(c)]
         bounds = [b for b in (_bound(c, v) for c in inside) if b is not None] \

@@ -27,12 +27,6 @@ from ...ir.functor import Mutator, collect_vars
 from ...ir.simplify import Analyzer, simplify
 
 
-def _conjuncts(c) -> list:
-    if isinstance(c, E.And):
-        return _conjuncts(c.a) + _conjuncts(c.b)
-    return [c]
-
-
 def _guards(body, var, an: Analyzer) -> list:
     """(condition, ranges of the loops around it inside `body`) for guards that mention var."""
     found = []
@@ -106,7 +100,7 @@ class _Partition(Mutator):
             candidates.append((cond, ranges))
             if head_cuts:
                 own = {loop.loop_var, *ranges}
-                candidates += [(c, ranges) for c in _conjuncts(cond)
+                candidates += [(c, ranges) for c in E.conjuncts(cond)
                                if loop.loop_var in collect_vars(c) and collect_vars(c) <= own]
         for cond, ranges in candidates:
             at_first = _holds(cond, loop.loop_var, mn, self.an, ranges)
