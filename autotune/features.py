@@ -26,6 +26,7 @@ import numpy as np
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.expr import as_int
+from ..ir.functor import collect_vars
 from ..lower.passes.storage_flatten import flat_index
 
 LEVELS = 6
@@ -91,9 +92,7 @@ def _coefs(e) -> dict:
     if isinstance(e, E.Cast):
         return _coefs(e.value)
     # anything else (min/max/select...): moves with every variable it mentions
-    found: dict = {}
-    _mentioned(e, found)
-    return found
+    return dict.fromkeys(collect_vars(e), 1.0)
 
 
 def _combine(a: dict, b: dict, sub: bool) -> dict:
@@ -107,21 +106,6 @@ def _combine(a: dict, b: dict, sub: bool) -> dict:
 
 def _scale(a: dict, c: int) -> dict:
     return {v: None if x is None else x * c for v, x in a.items()}
-
-
-def _mentioned(e, found: dict) -> None:
-    """Every variable in e, with coefficient 1."""
-    if isinstance(e, E.Var):
-        found[e] = 1.0
-    elif isinstance(e, E.Node) and not isinstance(e, E.Const):
-        for f in e.fields():
-            x = getattr(e, f)
-            if isinstance(x, E.Expr):
-                _mentioned(x, found)
-            elif isinstance(x, tuple):
-                for y in x:
-                    if isinstance(y, E.Expr):
-                        _mentioned(y, found)
 
 
 def _flat_coefs(buf: S.Buffer, indices: tuple) -> dict:

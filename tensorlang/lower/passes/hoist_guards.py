@@ -23,13 +23,7 @@ from __future__ import annotations
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect_vars
-
-
-def _all(cs: list):
-    out = cs[0]
-    for c in cs[1:]:
-        out = E.And(out, c)
-    return out
+from ...te.intrin import all as all_of
 
 
 def _bound(c, v):
@@ -72,9 +66,9 @@ class _Hoist(Mutator):
             return s if body is s.body else s.replace(body=body)
         if bounds:
             inside = [c for c in inside if _bound(c, v) is None]
-        then = S.IfThenElse(_all(inside), body.then_case) if inside else body.then_case
+        then = S.IfThenElse(all_of(*inside), body.then_case) if inside else body.then_case
         loop = _clip(s.replace(body=then), bounds) if bounds else s.replace(body=then)
-        return S.IfThenElse(_all(outside), loop) if outside else loop
+        return S.IfThenElse(all_of(*outside), loop) if outside else loop
 
 
 def hoist_guards(body: S.Stmt) -> S.Stmt:

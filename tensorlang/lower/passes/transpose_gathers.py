@@ -24,34 +24,26 @@ from __future__ import annotations
 from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, post_order
+from ...ir.functor import Mutator, Visitor, post_order
 from ...ir.simplify import simplify
 
 _SIZES = (16, 8, 4)
 
 
-def _gathers(e, out: list) -> None:
-    """The strided vector loads that `e` evaluates unconditionally."""
-    t = type(e)
-    if t is E.Select:
-        _gathers(e.condition, out)  # only the condition is always evaluated
-        return
-    if t is E.Load:
+class _Gathers(Visitor):
+    """The strided vector loads that an expression evaluates unconditionally."""
+
+    def __init__(self):
+        self.found: list = []
+
+    def visit_Select(self, e):
+        self.visit(e.condition)  # only the condition is always evaluated
+
+    def visit_Load(self, e):
         idx = e.indices[0]
         if (isinstance(idx, E.Ramp) and idx.lanes in _SIZES
                 and E.as_int(idx.stride) not in (None, 0, 1)):
-            out.append(e)
-        return
-    if not isinstance(e, E.Expr):
-        return
-    for name in e.fields():
-        v = getattr(e, name)
-        if isinstance(v, E.Expr):
-            _gathers(v, out)
-        elif isinstance(v, tuple):
-            for x in v:
-                if isinstance(x, E.Expr):
-                    _gathers(x, out)
+            self.found.append(e)
 
 
 def _stores_to(s, buf) -> bool:
@@ -129,9 +121,9 @@ def _find_groups(stmts) -> list[tuple[int, _Group]]:
     for k, st in enumerate(stmts):
         if type(st) is not S.Store or st.predicate is not None:
             continue
-        found: list = []
-        _gathers(st.value, found)
-        for ld in found:
+        gathers = _Gathers()
+        gathers.visit(st.value)
+        for ld in gathers.found:
             r = ld.indices[0]
             cands.setdefault((ld.buffer, E.as_int(r.stride), r.lanes), []).append((k, ld))
     groups = []
