@@ -37,8 +37,7 @@ def _matmul_family(c):
     from ..ops import schedule as S
 
     cfg = get_config()
-    s = tl.create_schedule(c)
-    if S.matmul_takes_row_reduction(s[c]):
+    if S.matmul_takes_row_reduction(c.op):
         return tl.ops.default_schedule(c)
     m, n = (int(d.value) for d in c.shape[-2:])
     tm0 = S.matmul_row_tile(m)

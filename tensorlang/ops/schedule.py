@@ -205,7 +205,7 @@ def schedule_reduce(s, t: Tensor, rows: int = 4) -> None:
         st.vectorize(inner)
         st.parallel(row)
         return
-    rst = _reduce_rows(s, t) if st.op.num_outputs == 1 and _reduce_rows_ok(st) else None
+    rst = _reduce_rows(s, t) if st.op.num_outputs == 1 and _reduce_rows_ok(st.op) else None
     st = s[t]  # rfactor replaced the stage's op (and axes)
     big = list(st.op.axis)  # all of them: they are adjacent (extent-1 ones cost nothing)
     if not big or all((_ext(a) or 2) == 1 for a in big):
@@ -249,11 +249,12 @@ def _reduce_over_outer_axes(st) -> bool:
     return bool(ok) and all(ok)
 
 
-def _reduce_rows_ok(st) -> bool:
-    """True when the stage reduces one axis that is its input's innermost, contiguous index."""
-    if len(st.op.reduce_axis) != 1:
+def _reduce_rows_ok(op) -> bool:
+    """True when the compute op reduces one axis that is its input's innermost, contiguous
+    index."""
+    if len(op.reduce_axis) != 1:
         return False
-    k = st.op.reduce_axis[0]
+    k = op.reduce_axis[0]
     from ..ir.functor import Visitor, collect_vars
 
     ok = []
@@ -268,7 +269,7 @@ def _reduce_rows_ok(st) -> bool:
             for i in r.indices:
                 self.visit(i)
 
-    for b in st.op.body:
+    for b in op.body:
         for src in b.source:
             _V().visit(src)
     return bool(ok) and all(ok)
@@ -292,15 +293,15 @@ def matmul_col_tile(n: int, tile_n: int = 64, lanes: int = LANES) -> int:
     return min(tile_n, -(-n // lanes) * lanes) if n >= lanes else n
 
 
-def matmul_takes_row_reduction(st, tile_m: int = 6) -> bool:
-    """True when schedule_matmul schedules the stage `st` as k-vectorized dot products instead
-    of the register tile: few rows, both operands contiguous along k (dense's [N, K] weight,
-    unpacked below 12 rows), where the tile would read B's columns as gathers of stride K
-    (1x2048 . [1000, 2048] measured 1.70 -> 0.10 ms). Its knobs then do not apply."""
-    kext = _ext(st.op.reduce_axis[0]) if len(st.op.reduce_axis) == 1 else None
-    return bool(_ext(st.op.axis[-2]) < 2 * tile_m and st.op.num_outputs == 1 and
-                _reduce_rows_ok(st) and not st.is_transformed() and kext and
-                kext % LANES == 0 and kext >= 2 * LANES)
+def matmul_takes_row_reduction(op, tile_m: int = 6) -> bool:
+    """True when schedule_matmul schedules the (untransformed) stage of the compute op `op` as
+    k-vectorized dot products instead of the register tile: few rows, both operands contiguous
+    along k (dense's [N, K] weight, unpacked below 12 rows), where the tile would read B's
+    columns as gathers of stride K (1x2048 . [1000, 2048] measured 1.70 -> 0.10 ms). Its knobs
+    then do not apply."""
+    kext = _ext(op.reduce_axis[0]) if len(op.reduce_axis) == 1 else None
+    return bool(_ext(op.axis[-2]) < 2 * tile_m and op.num_outputs == 1 and
+                _reduce_rows_ok(op) and kext and kext % LANES == 0 and kext >= 2 * LANES)
 
 
 def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
@@ -323,7 +324,7 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
 
     Few rows with both operands contiguous along k take the row-reduction schedule instead
     (matmul_takes_row_reduction); the tail, if any, then runs as its own vectorized stage."""
-    if matmul_takes_row_reduction(s[c], tile_m):
+    if not s[c].is_transformed() and matmul_takes_row_reduction(c.op, tile_m):
         pack = _pack_stage(s, s[c])
         if pack is not None:
             pack.compute_inline()
@@ -805,7 +806,7 @@ def _attach_row_stages(s, o, row, stages, reductions) -> None:
     among them get the rfactor vector accumulator first. rfactor runs while everything is still
     at the root, then each stage is attached after a stage that reads it (compute_at needs a
     host reader; the structural check sees every state)."""
-    rf = {id(st): _reduce_rows(s, st.op.output(0)) if _reduce_rows_ok(st) else None
+    rf = {id(st): _reduce_rows(s, st.op.output(0)) if _reduce_rows_ok(st.op) else None
           for st in reductions}
     for st in stages:
         st.compute_at(o, row)
