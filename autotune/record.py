@@ -177,35 +177,44 @@ class ApplyHistoryBest(DispatchContext):
         k = (workload_key(name, args), target)
         if k in self._chosen:
             return self._chosen[k]
-        cands = self._by_key.get(k, [])
-        cfg = None
-        if cands:
-            task = create_task(name, args, target)
-            why = []
-            for r in cands:
-                if r.version != __version__:
-                    why.append(f"record made by tensorlang {r.version} (this is {__version__})")
-                    continue
-                if r.workload.get("hash") != task.compute_hash:
-                    why.append("the compute definition changed since the record was made "
-                               f"(hash {r.workload.get('hash')} != {task.compute_hash})")
-                    continue
-                try:
-                    cfg = task.config_space.from_json(r.config)
-                except ValueError as e:
-                    why.append(f"its config is not in the template's space any more ({e})")
-                    continue
-                self.applied[k[0]] = r
-                break
-            if cfg is None:
-                self.rejected[k[0]] = why[0]
-                warnings.warn(f"apply_history_best: {len(cands)} record(s) for {k[0]} not "
-                              f"applied: {why[0]}", stacklevel=3)
+        rec, cfg, why = self._select(k, name, args)
+        if rec is not None:
+            self.applied[k[0]] = rec
+        elif why:
+            self.rejected[k[0]] = why[0]
+            warnings.warn(f"apply_history_best: {len(why)} record(s) for {k[0]} not "
+                          f"applied: {why[0]}", stacklevel=3)
         if cfg is None:
             cfg = FallbackConfig()
             self.untuned.append(k[0])
         self._chosen[k] = cfg
         return cfg
+
+    def best(self, target, name, args) -> Record | None:
+        """The record :meth:`query` would apply to the workload, or None; reports nothing (to
+        compare records before choosing what to build)."""
+        return self._select((workload_key(name, args), target), name, args)[0]
+
+    def _select(self, k, name, args) -> tuple[Record | None, object, list[str]]:
+        """(best applicable record, its config, why each better record is not applicable)."""
+        cands = self._by_key.get(k, [])
+        if not cands:
+            return None, None, []
+        task = create_task(name, args, k[1])
+        why = []
+        for r in cands:
+            if r.version != __version__:
+                why.append(f"record made by tensorlang {r.version} (this is {__version__})")
+                continue
+            if r.workload.get("hash") != task.compute_hash:
+                why.append("the compute definition changed since the record was made "
+                           f"(hash {r.workload.get('hash')} != {task.compute_hash})")
+                continue
+            try:
+                return r, task.config_space.from_json(r.config), why
+            except ValueError as e:
+                why.append(f"its config is not in the template's space any more ({e})")
+        return None, None, why
 
     def __exit__(self, *exc):
         super().__exit__(*exc)

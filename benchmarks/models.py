@@ -24,6 +24,7 @@ effects between big kernels.
 from __future__ import annotations
 
 import argparse
+import collections
 import gc
 import json
 import os
@@ -158,6 +159,7 @@ def bench_model(name: str, a, tuning_log: str | None = None) -> dict:
         "kernels_after_fusion": rep.kernels_after_fusion,
         "distinct_kernels": gm.num_kernels,
         "tuned_kernels": sum(k.tuned for k in rep.kernels),
+        "blocks_from_log": dict(collections.Counter(rep.blocks.values())),
         "tensorlang_ms": [v * 1e3 for v in t["tensorlang"]],
         "onnxruntime_ms": [v * 1e3 for v in t["onnxruntime"]],
         "median_tensorlang_ms": statistics.median(t["tensorlang"]) * 1e3,
@@ -189,12 +191,14 @@ def bench_dispatch(n_kernels: int, rounds: int) -> dict:
             "interactive_per_kernel_us": med("interactive_per_kernel_s") * 1e6}
 
 
-def tune_model(name: str, n_tasks: int, n_trial: int, log: str, flush: bool = False) -> dict:
+def tune_model(name: str, n_tasks: int, n_trial: int, log: str, flush: bool = False,
+               blocks=None) -> dict:
     """Tune the ``n_tasks`` heaviest tasks (FLOPs x nodes sharing the workload) of a model for
-    ``n_trial`` trials each; returns what was tuned and how long it took."""
+    ``n_trial`` trials each (with ``blocks``, the conv kernels in each of these activation
+    blocks); returns what was tuned and how long it took."""
     from tensorlang import autotune, graph
 
-    tasks = graph.extract_tasks(graph.from_onnx(_make_model(name)))
+    tasks = graph.extract_tasks(graph.from_onnx(_make_model(name)), blocks=blocks)
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:n_tasks]
     t0 = time.perf_counter()
@@ -219,6 +223,9 @@ def _table(results: list[dict]) -> str:
          lambda r: f"{r['kernels_before_fusion']} / {r['kernels_after_fusion']}"),
         ("distinct kernels (tuned)",
          lambda r: f"{r['distinct_kernels']} ({r['tuned_kernels']})"),
+        ("conv blocks chosen from the log",
+         lambda r: ", ".join(f"{b} ({n} convs)"
+                             for b, n in sorted(r["blocks_from_log"].items())) or "-"),
         ("latency, graph mode (median)", lambda r: f"{r['median_tensorlang_ms']:.2f} ms"),
         ("latency, onnxruntime (median)", lambda r: f"{r['median_onnxruntime_ms']:.2f} ms"),
         ("tensorlang / onnxruntime (median of rounds)", lambda r: f"{r['median_ratio']:.2f}x"),
@@ -248,6 +255,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tune-tasks", type=int, default=0, help="tune the N heaviest tasks of "
                     "the first model and add a tuned column (0: skip)")
     ap.add_argument("--tune-trials", type=int, default=16)
+    ap.add_argument("--tune-blocks", type=lambda v: tuple(int(b) for b in v.split(",")),
+                    default=None, help="e.g. 16,8: tune conv kernels in each block, and let "
+                    "the build choose each conv's block from the log")
     ap.add_argument("--tune-log", default=None, help="reuse/extend this log (default: temp)")
     ap.add_argument("--tune-flush", action="store_true",
                     help="measure each candidate with cold caches (LocalRunner flush_cache)")
@@ -273,7 +283,7 @@ def main(argv=None) -> int:
     if a.tune_tasks:
         log = a.tune_log or os.path.join(tempfile.mkdtemp(prefix="tl-tune-"), "tune.jsonl")
         extra["tuning"] = tune_model(models[0], a.tune_tasks, a.tune_trials, log,
-                                     a.tune_flush)
+                                     a.tune_flush, a.tune_blocks)
         results.append(bench_model(models[0], a, tuning_log=log))
     extra["dispatch"] = bench_dispatch(a.tiny_kernels, rounds=max(3, a.rounds // 2))
 

@@ -30,6 +30,7 @@ from tensorlang.errors import TensorlangError
 from . import op_registry as R
 from .ir import Graph, GraphError
 from .passes import run_passes
+from .passes.convert_layout import BLOCKS
 from .passes.plan_memory import plan_memory, validate_plan
 
 
@@ -58,6 +59,7 @@ class BuildReport:
     untuned: list[str] = field(default_factory=list)
     kernels_before_fusion: int | None = None  # kernel nodes before / after the fuse_ops pass
     kernels_after_fusion: int | None = None
+    blocks: dict[str, int] = field(default_factory=dict)  # conv -> block chosen from the log
     memory: Any = None
     driver_s: float = 0.0
     total_s: float = 0.0
@@ -74,6 +76,9 @@ class BuildReport:
         for k in self.kernels:
             lines.append(f"  {k.name:32s} {k.schedule:20s} {'tuned' if k.tuned else 'default'}"
                          f" {k.build_s * 1e3:8.1f} ms")
+        if self.blocks:
+            lines.append("conv blocks from the tuning log: " + ", ".join(
+                f"{c} {b}" for c, b in sorted(self.blocks.items())))
         if self.memory is not None:
             lines.append(f"memory: {self.memory.describe()}")
         lines.append(f"driver: {self.driver_s * 1e3:.1f} ms; total {self.total_s:.2f} s")
@@ -300,14 +305,20 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
         if name == "fuse_ops":
             rep.kernels_before_fusion = kernel_count(before)
 
-    g = run_passes(g, opt_level, rep.passes, dump_ir, count_kernels)
+    tuning = None if tuning_log is None else _open_tuning_log(tuning_log, tgt)
+    g_in, g = g, run_passes(g, opt_level, rep.passes, dump_ir, count_kernels)
+    if tuning is not None:
+        from .tuning import choose_blocks
+
+        # each conv's activation block from its fastest record (tasks extracted with blocks=)
+        rep.blocks = choose_blocks(g_in, tuning, opt_level, laid_out={BLOCKS[0]: g})
+        if any(b != BLOCKS[0] for b in rep.blocks.values()):
+            rep.passes.clear()
+            g = run_passes(g_in, opt_level, rep.passes, dump_ir, count_kernels,
+                           {"convert_layout": {"blocks": rep.blocks}})
     rep.kernels_after_fusion = kernel_count(g)
     if rep.kernels_before_fusion is None:
         rep.kernels_before_fusion = rep.kernels_after_fusion
-
-    tuning = None
-    if tuning_log is not None:
-        tuning = _open_tuning_log(tuning_log, tgt)
 
     # -- values and storages --------------------------------------------------------------
     storages: list[dict] = []

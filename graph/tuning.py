@@ -19,6 +19,7 @@ This is the whole integration: nothing in ``tensorlang.autotune`` knows about gr
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from tensorlang import autotune
 from tensorlang.te.tensor import ComputeOp
@@ -136,24 +137,74 @@ def _anchor_op(n) -> str:
     return "fused"
 
 
-def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> list[GraphTask]:
+def _layout_options(block: int | None) -> dict:
+    """``run_passes`` options laying out every conv in ``block`` where it divides the channels."""
+    return {} if block is None else {"convert_layout": {"blocks": block}}
+
+
+def _types(n) -> tuple[list, list]:
+    return [(v.shape, v.dtype) for v in n.inputs], [(v.shape, v.dtype) for v in n.outputs]
+
+
+def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
+                  blocks: Sequence[int] | None = None) -> list[GraphTask]:
     """The tunable kernels of ``g`` after the graph passes (fusion included: a task is a fused
-    group, tuned with its tail), deduplicated by workload, in first-appearance order."""
+    group, tuned with its tail), deduplicated by workload, in first-appearance order.
+
+    ``blocks`` (e.g. ``(16, 8)``): also the conv kernels as laid out with every conv preferring
+    each of these activation blocks, so that ``graph.build(tuning_log=...)`` can choose each
+    conv's block from its records (:func:`choose_blocks`); None: the blocks by channel count."""
     from .passes import run_passes
 
-    g = run_passes(g, opt_level)
     found: dict[tuple, tuple[str, list[str]]] = {}
-    for n in g.nodes:
-        if R.get_op(n.op).alias:
-            continue
-        in_types = [(v.shape, v.dtype) for v in n.inputs]
-        out_types = [(v.shape, v.dtype) for v in n.outputs]
-        args = template_args(n.op, n.attrs, in_types, out_types)
-        if args in found:
-            found[args][1].append(n.name)
-        elif is_tunable(n.op, n.attrs, in_types, out_types):
-            found[args] = (_anchor_op(n), [n.name])
+    for block in blocks or [None]:
+        for n in run_passes(g, opt_level, options=_layout_options(block)).nodes:
+            if R.get_op(n.op).alias:
+                continue
+            in_types, out_types = _types(n)
+            args = template_args(n.op, n.attrs, in_types, out_types)
+            if args in found:
+                if n.name not in found[args][1]:
+                    found[args][1].append(n.name)
+            elif is_tunable(n.op, n.attrs, in_types, out_types):
+                found[args] = (_anchor_op(n), [n.name])
     return [GraphTask(args, target, op, nodes) for args, (op, nodes) in found.items()]
+
+
+def _convs_in(n) -> list[str]:
+    """The names of the graph's conv nodes a kernel holds."""
+    if n.op == "conv":
+        return [n.name]
+    if n.op == "fused":
+        return [m["name"] for m in n.attrs["body"] if m["op"] == "conv"]
+    return []
+
+
+def choose_blocks(g: Graph, tuning: GraphTuning, opt_level: int = 2,
+                  laid_out: dict[int, Graph] | None = None) -> dict[str, int]:
+    """Each conv's activation block from the tuning log (TVM's AlterOpLayout reading the tuned
+    channel tiles): ``g`` is laid out once per block of ``convert_layout.BLOCKS`` with every
+    conv preferring it, and each conv whose kernel has a record under some block gets the block
+    of its fastest record (the first block on a tie). Convs without records are not named: they
+    keep the block of their channel count. The layout transforms that mixing blocks adds
+    between convs are not counted (as in TVM). ``laid_out``: block -> ``g`` after the passes
+    with that block, where the caller has it already."""
+    from .passes import run_passes
+    from .passes.convert_layout import BLOCKS
+
+    if opt_level < 2:
+        return {}
+    best: dict[str, tuple[float, int]] = {}
+    for block in BLOCKS:
+        gb = (laid_out or {}).get(block) or run_passes(g, opt_level,
+                                                        options=_layout_options(block))
+        for n in gb.nodes:
+            convs = _convs_in(n)
+            rec = tuning.best_record(n.op, n.attrs, *_types(n)) if convs else None
+            for c in convs if rec is not None else ():
+                if c not in best or rec.cost < best[c][0]:
+                    best[c] = (rec.cost, block)
+    return {c: block for c, (_cost, block) in best.items()}
 
 
 class GraphTuning:
@@ -174,10 +225,7 @@ class GraphTuning:
         paying for :meth:`schedule_for`."""
         self.last_untuned = False
         args = template_args(op, attrs, in_types, out_types)
-        tunable = self._tunable.get(args)
-        if tunable is None:
-            tunable = self._tunable[args] = is_tunable(op, attrs, in_types, out_types)
-        if not tunable:
+        if not self._is_tunable(args, op, attrs, in_types, out_types):
             return None
         cfg = self.history.query(self.target, TEMPLATE, args)
         key = autotune.task.workload_key(TEMPLATE, args)
@@ -186,6 +234,18 @@ class GraphTuning:
             self.last_untuned = True
             return None
         return args, cfg, json.dumps(cfg.to_json(), sort_keys=True)
+
+    def best_record(self, op: str, attrs: dict, in_types, out_types):
+        """The record :meth:`config_for` would use for the kernel, or None; reports nothing."""
+        args = template_args(op, attrs, in_types, out_types)
+        if not self._is_tunable(args, op, attrs, in_types, out_types):
+            return None
+        return self.history.best(self.target, TEMPLATE, args)
+
+    def _is_tunable(self, args, op, attrs, in_types, out_types) -> bool:
+        if args not in self._tunable:
+            self._tunable[args] = is_tunable(op, attrs, in_types, out_types)
+        return self._tunable[args]
 
     @staticmethod
     def schedule_of(found) -> tuple:

@@ -24,7 +24,8 @@ each one. Ordering constraints:
 ``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
 algebraic simplification, fusion; 2 (the default) -- also CSE and folding batch norm and
 per-channel scales into conv/dense weights, conv chains in blocked activation layouts
-NCHW16c / NCHW8c by channel count (``convert_layout``), and conv and dense weights packed into
+NCHW16c / NCHW8c by channel count or, with a tuning log, per conv from its records
+(``convert_layout``), and conv and dense weights packed into
 the library's blocked layouts at build time; 3 -- the same as 2.
 """
 
@@ -65,13 +66,20 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
 
 def run_passes(g: Graph, opt_level: int = 2, log: list | None = None,
                dump_dir: str | os.PathLike | None = None,
-               on_pass: Callable[[str, Graph, Graph], None] | None = None) -> Graph:
+               on_pass: Callable[[str, Graph, Graph], None] | None = None,
+               options: dict[str, dict] | None = None) -> Graph:
     """Run every pass of ``PASSES`` enabled at ``opt_level``; append (name, seconds, node count)
     to ``log`` when given; with ``dump_dir``, write the graph before the first pass
     (``00_input.txt``) and after each pass (``NN_<pass>.txt``); ``on_pass(name, before,
-    after)`` is called after each pass."""
+    after)`` is called after each pass. ``options``: keyword arguments per pass name (e.g.
+    ``{"convert_layout": {"blocks": 8}}``)."""
     if not 0 <= opt_level <= 3:
         raise ValueError(f"opt_level must be 0 to 3, got {opt_level!r}")
+    options = options or {}
+    unknown = set(options) - {name for name, _, _ in PASSES}
+    if unknown:
+        raise ValueError(f"run_passes: options for unknown passes {sorted(unknown)}; the passes "
+                         f"are {[name for name, _, _ in PASSES]}")
     if dump_dir is not None:
         os.makedirs(dump_dir, exist_ok=True)
         Path(dump_dir, "00_input.txt").write_text(str(g) + "\n")
@@ -80,7 +88,7 @@ def run_passes(g: Graph, opt_level: int = 2, log: list | None = None,
         if opt_level < min_level:
             continue
         t0 = time.perf_counter()
-        before, g = g, fn(g)
+        before, g = g, fn(g, **options.get(name, {}))
         if log is not None:
             log.append((name, time.perf_counter() - t0, len(g.nodes)))
         if on_pass is not None:

@@ -41,11 +41,19 @@ machine (default schedules, one kernel each): 1x1 conv 64->256 at 56x56 with bia
 and relu 0.414 ms NCHW vs 0.231 ms blocked; 3x3 512->512 at 7x7 0.716 vs 0.468 ms; 3x3 64->64
 at 56x56 0.506 vs 0.485 ms.
 
-Not done: the block does not come from tuning records (TVM's AlterOpLayout reads the tuned
-config's channel tiles); here it is a function of the channel count.
+The block from tuning records (TVM's AlterOpLayout reads the tuned config's channel tiles):
+``blocks`` gives a conv a preferred block, used for its input and output values wherever it
+divides their channel count (``value_block``). ``graph.extract_tasks(g, blocks=(16, 8))`` tunes
+every conv kernel under each block, and ``graph.build(tuning_log=...)`` gives each conv the
+block of its fastest record (:func:`tensorlang.graph.tuning.choose_blocks`). A conv whose input
+arrives in another block gets a ``layout_transform`` between blocks (NCHW16c -> NCHW8c), as in
+TVM; a binary op of two blocked values in different blocks runs in the block of the operand a
+conv computes for it alone (the one fusion puts it in the kernel of), the other is converted.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -64,6 +72,13 @@ def channel_block(channels: int) -> int | None:
     return next((b for b in BLOCKS if channels % b == 0), None)
 
 
+def value_block(channels: int, preferred: int | None = None) -> int | None:
+    """The block of a value with this many channels for a conv that prefers ``preferred``."""
+    if preferred is not None and channels % preferred == 0:
+        return preferred
+    return channel_block(channels)
+
+
 def blocked_layout(block: int) -> str:
     return f"NCHW{block}c"
 
@@ -79,7 +94,13 @@ def _block_of(v: Value) -> int | None:
     return R.channel_block(v.layout)
 
 
-def _blocked_conv(n: Node, ins: list[Value]) -> tuple[str, int] | None:
+def x_channels(v: Value) -> int:
+    """The channel count of an NCHW or NCHW[x]c value."""
+    return R.unblocked_shape(v.shape, v.layout)[1]
+
+
+def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
+                  ) -> tuple[str, int] | None:
     """How a conv node runs blocked: ("conv", ob) (NCHW[ib]c in, NCHW[ob]c out), ("depthwise",
     b), ("nchw_in", ob) (NCHW in, NCHW[ob]c out); None: it stays NCHW."""
     if n.op != "conv" or {"weight_layout", "layout", "out_layout"} & n.attrs.keys():
@@ -88,7 +109,7 @@ def _blocked_conv(n: Node, ins: list[Value]) -> tuple[str, int] | None:
     xs = R.unblocked_shape(x.shape, x.layout)
     if not w.is_constant or len(w.shape) != 4 or len(xs) != 4:
         return None
-    ob = channel_block(w.shape[0])
+    ob = value_block(w.shape[0], preferred)
     if ob is None:
         return None
     groups = n.attrs.get("groups", 1)
@@ -124,33 +145,54 @@ def _per_channel_constant(c: Value, nchan: int, block: int) -> np.ndarray | None
     return c.data.reshape(1, nchan // block, 1, 1, block)
 
 
-def convert_layout(g: Graph) -> Graph:
+def convert_layout(g: Graph, blocks: int | Mapping[str, int] | None = None) -> Graph:
+    """``blocks``: the block every conv prefers (an int) or each named conv prefers (conv node
+    name -> block); None: blocks by channel count alone."""
+    if blocks is None or isinstance(blocks, int):
+        preferred = lambda n: blocks
+    elif isinstance(blocks, Mapping):
+        preferred = lambda n: blocks.get(n.name)
+    else:
+        raise TypeError(f"convert_layout: blocks must be an int, a mapping of conv names to "
+                        f"blocks or None, got {type(blocks).__name__}")
+    for b in [blocks] if isinstance(blocks, int) else (blocks or {}).values():
+        if b not in BLOCKS:
+            raise ValueError(f"convert_layout: block {b!r} is not one of {BLOCKS}")
     em = Emitter()
-    to_plain: dict[int, Value] = {}  # blocked value id -> its NCHW copy
-    to_blocked: dict[int, Value] = {}  # NCHW value id -> its blocked copy
+    converted: dict[tuple, Value] = {}  # (value id, layout) -> the value in that layout
     packed: dict[tuple, Value] = {}  # (weight id, layout) -> packed weight (packed once)
     relaid: dict[tuple, Value | None] = {}  # (constant id, block) -> its blocked copy
+    uses: dict[int, int] = {}  # old value id -> how many node inputs and graph outputs read it
+    for v in [u for n in g.nodes for u in n.inputs] + list(g.outputs):
+        uses[id(v)] = uses.get(id(v), 0) + 1
+    computed_for_one: set[int] = set()  # new values a conv (+ unary ops) computes for one reader
 
     def node(name: str, op: str, ins: list[Value], attrs: dict, layout: str,
              out_name: str) -> Value:
         (shape, dtype), = R.infer_types(op, [(v.shape, v.dtype) for v in ins], attrs, name)
         return em.emit(name, op, ins, attrs, [Value(out_name, shape, dtype, layout)])[0]
 
-    def transform(v: Value, dst: str, cache: dict) -> Value:
+    def transform(v: Value, dst: str) -> Value:
         # a blocked value is named <name>_NCHW<x>c; back in NCHW it gets <name> again, so
         # graph outputs keep their names
-        name = v.name.removesuffix(f"_{v.layout}") if dst == "NCHW" else f"{v.name}_{dst}"
-        if id(v) not in cache:
-            cache[id(v)] = node(f"{v.name}_to_{dst}", "layout_transform", [v],
-                                {"src_layout": v.layout or "NCHW", "dst_layout": dst},
-                                "" if dst == "NCHW" else dst, name)
-        return cache[id(v)]
+        base = v.name.removesuffix(f"_{v.layout}") if _block_of(v) else v.name
+        name = base if dst == "NCHW" else f"{base}_{dst}"
+        if (id(v), dst) not in converted:
+            converted[id(v), dst] = node(f"{v.name}_to_{dst}", "layout_transform", [v],
+                                         {"src_layout": v.layout or "NCHW", "dst_layout": dst},
+                                         "" if dst == "NCHW" else dst, name)
+        return converted[id(v), dst]
+
+    def named(out: Value, layout: str) -> str:
+        """The name of ``out`` computed in ``layout``: <name>_NCHW<x>c (kept on a rerun)."""
+        return out.name if out.layout == layout else f"{out.name}_{layout}"
 
     def plain(v: Value) -> Value:
-        return transform(v, "NCHW", to_plain) if _block_of(v) else v
+        return transform(v, "NCHW") if _block_of(v) else v
 
     def blocked(v: Value, block: int) -> Value:
-        return v if _block_of(v) else transform(v, blocked_layout(block), to_blocked)
+        """v in NCHW[block]c (converted from NCHW or another block when it is not)."""
+        return v if _block_of(v) == block else transform(v, blocked_layout(block))
 
     def constant(name: str, data: np.ndarray, like: Value) -> Value:
         return Value(name, data.shape, like.dtype, data=data)
@@ -158,6 +200,8 @@ def convert_layout(g: Graph) -> Graph:
     def channel_constant(v: Value, nchan: int, block: int) -> Value | None:
         """v re-laid out for NCHW[block]c (once per constant: names are unique in a graph)."""
         key = (id(v), block)
+        if tuple(v.shape) == (1, nchan // block, 1, 1, block):  # re-laid out by an earlier run
+            return v
         if key not in relaid:
             data = _per_channel_constant(v, nchan, block)
             relaid[key] = (None if data is None else
@@ -172,8 +216,12 @@ def convert_layout(g: Graph) -> Graph:
         return packed[id(w), wl], wl
 
     def visit(n: Node, ins: list[Value]):
+        if n.op == "layout_transform" or n.op == "conv" and \
+                {"layout", "out_layout"} & n.attrs.keys():
+            return None  # placed by an earlier run (the pass is idempotent)
         out = n.outputs[0] if len(n.outputs) == 1 else None
-        how = _blocked_conv(n, ins)
+        pref = preferred(n)
+        how = _blocked_conv(n, ins, pref)
         if how is not None:
             kind, ob = how
             layout = blocked_layout(ob)
@@ -182,38 +230,50 @@ def convert_layout(g: Graph) -> Graph:
                 w, wl = packed_weight(ins[1], kind, None, ob)
                 attrs = dict(n.attrs, out_layout=layout, weight_layout=wl)
             else:
-                x = blocked(ins[0], ob)  # a depthwise conv's input: the block of its channels
-                w, wl = packed_weight(ins[1], kind, _block_of(x), ob)
+                # a depthwise conv's input: the block of its channels (= its output's)
+                ib = ob if kind == "depthwise" else value_block(x_channels(ins[0]), pref)
+                x = blocked(ins[0], ib)
+                w, wl = packed_weight(ins[1], kind, ib, ob)
                 attrs = dict(n.attrs, layout=x.layout, weight_layout=wl)
-            return [node(n.name, "conv", [x, w, *ins[2:]], attrs, layout,
-                         f"{out.name}_{layout}")]
+            y = node(n.name, "conv", [x, w, *ins[2:]], attrs, layout, named(out, layout))
+            if uses.get(id(out)) == 1:
+                computed_for_one.add(id(y))
+            return [y]
         blocks = [_block_of(v) for v in ins]
         block = next((b for b in blocks if b), None)
         if block is None or out is None:
             return _unblock_all(n, ins)
-        layout = blocked_layout(block)
         if n.op in R.UNARY_REFS and len(ins) == 1:
-            return [node(n.name, n.op, ins, n.attrs, layout, f"{out.name}_{layout}")]
+            layout = blocked_layout(block)
+            y = node(n.name, n.op, ins, n.attrs, layout, named(out, layout))
+            if id(ins[0]) in computed_for_one and uses.get(id(out)) == 1:
+                computed_for_one.add(id(y))
+            return [y]
         if n.op in R.BINARY_REFS and len(ins) == 2:
+            # two blocks: the one of the operand fusion will put this op in the kernel of
+            block = next((b for b, v in zip(blocks, ins) if b and id(v) in computed_for_one),
+                         block)
+            layout = blocked_layout(block)
             b = ins[blocks.index(block)]
             nchw = R.unblocked_shape(b.shape, b.layout)
-            if tuple(out.shape) == nchw:
+            if R.unblocked_shape(out.shape, out.layout) == nchw:
                 pair = []
                 for v in ins:
                     if v.layout == layout:
                         pair.append(v)
                     elif v.is_constant and channel_constant(v, nchw[1], block) is not None:
                         pair.append(channel_constant(v, nchw[1], block))
-                    elif not v.is_constant and not _block_of(v) and tuple(v.shape) == nchw:
+                    elif not v.is_constant and R.unblocked_shape(v.shape, v.layout) == nchw:
                         pair.append(blocked(v, block))
                     else:
                         break
                 else:
-                    return [node(n.name, n.op, pair, n.attrs, layout, f"{out.name}_{layout}")]
+                    return [node(n.name, n.op, pair, n.attrs, layout, named(out, layout))]
+        layout = blocked_layout(block)
         if n.op in ("global_avg_pool", "global_max_pool") or n.op in ("max_pool", "avg_pool") \
                 and _library_pool(n):
             return [node(n.name, n.op, ins, dict(n.attrs, layout=layout), layout,
-                         f"{out.name}_{layout}")]
+                         named(out, layout))]
         return _unblock_all(n, ins)
 
     def _unblock_all(n: Node, ins: list[Value]):

@@ -133,6 +133,27 @@ def test_record_from_other_version_or_compute_is_not_applied(small_log, tmp_path
     assert s.trace.dumps() == fb.trace.dumps()
 
 
+def test_best_finds_the_applicable_record_and_reports_nothing(small_log, tmp_path):
+    """``best`` (what graph.build compares layouts with) returns the record ``query`` would
+    apply, skips the records ``query`` would refuse, and neither warns nor lists untuned."""
+    recs = autotune.load_records(small_log)
+    args = (16, 16, 16, "float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ctx = autotune.apply_history_best(small_log)
+        assert ctx.best("llvm", "matmul", args).cost == min(r.cost for r in recs)
+        assert ctx.best("llvm", "matmul", (8, 8, 8, "float32")) is None
+    assert ctx.untuned == [] and ctx.applied == {}
+    # the fastest record from another version is skipped for the next one
+    lines = [json.loads(line) for line in small_log.read_text().splitlines()]
+    fastest = min(range(len(lines)), key=lambda i: recs[i].cost)
+    lines[fastest]["version"] = "0.0.1"
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    second = sorted(r.cost for r in recs)[1]
+    assert autotune.apply_history_best(other).best("llvm", "matmul", args).cost == second
+
+
 JOB = textwrap.dedent("""
     import sys
     from tensorlang import autotune

@@ -296,6 +296,50 @@ def test_kernel_selection_from_tuning_log(tmp_path):
         np.testing.assert_allclose(v, ref[k], rtol=1e-4, atol=1e-5)
 
 
+def test_build_takes_each_convs_block_from_the_tuning_log(tmp_path):
+    """Tasks extracted with blocks=(16, 8) tune every conv kernel in both blocks; the build
+    gives each conv the block of its fastest record. The log is a real tuning log whose costs
+    for the NCHW8c kernels are then scaled: conv a's up, conv b's down (8 wins for b only) or
+    up (16 wins for both)."""
+    import json
+
+    from tensorlang import autotune
+
+    g, a, b = _two_convs_with_residual()
+    tasks = graph.extract_tasks(g, blocks=(16, 8))
+    assert len(tasks) == 4 and all(t.weight == 1 for t in tasks)
+    assert {t.nodes[0] for t in tasks} == {n.name for n in run_passes(g).nodes if n.op == "fused"}
+    log = tmp_path / "blocks.jsonl"
+    autotune.tune_tasks(tasks, n_trial=2, log_file=log, tuner="random", progress=False, seed=0)
+
+    def build_with(scale_8c_of_b: float):
+        recs = [json.loads(line) for line in log.read_text().splitlines()]
+        for r in recs:
+            attrs = r["workload"]["args"][1]
+            if "NCHW8c" in attrs:  # conv b's kernel holds the add, conv a's does not
+                scale = scale_8c_of_b if '"add"' in attrs else 1e3
+                r["result"]["costs"] = [c * scale for c in r["result"]["costs"]]
+        edited = tmp_path / f"edited_{scale_8c_of_b}.jsonl"
+        edited.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        rep = graph.BuildReport()
+        return graph.build(g, tuning_log=str(edited), report=rep), rep
+
+    feeds = {"x": _rand(1, 16, 8, 8)}
+    ref = graph.build(g, opt_level=0).run(**feeds)
+    for scale, want in ((1e-3, {a: 16, b: 8}), (1e3, {a: 16, b: 16})):
+        gm, rep = build_with(scale)
+        assert {c: rep.blocks[c] for c in (a, b)} == want
+        kernels = list(gm.plan["kernels"].values())
+        convs = [k for k in kernels if "conv" in k["ops"]]
+        assert [k["layout"] for k in convs] == [f"NCHW{want[a]}c", f"NCHW{want[b]}c"]
+        assert all(k["tuned"] for k in convs) and not rep.untuned
+        n_transforms = sum(k["ops"] == ["layout_transform"] for k in kernels)
+        assert n_transforms == (2 if want[b] != want[a] else 1)
+        for k, v in gm.run(**feeds).items():
+            np.testing.assert_allclose(v, ref[k], rtol=1e-4, atol=1e-3)
+    assert f"conv blocks from the tuning log: {a} 16, {b} 8" in str(build_with(1e-3)[1])
+
+
 # ----------------------------------------------------------------------------- weight packing
 
 def test_pack_conv_weights_structure_and_numerics():
@@ -598,6 +642,88 @@ def test_convert_layout_chooses_the_block_per_channel_count():
     _optimized_matches_unoptimized(g, {"x": _rand(1, 24, 10, 10)}, atol=1e-3)
 
 
+def _two_convs_with_residual():
+    """conv a (16 -> 32, reads NCHW) -> relu -> conv b (32 -> 32) + the relu's output -> relu."""
+    b = graph.Builder("two_convs")
+    x = b.input("x", (1, 16, 8, 8))
+    y = b.relu(b.conv(x, b.const(_rand(32, 16, 3, 3), name="wa"), b.const(_rand(32), name="ba"),
+                      pads=1))
+    z = b.relu(b.add(b.conv(y, b.const(_rand(32, 32, 3, 3), name="wb"), pads=1), y))
+    g = infer_types(b.build(z))
+    a, bconv = (n.name for n in g.nodes if n.op == "conv")
+    return g, a, bconv
+
+
+def _conv_layouts(g):
+    return [(n.attrs.get("layout"), n.attrs.get("weight_layout"), n.outputs[0].layout)
+            for n in g.nodes if n.op == "conv"]
+
+
+def _transforms(g):
+    return [(n.attrs["src_layout"], n.attrs["dst_layout"]) for n in g.nodes
+            if n.op == "layout_transform"]
+
+
+def test_convert_layout_takes_each_convs_preferred_block():
+    """``blocks`` (what graph.build derives from a tuning log): a conv preferring 8 reads and
+    writes NCHW8c where its producer is NCHW16c, through one 16 -> 8 transform; the residual add
+    runs in the block of the conv that computes its operand for it alone (the kernel it fuses
+    into), and its other operand reuses the same converted value."""
+    from tensorlang.graph.passes import convert_layout
+
+    g, a, b = _two_convs_with_residual()
+    mixed = infer_types(convert_layout(g, blocks={b: 8}))
+    assert _conv_layouts(mixed) == [(None, "OIHW16o", "NCHW16c"),
+                                    ("NCHW8c", "OIHW8i8o", "NCHW8c")]
+    assert _transforms(mixed) == [("NCHW16c", "NCHW8c"), ("NCHW8c", "NCHW")]
+    add = next(n for n in mixed.nodes if n.op == "add")
+    conv_b = next(n for n in mixed.nodes if n.name == b)
+    assert add.outputs[0].layout == "NCHW8c" and add.inputs[1] is conv_b.inputs[0]
+    # every conv preferring 8; and a preference the channels refuse (16 does not divide 24)
+    assert _conv_layouts(convert_layout(g, blocks=8)) == [
+        (None, "OIHW8o", "NCHW8c"), ("NCHW8c", "OIHW8i8o", "NCHW8c")]
+    assert _transforms(convert_layout(g, blocks=8)) == [("NCHW8c", "NCHW")]
+    # the default and a preference for 16 everywhere are the same graph; a rerun changes nothing
+    assert str(convert_layout(g, blocks=16)) == str(convert_layout(g))
+    assert str(convert_layout(mixed)) == str(mixed)
+    feeds = {"x": _rand(1, 16, 8, 8)}
+    ref = graph.build(g, opt_level=0).run(**feeds)
+    for blocks in ({a: 8}, {b: 8}, 8):
+        got = graph.build(convert_layout(g, blocks=blocks)).run(**feeds)
+        for k in ref:
+            np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-3)
+
+
+def test_convert_layout_blocks_argument_is_checked():
+    from tensorlang.graph.passes import convert_layout
+
+    g, a, _b = _two_convs_with_residual()
+    with pytest.raises(ValueError, match=r"block 4 is not one of \(16, 8\)"):
+        convert_layout(g, blocks={a: 4})
+    with pytest.raises(TypeError, match="blocks must be an int, a mapping"):
+        convert_layout(g, blocks=[8])
+    with pytest.raises(ValueError, match=r"options for unknown passes \['convert_layouts'\]"):
+        run_passes(g, 2, options={"convert_layouts": {"blocks": 8}})
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_conv_graphs_with_preferred_blocks_equal_unoptimized(seed):
+    """Differential: random conv graphs with a random block preference per conv (16 -> 8 and
+    8 -> 16 transforms between convs) against the pass-free build."""
+    import random
+
+    from tensorlang.graph.passes import convert_layout
+
+    g, feeds = _random_conv_graph(seed)
+    g = eliminate_dead_code(fold_scale_into_conv(infer_types(g)))
+    r = random.Random(seed)
+    blocks = {n.name: r.choice([16, 8]) for n in g.nodes if n.op == "conv"}
+    ref = graph.build(g, opt_level=0).run(**feeds)
+    got = graph.build(convert_layout(g, blocks=blocks)).run(**feeds)
+    for k in ref:
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=1e-4)
+
+
 def test_layout_and_reshape_passes_keep_value_names_unique():
     """A constant (or value) read by several rewritten ops is re-laid out / reshaped once:
     two copies would be two values with one name, which the graph refuses."""
@@ -688,4 +814,5 @@ def test_random_conv_graphs_cover_both_blocks_and_nchw():
         g, _ = _random_conv_graph(seed)
         after = convert_layout(eliminate_dead_code(fold_scale_into_conv(infer_types(g))))
         layouts |= {n.outputs[0].layout or "NCHW" for n in after.nodes if n.op == "conv"}
+        assert str(convert_layout(after)) == str(after)  # idempotent
     assert {"NCHW16c", "NCHW8c", "NCHW"} <= layouts
