@@ -35,9 +35,12 @@ def _option(timeout: float = 10.0):
         runner=autotune.LocalRunner(number=2, repeat=3, min_repeat_ms=30, timeout=timeout))
 
 
-def tune(size: int, trials: int, tuner_cls, seed: int, log: str, task=None, **kw):
+def tune(size: int, trials: int, tuner_cls, seed: int, log: str, task=None, history=None,
+         **kw):
     task = task or autotune.create_task("matmul", (size, size, size, "float32"))
     tuner = tuner_cls(task, batch_size=16, seed=seed, **kw)
+    if history is not None:
+        tuner.load_history(autotune.load_records(history))
     opt = _option()
     try:
         tuner.tune(trials, opt, callbacks=[autotune.progress_bar(
@@ -74,6 +77,8 @@ def compare_with_numpy(size: int, log: str, rounds: int = 7) -> dict:
 
 
 CONV = (1, 64, 56, 56, 64, 3, 3, 1, 1, 16, "float32")
+# the transfer row's source for the conv curves: another workload of the same template
+CONV_TRANSFER_SOURCE = (1, 128, 28, 28, 128, 3, 3, 1, 1, 16, "float32")
 
 
 def _ort_conv(x_nchw: np.ndarray, w_oihw: np.ndarray, pad: int):
@@ -211,6 +216,8 @@ def main() -> None:
     ap.add_argument("--curve-trials", type=int, default=128)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--skip-curves", action="store_true")
+    ap.add_argument("--transfer", action="store_true",
+                    help="add a curve row: XGBTuner with transfer from another workload's log")
     ap.add_argument("--curve-workloads", nargs="+", default=["matmul", "conv"],
                     help="matmul (--curve-size cube) and/or conv (the conv figures' shape)")
     ap.add_argument("--conv-trials", type=int, default=200, help="0: skip the conv figures")
@@ -251,17 +258,40 @@ def main() -> None:
             curve_table(wl, a, out)
 
 
+def transfer_source(wl: str, a, out: str) -> str:
+    """A tuning log of another workload of the same template (the matmul figures' log, or 64
+    trials of a 1x128x28x28 conv), for the curve row with transfer learning."""
+    if wl == "matmul":
+        assert a.size != a.curve_size, "the transfer source must be another workload"
+        log = os.path.join(out, f"xgb_{a.size}.jsonl")
+        if not os.path.exists(log):
+            tune(a.size, 64, autotune.XGBTuner, 0, log)
+        return log
+    log = os.path.join(out, "transfer_conv.jsonl")
+    if not os.path.exists(log):
+        tune(0, 64, autotune.XGBTuner, 0, log,
+             task=autotune.create_task("conv2d_nchwc", CONV_TRANSFER_SOURCE))
+    return log
+
+
 def curve_table(wl: str, a, out: str) -> None:
-    """Best-so-far GFLOP/s of XGBTuner (without the fallback seed: model vs random) and
-    RandomTuner at 32/64/128 trials, mean over seeds."""
+    """Best-so-far GFLOP/s of XGBTuner (without the fallback seed: model vs random), the same
+    with transfer learning from another workload's log (AutoTVM's tune_tasks with
+    use_transfer_learning), and RandomTuner at 32/64/128 trials, mean over seeds."""
     task = autotune.create_task("conv2d_nchwc", CONV) if wl == "conv" else \
         autotune.create_task("matmul", (a.curve_size,) * 3 + ("float32",))
     marks = [m for m in (32, 64, 128) if m <= a.curve_trials]
-    curves: dict[str, list[list[float]]] = {"XGBTuner": [], "RandomTuner": []}
+    source = transfer_source(wl, a, out) if a.transfer else None
+    tuners = [("XGBTuner", autotune.XGBTuner, {"include_fallback": False})]
+    if source is not None:
+        recs = autotune.load_records(source)
+        label = f"XGBTuner, transfer from {len(recs)} records of {recs[0].workload['args'][:5]}"
+        tuners.append((label, autotune.XGBTuner, {"include_fallback": False, "history": source}))
+    tuners.append(("RandomTuner", autotune.RandomTuner, {}))
+    curves: dict[str, list[list[float]]] = {name: [] for name, _, _ in tuners}
     for seed in range(a.seeds):
-        for name, cls, kw in (("XGBTuner", autotune.XGBTuner, {"include_fallback": False}),
-                              ("RandomTuner", autotune.RandomTuner, {})):
-            log = os.path.join(out, f"curve_{name}_{wl}_{seed}.jsonl")
+        for k, (name, cls, kw) in enumerate(tuners):
+            log = os.path.join(out, f"curve_{k}_{cls.__name__}_{wl}_{seed}.jsonl")
             t = tune(a.curve_size, a.curve_trials, cls, seed, log, task=task, **kw)
             curves[name].append(t.curve)
             print(f"{wl} {name} seed {seed}: " + ", ".join(
