@@ -94,7 +94,7 @@ def _block_of(v: Value) -> int | None:
     return R.channel_block(v.layout)
 
 
-def x_channels(v: Value) -> int:
+def _channels(v: Value) -> int:
     """The channel count of an NCHW or NCHW[x]c value."""
     return R.unblocked_shape(v.shape, v.layout)[1]
 
@@ -231,7 +231,7 @@ def convert_layout(g: Graph, blocks: int | Mapping[str, int] | None = None) -> G
                 attrs = dict(n.attrs, out_layout=layout, weight_layout=wl)
             else:
                 # a depthwise conv's input: the block of its channels (= its output's)
-                ib = ob if kind == "depthwise" else value_block(x_channels(ins[0]), pref)
+                ib = ob if kind == "depthwise" else value_block(_channels(ins[0]), pref)
                 x = blocked(ins[0], ib)
                 w, wl = packed_weight(ins[1], kind, ib, ob)
                 attrs = dict(n.attrs, layout=x.layout, weight_layout=wl)
