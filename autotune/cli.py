@@ -26,7 +26,6 @@ def parse_args_list(text: str) -> tuple:
 
 
 def run_tune(a) -> int:
-    from .measure import LocalBuilder, LocalRunner, measure_option
     from .task import TemplateError
 
     try:
@@ -34,18 +33,27 @@ def run_tune(a) -> int:
     except (TemplateError, TypeError, ValueError) as e:
         raise SystemExit(f"tensorlang tune: {e}") from None
     print(task)
-    opt = measure_option(LocalBuilder(n_parallel=a.n_parallel),
-                         LocalRunner(number=a.number, repeat=a.repeat, timeout=a.timeout,
-                                     min_repeat_ms=a.min_repeat_ms))
-    if a.tuner not in TUNERS:
-        raise SystemExit(f"--tuner must be one of {sorted(TUNERS)}")
-    best = tune_tasks([task], n_trial=a.trials, log_file=a.log, tuner=a.tuner,
-                      measure_option=opt, early_stopping=a.early_stopping, seed=a.seed)
-    opt.close()
+    opt = measure_option_of(a)
+    try:
+        best = tune_tasks([task], n_trial=a.trials, log_file=a.log, tuner=a.tuner,
+                          measure_option=opt, early_stopping=a.early_stopping, seed=a.seed)
+    finally:
+        opt.close()
     print(f"best {best[task.key]:.1f} GFLOP/s; log {a.log}")
     if a.plot:
         plot_curve(a.log, a.plot)
     return 0
+
+
+def measure_option_of(a):
+    """The measure option of `tensorlang tune`'s arguments (the tuner name checked first)."""
+    from .measure import LocalBuilder, LocalRunner, measure_option
+
+    if a.tuner not in TUNERS:
+        raise SystemExit(f"--tuner must be one of {sorted(TUNERS)}")
+    return measure_option(LocalBuilder(n_parallel=a.n_parallel),
+                          LocalRunner(number=a.number, repeat=a.repeat, timeout=a.timeout,
+                                      min_repeat_ms=a.min_repeat_ms))
 
 
 def run_inspect(a) -> int:

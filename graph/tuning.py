@@ -113,19 +113,23 @@ def is_tunable(op: str, attrs: dict, in_types, out_types) -> bool:
 
 class GraphTask(autotune.Task):
     """An autotune task for one graph kernel workload; ``weight`` nodes of the graph share it,
-    ``nodes`` names them, ``op`` is the anchor's graph op (conv, dense, ...)."""
+    ``nodes`` names them, ``op`` is the anchor's graph op (conv, dense, ...), ``layout`` its
+    output's ("" for plain layouts, "NCHW16c" ...)."""
 
-    def __init__(self, args, target: str, op: str, nodes: list[str]):
+    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = ""):
         super().__init__(TEMPLATE, args, target)
         self.op = op
         self.nodes = list(nodes)
+        self.layout = layout
 
     @property
     def weight(self) -> int:
         return len(self.nodes)
 
     def __repr__(self) -> str:
-        return f"<GraphTask {self.op} weight={self.weight} space={len(self.config_space)}>"
+        layout = f" {self.layout}" if self.layout else ""
+        return (f"<GraphTask {self.op}{layout} weight={self.weight} "
+                f"space={len(self.config_space)}>")
 
 
 def _anchor_op(n) -> str:
@@ -156,7 +160,7 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
     conv's block from its records (:func:`choose_blocks`); None: the blocks by channel count."""
     from .passes import run_passes
 
-    found: dict[tuple, tuple[str, list[str]]] = {}
+    found: dict[tuple, tuple[str, list[str], str]] = {}
     for block in blocks or [None]:
         for n in run_passes(g, opt_level, options=_layout_options(block)).nodes:
             if R.get_op(n.op).alias:
@@ -167,8 +171,8 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
                 if n.name not in found[args][1]:
                     found[args][1].append(n.name)
             elif is_tunable(n.op, n.attrs, in_types, out_types):
-                found[args] = (_anchor_op(n), [n.name])
-    return [GraphTask(args, target, op, nodes) for args, (op, nodes) in found.items()]
+                found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout)
+    return [GraphTask(args, target, *found[args]) for args in found]
 
 
 def _convs_in(n) -> list[str]:

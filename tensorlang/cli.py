@@ -83,11 +83,12 @@ def _time(fn) -> float:
     return time.perf_counter() - t0
 
 
-@command("tune", "auto-tune a template: tensorlang tune matmul --args 1024,1024,1024,float32")
+@command("tune", "auto-tune a template (tensorlang tune matmul --args 1024,1024,1024,float32) "
+                 "or every kernel of an ONNX model (tensorlang tune model.onnx --log m.jsonl)")
 def _tune(p: argparse.ArgumentParser):
-    p.add_argument("template", help="template name, e.g. matmul")
-    p.add_argument("--args", required=True, help="template arguments, comma-separated")
-    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("template", help="template name, e.g. matmul, or an ONNX model (.onnx)")
+    p.add_argument("--args", default=None, help="template arguments, comma-separated")
+    p.add_argument("--trials", type=int, default=200, help="per task")
     p.add_argument("--log", required=True, help="JSON-lines log (appended; resumed from)")
     p.add_argument("--tuner", default="xgb", help="xgb (default), random or grid")
     p.add_argument("--target", default="llvm")
@@ -99,13 +100,78 @@ def _tune(p: argparse.ArgumentParser):
     p.add_argument("--early-stopping", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--plot", default=None, help="write the best-so-far curve (PNG)")
+    p.add_argument("--tasks", type=int, default=None,
+                   help="models: tune only the N heaviest tasks (FLOPs x kernels sharing them)")
+    p.add_argument("--blocks", default=None,
+                   help="models: also tune each conv kernel in these activation blocks, e.g. "
+                        "16,8; `compile --log` then gives each conv the block of its best record")
+    _shape_option(p)
 
     def run(a) -> int:
         from tensorlang.autotune.cli import run_tune  # autotune loads only when used
 
+        if a.template.endswith(".onnx"):
+            return _tune_model(a)
+        if a.args is None:
+            raise SystemExit("tensorlang tune: --args is required for a template (e.g. --args "
+                             "1024,1024,1024,float32); a model is named by its .onnx file")
         return run_tune(a)
 
     return run
+
+
+def _tune_model(a) -> int:
+    """Every tunable kernel of a model (graph.extract_tasks), heaviest first, resumed from the
+    log: `tensorlang compile model.onnx --log` then builds with the best records."""
+    from tensorlang import autotune, graph
+    from tensorlang.autotune.cli import measure_option_of
+
+    blocks = None
+    if a.blocks:
+        try:
+            blocks = tuple(int(b) for b in a.blocks.split(","))
+        except ValueError:
+            raise SystemExit(f"--blocks must be comma-separated integers, e.g. 16,8; got "
+                             f"{a.blocks!r}") from None
+    try:
+        tasks = graph.extract_tasks(_load_model(a.template, a.shape), a.target, blocks=blocks)
+    except ValueError as e:
+        raise SystemExit(f"tensorlang tune: {e}") from None
+    if a.tasks is not None and a.tasks < 1:
+        raise SystemExit(f"--tasks must be at least 1, got {a.tasks}")
+    tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
+    chosen = tasks[:a.tasks] if a.tasks is not None else tasks
+    print(f"{a.template}: {len(tasks)} tunable workloads; tuning {len(chosen)} x {a.trials} "
+          f"trials, log {a.log}")
+    opt = measure_option_of(a)
+    try:
+        best = autotune.tune_tasks(chosen, n_trial=a.trials, log_file=a.log, tuner=a.tuner,
+                                   measure_option=opt, early_stopping=a.early_stopping,
+                                   seed=a.seed)
+    finally:
+        opt.close()
+    for t in chosen:
+        layout = f" {t.layout}" if t.layout else ""
+        print(f"  {t.op}{layout} ({', '.join(t.nodes)}; {t.flop / 1e6:.1f} MFLOP, space "
+              f"{len(t.config_space)}): best {best.get(t.key, 0.0):.1f} GFLOP/s")
+    print(f"deploy with: tensorlang compile {a.template} -o model.tlpkg --log {a.log}")
+    return 0
+
+
+def _shape_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shape", action="append", default=[],
+                   help="input shape for symbolic dims: name=1,3,224,224 (repeatable)")
+
+
+def _load_model(path: str, shape_items: list[str]):
+    """graph.from_onnx with the --shape options (name=1,3,224,224)."""
+    from tensorlang import graph
+
+    shapes = {}
+    for item in shape_items:
+        name, _, dims = item.partition("=")
+        shapes[name] = tuple(int(d) for d in dims.split(","))
+    return graph.from_onnx(path, shapes=shapes or None)
 
 
 @command("inspect", "summarize a tuning log (best per workload, errors) or an ONNX model "
@@ -146,19 +212,13 @@ def _compile(p: argparse.ArgumentParser):
     p.add_argument("-o", "--output", required=True, help="artifact folder, e.g. model.tlpkg")
     p.add_argument("--log", default=None, help="tuning log (JSON lines) to take schedules from")
     p.add_argument("--target", default="llvm")
-    p.add_argument("--shape", action="append", default=[],
-                   help="input shape for symbolic dims: name=1,3,224,224 (repeatable)")
+    _shape_option(p)
 
     def run(a) -> int:
         from tensorlang import graph
 
-        shapes = {}
-        for item in a.shape:
-            name, _, dims = item.partition("=")
-            shapes[name] = tuple(int(d) for d in dims.split(","))
         t0 = time.perf_counter()
-        g = graph.from_onnx(a.model, shapes=shapes or None)
-        gm = graph.build(g, target=a.target, tuning_log=a.log)
+        gm = graph.build(_load_model(a.model, a.shape), target=a.target, tuning_log=a.log)
         path = gm.save(a.output)
         print(gm.build_report)
         print(f"compiled {a.model} -> {path} in {time.perf_counter() - t0:.2f} s "

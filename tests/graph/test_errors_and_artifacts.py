@@ -143,3 +143,53 @@ def test_extract_tasks_dedups_by_workload():
     assert sum(t.weight for t in convs) == 4 and len(convs) == 4
     _s, args = convs[0].instantiate(convs[0].config(0))
     assert len(args) >= 3
+
+
+def test_cli_tunes_a_model_then_compiles_and_runs_it(tmp_path, capsys):
+    """`tensorlang tune model.onnx` (tvmc's flow): every tunable kernel of the model, heaviest
+    first, into one log; `compile --log` builds with it; `run` gives the model's outputs."""
+    import onnx
+
+    from tensorlang.cli import main
+
+    model = tmp_path / "cnn.onnx"
+    onnx.save(model_zoo.small_cnn(), model)
+    log, pkg = tmp_path / "cnn.jsonl", tmp_path / "cnn.tlpkg"
+    assert main(["tune", str(model), "--trials", "2", "--log", str(log), "--tuner", "random",
+                 "--seed", "0", "--tasks", "2", "--blocks", "16,8"]) == 0
+    out = capsys.readouterr().out
+    n_tasks = len(graph.extract_tasks(graph.from_onnx(model), blocks=(16, 8)))
+    assert f"{n_tasks} tunable workloads; tuning 2 x 2 trials" in out
+    assert "deploy with: tensorlang compile" in out
+    assert len({json.loads(line)["workload"]["args"][1] for line in
+                log.read_text().splitlines()}) == 2
+    with pytest.warns(UserWarning, match="have no record"):  # the tasks not tuned
+        assert main(["compile", str(model), "-o", str(pkg), "--log", str(log)]) == 0
+    assert " tuned " in capsys.readouterr().out
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(pkg), "--input", f"x={tmp_path / 'x.npy'}",
+                 "--output", str(tmp_path / "y.npz")]) == 0
+    got = np.load(tmp_path / "y.npz")
+    ref = graph.build(graph.from_onnx(model), opt_level=0).run(x=x)
+    for k, v in ref.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["tune", "matmul"], "--args is required for a template"),
+    (["tune", "MODEL", "--blocks", "16,x"], "--blocks must be comma-separated integers"),
+    (["tune", "MODEL", "--tasks", "0"], "--tasks must be at least 1"),
+    (["tune", "MODEL", "--tuner", "annealing"], "--tuner must be one of"),
+    (["tune", "MODEL", "--blocks", "4"], r"block 4 is not one of \(16, 8\)"),
+])
+def test_cli_tune_refusals(tmp_path, argv, message):
+    import onnx
+
+    from tensorlang.cli import main
+
+    model = tmp_path / "cnn.onnx"
+    onnx.save(model_zoo.small_cnn(), model)
+    argv = [str(model) if a == "MODEL" else a for a in argv]
+    with pytest.raises(SystemExit, match=message):
+        main([*argv, "--log", str(tmp_path / "x.jsonl"), "--trials", "1"])
