@@ -98,6 +98,23 @@ def interleaved(peers: dict, rounds: int, number: int, pause: float) -> dict:
     return times
 
 
+def isolated(peers: dict, rounds: int, number: int, blocks: int = 3) -> dict:
+    """{peer: [seconds per call, one per round]} with each peer timed alone: in each of
+    ``blocks`` blocks, every peer in turn is set up, warmed up and timed for its share of the
+    rounds back to back, then torn down (a deployed model runs alone: neither peer's thread
+    pool wakes up after the other's turn in every round, as in :func:`interleaved`)."""
+    times: dict[str, list[float]] = {k: [] for k in peers}
+    per_block = max(1, rounds // blocks)
+    for _ in range(blocks):
+        for name, fn in peers.items():
+            getattr(fn, "begin", lambda: None)()
+            for _ in range(3):
+                fn()
+            times[name] += [_mean_time(fn, number) for _ in range(per_block)]
+            getattr(fn, "end", lambda: None)()
+    return times
+
+
 def _ort_session(model):
     import onnxruntime as ort
 
@@ -148,9 +165,10 @@ def bench_model(name: str, a, tuning_log: str | None = None) -> dict:
     feed = {inp.name: x}
     # gm.run vs sess.run: both take the input and return fresh outputs, as a user calls them
     # (gm.benchmark would add its own warm-up run to every timed call)
-    t = interleaved({"tensorlang": lambda: gm.run(mode="graph", **feed),
-                     "onnxruntime": OrtPeer(model, feed)},
-                    a.rounds, a.number, a.pause)
+    peers = {"tensorlang": lambda: gm.run(mode="graph", **feed),
+             "onnxruntime": OrtPeer(model, feed)}
+    t = isolated(peers, a.rounds, a.number) if a.isolated else \
+        interleaved(peers, a.rounds, a.number, a.pause)
     ratios = [o / r for o, r in zip(t["tensorlang"], t["onnxruntime"])]
     mem = gm.plan["memory"]
     return {
@@ -250,6 +268,9 @@ def main(argv=None) -> int:
     # spins between peers, and on this VM a pause lets the idle vCPUs be descheduled (measured:
     # our 0.39 ms MobileNet-like block took 0.71 ms per call in rounds after 0.5 s pauses)
     ap.add_argument("--pause", type=float, default=0.0, help="seconds between peers")
+    ap.add_argument("--isolated", action="store_true",
+                    help="time each peer alone for a block of rounds (3 blocks, ABABAB) instead "
+                         "of alternating the peers every round")
     ap.add_argument("--skip-compile", action="store_true", help="no cold/warm build times")
     ap.add_argument("--tiny-kernels", type=int, default=200)
     ap.add_argument("--tune-tasks", type=int, default=0, help="tune the N heaviest tasks of "
@@ -287,6 +308,8 @@ def main(argv=None) -> int:
         results.append(bench_model(models[0], a, tuning_log=log))
     extra["dispatch"] = bench_dispatch(a.tiny_kernels, rounds=max(3, a.rounds // 2))
 
+    print(f"timing: {'each peer alone, 3 blocks' if a.isolated else 'peers alternating'} "
+          f"({a.rounds} rounds x {a.number} calls)")
     print(_table(results))
     d = extra["dispatch"]
     print(f"\ndispatch, {d['kernels']} tiny kernels (opt_level 0): run {d['graph_run_us']:.1f} us"
