@@ -50,6 +50,10 @@ class KernelInfo:
     ops: list[str] = field(default_factory=list)  # the graph ops the kernel holds, in order
     layout: str = ""
     source: str | None = None  # None: compiled by this build; "memory" / "disk": from a cache
+    flops: float = 0.0  # floating-point operations of one call (its computes, counted)
+    bytes: float = 0.0  # bytes of its arguments
+    time_s: float = 0.0  # one call: the tuning record's measured time, else the roofline's
+    time_source: str = "roofline estimate"  # or "tuning log"; gm.profile(): "profile"
 
 
 @dataclass
@@ -75,7 +79,8 @@ class BuildReport:
                      f"{self.kernels_after_fusion} after")
         for k in self.kernels:
             lines.append(f"  {k.name:32s} {k.schedule:20s} {'tuned' if k.tuned else 'default'}"
-                         f" {k.build_s * 1e3:8.1f} ms")
+                         f" {k.build_s * 1e3:8.1f} ms build, {k.time_s * 1e6:9.1f} us per call"
+                         f" ({k.time_source})")
         if self.blocks:
             lines.append("conv blocks from the tuning log: " + ", ".join(
                 f"{c} {b}" for c, b in sorted(self.blocks.items())))
@@ -378,9 +383,11 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
             kernels[mod.name] = mod
             ops = [m["op"] for m in n.attrs["body"]] if n.op == "fused" else [n.op]
             build_s = getattr(mod, "_graph_build_s", 0.0) if source is None else 0.0
-            rep.kernels.append(KernelInfo(mod.name, n.op, key, sched, sched == "tuned",
-                                          build_s, source is not None, ops,
-                                          n.outputs[0].layout or _layout_of(n), source))
+            info = KernelInfo(mod.name, n.op, key, sched, sched == "tuned", build_s,
+                              source is not None, ops, n.outputs[0].layout or _layout_of(n),
+                              source)
+            _time_kernel(info, n, in_types, out_types, tuning)
+            rep.kernels.append(info)
             if untuned:
                 rep.untuned.append(mod.name)
         donor = _inplace_donor(n, storages, storage_of, members, last_read, i) \
@@ -446,7 +453,9 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
         "arena_bytes": max(mem.arena_bytes, 64),
         "steps": steps,
         "kernels": {k.name: {"op": k.op, "workload": k.workload, "schedule": k.schedule,
-                             "tuned": k.tuned, "ops": k.ops, "layout": k.layout}
+                             "tuned": k.tuned, "ops": k.ops, "layout": k.layout,
+                             "flops": k.flops, "bytes": k.bytes, "time_s": k.time_s,
+                             "time_source": k.time_source}
                     for k in rep.kernels},
         "memory": {"arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
                    "lower_bound_bytes": mem.lower_bound},
@@ -458,6 +467,29 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     rep.total_s = time.perf_counter() - t_start
     gm.build_report = rep
     return gm
+
+
+# workload key -> (flops, bytes) of the kernel: counted once per process (declaring the
+# computes again costs ~1 ms a kernel, a warm build's share)
+_WORK: dict[str, tuple[float, float]] = {}
+
+
+def _time_kernel(info: KernelInfo, n, in_types, out_types, tuning) -> None:
+    """The kernel's work and time per call: its tuning record's measured time when the build
+    chose that record, else the roofline estimate (:mod:`.kernel_cost`)."""
+    from .kernel_cost import estimate_seconds, kernel_work
+    from .lowering import lower
+
+    work = _WORK.get(info.workload)
+    if work is None:
+        work = _WORK[info.workload] = kernel_work(*lower(n.op, n.attrs, in_types, out_types))
+    info.flops, info.bytes = work
+    record = tuning.best_record(n.op, n.attrs, in_types, out_types) \
+        if info.tuned and tuning is not None else None
+    if record is not None and record.valid:
+        info.time_s, info.time_source = record.cost, "tuning log"
+    else:
+        info.time_s = estimate_seconds(info.flops, info.bytes)
 
 
 def _open_tuning_log(path: str, target):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -346,7 +347,10 @@ class GraphModule:
     def profile(self, number: int = 10, repeat: int = 3) -> list[dict[str, Any]]:
         """Per-node time in the interactive mode: each kernel timed in a native loop on the
         model's own buffers (after one full run). Returns rows {node, op, kernel, time_s},
-        in execution order; ``format_profile(rows)`` prints them."""
+        in execution order; ``format_profile(rows)`` prints them. The plan's per-kernel times
+        (``plan["kernels"][name]["time_s"]``, until then the tuning record's or the roofline
+        estimate) become these measurements (``time_source`` "profile"; a kernel run by
+        several nodes: the median of theirs)."""
         if self._inputs.keys() - self._input_set:
             self.set_input(**{n: np.zeros(s, d) for n, (s, d) in self._inputs.items()
                               if n not in self._input_set})
@@ -361,6 +365,14 @@ class GraphModule:
                 best = min(best, elapsed / number)
             rows.append({"node": st["node"], "op": st["op"], "kernel": st["kernel"],
                          "time_s": best})
+        by_kernel: dict[str, list[float]] = {}
+        for r in rows:
+            by_kernel.setdefault(r["kernel"], []).append(r["time_s"])
+        for name, times in by_kernel.items():
+            entry = self.plan["kernels"].get(name)
+            if entry is not None:
+                entry["time_s"] = statistics.median(times)
+                entry["time_source"] = "profile"
         return rows
 
     def benchmark(self, mode: str | None = None, number: int = 10, repeat: int = 3,

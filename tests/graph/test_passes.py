@@ -16,6 +16,7 @@ from tensorlang.graph.passes import (
 from tensorlang.graph.passes.fuse_ops import find_groups, kernel_count
 from tensorlang.graph.passes.plan_memory import validate_plan
 
+import tensorlang as tl
 from tensorlang import graph
 
 rng = np.random.default_rng(0)
@@ -272,6 +273,67 @@ def test_plan_lists_kernel_ops():
     assert all(k["tuned"] is False for k in gm.plan["kernels"].values())
 
 
+def test_kernel_work_counts_flops_and_bytes():
+    from tensorlang.graph.kernel_cost import kernel_work
+
+    a = tl.placeholder((8, 4), name="a")
+    b = tl.placeholder((4, 16), name="b")
+    c = tl.ops.matmul(a, b)
+    # a multiply and an add per reduced element; the packing of B is a copy (no arithmetic)
+    assert kernel_work([a, b], [c]) == (8 * 16 * 4 * 2, (8 * 4 + 4 * 16 + 8 * 16) * 4)
+    x = tl.placeholder((1, 3, 10, 10), name="x")
+    w = tl.placeholder((5, 3, 3, 3), name="w")
+    y = tl.ops.relu(tl.ops.conv2d_nchw(x, w, padding=1))  # the padding selects are not arithmetic
+    flops, nbytes = kernel_work([x, w], [y])
+    assert flops == 2 * 5 * 10 * 10 * 3 * 3 * 3 + 5 * 10 * 10  # + the relu's max
+    assert nbytes == (300 + 135 + 500) * 4
+
+
+def test_plan_shows_each_kernels_time():
+    """Untuned kernels: the roofline estimate (work over this machine's measured throughput);
+    gm.profile() replaces it with the kernel's measured time in the model."""
+    from tensorlang.graph.kernel_cost import estimate_seconds, machine_roofline
+
+    from tensorlang.codegen.target import Target
+
+    rep = graph.BuildReport()
+    gm = graph.build(_resblock(), report=rep)
+    peak, bandwidth = machine_roofline(Target.host())
+    assert 1e9 < peak < 1e14 and 1e8 < bandwidth < 1e13
+    kernels = gm.plan["kernels"]
+    for k in kernels.values():
+        assert k["time_source"] == "roofline estimate"
+        assert k["time_s"] == max(k["flops"] / peak, k["bytes"] / bandwidth) > 0
+    conv = next(k for k in kernels.values() if "conv" in k["ops"])
+    assert conv["flops"] >= 2 * 8 * 8 * 8 * 8 * 3 * 3  # 8 -> 8 channels, 8x8, 3x3
+    assert estimate_seconds(2 * conv["flops"], conv["bytes"]) >= conv["time_s"]
+    assert "us per call (roofline estimate)" in str(rep)
+    gm.set_input(x=_rand(1, 8, 8, 8))
+    rows = gm.profile(number=2, repeat=2)
+    for name, k in kernels.items():
+        times = sorted(r["time_s"] for r in rows if r["kernel"] == name)
+        assert k["time_source"] == "profile" and k["time_s"] == float(np.median(times))
+
+
+def test_roofline_is_measured_once_per_machine_and_survives_a_corrupt_file(tmp_path,
+                                                                           monkeypatch):
+    from tensorlang.graph import kernel_cost
+
+    from tensorlang.codegen.target import Target
+
+    monkeypatch.setenv("TENSORLANG_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cost, "_ROOFLINE", {})
+    (tmp_path / "roofline.json").write_text("{not json")
+    measured = []
+    monkeypatch.setattr(kernel_cost, "_measure_roofline",
+                        lambda target: measured.append(target) or (4e11, 5e10))
+    assert kernel_cost.machine_roofline(Target.host()) == (4e11, 5e10) and len(measured) == 1
+    monkeypatch.setattr(kernel_cost, "_ROOFLINE", {})  # a new process: read from the file
+    assert kernel_cost.machine_roofline(Target.host()) == (4e11, 5e10) and len(measured) == 1
+    assert kernel_cost.estimate_seconds(8e11, 1e9) == 2.0  # compute-bound
+    assert kernel_cost.estimate_seconds(1e9, 1e11) == 2.0  # memory-bound
+
+
 # ----------------------------------------------------------------------------- kernel selection
 
 
@@ -333,6 +395,11 @@ def test_build_takes_each_convs_block_from_the_tuning_log(tmp_path):
         convs = [k for k in kernels if "conv" in k["ops"]]
         assert [k["layout"] for k in convs] == [f"NCHW{want[a]}c", f"NCHW{want[b]}c"]
         assert all(k["tuned"] for k in convs) and not rep.untuned
+        # a tuned kernel shows the time its record measured (the edited costs' mean)
+        costs = {sum(r["result"]["costs"]) / len(r["result"]["costs"])
+                 for r in map(json.loads, (tmp_path / f"edited_{scale}.jsonl").read_text()
+                              .splitlines())}
+        assert all(k["time_source"] == "tuning log" and k["time_s"] in costs for k in convs)
         n_transforms = sum(k["ops"] == ["layout_transform"] for k in kernels)
         assert n_transforms == (2 if want[b] != want[a] else 1)
         for k, v in gm.run(**feeds).items():
