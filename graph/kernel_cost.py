@@ -4,9 +4,11 @@ A kernel's work is counted on its computes (floating-point operations, and the b
 arguments: what it must read and write at least); its time is estimated as
 ``max(flops / compute throughput, bytes / bandwidth)``, with this machine's two figures measured
 with our own default schedules (a 512^3 matmul, a 64 MB copy) on all the threads kernels use
-(the best of five timings each), once per machine. It is a lower bound of the kernel's time, not
-a prediction: a tuned kernel shows the time its tuning record measured instead, and
-``gm.profile()`` replaces both with times measured in the model.
+(the best of five timings each), once per machine. A rough figure: it takes every argument
+byte from memory (a kernel whose arguments stay in cache runs faster) and every FLOP at the
+matmul's rate (most kernels reach less). On ResNet-50 the profiled kernel times were 0.45-4.6x
+their estimates, median 1.9x. A tuned kernel shows the time its tuning record measured instead,
+and ``gm.profile()`` replaces both with times measured in the model.
 """
 
 from __future__ import annotations
