@@ -9,7 +9,9 @@ apply_history_best. AutoTVM's vocabulary:
     with autotune.apply_history_best("matmul.jsonl"):
         s, args = matmul(1024, 1024, 1024, "float32")
 
-Built-in templates (tensorlang.autotune.templates) register on first lookup by name.
+Built-in templates (tensorlang.autotune.templates) register on first lookup by name. A template
+may declare its placeholders and computes through ``autotune.computes_once(declare)``: the
+configs of one task then share them (declared once, not once per candidate the search scores).
 """
 
 from .callbacks import log_to_file, progress_bar
@@ -44,6 +46,7 @@ from .task import (
                       DispatchContext,
                       Task,
                       TemplateError,
+                      computes_once,
                       create_task,
                       get_config,
                       get_template,
@@ -81,6 +84,7 @@ __all__ = [
                       "append_records",
                       "apply_history_best",
                       "best_records",
+                      "computes_once",
                       "create_task",
                       "extract_features",
                       "get_config",

@@ -15,7 +15,7 @@ import importlib
 import json
 import threading
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..ir import expr as E
 from ..ir import stmt as S
@@ -103,6 +103,22 @@ def get_config():
     return cfg
 
 
+def computes_once(declare: Callable[[], Any]) -> Any:
+    """``declare()``: a template's placeholders and computes (no schedule, no config read),
+    declared once per task. Inside ``Task.instantiate`` the first call's tensors are returned
+    again for every config: a schedule changes its own stages, never the computes it
+    schedules, so configs can share them (declaring a conv's computes is a third of
+    instantiating one of its configs, which the cost model's search does by the thousand).
+    Elsewhere (a template called under a dispatch context) it calls ``declare()``."""
+    shared = getattr(_local, "computes", None)
+    if shared is None:
+        return declare()
+    key = declare.__code__  # one declaration site of the task's template
+    if key not in shared:
+        shared[key] = declare()
+    return shared[key]
+
+
 # --------------------------------------------------------------------------------- workloads
 def normalize_args(args) -> tuple:
     """Arguments as JSON-stable values (lists become tuples)."""
@@ -179,6 +195,7 @@ class Task:
         self.config_space = space
         self._compute_hash: str | None = None
         self._flop: float | None = None
+        self._computes: dict = {}  # computes_once's tensors, by declaration site
 
     @property
     def workload(self) -> dict:
@@ -230,9 +247,14 @@ class Task:
 
             with deferred_checks():
                 return self.instantiate(config)
-        if config is None:
-            return self.template(*self.args)
-        return self.template.run_with(config, self.args)
+        prev = getattr(_local, "computes", None)
+        _local.computes = self._computes
+        try:
+            if config is None:
+                return self.template(*self.args)
+            return self.template.run_with(config, self.args)
+        finally:
+            _local.computes = prev
 
     def is_legal(self, config: ConfigEntity) -> bool:
         """Whether `config` instantiates with every legality check passing."""

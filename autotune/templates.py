@@ -13,7 +13,7 @@ import numpy as np
 
 import tensorlang as tl
 
-from .task import get_config, template
+from .task import computes_once, get_config, template
 
 # Accumulator vectors of the matmul register tile: AVX-512 has 32 zmm registers, and the tile
 # also needs the broadcast A value and a B vector; beyond this every FMA spills.
@@ -69,10 +69,13 @@ def _matmul_ref(a, b):
 @template("matmul", reference=_matmul_ref, flop=lambda M, N, K, dtype: 2.0 * M * N * K)
 def matmul(M: int, N: int, K: int, dtype: str = "float32"):
     """C[M, N] = A[M, K] @ B[K, N] (tl.ops.matmul: B packed into [N/16, K, 16] panels)."""
-    A = tl.placeholder((M, K), dtype=dtype, name="A")
-    B = tl.placeholder((K, N), dtype=dtype, name="B")
-    C = tl.ops.matmul(A, B)
-    return _matmul_family(C), [A, B, C]
+    def declare():
+        A = tl.placeholder((M, K), dtype=dtype, name="A")
+        B = tl.placeholder((K, N), dtype=dtype, name="B")
+        return [A, B, tl.ops.matmul(A, B)]
+
+    tensors = computes_once(declare)
+    return _matmul_family(tensors[-1]), tensors
 
 
 def _dense_ref(x, w):
@@ -82,10 +85,13 @@ def _dense_ref(x, w):
 @template("dense", reference=_dense_ref, flop=lambda M, N, K, dtype: 2.0 * M * N * K)
 def dense(M: int, N: int, K: int, dtype: str = "float32"):
     """Y[M, N] = X[M, K] @ W[N, K]^T (tl.ops.dense, a fully connected layer)."""
-    X = tl.placeholder((M, K), dtype=dtype, name="X")
-    W = tl.placeholder((N, K), dtype=dtype, name="W")
-    Y = tl.ops.dense(X, W)
-    return _matmul_family(Y), [X, W, Y]
+    def declare():
+        X = tl.placeholder((M, K), dtype=dtype, name="X")
+        W = tl.placeholder((N, K), dtype=dtype, name="W")
+        return [X, W, tl.ops.dense(X, W)]
+
+    tensors = computes_once(declare)
+    return _matmul_family(tensors[-1]), tensors
 
 
 def _batch_matmul_ref(a, b):
@@ -98,10 +104,13 @@ def batch_matmul(B: int, M: int, N: int, K: int, dtype: str = "float32"):
     """C[b] = A[b] @ B[b] for b < B (tl.ops.batch_matmul): per batch the matmul register tile;
     the parallel loop is the fused (batch, panel) loop, so small matrices still feed both
     cores."""
-    A = tl.placeholder((B, M, K), dtype=dtype, name="A")
-    Bt = tl.placeholder((B, K, N), dtype=dtype, name="B")
-    C = tl.ops.batch_matmul(A, Bt)
-    return _matmul_family(C), [A, Bt, C]
+    def declare():
+        A = tl.placeholder((B, M, K), dtype=dtype, name="A")
+        Bt = tl.placeholder((B, K, N), dtype=dtype, name="B")
+        return [A, Bt, tl.ops.batch_matmul(A, Bt)]
+
+    tensors = computes_once(declare)
+    return _matmul_family(tensors[-1]), tensors
 
 
 def _conv_flop(N, C, H, W, OC, KH, KW, stride=1, padding=0, block=16, dtype="float32"):
@@ -146,9 +155,14 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     cfg = get_config()
     if C % block or OC % block:
         raise ValueError(f"conv2d_nchwc template: block {block} must divide C={C} and OC={OC}")
-    x = tl.placeholder((N, C // block, H, W, block), dtype=dtype, name="x")
-    w = tl.placeholder((OC // block, C // block, KH, KW, block, block), dtype=dtype, name="w")
-    y = conv(x, w, stride=stride, padding=padding)
+
+    def declare():
+        x = tl.placeholder((N, C // block, H, W, block), dtype=dtype, name="x")
+        w = tl.placeholder((OC // block, C // block, KH, KW, block, block), dtype=dtype,
+                           name="w")
+        return [x, w, conv(x, w, stride=stride, padding=padding)]
+
+    x, w, y = computes_once(declare)
     _, obn, oh_n, ow_n, _ = (int(d.value) for d in y.shape)
     divs = [d for d in range(1, min(ow_n, 32) + 1) if ow_n % d == 0]
     cfg.define_knob("reg_n", divs, default=max(d for d in divs if d <= 14))
@@ -237,9 +251,13 @@ def depthwise_conv2d(N: int, C: int, H: int, W: int, KH: int, KW: int, stride: i
     from ..ops.schedule import schedule_spatial_window
 
     cfg = get_config()
-    x = tl.placeholder((N, C, H, W), dtype=dtype, name="x")
-    w = tl.placeholder((C, 1, KH, KW), dtype=dtype, name="w")
-    y = depthwise_conv2d_nchw(x, w, stride=stride, padding=padding)
+
+    def declare():
+        x = tl.placeholder((N, C, H, W), dtype=dtype, name="x")
+        w = tl.placeholder((C, 1, KH, KW), dtype=dtype, name="w")
+        return [x, w, depthwise_conv2d_nchw(x, w, stride=stride, padding=padding)]
+
+    x, w, y = computes_once(declare)
     oh_n = int(y.shape[2].value)
     cfg.define_knob("rows", [r for r in (1, 2, 3, 4, 6, 7, 8) if r <= oh_n], default=min(4, oh_n))
     cfg.define_knob("row_lanes_max", [64, 16], default=64)

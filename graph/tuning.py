@@ -85,8 +85,7 @@ def graph_kernel(op: str, attrs: str, in_types: str, out_types: str):
 
     from .lowering import lower
 
-    o, a, it, ot = _parse((op, attrs, in_types, out_types))
-    ins, outs = lower(o, a, it, ot)
+    ins, outs = autotune.computes_once(lambda: lower(*_parse((op, attrs, in_types, out_types))))
     cfg = autotune.get_config()
     knobs = {}
     for name, values in KNOBS.get(anchor_tag(outs), {}).items():

@@ -41,6 +41,21 @@ def test_get_config_outside_template():
         autotune.create_task("no_such_template", (1,))
 
 
+def test_a_tasks_configs_share_its_computes():
+    """computes_once: within a task every config schedules the same compute tensors (declared
+    once), and the kernels stay right (_check_all builds whole spaces this way); a template
+    called outside a task (under a dispatch context) declares its own."""
+    task = autotune.create_task("conv2d_nchwc", (1, 16, 6, 6, 16, 3, 3, 1, 1, 16, "float32"))
+    space = task.config_space
+    (_, t0), (_, t1) = (task.instantiate(space.get(i)) for i in (0, len(space) - 1))
+    assert all(a is b for a, b in zip(t0, t1))
+    _, fresh = autotune.get_template("conv2d_nchwc")(*task.args)
+    assert all(a is not b for a, b in zip(t0, fresh))
+    other = autotune.create_task("conv2d_nchwc", task.args)
+    assert all(a is not b for a, b in zip(t0, other.instantiate(space.get(0))[1]))
+    assert autotune.computes_once(lambda: "declared") == "declared"  # outside a task
+
+
 _LIBRARY_OPS = {
     "matmul": lambda m, n, k: ((m, k), (k, n), tl.ops.matmul),
     "dense": lambda m, n, k: ((m, k), (n, k), tl.ops.dense),
