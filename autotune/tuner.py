@@ -264,16 +264,20 @@ class XGBTuner(Tuner):
     def featurize(self, idxs: Sequence[int], deadline: float | None = None) -> None:
         """Compute (and cache) the features of configs `idxs`: in the worker processes when
         there are enough of them, else here, stopping at `deadline` (perf_counter seconds;
-        the parallel path finishes its round: one round is a population / workers configs)."""
+        the parallel path finishes its round: one round is a population / workers configs).
+        The first call starts the workers; until they are up (the first batch's measurements
+        hide their start), configs are featurized here."""
         todo = [i for i in dict.fromkeys(idxs) if i not in self._feat]
         t0, n0 = time.perf_counter(), len(self._feat)
         try:
             if self.feature_workers > 1 and len(todo) >= self._PARALLEL_MIN:
                 if self._pool is None:
                     self._pool = FeaturePool(self.task, self.feature_workers)
-                for i, f in zip(todo, self._pool.map(todo)):
-                    self._store_features(i, f)
-                return
+                    self._pool.start()
+                if self._pool.ready():
+                    for i, f in zip(todo, self._pool.map(todo)):
+                        self._store_features(i, f)
+                    return
             for i in todo:
                 if deadline is not None and time.perf_counter() > deadline:
                     return

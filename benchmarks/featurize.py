@@ -8,7 +8,8 @@ featurized (instantiated without the legality checks, lowered to the feature IR,
 second of search time and per second spent featurizing (in the worker processes, with
 workers), the share of the space featurized by then (a search whose rest of the space fits in
 its budget featurizes it whole and stops early), and the phase times of one candidate (template,
-lowering, extraction).
+lowering, extraction). The worker processes are up before the timed batches (in tune() they
+start with the first batch and come up, ~0.4 s, while it is measured).
 
     python benchmarks/featurize.py [--workers 0 2] [--batches 4] [--budget 1.0]
 """
@@ -59,8 +60,11 @@ def search_rate(task, workers: int, batches: int, budget: float, fit: int, seed:
     fitting on `fit` random configs."""
     tuner = autotune.XGBTuner(task, batch_size=16, seed=seed, feature_workers=workers)
     try:
-        idxs = tuner._legal_random(fit)
+        idxs = tuner._legal_random(fit)  # (starts the feature workers)
         feats = [tuner.features(i) for i in idxs]
+        # in tune() the workers come up while the first batch is measured: wait for them here
+        while tuner._pool is not None and not tuner._pool.ready():
+            time.sleep(0.01)
         # a synthetic label (any deterministic function of the features): only the search's
         # cost is measured here, not its choices
         w = np.random.default_rng(seed).standard_normal(len(feats[0]))

@@ -3,6 +3,8 @@ loop partitioning, and featurizing in worker processes gives the same vectors as
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from tensorlang.autotune.features import (
     N_FEATURES,
@@ -60,10 +62,21 @@ def test_xgb_search_featurizes_in_workers_and_matches_serial():
     par = autotune.XGBTuner(task, seed=3, feature_workers=2)
     ser = autotune.XGBTuner(task, seed=3, feature_workers=0)
     try:
+        # 20 new configs: the workers are started, and featurize them here while they come up
         picked = par._legal_random(20)
-        assert par._pool is not None  # 20 new configs: featurized by the workers
-        ser.featurize(picked)
-        for i in picked:
+        assert par._pool is not None and all(i in par._feat for i in picked)
+        deadline = time.monotonic() + 60
+        while not par._pool.ready():
+            assert time.monotonic() < deadline, "feature workers did not come up in 60 s"
+            time.sleep(0.01)
+        more = [i for i in range(len(task.config_space)) if i not in par._feat][:20]
+        calls = []
+        real_map = par._pool.map
+        par._pool.map = lambda idxs: calls.append(len(idxs)) or real_map(idxs)
+        par.featurize(more)
+        assert calls == [len(more)]  # the workers, now that they are up
+        ser.featurize(picked + more)
+        for i in picked + more:
             np.testing.assert_array_equal(par._feat[i], ser._feat[i])
     finally:
         par.close()
