@@ -16,11 +16,13 @@ while the compiler competes for the two cores.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import importlib
 import multiprocessing as mp
 import os
 import signal
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -283,6 +285,33 @@ def _signal_name(code: int | None) -> str:
     return f"exit code {code}"
 
 
+# The measuring process computes numpy references; a multithreaded BLAS keeps its threads
+# spinning after each call, and they slowed the next candidate's first repeats (measured: the
+# fallback config of a 1024^3 matmul, measured first, 232 and 272 against 496 GFLOP/s, so the
+# tuner took it for a slow config). There, those libraries run on one thread (only references
+# use them; kernels run on tensorlang's own pool).
+_ONE_THREAD_LIBRARIES = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                         "MKL_NUM_THREADS": "1"}
+_environ_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _environ(values: dict):
+    """os.environ with `values` set, for a process started inside (a spawned process copies
+    the environment when it starts)."""
+    with _environ_lock:
+        saved = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
 class LocalRunner:
     """Run each built candidate in a separate, persistent measuring process.
 
@@ -315,7 +344,8 @@ class LocalRunner:
     def _start(self) -> None:
         parent, child = _CTX.Pipe()
         self._proc = _CTX.Process(target=_runner_main, args=(child,), daemon=True)
-        self._proc.start()
+        with _environ(_ONE_THREAD_LIBRARIES):
+            self._proc.start()
         self._fresh = True
         child.close()
         self._conn = parent

@@ -46,3 +46,28 @@ def test_illegal_schedule_is_recorded_without_building():
         opt.close()
     assert res.error == autotune.ILLEGAL
     assert "accumulator vectors" in res.error_msg
+
+
+def test_measuring_process_runs_blas_on_one_thread(monkeypatch):
+    """The runner's numpy references must not leave BLAS threads spinning beside the timed
+    kernels: its process starts with OPENBLAS/OMP/MKL_NUM_THREADS=1, and ours is untouched."""
+    import os
+    from pathlib import Path
+
+    import pytest
+
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "7")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    runner = autotune.LocalRunner()
+    try:
+        runner._start()
+        environ = Path(f"/proc/{runner._proc.pid}/environ")
+        if not environ.exists():
+            pytest.skip("needs /proc")
+        child = dict(kv.split("=", 1) for kv in environ.read_text().split("\0") if "=" in kv)
+    finally:
+        runner.close()
+    assert {k: child.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                      "MKL_NUM_THREADS")} == dict.fromkeys(
+        ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "7" and "OMP_NUM_THREADS" not in os.environ
