@@ -62,6 +62,17 @@ def _matmul_family(c):
     return tl.ops.default_schedule(c, knobs=dict(knobs, fit_rows=False))
 
 
+def _matmul_family_kernel(op, a: tuple, b: tuple, dtype: str):
+    """(schedule, tensors) of the matmul-family template computing op(A, B) for A and B given
+    as (shape, name)."""
+    def declare():
+        ta, tb = (tl.placeholder(shape, dtype=dtype, name=name) for shape, name in (a, b))
+        return [ta, tb, op(ta, tb)]
+
+    tensors = computes_once(declare)
+    return _matmul_family(tensors[-1]), tensors
+
+
 def _matmul_ref(a, b):
     return a @ b
 
@@ -69,13 +80,7 @@ def _matmul_ref(a, b):
 @template("matmul", reference=_matmul_ref, flop=lambda M, N, K, dtype: 2.0 * M * N * K)
 def matmul(M: int, N: int, K: int, dtype: str = "float32"):
     """C[M, N] = A[M, K] @ B[K, N] (tl.ops.matmul: B packed into [N/16, K, 16] panels)."""
-    def declare():
-        A = tl.placeholder((M, K), dtype=dtype, name="A")
-        B = tl.placeholder((K, N), dtype=dtype, name="B")
-        return [A, B, tl.ops.matmul(A, B)]
-
-    tensors = computes_once(declare)
-    return _matmul_family(tensors[-1]), tensors
+    return _matmul_family_kernel(tl.ops.matmul, ((M, K), "A"), ((K, N), "B"), dtype)
 
 
 def _dense_ref(x, w):
@@ -85,13 +90,7 @@ def _dense_ref(x, w):
 @template("dense", reference=_dense_ref, flop=lambda M, N, K, dtype: 2.0 * M * N * K)
 def dense(M: int, N: int, K: int, dtype: str = "float32"):
     """Y[M, N] = X[M, K] @ W[N, K]^T (tl.ops.dense, a fully connected layer)."""
-    def declare():
-        X = tl.placeholder((M, K), dtype=dtype, name="X")
-        W = tl.placeholder((N, K), dtype=dtype, name="W")
-        return [X, W, tl.ops.dense(X, W)]
-
-    tensors = computes_once(declare)
-    return _matmul_family(tensors[-1]), tensors
+    return _matmul_family_kernel(tl.ops.dense, ((M, K), "X"), ((N, K), "W"), dtype)
 
 
 def _batch_matmul_ref(a, b):
@@ -104,13 +103,8 @@ def batch_matmul(B: int, M: int, N: int, K: int, dtype: str = "float32"):
     """C[b] = A[b] @ B[b] for b < B (tl.ops.batch_matmul): per batch the matmul register tile;
     the parallel loop is the fused (batch, panel) loop, so small matrices still feed both
     cores."""
-    def declare():
-        A = tl.placeholder((B, M, K), dtype=dtype, name="A")
-        Bt = tl.placeholder((B, K, N), dtype=dtype, name="B")
-        return [A, Bt, tl.ops.batch_matmul(A, Bt)]
-
-    tensors = computes_once(declare)
-    return _matmul_family(tensors[-1]), tensors
+    return _matmul_family_kernel(tl.ops.batch_matmul, ((B, M, K), "A"), ((B, K, N), "B"),
+                                 dtype)
 
 
 def _conv_flop(N, C, H, W, OC, KH, KW, stride=1, padding=0, block=16, dtype="float32"):
