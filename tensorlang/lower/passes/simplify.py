@@ -28,7 +28,11 @@ class _StmtSimplifier(Mutator):
             return self.visit(substitute(s.body, mapping))
         saved = self.an.ranges.get(s.loop_var)
         self.an.bind_range(s.loop_var, mn, ext)
-        self.expr.memo.clear()
+        if saved is not None:
+            # a variable bound again: what the memo says of it held for the outer range. A
+            # fresh one is in no entry yet (it appears only inside its loop), so the entries
+            # of the enclosing scope stay true inside (ranges were only added)
+            self.expr.memo.clear()
         body = self.visit(s.body)
         if saved is None:
             self.an.ranges.pop(s.loop_var, None)
