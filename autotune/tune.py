@@ -32,16 +32,19 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
     try:
         for n, task in enumerate(tasks, 1):
             history = load_records(log_file) if os.path.exists(log_file) else []
-            done = sum(1 for r in history if r.key == task.key and r.target == task.target)
+            own = [r for r in history if r.key == task.key and r.target == task.target]
+            left = max(0, n_trial - len(own))
+            if not left:  # tuned before: nothing to measure, no model to fit
+                best[task.key] = max((task.flop / r.cost for r in own if r.valid),
+                                     default=0.0) / 1e9
+                continue
             t = TUNERS[tuner](task, batch_size=batch_size, seed=seed)
             t.load_history(history if transfer else
                            [r for r in history if r.key == task.key])
             callbacks = [log_to_file(log_file)]
             if progress:
                 callbacks.insert(0, progress_bar(desc=f"[{n}/{len(tasks)}] {task.name}"))
-            left = max(0, n_trial - done)
-            if left:
-                t.tune(left, option, callbacks=callbacks, early_stopping=early_stopping)
+            t.tune(left, option, callbacks=callbacks, early_stopping=early_stopping)
             best[task.key] = t.best_flops / 1e9
     finally:
         if measure_option is None:

@@ -315,8 +315,7 @@ class XGBTuner(Tuner):
                     if task is self.task:
                         self._prune(idx)
                     continue
-                f = self.features(idx) if task is self.task else \
-                    config_features(task, task.config_space.get(idx))
+                f = self.features(idx) if task is self.task else _transfer_features(task, idx)
                 if f is None:
                     continue
                 xs.append(f)
@@ -532,6 +531,21 @@ class XGBTuner(Tuner):
 
 
 _TASKS: dict[tuple, Task | None] = {}
+
+# Features of other workloads' configs, for transfer learning: tune_tasks gives each of a
+# model's tasks the records of all the tasks before it, which would featurize every record
+# again for every later task (quadratic in the tasks). Bounded (a few KB per entry).
+_TRANSFER_FEATURES: dict[tuple[str, int], np.ndarray | None] = {}
+_TRANSFER_FEATURES_SIZE = 20000
+
+
+def _transfer_features(task: Task, idx: int) -> np.ndarray | None:
+    key = (task.key, idx)
+    if key not in _TRANSFER_FEATURES:
+        if len(_TRANSFER_FEATURES) >= _TRANSFER_FEATURES_SIZE:
+            _TRANSFER_FEATURES.clear()
+        _TRANSFER_FEATURES[key] = config_features(task, task.config_space.get(idx))
+    return _TRANSFER_FEATURES[key]
 
 
 def _cached_task(name: str, args, target: str) -> Task | None:

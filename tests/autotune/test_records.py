@@ -201,3 +201,45 @@ def test_sigkill_mid_run_resumes_from_log(tmp_path):
     assert len(recs) == total
     idx = [r.config["index"] for r in recs]
     assert len(set(idx)) == len(idx)  # no config measured twice
+
+
+def test_tune_tasks_skips_finished_tasks_and_featurizes_transfer_records_once(tmp_path,
+                                                                             monkeypatch):
+    """Resuming a finished log measures nothing and fits no model (the best comes from the
+    log); transfer learning featurizes another workload's record once per process, not once
+    for every later task."""
+    from tensorlang.autotune import tuner as tuner_mod
+
+    tasks = [autotune.create_task("matmul", (m, 32, 16, "float32")) for m in (24, 40)]
+    log = tmp_path / "two.jsonl"
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=2, repeat=2, timeout=5))
+    try:
+        first = autotune.tune_tasks(tasks, n_trial=4, log_file=log, progress=False,
+                                    batch_size=4, seed=0, measure_option=opt)
+        recs = autotune.load_records(log)
+        for t in tasks:
+            own = [r for r in recs if r.key == t.key and r.valid]
+            assert first[t.key] == pytest.approx(max(t.flop / r.cost for r in own) / 1e9)
+
+        def no_tuner(*a, **k):
+            raise AssertionError("a finished task got a tuner")
+
+        monkeypatch.setitem(autotune.tune.TUNERS, "xgb", no_tuner)
+        assert autotune.tune_tasks(tasks, n_trial=4, log_file=log, progress=False,
+                                   measure_option=opt) == first
+    finally:
+        opt.close()
+    assert len(autotune.load_records(log)) == len(recs)
+
+    calls = []
+    real = tuner_mod.config_features
+    monkeypatch.setattr(tuner_mod, "_TRANSFER_FEATURES", {})
+    monkeypatch.setattr(tuner_mod, "config_features",
+                        lambda task, cfg: calls.append(cfg.index) or real(task, cfg))
+    target = autotune.create_task("matmul", (56, 32, 16, "float32"))
+    for _ in range(2):  # two tuners (two later tasks) learning from the same records
+        t = autotune.XGBTuner(target, seed=0, feature_workers=0)
+        t.load_history(recs)
+        assert len(t._tx) == len(recs)
+    assert len(calls) == len(recs)
