@@ -52,6 +52,7 @@ def test_measuring_process_runs_blas_on_one_thread(monkeypatch):
     """The runner's numpy references must not leave BLAS threads spinning beside the timed
     kernels: its process starts with OPENBLAS/OMP/MKL_NUM_THREADS=1, and ours is untouched."""
     import os
+    import time
     from pathlib import Path
 
     import pytest
@@ -61,10 +62,16 @@ def test_measuring_process_runs_blas_on_one_thread(monkeypatch):
     runner = autotune.LocalRunner()
     try:
         runner._start()
-        environ = Path(f"/proc/{runner._proc.pid}/environ")
-        if not environ.exists():
+        proc = Path(f"/proc/{runner._proc.pid}")
+        if not proc.exists():
             pytest.skip("needs /proc")
-        child = dict(kv.split("=", 1) for kv in environ.read_text().split("\0") if "=" in kv)
+        # until the spawned interpreter is exec'd, /proc shows the forked copy of this process
+        deadline = time.monotonic() + 30
+        while b"--multiprocessing-fork" not in (proc / "cmdline").read_bytes():
+            assert time.monotonic() < deadline, "the measuring process did not start"
+            time.sleep(0.01)
+        environ = (proc / "environ").read_text()
+        child = dict(kv.split("=", 1) for kv in environ.split("\0") if "=" in kv)
     finally:
         runner.close()
     assert {k: child.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
