@@ -123,12 +123,16 @@ def machine_roofline(target) -> tuple[float, float]:
             known = json.loads(path.read_text())
         except (OSError, ValueError):  # none yet, or unreadable: measure
             known = {}
-        entry = known.get(key) if isinstance(known, dict) else None
+        if not isinstance(known, dict):
+            known = {}
+        entry = known.get(key)
         if not (isinstance(entry, list) and len(entry) == 2
                 and all(isinstance(v, (int, float)) and v > 0 for v in entry)):
-            entry = list(_measure_roofline(target))
-            known = dict(known, **{key: entry}) if isinstance(known, dict) else {key: entry}
-            atomic_write(path, json.dumps(known, indent=1).encode())
+            entry = known[key] = list(_measure_roofline(target))
+            try:
+                atomic_write(path, json.dumps(known, indent=1).encode())
+            except OSError:  # the cache is a speed-up: a build never fails over it
+                pass
         _ROOFLINE[key] = (float(entry[0]), float(entry[1]))
         return _ROOFLINE[key]
 

@@ -332,6 +332,15 @@ def test_roofline_is_measured_once_per_machine_and_survives_a_corrupt_file(tmp_p
     assert kernel_cost.machine_roofline(Target.host()) == (4e11, 5e10) and len(measured) == 1
     assert kernel_cost.estimate_seconds(8e11, 1e9) == 2.0  # compute-bound
     assert kernel_cost.estimate_seconds(1e9, 1e11) == 2.0  # memory-bound
+    # an unwritable cache directory costs a measurement per process, never the build
+    monkeypatch.setattr(kernel_cost, "_ROOFLINE", {})
+    (tmp_path / "roofline.json").unlink()
+
+    def read_only(path, data):
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr("tensorlang.runtime._cache.atomic_write", read_only)
+    assert kernel_cost.machine_roofline(Target.host()) == (4e11, 5e10) and len(measured) == 2
 
 
 # ----------------------------------------------------------------------------- kernel selection
