@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.expr import as_int
+from ..ir.functor import count_arith
 from .space import ConfigEntity, ConfigSpace, FallbackConfig
 
 # Templates shipped with tensorlang, imported on first lookup of a name they might define (so
@@ -145,21 +145,7 @@ def _jsonable(x):
 def count_flops(func: S.PrimFunc, float_only: bool = True) -> float:
     """Floating-point operations of a lowered kernel: per store, the float arithmetic in its value
     times the trip count of its loops (run it on the unscheduled kernel: no tail guards)."""
-    arith = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.Call)
     total = 0.0
-
-    def ops(e) -> int:
-        n = 0
-        if isinstance(e, arith) and (not float_only or "float" in str(e.dtype)):
-            n += 1
-        if isinstance(e, E.Node):
-            for f in e.fields():
-                v = getattr(e, f)
-                if isinstance(v, E.Expr):
-                    n += ops(v)
-                elif isinstance(v, tuple):
-                    n += sum(ops(x) for x in v if isinstance(x, E.Expr))
-        return n
 
     def walk(st, trips: float):
         nonlocal total
@@ -171,7 +157,7 @@ def count_flops(func: S.PrimFunc, float_only: bool = True) -> float:
             for x in st.stmts:
                 walk(x, trips)
         elif isinstance(st, S.Store):
-            total += trips * ops(st.value)
+            total += trips * count_arith(st.value, float_only)
         elif isinstance(st, S.IfThenElse):
             walk(st.then_case, trips)
             walk(st.else_case, trips)

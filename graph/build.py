@@ -484,8 +484,8 @@ def _time_kernel(info: KernelInfo, n, in_types, out_types, tuning) -> None:
     if work is None:
         work = _WORK[info.workload] = kernel_work(*lower(n.op, n.attrs, in_types, out_types))
     info.flops, info.bytes = work
-    record = tuning.best_record(n.op, n.attrs, in_types, out_types) \
-        if info.tuned and tuning is not None else None
+    # (a tuned kernel was built from a tuning log)
+    record = tuning.best_record(n.op, n.attrs, in_types, out_types) if info.tuned else None
     if record is not None and record.valid:
         info.time_s, info.time_source = record.cost, "tuning log"
     else:

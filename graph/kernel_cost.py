@@ -20,29 +20,8 @@ import threading
 import numpy as np
 
 from tensorlang.ir import expr as E
-from tensorlang.ir.functor import Visitor
+from tensorlang.ir.functor import count_arith
 from tensorlang.te.tensor import ComputeOp, Reduce
-
-_ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.Call)
-
-
-class _FloatOps(Visitor):
-    """Counts the floating-point arithmetic nodes of an expression."""
-
-    def __init__(self):
-        self.count = 0
-
-    def visit(self, e):
-        if isinstance(e, _ARITH) and "float" in str(e.dtype):
-            self.count += 1
-        return super().visit(e)
-
-
-def _float_ops(exprs) -> int:
-    v = _FloatOps()
-    for e in exprs:
-        v.visit(e)
-    return v.count
 
 
 def _extent_product(axes) -> int:
@@ -65,9 +44,9 @@ def kernel_work(inputs, outputs) -> tuple[float, float]:
         per_point = 0
         for body in op.body:
             if isinstance(body, Reduce):
-                per_point += 1 + _float_ops(body.source)
+                per_point += 1 + sum(count_arith(x) for x in body.source)
             else:
-                per_point += _float_ops((body,))
+                per_point += count_arith(body)
         flops += float(trips * per_point)
         stack.extend(t.op for t in op.input_tensors)
     nbytes = sum(math.prod(E.as_int(d) or 1 for d in t.shape) * np.dtype(t.dtype).itemsize

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from .expr import BinaryOp, CmpOp, Expr, Node, Var
+from .expr import Add, BinaryOp, Call, CmpOp, Div, Expr, Max, Min, Mul, Node, Sub, Var
 from .stmt import Buffer, IterVar, Range, Stmt
 
 _LEAF_TYPES = (Var, Buffer, IterVar)
@@ -167,6 +167,25 @@ def _collect_vars(value, found: set) -> None:
     elif isinstance(value, tuple):
         for v in value:
             _collect_vars(v, found)
+
+
+_ARITH_TYPES = (Add, Sub, Mul, Div, Min, Max, Call)
+
+
+def count_arith(e, float_only: bool = True) -> int:
+    """The arithmetic nodes (+ - * / min max and calls) of an expression, counting only those
+    of float type with float_only: the FLOPs of evaluating it once."""
+    n = 0
+    if isinstance(e, _ARITH_TYPES) and (not float_only or "float" in str(e.dtype)):
+        n += 1
+    if isinstance(e, Node):
+        for f in e.fields():
+            v = getattr(e, f)
+            if isinstance(v, Expr):
+                n += count_arith(v, float_only)
+            elif isinstance(v, tuple):
+                n += sum(count_arith(x, float_only) for x in v if isinstance(x, Expr))
+    return n
 
 
 def post_order(node, fn: Callable) -> None:
