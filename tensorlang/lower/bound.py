@@ -14,6 +14,7 @@ from ..ir import expr as E
 from ..ir.functor import Visitor, collect_vars, substitute
 from ..ir.simplify import Analyzer, Linear, simplify, to_linear
 from ..schedule.relations import leaf_extents, root_values
+from ..te.tensor import read_tensors
 
 
 @dataclass
@@ -155,7 +156,10 @@ def _infer_attached(schedule, st, bodies, bounds, root_min, root_ext):
         vmap = {iv.var: v for iv, v in axis_values(c, bounds[c])[0].items()}
         for r in reads:
             for d, (iv, idx) in enumerate(zip(st.op.axis, r.indices)):
-                rng = interval(simplify(substitute(idx, vmap)), relax)
+                idx = simplify(substitute(idx, vmap))
+                # an index read from data (P[Ix[i], j]) is known only at run time: the region
+                # is then the whole dimension, like an index not affine enough to bound
+                rng = None if read_tensors((idx,)) else interval(idx, relax)
                 if rng is None:
                     # not affine enough to bound: compute the whole dimension (safe)
                     rng = (iv.dom.min, simplify(iv.dom.min + iv.dom.extent - 1))

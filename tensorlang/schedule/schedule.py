@@ -281,7 +281,7 @@ class Schedule:
             old = rs.op
             body = tuple(substitute_read(b, {tensor: new_t}) for b in old.body)
             new_op = ComputeOp(old.name, old.axis, old.reduce_axis, body, old.tag, old.attrs,
-                               [t.name for t in old.outputs])
+                               [t.name for t in old.outputs], old.axis_copies)
             rs.op = new_op
             self.stage_map[new_op] = rs
         return new_t
@@ -311,7 +311,7 @@ class Schedule:
         old = st.op
         name = self._unique_stage_name(f"{st.name}.{scope}")
         cache_op = ComputeOp(name, old.axis, old.reduce_axis, old.body, old.tag,
-                             dict(old.attrs, scope=scope))
+                             dict(old.attrs, scope=scope), axis_copies=old.axis_copies)
         self._insert_stage(cache_op, st)
         axis = tuple(IterVar(Var(iv.name), iv.dom, "spatial") for iv in old.axis)
         copy = ComputeOp(st.name, axis, (), (cache_op.output(0)[tuple(a.var for a in axis)],),
@@ -331,7 +331,7 @@ class Schedule:
         if not isinstance(tensor, Tensor):
             raise TypeError(f"rfactor: expected a tensor, got {type(tensor).__name__}")
         st = self[tensor]
-        st._leaf(factor_axis, "rfactor")
+        factor_axis = st._leaf(factor_axis, "rfactor")
         if factor_axis.kind != "reduce":
             raise ScheduleError(f"rfactor on stage {st.name}: loop {factor_axis.name} is not a "
                                 "reduce loop")

@@ -87,6 +87,8 @@ class Stage:
         if not isinstance(iv, IterVar):
             raise TypeError(f"{primitive} on stage {self.name}: expected a loop (IterVar), got "
                             f"{type(iv).__name__} {iv!r}")
+        # a reduce axis shared with an upstream compute: this stage loops over its own copy
+        iv = self.op.axis_copies.get(iv, iv)
         if iv not in self.leaf_iter_vars:
             where = "was already split or fused" if iv in self.all_iter_vars else \
                 "is not a loop of this stage"
@@ -130,7 +132,7 @@ class Stage:
                                                   body(i.outer * 32 + i.inner)
 
         Give exactly one of factor (the inner extent) or nparts (the outer extent)."""
-        self._leaf(parent, "split")
+        parent = self._leaf(parent, "split")
         if (factor is None) == (nparts is None):
             raise ValueError(f"split on stage {self.name}: give exactly one of factor= or nparts=")
         n = factor if factor is not None else nparts
@@ -181,8 +183,7 @@ class Stage:
             loops = tuple(loops[0])
         if len(loops) < 2:
             raise ValueError(f"fuse on stage {self.name}: needs at least two loops")
-        for iv in loops:
-            self._leaf(iv, "fuse")
+        loops = tuple(self._leaf(iv, "fuse") for iv in loops)
         pos = [self.leaf_iter_vars.index(iv) for iv in loops]
         if pos != list(range(pos[0], pos[0] + len(pos))):
             raise ScheduleError(f"fuse on stage {self.name}: loops "
@@ -211,8 +212,7 @@ class Stage:
             for i, j, k: body   --reorder(k, i)-->   for k, j, i: body"""
         if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
             loops = tuple(loops[0])
-        for iv in loops:
-            self._leaf(iv, "reorder")
+        loops = tuple(self._leaf(iv, "reorder") for iv in loops)
         names = [iv.name for iv in loops]
         if len(set(map(id, loops))) != len(loops):
             raise ScheduleError(f"reorder on stage {self.name}: loop repeated in {names}")
@@ -224,7 +224,7 @@ class Stage:
             self.leaf_iter_vars[p] = iv
 
     def _annotate(self, iv: IterVar, kind: str) -> None:
-        self._leaf(iv, kind)
+        iv = self._leaf(iv, kind)
         old = self.iter_attrs.get(iv)
         if old is not None and old != kind:
             raise ScheduleError(f"{kind} on stage {self.name}: loop {iv.name} is already "
@@ -238,7 +238,7 @@ class Stage:
         """Run the loop as SIMD vector operations (it must be innermost and of constant extent):
 
             for j in range(16): C[j] = A[j] + B[j]   ==>   C[j:j+16] = A[j:j+16] + B[j:j+16]"""
-        self._leaf(iv, "vectorize")
+        iv = self._leaf(iv, "vectorize")
         if self.leaf_iter_vars[-1] is not iv:
             raise ScheduleError(f"vectorize on stage {self.name}: loop {iv.name} is not the "
                                 f"innermost loop (loops: {self.loop_names()}); reorder it last")
@@ -264,7 +264,7 @@ class Stage:
           the end of each iteration). For a kernel output too big to stay cached: it saves
           reading each line before it is written (softmax of 4096x1024: 0.63 -> 0.45 ms). The
           stage must be a kernel output (checked when lowering)."""
-        self._leaf(iv, "pragma")
+        iv = self._leaf(iv, "pragma")
         if key not in ("auto_unroll_max_step", "nontemporal"):
             raise ValueError(f"pragma on stage {self.name}: unknown pragma {key!r}; supported: "
                              "'auto_unroll_max_step', 'nontemporal'")
@@ -292,7 +292,7 @@ class Stage:
         if parent is self:
             raise ScheduleError(f"compute_at on stage {self.name}: cannot compute a stage at "
                                 "its own loop")
-        parent._leaf(iv, f"compute_at({self.name})")
+        iv = parent._leaf(iv, f"compute_at({self.name})")
         if self.is_output:
             raise ScheduleError(f"compute_at on stage {self.name}: an output stage must stay at "
                                 "the root (it writes the kernel's output buffer)")

@@ -70,8 +70,13 @@ class ComputeOp(Operation):
     """out[axis] = body (one body per output); reduction bodies are a top-level Reduce."""
 
     def __init__(self, name: str, axis: tuple, reduce_axis: tuple, body: tuple, tag: str = "",
-                 attrs: dict | None = None, output_names: Sequence[str] | None = None):
+                 attrs: dict | None = None, output_names: Sequence[str] | None = None,
+                 axis_copies: dict | None = None):
         self.name = name
+        # {a reduce axis the user declared that an upstream compute also reduces over: this
+        # compute's own copy of it} (see own_reduce_axes); the stage resolves the declared
+        # axis to the copy, so `s[C].split(k)` works with the shared k
+        self.axis_copies = dict(axis_copies or {})
         self.axis = tuple(axis)
         self.reduce_axis = tuple(reduce_axis)
         self.body = tuple(body)
@@ -295,9 +300,46 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "",
             if r.combiner is not first.combiner or r.axis != first.axis:
                 raise ValueError(f"compute {name}: outputs must share one reducer and its axes")
         reduce_axes = first.axis
+    bodies, reduce_axes, copies = own_reduce_axes(bodies, reduce_axes)
     return_tuple = isinstance(body, (tuple, list))
-    op = ComputeOp(name, axis, reduce_axes, bodies, tag=tag, attrs=attrs)
+    op = ComputeOp(name, axis, reduce_axes, bodies, tag=tag, attrs=attrs, axis_copies=copies)
     return op.outputs if return_tuple else op.output(0)
+
+
+def own_reduce_axes(bodies: tuple, reduce_axes: tuple):
+    """(bodies, reduce_axes, copies): a reduce axis that a compute upstream of these bodies
+    also reduces over (one `k` declared for a producer and its consumer) is replaced by a copy
+    of its own. Loop variables are then unique per stage by construction: a producer computed
+    inside the consumer's k loop gets a k loop of its own variable, not one that shadows the
+    consumer's (a wrong result, and a crash once the outer one is unrolled)."""
+    if not reduce_axes:
+        return bodies, reduce_axes, {}
+    upstream = _upstream_reduce_axes(bodies)
+    copies = {iv: IterVar(Var(iv.name, iv.var.dtype), iv.dom, iv.kind)
+              for iv in reduce_axes if iv in upstream}
+    if not copies:
+        return bodies, reduce_axes, {}
+    vmap = {old.var: new.var for old, new in copies.items()}
+    own = tuple(copies.get(iv, iv) for iv in reduce_axes)
+    new_bodies = tuple(b.replace(source=tuple(substitute(x, vmap) for x in b.source),
+                                 condition=substitute(b.condition, vmap), axis=own)
+                       for b in bodies)
+    return new_bodies, own, copies
+
+
+def _upstream_reduce_axes(bodies: tuple) -> set:
+    """The reduce axes of every compute the bodies read, directly or not."""
+    axes: set = set()
+    seen: set = set()
+    todo = [t.op for t in read_tensors(bodies)]
+    while todo:
+        op = todo.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        axes.update(op.reduce_axis)
+        todo.extend(t.op for t in op.input_tensors)
+    return axes
 
 
 def _contains_nested_reduce(e) -> bool:

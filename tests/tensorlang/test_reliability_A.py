@@ -1,0 +1,115 @@
+"""Issue 15, part A: schedule and lowering correctness (shared reduce axes, data-dependent
+regions, reducer contract, deep expressions, LLVM build time)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+
+# ----------------------------------------------------------------------------- shared reduce axis
+
+SIZE = 6
+
+
+def _chained_matmuls():
+    """P = A @ B and C = P @ D, both reducing over the same declared k."""
+    a = tl.placeholder((SIZE, SIZE), name="A")
+    b = tl.placeholder((SIZE, SIZE), name="B")
+    d = tl.placeholder((SIZE, SIZE), name="D")
+    k = tl.reduce_axis((0, SIZE), name="k")
+    p = tl.compute((SIZE, SIZE), lambda i, j: tl.sum(a[i, k] * b[k, j], axis=k), name="P")
+    c = tl.compute((SIZE, SIZE), lambda i, j: tl.sum(p[i, k] * d[k, j], axis=k), name="C")
+    return a, b, d, k, p, c
+
+
+def _at_k(s, k, p, c):
+    s[p].compute_at(s[c], k)
+
+
+def _at_i_after_reorder(s, k, p, c):
+    i, _ = s[c].op.axis
+    s[c].reorder(k, i)
+    s[p].compute_at(s[c], i)
+
+
+def _at_k_unrolled(s, k, p, c):
+    s[p].compute_at(s[c], k)
+    s[c].unroll(k)
+
+
+def _at_k_both_unrolled(s, k, p, c):
+    s[p].compute_at(s[c], k)
+    s[c].unroll(k)
+    s[p].unroll(k)
+
+
+def _at_split_k(s, k, p, c):
+    _, ki = s[c].split(k, factor=4)
+    s[p].compute_at(s[c], ki)
+    s[c].unroll(ki)
+
+
+def _at_root(s, k, p, c):
+    pass
+
+
+@pytest.mark.parametrize("place", [_at_root, _at_k, _at_i_after_reorder, _at_k_unrolled,
+                                   _at_k_both_unrolled, _at_split_k],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_shared_reduce_axis_matches_numpy(place):
+    a, b, d, k, p, c = _chained_matmuls()
+    s = tl.create_schedule(c)
+    place(s, k, p, c)
+    f = tl.build(s, [a, b, d, c])
+    rng = np.random.default_rng(1)
+    xa, xb, xd = (rng.standard_normal((SIZE, SIZE)).astype("float32") for _ in range(3))
+    out = np.zeros((SIZE, SIZE), "float32")
+    f(xa, xb, xd, out)
+    np.testing.assert_allclose(out, (xa @ xb) @ xd, rtol=1e-4, atol=1e-4)
+
+
+def test_shared_reduce_axis_gives_each_compute_its_own_loop_variable():
+    _, _, _, k, p, c = _chained_matmuls()
+    assert p.op.reduce_axis == (k,)
+    (ck,) = c.op.reduce_axis
+    assert ck is not k and ck.var is not k.var and ck.name == k.name
+    s = tl.create_schedule(c)
+    # the declared k names the consumer's own copy on the consumer's stage
+    ko, _ = s[c].split(k, factor=2)
+    assert s[c].leaf_iter_vars[2] is ko
+
+
+def test_shared_reduce_axis_replays_from_the_trace():
+    a, b, d, k, p, c = _chained_matmuls()
+    s = tl.create_schedule(c)
+    _at_k_unrolled(s, k, p, c)
+    a2, b2, d2, _, _, c2 = _chained_matmuls()
+    s2 = tl.create_schedule(c2).apply_trace(s.trace.dumps())
+    assert str(tl.lower(s2, [a2, b2, d2, c2])) == str(tl.lower(s, [a, b, d, c]))
+
+
+# ----------------------------------------------------------------------------- data-dependent index
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_producer_at_loop_with_data_dependent_index(split):
+    rows, m, n = 9, 5, 7
+    x = tl.placeholder((rows, n), name="X")
+    ix = tl.placeholder((m,), dtype="int32", name="Ix")
+    p = tl.compute((rows, n), lambda r, j: x[r, j] * 2.0, name="P")
+    g = tl.compute((m, n), lambda i, j: p[ix[i], j] + 1.0, name="G")
+    s = tl.create_schedule(g)
+    i, j = s[g].op.axis
+    if split:
+        _, ji = s[g].split(j, factor=4)
+        s[p].compute_at(s[g], ji)
+    else:
+        s[p].compute_at(s[g], i)
+    f = tl.build(s, [x, ix, g])
+    xv = np.random.default_rng(2).standard_normal((rows, n)).astype("float32")
+    iv = np.array([3, 0, 8, 3, 1], "int32")
+    out = np.zeros((m, n), "float32")
+    f(xv, iv, out)
+    np.testing.assert_allclose(out, xv[iv] * 2.0 + 1.0, rtol=1e-6)
