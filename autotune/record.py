@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..version import __version__
-from .measure import MeasureInput, MeasureResult
+from .measure import ERROR_KINDS, MeasureInput, MeasureResult
 from .task import DispatchContext, create_task, workload_key
 
 
@@ -70,39 +70,116 @@ def make_record(inp: MeasureInput, res: MeasureResult) -> Record:
 
 
 _REQUIRED = ("workload", "target", "config", "result", "version")
+_JSON_SCALARS = (bool, int, float, str)
+
+
+def _check(ok: bool, what: str, value) -> None:
+    if not ok:
+        raise ValueError(f"{what}, got {json.dumps(value)[:60]}")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _is_knob_value(v) -> bool:
+    """A knob's JSON value: a scalar (define_knob) or a list of scalars (split, reorder,
+    annotate)."""
+    if isinstance(v, list):
+        return all(isinstance(x, _JSON_SCALARS) for x in v)
+    return isinstance(v, _JSON_SCALARS) or v is None
+
+
+def _check_workload(w) -> None:
+    _check(isinstance(w, dict) and {"name", "args", "hash"} <= set(w),
+           "workload must be an object with name, args and hash", w)
+    _check(isinstance(w["name"], str) and w["name"], "workload name must be a string",
+           w["name"])
+    _check(isinstance(w["hash"], str), "workload hash must be a string", w["hash"])
+    _check(isinstance(w["args"], list), "workload args must be a list", w["args"])
+    try:
+        workload_key(w["name"], w["args"])
+    except TypeError:
+        _check(False, "workload args must be numbers, strings or lists of them", w["args"])
+
+
+def _check_config(c) -> None:
+    _check(isinstance(c, dict) and isinstance(c.get("entity"), dict),
+           "config must be an object with an entity object", c)
+    _check(all(isinstance(k, str) and _is_knob_value(v) for k, v in c["entity"].items()),
+           "config entity must map knob names to values or lists of values", c["entity"])
+
+
+def _check_result(r) -> None:
+    _check(isinstance(r, dict) and "costs" in r, "result must be an object with costs", r)
+    costs = r["costs"]
+    _check(isinstance(costs, list) and all(_is_number(c) and c >= 0 for c in costs),
+           "result costs must be a list of seconds (finite numbers >= 0)", costs)
+    err = r.get("error")
+    _check(err is None or err in ERROR_KINDS, f"result error must be null or one of "
+           f"{list(ERROR_KINDS)}", err)
+    _check(isinstance(r.get("error_msg", ""), str), "result error_msg must be a string",
+           r.get("error_msg"))
+    _check(_is_number(r.get("all_cost", 0.0)), "result all_cost must be a number",
+           r.get("all_cost"))
 
 
 def _parse(line: str, lineno: int) -> Record:
-    d = json.loads(line)
-    if not isinstance(d, dict) or any(k not in d for k in _REQUIRED):
-        raise ValueError("not a tuning record (missing keys)")
-    w = d["workload"]
-    if not isinstance(w, dict) or not {"name", "args", "hash"} <= set(w):
-        raise ValueError("workload needs name, args and hash")
-    if not isinstance(d["result"], dict) or "costs" not in d["result"]:
-        raise ValueError("result needs costs")
-    if not isinstance(d["config"], dict) or "entity" not in d["config"]:
-        raise ValueError("config needs an entity")
-    return Record(w, d["target"], d["config"], d.get("trace"), d["result"],
-                  float(d.get("timestamp", 0.0)), str(d["version"]), lineno)
+    """The record on one line; ValueError saying which field is malformed (every field is
+    checked here, so that code using a loaded record never meets a malformed one)."""
+    try:
+        d = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e.msg})") from None
+    _check(isinstance(d, dict), "a record must be a JSON object", d)
+    missing = [k for k in _REQUIRED if k not in d]
+    _check(not missing, f"a record needs {', '.join(_REQUIRED)} (missing "
+           f"{', '.join(missing)})", sorted(d))
+    _check_workload(d["workload"])
+    _check(isinstance(d["target"], str) and d["target"], "target must be a string",
+           d["target"])
+    _check_config(d["config"])
+    _check_result(d["result"])
+    trace = d.get("trace")
+    _check(trace is None or isinstance(trace, list), "trace must be a list or null", trace)
+    ts = d.get("timestamp", 0.0)
+    _check(_is_number(ts), "timestamp must be a number", ts)
+    _check(isinstance(d["version"], str), "version must be a string", d["version"])
+    return Record(d["workload"], d["target"], d["config"], trace, d["result"], float(ts),
+                  d["version"], lineno)
+
+
+# a log with many bad lines: the warning lists this many of them
+_LISTED_BAD_LINES = 5
+
+
+def _line_list(bad: list, most: int = 20) -> str:
+    nums = ", ".join(str(n) for n, _ in bad[:most])
+    return nums + (", ..." if len(bad) > most else "")
 
 
 def load_records(source) -> list[Record]:
-    """Records from a JSON-lines file (path) or from an iterable of Records. A line that is
-    truncated or not a record is skipped with a warning naming its line number."""
+    """Records from a JSON-lines file (path) or from an iterable of Records. Lines that are
+    truncated, not records, or records with a malformed field are skipped (the file is left as
+    it is) with one warning naming the file, their line numbers and what was wrong."""
     if not isinstance(source, (str, os.PathLike)):
         return [r for r in source if isinstance(r, Record)]
-    out = []
+    out, bad = [], []
     with open(source, encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
                 out.append(_parse(line, lineno))
-            except (ValueError, TypeError, KeyError) as e:
-                warnings.warn(f"{os.fspath(source)}:{lineno}: skipped a corrupt or truncated "
-                              f"tuning record ({type(e).__name__}: {str(e)[:80]})",
-                              stacklevel=2)
+            except ValueError as e:
+                bad.append((lineno, str(e)))
+    if bad:
+        listed = "; ".join(f"line {n}: {why}" for n, why in bad[:_LISTED_BAD_LINES])
+        more = f"; and {len(bad) - _LISTED_BAD_LINES} more" if len(bad) > _LISTED_BAD_LINES \
+            else ""
+        warnings.warn(f"{os.fspath(source)}: skipped {len(bad)} corrupt, truncated or "
+                      f"malformed tuning record(s) (lines {_line_list(bad)}): {listed}{more}",
+                      stacklevel=2)
     other = sorted({r.version for r in out if r.version != __version__})
     if other:
         n = sum(r.version != __version__ for r in out)

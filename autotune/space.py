@@ -337,7 +337,11 @@ class ConfigSpace(_ConfigBase):
             e = entity[name]
             if not isinstance(e, (SplitEntity, ReorderEntity, AnnotateEntity,
                                   OtherOptionEntity)):
-                e = _entity_from_json(knob.kind, e)
+                try:
+                    e = _entity_from_json(knob.kind, e)
+                except (TypeError, ValueError) as err:  # a malformed value (a record's)
+                    raise ValueError(f"knob {name!r}: {e!r} is not a {knob.kind} value "
+                                     f"({err})") from None
             index += knob.index_of(e) * mult
             mult *= len(knob)
         return index
