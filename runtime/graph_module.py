@@ -52,9 +52,74 @@ def _aligned_empty(nbytes: int) -> np.ndarray:
     return _aligned_bytes(nbytes, zero=True)
 
 
+class _Buffers:
+    """The memory one run writes, and the tables that point into it: the arena (activations and
+    inputs copied in), the driver's argument table and status words, and each step's raw
+    arguments for the interactive mode. Weights are shared, read-only, by every set."""
+
+    __slots__ = ("addr", "arena", "args", "driver_raw", "status", "steps", "views")
+
+    def __init__(self, gm: GraphModule) -> None:
+        p = gm.plan
+        self.arena = _aligned_empty(int(p["arena_bytes"]))
+        base = self.arena.ctypes.data
+        storage_addr: dict[int, int] = {}
+        storage_arr: dict[int, np.ndarray] = {}
+        for st in p["storages"]:
+            sid = int(st["id"])
+            if st["kind"] == "const":
+                buf = gm._const_arrays[st["const"]]
+                storage_addr[sid] = buf.ctypes.data
+                storage_arr[sid] = buf
+            else:
+                off = int(st["offset"])
+                storage_addr[sid] = base + off
+                storage_arr[sid] = self.arena[off:off + int(st["nbytes"])]
+        self.views: dict[str, np.ndarray] = {}
+        self.addr: dict[str, int] = {}
+        for name, v in p["values"].items():
+            sid = int(v["storage"])
+            dt = np.dtype(v["dtype"])
+            shape = tuple(v["shape"])
+            n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            self.views[name] = storage_arr[sid][:n].view(dt).reshape(shape)
+            self.addr[name] = storage_addr[sid]
+        # interactive: (ctypes function, raw args, step, module) per step
+        self.steps = []
+        for st in p["steps"]:
+            k = gm.kernels[st["kernel"]]
+            self.steps.append((k.raw_function, tuple(self.addr[a] for a in st["args"]), st, k))
+        # graph: the argument table the driver reads (function table shared: read-only)
+        flat = [self.addr[a] for st in p["steps"] for a in st["args"]]
+        self.args = np.array(flat or [0], dtype=np.int64)
+        self.status = np.zeros(2, dtype=np.int64)
+        self.driver_raw = None
+        if gm.driver is not None:
+            self.driver_raw = (gm.driver.raw_function,
+                               (gm._fns.ctypes.data, self.args.ctypes.data,
+                                self.status.ctypes.data))
+
+    def bind(self, slots: list[int], addr: int) -> None:
+        # element by element: numpy's fancy-index assignment costs ~0.6 us per call, and run()
+        # makes four or more of them (measured: run(x=a) on a tiny model 9.0 -> 7.2 us)
+        args = self.args
+        for i in slots:
+            args[i] = addr
+
+
 class GraphModule:
     """A compiled model. ``run(**inputs) -> dict``; TVM-style ``set_input`` / ``run`` /
-    ``get_output``; ``profile()`` per node; ``benchmark()``; ``save(path)``."""
+    ``get_output``; ``profile()`` per node; ``benchmark()``; ``save(path)``.
+
+    Threads: ``run(**inputs)`` given every input may be called from any number of threads at
+    once, in both modes, as onnxruntime's ``InferenceSession.run``. Each such call checks a
+    private set of buffers (arena, argument tables) out of a pool, runs without holding any lock
+    (the kernels run in parallel; the GIL is released during native calls) and returns it; the
+    pool grows to the largest number of runs seen at once, one arena each. The stateful API
+    (``set_input``, ``run()`` without inputs or with only some of them, ``get_output``,
+    ``profile``, ``benchmark``) works on the module's own buffers and is for one thread at a
+    time; after concurrent runs, ``get_output`` and ``run()`` see the run that finished last.
+    """
 
     def __init__(self, plan: Mapping[str, Any], kernels: Mapping[str, Module],
                  driver: Module | None, constants: Mapping[str, np.ndarray],
@@ -72,14 +137,9 @@ class GraphModule:
         if mode == "graph" and driver is None and p["steps"]:
             raise TensorlangError("mode='graph' needs the driver module")
 
-        # storage -> address: the arena for activations and inputs, own arrays for constants
-        self._arena = _aligned_empty(int(p["arena_bytes"]))
+        # constants live in their own aligned arrays, shared by every buffer set
         self._const_arrays: dict[str, np.ndarray] = {}
-        base = self._arena.ctypes.data
-        storage_addr: dict[int, int] = {}
-        storage_arr: dict[int, np.ndarray] = {}
         for st in p["storages"]:
-            sid = int(st["id"])
             if st["kind"] == "const":
                 name = st["const"]
                 if name not in constants:
@@ -88,49 +148,20 @@ class GraphModule:
                 buf = _aligned_empty(src.nbytes)
                 buf[:] = np.frombuffer(np.ascontiguousarray(src).tobytes(), dtype=np.uint8)
                 self._const_arrays[name] = buf
-                storage_addr[sid] = buf.ctypes.data
-                storage_arr[sid] = buf
-            else:
-                off = int(st["offset"])
-                storage_addr[sid] = base + off
-                storage_arr[sid] = self._arena[off:off + int(st["nbytes"])]
-        self._views: dict[str, np.ndarray] = {}
-        self._addr: dict[str, int] = {}
-        for name, v in p["values"].items():
-            sid = int(v["storage"])
-            dt = np.dtype(v["dtype"])
-            shape = tuple(v["shape"])
-            n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-            self._views[name] = storage_arr[sid][:n].view(dt).reshape(shape)
-            self._addr[name] = storage_addr[sid]
-        self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in p["inputs"]}
-        self._outputs = [o["name"] for o in p["outputs"]]
-        self._input_set: set[str] = set()
-
-        # interactive: (ctypes function, raw args) per step
-        self._steps = []
-        for st in p["steps"]:
-            k = self.kernels[st["kernel"]]
-            raw = tuple(self._addr[a] for a in st["args"])
-            self._steps.append((k.raw_function, raw, st, k))
-        # graph: the tables the driver reads
         kernel_names = sorted({st["kernel"] for st in p["steps"]})
         self._kernel_index = {n: i for i, n in enumerate(kernel_names)}
         self._fns = np.array([self.kernels[n].function_address for n in kernel_names] or [0],
                              dtype=np.int64)
-        flat = [self._addr[a] for st in p["steps"] for a in st["args"]]
-        self._args = np.array(flat or [0], dtype=np.int64)
-        self._status = np.zeros(2, dtype=np.int64)
+        self._own = _Buffers(self)  # what the stateful API (set_input, run(), ...) works on
+        self._spare: list[_Buffers] = []  # for concurrent run(**inputs); list ops are atomic
+        self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in p["inputs"]}
+        self._outputs = [o["name"] for o in p["outputs"]]
+        self._input_set: set[str] = set()
         self._in_place_slots = self._input_slots(p)
         self._out_slots = self._output_slots(p)
-        # outputs of the last run(**inputs) in graph mode, written into fresh arrays
+        # outputs of the last run(**inputs), returned to its caller and shown by get_output
         self._fresh: dict[str, np.ndarray] = {}
-        self._stale: dict[str, np.ndarray] = {}  # inputs read in place, not yet in the arena
-        self._driver_raw = None
-        if driver is not None:
-            self._driver_raw = (driver.raw_function,
-                                (self._fns.ctypes.data, self._args.ctypes.data,
-                                 self._status.ctypes.data))
+        self._stale: dict[str, np.ndarray] = {}  # inputs of the last run(**inputs), not copied
 
     # -- introspection --------------------------------------------------------------------
 
@@ -148,14 +179,14 @@ class GraphModule:
 
     @property
     def num_steps(self) -> int:
-        return len(self._steps)
+        return len(self._own.steps)
 
     def input_info(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return {n: (s, d.name) for n, (s, d) in self._inputs.items()}
 
     def __repr__(self) -> str:
         return (f"<tensorlang.runtime.GraphModule {self.plan.get('name', '?')}: "
-                f"{len(self._steps)} steps, {len(self.kernels)} kernels, mode={self.mode}>")
+                f"{len(self._own.steps)} steps, {len(self.kernels)} kernels, mode={self.mode}>")
 
     # -- inputs and outputs ---------------------------------------------------------------
 
@@ -169,6 +200,12 @@ class GraphModule:
             self._set_one(k, v)
 
     def _set_one(self, name: str, value: Any) -> None:
+        np.copyto(self._own.views[name], self._checked_input(name, value))
+        self._stale.pop(name, None)  # superseded: no later copy of an earlier array
+        self._input_set.add(name)
+
+    def _checked_input(self, name: str, value: Any) -> np.ndarray:
+        """``value`` as an array of exactly input ``name``'s shape and dtype, else InputError."""
         if name not in self._inputs:
             raise InputError(f"unknown input {name!r}; the model's inputs are "
                              f"{self._describe_inputs()}")
@@ -184,17 +221,15 @@ class GraphModule:
                              f"{value.dtype.name} (convert with .astype('{dtype.name}'))")
         if tuple(value.shape) != shape:
             raise InputError(f"input {name!r} must have shape {shape}, got {tuple(value.shape)}")
-        np.copyto(self._views[name], value)
-        self._stale.pop(name, None)  # superseded: no later copy of an earlier array
-        self._input_set.add(name)
+        return value
 
     def _describe_inputs(self) -> str:
         return ", ".join(f"{n}: {d.name}{list(s)}" for n, (s, d) in self._inputs.items())
 
     def get_output(self, index: int | str = 0, copy: bool = True) -> np.ndarray:
-        """Output ``index`` (position or name); a copy unless copy=False (then a view of the
-        model's buffer, overwritten by the next run; after ``run(**inputs)`` in graph mode,
-        the array that run returned, which its kernels wrote)."""
+        """Output ``index`` (position or name); a copy unless copy=False (then, after ``run()``,
+        a view of the model's buffer, overwritten by the next run; after ``run(**inputs)``, the
+        array that run returned)."""
         if isinstance(index, str):
             if index not in self._outputs:
                 raise KeyError(f"no output named {index!r}; outputs are {self._outputs}")
@@ -204,7 +239,9 @@ class GraphModule:
                 raise IndexError(f"output index {index} out of range "
                                  f"({len(self._outputs)} outputs)")
             name = self._outputs[index]
-        v = self._fresh.get(name, self._views[name])
+        v = self._fresh.get(name)
+        if v is None:
+            v = self._own.views[name]
         return v.copy() if copy else v
 
     def get_num_outputs(self) -> int:
@@ -242,94 +279,122 @@ class GraphModule:
                 for o in p["outputs"] if o["name"] in written and o["name"] not in inputs
                 and sharing[storage[o["name"]]] == 1}
 
-    def _readable_in_place(self, name: str, value: Any) -> bool:
+    def _readable_in_place(self, name: str, value: np.ndarray) -> bool:
         """True when the graph mode's kernels may read ``value`` where it lies instead of a
         copy in the arena (as onnxruntime binds a numpy input): an input that qualifies (see
-        _input_slots), and an array of exactly its shape and dtype, C-contiguous."""
-        return (name in self._in_place_slots and isinstance(value, np.ndarray) and
-                value.flags.c_contiguous and value.flags.aligned and
-                value.dtype == self._inputs[name][1] and
-                tuple(value.shape) == self._inputs[name][0])
+        _input_slots), and a C-contiguous, aligned array (shape and dtype already checked)."""
+        return (name in self._in_place_slots and value.flags.c_contiguous and
+                value.flags.aligned)
 
-    def _flush_stale(self, keep=()) -> None:
-        """Copy the inputs last read in place into the arena (before anything reads it)."""
-        for name in [n for n in self._stale if n not in keep]:
-            np.copyto(self._views[name], self._stale.pop(name))
+    def _flush_stale(self) -> None:
+        """Copy the inputs of the last run(**inputs) into the module's buffer (before a run()
+        without inputs reads it)."""
+        stale, self._stale = self._stale, {}
+        for name, value in stale.items():
+            np.copyto(self._own.views[name], value)
 
     # -- running --------------------------------------------------------------------------
 
     def run(self, mode: str | None = None, **inputs: Any) -> dict[str, np.ndarray] | None:
         """Run the model. With keyword inputs, every input must be given (or set earlier with
-        set_input) and a dict output name -> array (copies) is returned; ``run()`` alone runs on
-        the inputs set with set_input and returns None (TVM's style; read with get_output).
-        In graph mode a C-contiguous input array of the exact shape and dtype is read where it
-        lies, not copied (unless a kernel would write into its buffer); it is copied into the
-        model's buffer only if a later ``run()`` without inputs needs it, so an array
-        changed in between is seen as it is then."""
+        set_input) and a dict output name -> array (fresh arrays) is returned; ``run()`` alone
+        runs on the inputs set with set_input and returns None (TVM's style; read with
+        get_output).
+
+        Given every input, a run is safe to call from many threads at once (see the class
+        docstring) and leaves the module's own buffers alone. In graph mode a C-contiguous
+        input array is then read where it lies, not copied (unless a kernel would write into
+        its buffer), and the kernels write the outputs straight into the arrays returned. The
+        inputs are copied into the module's buffer only if a later ``run()`` without inputs
+        needs them, so an array changed in between is seen as it is then."""
+        mode = mode or self.mode
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if inputs:
             unknown = [k for k in inputs if k not in self._inputs]
             if unknown:
                 raise InputError(f"unknown input(s) {unknown}; the model's inputs are "
                                  f"{self._describe_inputs()}")
-        bound = {}  # inputs the kernels read where the caller's arrays lie
+            if len(inputs) == len(self._inputs):
+                return self._run_private(mode, inputs)
         for k, v in inputs.items():
-            if (mode or self.mode) == "graph" and self._readable_in_place(k, v):
-                bound[k] = v
-            else:
-                self._set_one(k, v)
-        missing = [k for k in self._inputs if k not in self._input_set and k not in bound]
+            self._set_one(k, v)
+        missing = [k for k in self._inputs if k not in self._input_set and k not in self._stale]
         if missing:
             raise InputError(f"missing input(s) {missing}; the model's inputs are "
                              f"{self._describe_inputs()}")
-        # with inputs, the returned outputs are fresh arrays: in graph mode the kernels write
-        # them there directly (no copy out of the arena)
-        fresh = {}
-        if inputs and (mode or self.mode) == "graph":
-            for n, slots in self._out_slots.items():
-                v = self._views[n]
-                buf, addr = _aligned_bytes_at(v.nbytes)
-                self._bind(slots, addr)
-                fresh[n] = buf.view(v.dtype).reshape(v.shape)
-        for k, v in bound.items():
-            self._bind(self._in_place_slots[k], v.ctypes.data)
-        try:
-            self._execute(mode or self.mode, keep=bound)
-        finally:
-            for k, v in bound.items():
-                self._bind(self._in_place_slots[k], self._addr[k])
-                # copied into the arena only if a later run reads the arena (run() alone);
-                # the array is kept alive until then
-                self._stale[k] = v
-                self._input_set.add(k)
-            for n in fresh:
-                self._bind(self._out_slots[n], self._addr[n])
-        self._fresh = fresh
+        self._execute(mode)
         if not inputs:
             return None
-        return {n: fresh[n] if n in fresh else self._views[n].copy() for n in self._outputs}
+        return {n: self._own.views[n].copy() for n in self._outputs}
 
-    def _bind(self, slots: list[int], addr: int) -> None:
-        # element by element: numpy's fancy-index assignment costs ~0.6 us per call, and run()
-        # makes four or more of them (measured: run(x=a) on a tiny model 9.0 -> 7.2 us)
-        args = self._args
-        for i in slots:
-            args[i] = addr
+    def _run_private(self, mode: str, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """One run given every input, on a buffer set checked out of the pool."""
+        values = {k: self._checked_input(k, v) for k, v in inputs.items()}
+        try:
+            b = self._spare.pop()
+        except IndexError:
+            b = _Buffers(self)
+        try:
+            outputs = (self._run_graph(b, values) if mode == "graph"
+                       else self._run_interactive(b, values))
+        finally:
+            self._spare.append(b)
+        # the stateful API sees this run as the latest (plain assignments: no torn state)
+        self._stale = values
+        self._input_set = set(values)
+        self._fresh = outputs
+        return dict(outputs)
+
+    def _run_graph(self, b: _Buffers, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        bound = {}  # inputs the kernels read where the caller's arrays lie
+        for k, v in values.items():
+            if self._readable_in_place(k, v):
+                bound[k] = v
+            else:
+                np.copyto(b.views[k], v)
+        fresh = {}
+        for n, slots in self._out_slots.items():
+            v = b.views[n]
+            buf, addr = _aligned_bytes_at(v.nbytes)
+            b.bind(slots, addr)
+            fresh[n] = buf.view(v.dtype).reshape(v.shape)
+        for k, v in bound.items():  # (``.ctypes.data`` would cost ~1 us more per input)
+            b.bind(self._in_place_slots[k], v.__array_interface__["data"][0])
+        try:
+            self._run_buffers(b, "graph")
+        finally:
+            for k in bound:
+                b.bind(self._in_place_slots[k], b.addr[k])
+            for n in fresh:
+                b.bind(self._out_slots[n], b.addr[n])
+        return {n: fresh[n] if n in fresh else b.views[n].copy() for n in self._outputs}
+
+    def _run_interactive(self, b: _Buffers, values: Mapping[str, np.ndarray],
+                         ) -> dict[str, np.ndarray]:
+        for k, v in values.items():
+            np.copyto(b.views[k], v)
+        self._run_buffers(b, "interactive")
+        return {n: b.views[n].copy() for n in self._outputs}
 
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
         return self.run(**inputs)  # type: ignore[return-value]
 
-    def _execute(self, mode: str, keep=()) -> None:
-        self._flush_stale(keep)
-        self._fresh = {}  # the arena holds the latest outputs
+    def _execute(self, mode: str) -> None:
+        """Run on the module's own buffers (the stateful API)."""
+        self._flush_stale()
+        self._fresh = {}  # the module's buffer holds the latest outputs
+        self._run_buffers(self._own, mode)
+
+    def _run_buffers(self, b: _Buffers, mode: str) -> None:
         if mode == "graph":
-            if self._driver_raw is None:
+            if b.driver_raw is None:
                 raise TensorlangError("this module has no graph driver; use mode='interactive'")
-            fn, raw = self._driver_raw
+            fn, raw = b.driver_raw
             if fn(*raw):
-                step, code = int(self._status[0]), int(self._status[1])
-                self._fail(step, code)
+                self._fail(int(b.status[0]), int(b.status[1]))
         elif mode == "interactive":
-            for i, (fn, raw, _st, _k) in enumerate(self._steps):
+            for i, (fn, raw, _st, _k) in enumerate(b.steps):
                 rc = fn(*raw)
                 if rc:
                     self._fail(i, rc)
@@ -341,6 +406,7 @@ class GraphModule:
         k = self.kernels[st["kernel"]]
         detail = k.manifest.get("error_messages", {}).get(str(code))
         raise KernelError(f"{st['kernel']} (node {st['node']!r}, {st['op']})", code, detail)
+
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -356,7 +422,7 @@ class GraphModule:
                               if n not in self._input_set})
         self._execute("interactive")
         rows = []
-        for fn, raw, st, k in self._steps:
+        for fn, raw, st, k in self._own.steps:
             best = float("inf")
             for _ in range(repeat):
                 elapsed, rc = _time_native(k.function_address, fn, list(raw), number)
@@ -405,13 +471,13 @@ class GraphModule:
         inter = self.benchmark("interactive", number=number, repeat=repeat).min
         out["interactive_run_s"] = inter
         out["interactive_per_kernel_s"] = (inter - kernel_sum) / n
-        if self._driver_raw is not None:
-            fn, raw = self._driver_raw
+        if self._own.driver_raw is not None:
+            fn, raw = self._own.driver_raw
             best = float("inf")
             for _ in range(repeat):
                 elapsed, rc = _time_native(self.driver.function_address, fn, list(raw), number)
                 if rc:
-                    self._fail(int(self._status[0]), int(self._status[1]))
+                    self._fail(int(self._own.status[0]), int(self._own.status[1]))
                 best = min(best, elapsed / number)
             out["graph_run_s"] = best
             out["graph_per_kernel_s"] = (best - kernel_sum) / n
