@@ -280,8 +280,20 @@ class Module:
         self._nargs = len(self._args)
         self._written = tuple(a for a in self._args if a.written)
         self._required_flags = _cpu.required_flags(m["target"]["features"], m["target"]["triple"])
-        _check_runnable_here(m["target"]["triple"], self._required_flags, what=self._name)
-
+        argtypes = [_VOID_P] * self._nargs + [_I64] * len(self._vars)
+        self._signature = ", ".join(f"{a.name}: {a.describe()}" for a in self._args)
+        # Generated on the first call (compiling it costs ~0.15 ms, which a module only timed
+        # by the tuner through prepare_args never needs to pay).
+        self._fast_call: Callable[..., None] = self._first_fast_call
+        # Code built for another CPU (a cross-compiled kernel, to be saved) is never loaded
+        # here: its first vector instruction would kill the process with SIGILL. Every way of
+        # running it raises this error instead; load_module refuses such artifacts at once.
+        self._not_runnable = _why_not_runnable(m["target"]["triple"], self._required_flags,
+                                               what=self._name)
+        if self._not_runnable is not None:
+            self._native = None
+            self._fn = self._refuse_to_run
+            return
         self._native = _open(self._object, library, self._symbol, loader)
         if self._native.slot_address is not None:
             # Every parallel loop in the kernel calls through this slot: it must hold the pool's
@@ -291,12 +303,15 @@ class Module:
             except threadpool.PoolUnavailable as e:
                 raise LoadError(f"{self._name} runs parallel loops, but {e}") from e
             _VOID_P.from_address(self._native.slot_address).value = launch
-        argtypes = [_VOID_P] * self._nargs + [_I64] * len(self._vars)
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(self._native.address)
-        self._signature = ", ".join(f"{a.name}: {a.describe()}" for a in self._args)
-        # Generated on the first call (compiling it costs ~0.15 ms, which a module only timed
-        # by the tuner through prepare_args never needs to pay).
-        self._fast_call: Callable[..., None] = self._first_fast_call
+
+    def _refuse_to_run(self, *_raw: int) -> int:
+        raise ArtifactError(self._not_runnable)
+
+    def _loaded(self) -> _Native:
+        if self._native is None:
+            raise ArtifactError(self._not_runnable)
+        return self._native
 
     # -- construction ---------------------------------------------------------------------
 
@@ -349,12 +364,15 @@ class Module:
 
     @property
     def function_address(self) -> int:
-        """Address of the native entry point (for generated code that calls kernels directly)."""
-        return self._native.address
+        """Address of the native entry point (for generated code that calls kernels directly).
+        ArtifactError for code built for CPU features this machine lacks."""
+        return self._loaded().address
 
     @property
     def loaded_via(self) -> str:
         """How the code was loaded: "shared library <path>" or "ORC JIT"."""
+        if self._native is None:
+            return f"not loaded: {self._not_runnable}"
         return self._native.via
 
     @property
@@ -642,7 +660,7 @@ class Module:
         return evaluate
 
     def _native_timer(self) -> Callable[[list[int], int], tuple[float, int]]:
-        address = self._native.address
+        address = self._loaded().address
         native_ok = len(self._args) + len(self._vars) <= threadpool.MAX_TIMED_ARGS
         if native_ok:
             try:
@@ -724,7 +742,7 @@ class Module:
         atomic_write(Path(path), buf.getvalue())
 
     def _library_bytes(self) -> bytes | None:
-        via = self._native.via
+        via = self._native.via if self._native is not None else ""
         if via.startswith("shared library "):
             return Path(via[len("shared library ") :]).read_bytes()
         try:
@@ -744,16 +762,16 @@ def _byteorder_hint(dt: np.dtype) -> str:
     return " in native byte order" if dt.byteorder not in ("=", "|") else ""
 
 
-def _check_runnable_here(triple: str, required: list[str], what: str) -> None:
+def _why_not_runnable(triple: str, required: list[str], what: str) -> str | None:
+    """Why code for ``triple`` using CPU flags ``required`` cannot run here (None: it can)."""
     arch = _cpu.triple_arch(triple) if triple else _cpu.machine()
     if arch != _cpu.machine():
-        raise ArtifactError(f"{what} was compiled for {arch}, but this machine is {_cpu.machine()}")
+        return f"{what} was compiled for {arch}, but this machine is {_cpu.machine()}"
     missing = _cpu.missing_flags(required)
     if missing:
-        raise ArtifactError(
-            f"{what} was compiled for CPU features this CPU lacks: {', '.join(missing)}; "
-            "rebuild it for this machine (target='llvm')"
-        )
+        return (f"{what} was compiled for CPU features this CPU lacks: {', '.join(missing)}; "
+                "rebuild it for this machine (target='llvm')")
+    return None
 
 
 def check_built_for_here(path, made_by, arch, required_features) -> None:

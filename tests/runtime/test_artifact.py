@@ -177,5 +177,11 @@ def test_module_refuses_target_this_cpu_lacks():
     compiled = H.compile_ir(H.ADD_IR)
     manifest = dict(H.MANIFESTS["add"])
     manifest["target"] = {**manifest["target"], "triple": "aarch64-unknown-linux-gnu"}
-    with pytest.raises(ArtifactError, match="compiled for aarch64"):
-        H.Module.from_object(compiled.object_code, manifest)
+    # built elsewhere (to be saved): never loaded here, and every way of running it refuses
+    m = H.Module.from_object(compiled.object_code, manifest)
+    assert m.loaded_via.startswith("not loaded: add was compiled for aarch64")
+    a, c = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    for run in (lambda: m(a, a, c), lambda: m.call_raw(0, 0, 0, 4),
+                lambda: m.function_address, lambda: m.time_evaluator()(a, a, c)):
+        with pytest.raises(ArtifactError, match="compiled for aarch64"):
+            run()
