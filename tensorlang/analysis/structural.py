@@ -33,15 +33,18 @@ def check_structure(schedule, stage, step, note=None) -> None:
     """Raise ScheduleError for a stage computed at a loop that no longer exists, or inside a
     loop that one of its readers runs outside of. `note(producer, consumer)`, when given, adds
     text to the latter (the dependence analysis names the broken dependence there)."""
-    for st in schedule.stages:
-        if st.attach_type != "scope":
-            continue
+    attached = [st for st in schedule.stages if st.attach_type == "scope"]
+    # every attach loop first: is_inside below compares loop positions along attach paths,
+    # which needs each loop on those paths to still be a loop of its host
+    for st in attached:
         host, loop = st.attach_stage, st.attach_ivar
         if loop not in host.leaf_iter_vars:
             raise ScheduleError(
                 f"{step.kind} on stage {step.stage}: stage {st.name} is computed at loop "
                 f"{loop.name} of {host.name}, which is no longer a loop of it "
                 f"({host.loop_names()}); schedule {host.name}'s loops before compute_at")
+    for st in attached:
+        host, loop = st.attach_stage, st.attach_ivar
         for consumer in _effective_consumers(schedule, st):
             if not is_inside(consumer, host, loop):
                 extra = note(st, consumer) if note is not None else ""

@@ -1,0 +1,558 @@
+"""The differential schedule fuzzer: random schedules of the computes in schedule_fuzz_cases.py,
+each accepted one built with LLVM (O3), run, and compared with numpy.
+
+    draw_schedule(case, seed)   the (case, seed) pair replays exactly: a seeded draw of primitives
+                                on random stages and loops; a primitive refused with ScheduleError
+                                (or ValueError/TypeError for an argument the draw got wrong) is
+                                skipped and the draw goes on
+    check_one(case, seed)       schedule, lower, build, run, compare: one outcome dict
+    Pool(workers)               runs check_one in worker subprocesses with a time limit each, so
+                                a crash (signal) or a hang (timeout) is an outcome, not the end
+
+Outcomes: ok, refused (at a primitive, or at tl.lower), WRONG, CRASH, HANG, ERROR (any other
+exception: a bug too). Every non-ok outcome carries the schedule's trace (JSON), which
+`replay(case, trace)` applies to freshly declared computes; minimize() shortens a failing trace.
+The legality check's time per schedule (every per-step check plus the whole-schedule check at
+lowering) is measured by wrapping tensorlang.analysis.check_step / check_schedule."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Self
+
+import numpy as np
+
+from tensorlang.errors import ScheduleError
+
+HERE = Path(__file__).resolve().parent
+
+OK, REFUSED, WRONG, CRASH, HANG, ERROR = "ok", "refused", "WRONG", "CRASH", "HANG", "ERROR"
+FAILURES = (WRONG, CRASH, HANG, ERROR)
+
+# primitives and their weights in a draw (compute_at / split come up most: they make the
+# interesting loop nests)
+PRIMITIVES = {"split": 4, "tile": 2, "reorder": 2, "fuse": 2, "parallel": 2, "vectorize": 2,
+              "unroll": 1, "compute_at": 4, "compute_inline": 2, "compute_root": 1,
+              "cache_read": 1, "cache_write": 1, "rfactor": 2}
+FACTORS = (1, 2, 3, 4, 5, 8, 16)
+MAX_UNROLL_EXTENT = 16  # an unrolled loop of a known extent above this is not drawn (compile time)
+MAX_UNROLLS = 2
+PLACEMENTS = ("compute_at", "compute_inline")
+STEPS = (2, 14)  # how many primitives a schedule's draw tries (refused ones included)
+STARTUP_S = 120  # a worker's imports, on top of the time limit of its first job
+
+
+# ----------------------------------------------------------------------------- drawing schedules
+
+
+def _const_extent(iv):
+    from tensorlang.ir.expr import as_int
+
+    return as_int(iv.dom.extent)
+
+
+class _Draw:
+    """One schedule's draw: applies random primitives to a live schedule."""
+
+    def __init__(self, s, rng: random.Random):
+        self.s, self.rng = s, rng
+        self.unrolls = 0
+        self.refusals: list[str] = []
+
+    def pick(self, seq):
+        return seq[self.rng.randrange(len(seq))] if seq else None
+
+    def step(self) -> None:
+        kinds, weights = zip(*PRIMITIVES.items())
+        kind = self.rng.choices(kinds, weights)[0]
+        stages = self.s.stages
+        if kind in PLACEMENTS and self.rng.random() < 0.9:
+            # outputs stay at the root (a refusal by design): mostly place the others
+            stages = [st for st in stages if not st.is_output] or stages
+        stage = self.pick(stages)
+        recorded = len(self.s.trace)
+        try:
+            getattr(self, "_" + kind)(stage)
+        except (ScheduleError, ValueError, TypeError) as e:
+            if len(self.s.trace) != recorded and kind != "tile":
+                # a refused primitive must leave the schedule as it was (a tile is three
+                # primitives: the first ones stay when a later one is refused)
+                raise RuntimeError(f"{kind} raised {type(e).__name__} but its step stayed "
+                                   f"recorded: {e}") from e
+            self.refusals.append(f"{kind}: {refusal_kind(e, names_in(self.s))}")
+
+    def _split(self, st):
+        lv = self.pick(st.leaf_iter_vars)
+        if lv is None:
+            return
+        f = self.pick(FACTORS)
+        if self.rng.random() < 0.3:
+            st.split(lv, nparts=f)
+        else:
+            st.split(lv, factor=f)
+
+    def _tile(self, st):
+        leaves = st.leaf_iter_vars
+        if len(leaves) < 2:
+            return
+        a, b = sorted(self.rng.sample(range(len(leaves)), 2))
+        st.tile(leaves[a], leaves[b], self.pick(FACTORS[1:]), self.pick(FACTORS[1:]))
+
+    def _reorder(self, st):
+        leaves = list(st.leaf_iter_vars)
+        if len(leaves) < 2:
+            return
+        if self.rng.random() < 0.5:
+            self.rng.shuffle(leaves)
+            st.reorder(*leaves)
+        else:  # two loops swap places
+            a, b = self.rng.sample(leaves, 2)
+            st.reorder(a, b)
+
+    def _fuse(self, st):
+        leaves = st.leaf_iter_vars
+        if len(leaves) < 2:
+            return
+        j = self.rng.randrange(len(leaves) - 1)
+        st.fuse(leaves[j], leaves[j + 1])
+
+    def _parallel(self, st):
+        lv = self.pick(st.leaf_iter_vars)
+        if lv is not None:
+            st.parallel(lv)
+
+    def _vectorize(self, st):
+        if st.leaf_iter_vars:
+            st.vectorize(st.leaf_iter_vars[-1])
+
+    def _unroll(self, st):
+        lv = self.pick(st.leaf_iter_vars)
+        if lv is None or self.unrolls >= MAX_UNROLLS:
+            return
+        ext = _const_extent(lv)
+        if ext is not None and ext > MAX_UNROLL_EXTENT:
+            return
+        st.unroll(lv)
+        self.unrolls += 1
+
+    def _compute_at(self, st):
+        later = self.s.stages[self.s.stage_index(st) + 1:]
+        # a consumer as host most of the time: any later stage is mostly refused as misuse
+        readers = [h for h in later if self.s.reads_through_inline(h, st)]
+        host = self.pick(readers if readers and self.rng.random() < 0.85 else later)
+        if host is None or not host.leaf_iter_vars:
+            return
+        st.compute_at(host, self.pick(host.leaf_iter_vars))
+
+    def _compute_inline(self, st):
+        st.compute_inline()
+
+    def _compute_root(self, st):
+        st.compute_root()
+
+    def _cache_read(self, st):
+        ins = list(st.op.input_tensors)
+        t = self.pick(ins)
+        if t is not None:
+            self.s.cache_read(t, "local", [st.op.output(0)])
+
+    def _cache_write(self, st):
+        self.s.cache_write(st.op.output(0), "local")
+
+    def _rfactor(self, st):
+        red = [lv for lv in st.leaf_iter_vars if lv.kind == "reduce"]
+        lv = self.pick(red)
+        if lv is None:
+            return
+        self.s.rfactor(st.op.output(0), lv, self.rng.randrange(len(st.op.axis) + 1))
+
+
+def names_in(s) -> set:
+    """The stage, tensor and loop names of a schedule (what refusal_kind takes out)."""
+    names = {st.name for st in s.stages} | {p.name for p in s.placeholders}
+    for st in s.stages:
+        names |= {iv.name for iv in st.all_iter_vars} | {t.name for t in st.op.outputs}
+    return names
+
+
+def refusal_kind(e: BaseException, names: Iterable[str] = ()) -> str:
+    """A refusal's message with the given names (of stages and loops), bracketed or quoted text
+    and numbers taken out: what kind of refusal it is."""
+    msg = str(e).split("\n")[0]
+    msg = re.sub(r"^[a-z_]+(\([^)]*\))? on stage \S+: ", "", msg)
+    msg = re.sub(r"\[[^\]]*\]|'[^']*'|\"[^\"]*\"|\([^)]*\)", "_", msg)
+    for name in sorted(names, key=len, reverse=True):
+        msg = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", "_", msg)
+    msg = re.sub(r"\b[\w.]*\d[\w.]*\b", "_", msg)
+    return f"{type(e).__name__}: {msg[:80]}"
+
+
+def schedule_rng(case: str, seed: int) -> random.Random:
+    return random.Random(f"{case}:{seed}")  # str seeds hash with sha512: the same everywhere
+
+
+def draw_schedule(case_name: str, seed: int, n_steps: int | None = None):
+    """(case, schedule, refusals): the schedule drawn for (case, seed), replayable exactly."""
+    from schedule_fuzz_cases import CASES
+
+    import tensorlang as tl
+
+    case = CASES[case_name]()
+    s = tl.create_schedule(case.outputs)
+    rng = schedule_rng(case_name, seed)
+    draw = _Draw(s, rng)
+    for _ in range(n_steps if n_steps is not None else rng.randint(*STEPS)):
+        draw.step()
+    return case, s, draw.refusals
+
+
+def replay(case_name: str, trace):
+    """The case's computes, freshly declared, with a recorded trace (JSON text or list)."""
+    from schedule_fuzz_cases import CASES
+
+    import tensorlang as tl
+
+    case = CASES[case_name]()
+    s = tl.create_schedule(case.outputs)
+    s.apply_trace(trace)
+    return case, s
+
+
+# ----------------------------------------------------------------------------- checking one
+
+
+class _LegalityTimer:
+    """Wraps the legality entry points (per-step check_step, whole-schedule check_schedule) and
+    adds up the time spent in them."""
+
+    def __init__(self):
+        import tensorlang.analysis as an
+
+        self.total = 0.0
+        self.an = an
+        for name in ("check_step", "check_schedule"):
+            setattr(an, name, self._timed(getattr(an, name)))
+
+    def _timed(self, fn):
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.total += time.perf_counter() - t
+
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+    def take(self) -> float:
+        t, self.total = self.total, 0.0
+        return t
+
+
+_TIMER: _LegalityTimer | None = None
+
+
+def _out_array(expected: np.ndarray, dtype: str) -> np.ndarray:
+    # a sentinel, so that an element the kernel forgets to write is noticed
+    d = np.dtype(dtype)
+    fill = np.nan if d.kind == "f" else np.iinfo(d).min + 7 if d.kind in "iu" else False
+    return np.full(expected.shape, fill, dtype=d)
+
+
+def compare(got: np.ndarray, want: np.ndarray, tol: tuple) -> str | None:
+    """None when equal within tolerance, else a short description of the worst element."""
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
+    g, w = got.astype(np.float64), np.asarray(want, dtype=np.float64)
+    rtol, atol = tol
+    bad = ~np.isclose(g, w, rtol=rtol, atol=atol) | (np.isnan(g) != np.isnan(w))
+    if not bad.any():
+        return None
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    return f"{int(bad.sum())}/{bad.size} elements differ, first at {idx}: got {g[idx]!r}, " \
+           f"expected {w[idx]!r}"
+
+
+def check_one(case_name: str, seed: int, inject: str | None = None,
+              trace: str | None = None) -> dict:
+    """Draw, lower, build, run and compare one schedule (or, given a trace, replay that one;
+    seed then only picks the inputs). Never raises: the outcome says. inject= "wrong", "segv"
+    or "hang" makes the check fail on purpose (to test the fuzzer itself)."""
+    global _TIMER
+    import tensorlang as tl
+
+    if _TIMER is None:
+        _TIMER = _LegalityTimer()
+    _TIMER.take()
+    res = {"case": case_name, "seed": seed, "outcome": ERROR, "trace": None}
+    try:
+        t0 = time.perf_counter()
+        if trace is None:
+            case, s, refusals = draw_schedule(case_name, seed)
+        else:
+            (case, s), refusals = replay(case_name, trace), []
+        res.update(trace=s.trace.dumps(), refusals=refusals, steps=len(s.trace))
+        try:
+            t1 = time.perf_counter()
+            func = tl.lower(s, case.inputs + case.outputs, name="fuzz")
+        except (tl.ScheduleError, tl.LoweringError) as e:
+            res.update(outcome=REFUSED, refused_at="lower", why=refusal_kind(e, names_in(s)),
+                       legality_s=_TIMER.take())
+            return res
+        res["legality_s"] = _TIMER.take()
+        res["lower_s"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        f = tl.build(func)
+        res["build_s"] = time.perf_counter() - t2
+        rng = np.random.default_rng(seed)
+        ins = case.gen(rng)
+        want = case.ref(*ins)
+        if inject == "wrong":
+            want = [w + 1 for w in want]
+        outs = [_out_array(w, t.dtype) for w, t in zip(want, case.outputs)]
+        if inject == "segv":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if inject == "hang":
+            time.sleep(3600)
+        t3 = time.perf_counter()
+        f(*ins, *outs)
+        res["run_s"] = time.perf_counter() - t3
+        for k, (got, w) in enumerate(zip(outs, want)):
+            diff = compare(got, w, case.tol)
+            if diff is not None:
+                res.update(outcome=WRONG, why=f"output {k} ({case.outputs[k].name}): {diff}")
+                return res
+        res["outcome"] = OK
+        res["total_s"] = time.perf_counter() - t0
+    except Exception as e:  # noqa: BLE001 - any other exception is an outcome (a bug)
+        res.update(outcome=ERROR, why=f"{type(e).__name__}: {str(e)[:300]}",
+                   traceback=traceback.format_exc(limit=8)[-2000:])
+    return res
+
+
+# ----------------------------------------------------------------------------- workers
+
+
+def worker_main() -> None:
+    """Read jobs (JSON lines) on stdin, answer each with one JSON line on the original stdout.
+    Anything else the process prints (C code included) goes to stderr."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    import schedule_fuzz_cases  # noqa: F401 - imported (with tensorlang) before the first job
+
+    import tensorlang.analysis  # noqa: F401
+
+    out.write(json.dumps({"ready": True}) + "\n")  # a job's clock starts once this is read
+    out.flush()
+    for line in sys.stdin:
+        job = json.loads(line)
+        res = check_one(job["case"], job["seed"], job.get("inject"))
+        out.write(json.dumps(res) + "\n")
+        out.flush()
+
+
+class _Worker:
+    def __init__(self, env: dict):
+        # the worker's stderr (read back when it dies), closed in kill()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115
+        code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); "
+                "import schedule_fuzz; schedule_fuzz.worker_main()")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
+        self.job: dict | None = None
+        self.ready = False
+        self.started = 0.0
+        self.done = 0
+        self.buf = b""
+
+    def send(self, job: dict) -> None:
+        self.job, self.started = job, time.monotonic()
+        if self.ready:
+            self._write(job)
+
+    def _write(self, job: dict) -> None:
+        self.proc.stdin.write((json.dumps(job) + "\n").encode())
+        self.proc.stdin.flush()
+        self.started = time.monotonic()
+
+    def on_ready(self) -> None:
+        self.ready = True
+        if self.job is not None:
+            self._write(self.job)
+
+    def stderr_tail(self, n: int = 1500) -> str:
+        self.log.seek(0, os.SEEK_END)
+        size = self.log.tell()
+        self.log.seek(max(0, size - n))
+        return self.log.read().decode(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+class Pool:
+    """A bounded pool of worker processes. A worker that dies (CRASH) or runs past the time limit
+    (HANG, then killed) is replaced; a worker is also replaced every `recycle` jobs (each built
+    kernel stays loaded in its process)."""
+
+    def __init__(self, workers: int = 2, timeout: float = 60.0, recycle: int = 300):
+        self.n, self.timeout, self.recycle = workers, timeout, recycle
+        self.cache = tempfile.TemporaryDirectory(prefix="fuzz-kernels-")
+        # a fresh kernel cache: every schedule is compiled, none is a cache hit of a past run
+        self.env = dict(os.environ, TENSORLANG_CACHE_DIR=self.cache.name,
+                        OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+        self.workers: list[_Worker] = []
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.kill()
+        self.workers = []
+        self.cache.cleanup()
+
+    def run(self, jobs: Iterable[dict]) -> Iterator[dict]:
+        """Outcomes of the jobs, in completion order."""
+        pending = list(jobs)[::-1]
+        while len(self.workers) < self.n:
+            self.workers.append(_Worker(self.env))
+        while pending or any(w.job for w in self.workers):
+            for i, w in enumerate(self.workers):
+                if w.job is None and pending:
+                    if w.done >= self.recycle:
+                        w.kill()
+                        w = self.workers[i] = _Worker(self.env)
+                    w.send(pending.pop())
+            yield from self._collect()
+
+    def _collect(self) -> Iterator[dict]:
+        busy = [w for w in self.workers if w.job]
+        ready, _, _ = select.select([w.proc.stdout for w in busy], [], [], 0.2)
+        now = time.monotonic()
+        for i, w in enumerate(self.workers):
+            if w.job is None:
+                continue
+            if w.proc.stdout in ready:
+                chunk = os.read(w.proc.stdout.fileno(), 1 << 20)
+                if chunk:
+                    w.buf += chunk
+                    if w.buf.endswith(b"\n"):
+                        res = json.loads(w.buf)
+                        w.buf = b""
+                        if res.get("ready"):
+                            w.on_ready()
+                            continue
+                        w.job = None
+                        w.done += 1
+                        res["wall_s"] = now - w.started
+                        yield res
+                    continue
+                yield self._replace(i, CRASH, self._died(w))
+            elif now - w.started > self.timeout + (0 if w.ready else STARTUP_S):
+                yield self._replace(i, HANG, f"no answer after {self.timeout:.0f} s (killed)")
+
+    def _died(self, w: _Worker) -> str:
+        rc = w.proc.wait()
+        sig = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+        return f"worker died ({sig}); stderr: {w.stderr_tail(600)!r}"
+
+    def _replace(self, i: int, outcome: str, why: str) -> dict:
+        w = self.workers[i]
+        res = {"case": w.job["case"], "seed": w.job["seed"], "outcome": outcome, "why": why,
+               "trace": None, "wall_s": time.monotonic() - w.started}
+        w.kill()
+        self.workers[i] = _Worker(self.env)
+        return res
+
+
+def jobs_for(cases: list[str], n: int, seed: int = 0) -> list[dict]:
+    """n jobs spread round-robin over the cases, seeds seed, seed + 1, ..."""
+    return [{"case": cases[i % len(cases)], "seed": seed + i} for i in range(n)]
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def trace_of(case_name: str, seed: int) -> str:
+    """The trace drawn for (case, seed), drawn in this process (no build: safe for a crash)."""
+    _, s, _ = draw_schedule(case_name, seed)
+    return s.trace.dumps()
+
+
+def minimize(case_name: str, seed: int, outcome: str, timeout: float = 60.0) -> list:
+    """The shortest trace found (greedy one-step deletion) that still gives `outcome`; each try
+    runs in a fresh subprocess (it may crash or hang)."""
+    steps = json.loads(trace_of(case_name, seed))
+
+    def same(trial) -> bool:
+        code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import schedule_fuzz "
+                f"as F; print(json.dumps(F.check_one({case_name!r}, {seed}, "
+                f"trace={json.dumps(trial)!r})))")
+        try:
+            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return outcome == HANG
+        if p.returncode < 0:
+            return outcome == CRASH
+        try:
+            got = json.loads(p.stdout.strip().splitlines()[-1])["outcome"]
+        except (IndexError, ValueError):
+            return outcome == ERROR
+        return got == outcome
+
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(steps)):
+            trial = steps[:i] + steps[i + 1:]
+            try:
+                import tensorlang as tl
+
+                replay(case_name, json.dumps(trial))  # the shorter trace must still replay
+            except (tl.ScheduleError, ValueError, TypeError):
+                continue
+            if same(trial):
+                steps, changed = trial, True
+                break
+    return steps
+
+
+def repro_command(case_name: str, seed: int) -> str:
+    return (f"python benchmarks/fuzz_schedules.py --cases {case_name} --seed {seed} --n 1 "
+            "--workers 1 --verbose")
+
+
+def format_steps(steps: list) -> str:
+    from tensorlang.schedule.schedule import Trace
+
+    return "\n".join(f"    {s}" for s in Trace.loads(steps))
+
+
+def format_trace(res: dict) -> str:
+    """A result's trace, one primitive a line (drawn again here when the worker died first)."""
+    trace = res.get("trace")
+    if trace is None:
+        trace = trace_of(res["case"], res["seed"])
+    return format_steps(json.loads(trace))

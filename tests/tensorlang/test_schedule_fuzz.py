@@ -1,0 +1,146 @@
+"""The differential schedule fuzzer (schedule_fuzz.py): a short run over every case (a long one
+is marked slow), and tests that the fuzzer itself can fail: a wrong reference gives WRONG, a
+worker killed by SIGSEGV gives CRASH, a stuck one HANG, and the pool goes on after both."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import numpy as np
+import pytest
+import schedule_fuzz as F
+from schedule_fuzz_cases import CASES
+
+import tensorlang as tl
+
+ALL = sorted(CASES)
+
+
+def _run(jobs, workers=2, timeout=60.0):
+    with F.Pool(workers, timeout=timeout) as pool:
+        return list(pool.run(jobs))
+
+
+def _failures(results):
+    return [f"{r['outcome']} {r['case']} seed {r['seed']}: {r.get('why')}\n"
+            f"{F.format_trace(r)}\nrepro: {F.repro_command(r['case'], r['seed'])}"
+            for r in results if r["outcome"] in F.FAILURES]
+
+
+def _fuzz(n: int, seed: int):
+    results = _run(F.jobs_for(ALL, n, seed))
+    assert len(results) == n
+    assert not _failures(results), "\n\n".join(_failures(results))
+    outcomes = {r["outcome"] for r in results}
+    # the draw must make schedules that build (not only refusals)
+    assert sum(r["outcome"] == F.OK for r in results) > n // 2, outcomes
+    assert {r["case"] for r in results if r["outcome"] == F.OK} == set(ALL)
+
+
+def test_cases_cover_the_issue_list():
+    assert len(CASES) >= 16
+    for name in ("matmul_chain", "conv2d_padded_strided", "softmax", "layer_norm",
+                 "stencil_symbolic", "gather_rows", "argmax_rows", "batch_matmul", "prefix_sum"):
+        assert name in CASES
+    dtypes = {t.dtype for mk in CASES.values() for t in mk().inputs}
+    assert {"float32", "float16", "int32", "int16"} <= dtypes
+
+
+def test_short_run_all_cases():
+    _fuzz(120, seed=0)
+
+
+@pytest.mark.slow
+def test_long_run_all_cases():
+    _fuzz(2000, seed=100_000)
+
+
+def test_a_case_and_seed_replay_exactly():
+    for case in ("softmax", "conv2d_padded_strided", "matmul_chain"):
+        for seed in range(3):
+            traces = {F.trace_of(case, seed) for _ in range(2)}
+            assert len(traces) == 1
+            (trace,) = traces
+            _, s = F.replay(case, trace)  # the trace applies to freshly declared computes
+            assert s.trace.dumps() == trace
+    assert F.trace_of("softmax", 0) != F.trace_of("softmax", 1)
+
+
+def test_checker_reports_a_wrong_reference_as_wrong():
+    results = _run([{"case": "softmax", "seed": 3, "inject": "wrong"},
+                    {"case": "int_matmul", "seed": 4, "inject": "wrong"}])
+    assert [r["outcome"] for r in results] == [F.WRONG, F.WRONG], results
+    assert all("elements differ" in r["why"] for r in results)
+
+
+def test_checker_reports_a_segfault_as_crash_and_goes_on():
+    jobs = [{"case": "prefix_sum", "seed": 1, "inject": "segv"},
+            {"case": "prefix_sum", "seed": 2}, {"case": "softmax", "seed": 5}]
+    by_seed = {(r["case"], r["seed"]): r for r in _run(jobs, workers=1)}
+    crash = by_seed["prefix_sum", 1]
+    assert crash["outcome"] == F.CRASH, crash
+    assert signal.Signals.SIGSEGV.name in crash["why"]
+    assert {by_seed["prefix_sum", 2]["outcome"], by_seed["softmax", 5]["outcome"]} <= \
+        {F.OK, F.REFUSED}
+
+
+def test_checker_reports_a_stuck_worker_as_hang_and_goes_on():
+    jobs = [{"case": "transpose_chain", "seed": 1, "inject": "hang"},
+            {"case": "transpose_chain", "seed": 2}]
+    by_seed = {r["seed"]: r for r in _run(jobs, workers=1, timeout=8.0)}
+    assert by_seed[1]["outcome"] == F.HANG and "killed" in by_seed[1]["why"]
+    assert by_seed[2]["outcome"] in (F.OK, F.REFUSED)
+
+
+def test_an_exception_in_the_pipeline_is_an_error_outcome():
+    res = F.check_one("softmax", 0, trace=json.dumps([{"kind": "split", "stage": "nope",
+                                                       "loops": ["i"], "args": {}}]))
+    assert res["outcome"] == F.ERROR and "ScheduleError" in res["why"]
+
+
+def test_compare_notices_unwritten_elements_and_tolerates_rounding():
+    want = np.arange(6, dtype=np.float64).reshape(2, 3)
+    got = want.astype(np.float32)
+    assert F.compare(got, want, (1e-6, 1e-6)) is None
+    got[1, 2] = np.nan  # the sentinel of an element the kernel never wrote
+    assert "1/6 elements differ, first at (1, 2)" in F.compare(got, want, (1e-6, 1e-6))
+    assert F.compare(want[:1], want, (0, 0)).startswith("shape")
+    assert F.compare(np.array([3], np.int32), np.array([4]), (0, 0)) is not None
+
+
+def test_refusal_kinds_drop_names_and_numbers():
+    names = {"C", "D", "D.rf", "i.outer", "k.inner"}
+    a = F.refusal_kind(tl.ScheduleError("split on stage C: loop i.outer is not a loop of C "
+                                        "(loops ['i.outer', 'j'])"), names)
+    b = F.refusal_kind(tl.ScheduleError("fuse on stage D.rf: loop k.inner is not a loop of D "
+                                        "(loops ['k.outer'])"), names)
+    assert a == b == "ScheduleError: loop _ is not a loop of _ _", (a, b)
+
+
+# ----------------------------------------------------------------------------- found by the fuzzer
+
+
+def test_split_of_a_loop_hosting_a_reader_of_an_attached_stage_is_refused_cleanly():
+    """transpose_chain seed 1: P is computed inside Y's k loop and its reader T inside Y's j
+    loop; splitting j raised a bare ValueError from the structural check (comparing loop
+    positions along T's attach path before noticing that j was gone) and the step stayed
+    applied. Now it is a ScheduleError, the schedule is unchanged, and it lowers and runs."""
+    X = tl.placeholder((3, 5, 7), name="X")
+    P = tl.compute((3, 5, 7), lambda i, j, k: X[i, j, k] * X[i, j, k], name="P")
+    T = tl.compute((7, 3, 5), lambda k, i, j: P[i, j, k], name="T")
+    Y = tl.compute((7, 3, 5), lambda k, i, j: T[k, i, j] - X[i, j, k], name="Y")
+    s = tl.create_schedule(Y)
+    k, i, j = s[Y].op.axis
+    s[T].compute_at(s[Y], i)
+    s[P].compute_at(s[Y], k)
+    s[T].compute_at(s[Y], j)
+    before = s.trace.dumps()
+    with pytest.raises(tl.ScheduleError, match=r"stage T is computed at loop j of Y, which is "
+                                               r"no longer a loop of it"):
+        s[Y].split(j, factor=1)
+    assert s.trace.dumps() == before and s[Y].loop_names() == ["k", "i", "j"]
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 5, 7)).astype("float32")
+    y = np.full((7, 3, 5), np.nan, "float32")
+    tl.build(s, [X, Y], name="split_host")(x, y)
+    np.testing.assert_allclose(y, np.transpose(x * x - x, (2, 0, 1)), rtol=1e-6, atol=1e-6)
