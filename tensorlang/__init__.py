@@ -7,6 +7,7 @@ from . import (
     runtime,  # noqa: F401
 )
 from .build import build  # noqa: F401
+from .codegen.compile_limit import BuildTimeoutError  # noqa: F401
 from .errors import LoweringError, ScheduleError, TensorlangError  # noqa: F401
 from .ir.expr import const  # noqa: F401
 from .lower import lower  # noqa: F401

@@ -3,6 +3,7 @@ code -> a runtime Module callable on numpy arrays."""
 
 from __future__ import annotations
 
+from .codegen.compile_limit import DEFAULT_BUILD_TIMEOUT, check_timeout
 from .ir import stmt as S
 from .ir.expr import Var, as_int
 from .lower import lower
@@ -31,8 +32,12 @@ def manifest_of(func: S.PrimFunc, target) -> dict:
     }
 
 
-def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int = 3):
+def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int = 3,
+          timeout: float | None = DEFAULT_BUILD_TIMEOUT):
     """Compile a schedule (or an already lowered kernel) into a runtime.Module.
+
+    timeout: the seconds LLVM may spend compiling (60 by default; None: no limit), else
+    BuildTimeoutError. A compile under a limit runs in a forked child process.
 
     1. lower: schedule -> loop IR (tl.lower; legality is checked there)
     2. emit: loop IR -> LLVM IR text with explicit vector code and an outlined parallel body
@@ -45,6 +50,7 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
     from .codegen.target import Target, compile_ir
     from .runtime import Module
 
+    timeout = check_timeout(timeout)  # before the work, not after a lowering
     if isinstance(schedule, Schedule):
         if args is None:
             raise TypeError("build: give the kernel's argument tensors, e.g. "
@@ -57,7 +63,7 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
                         f"{type(schedule).__name__}")
     tgt = Target.from_string(target)
     llvm_ir = emit_llvm_ir(func, tgt)
-    obj = compile_ir(llvm_ir, tgt, opt_level=opt_level)
+    obj = compile_ir(llvm_ir, tgt, opt_level=opt_level, timeout=timeout)
     sources = {"tir": str(func), "ll": obj.optimized_ir, "ll_unoptimized": llvm_ir}
     if obj.asm:
         sources["asm"] = obj.asm

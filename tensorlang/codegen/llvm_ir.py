@@ -630,24 +630,40 @@ class CodeGen:
         return self._launch
 
     def outline(self, s: S.For, vars_, bufs, struct, streaming=frozenset()) -> ir.Function:
+        """The task function of a parallel loop: it unpacks the closure and calls the task's
+        body, an always-inlined function whose buffer pointers are noalias parameters. The
+        buffers are distinct, as in the kernel's own function; pointers loaded from the
+        closure would not say so, and LLVM's loop vectorizer then recursed without end on a
+        max-reduction inside a parallel loop (softmax's max computed at the exp loop)."""
         self._n_parallel += 1
-        fn = ir.Function(self.module, ir.FunctionType(I32, [I32, I32, PTR]),
-                         name=f"{self.func_name}.parallel{self._n_parallel}")
+        name = f"{self.func_name}.parallel{self._n_parallel}"
+        fields = list(struct.elements[:len(vars_)]) + [PTR] * len(bufs)
+        body_fn = self._task_body(name + ".body", s, vars_, bufs, fields, streaming)
+        fn = ir.Function(self.module, ir.FunctionType(I32, [I32, I32, PTR]), name=name)
         fn.linkage = "internal"
+        fn.attributes.add("nounwind")
+        task, ntasks, clo = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        values = [b.load(b.gep(clo, [ir.Constant(I32, 0), ir.Constant(I32, i)],
+                               source_etype=struct), typ=t)
+                  for i, t in enumerate(fields)]
+        b.ret(b.call(body_fn, [task, ntasks, *values]))
+        return fn
+
+    def _task_body(self, name, s: S.For, vars_, bufs, fields, streaming) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(I32, [I32, I32, *fields]), name=name)
+        fn.linkage = "internal"
+        fn.attributes.add("alwaysinline")
         fn.attributes.add("nounwind")
         em = FunctionEmitter(self, fn, in_parallel=True)
         em.streaming = streaming
-        task, ntasks, clo = fn.args
+        task, ntasks, *values = fn.args
         b = em.b
-        for i, v in enumerate(vars_):
-            em.vars[v] = b.load(b.gep(clo, [ir.Constant(I32, 0), ir.Constant(I32, i)],
-                                      source_etype=struct),
-                                typ=struct.elements[i])
-        for j, buf in enumerate(bufs):
-            k = len(vars_) + j
-            em.bufs[buf] = b.load(b.gep(clo, [ir.Constant(I32, 0), ir.Constant(I32, k)],
-                                        source_etype=struct),
-                                  typ=PTR)
+        for v, a in zip(vars_, values):
+            em.vars[v] = a
+        for buf, a in zip(bufs, values[len(vars_):]):
+            a.add_attribute("noalias")
+            em.bufs[buf] = a
         # static schedule: task t runs iterations [t * chunk, min((t + 1) * chunk, extent))
         start = em.expr(s.min)
         extent = em.expr(s.extent)

@@ -113,3 +113,82 @@ def test_producer_at_loop_with_data_dependent_index(split):
     out = np.zeros((m, n), "float32")
     f(xv, iv, out)
     np.testing.assert_allclose(out, xv[iv] * 2.0 + 1.0, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- LLVM build time
+
+SOFTMAX_NUMERATOR = """
+import numpy as np, tensorlang as tl
+M, N = 16, 33
+X = tl.placeholder((M, N), name="X")
+k1 = tl.reduce_axis((0, N), name="k1")
+Mx = tl.compute((M,), lambda i: tl.max(X[i, k1], axis=k1), name="Mx")
+E = tl.compute((M, N), lambda i, j: tl.exp(X[i, j] - Mx[i]), name="E")
+s = tl.create_schedule(E)
+i, j = s[E].op.axis
+s[Mx].compute_at(s[E], j)
+s[E].parallel(j)
+f = tl.build(s, [X, E], name="softmax_numerator_{tag}")
+x = np.random.default_rng(3).standard_normal((M, N)).astype("float32")
+e = np.zeros((M, N), "float32")
+f(x, e)
+np.testing.assert_allclose(e, np.exp(x - x.max(axis=1, keepdims=True)), rtol=1e-5)
+print("matches numpy")
+"""
+
+
+def _run_python(code: str, timeout: float):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def test_max_computed_at_a_parallel_loop_compiles_at_o3():
+    # LLVM's loop vectorizer recursed without end on this kernel (a max-reduction in a
+    # parallel task whose buffer pointers were not known to be distinct): a regression fails
+    # with the build's time limit, or the subprocess's
+    import uuid
+
+    code = SOFTMAX_NUMERATOR.replace("{tag}", uuid.uuid4().hex[:12])
+    done = _run_python(code, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "matches numpy" in done.stdout
+
+
+def _small_kernel():
+    a = tl.placeholder((8,), name="A")
+    b = tl.compute((8,), lambda i: a[i] * 3.0 + 1.0, name="B")
+    return tl.create_schedule(b), [a, b]
+
+
+def test_build_over_its_time_limit_raises_a_clear_error():
+    import uuid
+
+    s, args = _small_kernel()
+    # a fresh kernel name: a cached object would be returned without compiling
+    name = "k" + uuid.uuid4().hex
+    with pytest.raises(tl.BuildTimeoutError,
+                       match=r"exceeded its time limit of 1e-06 s .*tl\.build\(\.\.\., timeout="):
+        tl.build(s, args, name=name, timeout=1e-6)
+    # the same kernel with room to compile builds and runs
+    f = tl.build(s, args, name=name, timeout=60)
+    x = np.arange(8, dtype="float32")
+    out = np.zeros(8, "float32")
+    f(x, out)
+    np.testing.assert_allclose(out, x * 3.0 + 1.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1, "5", True, float("nan"), float("inf")])
+def test_build_timeout_must_be_positive_seconds(bad):
+    s, args = _small_kernel()
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+        tl.build(s, args, timeout=bad)
+
+
+def test_llvm_errors_cross_the_compile_process():
+    from tensorlang.codegen.target import CodegenError, compile_ir
+
+    with pytest.raises(CodegenError, match="invalid LLVM IR"):
+        compile_ir("define i32 @f( {", cache=False, timeout=30)

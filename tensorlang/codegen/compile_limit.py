@@ -1,0 +1,137 @@
+"""LLVM compilation under a time limit.
+
+LLVM's optimizer cannot be interrupted from Python, and some legal IR makes it run without end
+(the loop vectorizer once recursed for minutes on a max-reduction inside a parallel loop). So a
+compile with a time limit runs in a forked child process, which is killed when the limit
+passes. A fork costs ~5 ms against the 20-200 ms of a typical compile, and only a cache miss
+compiles (target.compile_ir caches results by a hash of the IR)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import time
+
+from tensorlang.errors import TensorlangError
+from tensorlang.runtime import _llvm
+
+__all__ = ["DEFAULT_BUILD_TIMEOUT", "BuildTimeoutError", "check_timeout", "compile_ir_text"]
+
+# seconds; the largest kernels the tuner builds compile in a few seconds at -O3
+DEFAULT_BUILD_TIMEOUT = 60.0
+
+
+class BuildTimeoutError(TensorlangError):
+    """LLVM did not finish compiling a kernel within the build's time limit."""
+
+
+def check_timeout(timeout) -> float | None:
+    """The validated time limit in seconds (None: no limit)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
+            not timeout > 0 or timeout == float("inf"):
+        raise ValueError(f"timeout must be a positive number of seconds or None (no limit), "
+                         f"got {timeout!r}")
+    return float(timeout)
+
+
+def compile_ir_text(ir_text: str, cpu: str, features: str, triple: str, opt_level: int,
+                    want_asm: bool = False, timeout: float | None = None):
+    """runtime._llvm.compile_ir_text, in a child process killed after `timeout` seconds
+    (in this process where there is no limit or no fork)."""
+    timeout = check_timeout(timeout)
+    args = (ir_text, cpu, features, triple, opt_level, want_asm)
+    if timeout is None or not hasattr(os, "fork"):
+        return _llvm.compile_ir_text(*args)
+    # no other thread is inside LLVM while the process forks: the child's copy of LLVM's
+    # state is consistent (every use of LLVM holds this lock)
+    with _llvm.LLVM_LOCK:
+        _llvm.binding()  # initialized once here, not in every child
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child; its result is checked through the parent)
+            os.close(read_end)
+            _child(write_end, args)
+        os.close(write_end)
+    try:
+        data = _read_result(read_end, time.monotonic() + timeout)
+    finally:
+        os.close(read_end)
+    if data is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise BuildTimeoutError(
+            f"the build exceeded its time limit of {timeout:g} s in LLVM's optimizer "
+            f"(opt_level={opt_level}); give a longer one with tl.build(..., timeout=<seconds>) "
+            "or timeout=None for none, or build with a lower opt_level (1 compiles fastest "
+            "of the optimizing levels)")
+    if not data:
+        _, status = os.waitpid(pid, 0)
+        how = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+               else f"exit status {os.WEXITSTATUS(status)}")
+        raise TensorlangError(f"the LLVM compile process died ({how}) before returning a "
+                              "result")
+    # the child is reaped later: its exit (unmapping a copy of this process) takes as long
+    # as the fork did, and the result is already here
+    _exited.append(pid)
+    _reap()
+    return _unpack(data)
+
+
+_exited: list = []
+
+
+def _reap() -> None:
+    for pid in list(_exited):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _exited.remove(pid)
+
+
+def _child(fd: int, args) -> None:  # pragma: no cover (runs in the forked child)
+    try:
+        try:
+            out = ("ok", _llvm.compile_ir_text(*args))
+        except _llvm.LLVMCompileError as e:
+            out = ("llvm", (e.stage, e.llvm_message))
+        except BaseException as e:  # noqa: BLE001 (anything the parent must hear about)
+            out = ("error", f"{type(e).__name__}: {e}")
+        payload = pickle.dumps(out)
+        view = memoryview(len(payload).to_bytes(8, "little") + payload)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os._exit(0)
+
+
+def _read_result(fd: int, deadline: float) -> bytes | None:
+    """The child's result (a length, then that many bytes); b"" when the child died before
+    writing all of it, None at the deadline."""
+    data = b""
+    size = None
+    while size is None or len(data) < size + 8:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b""
+        data += chunk
+        if size is None and len(data) >= 8:
+            size = int.from_bytes(data[:8], "little")
+    return data[8:]
+
+
+def _unpack(data: bytes):
+    kind, value = pickle.loads(data)
+    if kind == "ok":
+        return value
+    if kind == "llvm":
+        raise _llvm.LLVMCompileError(*value)
+    raise TensorlangError(f"LLVM compilation failed: {value}")
