@@ -300,8 +300,9 @@ def pad(x: Tensor, pad_width, mode: str = "constant", constant_value=0) -> Tenso
 
 def gather(x: Tensor, indices: Tensor, axis: int = 0) -> Tensor:
     """numpy.take / ONNX Gather: out[a.., j.., b..] = x[a.., indices[j..], b..]. Negative
-    indices count from the end; an out-of-range index is clamped into range (it cannot raise
-    from generated code; clamping keeps every read inside the buffer)."""
+    indices count from the end; an index out of [-n, n) makes the kernel fail with a
+    KernelError naming the read (numpy raises IndexError; a clamped read would be a silently
+    wrong answer), from the run-time check that lowering puts on every data-dependent index."""
     check_tensor("gather", "x", x)
     check_tensor("gather", "indices", indices)
     if not dt.is_int(indices.dtype):
@@ -314,7 +315,6 @@ def gather(x: Tensor, indices: Tensor, axis: int = 0) -> Tensor:
         j = i[ax:ax + indices.ndim]
         k = te.cast(indices[tuple(j)], "int64")
         k = te.select(k < 0, k + n, k)
-        k = te.max(te.min(k, n - 1), const(0))
         return x[tuple(i[:ax]) + (k,) + tuple(i[ax + indices.ndim:])]
 
     return op_compute("gather", shape, f, INJECTIVE, axis=ax)

@@ -1,0 +1,367 @@
+"""The static bounds proof: every read of a tensor, as the compute that makes it was written,
+stays inside the tensor's box over the compute's whole iteration domain.
+
+For each read `A[f0(x), ..., fk(x)]` of a compute with iteration domain D (its spatial and
+reduce axes; with symbolic shapes, for every value >= 1 of the shape variables) and each
+dimension d, the proof shows that no point x of D has fd(x) < 0 or fd(x) >= A.shape[d]. A read
+can be guarded: in `tl.if_then_else(i >= 1, A[i - 1], 0)` (a padding stage) and in a reduction's
+`where=` it happens only where the guard holds, so the guards that dominate a read restrict D for
+it (codegen does not touch memory on a select's side not taken, lower/passes/guard_padded_reads
+and codegen's masked loads keep that true).
+
+Three provers, cheapest first:
+1. interval arithmetic over the axes' constant ranges (`A[i, k]` of a matmul, a stride);
+2. the same, relative to a guard: `A[h + r - 1]` under `0 <= h + r - 1 < H` is in bounds because
+   the index minus the guarded expression is >= 0 (padding, every conv);
+3. isl, exactly (symbolic shapes, coupled bounds, and every refusal: the offending point is
+   isl's sample of the out-of-bounds set).
+
+A read isl finds out of bounds is refused with a LoweringError naming the compute, the read as
+written, the tensor's shape and one offending index with the point that makes it. Where a guard or
+an extent is not affine (it reads data, or multiplies variables) the proof holds only where it
+holds without that guard: what is left is refused too, saying why it cannot be proven. An index
+isl cannot express (a gather `A[Ix[i]]`, `A[i * j]` that the ranges do not bound) is "runtime":
+lower/passes/check_indices.py checks it when the kernel runs.
+
+A proof depends only on the compute definition, never on the schedule (which changes the order
+of the reads, not which ones happen), so it is made once per compute op and memoized on it;
+isl's verdicts are also cached by their text, for computes re-declared alike."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import islpy as isl
+
+from ..errors import LoweringError
+from ..ir import dtype as dt
+from ..ir import expr as E
+from ..ir.functor import Visitor, collect_vars, substitute
+from ..ir.simplify import Analyzer, simplify
+from ..te.tensor import ComputeOp, TensorRead
+from .affine import Names, Params, cond_to_isl, to_isl
+
+PROVEN, REFUSED, RUNTIME = "proven", "refused", "runtime"
+
+
+@dataclass(frozen=True)
+class Access:
+    """The verdict on one dimension of one read of a compute."""
+
+    compute: str
+    read: str  # as written, e.g. "A[i + 1]"
+    tensor: str
+    shape: str  # e.g. "(16,)" or "(n, 4)"
+    dim: int
+    index: str
+    status: str  # PROVEN | REFUSED | RUNTIME
+    how: str = ""  # proven: by which prover; refused: the offending point; runtime: why
+    certain: bool = True  # refused: False when a guard or range isl cannot read may exclude it
+
+    def message(self) -> str:
+        where = f" (dimension {self.dim})" if "," in self.shape.rstrip(",)") else ""
+        if self.status == REFUSED:
+            verdict = "out of bounds" if self.certain else "and it cannot be proven in bounds"
+            return (f"compute {self.compute} reads {self.read} {verdict}: {self.tensor} has "
+                    f"shape {self.shape}, and index {self.index}{where}{self.how}")
+        return f"compute {self.compute} reads {self.read}: index {self.index}{where}: {self.how}"
+
+
+@dataclass(frozen=True)
+class Proof:
+    """The verdicts on every read of one compute (and what proving them cost)."""
+
+    compute: str
+    accesses: tuple
+    seconds: float
+
+    @property
+    def refused(self) -> list:
+        return [a for a in self.accesses if a.status == REFUSED]
+
+    @property
+    def runtime(self) -> list:
+        return [a for a in self.accesses if a.status == RUNTIME]
+
+
+_PROOFS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def prove_op(op: ComputeOp) -> Proof:
+    """The bounds proof of one compute (memoized on the op)."""
+    got = _PROOFS.get(op)
+    if got is None:
+        t0 = time.perf_counter()
+        accesses = _Prover(op).run()
+        got = _PROOFS[op] = Proof(op.name, accesses, time.perf_counter() - t0)
+    return got
+
+
+def check_bounds(schedule) -> list:
+    """Prove the reads of every compute of the schedule in bounds (tl.lower runs this); raises
+    LoweringError for the first read that is not. Returns the proofs."""
+    proofs = [prove_op(st.op) for st in schedule.stages if isinstance(st.op, ComputeOp)]
+    for p in proofs:
+        bad = p.refused
+        if bad:
+            raise LoweringError(bad[0].message())
+    return proofs
+
+
+# ----------------------------------------------------------------------------- reads and guards
+
+
+class _GuardedReads(Visitor):
+    """Every TensorRead with the conditions that dominate it: (condition, holds) pairs from the
+    selects whose branch it is in and from a reduction's where=."""
+
+    def __init__(self):
+        self.guards: list = []
+        self.found: list = []
+
+    def visit_TensorRead(self, r):
+        self.found.append((r, tuple(self.guards)))
+        for i in r.indices:
+            self.visit(i)
+
+    def visit_Select(self, e):
+        self.visit(e.condition)  # evaluated unconditionally
+        for value, holds in ((e.true_value, True), (e.false_value, False)):
+            self.guards.append((e.condition, holds))
+            self.visit(value)
+            self.guards.pop()
+
+    def visit_Reduce(self, r):
+        if r.condition is None:
+            self.generic(r)
+            return
+        self.visit(r.condition)
+        self.guards.append((r.condition, True))
+        for s in r.source:
+            self.visit(s)
+        self.guards.pop()
+
+
+_FLIP = {E.LT: E.GE, E.LE: E.GT, E.GT: E.LE, E.GE: E.LT}
+
+
+def _nonneg_facts(cond, holds: bool) -> list:
+    """Integer expressions that are >= 0 wherever `cond` is `holds` (those it states plainly)."""
+    if holds and isinstance(cond, E.And):
+        return _nonneg_facts(cond.a, True) + _nonneg_facts(cond.b, True)
+    if not holds and isinstance(cond, E.Or):
+        return _nonneg_facts(cond.a, False) + _nonneg_facts(cond.b, False)
+    if isinstance(cond, E.Not):
+        return _nonneg_facts(cond.a, not holds)
+    t = type(cond)
+    if t not in _FLIP and t is not E.EQ or not dt.is_int(cond.a.dtype):
+        return []
+    if t is E.EQ:
+        return [cond.a - cond.b, cond.b - cond.a] if holds else []
+    if not holds:
+        t = _FLIP[t]
+    a, b = cond.a, cond.b
+    one = E.const(1, a.dtype)
+    return [{E.LT: b - a - one, E.LE: b - a, E.GT: a - b - one, E.GE: a - b}[t]]
+
+
+# ----------------------------------------------------------------------------- the prover
+
+
+class _Prover:
+    def __init__(self, op: ComputeOp):
+        self.op = op
+        axes = tuple(op.axis) + tuple(op.reduce_axis)
+        names = Names()
+        self.dims = [names.fresh(iv.var.name) for iv in axes]
+        self.env = {iv.var: d for iv, d in zip(axes, self.dims)}
+        self.params = Params(Names(self.dims))
+        self.ranges = Analyzer()
+        self.domain: list[str] = []
+        self.domain_exact = True
+        for iv, d in zip(axes, self.dims):
+            self._bind_axis(iv, d)
+
+    def _bind_axis(self, iv, dim: str) -> None:
+        for v in collect_vars(iv.dom.extent) | collect_vars(iv.dom.min):
+            if v not in self.env and v not in self.ranges.ranges:
+                self.ranges.bind(v, 1, float("inf"))  # a shape variable
+        self.ranges.bind_range(iv.var, iv.dom.min, iv.dom.extent)
+        lo = to_isl(iv.dom.min, self.env, self.params)
+        ext = to_isl(iv.dom.extent, self.env, self.params)
+        if lo is None or ext is None:
+            self.domain_exact = False
+        if lo is not None:
+            self.domain.append(f"{dim} >= {_p(lo)}")
+            if ext is not None:
+                self.domain.append(f"{dim} < {_p(lo)} + {_p(ext)}")
+
+    def run(self) -> tuple:
+        finder = _GuardedReads()
+        for b in self.op.body:
+            finder.visit(b)
+        out: list = []
+        pending: list = []  # (position in out, isl problem) left to isl
+        seen: dict = {}
+        for r, guards in finder.found:
+            for d in range(len(r.indices)):
+                key = (r.tensor, d, r.indices[d], guards)
+                if key in seen:
+                    continue
+                seen[key] = True
+                access, problem = self._dimension(r, d, guards)
+                if problem is not None:
+                    pending.append((len(out), problem))
+                out.append(access)
+        for k, verdict in _decide([p for _, p in pending], self.params.decl()):
+            pos, problem = pending[k]
+            out[pos] = _verdict(out[pos], problem, verdict)
+        return tuple(out)
+
+    def _dimension(self, r: TensorRead, d: int, guards: tuple):
+        """(Access, None) when decided without isl; else (Access to fill in, _Problem)."""
+        idx = simplify(r.indices[d])
+        ext = r.tensor.shape[d]
+        base = Access(self.op.name, str(r), r.tensor.name, _shape_text(r.tensor.shape), d,
+                      str(r.indices[d]), PROVEN)
+        facts = [f for c, holds in guards for f in _nonneg_facts(c, holds)]
+        below = self._nonneg(idx, facts)
+        above = self._nonneg(simplify(ext - E.const(1, ext.dtype) - idx), facts)
+        if below and above:
+            return _with(base, how="ranges under its guards" if facts else "ranges"), None
+        idx_t = to_isl(idx, self.env, self.params)
+        if idx_t is None:
+            why = ("data-dependent index, checked when the kernel runs" if _reads_data(idx)
+                   else "index not affine, checked when the kernel runs")
+            return _with(base, status=RUNTIME, how=why), None
+        ext_t = to_isl(ext, self.env, self.params)
+        cons = list(self.domain)
+        inexact = [] if self.domain_exact else ["an axis range is not affine"]
+        for c, holds in guards:
+            g = cond_to_isl(c, self.env, self.params)
+            if g is None:
+                inexact.append(f"the guard {c} is not affine"
+                               + (" (it reads data)" if _reads_data(c) else ""))
+            else:
+                cons.append(f"({g})" if holds else f"not ({g})")
+        if ext_t is None:
+            inexact.append(f"the extent {ext} is not affine")
+            bad = f"{_p(idx_t)} < 0"
+        else:
+            bad = f"({_p(idx_t)} < 0 or {_p(idx_t)} >= {_p(ext_t)})"
+        for name in self.params.by_var.values():
+            cons.append(f"{name} >= 1")
+        cons.append(bad)
+        return base, _Problem(self.dims, cons, idx, ext, inexact, self)
+
+    def _nonneg(self, e, facts) -> bool:
+        """Whether e >= 0 over the axes' ranges, alone or above one of the guard's facts."""
+        if self.ranges.bound(e)[0] >= 0:
+            return True
+        return any(self.ranges.bound(simplify(e - f))[0] >= 0 for f in facts)
+
+
+def _reads_data(e) -> bool:
+    found = []
+
+    class _Find(Visitor):
+        def visit_TensorRead(self, r):
+            found.append(r)
+
+    _Find().visit(e)
+    return bool(found)
+
+
+def _with(a: Access, **changes) -> Access:
+    return dataclasses.replace(a, **changes)
+
+
+def _shape_text(shape) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _p(x) -> str:
+    return str(x) if isinstance(x, int) else f"({x})"
+
+
+@dataclass
+class _Problem:
+    """Is there a point of the domain (under the read's guards) where the index is outside
+    [0, extent)? `cons` is its isl constraint text."""
+
+    dims: list
+    cons: list
+    index: E.Expr
+    extent: E.Expr
+    inexact: list  # why a point found may not be real (a guard or range isl cannot express)
+    prover: _Prover
+
+    def text(self, name: str) -> str:
+        return f"{name}[{', '.join(self.dims)}] : {' and '.join(self.cons)}"
+
+
+def _verdict(a: Access, problem: _Problem, sample) -> Access:
+    """The access decided by isl's answer: None (no point out of bounds) or a sample point
+    {isl name: value}."""
+    if sample is None:
+        return _with(a, how="isl")
+    prover = problem.prover
+    values = {v: E.const(sample[n], v.dtype) for v, n in prover.env.items() if n in sample}
+    values.update({v: E.const(sample[n], v.dtype) for v, n in prover.params.by_var.items()
+                   if n in sample})
+    at = simplify(substitute(problem.index, values))
+    point = ", ".join(f"{v.name} = {sample[n]}" for v, n in prover.env.items() if n in sample)
+    shape_vars = ", ".join(f"{v.name} = {sample[n]}" for v, n in prover.params.by_var.items()
+                           if n in sample)
+    value = "" if str(at) == a.index else f" = {at}"
+    how = f"{value} is outside [0, {problem.extent}) at {point}"
+    if shape_vars:
+        how += f" (with {shape_vars})"
+    if problem.inexact:
+        how += (", unless what the proof cannot read excludes that point: "
+                + "; ".join(problem.inexact)
+                + " (clamp the index with tl.max/tl.min, or guard it with an affine condition)")
+    return _with(a, status=REFUSED, how=how, certain=not problem.inexact)
+
+
+# ----------------------------------------------------------------------------- isl, cached
+
+_DECIDED: OrderedDict = OrderedDict()
+_DECIDED_SIZE = 512
+
+
+def _decide(problems: list, decl: str) -> list:
+    """[(k, None or sample point)] for each problem k: one isl parse for all of them."""
+    if not problems:
+        return []
+    text = decl + "{ " + "; ".join(p.text(f"p{k}") for k, p in enumerate(problems)) + " }"
+    got = _DECIDED.get(text)
+    if got is None:
+        got = _solve(text, len(problems))
+        _DECIDED[text] = got
+        if len(_DECIDED) > _DECIDED_SIZE:
+            _DECIDED.popitem(last=False)
+    else:
+        _DECIDED.move_to_end(text)
+    return got
+
+
+def _solve(text: str, n: int) -> list:
+    bad = isl.UnionSet(text)
+    samples: list = [None] * n
+    sets = bad.get_set_list()
+    for j in range(sets.n_set()):
+        s = sets.get_at(j)
+        if s.is_empty():
+            continue
+        pt = s.sample_point()
+        point = {}
+        for kind in (isl.dim_type.param, isl.dim_type.set):
+            for k in range(s.dim(kind)):
+                point[s.get_dim_name(kind, k)] = pt.get_coordinate_val(kind, k).to_python()
+        samples[int(s.get_tuple_name()[1:])] = point
+    return list(enumerate(samples))

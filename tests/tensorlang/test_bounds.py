@@ -1,0 +1,279 @@
+"""The bounds proof (analysis/bounds.py) and the run-time index checks
+(lower/passes/check_indices.py): an out-of-bounds read is refused at tl.lower, naming the read
+and one offending index; a data-dependent index that cannot be proven fails the call with a
+KernelError, never an unchecked load (issue 15)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from tl_testing import rand
+
+import tensorlang as tl
+from tensorlang import ops
+from tensorlang.analysis.bounds import PROVEN, prove_op
+
+
+def _lower(out, args):
+    return tl.lower(tl.create_schedule(out), args)
+
+
+def _build(out, args, vectorize=None):
+    s = tl.create_schedule(out)
+    if vectorize is not None:
+        s[out].vectorize(out.op.axis[vectorize])
+    return tl.build(s, args)
+
+
+# ----------------------------------------------------------------------------- refused
+
+
+@pytest.mark.parametrize("fcompute, pattern", [
+    (lambda A: lambda i: A[i + 1],
+     (r"compute C reads A\[i \+ 1\] out of bounds: A has shape \(16,\), and index i \+ 1 = 16 "
+      r"is outside \[0, 16\) at i = 15")),
+    (lambda A: lambda i: A[i - 1], r"reads A\[i - 1\] out of bounds.* i - 1 = -1 .*at i = 0"),
+    (lambda A: lambda i: A[20], r"reads A\[20\] out of bounds.*index 20 is outside \[0, 16\)"),
+    (lambda A: lambda i: A[i] + A[16 - i], r"reads A\[16 - i\] out of bounds.* = 16 .*i = 0"),
+])
+def test_out_of_bounds_reads_are_refused_naming_the_index(fcompute, pattern):
+    A = tl.placeholder((16,), name="A")
+    C = tl.compute((16,), fcompute(A), name="C")
+    with pytest.raises(tl.LoweringError, match=pattern):
+        _lower(C, [A, C])
+
+
+def test_a_refused_read_names_its_dimension():
+    A = tl.placeholder((4, 8), name="A")
+    C = tl.compute((4, 8), lambda i, j: A[i, j * 2 % 9], name="C")
+    with pytest.raises(tl.LoweringError, match=r"A\[i, j \* 2 % 9\].*dimension 1.* = 8 .*j = 4"):
+        _lower(C, [A, C])
+
+
+def test_reduce_axis_reads_are_checked_and_where_guards_them():
+    A = tl.placeholder((16,), name="A")
+    k = tl.reduce_axis((0, 16), name="k")
+    bad = tl.compute((1,), lambda i: tl.sum(A[k - 1], axis=k), name="bad")
+    with pytest.raises(tl.LoweringError, match=r"A\[k - 1\].*at i = 0, k = 0"):
+        _lower(bad, [A, bad])
+    k2 = tl.reduce_axis((0, 16), name="k")
+    ok = tl.compute((1,), lambda i: tl.sum(A[k2 - 1], axis=k2, where=k2 >= 1), name="ok")
+    a = rand((16,))
+    out = np.zeros(1, "float32")
+    _build(ok, [A, ok])(a, out)
+    np.testing.assert_allclose(out, a[:15].sum(keepdims=True), rtol=1e-5)
+
+
+def test_a_guard_that_reads_data_cannot_prove_a_read():
+    A = tl.placeholder((16,), name="A")
+    M = tl.placeholder((16,), dtype="int32", name="M")
+    C = tl.compute((16,), lambda i: tl.if_then_else(M[i] > 0, A[i - 1], 0.0), name="C")
+    with pytest.raises(tl.LoweringError, match=r"reads A\[i - 1\] and it cannot be proven in "
+                                                r"bounds.*at i = 0, unless.*the guard M\[i\] > "
+                                                r".* is not affine \(it reads data\).*clamp"):
+        _lower(C, [A, M, C])
+    # clamped, it is proven
+    D = tl.compute((16,), lambda i: tl.if_then_else(M[i] > 0, A[tl.max(i - 1, 0)], 0.0),
+                   name="D")
+    assert "checked(" not in str(_lower(D, [A, M, D]))
+
+
+# ----------------------------------------------------------------------------- accepted
+
+
+def test_guarded_padding_reads_are_accepted_and_run():
+    A = tl.placeholder((16,), name="A")
+    C = tl.compute((18,), lambda i: tl.if_then_else(tl.all(i >= 1, i <= 16), A[i - 1], 0.0),
+                   name="C")
+    D = tl.compute((16,), lambda i: tl.if_then_else(i < 1, 0.0, A[i - 1]), name="D")
+    a = rand((16,))
+    c, d = np.zeros(18, "float32"), np.zeros(16, "float32")
+    _build(C, [A, C], vectorize=0)(a, c)
+    _build(D, [A, D])(a, d)
+    np.testing.assert_array_equal(c, np.pad(a, 1))
+    np.testing.assert_array_equal(d, np.concatenate([[0], a[:15]]))
+
+
+def test_padded_strided_conv_reads_are_proven():
+    X = tl.placeholder((1, 3, 9, 9), name="X")
+    W = tl.placeholder((4, 3, 3, 3), name="W")
+    Y = ops.conv2d_nchw(X, W, stride=2, padding=1)
+    s = ops.default_schedule(Y)
+    x, w = rand((1, 3, 9, 9)), rand((4, 3, 3, 3))
+    y = np.zeros([int(d.value) for d in Y.shape], "float32")
+    tl.build(s, [X, W, Y])(x, w, y)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros_like(y)
+    for oh in range(y.shape[2]):
+        for ow in range(y.shape[3]):
+            patch = xp[0, :, 2 * oh:2 * oh + 3, 2 * ow:2 * ow + 3]
+            want[0, :, oh, ow] = np.tensordot(w, patch, axes=3)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+    for st in s.stages:
+        if isinstance(st.op, tl.te.ComputeOp):
+            assert all(a.status == PROVEN for a in prove_op(st.op).accesses), st.op.name
+
+
+def test_symbolic_shapes():
+    n = tl.var("n")
+    A = tl.placeholder((n,), name="A")
+    bad = tl.compute((n,), lambda i: A[i + 1], name="bad")
+    with pytest.raises(tl.LoweringError, match=r"A\[i \+ 1\].*shape \(n,\).*outside \[0, n\) "
+                                               r"at i = \d+ \(with n = \d+\)"):
+        _lower(bad, [A, bad])
+    ok = tl.compute((n - 1,), lambda i: A[i + 1] - A[i], name="ok")
+    assert "checked(" not in str(_lower(ok, [A, ok]))  # (an n - 1 output cannot be an argument)
+    diff = tl.compute((n,), lambda i: tl.if_then_else(i < n - 1, A[i + 1] - A[i], 0.0),
+                      name="diff")
+    rev = tl.compute((n,), lambda i: A[n - 1 - i], name="rev")
+    a = rand((10,))
+    d, r = np.zeros(10, "float32"), np.zeros(10, "float32")
+    _build(diff, [A, diff])(a, d)
+    _build(rev, [A, rev])(a, r)
+    np.testing.assert_allclose(d, np.append(np.diff(a), 0), rtol=1e-6)
+    np.testing.assert_array_equal(r, a[::-1])
+
+
+def test_shape_variables_of_two_tensors_are_independent():
+    n, m = tl.var("n"), tl.var("m")
+    A = tl.placeholder((m,), name="A")
+    C = tl.compute((n,), lambda i: A[i], name="C")
+    with pytest.raises(tl.LoweringError, match=r"A\[i\].*outside \[0, m\)"):
+        _lower(C, [A, C])
+
+
+def test_the_proof_is_made_once_per_compute():
+    A = tl.placeholder((8, 8), name="A")
+    C = tl.compute((8, 8), lambda i, j: A[j, i] * 2.0, name="C")
+    first = prove_op(C.op)
+    s = tl.create_schedule(C)
+    s[C].split(C.op.axis[0], factor=3)
+    tl.lower(s, [A, C])
+    assert prove_op(C.op) is first
+    assert [a.status for a in first.accesses] == [PROVEN, PROVEN]
+
+
+# ----------------------------------------------------------------------------- run time
+
+_GATHER = """
+import numpy as np, tensorlang as tl
+A = tl.placeholder((16, 8), name="A")
+Ix = tl.placeholder((5,), dtype="int64", name="Ix")
+G = tl.compute((5, 8), lambda i, j: A[Ix[i], j] * 2.0, name="G")
+s = tl.create_schedule(G)
+{schedule}
+f = tl.build(s, [A, Ix, G])
+a = np.arange(128, dtype="float32").reshape(16, 8)
+g = np.zeros((5, 8), "float32")
+ix = np.array([0, 3, 15, 2, 7])
+f(a, ix, g)
+assert np.array_equal(g, a[ix] * 2)
+for bad in (16, -1, 1 << 40, -(1 << 62)):
+    ix[2] = bad
+    try:
+        f(a, ix, g)
+        print("no error for", bad)
+    except tl.runtime.KernelError as e:
+        print("KernelError:", e)
+"""
+
+
+@pytest.mark.parametrize("schedule", ["", "s[G].vectorize(G.op.axis[1])",
+                                      "s[G].parallel(G.op.axis[0])"])
+def test_a_gather_out_of_range_raises_kernel_error(schedule):
+    # in a subprocess: an unchecked load far out of range would kill the interpreter
+    code = _GATHER.format(schedule=schedule)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 4, proc.stdout
+    for line in lines:
+        assert line.startswith("KernelError:"), line
+        assert r"index out of bounds in A[Ix[i], j]: dimension 0's index is not in [0, 16)" \
+            in line
+
+
+def _vector_gather(guarded: bool):
+    A = tl.placeholder((16,), name="A")
+    Ix = tl.placeholder((32,), dtype="int64", name="Ix")
+    if guarded:
+        G = tl.compute((32,), lambda i: tl.if_then_else(Ix[i] >= 0, A[Ix[i]], -1.0), name="G")
+    else:
+        G = tl.compute((32,), lambda i: A[Ix[i]], name="G")
+    return _build(G, [A, Ix, G], vectorize=0)
+
+
+def test_each_lane_of_a_vector_gather_is_checked():
+    f = _vector_gather(guarded=False)
+    a, g = rand((16,)), np.zeros(32, "float32")
+    ix = np.arange(32) % 16
+    f(a, ix, g)
+    np.testing.assert_array_equal(g, a[ix])
+    for lane in (0, 5, 31):
+        bad = ix.copy()
+        bad[lane] = 16
+        with pytest.raises(tl.runtime.KernelError, match=r"A\[Ix\[i\]\]: the index is not in \[0, 16\)"):
+            f(a, bad, g)
+
+
+def test_lanes_a_select_does_not_take_are_not_checked():
+    f = _vector_gather(guarded=True)
+    a, g = rand((16,)), np.zeros(32, "float32")
+    ix = np.where(np.arange(32) % 3 == 0, -5, np.arange(32) % 16)
+    f(a, ix, g)
+    np.testing.assert_array_equal(g, np.where(ix >= 0, a[np.maximum(ix, 0)], -1.0))
+    ix[4] = 99
+    with pytest.raises(tl.runtime.KernelError, match="index out of bounds"):
+        f(a, ix, g)
+
+
+def test_library_gather_wraps_negative_indices_and_refuses_out_of_range():
+    x = rand((5, 4, 3))
+    X = tl.placeholder(x.shape, name="X")
+    I_ = tl.placeholder((2, 2), dtype="int64", name="I")
+    for axis in (0, 1, 2):
+        n = x.shape[axis]
+        Y = ops.gather(X, I_, axis)
+        f = tl.build(ops.default_schedule(Y), [X, I_, Y])
+        y = np.zeros([int(d.value) for d in Y.shape], "float32")
+        ix = np.array([[0, -1], [n - 1, -n]])
+        f(x, ix, y)
+        np.testing.assert_array_equal(y, np.take(x, ix, axis=axis))
+        for bad in (n, -n - 1):
+            ix[1, 0] = bad
+            with pytest.raises(tl.runtime.KernelError, match=rf"index out of bounds in X\[.*not in "
+                                                     rf"\[0, {n}\)"):
+                f(x, ix, y)
+
+
+def test_a_product_index_is_checked_unless_the_ranges_bound_it():
+    A = tl.placeholder((16,), name="A")
+    inside = tl.compute((4, 4), lambda i, j: A[i * j], name="inside")
+    assert "checked(" not in str(_lower(inside, [A, inside]))
+    n = tl.var("n")
+    B = tl.placeholder((n,), name="B")
+    C = tl.compute((4, 4), lambda i, j: B[i * j], name="C")
+    assert "checked(" in str(_lower(C, [B, C]))
+    f = _build(C, [B, C])
+    b, c = rand((10,)), np.zeros((4, 4), "float32")
+    f(b, c)  # i * j <= 9
+    np.testing.assert_array_equal(c, b[np.outer(np.arange(4), np.arange(4))])
+    with pytest.raises(tl.runtime.KernelError, match=r"B\[i \* j\]: the index is not in \[0, n\)"):
+        f(b[:9], c)
+
+
+def test_the_message_survives_save_and_load(tmp_path):
+    A = tl.placeholder((16,), name="A")
+    Ix = tl.placeholder((4,), dtype="int32", name="Ix")
+    G = tl.compute((4,), lambda i: A[Ix[i]], name="G")
+    path = str(tmp_path / "gather.tlm")
+    _build(G, [A, Ix, G]).save(path)
+    f = tl.runtime.load_module(path)
+    a, g = rand((16,)), np.zeros(4, "float32")
+    f(a, np.array([1, 2, 3, 4], "int32"), g)
+    np.testing.assert_array_equal(g, a[1:5])
+    with pytest.raises(tl.runtime.KernelError,
+                       match=r"index out of bounds in A\[int64\(Ix\[i\]\)\]"):
+        f(a, np.array([1, 2, 3, 16], "int32"), g)
