@@ -18,7 +18,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import importlib
-import multiprocessing as mp
 import os
 import signal
 import tempfile
@@ -29,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .workers import CONTEXT
+
 ILLEGAL = "illegal schedule"
 BUILD_ERROR = "build error"
 RUN_ERROR = "run error"
@@ -36,9 +37,9 @@ TIMEOUT = "timeout"
 WRONG_ANSWER = "wrong answer"
 ERROR_KINDS = (ILLEGAL, BUILD_ERROR, RUN_ERROR, TIMEOUT, WRONG_ANSWER)
 
-# spawn, not fork: the parent may hold xgboost's and the kernel thread pool's threads, and a
-# forked child of a multi-threaded process can deadlock on a lock another thread held.
-_CTX = mp.get_context("spawn")
+# every worker process (builders, the measuring process, feature workers) starts from here:
+# spawned, and dies with this process (workers.py)
+_CTX = CONTEXT
 
 
 @dataclass

@@ -1,0 +1,112 @@
+"""The tuner's worker processes (builders, the measuring process, feature workers) die with the
+process that started them.
+
+A tuning run killed with SIGKILL runs no cleanup: its workers would live on, re-parented,
+holding pipes and cores. Every worker is started from ``CONTEXT`` (spawn), whose processes ask
+the kernel, first thing in the child, for SIGKILL when their parent dies (Linux
+``prctl(PR_SET_PDEATHSIG)``; elsewhere a thread that polls the parent's pid). Two pitfalls:
+
+- the death signal fires when the *thread* that started the child exits, not the process: a
+  tuner run in a short-lived thread would take its (pooled, reused) workers with it. So
+  processes are started from the main thread or from one long-lived daemon thread;
+- the parent may die between the fork and the prctl: the child checks it still has the parent
+  it was started by, right after asking.
+
+Workers also ignore SIGINT: a Ctrl-C at the terminal reaches the whole process group, and the
+parent stops its workers itself (they would otherwise each print a KeyboardInterrupt traceback).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import ctypes
+import multiprocessing.context as mpc
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_POLL_SECONDS = 1.0  # the fallback watcher's period (not Linux)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Called first in a worker process: end it when process `parent_pid` (its parent) ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not (sys.platform.startswith("linux") and _set_death_signal()):
+        threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
+                         name="tensorlang-parent-watch").start()
+    if os.getppid() != parent_pid:  # the parent died before we asked: nobody would tell us
+        os._exit(1)
+
+
+def _set_death_signal() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(_POLL_SECONDS)
+    os._exit(1)
+
+
+class _Starter:
+    """One daemon thread that starts processes for threads that may end before them."""
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, fn) -> None:
+        if threading.current_thread() is threading.main_thread():
+            fn()  # the main thread outlives every other (the interpreter joins them first)
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, daemon=True,
+                                                name="tensorlang-process-starter")
+                self._thread.start()
+        done: cf.Future = cf.Future()
+        self._jobs.put((fn, done))
+        done.result()
+
+    def _serve(self) -> None:
+        while True:
+            fn, done = self._jobs.get()
+            try:
+                fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the thread that asked
+                done.set_exception(e)
+            else:
+                done.set_result(None)
+
+
+_STARTER = _Starter()
+
+
+class WorkerProcess(mpc.SpawnProcess):
+    """A spawned process that dies with its parent (see the module doc)."""
+
+    def start(self) -> None:
+        _STARTER.run(super().start)
+
+    def run(self) -> None:
+        die_with_parent(self._parent_pid)
+        super().run()
+
+
+class _WorkerContext(mpc.SpawnContext):
+    Process = WorkerProcess
+
+
+# the start method of every tuning worker: spawn, not fork (the parent may hold xgboost's and
+# the kernel thread pool's threads, and a forked child of a multi-threaded process can deadlock
+# on a lock another thread held)
+CONTEXT = _WorkerContext()
