@@ -60,6 +60,8 @@ class Violation:
     sink_stage: str | None = None
     src_stage: str | None = None
     text: str = ""  # placement: the whole explanation
+    # carried, or order of an update after another: the reducer declared commutative=False
+    ordered_reducer: str | None = None
 
     def describe(self, step_stage: str | None = None) -> str:
         """The explanation, phrased relative to the stage a primitive was applied to."""
@@ -69,8 +71,13 @@ class Violation:
             where = f"loop {self.loop}" if self.stage == step_stage else \
                 f"loop {self.loop} of stage {self.stage}"
             what = " is a reduce loop: it carries" if self.reduce_loop else " carries"
-            hint = ("; rfactor it into a spatial loop first" if self.reduce_loop else
-                    f"; a {self.annotation} loop needs independent iterations")
+            if self.ordered_reducer:
+                hint = (f"; reducer {self.ordered_reducer} combines its values in order, so "
+                        f"its reduce loops stay serial")
+            elif self.reduce_loop:
+                hint = "; rfactor it into a spatial loop first"
+            else:
+                hint = f"; a {self.annotation} loop needs independent iterations"
             return (f"{where}{what} a dependence: {self.dependence} ({self.reason}); "
                     f"e.g. {self.example}{hint}")
         if self.kind == "scope":
@@ -78,6 +85,10 @@ class Violation:
                     f"{self.host}, where {self.src_stage} is computed (its values exist only "
                     f"inside that loop): {self.dependence} ({self.reason}); e.g. {self.example}")
         where = f"inside loop {self.loop} of {self.host}" if self.loop else "at the root"
+        if self.ordered_reducer:
+            return (f"the updates of stage {self.sink_stage} would run out of the order of its "
+                    f"reduce axes ({where}): {self.dependence} ({self.reason}); "
+                    f"e.g. {self.example}")
         return (f"stage {self.sink_stage} would run before stage {self.src_stage} has computed "
                 f"what it needs ({where}): {self.dependence} ({self.reason}); "
                 f"e.g. {self.example}")
@@ -287,7 +298,7 @@ class _Context:
         tie = self.layout.tie[src.stage_index]
         where = self._divergence(src, sink)
         for dep in self.model.deps_between(src, sink):
-            if dep.reduction:
+            if not dep.orders():
                 continue
             m = self.timed(dep)
             if tie and m.is_empty():
@@ -306,11 +317,11 @@ class _Context:
 
     def order_violation(self, src: Statement, sink: Statement, verdict) -> Violation:
         kind, i = verdict
-        deps = [d for d in self.model.deps_between(src, sink) if not d.reduction]
+        deps = [d for d in self.model.deps_between(src, sink) if d.orders()]
         deps.sort(key=lambda d: ("RAW", "WAW", "WAR").index(d.kind))
         dep = deps[0]
-        pattern, example, _ = render(dep.map, src, sink)
-        reason = _reason(dep)
+        pattern, example, moved = render(dep.map, src, sink)
+        reason = _ordered_reason(src, moved) if dep.reduction else _reason(dep)
         ss, ks = self.stages[src.stage_index], self.stages[sink.stage_index]
         if kind == "scope":
             host, loop = ss.attach_stage, ss.attach_ivar
@@ -332,7 +343,8 @@ class _Context:
                 break
         stage = host_name or ks.name
         return Violation("order", stage, loop_name, pattern, example, reason, host=host_name,
-                         sink_stage=ks.name, src_stage=ss.name)
+                         sink_stage=ks.name, src_stage=ss.name,
+                         ordered_reducer=src.ordered_reducer if dep.reduction else None)
 
     # ------------------------------------------------------------------ parallel / vectorize
     def carried_violations(self, exact: bool) -> list[Violation]:
@@ -354,7 +366,8 @@ class _Context:
                     dep_pattern, example, reason = found
                     out.append(Violation("carried", st.name, lv.name, dep_pattern, example,
                                          reason, annotation=ann,
-                                         reduce_loop=lv.kind == "reduce"))
+                                         reduce_loop=lv.kind == "reduce",
+                                         ordered_reducer=self.binding.main(k).ordered_reducer))
         return out
 
     def reduce_carried(self, k: int, j: int):
@@ -457,6 +470,11 @@ def _reduce_reason(stmt: Statement, moved: list) -> str:
     if len(names) == 1:
         return f"reduce axis {names[0]} carries the accumulation"
     return f"reduce axes {', '.join(names)} carry the accumulation"
+
+
+def _ordered_reason(stmt: Statement, moved: list) -> str:
+    return (f"{_reduce_reason(stmt, moved)} of reducer {stmt.ordered_reducer}, declared "
+            "commutative=False: its values are combined in the order of the reduce axes")
 
 
 def _stmt_label(s: Statement) -> str:

@@ -44,6 +44,9 @@ class Statement:
     n_spatial: int
     domain_text: str
     domain: isl.Set | None = None
+    # an update whose reducer is declared commutative=False (its name): the updates of one
+    # accumulator must keep their order, so its reduction dependences constrain order too
+    ordered_reducer: str | None = None
 
     @property
     def is_update(self) -> bool:
@@ -63,6 +66,11 @@ class Dependence:
     sink: Statement
     map: isl.Map
     reduction: bool  # update -> update of one accumulator: any order, never concurrently
+
+    def orders(self) -> bool:
+        """Whether the schedule must keep the sink after the source (every dependence but the
+        reduction dependences of a commutative reducer)."""
+        return not self.reduction or self.src.ordered_reducer is not None
 
     def __repr__(self) -> str:
         return f"Dependence({self.kind}, {self.src.id} -> {self.sink.id})"
@@ -148,7 +156,7 @@ class Definition:
         self.ordered_pairs: list[tuple[Statement, Statement]] = []
         seen = set()
         for d in self.deps:
-            if not d.reduction and (d.src.id, d.sink.id) not in seen:
+            if d.orders() and (d.src.id, d.sink.id) not in seen:
                 seen.add((d.src.id, d.sink.id))
                 self.ordered_pairs.append((d.src, d.sink))
 
@@ -301,6 +309,8 @@ class _SpecBuilder:
             if c is not None:
                 cons.append(c)
         upd = self.statement(st, "update", dims, cons)
+        if not red.combiner.commutative:
+            upd.ordered_reducer = red.combiner.name
         self.write(upd, st, self.may_w)
         # the combiner reads the accumulator it updates
         self.write(upd, st, self.reads)
@@ -319,7 +329,7 @@ class _SpecBuilder:
         def union(items):
             return decl + "{ " + "; ".join(items) + " }"
 
-        key = (decl, tuple((s.id, s.stage_name, s.kind, s.axes, s.domain_text)
+        key = (decl, tuple((s.id, s.stage_name, s.kind, s.axes, s.domain_text, s.ordered_reducer)
                            for s in self.statements),
                tuple(self.reads_all), tuple(self.must_w), tuple(self.may_w), tuple(self.order))
         spec = Spec(key=key, decl=decl, statements=self.statements,

@@ -335,6 +335,12 @@ class Schedule:
         if factor_axis.kind != "reduce":
             raise ScheduleError(f"rfactor on stage {st.name}: loop {factor_axis.name} is not a "
                                 "reduce loop")
+        reducer = st.op.body[0].combiner
+        if not reducer.commutative:
+            raise ScheduleError(f"rfactor on stage {st.name}: reducer {reducer.name} is declared "
+                                "commutative=False, and rfactor combines its values out of the "
+                                "order of the reduce axes (partial results per "
+                                f"{factor_axis.name}, then across them)")
         if not isinstance(factor_index, int) or not 0 <= factor_index <= len(st.op.axis):
             raise ValueError(f"rfactor on stage {st.name}: factor_index must be in "
                              f"[0, {len(st.op.axis)}]")

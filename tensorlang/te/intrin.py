@@ -7,14 +7,23 @@ from ..ir.expr import Call, Cast, Const, Expr, Max, Min, Select, binary_operands
 from .tensor import CommReducer
 
 
-def comm_reducer(fcombine, fidentity, name: str = "reduce") -> CommReducer:
-    """A user reducer, e.g. argmax over (index, value) pairs:
+def comm_reducer(fcombine, fidentity, name: str = "reduce",
+                 commutative: bool = True) -> CommReducer:
+    """A user reducer, e.g. argmax over (index, value) pairs, the first maximum winning:
 
-        argmax = tl.comm_reducer(
-            lambda i0, v0, i1, v1: (tl.select(v0 >= v1, i0, i1), tl.max(v0, v1)),
-            lambda ti, tv: (tl.const(-1, ti), tl.min_value(tv)), name="argmax")
-    """
-    return CommReducer(fcombine, fidentity, name)
+        def first_max(i0, v0, i1, v1):
+            pick0 = (v0 > v1) | ((v0 == v1) & (i0 < i1))
+            return tl.select(pick0, i0, i1), tl.select(pick0, v0, v1)
+
+        argmax = tl.comm_reducer(first_max, lambda ti, tv: (tl.max_value(ti), tl.min_value(tv)),
+                                 name="argmax")
+
+    fcombine must be associative and commutative: schedules may combine the values of the
+    reduce axes in any order (reorder, rfactor, parallel or vectorized reduce loops). An argmax
+    that keeps `i0` on a tie (`v0 >= v1`) is not: its answer would depend on the schedule. Break
+    ties (as above), or declare `commutative=False`: the values are then combined in the order
+    of the reduce axes, and schedules that change that order are refused (ScheduleError)."""
+    return CommReducer(fcombine, fidentity, name, commutative)
 
 
 def min_value(dtype) -> Const:

@@ -158,14 +158,25 @@ class TensorRead(Expr):
 
 
 class CommReducer:
-    """A commutative reducer: combine(lhs, rhs) and the identity, both tuples of expressions.
+    """A reducer: combine(lhs, rhs) and the identity, both tuples of expressions.
 
-    Called like `tl.sum`: `reducer(expr_or_tuple, axis=k, where=cond)`."""
+    Called like `tl.sum`: `reducer(expr_or_tuple, axis=k, where=cond)`.
 
-    def __init__(self, fcombine: Callable, fidentity: Callable, name: str = "reduce"):
+    The contract: combine is associative and, unless declared `commutative=False`, commutative
+    (ties included: an argmax must break them, e.g. by the lower index). Schedules rely on it:
+    a reorder of the reduce loops, rfactor and a parallel or vectorized reduce loop all change
+    the order in which values are combined. A reducer declared not commutative keeps the order
+    of its reduce axes: those schedules are refused for it."""
+
+    def __init__(self, fcombine: Callable, fidentity: Callable, name: str = "reduce",
+                 commutative: bool = True):
+        if not isinstance(commutative, bool):
+            raise TypeError(f"reducer {name}: commutative must be a bool, got "
+                            f"{type(commutative).__name__}")
         self.fcombine = fcombine
         self.fidentity = fidentity
         self.name = name
+        self.commutative = commutative
 
     def combine(self, lhs: tuple, rhs: tuple) -> tuple:
         out = self.fcombine(*lhs, *rhs) if len(lhs) > 1 else self.fcombine(lhs[0], rhs[0])

@@ -192,3 +192,123 @@ def test_llvm_errors_cross_the_compile_process():
 
     with pytest.raises(CodegenError, match="invalid LLVM IR"):
         compile_ir("define i32 @f( {", cache=False, timeout=30)
+
+
+# ----------------------------------------------------------------------------- reducer contract
+
+ROWS, COLS = 4, 12
+
+
+def _ties():
+    """Rows whose maximum occurs three times (columns 2, 7, 9), and a row of equal values."""
+    x = np.zeros((ROWS, COLS), "float32")
+    x[:3, [2, 7, 9]] = 5.0
+    x[1, 0] = -1.0
+    return x
+
+
+def _library_argmax_stage():
+    x = tl.placeholder((ROWS, COLS), name="X")
+    idx = tl.ops.argmax(x, axis=1)
+    s = tl.create_schedule(idx)
+    pair = next(st for st in s.stages if st.op.reduce_axis)
+    return s, x, idx, pair
+
+
+def _split_reorder(s, pair):
+    ko, ki = pair.split(pair.op.reduce_axis[0], factor=4)
+    pair.reorder(ki, ko)
+
+
+def _split_rfactor(s, pair):
+    _, ki = pair.split(pair.op.reduce_axis[0], factor=4)
+    rf_index, _ = s.rfactor(pair.op.output(0), ki)  # a two-output stage: (index, value)
+    s[rf_index].parallel(s[rf_index].op.axis[0])
+
+
+@pytest.mark.parametrize("schedule", [_split_reorder, _split_rfactor],
+                         ids=["reorder", "rfactor"])
+def test_library_argmax_breaks_ties_like_numpy_under_any_order(schedule):
+    s, x, idx, pair = _library_argmax_stage()
+    assert pair.op.body[0].combiner.commutative
+    schedule(s, pair)
+    f = tl.build(s, [x, idx])
+    xv = _ties()
+    out = np.zeros(ROWS, "int64")
+    f(xv, out)
+    np.testing.assert_array_equal(out, np.argmax(xv, axis=1))
+
+
+def _argmax_keeping_the_left_on_ties(commutative):
+    """The argmax of comm_reducer's old docstring: `v0 >= v1` keeps i0 on a tie, so it is not
+    commutative, and only the order of the reduce axes gives numpy's first index."""
+    x = tl.placeholder((ROWS, COLS), name="X")
+
+    def keep_left(i0, v0, i1, v1):
+        return tl.select(v0 >= v1, i0, i1), tl.select(v0 >= v1, v0, v1)
+
+    red = tl.comm_reducer(keep_left, lambda ti, tv: (tl.max_value(ti), tl.min_value(tv)),
+                          name="argmax_keep_left", commutative=commutative)
+    k = tl.reduce_axis((0, COLS), name="k")
+    idx, val = tl.compute((ROWS,), lambda i: red((k.var, x[i, k]), axis=k), name="AM")
+    return x, idx, val, k
+
+
+def _vectorize_k_inner(s, st, k):
+    _, ki = st.split(k, factor=4)
+    st.vectorize(ki)
+
+
+def _parallel_k(s, st, k):
+    st.parallel(k)
+
+
+def _rfactor_k_inner(s, st, k):
+    _, ki = st.split(k, factor=4)
+    s.rfactor(st.op.output(0), ki)
+
+
+REORDER_REFUSAL = (r"reorder on stage AM: the updates of stage AM would run out of the order of "
+                   r"its reduce axes .*reducer argmax_keep_left, declared commutative=False")
+IN_ORDER = r"reducer argmax_keep_left combines its values in order"
+
+
+@pytest.mark.parametrize("refused", [
+    (lambda s, st, k: _split_reorder(s, st), REORDER_REFUSAL),
+    (_vectorize_k_inner, r"vectorize on stage AM: .*" + IN_ORDER),
+    (_parallel_k, r"parallel on stage AM: .*" + IN_ORDER),
+    (_rfactor_k_inner, r"rfactor on stage AM: reducer argmax_keep_left is declared commutative"),
+], ids=["reorder", "vectorize", "parallel", "rfactor"])
+def test_non_commutative_reducer_refuses_schedules_that_reorder_it(refused):
+    apply, message = refused
+    x, idx, val, k = _argmax_keeping_the_left_on_ties(commutative=False)
+    s = tl.create_schedule([idx, val])
+    with pytest.raises(tl.ScheduleError, match=message):
+        apply(s, s[idx], k)
+    # the refused step was undone: what is left builds and keeps numpy's first index
+    f = tl.build(s, [x, idx, val])
+    out_i, out_v = np.zeros(ROWS, "int64"), np.zeros(ROWS, "float32")
+    f(_ties(), out_i, out_v)
+    np.testing.assert_array_equal(out_i, np.argmax(_ties(), axis=1))
+
+
+def test_non_commutative_reducer_keeps_order_preserving_schedules():
+    x, idx, val, k = _argmax_keeping_the_left_on_ties(commutative=False)
+    s = tl.create_schedule([idx, val])
+    st = s[idx]
+    (i,) = st.op.axis
+    ko, ki = st.split(k, factor=4)
+    st.reorder(ko, i, ki)  # a spatial loop between the reduce loops: each row keeps its order
+    st.unroll(ki)
+    assert tl.analysis.check(s, exact=True) == []
+    f = tl.build(s, [x, idx, val])
+    xv = _ties()
+    out_i, out_v = np.zeros(ROWS, "int64"), np.zeros(ROWS, "float32")
+    f(xv, out_i, out_v)
+    np.testing.assert_array_equal(out_i, np.argmax(xv, axis=1))
+    np.testing.assert_array_equal(out_v, xv.max(axis=1))
+
+
+def test_reducer_commutative_flag_must_be_a_bool():
+    with pytest.raises(TypeError, match="commutative must be a bool"):
+        tl.comm_reducer(lambda a, b: a + b, lambda t: tl.const(0, t), commutative="no")
