@@ -5,10 +5,45 @@ from __future__ import annotations
 
 from .codegen.compile_limit import DEFAULT_BUILD_TIMEOUT, check_timeout
 from .ir import stmt as S
+from .ir.checks import error_messages
 from .ir.expr import Var, as_int
 from .lower import lower
 from .schedule import Schedule
 from .version import __version__
+
+MAX_NAME_LENGTH = 200
+# Symbols a kernel's object file or process already gives a meaning to: a kernel named like one
+# of them would take its place ("__tl_parallel_launch" crashed the loader, "fmodf" recursed).
+# "__": the C implementation's and LLVM's runtime helpers (__tl_parallel_launch, __truncsfhf2);
+# "tl_": the thread pool's entry points (tl_parallel_launch, tl_time_calls, ...).
+RESERVED_PREFIXES = ("__", "tl_")
+# C library functions the generated code calls, or LLVM may call for an operation the CPU lacks
+# (frem -> fmodf; floor/fma without SSE4.1/FMA; loops -> memset/memcpy).
+LIBRARY_SYMBOLS = frozenset(
+    {"aligned_alloc", "calloc", "free", "malloc", "memcpy", "memmove", "memset", "bzero"}
+    | {f + s for f in ("fmod", "floor", "ceil", "trunc", "round", "roundeven", "rint",
+                       "nearbyint", "fma", "sqrt", "fmin", "fmax", "fabs", "copysign", "exp",
+                       "exp2", "log", "log2", "log10", "pow", "sin", "cos", "tan", "tanh",
+                       "erf", "ldexp", "frexp", "modf")
+       for s in ("", "f", "l")})
+
+
+def check_kernel_name(name) -> None:
+    """Refuse a kernel name that cannot be the symbol of a kernel: not an ASCII identifier,
+    longer than MAX_NAME_LENGTH, or a symbol the runtime or the C library defines."""
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+        raise ValueError(f"kernel name must be an ASCII identifier (letters, digits, '_', not "
+                         f"starting with a digit), got {name!r:.80}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"kernel name is {len(name)} characters long, more than the "
+                         f"{MAX_NAME_LENGTH} allowed: {name[:40]!r}...")
+    if name.startswith(RESERVED_PREFIXES):
+        raise ValueError(f"kernel name {name!r} starts with a reserved prefix "
+                         f"({' or '.join(map(repr, RESERVED_PREFIXES))}: the runtime's and the "
+                         "C library's symbols); choose another name")
+    if name in LIBRARY_SYMBOLS:
+        raise ValueError(f"kernel name {name!r} is a C library function that kernels may call; "
+                         "choose another name")
 
 
 def _shape_entry(e) -> int | str:
@@ -21,12 +56,15 @@ def _shape_entry(e) -> int | str:
 
 
 def manifest_of(func: S.PrimFunc, target) -> dict:
+    from .codegen.llvm_ir import allocation_error_messages
+
     return {
         "name": func.name,
         "symbol": func.name,
         "args": [{"name": b.name, "shape": [_shape_entry(d) for d in b.shape],
                   "dtype": b.dtype, "written": w} for b, w in zip(func.params, func.written)],
         "vars": [v.name for v in func.shape_vars],
+        "error_messages": {**error_messages(func.body), **allocation_error_messages(func.body)},
         "target": target.to_dict(),
         "version": __version__,
     }
@@ -57,6 +95,7 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
                             "tl.build(s, [A, B, C])")
         func = lower(schedule, args, name=name)
     elif isinstance(schedule, S.PrimFunc):
+        check_kernel_name(schedule.name)
         func = schedule
     else:
         raise TypeError(f"build: expected a Schedule or a lowered kernel, got "

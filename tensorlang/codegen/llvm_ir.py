@@ -18,6 +18,7 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor
+from ..lower.passes.plan_allocation import MAX_ALLOC_BYTES
 from . import intrinsics
 
 # LLVM 22 only reads opaque pointers: make llvmlite print every pointer (a function's address
@@ -28,7 +29,9 @@ I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 FLAGS = ("contract",)
 LAUNCH_GLOBAL = "__tl_parallel_launch"
-ERR_ALLOC = -1
+# A heap buffer that cannot be allocated makes the kernel return its own code (from 1 up; index
+# checks use FIRST_INDEX_CODE and up), which the manifest maps to a message naming the buffer.
+FIRST_ALLOC_CODE, LAST_ALLOC_CODE = 1, 999
 LAUNCH_TYPE = ir.FunctionType(I32, [PTR, PTR, I32])
 
 
@@ -75,6 +78,47 @@ def _has_load(e) -> bool:
 
     _Find().visit(e)
     return bool(found)
+
+
+def _const_divisor(b) -> int | None:
+    """The integer value of a divisor that is a constant (or a broadcast constant)."""
+    return E.as_int(b.value) if isinstance(b, E.Broadcast) else E.as_int(b)
+
+
+def _heap_buffers(body) -> list:
+    """The heap buffers a kernel body allocates, in program order."""
+    found: list = []
+
+    class _Find(Visitor):
+        def visit_Allocate(self, s):
+            if s.buffer.scope == "heap":
+                found.append(s.buffer)
+            self.visit(s.body)
+
+    _Find().visit(body)
+    return found
+
+
+def allocation_codes(body) -> dict:
+    """{heap buffer: the code the kernel returns when it cannot be allocated}."""
+    return {b: min(FIRST_ALLOC_CODE + i, LAST_ALLOC_CODE)
+            for i, b in enumerate(_heap_buffers(body))}
+
+
+def allocation_error_messages(body) -> dict[str, str]:
+    """{code (as text, the manifest's keys): message} for the heap buffers of a kernel body."""
+    messages: dict[str, str] = {}
+    for buf, code in allocation_codes(body).items():
+        n = buf.const_elements()
+        size = (f"{n * dt.storage_bytes(buf.dtype)}" if n is not None else
+                " * ".join([str(dt.storage_bytes(buf.dtype))] + [str(d) for d in buf.shape]))
+        shape = ", ".join(str(d) for d in buf.shape)
+        text = (f"could not allocate {size} bytes for buffer {buf.name!r} ({buf.dtype}[{shape}], "
+                f"on the heap): out of memory, or more than 2^48 bytes")
+        if str(code) in messages:  # codes ran out: the last one stands for the rest
+            text = "could not allocate one of the kernel's last heap buffers"
+        messages[str(code)] = text
+    return messages
 
 
 def _opaque(alloca):
@@ -217,6 +261,8 @@ class FunctionEmitter:
         return getattr(self.b, int_op)(a, b)
 
     def e_Add(self, e):
+        if dt.is_bool(e.dtype):  # numpy: True + True is True (logical or), not i1's xor
+            return self.b.or_(self.expr(e.a), self.expr(e.b))
         return self._arith(e, "add", "fadd")
 
     def e_Sub(self, e):
@@ -226,43 +272,87 @@ class FunctionEmitter:
         return self._arith(e, "mul", "fmul")
 
     def e_Div(self, e):
-        return self._arith(e, "sdiv", "fdiv", "udiv")
+        if dt.is_float(e.dtype):
+            return self._arith(e, "sdiv", "fdiv")
+        return self._int_divmod(e)[0]
 
-    def _floor_fix(self, a, b):
-        """Quotient and remainder rounded towards minus infinity (Python semantics)."""
-        q = self.b.sdiv(a, b)
-        r = self.b.srem(a, b)
-        zero = ir.Constant(a.type, None) if not isinstance(a.type, ir.VectorType) else \
-            ir.Constant(a.type, [ir.Constant(a.type.element, 0)] * a.type.count)
-        fix = self.b.and_(self.b.icmp_signed("!=", r, zero),
-                          self.b.icmp_signed("<", self.b.xor(r, b), zero))
-        return q, r, fix
+    def _int_divmod(self, e):
+        """Truncating quotient and remainder of an integer division that never traps, and the
+        divisor's value.
+
+        x86's idiv raises SIGFPE for a zero divisor and for INT_MIN / -1; numpy's results are
+        x // 0 == x % 0 == 0 and INT_MIN // -1 == INT_MIN (wrapped), so a divisor that may be
+        0 or -1 is replaced by 1 and those lanes' results are selected afterwards (a few vector
+        compares and selects; x86 has no vector integer division either way). A divisor that is
+        the constant 0 is refused: the kernel would divide by zero on every run."""
+        a, b = self.expr(e.a), self.expr(e.b)
+        signed = not (dt.is_unsigned(e.dtype) or dt.is_bool(e.dtype))
+        c = _const_divisor(e.b)
+        if c == 0:
+            raise LoweringError(f"division by zero in {e!r}: an integer divisor is the constant "
+                                "0 (x // 0 and x % 0 are undefined); guard the expression or "
+                                "use another divisor")
+        if c is not None and (c != -1 or not signed):
+            if signed:
+                return self.b.sdiv(a, b), self.b.srem(a, b), b
+            return self.b.udiv(a, b), self.b.urem(a, b), b
+        zero = self._like(b, 0)
+        by_zero = self.b.icmp_unsigned("==", b, zero)
+        if not signed:
+            d = self.b.select(by_zero, self._like(b, 1), b)
+            return self.b.select(by_zero, zero, self.b.udiv(a, d)), self.b.urem(a, d), b
+        by_minus_one = self.b.icmp_signed("==", b, self._like(b, -1))
+        d = self.b.select(self.b.or_(by_zero, by_minus_one), self._like(b, 1), b)
+        q = self.b.select(by_minus_one, self.b.sub(zero, a), self.b.sdiv(a, d))  # wraps
+        return self.b.select(by_zero, zero, q), self.b.srem(a, d), b
+
+    def _floor_fix(self, r, b):
+        """Lanes whose truncated quotient must round towards minus infinity (Python semantics):
+        a nonzero remainder whose sign differs from the divisor's."""
+        zero = self._like(r, 0)
+        return self.b.and_(self.b.icmp_signed("!=", r, zero),
+                           self.b.icmp_signed("<", self.b.xor(r, b), zero))
 
     def _pow2(self, e):
-        c = E.as_int(e.b) if not isinstance(e.b, E.Broadcast) else E.as_int(e.b.value)
+        c = _const_divisor(e.b)
         if c is not None and c > 0 and c & (c - 1) == 0:
             return c
         return None
 
     def e_FloorDiv(self, e):
-        a, b = self.expr(e.a), self.expr(e.b)
-        if dt.is_unsigned(e.dtype):
-            return self.b.udiv(a, b)
         c = self._pow2(e)
-        if c is not None:
+        if c is not None and not dt.is_unsigned(e.dtype):
+            a = self.expr(e.a)
             return self.b.ashr(a, self._like(a, c.bit_length() - 1))
-        q, _, fix = self._floor_fix(a, b)
-        return self.b.sub(q, self.b.zext(fix, a.type))
+        q, r, b = self._int_divmod(e)
+        if dt.is_unsigned(e.dtype) or dt.is_bool(e.dtype):
+            return q
+        return self.b.sub(q, self.b.zext(self._floor_fix(r, b), q.type))
 
     def e_FloorMod(self, e):
-        a, b = self.expr(e.a), self.expr(e.b)
-        if dt.is_unsigned(e.dtype):
-            return self.b.urem(a, b)
+        if dt.is_float(e.dtype):
+            return self._float_floor_mod(e)
         c = self._pow2(e)
-        if c is not None:
+        if c is not None and not dt.is_unsigned(e.dtype):
+            a = self.expr(e.a)
             return self.b.and_(a, self._like(a, c - 1))
-        _, r, fix = self._floor_fix(a, b)
-        return self.b.select(fix, self.b.add(r, b), r)
+        _, r, b = self._int_divmod(e)
+        if dt.is_unsigned(e.dtype) or dt.is_bool(e.dtype):
+            return r
+        return self.b.select(self._floor_fix(r, b), self.b.add(r, b), r)
+
+    def _float_floor_mod(self, e):
+        """numpy's float remainder: the sign of the divisor (frem's has the dividend's), a zero
+        included."""
+        a, b = self.expr(e.a), self.expr(e.b)
+        r = self.b.frem(a, b)
+        zero = self._like(r, 0)
+        signs_differ = self.b.xor(self.b.fcmp_ordered("<", r, zero),
+                                  self.b.fcmp_ordered("<", b, zero))
+        fix = self.b.and_(self.b.fcmp_ordered("!=", r, zero), signs_differ)
+        copysign = intrinsics.get_intrinsic(self.cg.module, "copysign", r.type, 2)
+        return self.b.select(self.b.fcmp_ordered("==", r, zero), self.b.call(copysign, [r, b]),
+                             self.b.select(fix, self.b.fadd(r, b), r))
 
     def _like(self, v, c: int):
         if isinstance(v.type, ir.VectorType):
@@ -354,6 +444,23 @@ class FunctionEmitter:
         fn = self.cg.declare(f"llvm.vector.reduce.or.v{n}i1", I1, [mask.type])
         return self.b.call(fn, [mask])
 
+    def e_IndexCheck(self, e):
+        """The index, after one unsigned compare `idx <u extent` (a negative index is a huge
+        unsigned one) that returns the check's code when it fails; lanes a select masks off
+        are not checked (their loads read element 0 instead)."""
+        idx = self.expr(e.index)
+        extent = self.expr(e.extent)
+        if isinstance(idx.type, ir.VectorType):
+            extent = self.broadcast(extent, idx.type.count)
+        bad = self.b.icmp_unsigned(">=", idx, extent)
+        if self.mask is not None:  # a scalar load under a vector mask happens for any lane
+            vector = isinstance(idx.type, ir.VectorType)
+            bad = self.b.and_(bad, self.broadcast(self.mask, idx.type.count) if vector
+                              else self._any_lane(self.mask))
+        with self.b.if_then(self._any_lane(bad), likely=False):
+            self._return_error(ir.Constant(I32, e.code))
+        return idx
+
     def e_Cast(self, e):
         v = self.expr(e.value)
         src, dst = e.value.dtype, e.dtype
@@ -423,10 +530,7 @@ class FunctionEmitter:
             if mask is None:
                 v = self.b.load(ptr, typ=vt, align=align)
             else:  # lanes outside the mask are not read at all
-                fn = self.cg.declare(f"llvm.masked.load.v{n}{_suffix(mt)}.p0", vt,
-                                       [PTR, I32, ir.VectorType(I1, n), vt])
-                v = self.b.call(fn, [ptr, ir.Constant(I32, align), self.broadcast(mask, n),
-                                     ir.Constant(vt, None)])
+                v = self._masked_load(ptr, mt, self.broadcast(mask, n), align)
             return self.b.trunc(v, ir.VectorType(I1, n)) if dt.is_bool(buf.dtype) else v
         idx = self.expr(idx_e)
         if isinstance(idx.type, ir.VectorType):  # gather, lane by lane
@@ -445,6 +549,57 @@ class FunctionEmitter:
             idx = self.b.select(self._any_lane(mask), idx, ir.Constant(idx.type, 0))
         v = self.b.load(self._address(buf, idx), typ=mt, align=align)
         return self.b.trunc(v, I1) if dt.is_bool(buf.dtype) else v
+
+    def _masked_load(self, ptr, mt: ir.Type, mask: ir.Value, align: int) -> ir.Value:
+        """`mask.count` elements from `ptr`; lanes outside `mask` are not read (they are zero).
+
+        Emitted as masked loads of one power-of-two width no wider than a register, the last one
+        padded with masked-off lanes, then joined: LLVM's x86 backend without AVX-512 legalizes
+        a masked load one lane wider than a register wrongly (a <9 x float> on AVX2 whose mask
+        ends in a constant false read its ninth lane unmasked), while power-of-two widths up to
+        a register are single instructions (vmaskmov, or an AVX-512 k-masked move)."""
+        n = mask.type.count
+        reg_lanes = max(1, self.cg.vector_bits // (8 * align))
+        width = min(reg_lanes, 1 << (n - 1).bit_length())
+        vt = ir.VectorType(mt, width)
+        fn = self.cg.declare(f"llvm.masked.load.v{width}{_suffix(mt)}.p0", vt,
+                             [PTR, I32, ir.VectorType(I1, width), vt])
+        parts = []
+        for lo in range(0, n, width):
+            part_mask = self._mask_lanes(mask, lo, width)
+            part_ptr = ptr if lo == 0 else self.b.gep(ptr, [ir.Constant(I64, lo)],
+                                                      inbounds=True, source_etype=mt)
+            parts.append(self.b.call(fn, [part_ptr, ir.Constant(I32, align), part_mask,
+                                          ir.Constant(vt, None)]))
+        return self._concat_lanes(parts, n)
+
+    def _mask_lanes(self, mask: ir.Value, lo: int, width: int) -> ir.Value:
+        """Lanes lo, lo + 1, ... of `mask` as a `width`-lane mask, false past its end (an and
+        with a constant, which LLVM folds into a splat mask: an AVX-512 kand)."""
+        n = mask.type.count
+        if lo == 0 and width == n:
+            return mask
+        lanes = [min(lo + i, n - 1) for i in range(width)]
+        part = self.b.shuffle_vector(mask, ir.Constant(mask.type, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, width), lanes))
+        if lo + width <= n:
+            return part
+        inside = [ir.Constant(I1, int(lo + i < n)) for i in range(width)]
+        return self.b.and_(part, ir.Constant(ir.VectorType(I1, width), inside))
+
+    def _concat_lanes(self, parts: list, n: int) -> ir.Value:
+        """The first `n` lanes of equally wide vectors laid end to end."""
+        while len(parts) > 1:
+            if len(parts) % 2:
+                parts.append(ir.Constant(parts[0].type, ir.Undefined))
+            w = parts[0].type.count
+            both = ir.Constant(ir.VectorType(I32, 2 * w), list(range(2 * w)))
+            parts = [self.b.shuffle_vector(a, b, both) for a, b in zip(parts[::2], parts[1::2])]
+        v = parts[0]
+        if v.type.count == n:
+            return v
+        return self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, n), list(range(n))))
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s) -> None:
@@ -530,19 +685,41 @@ class FunctionEmitter:
             self.bufs[buf] = _opaque(arr)
             self.stmt(s.body)
             return
-        count = self.expr(buf.num_elements() if not isinstance(buf.num_elements(), int)
-                          else E.const(buf.num_elements()))
-        nbytes = self.b.mul(count, ir.Constant(I64, dt.storage_bytes(buf.dtype)))
-        # aligned_alloc needs a multiple of the alignment
+        nbytes, too_big = self._heap_bytes(buf)
+        # aligned_alloc needs a multiple of the alignment; a size refused anyway asks for none
         nbytes = self.b.and_(self.b.add(nbytes, ir.Constant(I64, 63)), ir.Constant(I64, ~63))
+        nbytes = self.b.select(too_big, ir.Constant(I64, 0), nbytes)
         p = self.b.call(self.cg.declare("aligned_alloc", PTR, [I64, I64]),
                         [ir.Constant(I64, 64), nbytes])
-        failed = self.b.icmp_unsigned("==", p, ir.Constant(PTR, None))
+        failed = self.b.or_(too_big, self.b.icmp_unsigned("==", p, ir.Constant(PTR, None)))
         with self.b.if_then(failed, likely=False):
-            self.b.ret(ir.Constant(I32, ERR_ALLOC))
+            self.b.call(self.cg.declare("free", ir.VoidType(), [PTR]), [p])  # free(NULL): no-op
+            self._return_error(ir.Constant(I32, self.cg.alloc_codes[buf]))
         self.bufs[buf] = p
+        self.heap.append(p)
         self.stmt(s.body)
+        self.heap.pop()
         self.b.call(self.cg.declare("free", ir.VoidType(), [PTR]), [p])
+
+    def _heap_bytes(self, buf):
+        """A heap buffer's size in bytes, and whether it exceeds MAX_ALLOC_BYTES (a product of
+        symbolic extents that overflows 64 bits included: it must not wrap to a small size)."""
+        mul = self.cg.declare("llvm.umul.with.overflow.i64", ir.LiteralStructType([I64, I1]),
+                              [I64, I64])
+        nbytes, overflow = ir.Constant(I64, dt.storage_bytes(buf.dtype)), ir.Constant(I1, 0)
+        for extent in buf.shape:
+            r = self.b.call(mul, [nbytes, self.expr(E.const(extent) if isinstance(extent, int)
+                                                    else extent)])
+            nbytes = self.b.extract_value(r, 0)
+            overflow = self.b.or_(overflow, self.b.extract_value(r, 1))
+        too_big = self.b.icmp_unsigned(">", nbytes, ir.Constant(I64, MAX_ALLOC_BYTES))
+        return nbytes, self.b.or_(overflow, too_big)
+
+    def _return_error(self, code: ir.Value) -> None:
+        """Return `code` from the kernel (or task), freeing the heap buffers live here."""
+        for p in reversed(self.heap):
+            self.b.call(self.cg.declare("free", ir.VoidType(), [PTR]), [p])
+        self.b.ret(code)
 
     def s_For(self, s):
         outer = self.streaming
@@ -595,7 +772,7 @@ class FunctionEmitter:
         rc = self.b.call(launch, [body_fn, closure, ir.Constant(I32, 0)])
         failed = self.b.icmp_signed("!=", rc, ir.Constant(I32, 0))
         with self.b.if_then(failed, likely=False):
-            self.b.ret(rc)
+            self._return_error(rc)
 
 
 class CodeGen:
@@ -611,6 +788,7 @@ class CodeGen:
         self.vector_bits = vector_bits
         self._launch = None
         self._n_parallel = 0
+        self.alloc_codes: dict = {}
         self.func_name = ""
 
     def declare(self, name, ret, args):
@@ -680,6 +858,7 @@ class CodeGen:
 
     def add_function(self, f: S.PrimFunc) -> ir.Function:
         self.func_name = f.name
+        self.alloc_codes = allocation_codes(f.body)
         params = [PTR] * len(f.params) + [I64] * len(f.shape_vars)
         fn = ir.Function(self.module, ir.FunctionType(I32, params), name=f.name)
         fn.attributes.add("nounwind")

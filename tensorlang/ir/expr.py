@@ -185,10 +185,10 @@ class Expr(Node):
         return Add(*binary_operands(o, self))
 
     def __sub__(self, o):
-        return Sub(*binary_operands(self, o))
+        return _sub(*binary_operands(self, o))
 
     def __rsub__(self, o):
-        return Sub(*binary_operands(o, self))
+        return _sub(*binary_operands(o, self))
 
     def __mul__(self, o):
         return Mul(*binary_operands(self, o))
@@ -209,12 +209,15 @@ class Expr(Node):
         return _floor_div(*binary_operands(o, self))
 
     def __mod__(self, o):
-        return FloorMod(*binary_operands(self, o))
+        return _floor_mod(*binary_operands(self, o))
 
     def __rmod__(self, o):
-        return FloorMod(*binary_operands(o, self))
+        return _floor_mod(*binary_operands(o, self))
 
     def __neg__(self):
+        if dt.is_bool(self.dtype):
+            raise TypeError("'-' is not defined on bool (as in numpy): use ~x, or tl.cast to an "
+                            "integer first")
         if isinstance(self, Const):
             return const(-self.value, self.dtype)
         return Sub(convert(0, self.dtype), self)
@@ -290,10 +293,30 @@ def _true_div(a: Expr, b: Expr) -> Expr:
     return Div(a, b)
 
 
+def _sub(a: Expr, b: Expr) -> Expr:
+    if dt.is_bool(a.dtype):
+        raise TypeError("'-' is not defined on bool (as in numpy): use a & ~b, a != b (xor), "
+                        "or tl.cast to an integer first")
+    return Sub(a, b)
+
+
+def _check_divisor(a: Expr, b: Expr, op: str) -> None:
+    """Integer division by a constant zero has no value (run-time zeros give numpy's 0)."""
+    if not dt.is_float(b.dtype) and as_int(b.value if isinstance(b, Broadcast) else b) == 0:
+        raise ValueError(f"division by zero in {a!r} {op} 0: an integer divisor must not be the "
+                         "constant 0")
+
+
 def _floor_div(a: Expr, b: Expr) -> Expr:
     if dt.is_float(a.dtype):
         return Call(a.dtype, "floor", (Div(a, b),))
+    _check_divisor(a, b, "//")
     return FloorDiv(a, b)
+
+
+def _floor_mod(a: Expr, b: Expr) -> Expr:
+    _check_divisor(a, b, "%")
+    return FloorMod(a, b)
 
 
 def _check_same(a: Expr, b: Expr, op: str) -> None:

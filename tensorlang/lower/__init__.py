@@ -60,8 +60,9 @@ def lower(schedule, args, name: str = "main", check: bool = True, stop_after: st
     "storage_flatten" for the cost model's features, which need loops still annotated and each
     store once); skip: names of passes to leave out. Both are for analysis: the result of a
     partial pipeline is not meant for codegen."""
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"kernel name must be an identifier, got {name!r}")
+    from ..build import check_kernel_name  # build imports this module
+
+    check_kernel_name(name)
     unknown = [n for n in (*skip, *([stop_after] if stop_after is not None else []))
                if n not in PASS_NAMES]
     if unknown:

@@ -4,10 +4,14 @@ symbolically sized ones on the heap (64-byte aligned)."""
 
 from __future__ import annotations
 
+from ...errors import LoweringError
 from ...ir import stmt as S
 from ...ir.functor import Mutator
 
 STACK_LIMIT_BYTES = 128 * 1024
+# No x86-64 or AArch64 machine addresses more than 2^48 bytes: a larger buffer can never be
+# allocated (codegen checks symbolic sizes against this at run time).
+MAX_ALLOC_BYTES = 1 << 48
 
 
 class _Plan(Mutator):
@@ -18,6 +22,13 @@ class _Plan(Mutator):
     def visit_Allocate(self, s: S.Allocate):
         b = s.buffer
         n = b.const_elements()
+        if n is not None and n * b.nbytes_per_element > MAX_ALLOC_BYTES:
+            shape = ", ".join(str(d) for d in b.shape)
+            raise LoweringError(
+                f"buffer {b.name!r} ({b.dtype}[{shape}]) needs {n * b.nbytes_per_element} "
+                f"bytes, more than the 2^48 bytes a machine can address: make the "
+                f"intermediate smaller, or compute it inline (s[T].compute_inline()) or "
+                f"inside its consumer (compute_at)")
         scope = "stack" if n is not None and n * b.nbytes_per_element <= STACK_LIMIT_BYTES \
             else "heap"
         nb = S.Buffer(b.name, b.shape, b.dtype, scope)
