@@ -26,12 +26,7 @@ def parse_args_list(text: str) -> tuple:
 
 
 def run_tune(a) -> int:
-    from .task import TemplateError
-
-    try:
-        task = create_task(a.template, parse_args_list(a.args), a.target)
-    except (TemplateError, TypeError, ValueError) as e:
-        raise SystemExit(f"tensorlang tune: {e}") from None
+    task = create_task(a.template, parse_args_list(a.args), a.target)
     print(task)
     opt = measure_option_of(a)
     try:
@@ -39,10 +34,29 @@ def run_tune(a) -> int:
                           measure_option=opt, early_stopping=a.early_stopping, seed=a.seed)
     finally:
         opt.close()
+    fail_if_no_valid_record(a.log, [task])
     print(f"best {best[task.key]:.1f} GFLOP/s; log {a.log}")
     if a.plot:
         plot_curve(a.log, a.plot)
     return 0
+
+
+def fail_if_no_valid_record(log: str, tasks) -> None:
+    """CLIError when the log holds no valid record of one of `tasks`: every trial failed (a
+    target the CPU cannot run, a template that never builds, ...); says how they failed."""
+    from tensorlang.cli import CLIError
+
+    records = load_records(log) if os.path.exists(log) else []
+    for task in tasks:
+        own = [r for r in records if r.key == task.key and r.target == task.target]
+        if any(r.valid for r in own):
+            continue
+        kinds = Counter(r.result.get("error") or "no time measured" for r in own)
+        first = next((r.result.get("error_msg") for r in own if r.result.get("error_msg")), "")
+        first = " ".join(str(first).split())[:200]
+        raise CLIError(f"all {len(own)} trials of {task.name} {list(task.args)} failed ("
+                       f"{', '.join(f'{k} {n}' for k, n in kinds.most_common())}); first: "
+                       f"{first or 'no message'}; log {log}")
 
 
 def measure_option_of(a):
@@ -50,15 +64,13 @@ def measure_option_of(a):
     from .measure import LocalBuilder, LocalRunner, measure_option
 
     if a.tuner not in TUNERS:
-        raise SystemExit(f"--tuner must be one of {sorted(TUNERS)}")
+        raise ValueError(f"--tuner must be one of {sorted(TUNERS)}, got {a.tuner!r}")
     return measure_option(LocalBuilder(n_parallel=a.n_parallel),
                           LocalRunner(number=a.number, repeat=a.repeat, timeout=a.timeout,
                                       min_repeat_ms=a.min_repeat_ms))
 
 
 def run_inspect(a) -> int:
-    if not os.path.exists(a.log):
-        raise SystemExit(f"no such log: {a.log}")
     recs = load_records(a.log)
     by_key: dict[str, list] = {}
     for r in recs:
@@ -96,7 +108,9 @@ def plot_curve(log: str, path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise SystemExit("--plot needs matplotlib (pip install tensorlang[plot])") from None
+        from tensorlang.cli import CLIError
+
+        raise CLIError("--plot needs matplotlib (pip install tensorlang[plot])") from None
     by_key: dict[str, list] = {}
     for r in load_records(log):
         by_key.setdefault(r.key, []).append(r)

@@ -175,6 +175,10 @@ class Task:
         self.name = name
         self.template = get_template(name)
         self.args = normalize_args(args)
+        from ..codegen.target import Target
+
+        # a target the compiler refuses is refused here, not as a build error in every trial
+        Target.from_string(target)
         self.target = str(target)
         space = ConfigSpace()
         self.template.run_with(space, self.args)

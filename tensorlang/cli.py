@@ -11,6 +11,39 @@ from collections.abc import Callable
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {}
 
 
+class CLIError(Exception):
+    """A user error on the command line (a bad option value, a missing file, a run in which
+    every trial failed): reported as one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        # one line, not the usage block: the error is what the user must read
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(2)
+
+
+def _number(kind: type, low: float, strict: bool = False) -> Callable[[str], float]:
+    """An argparse type: a `kind` number >= low (> low when strict)."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {_KIND_NAMES[kind]}, got {text!r}") \
+                from None
+        if value < low or (strict and value == low):
+            bound = f"greater than {low}" if strict else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+        return value
+
+    return parse
+
+
+_KIND_NAMES = {int: "an integer", float: "a number"}
+_positive_int = _number(int, 1)
+
+
 def command(name: str, help_text: str):
     """Register a subcommand: the decorated function configures its parser and returns the
     function that runs it."""
@@ -25,8 +58,8 @@ def command(name: str, help_text: str):
 @command("demo", "tune a matmul for a few trials, deploy the best schedule from the log, "
                  "check it against numpy and time both")
 def _demo(p: argparse.ArgumentParser):
-    p.add_argument("--size", type=int, default=512, help="M = N = K (default 512)")
-    p.add_argument("--trials", type=int, default=16, help="tuning trials (default 16)")
+    p.add_argument("--size", type=_positive_int, default=512, help="M = N = K (default 512)")
+    p.add_argument("--trials", type=_positive_int, default=16, help="tuning trials (default 16)")
     p.add_argument("--log", default=None, help="tuning log (default: a temporary file)")
 
     def run(a) -> int:
@@ -40,6 +73,8 @@ def _demo(p: argparse.ArgumentParser):
         from tensorlang.autotune.templates import matmul
 
         n = a.size
+        if a.log:
+            check_log_path(a.log)
         log = a.log or os.path.join(tempfile.mkdtemp(prefix="tensorlang-demo-"), "mm.jsonl")
         task = autotune.create_task("matmul", args=(n, n, n, "float32"), target="llvm")
         print(f"{task}: {len(task.config_space)} configs in the space")
@@ -88,19 +123,20 @@ def _time(fn) -> float:
 def _tune(p: argparse.ArgumentParser):
     p.add_argument("template", help="template name, e.g. matmul, or an ONNX model (.onnx)")
     p.add_argument("--args", default=None, help="template arguments, comma-separated")
-    p.add_argument("--trials", type=int, default=200, help="per task")
+    p.add_argument("--trials", type=_positive_int, default=200, help="per task")
     p.add_argument("--log", required=True, help="JSON-lines log (appended; resumed from)")
     p.add_argument("--tuner", default="xgb", help="xgb (default), random or grid")
-    p.add_argument("--target", default="llvm")
-    p.add_argument("--n-parallel", type=int, default=None, help="builder processes")
-    p.add_argument("--number", type=int, default=3)
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--min-repeat-ms", type=float, default=20)
-    p.add_argument("--timeout", type=float, default=10)
-    p.add_argument("--early-stopping", type=int, default=None)
+    p.add_argument("--target", default="llvm", help="llvm [-mcpu=...] (default: this CPU)")
+    p.add_argument("--n-parallel", type=_positive_int, default=None, help="builder processes")
+    p.add_argument("--number", type=_positive_int, default=3)
+    p.add_argument("--repeat", type=_positive_int, default=3)
+    p.add_argument("--min-repeat-ms", type=_number(float, 0), default=20)
+    p.add_argument("--timeout", type=_number(float, 0, strict=True), default=10,
+                   help="seconds for one candidate's measurement")
+    p.add_argument("--early-stopping", type=_positive_int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--plot", default=None, help="write the best-so-far curve (PNG)")
-    p.add_argument("--tasks", type=int, default=None,
+    p.add_argument("--tasks", type=_positive_int, default=None,
                    help="models: tune only the N heaviest tasks (FLOPs x kernels sharing them)")
     p.add_argument("--blocks", default=None,
                    help="models: also tune each conv kernel in these activation blocks, e.g. "
@@ -109,36 +145,57 @@ def _tune(p: argparse.ArgumentParser):
 
     def run(a) -> int:
         from tensorlang.autotune.cli import run_tune  # autotune loads only when used
+        from tensorlang.autotune.tune import TUNERS
 
+        if a.tuner not in TUNERS:
+            raise CLIError(f"--tuner must be one of {sorted(TUNERS)}, got {a.tuner!r}")
+        check_target(a.target)
+        check_log_path(a.log)
         if a.template.endswith(".onnx"):
             return _tune_model(a)
         if a.args is None:
-            raise SystemExit("tensorlang tune: --args is required for a template (e.g. --args "
-                             "1024,1024,1024,float32); a model is named by its .onnx file")
+            raise CLIError("--args is required for a template (e.g. --args "
+                           "1024,1024,1024,float32); a model is named by its .onnx file")
         return run_tune(a)
 
     return run
+
+
+def check_target(spec: str) -> None:
+    """Refuse a target the compiler would not accept, before any tuning or building."""
+    from tensorlang.codegen.target import Target
+
+    try:
+        Target.from_string(spec)
+    except (TypeError, ValueError) as e:
+        raise CLIError(f"--target: {e}") from None
+
+
+def check_log_path(path: str) -> None:
+    """A tuning log to append to: a file (or none yet) in an existing folder."""
+    import os
+
+    if os.path.isdir(path):
+        raise CLIError(f"--log {path} is a directory; give a file name (JSON lines)")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CLIError(f"--log {path}: no such directory {folder}")
 
 
 def _tune_model(a) -> int:
     """Every tunable kernel of a model (graph.extract_tasks), heaviest first, resumed from the
     log: `tensorlang compile model.onnx --log` then builds with the best records."""
     from tensorlang import autotune, graph
-    from tensorlang.autotune.cli import measure_option_of
+    from tensorlang.autotune.cli import fail_if_no_valid_record, measure_option_of
 
     blocks = None
     if a.blocks:
         try:
             blocks = tuple(int(b) for b in a.blocks.split(","))
         except ValueError:
-            raise SystemExit(f"--blocks must be comma-separated integers, e.g. 16,8; got "
-                             f"{a.blocks!r}") from None
-    try:
-        tasks = graph.extract_tasks(_load_model(a.template, a.shape), a.target, blocks=blocks)
-    except ValueError as e:
-        raise SystemExit(f"tensorlang tune: {e}") from None
-    if a.tasks is not None and a.tasks < 1:
-        raise SystemExit(f"--tasks must be at least 1, got {a.tasks}")
+            raise CLIError(f"--blocks must be comma-separated integers, e.g. 16,8; got "
+                           f"{a.blocks!r}") from None
+    tasks = graph.extract_tasks(_load_model(a.template, a.shape), a.target, blocks=blocks)
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:a.tasks] if a.tasks is not None else tasks
     print(f"{a.template}: {len(tasks)} tunable workloads; tuning {len(chosen)} x {a.trials} "
@@ -154,6 +211,7 @@ def _tune_model(a) -> int:
         layout = f" {t.layout}" if t.layout else ""
         print(f"  {t.op}{layout} ({', '.join(t.nodes)}; {t.flop / 1e6:.1f} MFLOP, space "
               f"{len(t.config_space)}): best {best.get(t.key, 0.0):.1f} GFLOP/s")
+    fail_if_no_valid_record(a.log, chosen)
     print(f"deploy with: tensorlang compile {a.template} -o model.tlpkg --log {a.log}")
     return 0
 
@@ -169,9 +227,24 @@ def _load_model(path: str, shape_items: list[str]):
 
     shapes = {}
     for item in shape_items:
-        name, _, dims = item.partition("=")
-        shapes[name] = tuple(int(d) for d in dims.split(","))
+        name, eq, dims = item.partition("=")
+        try:
+            shapes[name] = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            eq = ""
+        if not eq or not name:
+            raise CLIError(f"--shape expects name=1,3,224,224, got {item!r}")
+    _check_file(path, "model")
     return graph.from_onnx(path, shapes=shapes or None)
+
+
+def _check_file(path: str, what: str) -> None:
+    import os
+
+    if not os.path.exists(path):
+        raise CLIError(f"no such {what} file: {path}")
+    if os.path.isdir(path):
+        raise CLIError(f"{path} is a directory, not a {what} file")
 
 
 @command("inspect", "summarize a tuning log (best per workload, errors) or an ONNX model "
@@ -182,6 +255,7 @@ def _inspect(p: argparse.ArgumentParser):
 
     def run(a) -> int:
         # one subcommand for both: the issue names `tensorlang inspect model.onnx`
+        _check_file(a.log, "model" if a.log.endswith(".onnx") else "tuning log")
         if a.log.endswith(".onnx"):
             return _inspect_onnx(a.log)
         from tensorlang.autotune.cli import run_inspect
@@ -211,12 +285,15 @@ def _compile(p: argparse.ArgumentParser):
     p.add_argument("model", help="model.onnx")
     p.add_argument("-o", "--output", required=True, help="artifact folder, e.g. model.tlpkg")
     p.add_argument("--log", default=None, help="tuning log (JSON lines) to take schedules from")
-    p.add_argument("--target", default="llvm")
+    p.add_argument("--target", default="llvm", help="llvm [-mcpu=...] (default: this CPU)")
     _shape_option(p)
 
     def run(a) -> int:
         from tensorlang import graph
 
+        check_target(a.target)
+        if a.log is not None:
+            _check_file(a.log, "tuning log")
         t0 = time.perf_counter()
         gm = graph.build(_load_model(a.model, a.shape), target=a.target, tuning_log=a.log)
         path = gm.save(a.output)
@@ -234,23 +311,18 @@ def _run_model(p: argparse.ArgumentParser):
     p.add_argument("--input", action="append", default=[], help="name=file.npy (repeatable)")
     p.add_argument("--output", default=None, help="write the outputs to this .npz")
     p.add_argument("--mode", default="graph", choices=["graph", "interactive"])
-    p.add_argument("--repeat", type=int, default=0, help="also time this many runs")
+    p.add_argument("--repeat", type=_number(int, 0), default=0,
+                   help="also time this many runs")
 
     def run(a) -> int:
         import numpy as np
 
         from tensorlang import runtime
 
+        feeds = dict(_read_input(item) for item in a.input)  # before the (slower) load
         t0 = time.perf_counter()
         gm = runtime.load(a.artifact, mode=a.mode)
         t_load = time.perf_counter() - t0
-        feeds = {}
-        for item in a.input:
-            name, eq, file = item.partition("=")
-            if not eq:
-                print(f"--input expects name=file.npy, got {item!r}", file=sys.stderr)
-                return 2
-            feeds[name] = np.load(file)
         out = gm.run(**feeds)
         for k, v in out.items():
             print(f"{k}: {v.dtype}{list(v.shape)} mean={float(v.mean()):.6g} "
@@ -266,16 +338,81 @@ def _run_model(p: argparse.ArgumentParser):
     return run
 
 
+def _read_input(item: str):
+    """(name, array) of one --input name=file.npy."""
+    import numpy as np
+
+    name, eq, file = item.partition("=")
+    if not eq or not name:
+        raise CLIError(f"--input expects name=file.npy, got {item!r}")
+    _check_file(file, "input")
+    try:
+        # never unpickle: an input file is data, and a pickle can run code
+        value = np.load(file, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - whatever numpy fails on, the file is not an array
+        raise CLIError(f"--input {name}: {file} is not a NumPy .npy file ({_reason(e)})") \
+            from None
+    if not isinstance(value, np.ndarray):
+        value.close()
+        raise CLIError(f"--input {name}: {file} is a .npz archive; give one .npy file per "
+                       f"input")
+    return name, value
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, ValueError) and "pickled" in str(e):
+        return "it is not an array saved by numpy.save"
+    return " ".join(str(e).split())[:200] or type(e).__name__
+
+
+# Errors that say what the user did wrong: their message is the whole report. Anything else is
+# reported with its type (a bug in tensorlang, most likely; --debug shows where).
+_USER_ERRORS = (CLIError, OSError, ValueError, TypeError)
+
+
+def _error_line(e: BaseException) -> str:
+    from tensorlang.errors import TensorlangError
+
+    if isinstance(e, OSError) and e.strerror and e.filename:
+        return f"{e.strerror}: {e.filename}"
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, (*_USER_ERRORS, TensorlangError)):
+        return text
+    return f"{type(e).__name__}: {text} (a bug? --debug shows the traceback)"
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="tensorlang", description=__doc__.splitlines()[0])
+    """Run one subcommand. A user error is one line on stderr and exit status 2, Ctrl-C one
+    line and 130 (what a tuning log holds stays: it is appended per batch); --debug shows the
+    traceback instead."""
+    ap = _Parser(prog="tensorlang", description=__doc__.splitlines()[0])
+    ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = ap.add_subparsers(dest="cmd", required=True)
     runners = {}
     for name, (help_text, configure, _) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text)
+        # also after the subcommand; SUPPRESS keeps the subparser from resetting it to False
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of an error")
         runners[name] = configure(p)
     a = ap.parse_args(argv)
-    return runners[a.cmd](a) or 0
+    try:
+        return runners[a.cmd](a) or 0
+    except KeyboardInterrupt:
+        if a.debug:
+            raise
+        print(f"tensorlang {a.cmd}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # every error becomes one line (--debug: the traceback)
+        if a.debug:
+            raise
+        print(f"tensorlang {a.cmd}: error: {_error_line(e)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the importable module's main, not this __main__ copy: the error classes that
+    # autotune's and graph's subcommands raise are the module's (tensorlang.cli.CLIError)
+    from tensorlang.cli import main as _main
+
+    sys.exit(_main())

@@ -179,11 +179,13 @@ def test_cli_tunes_a_model_then_compiles_and_runs_it(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["tune", "matmul"], "--args is required for a template"),
     (["tune", "MODEL", "--blocks", "16,x"], "--blocks must be comma-separated integers"),
-    (["tune", "MODEL", "--tasks", "0"], "--tasks must be at least 1"),
+    (["tune", "MODEL", "--tasks", "0"], "--tasks: must be at least 1"),
     (["tune", "MODEL", "--tuner", "annealing"], "--tuner must be one of"),
     (["tune", "MODEL", "--blocks", "4"], r"block 4 is not one of \(16, 8\)"),
 ])
-def test_cli_tune_refusals(tmp_path, argv, message):
+def test_cli_tune_refusals(tmp_path, capsys, argv, message):
+    import re
+
     import onnx
 
     from tensorlang.cli import main
@@ -191,5 +193,9 @@ def test_cli_tune_refusals(tmp_path, argv, message):
     model = tmp_path / "cnn.onnx"
     onnx.save(model_zoo.small_cnn(), model)
     argv = [str(model) if a == "MODEL" else a for a in argv]
-    with pytest.raises(SystemExit, match=message):
-        main([*argv, "--log", str(tmp_path / "x.jsonl"), "--trials", "1"])
+    try:  # a CLI user error: one line on stderr, exit status 2 (argparse's own exit, or main's)
+        code = main([*argv, "--log", str(tmp_path / "x.jsonl"), "--trials", "1"])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and re.search(message, err) and len(err.strip().splitlines()) == 1, err
