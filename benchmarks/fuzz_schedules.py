@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     print("\n" + tally.table(time.perf_counter() - t0), flush=True)
     if a.minimize:
         for r in tally.failures:
-            steps = F.minimize(r["case"], r["seed"], r["outcome"], a.timeout)
+            steps = F.minimize(r["case"], r["seed"], a.timeout)
             print(f"\nminimal trace of {r['case']} seed {r['seed']} ({r['outcome']}):\n"
                   f"{F.format_steps(steps)}", flush=True)
     return 1 if tally.failures else 0

@@ -44,7 +44,14 @@ def interval(e: E.Expr, relax: dict):
         return e, e
     t = type(e)
     if t is E.Var:
-        return relax[e]
+        # a loop's range may depend on an outer loop relaxed as well (the loops of a stage
+        # computed at an inner loop of its host, sized by that loop's variable): relax it too
+        lo, hi = relax[e]
+        if type(lo) is E.Const and type(hi) is E.Const:
+            return lo, hi
+        outer = {v: r for v, r in relax.items() if v is not e}
+        rlo, rhi = interval(lo, outer), interval(hi, outer)
+        return None if rlo is None or rhi is None else (rlo[0], rhi[1])
     if t in (E.Add, E.Sub) or (t is E.Mul and (isinstance(e.a, E.Const)
                                               or isinstance(e.b, E.Const))):
         lin = to_linear(e)

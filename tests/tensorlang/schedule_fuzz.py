@@ -500,40 +500,50 @@ def trace_of(case_name: str, seed: int) -> str:
     return s.trace.dumps()
 
 
-def minimize(case_name: str, seed: int, outcome: str, timeout: float = 60.0) -> list:
-    """The shortest trace found (greedy one-step deletion) that still gives `outcome`; each try
-    runs in a fresh subprocess (it may crash or hang)."""
+def outcome_of_trace(case_name: str, seed: int, steps: list, timeout: float = 60.0) -> str:
+    """The outcome of one trace, checked in a fresh subprocess (it may crash or hang); an ERROR
+    comes with its exception type ("ERROR AttributeError")."""
+    code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import schedule_fuzz "
+            f"as F; print(json.dumps(F.check_one({case_name!r}, {seed}, "
+            f"trace={json.dumps(steps)!r})))")
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return HANG
+    if p.returncode < 0:
+        return CRASH
+    try:
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return f"{ERROR} (no answer, exit code {p.returncode})"
+    if res["outcome"] == ERROR:
+        return f"{ERROR} {res['why'].split(':')[0]}"
+    return res["outcome"]
+
+
+def minimize(case_name: str, seed: int, timeout: float = 60.0, outcome_of=None) -> list:
+    """The shortest trace found by greedy one-step deletion that still gives the outcome the
+    drawn trace gives (for an ERROR, the same exception type). outcome_of(steps) -> str decides
+    (default: outcome_of_trace, a subprocess per try)."""
+    import tensorlang as tl
+
+    if outcome_of is None:
+        def outcome_of(steps):
+            return outcome_of_trace(case_name, seed, steps, timeout)
+
     steps = json.loads(trace_of(case_name, seed))
-
-    def same(trial) -> bool:
-        code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import schedule_fuzz "
-                f"as F; print(json.dumps(F.check_one({case_name!r}, {seed}, "
-                f"trace={json.dumps(trial)!r})))")
-        try:
-            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                               timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return outcome == HANG
-        if p.returncode < 0:
-            return outcome == CRASH
-        try:
-            got = json.loads(p.stdout.strip().splitlines()[-1])["outcome"]
-        except (IndexError, ValueError):
-            return outcome == ERROR
-        return got == outcome
-
+    target = outcome_of(steps)
     changed = True
     while changed:
         changed = False
         for i in range(len(steps)):
             trial = steps[:i] + steps[i + 1:]
             try:
-                import tensorlang as tl
-
-                replay(case_name, json.dumps(trial))  # the shorter trace must still replay
+                replay(case_name, json.dumps(trial))  # the shorter trace must still apply
             except (tl.ScheduleError, ValueError, TypeError):
                 continue
-            if same(trial):
+            if outcome_of(trial) == target:
                 steps, changed = trial, True
                 break
     return steps

@@ -99,6 +99,17 @@ def test_an_exception_in_the_pipeline_is_an_error_outcome():
     assert res["outcome"] == F.ERROR and "ScheduleError" in res["why"]
 
 
+def test_minimize_keeps_only_the_steps_the_failure_needs():
+    steps = json.loads(F.trace_of("conv2d_padded_strided", 7))
+    assert len(steps) >= 3
+    culprit = steps[len(steps) // 2]
+
+    def fails_with_culprit(trial):  # a stand-in for a subprocess run: fails iff culprit is in
+        return F.WRONG if culprit in trial else F.OK
+
+    assert F.minimize("conv2d_padded_strided", 7, outcome_of=fails_with_culprit) == [culprit]
+
+
 def test_compare_notices_unwritten_elements_and_tolerates_rounding():
     want = np.arange(6, dtype=np.float64).reshape(2, 3)
     got = want.astype(np.float32)
@@ -144,3 +155,28 @@ def test_split_of_a_loop_hosting_a_reader_of_an_attached_stage_is_refused_cleanl
     y = np.full((7, 3, 5), np.nan, "float32")
     tl.build(s, [X, Y], name="split_host")(x, y)
     np.testing.assert_allclose(y, np.transpose(x * x - x, (2, 0, 1)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("gather", [False, True])
+def test_producer_of_a_stage_attached_inside_its_loop_is_sized_over_that_loop(gather):
+    """gather_rows seed 50227: P at Y's row loop i, G (reading P) inside Y's column loop j and
+    read by Y at columns j and n-1-j, so G's region is sized by j. P's region, relaxed over j,
+    kept j in its extent (codegen: "variable j is used outside its scope")."""
+    rows, n, m = 13, 7, 5
+    T = tl.placeholder((rows, n), name="T")
+    Ix = tl.placeholder((m,), dtype="int32", name="Ix")
+    P = tl.compute((rows, n), lambda r, j: T[r, j] * 3 + 1, name="P")
+    G = tl.compute((m, n), lambda i, j: P[Ix[i] if gather else i + 2, j], name="G")
+    Y = tl.compute((m, n), lambda i, j: G[i, j] + G[i, n - 1 - j], name="Y")
+    s = tl.create_schedule(Y)
+    i, j = s[Y].op.axis
+    s[G].compute_at(s[Y], j)
+    s[P].compute_at(s[Y], i)
+    f = tl.build(s, [T, Ix, Y] if gather else [T, Y], name="mirror_gather")
+    rng = np.random.default_rng(0)
+    t = rng.uniform(-2, 2, (rows, n)).astype("float32")
+    ix = rng.integers(0, rows, m).astype("int32") if gather else np.arange(2, 2 + m)
+    y = np.full((m, n), np.nan, "float32")
+    f(*([t, ix, y] if gather else [t, y]))
+    g = (t.astype(np.float64) * 3 + 1)[ix]
+    np.testing.assert_allclose(y, g + g[:, ::-1], rtol=1e-5, atol=1e-5)
