@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import hashlib
 import io
 import json
 import math
 import os
+import re
 import subprocess
 import time
 import zipfile
@@ -103,12 +105,28 @@ def _require(cond: bool, msg: str) -> None:
         raise ValueError(f"invalid kernel manifest: {msg}")
 
 
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.$]*")
+
+
+def _is_kernel_dtype(name: Any) -> bool:
+    """A dtype name the kernels take: bool, integer or floating point (never object, strings,
+    structured or unknown names, which ``np.dtype`` would also accept or turn into float64)."""
+    if not isinstance(name, str):
+        return False
+    try:
+        return np.dtype(name).kind in "biuf"
+    except TypeError:
+        return False
+
+
 def _normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Check a manifest's structure and return a JSON-clean deep copy of it."""
     _require(isinstance(manifest, Mapping), f"expected a dict, got {type(manifest).__name__}")
     m = copy.deepcopy(dict(manifest))
     for key in ("name", "symbol"):
         _require(isinstance(m.get(key), str) and m[key], f"{key!r} must be a non-empty string")
+    _require(_SYMBOL.fullmatch(m["symbol"]) is not None,
+             f"'symbol' {m['symbol']!r} is not a C identifier")
     _require(isinstance(m.get("args"), list), "'args' must be a list")
     m.setdefault("vars", [])
     _require(
@@ -123,12 +141,9 @@ def _normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
         _require(isinstance(name, str) and name, f"args[{i}] needs a name")
         _require(name not in names, f"duplicate argument name {name!r}")
         names.add(name)
-        try:
-            np.dtype(a.get("dtype"))
-        except TypeError:
-            raise ValueError(
-                f"invalid kernel manifest: argument {name!r} has unknown dtype {a.get('dtype')!r}"
-            ) from None
+        _require(_is_kernel_dtype(a.get("dtype")),
+                 f"argument {name!r} has unknown dtype {a.get('dtype')!r} (expected the name "
+                 "of a bool, integer or floating-point dtype)")
         shape = a.get("shape")
         _require(isinstance(shape, (list, tuple)), f"argument {name!r} needs a shape list")
         for d in shape:
@@ -193,7 +208,7 @@ def _open_shared(path: Path, symbol: str) -> _Native:
     except OSError as e:
         raise LoadError(f"cannot load kernel library {path}: {e}") from None
     try:
-        fn = getattr(lib, symbol)
+        fn = lib[symbol]  # dlsym, never a Python attribute of the CDLL object
     except AttributeError:
         raise LoadError(f"kernel library {path} does not define {symbol!r}") from None
     address = ctypes.cast(fn, _VOID_P).value
@@ -722,21 +737,29 @@ class Module:
             "required_features": list(self._required_flags),
             "created_by": __version__,
         }
+        members = {"kernel.o": self._object}
+        lib = self._library_bytes()
+        if lib is not None:
+            members["kernel.so"] = lib
+        try:
+            pool_lib = threadpool.shared_library_bytes()
+        except threadpool.PoolUnavailable:  # the loading machine will build its own
+            pool_lib = None
+        if pool_lib is not None:
+            members["pool.so"] = pool_lib
+        for fmt, text in sorted(self._sources.items()):
+            members[_SOURCE_PREFIX + _safe_source_name(fmt)] = text.encode("utf-8")
+        # checked at load: a flipped byte or a member from another artifact is refused before
+        # any of it is loaded (the zip's CRC does not cover a member swapped whole)
+        meta["artifact"]["members"] = {n: _sha256(b) for n, b in members.items()}
+        # the manifest describes the kernel's arguments: one edited by accident would make the
+        # checked call pass the kernel arrays it does not expect
+        meta["artifact"]["manifest_sha256"] = _manifest_digest(meta)
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
             z.writestr("manifest.json", json.dumps(meta, indent=2, sort_keys=True))
-            z.writestr("kernel.o", self._object)
-            lib = self._library_bytes()
-            if lib is not None:
-                z.writestr("kernel.so", lib)
-            try:
-                pool_lib = threadpool.shared_library_bytes()
-            except threadpool.PoolUnavailable:  # the loading machine will build its own
-                pool_lib = None
-            if pool_lib is not None:
-                z.writestr("pool.so", pool_lib)
-            for fmt, text in sorted(self._sources.items()):
-                z.writestr(_SOURCE_PREFIX + _safe_source_name(fmt), text)
+            for name, data in members.items():
+                z.writestr(name, data)
         from ._cache import atomic_write
 
         atomic_write(Path(path), buf.getvalue())
@@ -795,44 +818,118 @@ def check_built_for_here(path, made_by, arch, required_features) -> None:
                             f"{', '.join(missing)}; rebuild it for this machine")
 
 
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _optional_member(name: str) -> bool:
+    return name in ("kernel.so", "pool.so") or name.startswith(_SOURCE_PREFIX)
+
+
+def _read_module_artifact(path: Path) -> tuple[dict, dict[str, bytes]]:
+    """(manifest without its artifact section, members by name) of a ``.tlm`` file, checked:
+    ArtifactError naming the file for anything malformed or not runnable here."""
+    if not path.is_file():
+        what = "no such file" if not path.exists() else "not a file"
+        raise ArtifactError(f"{path} is not a tensorlang module artifact ({what})")
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            if "manifest.json" not in names or "kernel.o" not in names:
+                raise ArtifactError(f"{path} is not a tensorlang module artifact "
+                                    "(no manifest/object)")
+            meta = json.loads(z.read("manifest.json"))
+            members = {n: z.read(n) for n in names if n != "manifest.json"}
+    except ArtifactError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure to parse the file is a corrupt artifact
+        raise ArtifactError(f"{path} is not a tensorlang module artifact (unreadable: "
+                            f"{type(e).__name__}: {e})") from None
+    if not isinstance(meta, dict):
+        raise ArtifactError(f"{path}: manifest.json must hold a JSON object, got "
+                            f"{type(meta).__name__}")
+    art = meta.pop("artifact", None)
+    if not isinstance(art, dict):
+        raise ArtifactError(f"{path}: manifest has no artifact section")
+    if art.get("format") != ARTIFACT_FORMAT or art.get("abi") != ABI_VERSION:
+        raise ArtifactError(
+            f"{path}: artifact format {art.get('format')} / kernel ABI {art.get('abi')} is "
+            f"not supported (this runtime reads format {ARTIFACT_FORMAT}, ABI {ABI_VERSION})"
+        )
+    # without its library or sources a module still loads (relinked from the object)
+    _checked_build_info(path, meta, art)
+    check_member_digests(path, art.get("members"), members, optional=_optional_member)
+    digest = art.get("manifest_sha256")  # None: saved before it was recorded
+    if digest is not None and digest != _manifest_digest(meta):
+        raise ArtifactError(f"{path}: manifest.json was modified after save (its sha256 "
+                            "differs from the one recorded)")
+    return meta, members
+
+
+def _manifest_digest(meta: Mapping[str, Any]) -> str:
+    """sha256 of the manifest without its artifact section, in a canonical JSON form."""
+    body = {k: v for k, v in meta.items() if k != "artifact"}
+    return _sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+
+
+def check_member_digests(path, digests: Any, members: Mapping[str, bytes],
+                         optional=lambda name: False) -> None:
+    """Every member listed with its sha256 and matching it; a listed member may be absent only
+    when ``optional(name)`` (None: an artifact saved before digests were recorded, checked by
+    the zip's CRCs only)."""
+    if digests is None:
+        return
+    if not isinstance(digests, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in digests.items()):
+        raise ArtifactError(f"{path}: the artifact's member digests must map names to sha256")
+    for name in sorted(set(members) | set(digests)):
+        if name not in digests:
+            raise ArtifactError(f"{path}: member {name!r} is not listed in the manifest")
+        if name not in members:
+            if optional(name):
+                continue
+            raise ArtifactError(f"{path}: member {name!r} is missing")
+        if _sha256(members[name]) != digests[name]:
+            raise ArtifactError(f"{path}: member {name!r} is corrupt (its sha256 differs from "
+                                "the one recorded at save)")
+
+
+def _checked_build_info(path, meta: dict, art: dict) -> None:
+    version, arch, required = meta.get("version"), art.get("arch"), art.get("required_features", [])
+    if not isinstance(version, str) or not isinstance(arch, (str, type(None))) or not (
+            isinstance(required, list) and all(isinstance(f, str) for f in required)):
+        raise ArtifactError(f"{path}: the manifest's version, arch or required_features has "
+                            "the wrong type (expected a string, a string, a list of strings)")
+    check_built_for_here(path, version, arch, required)
+
+
 def load_module(path: str | os.PathLike, *, loader: str = "auto") -> Module:
     """Load a module saved with :meth:`Module.save`.
 
-    Refuses (:class:`ArtifactError`) an artifact of another format or ABI, another major
-    version, another architecture, or one that needs CPU features this machine lacks. Uses the
-    shipped library (no llvmlite needed); relinks the object if the library does not load.
+    Refuses (:class:`ArtifactError`, naming the file and what is wrong) anything malformed --
+    not a zip, a corrupt or missing member, a member whose sha256 differs from the one recorded
+    at save, a manifest of the wrong structure -- and an artifact of another format or ABI,
+    another major version, another architecture, or one that needs CPU features this machine
+    lacks. Uses the shipped library (no llvmlite needed); relinks the object if the library
+    does not load.
     """
+    if loader not in LOADERS:
+        raise ValueError(f"loader must be one of {LOADERS}, got {loader!r}")
     path = Path(path)
+    meta, members = _read_module_artifact(path)
     try:
-        z = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as e:
-        raise ArtifactError(f"{path} is not a tensorlang module artifact: {e}") from None
-    with z:
-        names = set(z.namelist())
-        if "manifest.json" not in names or "kernel.o" not in names:
-            raise ArtifactError(f"{path} is not a tensorlang module artifact (no manifest/object)")
-        try:
-            meta = json.loads(z.read("manifest.json"))
-        except ValueError as e:
-            raise ArtifactError(f"{path}: corrupt manifest.json: {e}") from None
-        art = meta.pop("artifact", None)
-        if not isinstance(art, dict):
-            raise ArtifactError(f"{path}: manifest has no artifact section")
-        if art.get("format") != ARTIFACT_FORMAT or art.get("abi") != ABI_VERSION:
-            raise ArtifactError(
-                f"{path}: artifact format {art.get('format')} / kernel ABI {art.get('abi')} is "
-                f"not supported (this runtime reads format {ARTIFACT_FORMAT}, ABI {ABI_VERSION})"
-            )
-        check_built_for_here(path, meta.get("version"), art.get("arch"),
-                             art.get("required_features", []))
-        obj = z.read("kernel.o")
-        so = z.read("kernel.so") if "kernel.so" in names else None
-        pool_lib = z.read("pool.so") if "pool.so" in names else None
-        sources = {
-            n[len(_SOURCE_PREFIX) :]: z.read(n).decode("utf-8")
-            for n in names
-            if n.startswith(_SOURCE_PREFIX) and len(n) > len(_SOURCE_PREFIX)
-        }
+        sources = {n[len(_SOURCE_PREFIX):]: data.decode("utf-8") for n, data in members.items()
+                   if n.startswith(_SOURCE_PREFIX) and len(n) > len(_SOURCE_PREFIX)}
+        return _module_from_members(meta, members, sources, loader)
+    except ArtifactError as e:
+        raise ArtifactError(f"{path}: {e}") from None
+    except (LoadError, ValueError, TypeError) as e:  # a manifest the Module refuses, bad text
+        raise ArtifactError(f"{path}: {e}") from None
+
+
+def _module_from_members(meta: dict, members: Mapping[str, bytes], sources: dict[str, str],
+                         loader: str) -> Module:
+    obj, so, pool_lib = members["kernel.o"], members.get("kernel.so"), members.get("pool.so")
     if pool_lib is not None and PARALLEL_LAUNCH_GLOBAL.encode() in obj:
         threadpool.pool(shipped_library=pool_lib)
     library = None
