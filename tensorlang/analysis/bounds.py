@@ -9,11 +9,11 @@ can be guarded: in `tl.if_then_else(i >= 1, A[i - 1], 0)` (a padding stage) and 
 it (codegen does not touch memory on a select's side not taken, lower/passes/guard_padded_reads
 and codegen's masked loads keep that true).
 
-Three provers, cheapest first:
-1. interval arithmetic over the axes' constant ranges (`A[i, k]` of a matmul, a stride);
-2. the same, relative to a guard: `A[h + r - 1]` under `0 <= h + r - 1 < H` is in bounds because
-   the index minus the guarded expression is >= 0 (padding, every conv);
-3. isl, exactly (symbolic shapes, coupled bounds, and every refusal: the offending point is
+Two provers, cheapest first:
+1. interval arithmetic over the axes' ranges, alone or relative to a guard (`A[h + r - 1]`
+   under `0 <= h + r - 1 < H`: padding, every conv), a select's branches each under its side of
+   the condition (analysis/intervals.py, which the run-time check pass shares);
+2. isl, exactly (symbolic shapes, coupled bounds, and every refusal: the offending point is
    isl's sample of the out-of-bounds set).
 
 A read isl finds out of bounds is refused with a LoweringError naming the compute, the read as
@@ -34,16 +34,17 @@ import time
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 
 import islpy as isl
 
 from ..errors import LoweringError
-from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir.functor import Visitor, collect_vars, substitute
 from ..ir.simplify import Analyzer, simplify
 from ..te.tensor import ComputeOp, TensorRead
 from .affine import Names, Params, cond_to_isl, to_isl
+from .intervals import in_bounds, nonneg_facts
 
 PROVEN, REFUSED, RUNTIME = "proven", "refused", "runtime"
 
@@ -53,20 +54,31 @@ class Access:
     """The verdict on one dimension of one read of a compute."""
 
     compute: str
-    read: str  # as written, e.g. "A[i + 1]"
-    tensor: str
-    shape: str  # e.g. "(16,)" or "(n, 4)"
+    tensor_read: TensorRead  # the read as written
     dim: int
-    index: str
     status: str  # PROVEN | REFUSED | RUNTIME
     how: str = ""  # proven: by which prover; refused: the offending point; runtime: why
     certain: bool = True  # refused: False when a guard or range isl cannot read may exclude it
 
+    @property
+    def read(self) -> str:
+        return str(self.tensor_read)  # e.g. "A[i + 1]"
+
+    @property
+    def index(self) -> str:
+        return str(self.tensor_read.indices[self.dim])
+
+    @property
+    def shape(self) -> str:
+        shape = self.tensor_read.tensor.shape
+        return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
     def message(self) -> str:
-        where = f" (dimension {self.dim})" if "," in self.shape.rstrip(",)") else ""
+        t = self.tensor_read.tensor
+        where = f" (dimension {self.dim})" if len(t.shape) > 1 else ""
         if self.status == REFUSED:
             verdict = "out of bounds" if self.certain else "and it cannot be proven in bounds"
-            return (f"compute {self.compute} reads {self.read} {verdict}: {self.tensor} has "
+            return (f"compute {self.compute} reads {self.read} {verdict}: {t.name} has "
                     f"shape {self.shape}, and index {self.index}{where}{self.how}")
         return f"compute {self.compute} reads {self.read}: index {self.index}{where}: {self.how}"
 
@@ -146,59 +158,37 @@ class _GuardedReads(Visitor):
         self.guards.pop()
 
 
-_FLIP = {E.LT: E.GE, E.LE: E.GT, E.GT: E.LE, E.GE: E.LT}
-
-
-def _nonneg_facts(cond, holds: bool) -> list:
-    """Integer expressions that are >= 0 wherever `cond` is `holds` (those it states plainly)."""
-    if holds and isinstance(cond, E.And):
-        return _nonneg_facts(cond.a, True) + _nonneg_facts(cond.b, True)
-    if not holds and isinstance(cond, E.Or):
-        return _nonneg_facts(cond.a, False) + _nonneg_facts(cond.b, False)
-    if isinstance(cond, E.Not):
-        return _nonneg_facts(cond.a, not holds)
-    t = type(cond)
-    if t not in _FLIP and t is not E.EQ or not dt.is_int(cond.a.dtype):
-        return []
-    if t is E.EQ:
-        return [cond.a - cond.b, cond.b - cond.a] if holds else []
-    if not holds:
-        t = _FLIP[t]
-    a, b = cond.a, cond.b
-    one = E.const(1, a.dtype)
-    return [{E.LT: b - a - one, E.LE: b - a, E.GT: a - b - one, E.GE: a - b}[t]]
-
-
 # ----------------------------------------------------------------------------- the prover
 
 
 class _Prover:
     def __init__(self, op: ComputeOp):
         self.op = op
-        axes = tuple(op.axis) + tuple(op.reduce_axis)
+        self.axes = tuple(op.axis) + tuple(op.reduce_axis)
         names = Names()
-        self.dims = [names.fresh(iv.var.name) for iv in axes]
-        self.env = {iv.var: d for iv, d in zip(axes, self.dims)}
+        self.dims = [names.fresh(iv.var.name) for iv in self.axes]
+        self.env = {iv.var: d for iv, d in zip(self.axes, self.dims)}
         self.params = Params(Names(self.dims))
         self.ranges = Analyzer()
-        self.domain: list[str] = []
-        self.domain_exact = True
-        for iv, d in zip(axes, self.dims):
-            self._bind_axis(iv, d)
+        for iv in self.axes:
+            for v in collect_vars(iv.dom.extent) | collect_vars(iv.dom.min):
+                if v not in self.env and v not in self.ranges.ranges:
+                    self.ranges.bind(v, 1, float("inf"))  # a shape variable
+            self.ranges.bind_range(iv.var, iv.dom.min, iv.dom.extent)
 
-    def _bind_axis(self, iv, dim: str) -> None:
-        for v in collect_vars(iv.dom.extent) | collect_vars(iv.dom.min):
-            if v not in self.env and v not in self.ranges.ranges:
-                self.ranges.bind(v, 1, float("inf"))  # a shape variable
-        self.ranges.bind_range(iv.var, iv.dom.min, iv.dom.extent)
-        lo = to_isl(iv.dom.min, self.env, self.params)
-        ext = to_isl(iv.dom.extent, self.env, self.params)
-        if lo is None or ext is None:
-            self.domain_exact = False
-        if lo is not None:
-            self.domain.append(f"{dim} >= {_p(lo)}")
-            if ext is not None:
-                self.domain.append(f"{dim} < {_p(lo)} + {_p(ext)}")
+    @cached_property
+    def domain(self) -> tuple[list, bool]:
+        """(isl constraints of the iteration domain, whether they are exact)."""
+        cons, exact = [], True
+        for iv, dim in zip(self.axes, self.dims):
+            lo = to_isl(iv.dom.min, self.env, self.params)
+            ext = to_isl(iv.dom.extent, self.env, self.params)
+            exact = exact and lo is not None and ext is not None
+            if lo is not None:
+                cons.append(f"{dim} >= {_p(lo)}")
+                if ext is not None:
+                    cons.append(f"{dim} < {_p(lo)} + {_p(ext)}")
+        return cons, exact
 
     def run(self) -> tuple:
         finder = _GuardedReads()
@@ -217,6 +207,10 @@ class _Prover:
                 if problem is not None:
                     pending.append((len(out), problem))
                 out.append(access)
+        # every shape variable is >= 1 (known only now: they are met while converting)
+        positive = [f"{name} >= 1" for name in self.params.by_var.values()]
+        for _, problem in pending:
+            problem.cons.extend(positive)
         for k, verdict in _decide([p for _, p in pending], self.params.decl()):
             pos, problem = pending[k]
             out[pos] = _verdict(out[pos], problem, verdict)
@@ -224,23 +218,21 @@ class _Prover:
 
     def _dimension(self, r: TensorRead, d: int, guards: tuple):
         """(Access, None) when decided without isl; else (Access to fill in, _Problem)."""
-        idx = simplify(r.indices[d])
-        ext = r.tensor.shape[d]
-        base = Access(self.op.name, str(r), r.tensor.name, _shape_text(r.tensor.shape), d,
-                      str(r.indices[d]), PROVEN)
-        facts = [f for c, holds in guards for f in _nonneg_facts(c, holds)]
-        below = self._nonneg(idx, facts)
-        above = self._nonneg(simplify(ext - E.const(1, ext.dtype) - idx), facts)
-        if below and above:
-            return _with(base, how="ranges under its guards" if facts else "ranges"), None
+        idx, ext = r.indices[d], r.tensor.shape[d]
+        access = Access(self.op.name, r, d, PROVEN)
+        facts = [f for c, holds in guards for f in nonneg_facts(c, holds)]
+        if in_bounds(self.ranges, idx, ext, facts):
+            return _with(access, how="ranges under its guards" if facts else "ranges"), None
+        idx = simplify(idx)
         idx_t = to_isl(idx, self.env, self.params)
         if idx_t is None:
             why = ("data-dependent index, checked when the kernel runs" if _reads_data(idx)
                    else "index not affine, checked when the kernel runs")
-            return _with(base, status=RUNTIME, how=why), None
+            return _with(access, status=RUNTIME, how=why), None
         ext_t = to_isl(ext, self.env, self.params)
-        cons = list(self.domain)
-        inexact = [] if self.domain_exact else ["an axis range is not affine"]
+        cons, exact = self.domain
+        cons = list(cons)
+        inexact = [] if exact else ["an axis range is not affine"]
         for c, holds in guards:
             g = cond_to_isl(c, self.env, self.params)
             if g is None:
@@ -250,19 +242,10 @@ class _Prover:
                 cons.append(f"({g})" if holds else f"not ({g})")
         if ext_t is None:
             inexact.append(f"the extent {ext} is not affine")
-            bad = f"{_p(idx_t)} < 0"
+            cons.append(f"{_p(idx_t)} < 0")
         else:
-            bad = f"({_p(idx_t)} < 0 or {_p(idx_t)} >= {_p(ext_t)})"
-        for name in self.params.by_var.values():
-            cons.append(f"{name} >= 1")
-        cons.append(bad)
-        return base, _Problem(self.dims, cons, idx, ext, inexact, self)
-
-    def _nonneg(self, e, facts) -> bool:
-        """Whether e >= 0 over the axes' ranges, alone or above one of the guard's facts."""
-        if self.ranges.bound(e)[0] >= 0:
-            return True
-        return any(self.ranges.bound(simplify(e - f))[0] >= 0 for f in facts)
+            cons.append(f"({_p(idx_t)} < 0 or {_p(idx_t)} >= {_p(ext_t)})")
+        return access, _Problem(self.dims, cons, idx, ext, inexact, self)
 
 
 def _reads_data(e) -> bool:
@@ -278,10 +261,6 @@ def _reads_data(e) -> bool:
 
 def _with(a: Access, **changes) -> Access:
     return dataclasses.replace(a, **changes)
-
-
-def _shape_text(shape) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _p(x) -> str:

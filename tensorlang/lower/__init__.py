@@ -7,6 +7,7 @@ from ..ir.stmt import PrimFunc
 from .bound import infer_bounds
 from .inline import inline_bodies
 from .loop_nest import build_loop_nest
+from .passes.check_indices import check_indices
 from .passes.guard_padded_reads import guard_padded_reads
 from .passes.hoist_guards import hoist_guards
 from .passes.loop_partition import partition_loops
@@ -26,6 +27,9 @@ from .passes.vectorize import vectorize_loops
 #   so the partitioned pieces lose their guards; hoist_guards then moves what is left out of
 #   the loops it does not depend on (out of vector loops before vectorize), and again after
 #   unroll, where the unrolled copies' guards have folded;
+# - check_indices before storage_flatten: an index is checked per dimension (a flat index in
+#   range can hide a row index out of range), and before vectorize and unroll, which then copy
+#   each check with its load;
 # - storage_flatten before vectorize: vector accesses are recognised on flat indices;
 # - promote_float16 after flattening (it rewrites flat loads/stores), before vectorize;
 # - vectorize before unroll: the vector body is built once, then copied;
@@ -38,6 +42,7 @@ PASSES = (
     ("loop_partition", partition_loops),
     ("simplify_partitioned", simplify_stmt),
     ("hoist_guards", hoist_guards),
+    ("check_indices", check_indices),
     ("storage_flatten", storage_flatten),
     ("plan_allocation", plan_allocation),
     ("promote_float16", promote_float16),
@@ -71,6 +76,11 @@ def lower(schedule, args, name: str = "main", check: bool = True, stop_after: st
         from ..analysis import check_schedule
 
         check_schedule(schedule)
+    # every build: an out-of-bounds read is refused whatever the schedule (check=False only
+    # turns off the schedule's dependence checks)
+    from ..analysis.bounds import check_bounds
+
+    check_bounds(schedule)
     bodies = inline_bodies(schedule)
     bounds = infer_bounds(schedule, bodies)
     func = build_loop_nest(schedule, bodies, bounds, args, name)

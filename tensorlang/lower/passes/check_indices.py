@@ -10,7 +10,8 @@ Ix[i])]`) and products of loop variables. Each such index, per dimension and bef
 
 which codegen turns into one unsigned compare `idx <u extent` and a branch to a `return code`
 (the runtime raises KernelError with the message the manifest maps the code to). An index the
-loop ranges already bound inside [0, extent) (`A[i * j]` over small loops) is left alone.
+loop ranges already bound inside [0, extent) (`A[i * j]` over small loops, a reflect pad's
+select of two in-range branches: analysis/intervals.py) is left alone.
 
 The check sits where the load is, so it is as conditional as the load: under an if, only when
 the if is taken; under a select, only for the lanes that take it. An index that does not
@@ -20,6 +21,7 @@ and LLVM's unswitching hoists it with the load of the index."""
 from __future__ import annotations
 
 from ...analysis.affine import Names, Params, to_isl
+from ...analysis.intervals import in_bounds
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.checks import FIRST_INDEX_CODE, IndexCheck
@@ -71,10 +73,7 @@ class _CheckIndices(Mutator):
     def _unproven(self, idx, extent) -> bool:
         if collect_vars(idx) & self.data_vars:
             return True
-        if _quasi_affine(idx):
-            return False
-        lo, hi = self.ranges.bound(idx)
-        return not (lo >= 0 and hi < self.ranges.bound(extent)[0])
+        return not _quasi_affine(idx) and not in_bounds(self.ranges, idx, extent)
 
 
 def check_indices(body: S.Stmt) -> S.Stmt:
