@@ -19,7 +19,8 @@ from . import dtype as dt
 class Node:
     """Base of expression and statement nodes: cached structural hash, generic child access."""
 
-    __slots__ = ("_hash",)
+    # _dtype: the cached type of an expression whose type is its operand's (see _operand_dtype)
+    __slots__ = ("_dtype", "_hash")
     _field_names: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kw):
@@ -319,6 +320,18 @@ def _floor_mod(a: Expr, b: Expr) -> Expr:
     return FloorMod(a, b)
 
 
+def _operand_dtype(e: Expr, operand: Expr) -> str:
+    """The type of `e`, which is its operand's, cached in `e`: a chain of 1000 additions is
+    1000 deep, and an uncached type would be looked up through all of it, recursively, by
+    every node made on top of it (a RecursionError while declaring the expression)."""
+    try:
+        return e._dtype
+    except AttributeError:
+        d = operand.dtype
+        object.__setattr__(e, "_dtype", d)
+        return d
+
+
 def _check_same(a: Expr, b: Expr, op: str) -> None:
     if a.dtype != b.dtype:
         raise TypeError(f"{op}: operand dtypes differ ({a.dtype} vs {b.dtype})")
@@ -354,7 +367,7 @@ class BinaryOp(Expr):
 
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return self.a.dtype
+        return _operand_dtype(self, self.a)
 
     def __post_init__(self):
         _check_same(self.a, self.b, type(self).__name__)
@@ -475,7 +488,7 @@ class Select(Expr):
 
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return self.true_value.dtype
+        return _operand_dtype(self, self.true_value)
 
     def __post_init__(self):
         _check_same(self.true_value, self.false_value, "select")

@@ -4,6 +4,7 @@ passes can tell cheaply whether they did anything and unchanged subtrees stay sh
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 
 from .expr import Add, BinaryOp, Call, CmpOp, Div, Expr, Max, Min, Mul, Node, Sub, Var
@@ -144,6 +145,44 @@ class _Substitute(Mutator):
 
     visit_Load = _rebind
     visit_Store = _rebind
+
+
+# The deepest expression tensorlang compiles. Its walkers (visitors, mutators, the simplifier,
+# hashing, codegen) recurse once per level, each level taking a few Python frames and ~600 bytes
+# of C stack: 2000 levels fit a thread's 2 MB stack with room to spare (a 1000-term sum is
+# 1001 deep; 20000 levels overflowed the main thread's 8 MB: a segfault).
+MAX_EXPR_DEPTH = 2000
+_FRAMES_PER_LEVEL = 8  # measured: 4 (visit, generic, _walk, ...), doubled for the deeper walkers
+
+
+def expr_depth(nodes) -> int:
+    """The depth of the deepest of `nodes` (an expression or a tuple of them), counted
+    without recursion: it is what decides whether the recursive walkers can handle them."""
+    deepest = 0
+    stack = [(n, 1) for n in (nodes if isinstance(nodes, tuple) else (nodes,))]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend((x, depth) for x in node)
+            continue
+        if not isinstance(node, Node) or isinstance(node, _LEAF_TYPES):
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((getattr(node, f), depth + 1) for f in node.fields())
+    return deepest
+
+
+def fit_recursion(depth: int, what: str, error=ValueError,
+                  remedy: str = "split it into several computes (e.g. partial sums of a long "
+                                "chain of terms)") -> None:
+    """Refuse an expression deeper than MAX_EXPR_DEPTH (with `error`, naming `what`), and make
+    Python's recursion limit room for the walkers on one that is not (only ever raised)."""
+    if depth > MAX_EXPR_DEPTH:
+        raise error(f"{what}: the expression is nested {depth} deep, more than the "
+                    f"{MAX_EXPR_DEPTH} levels tensorlang compiles; {remedy}")
+    need = _FRAMES_PER_LEVEL * depth + 2000
+    if sys.getrecursionlimit() < need:
+        sys.setrecursionlimit(need)
 
 
 def collect_vars(node) -> set:

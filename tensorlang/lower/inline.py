@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..ir.functor import Mutator, substitute
+from ..errors import ScheduleError
+from ..ir.functor import MAX_EXPR_DEPTH, Mutator, expr_depth, fit_recursion, substitute
 from ..te.tensor import Reduce, TensorRead
 
 
@@ -14,9 +15,26 @@ def inline_bodies(schedule) -> dict:
     for st in schedule.stages:
         body = tuple(mut.visit(b) for b in st.op.body)
         bodies[st] = body
+        mut.depth_bound[st] = _depth_bound(mut, st, body)
         if st.attach_type == "inline":
             mut.inlined[st] = ([iv.var for iv in st.op.axis], body[0])
     return bodies
+
+
+def _depth_bound(mut, st, body) -> int:
+    """A bound on the depth of a stage's inlined body, its exact depth where that bound is over
+    the limit (refused then: the walkers that follow recurse once per level). An inlined read
+    puts the producer's body (its indices replaced by the reader's, no deeper than the reader)
+    where the read was: at most twice the reader's depth plus the producer's."""
+    if all(x is y for x, y in zip(body, st.op.body)):  # nothing inlined into it
+        return st.op.expr_depth
+    producers = [mut.depth_bound[p] for p in mut.inlined if p in mut.read_by(st)]
+    bound = 2 * st.op.expr_depth + max(producers, default=0)
+    if bound > MAX_EXPR_DEPTH:
+        bound = expr_depth(body)
+        fit_recursion(bound, f"stage {st.name} with the stages inlined into it", ScheduleError,
+                      "compute the inlined stages at the root or at a loop instead")
+    return bound
 
 
 # module level, not a class statement per call: the legality model inlines the bodies of every
@@ -26,6 +44,11 @@ class _Inline(Mutator):
         super().__init__()
         self.schedule = schedule
         self.inlined: dict = {}  # stage -> (axis vars, body expr)
+        self.depth_bound: dict = {}  # stage -> a bound on the depth of its inlined body
+
+    def read_by(self, st) -> set:
+        """The stages whose tensors stage `st` reads."""
+        return {self.schedule.stage_map.get(t.op) for t in st.op.input_tensors}
 
     def visit_TensorRead(self, r):
         idx = tuple(self.visit(i) for i in r.indices)

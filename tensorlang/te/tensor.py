@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..ir import dtype as dt
 from ..ir.expr import Const, Expr, Var, binary_operands, const, convert
-from ..ir.functor import Visitor, substitute
+from ..ir.functor import Visitor, expr_depth, fit_recursion, substitute
 from ..ir.stmt import IterVar, Range
 
 
@@ -71,8 +71,11 @@ class ComputeOp(Operation):
 
     def __init__(self, name: str, axis: tuple, reduce_axis: tuple, body: tuple, tag: str = "",
                  attrs: dict | None = None, output_names: Sequence[str] | None = None,
-                 axis_copies: dict | None = None):
+                 axis_copies: dict | None = None, expr_depth: int | None = None):
         self.name = name
+        # checked before anything walks the body recursively (read_tensors below)
+        self.expr_depth = expr_depth if expr_depth is not None else \
+            _checked_depth(tuple(body), f"compute {name}")
         # {a reduce axis the user declared that an upstream compute also reduces over: this
         # compute's own copy of it} (see own_reduce_axes); the stage resolves the declared
         # axis to the copy, so `s[C].split(k)` works with the shared k
@@ -296,6 +299,7 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "",
     body = fcompute(*[iv.var for iv in axis])
     bodies = tuple(body) if isinstance(body, (tuple, list)) else (body,)
     bodies = tuple(convert(b) for b in bodies)
+    depth = _checked_depth(bodies, f"compute {name}")
     reduce_axes: tuple = ()
     for b in bodies:
         if _contains_nested_reduce(b):
@@ -313,8 +317,15 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "",
         reduce_axes = first.axis
     bodies, reduce_axes, copies = own_reduce_axes(bodies, reduce_axes)
     return_tuple = isinstance(body, (tuple, list))
-    op = ComputeOp(name, axis, reduce_axes, bodies, tag=tag, attrs=attrs, axis_copies=copies)
+    op = ComputeOp(name, axis, reduce_axes, bodies, tag=tag, attrs=attrs, axis_copies=copies,
+                   expr_depth=depth)
     return op.outputs if return_tuple else op.output(0)
+
+
+def _checked_depth(bodies: tuple, what: str) -> int:
+    depth = expr_depth(bodies)
+    fit_recursion(depth, what)
+    return depth
 
 
 def own_reduce_axes(bodies: tuple, reduce_axes: tuple):

@@ -312,3 +312,70 @@ def test_non_commutative_reducer_keeps_order_preserving_schedules():
 def test_reducer_commutative_flag_must_be_a_bool():
     with pytest.raises(TypeError, match="commutative must be a bool"):
         tl.comm_reducer(lambda a, b: a + b, lambda t: tl.const(0, t), commutative="no")
+
+
+# ----------------------------------------------------------------------------- deep expressions
+
+DEEP_CHAIN = """
+import numpy as np, tensorlang as tl
+A = tl.placeholder((8,), name="A")
+
+def chain(t, n):
+    def f(i):
+        e = t[i]
+        for _ in range(n):
+            e = e + A[i]
+        return e
+    return f
+{body}
+"""
+
+
+def _run_deep(body: str, timeout: float = 300):
+    done = _run_python(DEEP_CHAIN.format(body=body), timeout)
+    # a crash (a segfault, a bare RecursionError) fails here with its output
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    return done.stdout
+
+
+def test_a_1000_term_chain_compiles_and_matches_numpy():
+    out = _run_deep("""
+C = tl.compute((8,), chain(A, 1000), name="C")
+f = tl.build(tl.create_schedule(C), [A, C])
+a = np.arange(8, dtype="float32")
+c = np.zeros(8, "float32")
+f(a, c)
+np.testing.assert_allclose(c, a * 1001)
+print("matches numpy")
+""")
+    assert "matches numpy" in out
+
+
+def test_an_absurdly_deep_chain_is_refused_with_its_depth():
+    out = _run_deep("""
+try:
+    tl.compute((8,), chain(A, 100000), name="C")
+except ValueError as e:
+    print("refused:", e)
+""")
+    assert "refused: compute C: the expression is nested 100001 deep, more than the 2000" in out
+
+
+def test_inlining_that_makes_an_expression_too_deep_is_refused_and_undone():
+    out = _run_deep("""
+P = tl.compute((8,), chain(A, 1500), name="P")
+C = tl.compute((8,), chain(P, 1500), name="C")
+s = tl.create_schedule(C)
+try:
+    s[P].compute_inline()
+except tl.ScheduleError as e:
+    print("refused:", e)
+f = tl.build(s, [A, C])
+a = np.arange(8, dtype="float32")
+c = np.zeros(8, "float32")
+f(a, c)
+np.testing.assert_allclose(c, a * 3001)
+print("still", s[P].attach_type)
+""")
+    assert "refused: stage C with the stages inlined into it: the expression is nested 3001" in out
+    assert "still root" in out
