@@ -277,3 +277,35 @@ def test_the_message_survives_save_and_load(tmp_path):
     with pytest.raises(tl.runtime.KernelError,
                        match=r"index out of bounds in A\[int64\(Ix\[i\]\)\]"):
         f(a, np.array([1, 2, 3, 16], "int32"), g)
+
+
+_GRAPH_GATHER = """
+import numpy as np
+from tensorlang import graph, runtime
+b = graph.Builder("emb")
+x = b.input("x", (10, 4))
+i = b.input("i", (3,), dtype="int64")
+gm = graph.build(b.build(b.relu(b.gather(x, i, axis=0))))
+xv = np.random.default_rng(0).random((10, 4), dtype=np.float32) - 0.5
+iv = np.array([0, -1, -10])
+out = next(iter(gm.run(x=xv, i=iv).values()))
+assert np.array_equal(out, np.maximum(np.take(xv, iv, axis=0), 0))
+for bad in (10, -11, 1 << 40):
+    iv[1] = bad
+    try:
+        gm.run(x=xv, i=iv)
+        print("no error for", bad)
+    except runtime.KernelError as e:
+        print("KernelError:", e)
+"""
+
+
+def test_an_onnx_gather_in_a_graph_wraps_negatives_and_raises_out_of_range():
+    proc = subprocess.run([sys.executable, "-c", _GRAPH_GATHER], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3, proc.stdout
+    for line in lines:
+        assert line.startswith("KernelError:") and "index out of bounds in" in line, line
+        assert "dimension 0's index is not in [0, 10)" in line, line
