@@ -221,15 +221,16 @@ class _Prover:
         idx, ext = r.indices[d], r.tensor.shape[d]
         access = Access(self.op.name, r, d, PROVEN)
         facts = [f for c, holds in guards for f in nonneg_facts(c, holds)]
-        if in_bounds(self.ranges, idx, ext, facts):
+        if in_bounds(self.ranges, idx, ext, facts) or self._is_axis_over(idx, ext):
             return _with(access, how="ranges under its guards" if facts else "ranges"), None
         idx = simplify(idx)
         idx_t = to_isl(idx, self.env, self.params)
-        if idx_t is None:
-            why = ("data-dependent index, checked when the kernel runs" if _reads_data(idx)
-                   else "index not affine, checked when the kernel runs")
-            return _with(access, status=RUNTIME, how=why), None
         ext_t = to_isl(ext, self.env, self.params)
+        if idx_t is None or ext_t is None:
+            # lower/passes/check_indices.py checks exactly these (it reads the same isl forms)
+            why = ("data-dependent index" if _reads_data(idx) else "index not affine"
+                   if idx_t is None else f"extent {ext} not affine")
+            return _with(access, status=RUNTIME, how=f"{why}, checked when the kernel runs"), None
         cons, exact = self.domain
         cons = list(cons)
         inexact = [] if exact else ["an axis range is not affine"]
@@ -240,12 +241,16 @@ class _Prover:
                                + (" (it reads data)" if _reads_data(c) else ""))
             else:
                 cons.append(f"({g})" if holds else f"not ({g})")
-        if ext_t is None:
-            inexact.append(f"the extent {ext} is not affine")
-            cons.append(f"{_p(idx_t)} < 0")
-        else:
-            cons.append(f"({_p(idx_t)} < 0 or {_p(idx_t)} >= {_p(ext_t)})")
+        cons.append(f"({_p(idx_t)} < 0 or {_p(idx_t)} >= {_p(ext_t)})")
         return access, _Problem(self.dims, cons, idx, ext, inexact, self)
+
+    def _is_axis_over(self, idx, ext) -> bool:
+        """`A[i]` with i an axis over [0, extent of A's dimension): in bounds whatever the
+        extent is (n * m, which neither intervals nor isl can bound)."""
+        for iv in self.axes:
+            if iv.var is idx:
+                return E.is_const(iv.dom.min, 0) and E.structural_equal(iv.dom.extent, ext)
+        return False
 
 
 def _reads_data(e) -> bool:

@@ -309,3 +309,20 @@ def test_an_onnx_gather_in_a_graph_wraps_negatives_and_raises_out_of_range():
     for line in lines:
         assert line.startswith("KernelError:") and "index out of bounds in" in line, line
         assert "dimension 0's index is not in [0, 10)" in line, line
+
+
+def test_an_extent_isl_cannot_read_leaves_the_check_to_run_time():
+    n, m = tl.var("n"), tl.var("m")
+    A = tl.placeholder((n, m), name="A")
+    flat = tl.compute((n * m,), lambda i: A[i // m, i % m] * 2.0, name="flat")
+    back = tl.compute((n, m), lambda i, j: flat[i * m + j], name="back")
+    a, out = rand((3, 5)), np.zeros((3, 5), "float32")
+    _build(back, [A, back])(a, out)
+    np.testing.assert_array_equal(out, a * 2)
+    # flat[i] over range(n * m) is proven; flat[i + 1] reads one past the end at the last i
+    ahead = tl.compute((n * m,), lambda i: flat[i + 1], name="ahead")
+    again = tl.compute((n, m), lambda i, j: ahead[i * m + j], name="again")
+    assert [a.status for a in prove_op(ahead.op).accesses] == ["runtime"]
+    with pytest.raises(tl.runtime.KernelError, match=r"flat\[i \+ 1\]: the index is not in "
+                                                     r"\[0, n \* m\)"):
+        _build(again, [A, again])(a, out)

@@ -40,10 +40,13 @@ class _CheckIndices(Mutator):
         super().__init__()
         self.ranges = Analyzer()
         self.data_vars: set = set()  # let-bound variables that hold computed values
+        self.loop_extents: dict = {}  # loop variable -> extent, for loops from 0
         self.code = FIRST_INDEX_CODE
 
     def visit_For(self, s: S.For):
         self.ranges.bind_range(s.loop_var, s.min, s.extent)
+        if E.is_const(s.min, 0):
+            self.loop_extents[s.loop_var] = s.extent
         return self.generic(s)
 
     def visit_LetStmt(self, s: S.LetStmt):
@@ -73,7 +76,14 @@ class _CheckIndices(Mutator):
     def _unproven(self, idx, extent) -> bool:
         if collect_vars(idx) & self.data_vars:
             return True
-        return not _quasi_affine(idx) and not in_bounds(self.ranges, idx, extent)
+        # what the static proof left to run time: an index, or an extent (n * m), that isl
+        # cannot read
+        if _quasi_affine(idx) and _quasi_affine(extent):
+            return False
+        over = self.loop_extents.get(idx)  # `A[i]` for i in range(extent of A): in bounds
+        if over is not None and E.structural_equal(over, extent):
+            return False
+        return not in_bounds(self.ranges, idx, extent)
 
 
 def check_indices(body: S.Stmt) -> S.Stmt:
