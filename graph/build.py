@@ -278,6 +278,8 @@ def _build_driver(steps, n_kernels: int, n_args: int, target):
         "vars": [],
         "target": tgt.to_dict(),
         "version": __version__,
+        # what the code calls, in order: the runtime checks it against the plan at load
+        "steps": [[int(k), int(n)] for k, n in steps],
     }
     return Module.from_object(obj.object_code, manifest, {"ll": ir})
 

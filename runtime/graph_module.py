@@ -19,8 +19,11 @@ version, target CPU and required features), ``plan.json``, ``weights.npz``, ``ke
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
+import re
 import shutil
 import statistics
 import time
@@ -34,7 +37,7 @@ import numpy as np
 from tensorlang.errors import TensorlangError
 from tensorlang.version import __version__
 
-from . import _cpu, threadpool
+from . import _cpu, _plan, threadpool
 from .arrays import _aligned_bytes, _aligned_bytes_at
 from .module import ArtifactError, KernelError, Module, check_built_for_here, load_module
 from .timer import TimingResult
@@ -131,9 +134,12 @@ class GraphModule:
         self.driver = driver
         self.mode = mode
         p = self.plan
-        missing = [s["kernel"] for s in p["steps"] if s["kernel"] not in self.kernels]
-        if missing:
-            raise TensorlangError(f"plan refers to kernels that are not loaded: {missing}")
+        # native code will read and write the addresses computed from the plan: a plan that
+        # does not hold together, or kernels that take other arrays than the steps pass, is a
+        # PlanError here, never an access out of bounds later
+        _plan.check_plan(p)
+        _plan.check_constants(p, constants)
+        _plan.check_kernels(p, self.kernels, driver)
         if mode == "graph" and driver is None and p["steps"]:
             raise TensorlangError("mode='graph' needs the driver module")
 
@@ -142,8 +148,6 @@ class GraphModule:
         for st in p["storages"]:
             if st["kind"] == "const":
                 name = st["const"]
-                if name not in constants:
-                    raise TensorlangError(f"weight {name!r} is missing")
                 src = np.asarray(constants[name])
                 buf = _aligned_empty(src.nbytes)
                 buf[:] = np.frombuffer(np.ascontiguousarray(src).tobytes(), dtype=np.uint8)
@@ -495,17 +499,6 @@ class GraphModule:
         (tmp / "kernels").mkdir(parents=True)
         target = self.plan.get("target", {})
         required = _cpu.required_flags(target.get("features", ""), target.get("triple", ""))
-        manifest = {
-            "format": GRAPH_ARTIFACT_FORMAT,
-            "kind": "tensorlang-graph",
-            "version": __version__,
-            "arch": _cpu.triple_arch(target.get("triple", "")) or _cpu.machine(),
-            "target": target,
-            "required_features": required,
-            "kernels": sorted(self.kernels),
-            "has_driver": self.driver is not None,
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
         (tmp / "plan.json").write_text(json.dumps(self.plan, indent=1, sort_keys=True))
         consts = {}
         for st in self.plan["storages"]:
@@ -518,6 +511,21 @@ class GraphModule:
             k.save(tmp / "kernels" / f"{name}.tlm")
         if self.driver is not None:
             self.driver.save(tmp / "driver.tlm")
+        manifest = {
+            "format": GRAPH_ARTIFACT_FORMAT,
+            "kind": "tensorlang-graph",
+            "version": __version__,
+            "arch": _cpu.triple_arch(target.get("triple", "")) or _cpu.machine(),
+            "target": target,
+            "required_features": required,
+            "kernels": sorted(self.kernels),
+            "has_driver": self.driver is not None,
+            # checked at load: a flipped byte, a truncated file or files swapped between
+            # kernels are refused before anything is loaded
+            "files": {f.relative_to(tmp).as_posix(): _sha256_file(f)
+                      for f in sorted(tmp.rglob("*")) if f.is_file()},
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
         if path.exists():
             shutil.rmtree(path) if path.is_dir() else path.unlink()
         os.replace(tmp, path)
@@ -539,32 +547,121 @@ def _time_native(address: int, fn, raw: list[int], number: int) -> tuple[float, 
     return time.perf_counter() - t0, rc
 
 
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+class _Artifact:
+    """Reads the files of a saved model, each checked against the manifest's sha256; anything
+    missing, unreadable or malformed is an ArtifactError naming the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        man_path = path / "manifest.json"
+        if not path.is_dir() or not man_path.is_file():
+            raise ArtifactError(f"{path} is not a tensorlang model artifact (no manifest.json)")
+        self.manifest = self.json("manifest.json", checked=False)
+        man = self.manifest
+        if not isinstance(man, dict):
+            raise ArtifactError(f"{man_path}: must hold a JSON object, got "
+                                f"{type(man).__name__}")
+        if man.get("kind") != "tensorlang-graph" or man.get("format") != GRAPH_ARTIFACT_FORMAT:
+            raise ArtifactError(f"{path}: artifact format {man.get('format')!r} is not "
+                                f"supported (this runtime reads format {GRAPH_ARTIFACT_FORMAT})")
+        self.digests = man.get("files")  # None: saved before digests were recorded
+        if self.digests is not None and not (isinstance(self.digests, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.digests.items())):
+            raise ArtifactError(f"{man_path}: 'files' must map file names to sha256")
+        kernels = man.get("kernels")
+        if not (isinstance(kernels, list) and all(
+                isinstance(k, str) and _SAFE_NAME.fullmatch(k) for k in kernels)):
+            raise ArtifactError(f"{man_path}: 'kernels' must be a list of kernel names")
+        if not isinstance(man.get("has_driver"), bool):
+            raise ArtifactError(f"{man_path}: 'has_driver' must be true or false")
+
+    def bytes(self, rel: str, checked: bool = True) -> bytes:
+        f = self.path / rel
+        try:
+            data = f.read_bytes()
+        except OSError as e:
+            raise ArtifactError(f"{f}: cannot read it ({e.strerror or e})") from None
+        if checked and self.digests is not None:
+            if rel not in self.digests:
+                raise ArtifactError(f"{f} is not listed in the artifact's manifest")
+            if hashlib.sha256(data).hexdigest() != self.digests[rel]:
+                raise ArtifactError(f"{f} is corrupt or was replaced (its sha256 differs "
+                                    "from the one recorded at save)")
+        return data
+
+    def json(self, rel: str, checked: bool = True) -> Any:
+        try:
+            return json.loads(self.bytes(rel, checked))
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+            raise ArtifactError(f"{self.path / rel}: corrupt JSON ({e})") from None
+
+    def weights(self) -> dict[str, np.ndarray]:
+        names = self.json("weights_index.json")
+        rel = "weights.npz"
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)
+                and len(set(names)) == len(names)):
+            raise ArtifactError(f"{self.path / 'weights_index.json'}: must list distinct "
+                                "weight names")
+        try:
+            with np.load(io.BytesIO(self.bytes(rel)), allow_pickle=False) as z:
+                return {n: z[f"w{i}"] for i, n in enumerate(names)}
+        except ArtifactError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure to parse the file is corruption
+            raise ArtifactError(f"{self.path / rel}: unreadable ({type(e).__name__}: {e})"
+                                ) from None
+
+    def module(self, rel: str) -> Module:
+        self.bytes(rel)  # the digest check: the file is the one saved under this name
+        return load_module(self.path / rel)
+
+
 def load(path: str | os.PathLike, mode: str = "graph") -> GraphModule:
     """Load a model saved with :meth:`GraphModule.save`: no LLVM optimizer, no tuning (the
-    kernels' shared libraries are loaded as they are). Refuses, with an ArtifactError, an
-    artifact of another format or major version, another architecture, or one built for CPU
-    features this machine lacks."""
-    path = Path(path)
-    man_path = path / "manifest.json"
-    if not path.is_dir() or not man_path.exists():
-        raise ArtifactError(f"{path} is not a tensorlang model artifact (no manifest.json)")
+    kernels' shared libraries are loaded as they are).
+
+    Refuses, with an ArtifactError naming the file and what is wrong: a missing, unreadable or
+    malformed file, one whose sha256 differs from the one recorded at save (a flipped byte, a
+    truncated file, kernel files swapped), a plan that does not hold together or whose kernels
+    take other arrays than its steps pass; and an artifact of another format or major version,
+    another architecture, or one built for CPU features this machine lacks."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    art = _Artifact(Path(path))
+    man = art.manifest
+    _check_build_fields(art.path, man)
+    plan = art.json("plan.json")
     try:
-        man = json.loads(man_path.read_text())
-    except ValueError as e:
-        raise ArtifactError(f"{path}: corrupt manifest.json: {e}") from None
-    if man.get("kind") != "tensorlang-graph" or man.get("format") != GRAPH_ARTIFACT_FORMAT:
-        raise ArtifactError(f"{path}: artifact format {man.get('format')!r} is not supported "
-                            f"(this runtime reads format {GRAPH_ARTIFACT_FORMAT})")
-    check_built_for_here(path, man.get("version"), man.get("arch"),
-                         man.get("required_features", []))
-    plan = json.loads((path / "plan.json").read_text())
-    names = json.loads((path / "weights_index.json").read_text())
-    with np.load(path / "weights.npz") as z:
-        raw = {n: z[f"w{i}"] for i, n in enumerate(names)}
-    constants = {}
-    for st in plan["storages"]:
-        if st["kind"] == "const":
-            constants[st["const"]] = raw[st["const"]]
-    kernels = {n: load_module(path / "kernels" / f"{n}.tlm") for n in man["kernels"]}
-    driver = load_module(path / "driver.tlm") if man.get("has_driver") else None
-    return GraphModule(plan, kernels, driver, constants, mode=mode)
+        _plan.check_plan(plan)
+    except _plan.PlanError as e:
+        raise ArtifactError(f"{art.path / 'plan.json'}: {e}") from None
+    raw = art.weights()
+    constants = {st["const"]: raw[st["const"]] for st in plan["storages"]
+                 if st["kind"] == "const" and st["const"] in raw}
+    kernels = {n: art.module(f"kernels/{n}.tlm") for n in man["kernels"]}
+    driver = art.module("driver.tlm") if man["has_driver"] else None
+    try:
+        return GraphModule(plan, kernels, driver, constants, mode=mode)
+    except _plan.PlanError as e:
+        raise ArtifactError(f"{art.path}: the plan and its kernels or weights disagree: {e}"
+                            ) from None
+
+
+def _check_build_fields(path: Path, man: dict) -> None:
+    version, arch, required = man.get("version"), man.get("arch"), man.get("required_features")
+    if not isinstance(version, str) or not isinstance(arch, (str, type(None))) or not (
+            isinstance(required, list) and all(isinstance(f, str) for f in required)):
+        raise ArtifactError(f"{path / 'manifest.json'}: version, arch or required_features has "
+                            "the wrong type (expected a string, a string, a list of strings)")
+    check_built_for_here(path, version, arch, required)

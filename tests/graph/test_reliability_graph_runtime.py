@@ -1,11 +1,20 @@
 """Issue 15, runtime part: GraphModule.run from many threads at once gives exactly the serial
-results, in both execution modes."""
+results, in both execution modes; a damaged model artifact is refused with ArtifactError naming
+the file, never loaded into a crash or a wrong answer."""
 
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
-from tensorlang import graph
+
+from tensorlang import graph, runtime
 
 N_THREADS = 8
 RUNS_PER_THREAD = 500
@@ -77,3 +86,183 @@ def test_stateful_api_sees_the_latest_run(small_gm):
     assert small_gm.run() is None
     np.testing.assert_array_equal(small_gm.get_output(1), out_b[h])
     np.testing.assert_array_equal(small_gm.run(mode="interactive", x=a)[h], out_a[h])
+
+
+# -- damaged model artifacts ---------------------------------------------------------------
+
+TESTS_RUNTIME = Path(__file__).resolve().parents[1] / "runtime"
+
+
+def _redigest(art: Path) -> None:
+    """Record the files' current sha256 in the manifest, as a deliberate edit would, so that
+    the checks behind the digests are what refuses the artifact."""
+    man = json.loads((art / "manifest.json").read_text())
+    man["files"] = {f.relative_to(art).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
+                    for f in sorted(art.rglob("*")) if f.is_file() and f.name != "manifest.json"}
+    (art / "manifest.json").write_text(json.dumps(man))
+
+
+def _edit_json(rel: str, edit, redigest: bool = True):
+    def apply(art: Path) -> None:
+        doc = json.loads((art / rel).read_text())
+        doc = edit(doc) or doc
+        (art / rel).write_text(json.dumps(doc))
+        if redigest:
+            _redigest(art)
+    return apply
+
+
+def _swap_kernels(redigest: bool):
+    def apply(art: Path) -> None:
+        a, b = sorted((art / "kernels").glob("*.tlm"))[:2]
+        data_a = a.read_bytes()
+        a.write_bytes(b.read_bytes())
+        b.write_bytes(data_a)
+        if redigest:
+            _redigest(art)
+    return apply
+
+
+def _replace(rel: str, source_rel: str):
+    def apply(art: Path) -> None:
+        (art / rel).write_bytes((art / source_rel).read_bytes())
+        _redigest(art)
+    return apply
+
+
+def _weights(arrays):
+    def apply(art: Path) -> None:
+        np.savez(art / "weights.npz", **arrays)
+        _redigest(art)
+    return apply
+
+
+def _first_kernel(art: Path) -> str:
+    return "kernels/" + min((art / "kernels").glob("*.tlm")).name
+
+
+def _set(*path_and_value):
+    *path, value = path_and_value
+
+    def edit(doc):
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return edit
+
+
+STRUCTURAL = {
+    "kernel files swapped": _swap_kernels(redigest=False),
+    "kernel files swapped, digests redone (signature check)": _swap_kernels(redigest=True),
+    "driver replaced by a kernel": lambda art: _replace("driver.tlm", _first_kernel(art))(art),
+    "a kernel replaced by the driver": lambda art: _replace(_first_kernel(art), "driver.tlm")(art),
+    "plan is a JSON list": _edit_json("plan.json", lambda p: [p]),
+    "negative dimension": _edit_json("plan.json", _set("values", "x", "shape", [-4, 32])),
+    "value larger than its storage": _edit_json("plan.json", _set("values", "x", "shape",
+                                                                  [400, 32])),
+    "storage past the arena": _edit_json("plan.json", _set("storages", 0, "offset", 1 << 40)),
+    "unknown storage": _edit_json("plan.json", _set("values", "x", "storage", 99)),
+    "dtype changed": _edit_json("plan.json", _set("values", "x", "dtype", "float64")),
+    "step reads an unknown value": _edit_json("plan.json", _set("steps", 0, "args", 0, "zz")),
+    "step with n_out 0": _edit_json("plan.json", _set("steps", 0, "n_out", 0)),
+    "step with an extra argument": _edit_json(
+        "plan.json", lambda p: p["steps"][0]["args"].insert(0, "x")),
+    "arena_bytes a string": _edit_json("plan.json", _set("arena_bytes", "1024")),
+    "steps a dict": _edit_json("plan.json", _set("steps", {})),
+    "weights index a dict": _edit_json("weights_index.json", lambda w: {"w": 1}),
+    "weights index repeats a name": _edit_json("weights_index.json", lambda w: w + w),
+    "weights index names a missing weight": _edit_json("weights_index.json",
+                                                       lambda w: w + ["ghost"]),
+    "weights pickled objects": _weights({"w0": np.array([object()], dtype=object)}),
+    "weights too small": _weights({"w0": np.zeros(8, np.uint8)}),
+    "weights missing": _weights({}),
+    "manifest a JSON list": _edit_json("manifest.json", lambda m: [m], redigest=False),
+    "manifest kernel path escapes": _edit_json("manifest.json", _set("kernels", ["../x"]),
+                                               redigest=False),
+    "manifest has_driver a string": _edit_json("manifest.json", _set("has_driver", "yes"),
+                                               redigest=False),
+    "manifest files a list": _edit_json("manifest.json", _set("files", []), redigest=False),
+    "manifest required_features a string": _edit_json(
+        "manifest.json", _set("required_features", "avx2"), redigest=False),
+    "a file not listed": lambda art: (art / "extra.bin").write_bytes(b"x") or _edit_json(
+        "manifest.json", lambda m: m["files"].update({"extra.bin": "0" * 64}), False)(art),
+}
+
+
+def test_damaged_model_artifacts_are_refused(small_gm, tmp_path):
+    """Every file of a saved model damaged many ways (byte flips over the whole file,
+    truncations, emptied, a directory, deleted) and 27 structural edits (kernels swapped, the
+    plan inconsistent, weights wrong, manifests malformed): each is refused with ArtifactError
+    or, where the damage changes nothing checked, loads and computes the same -- in a
+    subprocess, so that a crash fails the test."""
+    art = small_gm.save(tmp_path / "model.tlpkg")
+    x = np.random.default_rng(5).standard_normal((4, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.savez(tmp_path / "expected.npz", **small_gm.run(x=x))
+    cases = tmp_path / "cases"
+    for i, (label, damage) in enumerate(STRUCTURAL.items()):
+        case = cases / f"{i:02d}"
+        shutil.copytree(art, case)
+        damage(case)
+        (cases / f"{i:02d}.label").write_text(label)
+    script = textwrap.dedent(f"""
+        import shutil, sys
+        from pathlib import Path
+        import numpy as np
+        sys.path.insert(0, {str(TESTS_RUNTIME)!r})
+        import tamper
+        from tensorlang import runtime
+
+        art, tmp = Path({str(art)!r}), Path({str(tmp_path)!r})
+        x = np.load(tmp / "x.npy")
+        with np.load(tmp / "expected.npz") as z:
+            expected = {{k: z[k] for k in z.files}}
+
+        def check(gm):
+            return tamper.same_arrays(gm.run(x=x), expected) and tamper.same_arrays(
+                gm.run(mode="interactive", x=x), expected)
+
+        t = tamper.Tally()
+        work = tmp / "work"
+        shutil.copytree(art, work)
+        for f in sorted(p for p in work.rglob("*") if p.is_file()):
+            original = f.read_bytes()
+            for label, damage in tamper.file_damage(f, 60):
+                tamper.restore(f, original)
+                damage()
+                t.run(f"{{f.relative_to(work)}}: {{label}}", lambda: runtime.load(work), check)
+            tamper.restore(f, original)
+        for case in sorted(p for p in (tmp / "cases").iterdir() if p.is_dir()):
+            label = case.with_suffix(".label").read_text()
+            t.run(label, lambda: runtime.load(case), check)
+        t.run("no such folder", lambda: runtime.load(tmp / "nope"), check)
+        t.run("a file, not a folder", lambda: runtime.load(tmp / "x.npy"), check)
+        t.run("intact", lambda: runtime.load(work), check)
+        t.report()
+        """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=600, check=False)
+    last = [line for line in r.stderr.splitlines() if line.startswith("case: ")][-1:]
+    assert r.returncode == 0, f"the process died (rc {r.returncode}) at {last}: {r.stderr[-2000:]}"
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["bad"] == [], "\n".join(result["bad"][:20])
+    counts = result["counts"]
+    assert counts["refused"] >= 400 + len(STRUCTURAL) and counts["identical"] >= 1, counts
+
+
+@pytest.mark.parametrize("label, match", [
+    ("kernel files swapped", r"kernels/.*\.tlm is corrupt or was replaced"),
+    ("kernel files swapped, digests redone (signature check)",
+     r"disagree: kernel '.*' takes 2 arrays, step 0 passes 3"),
+    ("negative dimension", r"plan\.json: value 'x': shape \[-4, 32\] must be a list of ints"),
+    ("value larger than its storage", r"value 'x' \(51200 bytes\) does not fit its storage"),
+    ("weights pickled objects", r"weights\.npz: unreadable"),
+    ("manifest a JSON list", r"manifest\.json: must hold a JSON object, got list"),
+    ("manifest kernel path escapes", r"'kernels' must be a list of kernel names"),
+])
+def test_damaged_model_refusals_name_the_file(small_gm, tmp_path, label, match):
+    art = small_gm.save(tmp_path / "model.tlpkg")
+    STRUCTURAL[label](art)
+    with pytest.raises(runtime.ArtifactError, match=match):
+        runtime.load(art)
