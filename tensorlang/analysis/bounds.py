@@ -177,18 +177,42 @@ class _Prover:
             self.ranges.bind_range(iv.var, iv.dom.min, iv.dom.extent)
 
     @cached_property
-    def domain(self) -> tuple[list, bool]:
-        """(isl constraints of the iteration domain, whether they are exact)."""
-        cons, exact = [], True
+    def domain(self) -> tuple[dict, bool]:
+        """({axis var: (its isl constraints, the other axes and shape variables its range
+        names)}, whether the constraints are exact)."""
+        out, exact = {}, True
         for iv, dim in zip(self.axes, self.dims):
             lo = to_isl(iv.dom.min, self.env, self.params)
             ext = to_isl(iv.dom.extent, self.env, self.params)
             exact = exact and lo is not None and ext is not None
+            cons = []
             if lo is not None:
                 cons.append(f"{dim} >= {_p(lo)}")
                 if ext is not None:
                     cons.append(f"{dim} < {_p(lo)} + {_p(ext)}")
-        return cons, exact
+            out[iv.var] = (cons, collect_vars(iv.dom.min) | collect_vars(iv.dom.extent))
+        return out, exact
+
+    def _domain_of(self, exprs) -> tuple[list, set]:
+        """The domain's constraints that matter to expressions over some axes: those of the
+        axes they name, of the axes whose ranges are tied to these (both ways), and of every
+        axis with a symbolic range (which may be empty); an axis of a constant range is never
+        empty (declarations refuse that), so it can be left out."""
+        ranges, _ = self.domain
+        named = set()
+        for e in exprs:
+            named |= collect_vars(e)
+        keep = {v for v, (_, deps) in ranges.items()
+                if v in named or any(d not in self.env for d in deps)}
+        grown = True
+        while grown:
+            grown = False
+            for v, (_, deps) in ranges.items():
+                tied = v in keep or deps & keep
+                if tied and not ({v} | (deps & ranges.keys())) <= keep:
+                    keep |= {v} | (deps & ranges.keys())
+                    grown = True
+        return [c for v, (cons, _) in ranges.items() if v in keep for c in cons], keep
 
     def run(self) -> tuple:
         finder = _GuardedReads()
@@ -231,9 +255,8 @@ class _Prover:
             why = ("data-dependent index" if _reads_data(idx) else "index not affine"
                    if idx_t is None else f"extent {ext} not affine")
             return _with(access, status=RUNTIME, how=f"{why}, checked when the kernel runs"), None
-        cons, exact = self.domain
-        cons = list(cons)
-        inexact = [] if exact else ["an axis range is not affine"]
+        cons, axes = self._domain_of([idx, *(c for c, _ in guards)])
+        inexact = [] if self.domain[1] else ["an axis range is not affine"]
         for c, holds in guards:
             g = cond_to_isl(c, self.env, self.params)
             if g is None:
@@ -242,7 +265,7 @@ class _Prover:
             else:
                 cons.append(f"({g})" if holds else f"not ({g})")
         cons.append(f"({_p(idx_t)} < 0 or {_p(idx_t)} >= {_p(ext_t)})")
-        return access, _Problem(self.dims, cons, idx, ext, inexact, self)
+        return access, _Problem(self.dims, cons, idx, ext, inexact, self, axes)
 
     def _is_axis_over(self, idx, ext) -> bool:
         """`A[i]` with i an axis over [0, extent of A's dimension): in bounds whatever the
@@ -283,6 +306,7 @@ class _Problem:
     extent: E.Expr
     inexact: list  # why a point found may not be real (a guard or range isl cannot express)
     prover: _Prover
+    axes: set  # the axis vars constrained (the others' sampled values mean nothing)
 
     def text(self, name: str) -> str:
         return f"{name}[{', '.join(self.dims)}] : {' and '.join(self.cons)}"
@@ -298,11 +322,12 @@ def _verdict(a: Access, problem: _Problem, sample) -> Access:
     values.update({v: E.const(sample[n], v.dtype) for v, n in prover.params.by_var.items()
                    if n in sample})
     at = simplify(substitute(problem.index, values))
-    point = ", ".join(f"{v.name} = {sample[n]}" for v, n in prover.env.items() if n in sample)
+    point = ", ".join(f"{v.name} = {sample[n]}" for v, n in prover.env.items()
+                      if n in sample and v in problem.axes)
     shape_vars = ", ".join(f"{v.name} = {sample[n]}" for v, n in prover.params.by_var.items()
                            if n in sample)
     value = "" if str(at) == a.index else f" = {at}"
-    how = f"{value} is outside [0, {problem.extent}) at {point}"
+    how = f"{value} is outside [0, {problem.extent})" + (f" at {point}" if point else "")
     if shape_vars:
         how += f" (with {shape_vars})"
     if problem.inexact:

@@ -34,7 +34,7 @@ def _build(out, args, vectorize=None):
      (r"compute C reads A\[i \+ 1\] out of bounds: A has shape \(16,\), and index i \+ 1 = 16 "
       r"is outside \[0, 16\) at i = 15")),
     (lambda A: lambda i: A[i - 1], r"reads A\[i - 1\] out of bounds.* i - 1 = -1 .*at i = 0"),
-    (lambda A: lambda i: A[20], r"reads A\[20\] out of bounds.*index 20 is outside \[0, 16\)"),
+    (lambda A: lambda i: A[20], r"reads A\[20\] out of bounds.*index 20 is outside \[0, 16\)$"),
     (lambda A: lambda i: A[i] + A[16 - i], r"reads A\[16 - i\] out of bounds.* = 16 .*i = 0"),
 ])
 def test_out_of_bounds_reads_are_refused_naming_the_index(fcompute, pattern):
@@ -55,7 +55,7 @@ def test_reduce_axis_reads_are_checked_and_where_guards_them():
     A = tl.placeholder((16,), name="A")
     k = tl.reduce_axis((0, 16), name="k")
     bad = tl.compute((1,), lambda i: tl.sum(A[k - 1], axis=k), name="bad")
-    with pytest.raises(tl.LoweringError, match=r"A\[k - 1\].*at i = 0, k = 0"):
+    with pytest.raises(tl.LoweringError, match=r"A\[k - 1\].*= -1 is outside \[0, 16\) at k = 0$"):
         _lower(bad, [A, bad])
     k2 = tl.reduce_axis((0, 16), name="k")
     ok = tl.compute((1,), lambda i: tl.sum(A[k2 - 1], axis=k2, where=k2 >= 1), name="ok")
