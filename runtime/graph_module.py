@@ -154,8 +154,13 @@ class GraphModule:
                 self._const_arrays[name] = buf
         kernel_names = sorted({st["kernel"] for st in p["steps"]})
         self._kernel_index = {n: i for i, n in enumerate(kernel_names)}
-        self._fns = np.array([self.kernels[n].function_address for n in kernel_names] or [0],
-                             dtype=np.int64)
+        # a model built for another CPU can be saved, never run here (its code would die with
+        # SIGILL): its function table stays zero and every run raises this reason
+        modules = [*self.kernels.values(), *([driver] if driver is not None else [])]
+        self._not_runnable = next(
+            (m.not_runnable_reason for m in modules if m.not_runnable_reason), None)
+        self._fns = np.array([0 if self._not_runnable else self.kernels[n].function_address
+                              for n in kernel_names] or [0], dtype=np.int64)
         self._own = _Buffers(self)  # what the stateful API (set_input, run(), ...) works on
         self._spare: list[_Buffers] = []  # for concurrent run(**inputs); list ops are atomic
         self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in p["inputs"]}
@@ -391,6 +396,8 @@ class GraphModule:
         self._run_buffers(self._own, mode)
 
     def _run_buffers(self, b: _Buffers, mode: str) -> None:
+        if self._not_runnable:
+            raise ArtifactError(f"this model cannot run here: {self._not_runnable}")
         if mode == "graph":
             if b.driver_raw is None:
                 raise TensorlangError("this module has no graph driver; use mode='interactive'")

@@ -384,6 +384,12 @@ class Module:
         return self._loaded().address
 
     @property
+    def not_runnable_reason(self) -> str | None:
+        """Why this machine cannot run the code (built for another architecture or CPU
+        features: it can still be saved), or None."""
+        return self._not_runnable
+
+    @property
     def loaded_via(self) -> str:
         """How the code was loaded: "shared library <path>" or "ORC JIT"."""
         if self._native is None:

@@ -266,3 +266,41 @@ def test_damaged_model_refusals_name_the_file(small_gm, tmp_path, label, match):
     STRUCTURAL[label](art)
     with pytest.raises(runtime.ArtifactError, match=match):
         runtime.load(art)
+
+
+def test_model_built_for_another_cpu_is_saved_but_never_run(tmp_path):
+    """A model cross-built for Sapphire Rapids: on a CPU without its features, running it (both
+    modes) and loading its artifact raise ArtifactError; on one with them, it runs. In a
+    subprocess: a regression is a SIGILL."""
+    script = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+        from test_reliability_graph_runtime import _small_model
+        from tensorlang import graph, runtime
+        gm = graph.build(_small_model(), target="llvm -mcpu=sapphirerapids")
+        x = np.zeros((4, 32), np.float32)
+        for mode in ("graph", "interactive"):
+            try:
+                gm.run(mode=mode, x=x)
+                print("ran", mode)
+            except runtime.ArtifactError as e:
+                print("refused", mode, e)
+        path = gm.save({str(tmp_path / "spr.tlpkg")!r})
+        try:
+            runtime.load(path).run(x=x)
+            print("loaded and ran")
+        except runtime.ArtifactError as e:
+            print("load refused", e)
+        """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=300, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    from tensorlang.runtime import _cpu
+
+    if _cpu.missing_flags(["avx512_fp16", "avx512f", "amx_tile"]):
+        assert "refused graph this model cannot run here" in r.stdout, r.stdout
+        assert "refused interactive" in r.stdout and "avx512_fp16" in r.stdout
+        assert "load refused" in r.stdout and "CPU features this CPU lacks" in r.stdout
+    else:
+        assert "ran graph" in r.stdout and "loaded and ran" in r.stdout, r.stdout
