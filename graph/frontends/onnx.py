@@ -45,7 +45,10 @@ class UnsupportedOperatorError(OnnxImportError):
 def _np_dtype(elem_type: int) -> np.dtype:
     from onnx import helper
 
-    return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        raise OnnxImportError(f"unknown ONNX element type {elem_type}") from None
 
 
 class _Ctx:
@@ -611,6 +614,23 @@ def _load(model) -> Any:
                     f"{type(model).__name__}")
 
 
+def _check_names(gp) -> None:
+    """Every name in the graph is text (a damaged file can hold bytes that are not UTF-8,
+    which protobuf hands back as bytes)."""
+    named = [("graph input", v.name) for v in gp.input]
+    named += [("graph output", v.name) for v in gp.output]
+    named += [("initializer", t.name) for t in gp.initializer]
+    for i, n in enumerate(gp.node):
+        where = f"node #{i}"
+        named += [(where, n.name), (where, n.op_type), (where, n.domain)]
+        named += [(f"{where} input", x) for x in n.input]
+        named += [(f"{where} output", x) for x in n.output]
+        named += [(f"{where} attribute", a.name) for a in n.attribute]
+    for what, name in named:
+        if not isinstance(name, str):
+            raise OnnxImportError(f"{what}: name {name!r} is not UTF-8 text (a damaged file?)")
+
+
 def _sanitize(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:\-]", "_", name) or "v"
 
@@ -632,6 +652,7 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
         raise OnnxImportError(f"opset {opset} is not supported (supported: {MIN_OPSET} to "
                               f"{MAX_OPSET})")
     gp = m.graph
+    _check_names(gp)
     unsupported = []
     for i, n in enumerate(gp.node):
         if n.domain not in ("", "ai.onnx") or n.op_type not in CONVERTERS:
@@ -640,44 +661,15 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     if unsupported:
         raise UnsupportedOperatorError(unsupported)
 
-    from onnx import numpy_helper
-
     b = Builder(name or _sanitize(gp.name or "onnx_model"), fold=True)
-    # reserve every ONNX value name so that generated names never take one
-    reserved = {_sanitize(v) for n in gp.node for v in n.output if v}
-    reserved |= {_sanitize(v.name) for v in gp.input}
-    b._names |= reserved
     env: dict[str, Value] = {}
+    init_names = {init.name for init in gp.initializer}
+    _add_inputs(b, gp, init_names, dict(shapes or {}), env)
+    names = _internal_names(b, gp)
+    out_names = {o.name for o in gp.output}
     for init in gp.initializer:
-        env[init.name] = Value(_sanitize(init.name) + "_w" if _sanitize(init.name) in reserved
-                               else _sanitize(init.name), tuple(init.dims),
-                               numpy_helper.to_array(init).dtype,
-                               data=numpy_helper.to_array(init))
-        b._names.add(env[init.name].name)
-    shapes = dict(shapes or {})
-    for inp in gp.input:
-        if inp.name in env:
-            continue  # an initializer listed as input: a weight
-        tt = inp.type.tensor_type
-        if not tt.HasField("elem_type"):
-            raise OnnxImportError(f"input {inp.name!r} is not a tensor")
-        if inp.name in shapes:
-            shape = tuple(int(s) for s in shapes.pop(inp.name))
-        else:
-            shape = []
-            for d in tt.shape.dim:
-                if d.HasField("dim_value") and d.dim_value > 0:
-                    shape.append(d.dim_value)
-                else:
-                    raise OnnxImportError(
-                        f"input {inp.name!r} has a symbolic dimension "
-                        f"{d.dim_param or '?'!r}; give its shape, e.g. "
-                        f"from_onnx(model, shapes={{{inp.name!r}: (1, ...)}})")
-        b._names.discard(_sanitize(inp.name))
-        env[inp.name] = b.input(_sanitize(inp.name), shape, _np_dtype(tt.elem_type))
-    if shapes:
-        raise OnnxImportError(f"shapes given for unknown inputs {sorted(shapes)}")
-
+        data = _initializer_array(init)
+        env[init.name] = Value(names[init.name], data.shape, data.dtype, data=data)
     ctx = _Ctx(b, opset)
     for i, n in enumerate(gp.node):
         ctx.node_name = _sanitize(n.name or f"{n.op_type}_{i}")
@@ -704,14 +696,16 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
             needed = [o for o in n.output[len(outs):] if o]
             raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}): outputs {needed} are "
                                   "not supported")
+        bound = {id(v) for v in env.values()}
         for oname, v in zip(n.output, outs):
             if not oname:
                 continue
-            # computed values take their ONNX names, so that results come back under them
-            if v.producer is not None and v.producer.name == ctx.node_name and \
-                    v.name != _sanitize(oname) and _sanitize(oname) in b._names:
-                b._names.discard(v.name)
-                v.name = _sanitize(oname)
+            if id(v) not in bound:  # a value this node made (not one passed through) takes
+                b._names.discard(v.name)  # the name reserved for its ONNX name
+                v.name = names[oname]
+                if v.is_constant and v.name == oname and oname in out_names:
+                    # a folded constant: the output's copy below takes the output's name
+                    v.name = b._fresh(_sanitize(oname))
             env[oname] = v
     b.fold = False  # the copies below must stay nodes
     outputs = []
@@ -720,11 +714,75 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
         if o.name not in env:
             raise OnnxImportError(f"graph output {o.name!r} is not computed by any node")
         v = env[o.name]
-        if v.producer is None or id(v) in taken or v.name != _sanitize(o.name):
-            # an output that is an input, a constant, or another output's value gets its own
-            # buffer and name
-            b._names.discard(_sanitize(o.name))
-            v = b.op("copy", [v], name=f"{_sanitize(o.name)}_copy", outputs=[_sanitize(o.name)])
+        if v.name != o.name or id(v) in taken:
+            # a constant, or a value that another name holds (an input passed through, another
+            # output): a copy carries the output's name. An output that *is* a graph input
+            # (same name) is that input itself: an identity.
+            b._names.discard(o.name)
+            v = b.op("copy", [v], name=f"{_sanitize(o.name)}_copy", outputs=[o.name])
         taken.add(id(v))
         outputs.append(v)
     return b.build(outputs)
+
+
+def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> None:
+    """The graph inputs (not initializers) under their exact ONNX names: what users pass to
+    ``run(**inputs)``."""
+    for inp in gp.input:
+        if inp.name in init_names:
+            continue  # an initializer listed as input: a weight
+        if inp.name in env:
+            raise OnnxImportError(f"the graph declares input {inp.name!r} twice")
+        tt = inp.type.tensor_type
+        if not tt.HasField("elem_type"):
+            raise OnnxImportError(f"input {inp.name!r} is not a tensor")
+        if inp.name in shapes:
+            shape = tuple(int(s) for s in shapes.pop(inp.name))
+        else:
+            shape = []
+            for d in tt.shape.dim:
+                if d.HasField("dim_value") and d.dim_value > 0:
+                    shape.append(d.dim_value)
+                else:
+                    raise OnnxImportError(
+                        f"input {inp.name!r} has a symbolic dimension "
+                        f"{d.dim_param or '?'!r}; give its shape, e.g. "
+                        f"from_onnx(model, shapes={{{inp.name!r}: (1, ...)}})")
+        try:
+            dtype = _np_dtype(tt.elem_type)
+        except OnnxImportError as e:
+            raise OnnxImportError(f"input {inp.name!r}: {e}") from None
+        env[inp.name] = b.input(inp.name, shape, dtype)
+    if shapes:
+        raise OnnxImportError(f"shapes given for unknown inputs {sorted(shapes)}")
+
+
+def _internal_names(b: Builder, gp) -> dict[str, str]:
+    """Graph value names for the ONNX values: computed graph outputs keep their exact names
+    (the keys of ``run``'s result); other values get their names sanitized, made unique
+    ("in a" and "in_a" may both be ONNX names). Reserved before any node is added, so that the
+    names the builder generates never take one."""
+    out_names = {o.name for o in gp.output}
+    b._names |= out_names
+    # constants are never outputs themselves (an output that is one is a copy of it)
+    names = {init.name: b._fresh(_sanitize(init.name)) for init in gp.initializer}
+    for v in (o for n in gp.node for o in n.output):
+        if v and v not in names:
+            names[v] = v if v in out_names else b._fresh(_sanitize(v))
+    return names
+
+
+def _initializer_array(init) -> np.ndarray:
+    """An initializer's data, or OnnxImportError naming it (data that does not match its dims,
+    an unknown data type, external data that is missing)."""
+    from onnx import numpy_helper
+
+    try:
+        data = numpy_helper.to_array(init)
+    except Exception as e:  # noqa: BLE001 - onnx raises ValueError, TypeError, OSError, ...
+        raise OnnxImportError(f"initializer {init.name!r} (dims {list(init.dims)}) cannot be "
+                              f"read: {' '.join(str(e).split())}") from None
+    if tuple(data.shape) != tuple(init.dims):
+        raise OnnxImportError(f"initializer {init.name!r}: data of shape {list(data.shape)} "
+                              f"does not match its dims {list(init.dims)}")
+    return data
