@@ -95,8 +95,8 @@ def load(key: str):
             manifest = json.loads(z.read("manifest.json"))
             sources = {n[len("sources/"):]: z.read(n).decode("utf-8")
                        for n in z.namelist() if n.startswith("sources/")}
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
-        return None  # missing or damaged: rebuild (and overwrite)
+    except Exception:  # noqa: BLE001 - missing or damaged in any way (a flipped byte is a
+        return None  # zlib.error): rebuild (and overwrite)
     try:
         mod = Module.from_object(obj, manifest, sources)
     except LoadError:

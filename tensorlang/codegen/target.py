@@ -256,12 +256,20 @@ def _run_probe(args: list[str]) -> tuple[int, str, list[dict]]:
     return proc.returncode, proc.stdout + proc.stderr, answers
 
 
-def _cached_probe(what: str, compute):
+def _names(x) -> bool:
+    return isinstance(x, list) and all(isinstance(n, str) for n in x)
+
+
+def _cached_probe(what: str, compute, valid):
+    """``compute()``'s answer, kept on disk; a cached answer that ``valid`` refuses (a damaged
+    file) is computed again."""
     path = _probe_cache_path(what)
     try:
-        return json.loads(path.read_text())
+        answer = json.loads(path.read_text())
+        if valid(answer):
+            return answer
     except (OSError, ValueError):
-        pass
+        pass  # missing or damaged: ask again (and overwrite)
     answer = compute()
     try:
         atomic_write(path, json.dumps(answer).encode())
@@ -288,7 +296,8 @@ def _llvm_x86_catalog() -> dict[str, list[str]]:
             raise CodegenError(f"could not list LLVM's x86 CPUs (probe exit status {rc})")
         return found
 
-    return _cached_probe("catalog", compute)
+    return _cached_probe("catalog", compute, lambda a: isinstance(a, dict) and _names(
+        a.get("cpus")) and _names(a.get("features")))
 
 
 @functools.cache
@@ -303,7 +312,8 @@ def _cpu_profile(cpu: str) -> tuple[tuple[str, ...], bool]:
         # The 64-bit check aborts the probe for a CPU without 64-bit mode.
         return {"implied": merged["implied"], "x86_64": bool(merged.get("x86_64"))}
 
-    answer = _cached_probe(f"cpu-{cpu}", compute)
+    answer = _cached_probe(f"cpu-{cpu}", compute, lambda a: isinstance(a, dict) and _names(
+        a.get("implied")) and isinstance(a.get("x86_64"), bool))
     return tuple(answer["implied"]), answer["x86_64"]
 
 
@@ -358,8 +368,8 @@ def _read_disk(key: str) -> CompiledObject | None:
             return CompiledObject(
                 z.read("object.o"), z.read("optimized.ll").decode("utf-8"), asm, key, "disk"
             )
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
-        return None  # missing or damaged: recompile (and overwrite)
+    except Exception:  # noqa: BLE001 - missing or damaged in any way: recompile (and overwrite)
+        return None
 
 
 def _write_disk(obj: CompiledObject) -> None:

@@ -4,6 +4,7 @@ the file, never loaded into a crash or a wrong answer."""
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -304,3 +305,36 @@ def test_model_built_for_another_cpu_is_saved_but_never_run(tmp_path):
         assert "load refused" in r.stdout and "CPU features this CPU lacks" in r.stdout
     else:
         assert "ran graph" in r.stdout and "loaded and ran" in r.stdout, r.stdout
+
+
+def test_damaged_kernel_cache_entries_are_rebuilt(tmp_path):
+    """A damaged entry of the on-disk kernel cache is a miss (rebuilt), never an exception."""
+    script = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+        from test_reliability_graph_runtime import _small_model
+        from tensorlang import graph
+        x = np.linspace(-1, 1, 128, dtype=np.float32).reshape(4, 32)
+        out = graph.build(_small_model()).run(x=x)
+        np.savez(sys.argv[1], **out)
+        """)
+    env = dict(os.environ, TENSORLANG_CACHE_DIR=str(tmp_path / "cache"))
+
+    def build(out: Path) -> dict:
+        r = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True,
+                           text=True, timeout=300, env=env, check=False)
+        assert r.returncode == 0, r.stderr[-3000:]
+        with np.load(out) as z:
+            return {k: z[k] for k in z.files}
+
+    first = build(tmp_path / "first.npz")
+    entries = sorted((tmp_path / "cache" / "graph").rglob("*.tlk"))
+    assert entries
+    for f in entries:
+        data = bytearray(f.read_bytes())
+        data[len(data) // 2] ^= 0x55
+        f.write_bytes(bytes(data))
+    again = build(tmp_path / "again.npz")
+    assert first.keys() == again.keys()
+    assert all(np.array_equal(first[k], again[k]) for k in first)

@@ -118,3 +118,38 @@ def test_artifact_for_another_cpu_is_refused_at_load(tmp_path):
         assert "avx512_fp16" in load.stdout
     else:
         assert "ran True" in build.stdout and "ran True" in load.stdout
+
+
+def test_damaged_target_caches_are_asked_again(tmp_path, monkeypatch):
+    """The probe's answers and compiled objects are cached on disk; a damaged entry of either
+    is a miss (recomputed and overwritten), never an exception."""
+    import tensorlang.codegen.target as target_mod
+
+    monkeypatch.setenv("TENSORLANG_CACHE_DIR", str(tmp_path))
+    target_mod._llvm_x86_catalog.cache_clear()
+    target_mod._cpu_profile.cache_clear()
+    try:
+        for what, damage in (("catalog", b"[1]"), ("cpu-haswell", b'{"implied": 5}')):
+            path = target_mod._probe_cache_path(what)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(damage)
+        hsw = Target.from_string("llvm -mcpu=haswell")
+        assert {"+avx2", "+fma"} <= set(hsw.features.split(",")) and "bogus" not in known_cpus()
+    finally:
+        target_mod._llvm_x86_catalog.cache_clear()
+        target_mod._cpu_profile.cache_clear()
+
+    ir = "define i32 @f(i32 %x) {\n  %y = add i32 %x, 7\n  ret i32 %y\n}\n"
+    first = target_mod.compile_ir(ir)
+    entry = target_mod._disk_path(first.key)
+    data = bytearray(entry.read_bytes())
+    for pos in range(30, len(data) - 30, max(1, len(data) // 40)):
+        damaged = bytearray(data)
+        damaged[pos] ^= 0x55
+        entry.write_bytes(bytes(damaged))
+        target_mod._memory.clear()
+        again = target_mod.compile_ir(ir)
+        assert again.object_code == first.object_code
+    entry.write_bytes(b"")
+    target_mod._memory.clear()
+    assert target_mod.compile_ir(ir).cache_hit is None
