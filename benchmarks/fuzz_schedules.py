@@ -52,6 +52,7 @@ class Tally:
         self.refusals.update(r.get("refusals") or [])
         if r["outcome"] == F.REFUSED:
             self.lower_refusals[r["why"]] += 1
+        self.times["legality_call_s"] += r.get("legality_calls") or []
         if r["outcome"] == F.OK:
             for k in ("legality_s", "lower_s", "build_s", "run_s", "wall_s"):
                 self.times[k].append(r[k])
@@ -70,6 +71,7 @@ class Tally:
         lines.append(f"\n{self.n} schedules in {elapsed:.0f} s ({self.n / max(elapsed, 1e-9):.1f}"
                      f"/s); per accepted schedule ({acc}), ms:      median      p99")
         for key, label in (("legality_s", "legality check (all steps + at lower)"),
+                           ("legality_call_s", "  one check (a step or at lower; all jobs)"),
                            ("lower_s", "tl.lower (legality check included)"),
                            ("build_s", "build (LLVM O3)"), ("run_s", "run"),
                            ("wall_s", "whole job (draw to compare)")):

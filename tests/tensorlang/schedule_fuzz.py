@@ -163,10 +163,13 @@ class _Draw:
         st.compute_root()
 
     def _cache_read(self, st):
-        ins = list(st.op.input_tensors)
-        t = self.pick(ins)
-        if t is not None:
-            self.s.cache_read(t, "local", [st.op.output(0)])
+        t = self.pick(list(st.op.input_tensors))
+        if t is None:
+            return
+        # st and, at random, other stages that read t
+        others = [o for o in self.s.stages if o is not st and t in o.op.input_tensors]
+        readers = [st] + [o for o in others if self.rng.random() < 0.5]
+        self.s.cache_read(t, "local", [r.op.output(0) for r in readers])
 
     def _cache_write(self, st):
         self.s.cache_write(st.op.output(0), "local")
@@ -192,9 +195,9 @@ def refusal_kind(e: BaseException, names: Iterable[str] = ()) -> str:
     and numbers taken out: what kind of refusal it is."""
     msg = str(e).split("\n")[0]
     msg = re.sub(r"^[a-z_]+(\([^)]*\))? on stage \S+: ", "", msg)
-    msg = re.sub(r"\[[^\]]*\]|'[^']*'|\"[^\"]*\"|\([^)]*\)", "_", msg)
     for name in sorted(names, key=len, reverse=True):
         msg = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w.])", "_", msg)
+    msg = re.sub(r"\[[^\]]*\]|'[^']*'|\"[^\"]*\"|\([^)]*\)", "_", msg)
     msg = re.sub(r"\b[\w.]*\d[\w.]*\b", "_", msg)
     return f"{type(e).__name__}: {msg[:80]}"
 
@@ -235,13 +238,12 @@ def replay(case_name: str, trace):
 
 class _LegalityTimer:
     """Wraps the legality entry points (per-step check_step, whole-schedule check_schedule) and
-    adds up the time spent in them."""
+    records the time of each call."""
 
     def __init__(self):
         import tensorlang.analysis as an
 
-        self.total = 0.0
-        self.an = an
+        self.calls: list[float] = []
         for name in ("check_step", "check_schedule"):
             setattr(an, name, self._timed(getattr(an, name)))
 
@@ -251,14 +253,14 @@ class _LegalityTimer:
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.total += time.perf_counter() - t
+                self.calls.append(time.perf_counter() - t)
 
         wrapper.__wrapped__ = fn
         return wrapper
 
-    def take(self) -> float:
-        t, self.total = self.total, 0.0
-        return t
+    def take(self) -> list[float]:
+        calls, self.calls = self.calls, []
+        return calls
 
 
 _TIMER: _LegalityTimer | None = None
@@ -308,10 +310,12 @@ def check_one(case_name: str, seed: int, inject: str | None = None,
             t1 = time.perf_counter()
             func = tl.lower(s, case.inputs + case.outputs, name="fuzz")
         except (tl.ScheduleError, tl.LoweringError) as e:
+            calls = _TIMER.take()
             res.update(outcome=REFUSED, refused_at="lower", why=refusal_kind(e, names_in(s)),
-                       legality_s=_TIMER.take())
+                       legality_s=sum(calls), legality_calls=calls)
             return res
-        res["legality_s"] = _TIMER.take()
+        calls = _TIMER.take()
+        res.update(legality_s=sum(calls), legality_calls=calls)
         res["lower_s"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         f = tl.build(func)

@@ -164,8 +164,9 @@ def depthwise_conv() -> Case:
 
 
 def max_pool() -> Case:
-    """3x3 max pooling, stride 2, of a 13x17 image after an elementwise producer."""
-    h, w = 13, 17
+    """3x3 max pooling, stride 2, of a 13x19 image after an elementwise producer (9 output
+    columns: a 9-lane vector loop when vectorized whole)."""
+    h, w = 13, 19
     oh, ow = (h - 3) // 2 + 1, (w - 3) // 2 + 1
     X = tl.placeholder((h, w), name="X")
     P = tl.compute((h, w), lambda y, x: X[y, x] * 2 - 1, name="P")
@@ -250,6 +251,48 @@ def layer_norm() -> Case:
 
     return Case([X, g, b], [Y], ref, lambda r: [_u(r, (m, n)), _u(r, (n,)), _u(r, (n,))],
                 tol=(1e-3, 1e-4))
+
+
+def softmax_symbolic() -> Case:
+    """The 4-stage softmax over m x n, both symbolic (16 x 33 among the sizes drawn)."""
+    m, n = tl.var("m"), tl.var("n")
+    X = tl.placeholder((m, n), name="X")
+    k1 = tl.reduce_axis((0, n), name="k1")
+    mx = tl.compute((m,), lambda i: tl.max(X[i, k1], axis=k1), name="mx")
+    E = tl.compute((m, n), lambda i, j: tl.exp(X[i, j] - mx[i]), name="E")
+    k2 = tl.reduce_axis((0, n), name="k2")
+    sm = tl.compute((m,), lambda i: tl.sum(E[i, k2], axis=k2), name="sm")
+    Y = tl.compute((m, n), lambda i, j: E[i, j] / sm[i], name="Y")
+
+    def ref(x):
+        x = x.astype(np.float64)
+        e = np.exp(x - x.max(1, keepdims=True))
+        return [e / e.sum(1, keepdims=True)]
+
+    def gen(r):
+        m_, n_ = (int(v) for v in r.choice([1, 5, 16, 33], size=2))
+        return [_u(r, (m_, n_), -6, 6)]
+
+    return Case([X], [Y], ref, gen, tol=(1e-4, 1e-6))
+
+
+def matmul_symbolic() -> Case:
+    """C = A @ B + 1 with M, N, K symbolic: every split leaves a symbolic tail."""
+    M, N, K = tl.var("M"), tl.var("N"), tl.var("K")
+    A = tl.placeholder((M, K), name="A")
+    B = tl.placeholder((K, N), name="B")
+    k = tl.reduce_axis((0, K), name="k")
+    C = tl.compute((M, N), lambda i, j: tl.sum(A[i, k] * B[k, j], axis=k), name="C")
+    Y = tl.compute((M, N), lambda i, j: C[i, j] + 1, name="Y")
+
+    def ref(a, b):
+        return [a.astype(np.float64) @ b.astype(np.float64) + 1]
+
+    def gen(r):
+        m_, n_, k_ = (int(v) for v in r.choice([1, 5, 7, 13, 17, 33], size=3))
+        return [_u(r, (m_, k_)), _u(r, (k_, n_))]
+
+    return Case([A, B], [Y], ref, gen)
 
 
 # ----------------------------------------------------------------------------- stencils, scans
@@ -452,6 +495,7 @@ def int_reductions() -> Case:
 
 CASES: dict[str, Callable[[], Case]] = {f.__name__: f for f in (
     matmul_chain, matmul_bias_relu, batch_matmul, int_matmul, conv2d_padded_strided,
-    depthwise_conv, max_pool, avg_pool_min, softmax, layer_norm, stencil_symbolic,
+    depthwise_conv, max_pool, avg_pool_min, softmax, softmax_symbolic, matmul_symbolic,
+    layer_norm, stencil_symbolic,
     stencil_1d_chain, prefix_sum, gather_rows, transpose_chain, elementwise_chain, argmax_rows,
     row_col_minmax, float16_rowsum, int_reductions)}
