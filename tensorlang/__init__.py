@@ -7,7 +7,6 @@ from . import (
     runtime,  # noqa: F401
 )
 from .build import build  # noqa: F401
-from .codegen.compile_limit import BuildTimeoutError  # noqa: F401
 from .errors import LoweringError, ScheduleError, TensorlangError  # noqa: F401
 from .ir.expr import const  # noqa: F401
 from .lower import lower  # noqa: F401
@@ -15,3 +14,13 @@ from .schedule import Schedule, Stage, Trace, create_schedule  # noqa: F401
 from .te import *
 from .te import compute, placeholder, reduce_axis, var  # noqa: F401
 from .version import __version__  # noqa: F401
+
+
+def __getattr__(name: str):
+    # tl.BuildTimeoutError without importing the code generator with the package: a deployed
+    # model loads through tensorlang.runtime with no compiler module imported (DESIGN.md §7)
+    if name == "BuildTimeoutError":
+        from .codegen.compile_limit import BuildTimeoutError
+
+        return BuildTimeoutError
+    raise AttributeError(f"module 'tensorlang' has no attribute {name!r}")
