@@ -249,9 +249,13 @@ class Task:
     def is_legal(self, config: ConfigEntity) -> bool:
         """Whether `config` instantiates with every legality check passing."""
         from .. import ScheduleError
+        from ..analysis import check_schedule
 
         try:
-            self.instantiate(config)
+            s, _ = self.instantiate(config)
+            # what the primitives left for tl.lower to refuse (a dependence between stages
+            # that a later primitive could have repaired, and none did)
+            check_schedule(s)
         except ScheduleError:
             return False
         return True

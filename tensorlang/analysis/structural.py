@@ -33,17 +33,12 @@ def check_structure(schedule, stage, step, note=None) -> None:
     """Raise ScheduleError for a stage computed at a loop that no longer exists, or inside a
     loop that one of its readers runs outside of. `note(producer, consumer)`, when given, adds
     text to the latter (the dependence analysis names the broken dependence there)."""
-    attached = [st for st in schedule.stages if st.attach_type == "scope"]
     # every attach loop first: is_inside below compares loop positions along attach paths,
     # which needs each loop on those paths to still be a loop of its host
-    for st in attached:
-        host, loop = st.attach_stage, st.attach_ivar
-        if loop not in host.leaf_iter_vars:
-            raise ScheduleError(
-                f"{step.kind} on stage {step.stage}: stage {st.name} is computed at loop "
-                f"{loop.name} of {host.name}, which is no longer a loop of it "
-                f"({host.loop_names()}); schedule {host.name}'s loops before compute_at")
-    for st in attached:
+    check_attach_loops(schedule, step)
+    for st in schedule.stages:
+        if st.attach_type != "scope":
+            continue
         host, loop = st.attach_stage, st.attach_ivar
         for consumer in _effective_consumers(schedule, st):
             if not is_inside(consumer, host, loop):
@@ -53,6 +48,20 @@ def check_structure(schedule, stage, step, note=None) -> None:
                     f"{loop.name} of {host.name}, but stage {consumer.name} also reads it and "
                     f"runs outside that loop, where those values do not exist"
                     + (f": {extra}" if extra else ""))
+
+
+def check_attach_loops(schedule, step) -> None:
+    """Raise ScheduleError for a stage computed at a loop that is no longer a loop of its host
+    (split or fused after the compute_at: no later primitive brings it back)."""
+    for st in schedule.stages:
+        if st.attach_type != "scope":
+            continue
+        host, loop = st.attach_stage, st.attach_ivar
+        if loop not in host.leaf_iter_vars:
+            raise ScheduleError(
+                f"{step.kind} on stage {step.stage}: stage {st.name} is computed at loop "
+                f"{loop.name} of {host.name}, which is no longer a loop of it "
+                f"({host.loop_names()}); schedule {host.name}'s loops before compute_at")
 
 
 def _effective_consumers(schedule, st) -> list:

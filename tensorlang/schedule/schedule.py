@@ -129,6 +129,9 @@ class Schedule:
         self.outputs = ops
         self.check_legality = check and _CHECKS.get()
         self.trace = Trace()
+        # broken dependences between stages that a later primitive may still repair (checked
+        # by tl.lower): (kind, producer, reader) -> the step that left it (analysis.check_step)
+        self.pending_causes: dict = {}
         self.stages: list[Stage] = []
         self.stage_map: dict[Operation, Stage] = {}
         self.placeholders: list[PlaceholderOp] = []

@@ -180,18 +180,19 @@ def _three_stage():
 
 def test_reorder_that_moves_a_reader_before_its_producer_is_refused():
     """P at loop i of C, its reader Q at loop j inside it; reorder(j, i) would make Q run at the
-    top of j, before the i loop that computes P."""
+    top of j, before the i loop that computes P. A later compute_at could repair that, so the
+    reorder is accepted and tl.lower refuses what is left, naming the reorder."""
     A, P, Q, C = _three_stage()
     s = tl.create_schedule(C)
     i, j = s[C].op.axis
     s[Q].compute_at(s[C], j)
     s[P].compute_at(s[C], i)
-    msg = _refused(lambda: s[C].reorder(j, i), r"^reorder on stage C: stage P is computed inside "
-                                               "loop i of C, but stage Q also reads it")
-    assert msg.endswith("P[i, j] -> Q[i, j] (Q reads what P writes); e.g. P[0, 0] -> Q[0, 0]")
-    assert s[C].loop_names() == ["i", "j"]
+    s[C].reorder(j, i)
+    msg = _refused(lambda: tl.lower(s, [A, C]), r"^lower on stage \*: stage P is computed inside "
+                                                "loop i of C, but stage Q also reads it")
+    assert msg.endswith("P[i, j] -> Q[i, j] (Q reads what P writes); e.g. P[0, 0] -> Q[0, 0]; "
+                        "left so by s[C].reorder(j, i), which no later primitive repaired")
     t = _unchecked_twin(s, C)
-    t[C].reorder(*t[C].op.axis[::-1])
     assert [v.kind for v in _both_verdicts(t)] == ["scope"]
     a = rand((8, 8))
     ref, _ = execute(tl.create_schedule(C, check=False), [A, C], [a])
@@ -203,8 +204,11 @@ def test_compute_at_below_a_reader_computed_further_out_is_refused():
     s = tl.create_schedule(C)
     i, j = s[C].op.axis
     s[Q].compute_at(s[C], i)
-    msg = _refused(lambda: s[P].compute_at(s[C], j), "stage Q also reads it and runs outside")
+    s[P].compute_at(s[C], j)  # refused by tl.lower unless a later primitive repairs it
+    msg = _refused(lambda: tl.lower(s, [A, C]), "stage Q also reads it and runs outside")
     assert "P[i, j] -> Q[i, j]" in msg
+    assert msg.endswith("left so by s[P].compute_at(j, parent='C'), which no later primitive "
+                        "repaired")
     s[P].compute_at(s[C], i)  # at the same loop, before Q: legal
     a = rand((8, 8))
     (c,) = build_run(s, [A], [C], [a], name="p_q_at_i")
@@ -217,8 +221,10 @@ def test_compute_at_with_a_second_reader_outside_the_loop_is_refused():
     C = tl.compute((8,), lambda i: B[i] * 2, name="C")
     D = tl.compute((7,), lambda i: B[i + 1] * 3, name="D")
     s = tl.create_schedule([C, D])
-    msg = _refused(lambda: s[B].compute_at(s[C], C.op.axis[0]), "stage D also reads it")
+    s[B].compute_at(s[C], C.op.axis[0])
+    msg = _refused(lambda: tl.lower(s, [A, C, D]), "stage D also reads it")
     assert "B[i] -> D[i - 1]" in msg
+    assert "left so by s[B].compute_at(i, parent='C')" in msg
 
 
 def test_split_of_the_attach_loop_is_refused():

@@ -379,3 +379,95 @@ print("still", s[P].attach_type)
 """)
     assert "refused: stage C with the stages inlined into it: the expression is nested 3001" in out
     assert "still root" in out
+
+
+# ----------------------------------------------------------------------------- order of primitives
+
+
+def _producer_read_twice(n=16):
+    a = tl.placeholder((n,), name="A")
+    a1 = tl.compute((n,), lambda i: a[i] * 2.0, name="A1")
+    a2 = tl.compute((n,), lambda i: a1[i] + 3.0, name="A2")
+    c = tl.compute((n,), lambda i: a1[i] + a2[i], name="C")
+    return a, a1, a2, c
+
+
+@pytest.mark.parametrize("attach_first", [True, False], ids=["attach_then_inline",
+                                                              "inline_then_attach"])
+def test_a_state_only_transiently_illegal_is_accepted(attach_first):
+    # TVM's order: A1 computed at C's loop while A2, which also reads A1, is still at the root
+    # (illegal for the moment); inlining A2 into C then puts that read inside the loop
+    a, a1, a2, c = _producer_read_twice()
+    s = tl.create_schedule(c)
+    xo, _ = s[c].split(s[c].op.axis[0], factor=4)
+    if attach_first:
+        s[a1].compute_at(s[c], xo)
+        s[a2].compute_inline()
+    else:
+        s[a2].compute_inline()
+        s[a1].compute_at(s[c], xo)
+    f = tl.build(s, [a, c])
+    x = np.arange(16, dtype="float32")
+    out = np.zeros(16, "float32")
+    f(x, out)
+    np.testing.assert_allclose(out, 4 * x + 3)
+
+
+def test_softmax_stages_attached_to_the_row_loop_in_any_order():
+    m, n = 4, 10
+    x = tl.placeholder((m, n), name="X")
+    k, k2 = tl.reduce_axis((0, n), name="k"), tl.reduce_axis((0, n), name="k2")
+    mx = tl.compute((m,), lambda i: tl.max(x[i, k], axis=k), name="Mx")
+    e = tl.compute((m, n), lambda i, j: tl.exp(x[i, j] - mx[i]), name="E")
+    total = tl.compute((m,), lambda i: tl.sum(e[i, k2], axis=k2), name="S")
+    y = tl.compute((m, n), lambda i, j: e[i, j] / total[i], name="Y")
+    s = tl.create_schedule(y)
+    row = s[y].op.axis[0]
+    for t in (e, total, mx):  # E first: S still reads it from the root until it moves too
+        s[t].compute_at(s[y], row)
+    f = tl.build(s, [x, y])
+    xv = np.random.default_rng(4).standard_normal((m, n)).astype("float32")
+    out = np.zeros((m, n), "float32")
+    f(xv, out)
+    ev = np.exp(xv - xv.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, ev / ev.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_a_dependence_left_broken_is_refused_by_lower_naming_the_primitive():
+    a, a1, a2, c = _producer_read_twice()
+    s = tl.create_schedule(c)
+    xo, _ = s[c].split(s[c].op.axis[0], factor=4)
+    s[a1].compute_at(s[c], xo)  # accepted: a later primitive could still repair it
+    s[c].unroll(s[c].leaf_iter_vars[1])  # an unrelated step is not blamed for it
+    with pytest.raises(tl.ScheduleError,
+                       match=r"stage A1 is computed inside loop i\.outer of C, but stage A2 also "
+                             r"reads it .*A1\[i\] -> A2\[i\] .*left so by "
+                             r"s\[A1\]\.compute_at\(i\.outer, parent='C'\), which no later "
+                             r"primitive repaired"):
+        tl.build(s, [a, c])
+    s[a2].compute_inline()  # the repair: now it builds
+    f = tl.build(s, [a, c])
+    x = np.arange(16, dtype="float32")
+    out = np.zeros(16, "float32")
+    f(x, out)
+    np.testing.assert_allclose(out, 4 * x + 3)
+
+
+def test_what_no_later_primitive_repairs_is_still_refused_at_the_primitive():
+    _, a1, a2, c = _producer_read_twice()
+    s = tl.create_schedule(c)
+    (i,) = s[c].op.axis
+    s[a2].compute_inline()
+    s[a1].compute_at(s[c], i)
+    # splitting the loop A1 is computed at removes it for good
+    with pytest.raises(tl.ScheduleError, match=r"^split on stage C: stage A1 is computed at loop "
+                                               r"i of C, which is no longer a loop of it"):
+        s[c].split(i, factor=4)
+    # a parallel reduce loop carries its accumulation whatever comes later
+    x = tl.placeholder((8, 8), name="X")
+    k = tl.reduce_axis((0, 8), name="k")
+    r = tl.compute((8,), lambda i: tl.sum(x[i, k], axis=k), name="R")
+    t = tl.create_schedule(r)
+    with pytest.raises(tl.ScheduleError, match=r"^parallel on stage R: loop k is a reduce loop"):
+        t[r].parallel(k)
+    assert s[c].loop_names() == ["i"] and t.trace == []
