@@ -30,6 +30,7 @@ isl's verdicts are also cached by their text, for computes re-declared alike."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 import weakref
 from collections import OrderedDict
@@ -341,6 +342,7 @@ def _verdict(a: Access, problem: _Problem, sample) -> Access:
 
 _DECIDED: OrderedDict = OrderedDict()
 _DECIDED_SIZE = 512
+_DECIDED_LOCK = threading.Lock()
 
 
 def _decide(problems: list, decl: str) -> list:
@@ -348,14 +350,16 @@ def _decide(problems: list, decl: str) -> list:
     if not problems:
         return []
     text = decl + "{ " + "; ".join(p.text(f"p{k}") for k, p in enumerate(problems)) + " }"
-    got = _DECIDED.get(text)
-    if got is None:
+    # one thread at a time: builds may run in threads, and isl's context is not thread-safe
+    with _DECIDED_LOCK:
+        got = _DECIDED.get(text)
+        if got is not None:
+            _DECIDED.move_to_end(text)
+            return got
         got = _solve(text, len(problems))
         _DECIDED[text] = got
         if len(_DECIDED) > _DECIDED_SIZE:
             _DECIDED.popitem(last=False)
-    else:
-        _DECIDED.move_to_end(text)
     return got
 
 
