@@ -32,8 +32,8 @@ def check_kernel_name(name) -> None:
     """Refuse a kernel name that cannot be the symbol of a kernel: not an ASCII identifier,
     longer than MAX_NAME_LENGTH, or a symbol the runtime or the C library defines."""
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
-        raise ValueError(f"kernel name must be an ASCII identifier (letters, digits, '_', not "
-                         f"starting with a digit), got {name!r:.80}")
+        raise ValueError(f"kernel name must be an identifier of ASCII letters, digits and '_' "
+                         f"(not starting with a digit), got {name!r:.80}")
     if len(name) > MAX_NAME_LENGTH:
         raise ValueError(f"kernel name is {len(name)} characters long, more than the "
                          f"{MAX_NAME_LENGTH} allowed: {name[:40]!r}...")

@@ -128,6 +128,74 @@ def _opaque(alloca):
     return alloca
 
 
+# LLVM instruction -> the IRBuilder method that emits it (_LaneSlicer re-emits them narrower)
+_SLICED_BINARY = {"and": "and_", "or": "or_", "xor": "xor", "add": "add", "sub": "sub",
+                  "mul": "mul"}
+_RELATION = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+class _LaneSlicer:
+    """Some lanes of a vector value, computed by re-emitting its elementwise operations at the
+    narrower width down to constants and splats (a mask such as `splat(c) && lane-range`), so
+    that each slice folds to `splat(c) & constant`: slicing the wide result instead (a shuffle
+    of <59 x i1>) made LLVM build each mask lane by lane and stop peeling the loop."""
+
+    def __init__(self, builder: ir.IRBuilder):
+        self.b = builder
+        self.memo: dict = {}
+
+    def take(self, v: ir.Value, lanes: list) -> ir.Value:
+        key = (id(v), tuple(lanes))
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = self._take(v, lanes)
+        return got
+
+    def _take(self, v, lanes):
+        vt = ir.VectorType(v.type.element, len(lanes))
+        if isinstance(v, ir.Constant) and isinstance(v.constant, list):
+            return ir.Constant(vt, [v.constant[i] for i in lanes])
+        scalar = _splat_scalar(v)
+        if scalar is not None:
+            tmp = self.b.insert_element(ir.Constant(vt, ir.Undefined), scalar,
+                                        ir.Constant(I32, 0))
+            return self.b.shuffle_vector(tmp, ir.Constant(vt, ir.Undefined),
+                                         ir.Constant(ir.VectorType(I32, len(lanes)),
+                                                     [0] * len(lanes)))
+        op = getattr(v, "opname", None)
+        if op in _SLICED_BINARY and len(v.operands) == 2:
+            a, b = (self.take(x, lanes) for x in v.operands)
+            return getattr(self.b, _SLICED_BINARY[op])(a, b)
+        if op in ("icmp", "fcmp") and len(v.operands) == 2:
+            a, b = (self.take(x, lanes) for x in v.operands)
+            return self._compare(op, v.op, a, b)
+        return self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, len(lanes)), lanes))
+
+    def _compare(self, op: str, predicate: str, a, b):
+        """The builder call that emits `predicate` (LLVM's name: slt, ule, olt, une, ...)."""
+        if op == "icmp":
+            rel = _RELATION[predicate[-2:]]
+            unsigned = predicate.startswith("u")
+            return (self.b.icmp_unsigned if unsigned else self.b.icmp_signed)(rel, a, b)
+        if predicate in ("ord", "uno"):
+            return (self.b.fcmp_ordered if predicate == "ord" else self.b.fcmp_unordered)(
+                predicate, a, b)
+        rel = _RELATION[predicate[1:]]
+        return (self.b.fcmp_ordered if predicate[0] == "o" else self.b.fcmp_unordered)(rel, a, b)
+
+
+def _splat_scalar(v):
+    """The scalar a `broadcast` value repeats (FunctionEmitter.broadcast's two instructions)."""
+    if getattr(v, "opname", None) != "shufflevector":
+        return None
+    vec, _, mask = v.operands
+    if getattr(vec, "opname", None) != "insertelement" or any(
+            int(c.constant) != 0 for c in mask.constant):
+        return None
+    return vec.operands[1]
+
+
 class _LoadedLaunchPointer(ir.instructions.LoadInstr):
     """The loaded pool entry point: an opaque `ptr` that llvmlite must call with a known
     function type (it reads `function_type` from the callee)."""
@@ -553,14 +621,16 @@ class FunctionEmitter:
     def _masked_load(self, ptr, mt: ir.Type, mask: ir.Value, align: int) -> ir.Value:
         """`mask.count` elements from `ptr`; lanes outside `mask` are not read (they are zero).
 
-        Emitted as masked loads of one power-of-two width no wider than a register, the last one
-        padded with masked-off lanes, then joined: LLVM's x86 backend without AVX-512 legalizes
-        a masked load one lane wider than a register wrongly (a <9 x float> on AVX2 whose mask
-        ends in a constant false read its ninth lane unmasked), while power-of-two widths up to
-        a register are single instructions (vmaskmov, or an AVX-512 k-masked move)."""
+        Without AVX-512, emitted as masked loads of one power-of-two width no wider than a
+        register (vmaskmov), the last one padded with masked-off lanes, then joined: LLVM's x86
+        backend legalizes other widths wrongly there (a <9 x float> on AVX2 whose mask ends in
+        a constant false read its ninth lane unmasked). AVX-512's k-masked moves take any width
+        (LLVM pads the mask with zeros), and it folds the select into the load: one load."""
         n = mask.type.count
         reg_lanes = max(1, self.cg.vector_bits // (8 * align))
         width = min(reg_lanes, 1 << (n - 1).bit_length())
+        if self.cg.avx512:
+            width = n
         vt = ir.VectorType(mt, width)
         fn = self.cg.declare(f"llvm.masked.load.v{width}{_suffix(mt)}.p0", vt,
                              [PTR, I32, ir.VectorType(I1, width), vt])
@@ -574,14 +644,11 @@ class FunctionEmitter:
         return self._concat_lanes(parts, n)
 
     def _mask_lanes(self, mask: ir.Value, lo: int, width: int) -> ir.Value:
-        """Lanes lo, lo + 1, ... of `mask` as a `width`-lane mask, false past its end (an and
-        with a constant, which LLVM folds into a splat mask: an AVX-512 kand)."""
+        """Lanes lo, lo + 1, ... of `mask` as a `width`-lane mask, false past its end."""
         n = mask.type.count
         if lo == 0 and width == n:
             return mask
-        lanes = [min(lo + i, n - 1) for i in range(width)]
-        part = self.b.shuffle_vector(mask, ir.Constant(mask.type, ir.Undefined),
-                                     ir.Constant(ir.VectorType(I32, width), lanes))
+        part = _LaneSlicer(self.b).take(mask, [min(lo + i, n - 1) for i in range(width)])
         if lo + width <= n:
             return part
         inside = [ir.Constant(I1, int(lo + i < n)) for i in range(width)]
