@@ -13,8 +13,13 @@ the compiler so that deployed models run without it):
 - ``constants``: name -> numpy array (the weights).
 
 Artifacts (:meth:`GraphModule.save`, :func:`load`) are a folder: ``manifest.json`` (format,
-version, target CPU and required features), ``plan.json``, ``weights.npz``, ``kernels/*.tlm``
-(each a :class:`Module` artifact: PIC object + linked .so + sources), ``driver.tlm``.
+version, target CPU and required features, the sha256 of every other file), ``plan.json``,
+``weights.npz`` with ``weights_index.json``, ``kernels/*.tlm`` (each a :class:`Module`
+artifact: PIC object + linked .so + sources), ``driver.tlm``. Loading checks every file against
+its digest and the plan against its kernels (``_plan``) before any native code runs.
+
+Concurrency: ``run(**inputs)`` given every input runs on a buffer set of its own (see
+:class:`GraphModule`), so any number of threads may call it at once.
 """
 
 from __future__ import annotations
