@@ -413,8 +413,8 @@ class _Worker:
 
 class Pool:
     """A bounded pool of worker processes. A worker that dies (CRASH) or runs past the time limit
-    (HANG, then killed) is replaced; a worker is also replaced every `recycle` jobs (each built
-    kernel stays loaded in its process)."""
+    (`timeout`, or the job's own "timeout") is replaced (HANG, killed); a worker is also
+    replaced every `recycle` jobs (each built kernel stays loaded in its process)."""
 
     def __init__(self, workers: int = 2, timeout: float = 60.0, recycle: int = 300):
         self.n, self.timeout, self.recycle = workers, timeout, recycle
@@ -473,8 +473,10 @@ class Pool:
                         yield res
                     continue
                 yield self._replace(i, CRASH, self._died(w))
-            elif now - w.started > self.timeout + (0 if w.ready else STARTUP_S):
-                yield self._replace(i, HANG, f"no answer after {self.timeout:.0f} s (killed)")
+            elif now - w.started > w.job.get("timeout", self.timeout) + \
+                    (0 if w.ready else STARTUP_S):
+                limit = w.job.get("timeout", self.timeout)
+                yield self._replace(i, HANG, f"no answer after {limit:.0f} s (killed)")
 
     def _died(self, w: _Worker) -> str:
         rc = w.proc.wait()
