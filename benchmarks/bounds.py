@@ -151,20 +151,22 @@ def resnet50_kernels(size: int):
 # ----------------------------------------------------------------------------- report
 
 
-def _row(label: str, seconds: list) -> str:
-    us = sorted(x * 1e6 for x in seconds)
-    if not us:
+def _row(label: str, timed: list) -> str:
+    """timed: (seconds, kernel label) pairs."""
+    if not timed:
         return f"  {label:<24} (none)"
+    us = sorted(x * 1e6 for x, _ in timed)
     p99 = us[min(len(us) - 1, round(0.99 * (len(us) - 1)))]
+    slowest = max(timed)[1]
     return (f"  {label:<24} median {statistics.median(us):8.0f}  p99 {p99:8.0f}  "
-            f"max {us[-1]:8.0f}  ({len(us)} kernels)")
+            f"max {us[-1]:8.0f} ({slowest})  ({len(us)} kernels)")
 
 
 def measure(title: str, kernels, unproven: dict) -> None:
     cold, warm, isl_used, refused, other = [], [], 0, 0, 0
     for label, s, args in kernels:
         try:
-            warm.append(lowered(s, args))  # first: its computes are fresh, as in a build
+            warm.append((lowered(s, args), label))  # first: fresh computes, as in a build
         except tl.TensorlangError as e:
             if "bounds" in str(e):
                 refused += 1
@@ -172,7 +174,7 @@ def measure(title: str, kernels, unproven: dict) -> None:
             else:  # refused before the proof ran (the fuzzer draws illegal schedules)
                 other += 1
         seconds, proofs = cold_proof(s)
-        cold.append(seconds)
+        cold.append((seconds, label))
         for p in proofs:
             if any(a.how == "isl" for a in p.accesses):
                 isl_used += 1
