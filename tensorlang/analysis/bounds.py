@@ -221,13 +221,13 @@ class _Prover:
             finder.visit(b)
         out: list = []
         pending: list = []  # (position in out, isl problem) left to isl
-        seen: dict = {}
+        seen: set = set()  # a read repeated under the same guards is proven once
         for r, guards in finder.found:
             for d in range(len(r.indices)):
-                key = (r.tensor, d, r.indices[d], guards)
+                key = _Same((r.tensor, d, r.indices[d], guards))
                 if key in seen:
                     continue
-                seen[key] = True
+                seen.add(key)
                 access, problem = self._dimension(r, d, guards)
                 if problem is not None:
                     pending.append((len(out), problem))
@@ -275,6 +275,21 @@ class _Prover:
             if iv.var is idx:
                 return E.is_const(iv.dom.min, 0) and E.structural_equal(iv.dom.extent, ext)
         return False
+
+
+class _Same:
+    """A set key comparing by structure (`==` on expressions builds a comparison node)."""
+
+    __slots__ = ("h", "value")
+
+    def __init__(self, value):
+        self.value, self.h = value, hash(value)
+
+    def __hash__(self) -> int:
+        return self.h
+
+    def __eq__(self, other) -> bool:
+        return E.structural_equal(self.value, other.value)
 
 
 def _reads_data(e) -> bool:

@@ -80,7 +80,8 @@ class _CheckIndices(Mutator):
         # cannot read
         if _quasi_affine(idx) and _quasi_affine(extent):
             return False
-        over = self.loop_extents.get(idx)  # `A[i]` for i in range(extent of A): in bounds
+        # `A[i]` for i in range(extent of A): in bounds
+        over = self.loop_extents.get(idx) if type(idx) is E.Var else None
         if over is not None and E.structural_equal(over, extent):
             return False
         return not in_bounds(self.ranges, idx, extent)
