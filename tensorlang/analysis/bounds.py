@@ -346,6 +346,11 @@ def _verdict(a: Access, problem: _Problem, sample) -> Access:
     how = f"{value} is outside [0, {problem.extent})" + (f" at {point}" if point else "")
     if shape_vars:
         how += f" (with {shape_vars})"
+    names = [v.name for v in prover.params.by_var]
+    twins = sorted({n for n in names if names.count(n) > 1})
+    if twins:
+        how += (f"; note: {names.count(twins[0])} different tl.var objects are named "
+                f"{twins[0]!r} (different sizes to the compiler): declare it once and reuse it")
     if problem.inexact:
         how += (", unless what the proof cannot read excludes that point: "
                 + "; ".join(problem.inexact)

@@ -143,6 +143,14 @@ def test_shape_variables_of_two_tensors_are_independent():
         _lower(C, [A, C])
 
 
+def test_two_shape_variables_of_one_name_are_told_apart():
+    A = tl.placeholder((tl.var("n"),), name="A")
+    C = tl.compute((tl.var("n"),), lambda i: A[i], name="C")
+    with pytest.raises(tl.LoweringError, match=r"2 different tl.var objects are named 'n'.*"
+                                               r"declare it once and reuse it"):
+        _lower(C, [A, C])
+
+
 def test_the_proof_is_made_once_per_compute():
     A = tl.placeholder((8, 8), name="A")
     C = tl.compute((8, 8), lambda i, j: A[j, i] * 2.0, name="C")
