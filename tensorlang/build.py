@@ -3,7 +3,6 @@ code -> a runtime Module callable on numpy arrays."""
 
 from __future__ import annotations
 
-from .codegen.compile_limit import DEFAULT_BUILD_TIMEOUT, check_timeout
 from .ir import stmt as S
 from .ir.checks import error_messages
 from .ir.expr import Var, as_int
@@ -11,6 +10,9 @@ from .lower import lower
 from .schedule import Schedule
 from .version import __version__
 
+# Seconds LLVM may spend compiling one kernel by default (codegen.compile_limit, which enforces
+# it, is imported when building: a deployed model loads without any compiler module).
+DEFAULT_BUILD_TIMEOUT = 60.0
 MAX_NAME_LENGTH = 200
 # Symbols a kernel's object file or process already gives a meaning to: a kernel named like one
 # of them would take its place ("__tl_parallel_launch" crashed the loader, "fmodf" recursed).
@@ -84,6 +86,7 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
     """
     # imported here: `import tensorlang` (and so tensorlang.runtime, for deployed kernels) must
     # work without llvmlite
+    from .codegen.compile_limit import check_timeout
     from .codegen.llvm_ir import emit_llvm_ir
     from .codegen.target import Target, compile_ir
     from .runtime import Module

@@ -14,13 +14,14 @@ import select
 import signal
 import time
 
+from tensorlang.build import DEFAULT_BUILD_TIMEOUT
 from tensorlang.errors import TensorlangError
 from tensorlang.runtime import _llvm
 
 __all__ = ["DEFAULT_BUILD_TIMEOUT", "BuildTimeoutError", "check_timeout", "compile_ir_text"]
 
-# seconds; the largest kernels the tuner builds compile in a few seconds at -O3
-DEFAULT_BUILD_TIMEOUT = 60.0
+# DEFAULT_BUILD_TIMEOUT (seconds; the largest kernels the tuner builds compile in a few seconds
+# at -O3) is defined with tl.build, which must not import this module with the package
 
 
 class BuildTimeoutError(TensorlangError):
