@@ -20,6 +20,7 @@ Everything is scaled by log2(x + 1). The vector has a fixed length (zero-padded)
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -28,6 +29,8 @@ from ..ir import stmt as S
 from ..ir.expr import as_int
 from ..ir.functor import collect_vars
 from ..lower.passes.storage_flatten import flat_index
+from .timelimit import TemplateTimeout
+from .workers import kill_pool
 
 LEVELS = 6
 BUFS = 4
@@ -250,6 +253,8 @@ def config_features(task, config) -> np.ndarray | None:
         return extract_features(lower_for_features(s, args))
     except ScheduleError:
         return None
+    except TemplateTimeout:
+        raise  # not a refusal: the caller records it (trying it checked would wait again)
     except Exception:
         # an unchecked schedule that breaks a dependence may also fail to lower (e.g. a stage
         # computed at a loop that none of its readers run in): the checked instantiation
@@ -269,34 +274,43 @@ _WORKER_TASKS: dict = {}
 
 
 def _features_job(job: dict) -> list:
-    """Runs in a feature worker: the features of configs `indices` of one task."""
+    """Runs in a feature worker: the features of configs `indices` of one task (None: the
+    template refuses the config; a TemplateTimeout: instantiating it took too long)."""
     from .measure import _import_template
-    from .task import create_task
+    from .task import create_task, instantiate_time_limit
 
     key = (job["name"], tuple(job["args"]), job["target"])
     task = _WORKER_TASKS.get(key)
     if task is None:
         _import_template(job["module"])
         task = _WORKER_TASKS[key] = create_task(job["name"], job["args"], job["target"])
-    return [config_features(task, task.config_space.get(i)) for i in job["indices"]]
+    out = []
+    with instantiate_time_limit(job["timeout"]):
+        for i in job["indices"]:
+            try:
+                out.append(config_features(task, task.config_space.get(i)))
+            except TemplateTimeout as e:
+                out.append(e)
+    return out
 
 
 class FeaturePool:
     """`workers` spawned processes featurizing the configs of one task (the task is re-created
     in each worker from its template name and arguments: config indices mean the same there)."""
 
-    def __init__(self, task, workers: int):
+    def __init__(self, task, workers: int, time_limit: float | None = None):
         if workers < 1:
             raise ValueError("FeaturePool: workers must be >= 1")
         self.task = task
         self.workers = int(workers)
+        self.time_limit = time_limit  # seconds to instantiate one config
         self._pool = None
         self._warm_up: list = []
 
     def _job(self, indices: list[int]) -> dict:
         t = self.task
         return {"module": t.template.module, "name": t.name, "args": list(t.args),
-                "target": t.target, "indices": indices}
+                "target": t.target, "indices": indices, "timeout": self.time_limit}
 
     def _get(self):
         import concurrent.futures as cf
@@ -320,9 +334,10 @@ class FeaturePool:
         then falls back to featurizing serially)."""
         return bool(self._warm_up) and all(f.done() for f in self._warm_up)
 
-    def map(self, indices: list[int]) -> list[np.ndarray | None]:
-        """Features of configs `indices` (None for an illegal one), in order. A worker that
-        dies takes the pool down; the configs are then featurized here, serially."""
+    def map(self, indices: list[int]) -> list:
+        """Features of configs `indices` (None for an illegal one, a TemplateTimeout for one
+        that took too long), in order. A worker that dies, or hangs where its time limit
+        cannot stop it, takes the pool down; the configs are then featurized here, serially."""
         if not indices:
             return []
         # a few chunks per worker when there are many configs (balanced when some lower slower
@@ -334,14 +349,30 @@ class FeaturePool:
         try:
             pool = self._get()
             futs = [pool.submit(_features_job, self._job(c)) for c in chunks]
-            return [f for fut in futs for f in fut.result()]
-        except Exception:  # noqa: BLE001 - broken pool (a worker died): fall back to serial
-            self.close()
+            # each config stops itself at the time limit; this deadline is the backstop
+            deadline = None if self.time_limit is None else \
+                time.monotonic() + self.time_limit * max(map(len, chunks)) + _BACKSTOP_MARGIN
+            return [f for fut in futs for f in fut.result(
+                None if deadline is None else max(0.0, deadline - time.monotonic()))]
+        except Exception:  # noqa: BLE001 - broken or hung pool: fall back to serial
+            self.close(kill=True)
             t = self.task
-            return [config_features(t, t.config_space.get(i)) for i in indices]
+            return [_features_or_timeout(t, i) for i in indices]
 
-    def close(self) -> None:
-        if self._pool is not None:
+    def close(self, kill: bool = False) -> None:
+        if kill:
+            kill_pool(self._pool)
+        elif self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self._pool = None
         self._warm_up = []
+
+
+_BACKSTOP_MARGIN = 10.0  # seconds beyond the configs' own time limits
+
+
+def _features_or_timeout(task, index: int):
+    try:
+        return config_features(task, task.config_space.get(index))
+    except TemplateTimeout as e:
+        return e

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .workers import CONTEXT
+from .timelimit import TemplateTimeout, time_limit
+from .workers import CONTEXT, kill_pool
 
 ILLEGAL = "illegal schedule"
 BUILD_ERROR = "build error"
@@ -84,32 +85,43 @@ def _import_template(module: str) -> None:
 
 
 def _build_job(job: dict) -> dict:
-    """Runs in a builder process: instantiate the config, lower and compile, save the module."""
+    """Runs in a builder process: instantiate the config, lower and compile, save the module;
+    all of it within the builder's timeout (a template that loops forever for this config is
+    a build error, and the process serves the next candidate)."""
     t0 = time.perf_counter()
     try:
-        import tensorlang as tl
-
-        from .task import create_task
-
-        _import_template(job["module"])
-        task = create_task(job["name"], job["args"], job["target"])
-        cfg = task.config_space.from_json(job["config"])
-        try:
-            s, args = task.instantiate(cfg)
-        except tl.ScheduleError as e:
-            return {"error": ILLEGAL, "msg": str(e), "time": time.perf_counter() - t0}
-        trace = s.trace.dumps()
-        mod = tl.build(s, args, target=job["target"], name="cand")
-        mod.save(job["path"])
-        return {"error": None, "msg": "", "path": job["path"], "trace": trace,
+        with time_limit(job["timeout"], "building the candidate"):
+            return _build(job, t0)
+    except TemplateTimeout as e:
+        return {"error": BUILD_ERROR, "msg": f"build timed out: {e}",
                 "time": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - any failure of one candidate is its build error
         msg = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
         return {"error": BUILD_ERROR, "msg": msg[-2000:], "time": time.perf_counter() - t0}
 
 
+def _build(job: dict, t0: float) -> dict:
+    import tensorlang as tl
+
+    from .task import create_task
+
+    _import_template(job["module"])
+    task = create_task(job["name"], job["args"], job["target"])
+    cfg = task.config_space.from_json(job["config"])
+    try:
+        s, args = task.instantiate(cfg)
+        trace = s.trace.dumps()
+        mod = tl.build(s, args, target=job["target"], name="cand")
+    except tl.ScheduleError as e:  # refused by a primitive, or by tl.lower's whole-schedule check
+        return {"error": ILLEGAL, "msg": str(e), "time": time.perf_counter() - t0}
+    mod.save(job["path"])
+    return {"error": None, "msg": "", "path": job["path"], "trace": trace,
+            "time": time.perf_counter() - t0}
+
+
 class LocalBuilder:
-    """Compile candidates in `n_parallel` worker processes (default: the CPU count)."""
+    """Compile candidates in `n_parallel` worker processes (default: the CPU count); each
+    candidate (instantiating its config, lowering, compiling) within `timeout` seconds."""
 
     def __init__(self, n_parallel: int | None = None, timeout: float = 60.0):
         self.n_parallel = int(n_parallel or os.cpu_count() or 1)
@@ -120,18 +132,17 @@ class LocalBuilder:
         self._dir = tempfile.mkdtemp(prefix="tl-tune-")
         self._count = 0
 
+    # seconds beyond the jobs' own timeouts before a batch's hung workers are killed
+    _BACKSTOP_MARGIN = 5.0
+
     def _get_pool(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(self.n_parallel, mp_context=_CTX)
         return self._pool
 
     def _kill_pool(self) -> None:
-        if self._pool is not None:
-            for p in list(getattr(self._pool, "_processes", {}).values()):
-                if p.is_alive():
-                    p.kill()
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        kill_pool(self._pool)
+        self._pool = None
 
     def build(self, inputs: list[MeasureInput]) -> list[BuildResult]:
         os.makedirs(self._dir, exist_ok=True)  # close() removes it; a builder may be reused
@@ -141,11 +152,15 @@ class LocalBuilder:
             t = inp.task
             jobs.append({"module": t.template.module, "name": t.name, "args": list(t.args),
                          "target": t.target, "config": inp.config.to_json(),
-                         "path": os.path.join(self._dir, f"cand{self._count}.tlm")})
+                         "path": os.path.join(self._dir, f"cand{self._count}.tlm"),
+                         "timeout": self.timeout})
         pool = self._get_pool()
         futures = [pool.submit(_build_job, j) for j in jobs]
         out = []
-        deadline = time.monotonic() + self.timeout
+        # each job stops itself at its timeout (time_limit); this deadline is for what cannot
+        # be interrupted there (a hang inside LLVM): the worst case of the jobs in a row
+        rounds = -(-len(jobs) // self.n_parallel)
+        deadline = time.monotonic() + self.timeout * rounds + self._BACKSTOP_MARGIN
         broken = False
         for fut in futures:
             try:
@@ -427,21 +442,11 @@ def measure_option(builder: LocalBuilder | None = None,
 def measure_batch(option: MeasureOption, inputs: list[MeasureInput]) -> list[MeasureResult]:
     """Build and run a batch of candidates; never raises for a bad candidate."""
     results: list[MeasureResult | None] = [None] * len(inputs)
-    to_build = []
-    # prune illegal configs before paying for a build process round trip
-    for n, inp in enumerate(inputs):
-        t0 = time.perf_counter()
-        try:
-            inp.task.instantiate(inp.config)
-        except Exception as e:  # noqa: BLE001
-            from .. import ScheduleError
-
-            kind = ILLEGAL if isinstance(e, ScheduleError) else BUILD_ERROR
-            results[n] = MeasureResult([], kind, f"{type(e).__name__}: {e}",
-                                       time.perf_counter() - t0, time.time(), None)
-            continue
-        to_build.append(n)
-    builds = option.builder.build([inputs[n] for n in to_build]) if to_build else []
+    # configs are instantiated in the builder processes only, under the builder's timeout
+    # (an illegal one comes back as such at once); never here, where a template that hangs
+    # would hang the tuner
+    to_build = list(range(len(inputs)))
+    builds = option.builder.build(inputs) if inputs else []
     for n, b in zip(to_build, builds):
         if b.error:
             results[n] = MeasureResult([], b.error, b.error_msg, b.time, time.time(), b.trace)

@@ -9,6 +9,7 @@ and the hash of its compute definition (what a record must match to be replayed)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -21,6 +22,7 @@ from ..ir import stmt as S
 from ..ir.expr import as_int
 from ..ir.functor import count_arith
 from .space import ConfigEntity, ConfigSpace, FallbackConfig
+from .timelimit import alarm_handler, time_limit
 
 # Templates shipped with tensorlang, imported on first lookup of a name they might define (so
 # that importing tensorlang -- or even tensorlang.autotune -- registers nothing eagerly).
@@ -101,6 +103,20 @@ def get_config():
     if cfg is None:
         raise TemplateError("autotune.get_config() called outside a template")
     return cfg
+
+
+@contextlib.contextmanager
+def instantiate_time_limit(seconds: float | None):
+    """Inside (in this thread), Task.instantiate raises TemplateTimeout when a config takes
+    longer than `seconds` (a template that loops forever for some knob values): the tuner
+    instantiates under its builder's timeout."""
+    prev = getattr(_local, "time_limit", None)
+    _local.time_limit = seconds
+    try:
+        with alarm_handler():  # installed once here, not once per config
+            yield
+    finally:
+        _local.time_limit = prev
 
 
 def computes_once(declare: Callable[[], Any]) -> Any:
@@ -229,7 +245,8 @@ class Task:
 
     def instantiate(self, config: ConfigEntity | None = None, check: bool = True):
         """(schedule, tensors) for `config`, or under the current dispatch context when None.
-        Raises tl.ScheduleError for an illegal config. check=False: the schedule's primitives
+        Raises tl.ScheduleError for an illegal config, TemplateTimeout past the time limit
+        (instantiate_time_limit). check=False: the schedule's primitives
         skip their legality checks (only the template's own refusals raise); for the cost
         model's features, whose search checks the configs it picks before they are built."""
         if not check:
@@ -240,9 +257,10 @@ class Task:
         prev = getattr(_local, "computes", None)
         _local.computes = self._computes
         try:
-            if config is None:
-                return self.template(*self.args)
-            return self.template.run_with(config, self.args)
+            with time_limit(getattr(_local, "time_limit", None)):
+                if config is None:
+                    return self.template(*self.args)
+                return self.template.run_with(config, self.args)
         finally:
             _local.computes = prev
 

@@ -22,9 +22,17 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .features import FeaturePool, config_features
-from .measure import ILLEGAL, MeasureInput, MeasureOption, MeasureResult, measure_batch
+from .measure import (
+    BUILD_ERROR,
+    ILLEGAL,
+    MeasureInput,
+    MeasureOption,
+    MeasureResult,
+    measure_batch,
+)
 from .record import Record
-from .task import Task, create_task
+from .task import Task, create_task, instantiate_time_limit
+from .timelimit import TemplateTimeout
 
 
 class Tuner:
@@ -46,6 +54,12 @@ class Tuner:
         self.time_total = 0.0
         self.n_trial = 0
         self.progress: list[tuple[int, float]] = []  # (trials, wall seconds) after each batch
+        # seconds to instantiate one config here (tune() takes its builder's timeout): a
+        # template that hangs for some config must not hang the tuner
+        self.time_limit: float | None = 60.0
+        # configs whose result is known without measuring them (their instantiation timed
+        # out while the search featurized or checked them): recorded with the next batch
+        self._settled: dict[int, MeasureResult] = {}
 
     # ---------------------------------------------------------------------------- to override
     def next_batch(self, n: int) -> list[int]:
@@ -88,38 +102,59 @@ class Tuner:
             raise TypeError("tune: measure_option must come from autotune.measure_option(...)")
         t_start = time.perf_counter()
         self.n_trial = n_trial
-        self._prepare_reference(measure_option)
+        self.time_limit = measure_option.builder.timeout
+        with instantiate_time_limit(self.time_limit):
+            self._prepare_reference(measure_option)
         for cb in callbacks:
             if hasattr(cb, "start"):
                 cb.start(self)
-        last_improve = self.trials
         try:
-            while self.trials < n_trial and self.has_next():
-                n = min(self.batch_size, n_trial - self.trials)
-                idxs = [i for i in self.next_batch(n) if i not in self.visited][:n]
-                if not idxs:
-                    break
-                self.visited.update(idxs)
-                inputs = [MeasureInput(self.task, self.space.get(i)) for i in idxs]
-                t0 = time.perf_counter()
-                results = measure_batch(measure_option, inputs)
-                self.time_measure += time.perf_counter() - t0
-                improved = self._account(inputs, results)
-                if improved:
-                    last_improve = self.trials
-                self.update(inputs, results)
-                self.progress.append((self.trials,
-                                      self.time_total + time.perf_counter() - t_start))
-                for cb in callbacks:
-                    cb(self, inputs, results)
-                if early_stopping is not None and self.trials - last_improve >= early_stopping:
-                    break
+            with instantiate_time_limit(self.time_limit):
+                self._tune_loop(n_trial, measure_option, callbacks, early_stopping, t_start)
         finally:
             self.close()
             self.time_total += time.perf_counter() - t_start
             for cb in callbacks:
                 if hasattr(cb, "close"):
                     cb.close()
+
+    def _tune_loop(self, n_trial: int, measure_option: MeasureOption,
+                   callbacks: Sequence[Callable], early_stopping: int | None,
+                   t_start: float) -> None:
+        last_improve = self.trials
+        while self.trials < n_trial and (self.has_next() or self._settled):
+            n = min(self.batch_size, n_trial - self.trials)
+            idxs = [i for i in self.next_batch(n) if i not in self.visited][:n]
+            if not idxs and not self._settled:
+                break
+            self.visited.update(idxs)
+            inputs = [MeasureInput(self.task, self.space.get(i)) for i in idxs]
+            t0 = time.perf_counter()
+            results = measure_batch(measure_option, inputs)
+            self.time_measure += time.perf_counter() - t0
+            inputs, results = self._with_settled(inputs, results)
+            if self._account(inputs, results):
+                last_improve = self.trials
+            self.update(inputs, results)
+            self.progress.append((self.trials,
+                                  self.time_total + time.perf_counter() - t_start))
+            for cb in callbacks:
+                cb(self, inputs, results)
+            if early_stopping is not None and self.trials - last_improve >= early_stopping:
+                break
+
+    def _settle(self, idx: int, error: TemplateTimeout) -> None:
+        """Config `idx` timed out instantiating here: a build error record (with the next
+        batch), never measured."""
+        if idx not in self.visited and idx not in self._settled:
+            self._settled[idx] = MeasureResult([], BUILD_ERROR, f"build timed out: {error}",
+                                               self.time_limit or 0.0, time.time(), None)
+
+    def _with_settled(self, inputs: list, results: list) -> tuple[list, list]:
+        settled, self._settled = self._settled, {}
+        self.visited.update(settled)
+        return (inputs + [MeasureInput(self.task, self.space.get(i)) for i in settled],
+                results + list(settled.values()))
 
     def _prepare_reference(self, option: MeasureOption) -> None:
         """Without a numpy reference, the fallback config's kernel is the reference."""
@@ -239,13 +274,21 @@ class XGBTuner(Tuner):
     # ---------------------------------------------------------------- features & model
     def features(self, idx: int) -> np.ndarray | None:
         if idx not in self._feat:  # cached; None: the template refuses the config
-            self._store_features(idx, config_features(self.task, self.space.get(idx)))
+            try:
+                f = config_features(self.task, self.space.get(idx))
+            except TemplateTimeout as e:
+                f = e
+            self._store_features(idx, f)
         return self._feat[idx]
 
-    def _store_features(self, idx: int, f: np.ndarray | None) -> None:
+    def _store_features(self, idx: int, f) -> None:
+        """f: the features, None (the template refuses the config) or a TemplateTimeout."""
+        if isinstance(f, TemplateTimeout):
+            self._settle(idx, f)
+            f = None
         self._feat[idx] = f
         self.search_stats["featurized"] += 1
-        if f is None:  # the template refused it
+        if f is None:  # the template refused it, or hangs on it
             self._prune(idx)
 
     def _prune(self, idx: int) -> None:
@@ -272,7 +315,7 @@ class XGBTuner(Tuner):
         try:
             if self.feature_workers > 1 and len(todo) >= self._PARALLEL_MIN:
                 if self._pool is None:
-                    self._pool = FeaturePool(self.task, self.feature_workers)
+                    self._pool = FeaturePool(self.task, self.feature_workers, self.time_limit)
                     self._pool.start()
                 if self._pool.ready():
                     for i, f in zip(todo, self._pool.map(todo)):
@@ -293,6 +336,10 @@ class XGBTuner(Tuner):
             self._pool = None
 
     def load_history(self, records: Sequence[Record]) -> None:
+        with instantiate_time_limit(self.time_limit):
+            self._learn_history(records)
+
+    def _learn_history(self, records: Sequence[Record]) -> None:
         super().load_history(records)
         by_key: dict[str, list[Record]] = {}
         for r in records:
@@ -425,7 +472,11 @@ class XGBTuner(Tuner):
         ok = self._legal.get(idx)
         if ok is None:
             refused = idx in self._feat and self._feat[idx] is None  # by the template
-            ok = not refused and self.task.is_legal(self.space.get(idx))
+            try:
+                ok = not refused and self.task.is_legal(self.space.get(idx))
+            except TemplateTimeout as e:
+                self._settle(idx, e)
+                ok = False
             if ok:
                 self._legal[idx] = True
             else:
@@ -544,7 +595,11 @@ def _transfer_features(task: Task, idx: int) -> np.ndarray | None:
     if key not in _TRANSFER_FEATURES:
         if len(_TRANSFER_FEATURES) >= _TRANSFER_FEATURES_SIZE:
             _TRANSFER_FEATURES.clear()
-        _TRANSFER_FEATURES[key] = config_features(task, task.config_space.get(idx))
+        try:
+            f = config_features(task, task.config_space.get(idx))
+        except TemplateTimeout:
+            f = None  # another workload's config: nothing to learn from it
+        _TRANSFER_FEATURES[key] = f
     return _TRANSFER_FEATURES[key]
 
 

@@ -110,3 +110,14 @@ class _WorkerContext(mpc.SpawnContext):
 # the kernel thread pool's threads, and a forked child of a multi-threaded process can deadlock
 # on a lock another thread held)
 CONTEXT = _WorkerContext()
+
+
+def kill_pool(pool: cf.ProcessPoolExecutor | None) -> None:
+    """Stop a process pool now, also when a worker hangs (shutdown alone would wait for it)."""
+    if pool is None:
+        return
+    processes = getattr(pool, "_processes", None) or {}
+    for p in list(processes.values()):
+        if p.is_alive():
+            p.kill()
+    pool.shutdown(wait=False, cancel_futures=True)

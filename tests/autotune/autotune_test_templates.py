@@ -12,17 +12,18 @@ def _double(a):
 
 @autotune.template("test_faults", reference=_double)
 def faults(n: int):
-    """One good kernel, and one that crashes (integer division by zero: SIGFPE), one that hangs,
-    one that computes a wrong answer."""
+    """One good kernel, one that divides by zero at run time (numpy's semantics: 0, so it is
+    right, where it used to kill the process with SIGFPE), one that hangs, one that computes a
+    wrong answer."""
     cfg = autotune.get_config()
     # "hang" right after "ok": it runs in a warm measuring process, so the test waits only the
     # runner's timeout, not the start-up margin of a fresh process
-    cfg.define_knob("mode", ["ok", "hang", "crash", "wrong"])
+    cfg.define_knob("mode", ["ok", "hang", "div0", "wrong"])
     mode = cfg["mode"].val
     A = tl.placeholder((n,), dtype="int32", name="A")
     if mode == "ok":
         C = tl.compute((n,), lambda i: A[i] * 2, name="C")
-    elif mode == "crash":
+    elif mode == "div0":
         # inputs are in [0, 8): A[i] // 8 is 0 at run time, unknown at compile time
         C = tl.compute((n,), lambda i: A[i] * 2 + A[i] // (A[i] // 8), name="C")
     elif mode == "hang":
@@ -73,3 +74,36 @@ def par_reduce(n: int, m: int):
     if loop is not None:
         s[C].parallel(loop)
     return s, [A, C]
+
+
+@autotune.template("test_hang_instantiate", reference=_double)
+def hang_instantiate(n: int, how: str):
+    """Twelve configs: eleven plain kernels and one whose instantiation never ends (`how`:
+    "spin", a Python loop, or "sleep", a blocking call), as a template with a bug would."""
+    import time
+
+    cfg = autotune.get_config()
+    cfg.define_knob("mode", [f"ok{i}" for i in range(11)] + ["hang"])
+    if cfg["mode"].val == "hang" and not isinstance(cfg, autotune.ConfigSpace):
+        if how == "sleep":
+            time.sleep(3600)
+        while True:
+            pass
+    A = tl.placeholder((n,), dtype="int32", name="A")
+    C = tl.compute((n,), lambda i: A[i] * 2, name="C")
+    return tl.create_schedule(C), [A, C]
+
+
+def _crash(a):
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+@autotune.template("test_crash", reference=_crash)
+def crash(n: int):
+    """A workload whose reference kills the measuring process (it runs there): SIGSEGV."""
+    A = tl.placeholder((n,), dtype="int32", name="A")
+    C = tl.compute((n,), lambda i: A[i] * 2, name="C")
+    return tl.create_schedule(C), [A, C]
