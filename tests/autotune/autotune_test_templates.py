@@ -79,7 +79,9 @@ def par_reduce(n: int, m: int):
 @autotune.template("test_hang_instantiate", reference=_double)
 def hang_instantiate(n: int, how: str):
     """Twelve configs: eleven plain kernels and one whose instantiation never ends (`how`:
-    "spin", a Python loop, or "sleep", a blocking call), as a template with a bug would."""
+    "spin", a Python loop, "sleep", a blocking call, or "masked", a loop with SIGALRM blocked,
+    standing for a hang inside a C extension), as a template with a bug would."""
+    import signal
     import time
 
     cfg = autotune.get_config()
@@ -87,6 +89,8 @@ def hang_instantiate(n: int, how: str):
     if cfg["mode"].val == "hang" and not isinstance(cfg, autotune.ConfigSpace):
         if how == "sleep":
             time.sleep(3600)
+        if how == "masked":
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
         while True:
             pass
     A = tl.placeholder((n,), dtype="int32", name="A")
