@@ -8,6 +8,8 @@ compiles (target.compile_ir caches results by a hash of the IR)."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import pickle
 import select
@@ -51,10 +53,15 @@ def compile_ir_text(ir_text: str, cpu: str, features: str, triple: str, opt_leve
     # state is consistent (every use of LLVM holds this lock)
     with _llvm.LLVM_LOCK:
         _llvm.binding()  # initialized once here, not in every child
+        die_with_parent = _parent_death_signal()
+        parent = os.getpid()
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the child; its result is checked through the parent)
             os.close(read_end)
+            die_with_parent()
+            if os.getppid() != parent:  # the parent died before that took effect
+                os._exit(1)
             _child(write_end, args)
         os.close(write_end)
     try:
@@ -93,6 +100,19 @@ def _reap() -> None:
             done = pid
         if done:
             _exited.remove(pid)
+
+
+@functools.lru_cache(maxsize=1)
+def _parent_death_signal():
+    """A function the child calls so that it is killed when its parent dies (Linux's
+    PR_SET_PDEATHSIG): a compile that never ends must not outlive a killed build."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return lambda: None
+    pr_set_pdeathsig = 1
+    return lambda: prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
 
 
 def _child(fd: int, args) -> None:  # pragma: no cover (runs in the forked child)

@@ -3,6 +3,8 @@ regions, reducer contract, deep expressions, LLVM build time)."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -185,6 +187,49 @@ def test_build_timeout_must_be_positive_seconds(bad):
     s, args = _small_kernel()
     with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
         tl.build(s, args, timeout=bad)
+
+
+ENDLESS_COMPILE = """
+import os, time
+from tensorlang.codegen import compile_limit
+from tensorlang.runtime import _llvm
+_llvm.compile_ir_text = lambda *args, **kw: time.sleep(600)  # a compile that never ends
+print(os.getpid(), flush=True)
+compile_limit.compile_ir_text("", "", "", "", 3, False, 600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_compile_process_dies_with_its_killed_parent():
+    import subprocess
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", ENDLESS_COMPILE], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        pid = int(proc.stdout.readline())
+        children: list = []
+        deadline = time.monotonic() + 60
+        while not children and time.monotonic() < deadline:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                children = [int(c) for c in f.read().split()]
+            time.sleep(0.05)
+        assert children, "the compile did not start a child process"
+    finally:
+        proc.kill()
+        proc.wait(30)
+    deadline = time.monotonic() + 10
+    while any(_running(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [c for c in children if _running(c)], "a compile outlived its killed parent"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_llvm_errors_cross_the_compile_process():
