@@ -36,7 +36,7 @@ _active = threading.local()  # .on: a limit is being enforced in this thread (li
 class time_limit:
     """``with time_limit(seconds, what):`` raise TemplateTimeout in this thread if the body
     runs longer than `seconds` (None: no limit). Inside another limit, the outer one applies.
-    A class, not a generator: the tuner enters one per config (~3 us in the main thread inside
+    A class, not a generator: the tuner enters one per config (~6 us in the main thread inside
     :func:`alarm_handler`, which saves installing the signal handler each time)."""
 
     __slots__ = ("_how", "_restore", "seconds", "what")
@@ -72,10 +72,12 @@ class time_limit:
         _active.on = False
         if how == "alarm":
             global _armed
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            _armed = None
-            if self._restore is not None:
-                signal.signal(signal.SIGALRM, self._restore)
+            _armed = None  # first: an alarm from here on is too late to matter (body done)
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            finally:
+                if self._restore is not None:
+                    signal.signal(signal.SIGALRM, self._restore)
             return False
         late = _WATCHDOG.disarm()
         if exc_type is TemplateTimeout or late:
