@@ -20,7 +20,8 @@ _machines: dict[tuple[str, str, str, int], Any] = {}
 
 
 class LLVMCompileError(Exception):
-    """IR that LLVM refused. ``stage`` is "parse" or "verify"; the message is LLVM's."""
+    """IR that LLVM refused. ``stage`` is "parse", "verify" or "optimizer output verify" (the
+    optimizer made invalid IR); the message is LLVM's."""
 
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(f"LLVM {stage} error: {message.strip()}")
@@ -91,21 +92,44 @@ def compile_ir_text(
     with LLVM_LOCK:
         llvm = binding()
         tm = target_machine(cpu, features, triple, opt_level)
-        mod = parse_and_verify(ir_text)
-        mod.triple = triple
-        mod.data_layout = str(tm.target_data)
-        if opt_level > 0:
-            # The new pass manager's default pipeline for the level, as clang -O<n> runs it.
-            pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-            pto.loop_vectorization = opt_level >= 2
-            pto.slp_vectorization = opt_level >= 2
-            pb = llvm.create_pass_builder(tm, pto)
-            mpm = pb.getModulePassManager()
-            mpm.run(mod, pb)
+        mod = _optimized(llvm, tm, ir_text, triple, opt_level, slp=opt_level >= 2)
+        error = _verify_error(mod) if opt_level > 0 else None
+        if error is not None and opt_level >= 2:
+            # LLVM's SLP vectorizer has been seen to emit IR that its own verifier rejects (a
+            # value used before its definition, in a 2x2 sum-pool at -O3), on which the code
+            # generator aborts the process: the same pipeline without it. Our vector loops are
+            # explicit vector code, not left to LLVM's vectorizers.
+            mod = _optimized(llvm, tm, ir_text, triple, opt_level, slp=False)
+            error = _verify_error(mod)
+        if error is not None:
+            raise LLVMCompileError("optimizer output verify", error)
         optimized = str(mod)
         obj = bytes(tm.emit_object(mod))
         asm = tm.emit_assembly(mod) if want_asm else None
         return obj, optimized, asm
+
+
+def _optimized(llvm: Any, tm: Any, ir_text: str, triple: str, opt_level: int, slp: bool) -> Any:
+    """The verified module of `ir_text`, run through the new pass manager's default pipeline for
+    the level (as clang -O<n> runs it)."""
+    mod = parse_and_verify(ir_text)
+    mod.triple = triple
+    mod.data_layout = str(tm.target_data)
+    if opt_level > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+        pto.loop_vectorization = opt_level >= 2
+        pto.slp_vectorization = slp
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def _verify_error(mod: Any) -> str | None:
+    try:
+        mod.verify()
+    except RuntimeError as e:
+        return str(e)
+    return None
 
 
 def assembly_of(ir_text: str, cpu: str, features: str, triple: str, opt_level: int = 3) -> str:
