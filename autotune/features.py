@@ -276,13 +276,12 @@ _WORKER_TASKS: dict = {}
 def _features_job(job: dict) -> list:
     """Runs in a feature worker: the features of configs `indices` of one task (None: the
     template refuses the config; a TemplateTimeout: instantiating it took too long)."""
-    from .measure import _import_template
-    from .task import create_task, instantiate_time_limit
+    from .task import create_task, instantiate_time_limit, load_template
 
     key = (job["name"], tuple(job["args"]), job["target"])
     task = _WORKER_TASKS.get(key)
     if task is None:
-        _import_template(job["module"])
+        load_template(job["template"])
         task = _WORKER_TASKS[key] = create_task(job["name"], job["args"], job["target"])
     out = []
     with instantiate_time_limit(job["timeout"]):
@@ -309,7 +308,7 @@ class FeaturePool:
 
     def _job(self, indices: list[int]) -> dict:
         t = self.task
-        return {"module": t.template.module, "name": t.name, "args": list(t.args),
+        return {"template": t.template.worker_spec(), "name": t.name, "args": list(t.args),
                 "target": t.target, "indices": indices, "timeout": self.time_limit}
 
     def _get(self):

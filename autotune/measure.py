@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import importlib
 import os
 import signal
 import tempfile
@@ -77,13 +76,6 @@ class BuildResult:
 
 
 # ------------------------------------------------------------------------------------ builder
-def _import_template(module: str) -> None:
-    # Templates defined in a user's module (a test, a script) register when it is imported;
-    # "__main__" is the spawn child's copy of the parent's script, already imported.
-    if module and module != "__main__":
-        importlib.import_module(module)
-
-
 def _build_job(job: dict) -> dict:
     """Runs in a builder process: instantiate the config, lower and compile, save the module;
     all of it within the builder's timeout (a template that loops forever for this config is
@@ -103,9 +95,9 @@ def _build_job(job: dict) -> dict:
 def _build(job: dict, t0: float) -> dict:
     import tensorlang as tl
 
-    from .task import create_task
+    from .task import create_task, load_template
 
-    _import_template(job["module"])
+    load_template(job["template"])
     task = create_task(job["name"], job["args"], job["target"])
     cfg = task.config_space.from_json(job["config"])
     try:
@@ -147,10 +139,12 @@ class LocalBuilder:
     def build(self, inputs: list[MeasureInput]) -> list[BuildResult]:
         os.makedirs(self._dir, exist_ok=True)  # close() removes it; a builder may be reused
         jobs = []
+        specs: dict[int, str | bytes] = {}  # one pickle per template and batch
         for inp in inputs:
             self._count += 1
             t = inp.task
-            jobs.append({"module": t.template.module, "name": t.name, "args": list(t.args),
+            spec = specs.setdefault(id(t.template), t.template.worker_spec())
+            jobs.append({"template": spec, "name": t.name, "args": list(t.args),
                          "target": t.target, "config": inp.config.to_json(),
                          "path": os.path.join(self._dir, f"cand{self._count}.tlm"),
                          "timeout": self.timeout})
@@ -224,9 +218,9 @@ def _reference(job: dict, arrays: list, written: list[bool], load_module):
         return None
     inputs = [a for a, w in zip(arrays, written) if not w]
     if ref[0] == "template":
-        from .task import get_template
+        from .task import get_template, load_template
 
-        _import_template(ref[1])
+        load_template(ref[1])
         out = get_template(ref[2]).reference(*inputs)
         return list(out) if isinstance(out, (list, tuple)) else [out]
     mod = load_module(ref[1])  # ("kernel", path): the fallback config's kernel
@@ -385,7 +379,7 @@ class LocalRunner:
         if not self.check_correctness:
             return None
         if task.template.reference is not None:
-            return ("template", task.template.module, task.name)
+            return ("template", task.template.worker_spec(), task.name)
         path = self._reference_kernels.get(task.key)
         return ("kernel", path) if path else None
 

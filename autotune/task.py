@@ -14,6 +14,7 @@ import functools
 import hashlib
 import importlib
 import json
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -43,7 +44,31 @@ class Template:
         self.reference = reference
         self.flop = flop
         self.module = func.__module__
+        self._importable: bool | None = None
         functools.update_wrapper(self, func)
+
+    def worker_spec(self) -> str | bytes:
+        """How a tuning worker process gets this template (:func:`load_template`). Workers never
+        import the user's ``__main__`` (workers.py): a template registered by an importable
+        module travels as that module's name (importing it registers the template); one
+        defined in a script (``__main__``) or in a module no worker could import by name
+        travels by value, pickled with cloudpickle (its code, and the globals it reads as they
+        are now)."""
+        if self._importable is None:
+            self._importable = _importable_by_name(self.module)
+        if self._importable:
+            return self.module
+        import cloudpickle
+
+        try:
+            return cloudpickle.dumps(self)
+        except Exception as e:  # noqa: BLE001 - whatever the pickler refuses, said once here
+            raise TemplateError(
+                f"template {self.name!r} (defined in {self.module}) cannot be sent to the "
+                f"tuning worker processes: {type(e).__name__}: {e}. A template defined in a "
+                "script travels by value; define it in an importable module instead, or keep "
+                "objects that cannot be pickled (open files, locks) out of what it reads") \
+                from None
 
     def __call__(self, *args):
         """Build (schedule, tensors) with the config the current dispatch context picks."""
@@ -80,6 +105,41 @@ def template(name: str, reference: Callable | None = None, flop: Callable | None
         return t
 
     return deco
+
+
+def _importable_by_name(module: str) -> bool:
+    """Whether another process finds `module` by importing its name (not ``__main__``, not a
+    module created from a file path): asks the import system's finders, not sys.modules."""
+    if module in ("__main__", "__mp_main__") or not module:
+        return False
+    top = module.partition(".")[0]
+    if top in sys.builtin_module_names:
+        return True
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is not None and find_spec(top, None) is not None:
+            return True
+    return False
+
+
+_LOADED_BY_VALUE: set[str] = set()  # digests of the pickled templates registered here
+
+
+def load_template(spec: str | bytes) -> None:
+    """Register, in a worker process, the template that :meth:`Template.worker_spec` described:
+    import its module, or unpickle it (once per distinct pickle)."""
+    if isinstance(spec, str):
+        if _importable_by_name(spec):
+            importlib.import_module(spec)
+        return
+    digest = hashlib.sha256(spec).hexdigest()
+    if digest in _LOADED_BY_VALUE:
+        return
+    import cloudpickle
+
+    t = cloudpickle.loads(spec)
+    TEMPLATES[t.name] = t
+    _LOADED_BY_VALUE.add(digest)
 
 
 def get_template(name: str) -> Template:

@@ -14,6 +14,14 @@ the kernel, first thing in the child, for SIGKILL when their parent dies (Linux
 
 Workers also ignore SIGINT: a Ctrl-C at the terminal reaches the whole process group, and the
 parent stops its workers itself (they would otherwise each print a KeyboardInterrupt traceback).
+
+Workers never import the user's ``__main__``. A spawned child normally re-imports the parent's
+main script first (so that functions defined there unpickle); a tuning script written as every
+AutoTVM tutorial is, without an ``if __name__ == "__main__":`` guard, then ran again in every
+worker -- its side effects too -- and started tuning there, which multiprocessing refuses: each
+worker died and every trial was recorded as "builder process died: BrokenProcessPool". The jobs
+sent to workers name only importable functions, and a template defined in a script travels by
+value (``task.Template.worker_spec``), so nothing needs the user's main module.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import ctypes
 import multiprocessing.context as mpc
+import multiprocessing.spawn as mp_spawn
 import os
 import queue
 import signal
@@ -91,11 +100,41 @@ class _Starter:
 _STARTER = _Starter()
 
 
+# Set while this thread starts a worker: its preparation data then leaves out the main module.
+# multiprocessing reads that data through a module-level function, the one hook there is: it is
+# wrapped once, and the wrapper changes nothing for processes started by anyone else.
+_starting_worker = threading.local()
+
+
+def _without_main(get_preparation_data):
+    def preparation_data(name):
+        data = get_preparation_data(name)
+        if getattr(_starting_worker, "on", False):
+            data.pop("init_main_from_name", None)
+            data.pop("init_main_from_path", None)
+        return data
+
+    preparation_data.tensorlang_wrapped = get_preparation_data
+    return preparation_data
+
+
+if not hasattr(mp_spawn.get_preparation_data, "tensorlang_wrapped"):
+    mp_spawn.get_preparation_data = _without_main(mp_spawn.get_preparation_data)
+
+
 class WorkerProcess(mpc.SpawnProcess):
-    """A spawned process that dies with its parent (see the module doc)."""
+    """A spawned process that dies with its parent and never imports the user's ``__main__``
+    (see the module doc)."""
 
     def start(self) -> None:
-        _STARTER.run(super().start)
+        _STARTER.run(self._start_without_main)
+
+    def _start_without_main(self) -> None:
+        _starting_worker.on = True
+        try:
+            super().start()
+        finally:
+            _starting_worker.on = False
 
     def run(self) -> None:
         die_with_parent(self._parent_pid)
