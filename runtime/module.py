@@ -37,6 +37,7 @@ from tensorlang.errors import TensorlangError
 from tensorlang.version import __version__, version_major
 
 from . import _cpu, _link, threadpool
+from .device import check_device
 from .timer import TimingResult
 
 PARALLEL_LAUNCH_GLOBAL = "__tl_parallel_launch"
@@ -106,6 +107,12 @@ def _require(cond: bool, msg: str) -> None:
 
 
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.$]*")
+
+
+def _timing_form(number: int = 10, repeat: int = 3,
+                 min_repeat_ms: float = 0) -> tuple[int, int, float]:
+    """Module.time_evaluator's own call form (its arguments, with their defaults)."""
+    return number, repeat, min_repeat_ms
 
 
 def _is_kernel_dtype(name: Any) -> bool:
@@ -640,10 +647,14 @@ class Module:
 
     # -- timing ---------------------------------------------------------------------------
 
-    def time_evaluator(
-        self, number: int = 10, repeat: int = 3, min_repeat_ms: float = 0
-    ) -> Callable[..., TimingResult]:
-        """A function that times the kernel on given arguments.
+    def time_evaluator(self, *args: Any, **kwargs: Any) -> Callable[..., TimingResult]:
+        """A function that times the kernel on given arguments. Two call forms:
+
+            time_evaluator(number=10, repeat=3, min_repeat_ms=0)
+            time_evaluator(func_name, dev, number=10, repeat=1, min_repeat_ms=0)   # TVM's
+
+        In TVM's form, ``func_name`` is this kernel's :attr:`entry_name` and ``dev`` the CPU
+        device (``tl.cpu(0)``); its defaults are TVM's.
 
         After one checked warm-up call, each of ``repeat`` measurements times ``number``
         back-to-back calls in a native loop (no Python between calls) and records the mean time
@@ -715,6 +726,10 @@ class Module:
         llvmlite), "tir" (lowered loop IR), or any other format the builder stored."""
         if fmt in self._sources:
             return self._sources[fmt]
+        if args and isinstance(args[0], str):
+            number, repeat, min_repeat_ms = self._tvm_timing_form(*args, **kwargs)
+        else:
+            number, repeat, min_repeat_ms = _timing_form(*args, **kwargs)
         if fmt in ("asm", "s") and "ll" in self._sources:
             try:
                 from . import _llvm
@@ -745,6 +760,17 @@ class Module:
         }
         members = {"kernel.o": self._object}
         lib = self._library_bytes()
+    def _tvm_timing_form(self, func_name: str, dev: Any, number: int = 10, repeat: int = 1,
+                         min_repeat_ms: float = 0, **tvm_only: Any) -> tuple[int, int, float]:
+        check_device(dev, "time_evaluator")
+        if func_name not in (self._symbol, self._name):
+            raise ValueError(f"time_evaluator: this module has one function, {self._symbol!r} "
+                             f"(its entry_name), not {func_name!r}")
+        if tvm_only:
+            raise TypeError(f"time_evaluator: TVM's {sorted(tvm_only)} are not supported; "
+                            "this timer takes number, repeat and min_repeat_ms")
+        return number, repeat, min_repeat_ms
+
         if lib is not None:
             members["kernel.so"] = lib
         try:

@@ -10,6 +10,7 @@ from .build import build  # noqa: F401
 from .errors import LoweringError, ScheduleError, TensorlangError  # noqa: F401
 from .ir.expr import const  # noqa: F401
 from .lower import lower  # noqa: F401
+from .runtime.device import cpu, device  # noqa: F401
 from .schedule import Schedule, Stage, Trace, create_schedule  # noqa: F401
 from .te import *
 from .te import compute, placeholder, reduce_axis, var  # noqa: F401
@@ -23,4 +24,7 @@ def __getattr__(name: str):
         from .codegen.compile_limit import BuildTimeoutError
 
         return BuildTimeoutError
-    raise AttributeError(f"module 'tensorlang' has no attribute {name!r}")
+    # a TVM name we spell differently or do not have: the error says which (tvm_names.py)
+    from .tvm_names import MODULE_NAMES, missing
+
+    raise missing("module 'tensorlang'", name, MODULE_NAMES)

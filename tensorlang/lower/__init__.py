@@ -58,8 +58,12 @@ PASS_NAMES = tuple(n for n, _ in PASSES)
 
 
 def lower(schedule, args, name: str = "main", check: bool = True, stop_after: str | None = None,
-          skip: tuple[str, ...] = ()) -> PrimFunc:
+          skip: tuple[str, ...] = (), simple_mode: bool = False) -> PrimFunc:
     """Lower a schedule to a loop-IR kernel taking `args` (tensors) in that order.
+
+    simple_mode: accepted for TVM scripts (`tvm.lower(s, args, simple_mode=True)`, which prints
+    the loops without TVM's buffer declarations). The result is the same either way: its text
+    is already the plain loop nest, with one header line naming the arguments.
 
     stop_after: the name of the last pass of PASSES to run (the IR at that point, e.g.
     "storage_flatten" for the cost model's features, which need loops still annotated and each
@@ -68,6 +72,8 @@ def lower(schedule, args, name: str = "main", check: bool = True, stop_after: st
     from ..build import check_kernel_name  # build imports this module
 
     check_kernel_name(name)
+    if not isinstance(simple_mode, bool):
+        raise TypeError(f"lower: simple_mode must be a bool, got {type(simple_mode).__name__}")
     unknown = [n for n in (*skip, *([stop_after] if stop_after is not None else []))
                if n not in PASS_NAMES]
     if unknown:

@@ -148,6 +148,12 @@ class Schedule:
             self.stages.append(st)
             self.stage_map[op] = st
 
+    def __getattr__(self, name: str):
+        # only for a missing attribute: TVM schedule methods we lack, named (tvm_names.py)
+        from ..tvm_names import SCHEDULE_NAMES, missing
+
+        raise missing("'Schedule' object", name, SCHEDULE_NAMES)
+
     # ------------------------------------------------------------------ lookups
     def __getitem__(self, key) -> Stage:
         op = key.op if isinstance(key, Tensor) else key
@@ -323,33 +329,45 @@ class Schedule:
         self.stage_map[copy] = st
         return cache_op.output(0)
 
-    def rfactor(self, tensor: Tensor, factor_axis: IterVar, factor_index: int = 0) -> Tensor:
-        """Factor a reduction: the loop `factor_axis` (a split of a reduce axis) becomes a spatial
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0, *,
+                factor_index: int | None = None) -> Tensor:
+        """Factor a reduction: the loop `axis` (a split of a reduce axis) becomes a spatial
         axis of a new stage that holds partial results, and the original stage reduces those:
 
             C[i] = sum(A[i, k], k)   with k = ko * 4 + ki, rfactor(ki) ==>
             C.rf[ki, i] = sum(A[i, ko * 4 + ki], ko);   C[i] = sum(C.rf[kr, i], kr)
 
-        Then the new spatial axis can be parallelized or vectorized."""
+        factor_axis (TVM's name and meaning): the position of the new factored dimension in
+        the shape of the returned tensor, 0 (first, as above) to the number of the stage's axes
+        (last: `C.rf[i, ki]`, whose partial sums of a row are contiguous). factor_index is an
+        older name for it. Then the new spatial axis can be parallelized or vectorized."""
         if not isinstance(tensor, Tensor):
             raise TypeError(f"rfactor: expected a tensor, got {type(tensor).__name__}")
         st = self[tensor]
-        factor_axis = st._leaf(factor_axis, "rfactor")
-        if factor_axis.kind != "reduce":
-            raise ScheduleError(f"rfactor on stage {st.name}: loop {factor_axis.name} is not a "
+        if factor_index is not None:
+            if factor_axis not in (0, factor_index):
+                raise TypeError(f"rfactor: factor_index={factor_index!r} is the older name of "
+                                f"factor_axis={factor_axis!r}; give one of them")
+            factor_axis = factor_index
+        axis = st._leaf(axis, "rfactor")
+        if axis.kind != "reduce":
+            raise ScheduleError(f"rfactor on stage {st.name}: loop {axis.name} is not a "
                                 "reduce loop")
         reducer = st.op.body[0].combiner
         if not reducer.commutative:
             raise ScheduleError(f"rfactor on stage {st.name}: reducer {reducer.name} is declared "
                                 "commutative=False, and rfactor combines its values out of the "
                                 "order of the reduce axes (partial results per "
-                                f"{factor_axis.name}, then across them)")
-        if not isinstance(factor_index, int) or not 0 <= factor_index <= len(st.op.axis):
-            raise ValueError(f"rfactor on stage {st.name}: factor_index must be in "
-                             f"[0, {len(st.op.axis)}]")
-        out = self._rfactor(st, factor_axis, factor_index)
-        self.trace.append(Step("rfactor", st.name, [factor_axis.name],
-                               {"factor_index": factor_index}))
+                                f"{axis.name}, then across them)")
+        n_axes = len(st.op.axis)
+        if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) or \
+                not 0 <= factor_axis <= n_axes:
+            given = "factor_index" if factor_index is not None else "factor_axis"
+            raise ValueError(f"rfactor on stage {st.name}: {given} must be in [0, {n_axes}] "
+                             "(an int: the position of the factored dimension in the result's "
+                             f"shape), got {factor_axis!r}")
+        out = self._rfactor(st, axis, factor_axis)
+        self.trace.append(Step("rfactor", st.name, [axis.name], {"factor_axis": factor_axis}))
         return out
 
     def _rfactor(self, st: Stage, kf: IterVar, factor_index: int) -> Tensor:
@@ -434,7 +452,9 @@ class Schedule:
             return st.compute_at(parent, parent.find_loop(step.loops[0]))
         loops = [st.find_loop(n) for n in step.loops]
         if step.kind == "rfactor":
-            return self.rfactor(st.op.output(0), loops[0], step.args.get("factor_index", 0))
+            # records written before the parameter took TVM's name store "factor_index"
+            position = step.args.get("factor_axis", step.args.get("factor_index", 0))
+            return self.rfactor(st.op.output(0), loops[0], position)
         if step.kind == "split":
             return st.split(loops[0], factor=step.args.get("factor"),
                             nparts=step.args.get("nparts"))

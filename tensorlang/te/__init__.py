@@ -1,4 +1,5 @@
 """The tensor expression language: what a kernel computes."""
+from ..ir.expr import const  # noqa: F401  (TVM's te.const)
 from .intrin import *
 from .tensor import (  # noqa: F401
                      CommReducer,
@@ -10,5 +11,18 @@ from .tensor import (  # noqa: F401
                      compute,
                      placeholder,
                      reduce_axis,
+                     size_var,
                      var,
 )
+
+
+def __getattr__(name: str):
+    # `from tensorlang import te` as TVM scripts write it: te.create_schedule is
+    # tl.create_schedule (tensorlang.schedule imports this package, so it is looked up lazily)
+    if name == "create_schedule":
+        from ..schedule import create_schedule
+
+        return create_schedule
+    from ..tvm_names import MODULE_NAMES, missing
+
+    raise missing("module 'tensorlang.te'", name, MODULE_NAMES)

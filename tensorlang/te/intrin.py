@@ -18,6 +18,9 @@ def comm_reducer(fcombine, fidentity, name: str = "reduce",
         argmax = tl.comm_reducer(first_max, lambda ti, tv: (tl.max_value(ti), tl.min_value(tv)),
                                  name="argmax")
 
+    TVM's form is accepted too: fcombine(x, y) on tuples, `x[0]` the index and `x[1]` the
+    value (a reducer of n values whose fcombine takes two arguments gets two tuples).
+
     fcombine must be associative and commutative: schedules may combine the values of the
     reduce axes in any order (reorder, rfactor, parallel or vectorized reduce loops). An argmax
     that keeps `i0` on a tie (`v0 >= v1`) is not: its answer would depend on the schedule. Break

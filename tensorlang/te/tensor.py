@@ -128,6 +128,10 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
+    def __call__(self, *indices) -> TensorRead:
+        """`A(i, j)` is `A[i, j]` (TVM's call syntax)."""
+        return self[indices]
+
     def __getitem__(self, indices) -> TensorRead:
         if not isinstance(indices, tuple):
             indices = (indices,)
@@ -161,7 +165,8 @@ class TensorRead(Expr):
 
 
 class CommReducer:
-    """A reducer: combine(lhs, rhs) and the identity, both tuples of expressions.
+    """A reducer: combine(lhs, rhs) and the identity, both tuples of expressions. fcombine
+    takes the values as 2 * n arguments, or (TVM's form) as two tuples `fcombine(x, y)`.
 
     Called like `tl.sum`: `reducer(expr_or_tuple, axis=k, where=cond)`.
 
@@ -182,9 +187,39 @@ class CommReducer:
         self.commutative = commutative
 
     def combine(self, lhs: tuple, rhs: tuple) -> tuple:
-        out = self.fcombine(*lhs, *rhs) if len(lhs) > 1 else self.fcombine(lhs[0], rhs[0])
-        out = out if isinstance(out, tuple) else (out,)
+        if len(lhs) == 1:
+            out = self.fcombine(lhs[0], rhs[0])
+        elif self._takes_tuples(len(lhs)):
+            out = self.fcombine(tuple(lhs), tuple(rhs))  # TVM's form: fcombine(x, y)
+        else:
+            out = self.fcombine(*lhs, *rhs)
+        out = out if isinstance(out, (tuple, list)) else (out,)
+        if len(out) != len(lhs):
+            raise ValueError(f"reducer {self.name}: fcombine returned {len(out)} values for a "
+                             f"reduction of {len(lhs)}")
         return tuple(convert(o) for o in out)
+
+    def _takes_tuples(self, n_values: int) -> bool:
+        """Whether fcombine reduces n values as two tuples, fcombine(x, y) with x = (x0, x1, ..)
+        (TVM's form), rather than as 2 * n arguments, fcombine(x0, x1, .., y0, y1, ..)."""
+        try:
+            params = list(inspect.signature(self.fcombine).parameters.values())
+        except (TypeError, ValueError):  # a builtin without a signature: the flat form
+            return False
+        if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
+            return False
+        positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                      inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        required = sum(p.default is inspect.Parameter.empty for p in positional)
+        if required <= 2 * n_values <= len(positional):
+            return False
+        if required <= 2 <= len(positional):
+            return True
+        raise TypeError(f"reducer {self.name}: fcombine takes {len(positional)} positional "
+                        f"arguments; a reduction of {n_values} values calls it as "
+                        f"fcombine(x, y) with x and y tuples of {n_values} (TVM's form) or as "
+                        f"fcombine({', '.join(f'x{i}' for i in range(n_values))}, "
+                        f"{', '.join(f'y{i}' for i in range(n_values))})")
 
     def identity(self, dtypes: tuple) -> tuple:
         out = self.fidentity(*dtypes)
@@ -195,6 +230,8 @@ class CommReducer:
     def __call__(self, source, axis, where=None, init=None):
         multi = isinstance(source, tuple)
         srcs = tuple(convert(s) for s in (source if multi else (source,)))
+        if len(srcs) > 1:
+            self._takes_tuples(len(srcs))  # a combiner of the wrong arity: refused here
         axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
         for a in axes:
             if not isinstance(a, IterVar) or a.kind != "reduce":
@@ -270,6 +307,11 @@ def var(name: str = "n", dtype="int64") -> Var:
     if not dt.is_int(d):
         raise TypeError(f"tl.var {name}: dtype must be an integer type, got {d}")
     return Var(name, dt.INDEX_DTYPE)
+
+
+def size_var(name: str = "n", dtype="int64") -> Var:
+    """TVM's size_var (a symbolic extent): a tl.var, which is what shapes use here too."""
+    return var(name, dtype)
 
 
 def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "",
@@ -406,6 +448,7 @@ __all__ = [
     "compute",
     "placeholder",
     "reduce_axis",
+    "size_var",
     "substitute",
     "var",
 ]

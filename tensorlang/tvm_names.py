@@ -1,0 +1,85 @@
+"""TVM names that tensorlang spells differently or does not have, and what to use instead.
+
+A script written for TVM runs here after `te.X` / `tvm.X` becomes `tl.X` wherever the two agree
+(docs/tvm_compat.md has the whole table). Where they do not, the AttributeError that a missing
+name raises says the TVM construct and ours: the lookups below are consulted by the
+module-level `__getattr__` of tensorlang and tensorlang.te, and by Stage and Schedule, only for a
+name that does not exist (so they cost nothing on the normal paths)."""
+
+from __future__ import annotations
+
+GPU_ONLY = ("is a GPU construct; the target here is the host CPU (llvm), which has no "
+            "equivalent")
+USE_PARALLEL = ("on the CPU, split the loop and use s[T].parallel(outer) for threads and "
+                "s[T].vectorize(inner) for SIMD lanes")
+
+MODULE_NAMES = {
+    "thread_axis": f"te.thread_axis {GPU_ONLY}: {USE_PARALLEL}",
+    "cuda": f"tvm.cuda() {GPU_ONLY}: use tl.cpu(0)",
+    "gpu": f"tvm.gpu() {GPU_ONLY}: use tl.cpu(0)",
+    "rocm": f"tvm.rocm() {GPU_ONLY}: use tl.cpu(0)",
+    "opencl": f"tvm.opencl() {GPU_ONLY}: use tl.cpu(0)",
+    "vulkan": f"tvm.vulkan() {GPU_ONLY}: use tl.cpu(0)",
+    "metal": f"tvm.metal() {GPU_ONLY}: use tl.cpu(0)",
+    "nd": "tvm.nd.array(x, dev) / tvm.nd.empty(shape, dtype, dev): kernels take numpy arrays "
+          "directly (outputs are written into the array passed); tl.runtime.array(x) and "
+          "tl.runtime.empty(shape, dtype) give 64-byte aligned ones, and `.numpy()` is the "
+          "array itself",
+    "tir": "tvm.tir.X: the expression helpers are tl.X: tir.Select -> tl.select, tir.const -> "
+           "tl.const, tir.if_then_else -> tl.if_then_else, tir.exp/log/sqrt -> tl.exp/log/sqrt, "
+           "tir.max_value/min_value -> tl.max_value/min_value, tir.all/any -> tl.all/any; "
+           "tir.indexdiv(a, b) / indexmod -> a // b, a % b",
+    "create_prim_func": "te.create_prim_func builds TensorIR for tvm.tir.Schedule, which "
+                        "tensorlang does not have: schedule with tl.create_schedule, and "
+                        "tl.lower(s, args) gives the loop IR",
+    "IRModule": "tvm.IRModule: tl.lower(s, args) returns one kernel (a PrimFunc) and "
+                "tl.build(s, args) a runtime Module; there are no multi-function IR modules",
+    "target": "tvm.target.Target('llvm ...'): pass the target as a string, "
+              "tl.build(s, args, target='llvm -mcpu=...')",
+    "transform": "tvm.transform.PassContext / tvm.ir.transform: the lowering passes are a fixed, "
+                 "ordered list (tensorlang.lower.PASSES); options are keyword arguments of "
+                 "tl.lower and tl.build",
+    "testing": "tvm.testing.assert_allclose: use numpy.testing.assert_allclose",
+    "autotvm": "tvm.autotvm: `from tensorlang import autotune` (autotvm.template -> "
+               "autotune.template, autotvm.task.create -> autotune.create_task, "
+               "autotvm.tuner.XGBTuner -> autotune.XGBTuner, autotvm.apply_history_best -> "
+               "autotune.apply_history_best); see docs/tvm_compat.md",
+    "relay": "tvm.relay: the graph layer is tensorlang.graph (graph.from_onnx, graph.Builder, "
+             "graph.build)",
+    "topi": "tvm.topi: the operator library is tensorlang.ops",
+    "create_schedule_state": "not in tensorlang: schedules are tl.create_schedule(outputs)",
+}
+
+STAGE_NAMES = {
+    "bind": f"Stage.bind(loop, te.thread_axis(...)) {GPU_ONLY}: {USE_PARALLEL}",
+    "env_threads": f"Stage.env_threads {GPU_ONLY}: {USE_PARALLEL}",
+    "set_scope": f"Stage.set_scope {GPU_ONLY} (shared/local memory of a thread block); on the "
+                 "CPU, s.cache_write(T, 'local') / s.cache_read(T, 'local', readers) make a "
+                 "staged copy that compute_at places in a loop",
+    "set_store_predicate": f"Stage.set_store_predicate {GPU_ONLY} (stores guarded by thread "
+                           "index); a CPU stage stores every element it computes",
+    "double_buffer": f"Stage.double_buffer {GPU_ONLY} (shared-memory prefetch)",
+    "storage_align": "Stage.storage_align is not supported: buffers are 64-byte aligned and "
+                     "rows are not padded; pad the shape in the compute instead",
+    "tensorize": "Stage.tensorize is not supported (no tensor intrinsics): s[T].vectorize(loop) "
+                 "emits explicit vector code",
+    "prefetch": "Stage.prefetch is not supported: pack the operand into a compute "
+                "(opt_gemm's array packing) or cache_read it at a loop with compute_at",
+    "transform_layout": "Stage.transform_layout is not supported: declare the packed layout as "
+                        "a compute (tl.compute) and read it, as opt_gemm's array packing does",
+    "rolling_buffer": "Stage.rolling_buffer is not supported",
+}
+
+SCHEDULE_NAMES = {
+    "create_group": "Schedule.create_group is not supported: attach each stage with "
+                    "s[T].compute_at(s[consumer], loop)",
+    "normalize": "Schedule.normalize is not needed: tl.lower works on the schedule as built",
+}
+
+
+def missing(owner: str, name: str, table: dict) -> AttributeError:
+    """The AttributeError for `owner.name`: the TVM construct and ours when `name` is a TVM
+    name, Python's usual message otherwise."""
+    text = f"{owner!s} has no attribute {name!r}"
+    hint = table.get(name)
+    return AttributeError(f"{text}: {hint}" if hint else text)
