@@ -8,11 +8,17 @@ import time
 
 import pytest
 import rt_helpers as H
-from tensorlang.runtime import bind_threads, get_num_threads, set_num_threads, threadpool
+from tensorlang.runtime import (
+    bind_threads,
+    get_num_threads,
+    set_num_threads,
+    thread_binding,
+    threadpool,
+)
 from test_threadpool import _run_pfill, _run_script
 
 pytestmark = [
-    pytest.mark.skipif(threadpool._machine() != "x86_64", reason="test kernels use x86 intrinsics"),
+    pytest.mark.skipif(threadpool.machine() != "x86_64", reason="test kernels use x86 intrinsics"),
     pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity"),
 ]
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
@@ -118,7 +124,7 @@ def test_fork_child_is_not_left_pinned(pfill, unbound):
         code = 1
         try:
             os.close(r)
-            ok = os.sched_getaffinity(0) == before and threadpool._binding is None
+            ok = os.sched_getaffinity(0) == before and not thread_binding.is_bound()
             _run_pfill(pfill, 1000, 4)
             ok = ok and len(threadpool.worker_tids()) >= 1
             os.write(w, b"1" if ok else b"0")

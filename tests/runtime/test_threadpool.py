@@ -16,7 +16,7 @@ from tensorlang.runtime import KernelError, get_num_threads, set_num_threads, th
 
 HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.skipif(
-    threadpool._machine() != "x86_64", reason="test kernels use x86 intrinsics"
+    threadpool.machine() != "x86_64", reason="test kernels use x86 intrinsics"
 )
 
 
