@@ -68,6 +68,13 @@ class Stage:
     def __repr__(self) -> str:
         return f"Stage({self.name})"
 
+    def __getattr__(self, name: str):
+        # only for a missing attribute: TVM's GPU-only and unsupported stage primitives (bind,
+        # set_scope, ...) are refused naming the construct and the CPU's way (tvm_names.py)
+        from ..tvm_names import STAGE_NAMES, missing
+
+        raise missing("'Stage' object", name, STAGE_NAMES)
+
     # ------------------------------------------------------------------ state snapshots
     def _snapshot(self):
         return (list(self.all_iter_vars), list(self.leaf_iter_vars), list(self.relations),
@@ -86,13 +93,6 @@ class Stage:
     def _leaf(self, iv, primitive: str) -> IterVar:
         if not isinstance(iv, IterVar):
             raise TypeError(f"{primitive} on stage {self.name}: expected a loop (IterVar), got "
-    def __getattr__(self, name: str):
-        # only for a missing attribute: TVM's GPU-only and unsupported stage primitives (bind,
-        # set_scope, ...) are refused naming the construct and the CPU's way (tvm_names.py)
-        from ..tvm_names import STAGE_NAMES, missing
-
-        raise missing("'Stage' object", name, STAGE_NAMES)
-
                             f"{type(iv).__name__} {iv!r}")
         # a reduce axis shared with an upstream compute: this stage loops over its own copy
         iv = self.op.axis_copies.get(iv, iv)
