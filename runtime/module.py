@@ -37,6 +37,7 @@ from tensorlang.errors import TensorlangError
 from tensorlang.version import __version__, version_major
 
 from . import _cpu, _link, threadpool
+from ._dims import DimError, DimExpr
 from .device import check_device
 from .timer import TimingResult
 
@@ -84,21 +85,34 @@ class KernelError(TensorlangError, RuntimeError):
 class _Arg:
     """One array argument, with what the checked call needs precomputed."""
 
-    __slots__ = ("align", "dtype", "fixed", "index", "name", "shape", "symbolic", "written")
+    __slots__ = ("align", "dtype", "exprs", "fixed", "index", "name", "shape", "symbolic",
+                 "written")
 
-    def __init__(self, index: int, name: str, dtype: np.dtype, shape: tuple, written: bool):
+    def __init__(self, index: int, name: str, dtype: np.dtype, shape: tuple, written: bool,
+                 vars_: tuple[str, ...] = ()):
         self.index = index
         self.name = name
         self.dtype = dtype
         self.shape = shape
         self.written = written
         self.fixed = shape if all(isinstance(d, int) for d in shape) else None
-        self.symbolic = tuple(enumerate(shape))
+        # ints and plain variables bind per argument; expressions of variables ('n - 2') are
+        # solved and checked once every argument has been seen
+        self.symbolic = tuple((axis, d) for axis, d in enumerate(shape)
+                              if isinstance(d, int) or d in vars_)
+        self.exprs = tuple((axis, DimExpr(d, vars_)) for axis, d in enumerate(shape)
+                           if isinstance(d, str) and d not in vars_)
         self.align = dtype.alignment
 
     def describe(self) -> str:
         dims = ", ".join(str(d) for d in self.shape)
         return f"{self.dtype.name}[{dims}]"
+
+
+def _timing_form(number: int = 10, repeat: int = 3,
+                 min_repeat_ms: float = 0) -> tuple[int, int, float]:
+    """Module.time_evaluator's own call form (its arguments, with their defaults)."""
+    return number, repeat, min_repeat_ms
 
 
 def _require(cond: bool, msg: str) -> None:
@@ -107,12 +121,6 @@ def _require(cond: bool, msg: str) -> None:
 
 
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.$]*")
-
-
-def _timing_form(number: int = 10, repeat: int = 3,
-                 min_repeat_ms: float = 0) -> tuple[int, int, float]:
-    """Module.time_evaluator's own call form (its arguments, with their defaults)."""
-    return number, repeat, min_repeat_ms
 
 
 def _is_kernel_dtype(name: Any) -> bool:
@@ -124,6 +132,14 @@ def _is_kernel_dtype(name: Any) -> bool:
         return np.dtype(name).kind in "biuf"
     except TypeError:
         return False
+
+
+def _check_dim_expr(arg: str, text: str, vars_: list[str]) -> None:
+    _require(not text.isidentifier(), f"argument {arg!r}: dimension {text!r} is not in vars")
+    try:
+        DimExpr(text, vars_)
+    except DimError as e:
+        _require(False, f"argument {arg!r}: {e}")
 
 
 def _normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,11 +171,13 @@ def _normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
         _require(isinstance(shape, (list, tuple)), f"argument {name!r} needs a shape list")
         for d in shape:
             if isinstance(d, str):
-                _require(d in m["vars"], f"argument {name!r}: dimension {d!r} is not in vars")
+                if d not in m["vars"]:
+                    _check_dim_expr(name, d, m["vars"])
             else:
                 _require(
                     isinstance(d, int) and not isinstance(d, bool) and d >= 0,
-                    f"argument {name!r}: dimension {d!r} must be a var name or an int >= 0",
+                    f"argument {name!r}: dimension {d!r} must be a var name or an int >= 0 "
+                    "(or an expression of vars such as 'n - 2')",
                 )
         a["shape"] = list(shape)
         a["written"] = bool(a.get("written", False))
@@ -296,9 +314,10 @@ class Module:
         self._symbol: str = m["symbol"]
         self._vars: tuple[str, ...] = tuple(m["vars"])
         self._args = tuple(
-            _Arg(i, a["name"], np.dtype(a["dtype"]), tuple(a["shape"]), a["written"])
+            _Arg(i, a["name"], np.dtype(a["dtype"]), tuple(a["shape"]), a["written"], self._vars)
             for i, a in enumerate(m["args"])
         )
+        self._with_exprs = tuple(a for a in self._args if a.exprs)
         self._nargs = len(self._args)
         self._written = tuple(a for a in self._args if a.written)
         self._required_flags = _cpu.required_flags(m["target"]["features"], m["target"]["triple"])
@@ -471,6 +490,8 @@ class Module:
                     f"({spec.align} bytes)"
                 )
             raw.append(ptr)
+        if self._with_exprs:
+            bound = self._bind_exprs(args, bound)
         if self._written:
             self._check_overlap(args, raw)
         if self._vars:
@@ -517,6 +538,9 @@ class Module:
             "failed": self._kernel_error,
             "slow": self._checked_call,
         }
+        if self._with_exprs:
+            # dimensions such as 'n - 2' are solved and checked by the general path only
+            return lambda *args: self._checked_call(args, None)
         params = ", ".join(f"a{a.index}" for a in self._args)
         body: list[str] = []
         var_expr: dict[str, str] = {}
@@ -627,6 +651,47 @@ class Module:
                     )
         return bound
 
+    def _bind_exprs(self, args: tuple, bound: dict[str, int] | None) -> dict[str, int]:
+        """Bind the variables that only dimensions such as '8 * m' determine (a linear
+        expression in one unbound variable, solved exactly), then check every expression
+        dimension against its array. A variable no dimension determines is left unbound (the
+        caller asks for it by keyword)."""
+        bound = {} if bound is None else bound
+        pending = [(spec, axis, e) for spec in self._with_exprs for axis, e in spec.exprs]
+        progress = True
+        while progress:
+            progress = False
+            for spec, axis, e in pending:
+                got = args[spec.index].shape[axis]
+                try:
+                    solved = e.solve(got, bound)
+                except ValueError as err:
+                    raise self._dim_error(spec, args, axis, e, bound, str(err)) from None
+                if solved is not None:
+                    bound[solved[0]] = solved[1]
+                    progress = True
+        for spec, axis, e in pending:
+            if any(v not in bound for v in e.vars):
+                continue
+            try:
+                want = e.evaluate(bound)
+            except ValueError as err:
+                raise self._dim_error(spec, args, axis, e, bound, str(err)) from None
+            if args[spec.index].shape[axis] != want:
+                raise self._dim_error(spec, args, axis, e, bound, f"{e} = {want}")
+        return bound
+
+    def _dim_error(self, spec: _Arg, args: tuple, axis: int, e: DimExpr,
+                   bound: Mapping[str, int], why: str) -> ValueError:
+        shape = args[spec.index].shape
+        values = ", ".join(f"{v}={bound[v]}" for v in e.vars if v in bound)
+        with_vars = f" with {values}" if values else ""
+        dims = ", ".join(map(str, spec.shape))
+        return ValueError(
+            f"{self._name}(): argument {spec.name!r} must have shape ({dims}), got {shape}: "
+            f"axis {axis} is {shape[axis]}, expected {why}{with_vars}"
+        )
+
     def _check_overlap(self, args: tuple, raw: list[int]) -> None:
         """A written buffer that overlaps another argument would make the result depend on the
         order of memory accesses (and contradicts the noalias the emitter may promise)."""
@@ -661,6 +726,10 @@ class Module:
         per call. When a measurement takes less than ``min_repeat_ms``, ``number`` is raised and
         the measurement redone, as TVM does.
         """
+        if args and isinstance(args[0], str):
+            number, repeat, min_repeat_ms = self._tvm_timing_form(*args, **kwargs)
+        else:
+            number, repeat, min_repeat_ms = _timing_form(*args, **kwargs)
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
             raise ValueError(f"number must be an int >= 1, got {number!r}")
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
@@ -690,6 +759,17 @@ class Module:
             return TimingResult.from_results(results, n)
 
         return evaluate
+
+    def _tvm_timing_form(self, func_name: str, dev: Any, number: int = 10, repeat: int = 1,
+                         min_repeat_ms: float = 0, **tvm_only: Any) -> tuple[int, int, float]:
+        check_device(dev, "time_evaluator")
+        if func_name not in (self._symbol, self._name):
+            raise ValueError(f"time_evaluator: this module has one function, {self._symbol!r} "
+                             f"(its entry_name), not {func_name!r}")
+        if tvm_only:
+            raise TypeError(f"time_evaluator: TVM's {sorted(tvm_only)} are not supported; "
+                            "this timer takes number, repeat and min_repeat_ms")
+        return number, repeat, min_repeat_ms
 
     def _native_timer(self) -> Callable[[list[int], int], tuple[float, int]]:
         address = self._loaded().address
@@ -726,10 +806,6 @@ class Module:
         llvmlite), "tir" (lowered loop IR), or any other format the builder stored."""
         if fmt in self._sources:
             return self._sources[fmt]
-        if args and isinstance(args[0], str):
-            number, repeat, min_repeat_ms = self._tvm_timing_form(*args, **kwargs)
-        else:
-            number, repeat, min_repeat_ms = _timing_form(*args, **kwargs)
         if fmt in ("asm", "s") and "ll" in self._sources:
             try:
                 from . import _llvm
@@ -760,17 +836,6 @@ class Module:
         }
         members = {"kernel.o": self._object}
         lib = self._library_bytes()
-    def _tvm_timing_form(self, func_name: str, dev: Any, number: int = 10, repeat: int = 1,
-                         min_repeat_ms: float = 0, **tvm_only: Any) -> tuple[int, int, float]:
-        check_device(dev, "time_evaluator")
-        if func_name not in (self._symbol, self._name):
-            raise ValueError(f"time_evaluator: this module has one function, {self._symbol!r} "
-                             f"(its entry_name), not {func_name!r}")
-        if tvm_only:
-            raise TypeError(f"time_evaluator: TVM's {sorted(tvm_only)} are not supported; "
-                            "this timer takes number, repeat and min_repeat_ms")
-        return number, repeat, min_repeat_ms
-
         if lib is not None:
             members["kernel.so"] = lib
         try:

@@ -3,6 +3,7 @@ code -> a runtime Module callable on numpy arrays."""
 
 from __future__ import annotations
 
+from .ir import expr as E
 from .ir import stmt as S
 from .ir.checks import error_messages
 from .ir.expr import Var, as_int
@@ -48,13 +49,43 @@ def check_kernel_name(name) -> None:
                          "choose another name")
 
 
-def _shape_entry(e) -> int | str:
+# How the manifest writes an argument dimension that is an expression of shape variables
+# (runtime/_dims.py parses it back): operator and precedence per node type.
+_DIM_OPS = {E.Add: ("+", 1), E.Sub: ("-", 1), E.Mul: ("*", 2), E.FloorDiv: ("//", 2),
+            E.FloorMod: ("%", 2)}
+
+
+def _shape_entry(e, arg_name: str) -> int | str:
+    """An argument dimension as the manifest records it: an int, a variable's name, or an
+    expression of variables in + - * // % ('n - 2'), which the call binds and checks."""
     v = as_int(e)
     if v is not None:
         return v
     if isinstance(e, Var):
         return e.name
-    raise ValueError(f"argument shapes must be ints or plain tl.var symbols, got {e!r}")
+    return _dim_text(e, arg_name, e)[0]
+
+
+def _dim_text(e, arg_name: str, whole) -> tuple[str, int]:
+    """(text, precedence) of an integer expression of shape variables."""
+    v = as_int(e)
+    if v is not None:
+        return (str(v), 3) if v >= 0 else (f"({v})", 3)
+    if isinstance(e, Var):
+        return e.name, 3
+    op = _DIM_OPS.get(type(e))
+    if op is None:
+        raise ValueError(f"argument {arg_name}: a dimension must be an int or an expression "
+                         f"of tl.var symbols with + - * // %, got {whole!r}")
+    sym, prec = op
+    left, lp = _dim_text(e.a, arg_name, whole)
+    right, rp = _dim_text(e.b, arg_name, whole)
+    negative = as_int(e.b)
+    if isinstance(e, E.Add) and negative is not None and negative < 0:
+        return f"{left} - {-negative}", 1  # n + (-2) reads n - 2
+    left = left if lp >= prec else f"({left})"
+    right = right if rp > prec else f"({right})"
+    return f"{left} {sym} {right}", prec
 
 
 def manifest_of(func: S.PrimFunc, target) -> dict:
@@ -63,7 +94,7 @@ def manifest_of(func: S.PrimFunc, target) -> dict:
     return {
         "name": func.name,
         "symbol": func.name,
-        "args": [{"name": b.name, "shape": [_shape_entry(d) for d in b.shape],
+        "args": [{"name": b.name, "shape": [_shape_entry(d, b.name) for d in b.shape],
                   "dtype": b.dtype, "written": w} for b, w in zip(func.params, func.written)],
         "vars": [v.name for v in func.shape_vars],
         "error_messages": {**error_messages(func.body), **allocation_error_messages(func.body)},

@@ -53,12 +53,15 @@ class LoopNestBuilder:
             if key is None:
                 raise ValueError(f"argument {a.name} is not part of this schedule")
             st = key[0] if not isinstance(key[0], PlaceholderOp) else None
-            if st is not None and st.attach_type != "root":
-                raise ValueError(f"argument {a.name}: its stage is computed at/inlined into "
-                                 "another stage, so it cannot be a kernel argument")
             buf = S.Buffer(a.name, tuple(a.shape), a.dtype, "global")
-            self.buffers[key] = buf
             self.params.append(buf)
+            if st is not None and st.attach_type != "root":
+                # as in TVM: a stage inlined or computed at another stage's loop has no
+                # buffer of its own to write back; listed as an argument, it is an unused one
+                # (its array is checked at the call and left untouched)
+                self.written.append(False)
+                continue
+            self.buffers[key] = buf
             self.written.append(st is not None)
         for st in self.s.stages:
             if st.is_output:

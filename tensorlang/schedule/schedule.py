@@ -25,6 +25,7 @@ from ..te.tensor import (
     read_tensors,
     substitute_read,
 )
+from .opaque_stage import ExternStage, stage_for
 from .relations import leaf_extents, root_values
 from .stage import Stage
 
@@ -139,7 +140,7 @@ class Schedule:
             if isinstance(op, PlaceholderOp):
                 self.placeholders.append(op)
                 continue
-            st = Stage(op, self)
+            st = stage_for(op, self)
             # computes may share a name (every library add is "add"); steps and traces name
             # stages, so a second "add" is the stage "add.1" (in creation order: a trace
             # replayed on the same computes names the same stages)
@@ -270,6 +271,9 @@ class Schedule:
             raise ValueError("cache_read: give at least one reader")
         reader_stages = [self[r] for r in readers]
         for rs in reader_stages:
+            if isinstance(rs, ExternStage):
+                rs.refuse("cache_read", f"it takes {tensor.name} whole, as a buffer")
+        for rs in reader_stages:
             if tensor not in rs.op.input_tensors:
                 raise ScheduleError(f"cache_read: stage {rs.name} does not read {tensor.name}")
         out = self._cache_read(tensor, scope, reader_stages)
@@ -306,6 +310,8 @@ class Schedule:
         if not isinstance(scope, str):
             raise TypeError("cache_write: scope must be a string such as 'local'")
         st = self[tensor]
+        if isinstance(st, ExternStage):
+            st.refuse("cache_write", "its outputs are written by the call")
         if st.is_transformed():
             raise ScheduleError(f"cache_write on stage {st.name}: the stage was already "
                                 "transformed; call cache_write before split/reorder/...")
@@ -325,7 +331,8 @@ class Schedule:
         axis = tuple(IterVar(Var(iv.name), iv.dom, "spatial") for iv in old.axis)
         copy = ComputeOp(st.name, axis, (), (cache_op.output(0)[tuple(a.var for a in axis)],),
                          old.tag, old.attrs, [t.name for t in old.outputs])
-        st._reset(copy)
+        st._replace_op(copy, f"cache_write moved the reduction to stage {name} (schedule it "
+                             f"on s[{name}])")
         self.stage_map[copy] = st
         return cache_op.output(0)
 
@@ -343,12 +350,12 @@ class Schedule:
         older name for it. Then the new spatial axis can be parallelized or vectorized."""
         if not isinstance(tensor, Tensor):
             raise TypeError(f"rfactor: expected a tensor, got {type(tensor).__name__}")
-        st = self[tensor]
         if factor_index is not None:
             if factor_axis not in (0, factor_index):
                 raise TypeError(f"rfactor: factor_index={factor_index!r} is the older name of "
                                 f"factor_axis={factor_axis!r}; give one of them")
             factor_axis = factor_index
+        st = self[tensor]
         axis = st._leaf(axis, "rfactor")
         if axis.kind != "reduce":
             raise ScheduleError(f"rfactor on stage {st.name}: loop {axis.name} is not a "
@@ -431,7 +438,8 @@ class Schedule:
                      for i in range(len(outs)))
         new_op = ComputeOp(st.name, axis, (kr,), body, old.tag, old.attrs,
                            [t.name for t in old.outputs])
-        st._reset(new_op)
+        st._replace_op(new_op, f"rfactor moved the reduction over it to stage {rf_name}; "
+                               f"{st.name} now reduces over {kr.name}")
         self.stage_map[new_op] = st
         return rf_op.output(0) if rf_op.num_outputs == 1 else rf_op.outputs
 

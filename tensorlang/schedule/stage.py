@@ -51,6 +51,9 @@ class Stage:
         self.origin_op = op
         self.name = op.name
         self.is_output = False
+        # loops of the ops this stage had before cache_write / rfactor replaced its op (what
+        # T.op.axis still names) -> the loop of the current op they stand for, or why none does
+        self.former_loops: dict[IterVar, IterVar | str] = {}
         self._reset(op)
         self.attach_type = "root"  # "root" | "inline" | "scope"
         self.attach_stage: Stage | None = None
@@ -64,6 +67,21 @@ class Stage:
         self.relations: list = []
         self.iter_attrs: dict[IterVar, str] = {}
         self.pragmas: dict[IterVar, list] = {}
+
+    def _replace_op(self, op, reduce_reason: str) -> None:
+        """Give the stage a new op (cache_write's copy-out, rfactor's final reduction) whose
+        spatial axes correspond one to one, in order, to the old op's. As in TVM, T.op.axis
+        (the op before the replacement) keeps naming the stage's loops; the old reduce axes
+        have no counterpart (they moved to the new stage): reduce_reason says where."""
+        mapping: dict[IterVar, IterVar | str] = dict(zip(self.op.axis, op.axis))
+        # the rest are reduce loops (the roots and their splits: neither primitive accepts a
+        # stage whose spatial loops were transformed)
+        for iv in self.all_iter_vars:
+            mapping.setdefault(iv, reduce_reason)
+        self.former_loops = {old: mapping.get(new, new) if isinstance(new, IterVar) else new
+                             for old, new in self.former_loops.items()}
+        self.former_loops.update(mapping)
+        self._reset(op)
 
     def __repr__(self) -> str:
         return f"Stage({self.name})"
@@ -96,18 +114,23 @@ class Stage:
                             f"{type(iv).__name__} {iv!r}")
         # a reduce axis shared with an upstream compute: this stage loops over its own copy
         iv = self.op.axis_copies.get(iv, iv)
+        if iv not in self.all_iter_vars and iv in self.former_loops:
+            iv = self._former_loop(iv, primitive)
         if iv not in self.leaf_iter_vars:
             where = "was already split or fused" if iv in self.all_iter_vars else \
                 "is not a loop of this stage"
-            if iv not in self.all_iter_vars and iv in self.origin_op.axis + \
-                    self.origin_op.reduce_axis:
-                # same name, other object: an axis of the op the stage had before
-                # cache_write / rfactor replaced it (T.op.axis instead of s[T].op.axis)
-                where += " (it is an axis of the stage's op before cache_write/rfactor; " \
-                    "use s[T].op.axis)"
             raise ScheduleError(f"{primitive} on stage {self.name}: loop {iv.name} {where}; "
                                 f"its loops are {self.loop_names()}")
         return iv
+
+    def _former_loop(self, iv: IterVar, primitive: str) -> IterVar:
+        """The current loop that an axis of the stage's former op (T.op.axis after
+        s.cache_write(T) or s.rfactor(T, ...)) stands for."""
+        new = self.former_loops[iv]
+        if isinstance(new, IterVar):
+            return new
+        raise ScheduleError(f"{primitive} on stage {self.name}: loop {iv.name} is not a loop of "
+                            f"this stage any more: {new}; its loops are {self.loop_names()}")
 
     def loop_names(self) -> list[str]:
         return [iv.name for iv in self.leaf_iter_vars]
