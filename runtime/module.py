@@ -36,7 +36,7 @@ import numpy as np
 from tensorlang.errors import TensorlangError
 from tensorlang.version import __version__, version_major
 
-from . import _cpu, _link, threadpool
+from . import _cpu, _link, packed, threadpool
 from ._dims import DimError, DimExpr
 from .device import check_device
 from .timer import TimingResult
@@ -205,6 +205,7 @@ class _Native:
     def __init__(self, address: int, slot_address: int | None, keepalive: Any, via: str) -> None:
         self.address = address
         self.slot_address = slot_address
+        self.packed_slot: int | None = None  # @__tl_packed_call, where the kernel has one
         self.keepalive = keepalive
         self.via = via
 
@@ -241,7 +242,12 @@ def _open_shared(path: Path, symbol: str) -> _Native:
         slot = ctypes.addressof(_VOID_P.in_dll(lib, PARALLEL_LAUNCH_GLOBAL))
     except ValueError:
         slot = None  # a kernel without parallel loops need not define it
-    return _Native(address, slot, lib, f"shared library {path}")  # type: ignore[arg-type]
+    native = _Native(address, slot, lib, f"shared library {path}")  # type: ignore[arg-type]
+    try:
+        native.packed_slot = ctypes.addressof(_VOID_P.in_dll(lib, packed.CALL_SLOT))
+    except ValueError:
+        pass  # a kernel without tl.extern calls
+    return native
 
 
 def _open_jit(object_code: bytes, symbol: str) -> _Native:
@@ -252,6 +258,8 @@ def _open_jit(object_code: bytes, symbol: str) -> _Native:
     # The symbol table holds the global's name when the object defines it.
     has_slot = PARALLEL_LAUNCH_GLOBAL.encode() in object_code
     exports = [symbol, PARALLEL_LAUNCH_GLOBAL] if has_slot else [symbol]
+    if packed.CALL_SLOT.encode() in object_code:
+        exports.append(packed.CALL_SLOT)
     try:
         tracker, addrs = _llvm.jit_load_object(object_code, exports)
     except ImportError:
@@ -260,7 +268,10 @@ def _open_jit(object_code: bytes, symbol: str) -> _Native:
         raise LoadError(f"the JIT could not load the kernel object: {e}") from None
     if not addrs.get(symbol):
         raise LoadError(f"kernel object does not define {symbol!r}")
-    return _Native(addrs[symbol], addrs.get(PARALLEL_LAUNCH_GLOBAL) or None, tracker, "ORC JIT")
+    native = _Native(addrs[symbol], addrs.get(PARALLEL_LAUNCH_GLOBAL) or None, tracker,
+                     "ORC JIT")
+    native.packed_slot = addrs.get(packed.CALL_SLOT) or None
+    return native
 
 
 def _open(object_code: bytes, library: Path | None, symbol: str, loader: str) -> _Native:
@@ -344,6 +355,7 @@ class Module:
             except threadpool.PoolUnavailable as e:
                 raise LoadError(f"{self._name} runs parallel loops, but {e}") from e
             _VOID_P.from_address(self._native.slot_address).value = launch
+        packed.bind_slot(self._native.packed_slot)  # the tl.extern calls' trampoline
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(self._native.address)
 
     def _refuse_to_run(self, *_raw: int) -> int:
@@ -612,6 +624,11 @@ class Module:
         return self._fn(*raw)
 
     def _kernel_error(self, rc: int) -> KernelError:
+        failed_call = packed.take_error(rc)  # a tl.extern's function raised: chain its error
+        if failed_call is not None:
+            err = KernelError(self._name, rc, failed_call[0])
+            err.__cause__ = failed_call[1]
+            return err
         return KernelError(self._name, rc, self._manifest["error_messages"].get(str(rc)))
 
     def _explicit_vars(self, var_values: Mapping[str, int]) -> dict[str, int]:

@@ -11,9 +11,11 @@ from .errors import LoweringError, ScheduleError, TensorlangError  # noqa: F401
 from .ir.expr import const  # noqa: F401
 from .lower import lower  # noqa: F401
 from .runtime.device import cpu, device  # noqa: F401
+from .runtime.packed import get_global_func, register_func  # noqa: F401
 from .schedule import Schedule, Stage, Trace, create_schedule  # noqa: F401
 from .te import *
 from .te import compute, placeholder, reduce_axis, var  # noqa: F401
+from .te.extern import call_packed, extern  # noqa: F401
 from .version import __version__  # noqa: F401
 
 

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from ..errors import ScheduleError
 from ..ir.functor import Visitor
+from ..te.extern import ExternOp
 from ..te.tensor import PlaceholderOp, Reduce
 from .affine import Names, Params, cond_to_isl, to_isl
 
@@ -286,6 +288,9 @@ class _SpecBuilder:
         self.order.append(f"{s.id}[{', '.join(s.dims)}] -> [{', '.join(vec)}]")
 
     def stage(self, st) -> None:
+        if isinstance(st.op, ExternOp):
+            self.extern_stage(st)
+            return
         op, dims = st.op, self.dims_of[st]
         env = {iv.var: d for iv, d in zip(st.root_iter_vars, dims)}
         n_sp = len(op.axis)
@@ -319,6 +324,26 @@ class _SpecBuilder:
         self.read(upd, srcs, env)
         self.time(upd, pos, True)
 
+    def extern_stage(self, st) -> None:
+        """A tl.extern: one instance, reading every element of its inputs and writing every
+        element of its outputs (what a call into a library may do)."""
+        for t in st.op.input_tensors:
+            src = self.schedule.stage_map.get(t.op)
+            if src is not None and src.attach_type == "inline":
+                raise ScheduleError(f"stage {src.name} is inlined, but extern stage {st.name} "
+                                    f"(a call into {st.op.call.name!r}) takes it whole, as a "
+                                    f"buffer: compute {src.name} at the root")
+        s = self.statement(st, "plain", (), [])
+        for t in st.op.outputs:
+            self.must_w.append(_whole(s, self.array(t)[0], t, self.params))
+        for t in dict.fromkeys(st.op.input_tensors):
+            name, placeholder = self.array(t)
+            text = _whole(s, name, t, self.params)
+            self.reads_all.append(text)
+            if not placeholder:
+                self.reads.append(text)
+        self.time(s, self.index[st], False)
+
     def build(self) -> tuple[Spec, Params]:
         for st in self.stages:
             self.stage(st)
@@ -351,6 +376,17 @@ def _bound(iv, dim: str, env: dict, params: Params) -> str:
 
 def _p(x) -> str:
     return str(x) if isinstance(x, int) else f"({x})"
+
+
+def _whole(s: Statement, array: str, tensor, params: Params) -> str:
+    """`S[dims] -> A[_o0, ...] : 0 <= _o0 < extent0 and ...`: every element of the tensor."""
+    outs, cons = [], []
+    for d, ext in enumerate(tensor.shape):
+        outs.append(f"_o{d}")
+        e = to_isl(ext, {}, params)
+        cons.append(f"0 <= _o{d}" if e is None else f"0 <= _o{d} < {_p(e)}")
+    where = f" : {' and '.join(cons)}" if cons else ""
+    return f"{s.id}[{', '.join(s.dims)}] -> {array}[{', '.join(outs)}]{where}"
 
 
 def _access(s: Statement, array: str, r, env: dict, params: Params) -> str:

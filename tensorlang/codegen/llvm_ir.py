@@ -19,6 +19,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor
 from ..lower.passes.plan_allocation import MAX_ALLOC_BYTES
+from ..runtime import packed
 from . import intrinsics
 
 # LLVM 22 only reads opaque pointers: make llvmlite print every pointer (a function's address
@@ -33,6 +34,7 @@ LAUNCH_GLOBAL = "__tl_parallel_launch"
 # checks use FIRST_INDEX_CODE and up), which the manifest maps to a message naming the buffer.
 FIRST_ALLOC_CODE, LAST_ALLOC_CODE = 1, 999
 LAUNCH_TYPE = ir.FunctionType(I32, [PTR, PTR, I32])
+PACKED_CALL_TYPE = ir.FunctionType(I32, [PTR, I32, PTR])  # (name, nargs, descriptors)
 
 
 def scalar_type(d: str) -> ir.Type:
@@ -254,6 +256,14 @@ class _FreeVars(Visitor):
 def _streaming_buffers(s: S.For) -> frozenset:
     """Names of the buffers a loop's "nontemporal" pragma applies to."""
     return frozenset(n for k, v in s.annotations if k == "nontemporal" for n in v)
+
+
+class _LoadedPackedPointer(ir.instructions.LoadInstr):
+    """The loaded packed-call trampoline (see _LoadedLaunchPointer)."""
+
+    @property
+    def function_type(self):
+        return PACKED_CALL_TYPE
 
 
 class FunctionEmitter:
@@ -574,6 +584,55 @@ class FunctionEmitter:
             raise LoweringError(f"codegen: {e.name} is not defined for {e.dtype}")
         return intrinsics.emit_math(self.b, e.name, args, scalef=self.cg.avx512)
 
+    def e_PackedCall(self, e):
+        """Fill one descriptor per argument (runtime/packed.py's layout), call the trampoline
+        through @__tl_packed_call and return from the kernel with the code of a failed call."""
+        if self.in_parallel:
+            # pool workers must never run Python (the stage model keeps externs at the root)
+            raise LoweringError(f"codegen: call_packed({e.name!r}) inside a parallel loop")
+        n = len(e.args)
+        descs = _opaque(self.alloca_builder.alloca(ir.ArrayType(I64, max(1, packed.DESC_SLOTS
+                                                                            * n))))
+        for k, (a, written) in enumerate(zip(e.args, e.written)):
+            slots = self._packed_arg(a, written)
+            for j, v in enumerate(slots):
+                self.b.store(v, self.b.gep(descs, [ir.Constant(I64, packed.DESC_SLOTS * k + j)],
+                                           source_etype=I64))
+        fn = self.b.load(self.cg.packed_slot(), typ=PTR)
+        fn.__class__ = _LoadedPackedPointer
+        unbound = self.b.icmp_unsigned("==", fn, ir.Constant(PTR, None))
+        with self.b.if_then(unbound, likely=False):
+            self._return_error(ir.Constant(I32, packed.UNBOUND_CODE))
+        rc = self.b.call(fn, [self.cg.cstring(e.name), ir.Constant(I32, n), descs])
+        with self.b.if_then(self.b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+            self._return_error(rc)
+        return rc
+
+    def _packed_arg(self, a, written: bool) -> list:
+        """The five descriptor slots of one argument: kind, dtype, value, ndim, dims."""
+        zero = ir.Constant(I64, 0)
+        if not isinstance(a, E.Load):
+            v = self.expr(a)
+            if dt.is_float(a.dtype):
+                v = self.b.bitcast(self.b.fpext(v, ir.DoubleType()) if a.dtype != "float64"
+                                   else v, I64)
+                return [ir.Constant(I64, packed.KIND_FLOAT), zero, v, zero, zero]
+            v = v if a.dtype == "int64" else (self.b.zext(v, I64) if dt.is_unsigned(a.dtype)
+                                              else self.b.sext(v, I64))
+            return [ir.Constant(I64, packed.KIND_INT), zero, v, zero, zero]
+        buf = a.buffer
+        if buf not in self.bufs:
+            raise LoweringError(f"codegen: buffer {buf.name} is used outside its allocation")
+        ndim = len(buf.shape)
+        dims = _opaque(self.alloca_builder.alloca(ir.ArrayType(I64, max(1, ndim))))
+        for d, extent in enumerate(buf.shape):
+            v = self.expr(E.const(extent) if isinstance(extent, int) else extent)
+            self.b.store(v, self.b.gep(dims, [ir.Constant(I64, d)], source_etype=I64))
+        kind = packed.KIND_OUTPUT if written else packed.KIND_INPUT
+        return [ir.Constant(I64, kind), ir.Constant(I64, packed.DTYPES.index(buf.dtype)),
+                self.b.ptrtoint(self.bufs[buf], I64), ir.Constant(I64, ndim),
+                self.b.ptrtoint(dims, I64)]
+
     def e_Shuffle(self, e):
         mask = ir.Constant(ir.VectorType(I32, len(e.indices)), list(e.indices))
         return self.b.shuffle_vector(self.expr(e.a), self.expr(e.b), mask)
@@ -873,6 +932,25 @@ class CodeGen:
             g.align = 8
             self._launch = g
         return self._launch
+
+    def packed_slot(self):
+        """@__tl_packed_call: the trampoline's address, stored there by the loader."""
+        g = self.module.globals.get(packed.CALL_SLOT)
+        if g is None:
+            g = ir.GlobalVariable(self.module, PTR, packed.CALL_SLOT)
+            g.initializer = ir.Constant(PTR, None)
+            g.align = 8
+        return g
+
+    def cstring(self, text: str):
+        """A private NUL-terminated constant holding `text` (the packed function's name)."""
+        data = text.encode("utf-8") + b"\0"
+        name = f".str.{len(self.module.globals)}"
+        g = ir.GlobalVariable(self.module, ir.ArrayType(I8, len(data)), name)
+        g.initializer = ir.Constant(ir.ArrayType(I8, len(data)), bytearray(data))
+        g.global_constant = True
+        g.linkage = "private"
+        return g
 
     def outline(self, s: S.For, vars_, bufs, struct, streaming=frozenset()) -> ir.Function:
         """The task function of a parallel loop: it unpacks the closure and calls the task's

@@ -10,7 +10,9 @@ from ..errors import LoweringError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect_vars
+from ..ir.packed import PackedCall
 from ..ir.simplify import Analyzer, simplify
+from ..te.extern import ExternOp
 from ..te.tensor import PlaceholderOp, Reduce, Tensor, TensorRead
 from .bound import axis_values
 
@@ -91,8 +93,10 @@ class LoopNestBuilder:
         for t in st.op.outputs:
             key = (st, t.value_index)
             if key not in self.buffers:
-                buf = S.Buffer(t.name if st.op.num_outputs > 1 else st.name,
-                               self.bounds[st].alloc_shape, t.dtype, "local")
+                # an extern's outputs have shapes of their own (it has no axes to bound)
+                shape = t.shape if isinstance(st.op, ExternOp) else self.bounds[st].alloc_shape
+                buf = S.Buffer(t.name if st.op.num_outputs > 1 else st.name, shape, t.dtype,
+                               "local")
                 self.buffers[key] = buf
                 out.append(buf)
         return out
@@ -124,6 +128,8 @@ class LoopNestBuilder:
                           tuple(self.written))
 
     def stage_stmt(self, st) -> S.Stmt:
+        if isinstance(st.op, ExternOp):
+            return self.extern_stmt(st)
         b = self.bounds[st]
         leaves = st.leaf_iter_vars
         root_val, split_guards = axis_values(st, b)
@@ -195,6 +201,16 @@ class LoopNestBuilder:
 
         return emit(0)
 
+    def extern_stmt(self, st) -> S.Stmt:
+        """The call of a tl.extern, its tensors passed as their buffers (see ir/packed.py).
+        The function must be registered now, and accept the arguments: a kernel that could
+        only fail at its first call is refused here."""
+        call = st.op.call
+        check_packed_call(st.name, call)
+        args = tuple(E.Load(self._buffer_for_read(a), (E.const(0),) * len(a.shape))
+                     if isinstance(a, Tensor) else self._to_loads(a, {}) for a in call.args)
+        return S.Evaluate(PackedCall(call.name, args, call.written))
+
     def _loop_ranges(self, st) -> Analyzer:
         """The ranges of the loop variables around the body of stage `st`: the loops of the
         stages it is computed at (outermost first), then its own."""
@@ -232,6 +248,33 @@ class LoopNestBuilder:
         for t, v in reversed(list(zip(temps, values))):
             stmt = S.LetStmt(t, v, stmt)
         return stmt
+
+
+def check_packed_call(stage: str, call: PackedCall) -> None:
+    """LoweringError unless `call` names a registered function that takes its arguments."""
+    from ..runtime import packed
+
+    fn = packed.get_global_func(call.name, allow_missing=True)
+    if fn is None:
+        raise LoweringError(f"extern stage {stage}: no packed function named {call.name!r} is "
+                            f"registered (tl.register_func); registered: "
+                            f"{packed.list_global_func_names()}")
+    why = fn.accepts(len(call.args))
+    if why is not None:
+        raise LoweringError(f"extern stage {stage}: {why}")
+    bufs = [a for a in call.args if isinstance(a, Tensor)]
+    for b in bufs:
+        if b.dtype not in packed.DTYPES:
+            raise LoweringError(f"extern stage {stage}: tensor {b.name} of dtype {b.dtype} "
+                                f"cannot be passed to a packed function ({packed.DTYPES})")
+    if fn.check is not None:
+        scalars = [E.as_int(a) for a in call.args if not isinstance(a, Tensor)]
+        shapes = [tuple(E.as_int(d) if E.as_int(d) is not None else d for d in b.shape)
+                  for b in bufs]
+        try:
+            fn.check(shapes, [b.dtype for b in bufs], scalars)
+        except ValueError as e:
+            raise LoweringError(f"extern stage {stage}: {e}") from None
 
 
 def _holds(an: Analyzer, cond) -> bool:
