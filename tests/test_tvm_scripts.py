@@ -1,0 +1,256 @@
+"""TVM scripts run as written (issue 16): the scripts in tests/tvm_scripts/ are our own versions
+of TVM's tensor-expression tutorials, written as TVM users write them (top-level code, numpy
+checks), each run as a script in a fresh interpreter. The tests below them check TVM's spellings
+one by one, and the errors for the TVM names we do not have."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from tensorlang import te
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "tests" / "tvm_scripts").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
+def test_tvm_script_runs_as_written(script):
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=300, check=False, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-4000:]
+    assert r.stdout.rstrip().endswith("all results match numpy"), r.stdout[-2000:]
+
+
+def test_the_scripts_are_there():
+    assert {p.stem for p in SCRIPTS} >= {"getting_started", "schedule_primitives", "reduction",
+                                         "tuple_inputs"}
+
+
+# ----------------------------------------------------------------------------- rfactor
+
+
+def _row_sum(rows=5, cols=64):
+    A = tl.placeholder((rows, cols), name="A")
+    k = tl.reduce_axis((0, cols), name="k")
+    B = tl.compute((rows,), lambda i: tl.sum(A[i, k], axis=k), name="B")
+    return A, B, k
+
+
+@pytest.mark.parametrize("factor_axis", [0, 1])
+def test_rfactor_factor_axis_is_tvms_position_of_the_factored_dimension(factor_axis):
+    A, B, k = _row_sum()
+    s = tl.create_schedule(B)
+    _, ki = s[B].split(k, factor=16)
+    BF = s.rfactor(B, ki, factor_axis=factor_axis)
+    assert tuple(int(d.value) for d in BF.shape) == ((16, 5) if factor_axis == 0 else (5, 16))
+    s[BF].parallel(s[BF].op.axis[0])
+    f = tl.build(s, [A, B], name=f"rf_axis_{factor_axis}")
+    a = np.random.default_rng(0).random((5, 64), dtype=np.float32)
+    b = np.zeros(5, np.float32)
+    f(a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5)
+
+
+def test_rfactor_positional_and_older_keyword_agree_with_factor_axis():
+    _, B, k = _row_sum()
+    shapes = []
+    for call in (lambda s, ki: s.rfactor(B, ki, 1),
+                 lambda s, ki: s.rfactor(B, ki, factor_index=1),
+                 lambda s, ki: s.rfactor(B, axis=ki, factor_axis=1)):
+        s = tl.create_schedule(B)
+        _, ki = s[B].split(k, factor=16)
+        shapes.append(tuple(int(d.value) for d in call(s, ki).shape))
+    assert shapes == [(5, 16)] * 3
+
+
+def test_rfactor_refuses_two_different_positions():
+    _, B, k = _row_sum()
+    s = tl.create_schedule(B)
+    _, ki = s[B].split(k, factor=16)
+    with pytest.raises(TypeError, match="factor_index=1 is the older name of factor_axis=2"):
+        s.rfactor(B, ki, factor_axis=2, factor_index=1)
+    with pytest.raises(ValueError, match=r"factor_axis must be in \[0, 1\].*got 2"):
+        s.rfactor(B, ki, factor_axis=2)
+
+
+@pytest.mark.parametrize("key", ["factor_axis", "factor_index"])
+def test_rfactor_records_replay_under_both_names(key):
+    _, B, _ = _row_sum()
+    trace = tl.Trace.loads([
+        {"kind": "split", "stage": "B", "loops": ["k"], "args": {"factor": 16, "nparts": None}},
+        {"kind": "rfactor", "stage": "B", "loops": ["k.inner"], "args": {key: 1}}])
+    s = tl.create_schedule(B).apply_trace(trace)
+    rf = s.stage_by_name("B.rf")
+    assert [int(d.value) for d in rf.op.output(0).shape] == [5, 16]
+    assert s.trace.to_json()[-1]["args"] == {"factor_axis": 1}
+
+
+# ----------------------------------------------------------------------------- comm_reducer
+
+
+def _argmax_kernel(fcombine, name):
+    argmax = tl.comm_reducer(fcombine, lambda t0, t1: (tl.const(-1, t0), tl.min_value(t1)),
+                             name=name)
+    idx = tl.placeholder((6, 9), name="idx", dtype="int32")
+    val = tl.placeholder((6, 9), name="val", dtype="float32")
+    k = tl.reduce_axis((0, 9), "k")
+    T0, T1 = tl.compute((6,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
+    return tl.build(tl.create_schedule(T0.op), [idx, val, T0, T1], name=name)
+
+
+def _first_max_tuples(x, y):
+    pick_x = (x[1] > y[1]) | ((x[1] == y[1]) & (x[0] < y[0]))
+    return tl.select(pick_x, x[0], y[0]), tl.select(pick_x, x[1], y[1])
+
+
+def _first_max_flat(i0, v0, i1, v1):
+    return _first_max_tuples((i0, v0), (i1, v1))
+
+
+@pytest.mark.parametrize("fcombine", [_first_max_tuples, _first_max_flat], ids=["tvm", "flat"])
+def test_comm_reducer_takes_tvms_tuple_combiner_and_the_flat_one(fcombine):
+    f = _argmax_kernel(fcombine, "argmax_" + fcombine.__name__.rsplit("_", 1)[1])
+    val = np.random.default_rng(1).integers(0, 4, (6, 9)).astype(np.float32)  # with ties
+    idx = np.tile(np.arange(9, dtype=np.int32), (6, 1))
+    t0, t1 = np.zeros(6, np.int32), np.zeros(6, np.float32)
+    f(idx, val, t0, t1)
+    np.testing.assert_array_equal(t0, val.argmax(axis=1))
+    np.testing.assert_array_equal(t1, val.max(axis=1))
+
+
+def test_comm_reducer_of_the_wrong_arity_is_refused_where_it_is_called():
+    red = tl.comm_reducer(lambda a, b, c: a, lambda t0, t1: (tl.const(0, t0), tl.const(0, t1)),
+                          name="odd")
+    A = tl.placeholder((4, 4), name="A")
+    k = tl.reduce_axis((0, 4), "k")
+    with pytest.raises(TypeError, match=r"reducer odd: fcombine takes 3 positional arguments.*"
+                                        r"fcombine\(x, y\).*fcombine\(x0, x1, y0, y1\)"):
+        tl.compute((4,), lambda i: red((A[i, k], A[i, k]), axis=k), name="R")
+
+
+def test_comm_reducer_returning_too_few_values_is_refused():
+    red = tl.comm_reducer(lambda x, y: x[0], lambda t0, t1: (tl.const(0, t0), tl.const(0, t1)),
+                          name="short")
+    A = tl.placeholder((4, 4), name="A")
+    k = tl.reduce_axis((0, 4), "k")
+    R0, R1 = tl.compute((4,), lambda i: red((A[i, k], A[i, k]), axis=k), name="R")
+    with pytest.raises(ValueError, match="reducer short: fcombine returned 1 values for a "
+                                         "reduction of 2"):
+        tl.build(tl.create_schedule(R0.op), [A, R0, R1])
+
+
+# ----------------------------------------------------------------------------- small spellings
+
+
+def test_tensor_call_is_indexing():
+    A = tl.placeholder((3, 4), name="A")
+    i, j = tl.var("i"), tl.var("j")
+    assert str(A(i, j)) == str(A[i, j])
+    with pytest.raises(ValueError, match="tensor A has 2 dimensions, indexed with 1"):
+        A(i)
+
+
+def test_lower_accepts_simple_mode():
+    A = tl.placeholder((8,), name="A")
+    B = tl.compute((8,), lambda i: A[i] * 2, name="B")
+    s = tl.create_schedule(B)
+    assert str(tl.lower(s, [A, B], simple_mode=True)) == str(tl.lower(s, [A, B]))
+    with pytest.raises(TypeError, match="simple_mode must be a bool"):
+        tl.lower(s, [A, B], simple_mode="yes")
+
+
+def test_te_namespace_has_tvms_te_names():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + te.const(1, "float32"), name="B")
+    s = te.create_schedule(B.op)
+    assert isinstance(s, tl.Schedule)
+    assert te.size_var("n").name == "n"
+
+
+# ----------------------------------------------------------------------------- time_evaluator
+
+
+@pytest.fixture(scope="module")
+def add():
+    A = tl.placeholder((64,), name="A")
+    B = tl.compute((64,), lambda i: A[i] + 1, name="B")
+    return tl.build(tl.create_schedule(B), [A, B], name="add_one")
+
+
+def test_time_evaluator_takes_tvms_call_form(add):
+    a, b = np.ones(64, np.float32), np.zeros(64, np.float32)
+    res = add.time_evaluator(add.entry_name, tl.cpu(0), number=4, repeat=3)(a, b)
+    assert len(res.results) == 3 and res.number == 4 and res.mean > 0
+    assert len(add.time_evaluator(add.entry_name, tl.device("llvm", 0))(a, b).results) == 1
+    assert len(add.time_evaluator(2, 2)(a, b).results) == 2  # our positional form
+    np.testing.assert_array_equal(b, a + 1)
+
+
+def test_time_evaluator_tvm_form_errors(add):
+    with pytest.raises(ValueError, match="one function, 'add_one' .*not 'main'"):
+        add.time_evaluator("main", tl.cpu(0))
+    with pytest.raises(TypeError, match="expected a device such as tl.cpu"):
+        add.time_evaluator(add.entry_name, "cpu")
+    with pytest.raises(TypeError, match=r"TVM's \['cooldown_interval_ms'\] are not supported"):
+        add.time_evaluator(add.entry_name, tl.cpu(0), cooldown_interval_ms=5)
+
+
+@pytest.mark.parametrize("kind,message", [
+    ("cuda", "host CPU only .*no GPU"), ("opencl", "host CPU only"),
+    ("tpu", "unknown device"), ("", "unknown device")])
+def test_device_other_than_the_cpu_is_refused(kind, message):
+    with pytest.raises(ValueError, match=message):
+        tl.device(kind, 0)
+
+
+def test_a_second_cpu_index_is_refused():
+    with pytest.raises(ValueError, match="one CPU device, index 0"):
+        tl.cpu(1)
+
+
+# ----------------------------------------------------------------------------- TVM names
+
+
+def test_gpu_only_stage_primitives_say_so():
+    A = tl.placeholder((16,), name="A")
+    B = tl.compute((16,), lambda i: A[i] + 1, name="B")
+    s = tl.create_schedule(B)
+    with pytest.raises(AttributeError, match=r"'Stage' object has no attribute 'bind': "
+                                             r"Stage.bind.* GPU construct.*parallel"):
+        s[B].bind(B.op.axis[0], None)
+    with pytest.raises(AttributeError, match="set_scope is a GPU construct.*cache_write"):
+        s[B].set_scope("shared")
+    with pytest.raises(AttributeError, match="tensorize is not supported.*vectorize"):
+        s[B].tensorize(B.op.axis[0], None)
+    with pytest.raises(AttributeError, match="^'Stage' object has no attribute 'no_such'$"):
+        s[B].no_such  # noqa: B018
+    with pytest.raises(AttributeError, match="create_group is not supported"):
+        s.create_group(outputs=B, inputs=A)
+
+
+@pytest.mark.parametrize("name,message", [
+    ("thread_axis", "te.thread_axis is a GPU construct.*parallel"),
+    ("cuda", r"tvm.cuda\(\) is a GPU construct.*tl.cpu\(0\)"),
+    ("nd", r"tvm.nd.array.*numpy arrays.*tl.runtime.array"),
+    ("tir", r"tir.Select -> tl.select"),
+    ("create_prim_func", "TensorIR.*tl.create_schedule"),
+    ("autotvm", "from tensorlang import autotune"),
+])
+def test_tvm_module_names_we_lack_name_ours(name, message):
+    with pytest.raises(AttributeError, match=f"module 'tensorlang' has no attribute '{name}': "
+                                             f".*{message}"):
+        getattr(tl, name)
+    with pytest.raises(AttributeError, match=message):
+        getattr(te, name)
+
+
+def test_unknown_module_name_keeps_pythons_message():
+    with pytest.raises(AttributeError, match="^module 'tensorlang' has no attribute 'nope'$"):
+        tl.nope  # noqa: B018
+    assert tl.BuildTimeoutError.__name__ == "BuildTimeoutError"
