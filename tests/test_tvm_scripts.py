@@ -29,7 +29,8 @@ def test_tvm_script_runs_as_written(script):
 
 def test_the_scripts_are_there():
     assert {p.stem for p in SCRIPTS} >= {"getting_started", "schedule_primitives", "reduction",
-                                         "tuple_inputs"}
+                                         "tuple_inputs", "opt_gemm", "opt_gemm_write_cache",
+                                         "te_schedule_idioms"}
 
 
 # ----------------------------------------------------------------------------- rfactor
