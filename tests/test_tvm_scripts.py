@@ -5,6 +5,7 @@ one by one, and the errors for the TVM names we do not have."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -172,6 +173,8 @@ def test_te_namespace_has_tvms_te_names():
     s = te.create_schedule(B.op)
     assert isinstance(s, tl.Schedule)
     assert te.size_var("n").name == "n"
+    importlib.import_module("tensorlang.te.extern")  # the submodule does not shadow the function
+    assert callable(te.extern) and te.extern is tl.extern
 
 
 # ----------------------------------------------------------------------------- time_evaluator

@@ -1,5 +1,6 @@
 """The tensor expression language: what a kernel computes."""
 from ..ir.expr import const  # noqa: F401  (TVM's te.const)
+from .extern import call_packed, extern  # noqa: F401  (TVM's te.extern)
 from .intrin import *
 from .tensor import (  # noqa: F401
                      CommReducer,
@@ -18,7 +19,9 @@ from .tensor import (  # noqa: F401
 
 def __getattr__(name: str):
     # `from tensorlang import te` as TVM scripts write it: te.create_schedule is
-    # tl.create_schedule (tensorlang.schedule imports this package, so it is looked up lazily)
+    # tl.create_schedule (tensorlang.schedule imports this package, so it is looked up lazily;
+    # te.extern is imported above instead: a lazy name equal to a submodule's would be
+    # shadowed by the submodule once something imports it)
     if name == "create_schedule":
         from ..schedule import create_schedule
 
