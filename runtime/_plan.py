@@ -10,6 +10,7 @@ before any address is computed; ``load`` reports a failure as an ArtifactError n
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,169 @@ from tensorlang.errors import TensorlangError
 
 class PlanError(TensorlangError, ValueError):
     """A model plan that is malformed or disagrees with its kernels, driver or weights."""
+
+
+# -- the plan, typed --------------------------------------------------------------------------
+# graph.build makes an ExecutionPlan; a GraphModule and an artifact's plan.json hold its JSON
+# form (to_json), the format below. from_json reads a checked plan back, the plans of artifacts
+# saved before these types existed included (the JSON is the same).
+
+PLAN_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A graph input or output."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class ValueSpec:
+    """A value of the graph: the storage holding it, its shape and dtype."""
+
+    storage: int
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_json(self) -> dict:
+        return {"storage": self.storage, "shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """A buffer one or more values share: in the arena (at ``offset``) or a weight (``const``
+    names it)."""
+
+    id: int
+    kind: str  # "arena" or "const"
+    nbytes: int
+    const: str | None = None
+    offset: int | None = None  # arena storages, once memory is planned
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "nbytes": self.nbytes}
+        if self.const is not None:
+            out["const"] = self.const
+        if self.offset is not None:
+            out["offset"] = self.offset
+        return out
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """One kernel call: the node it runs, its kernel, its arguments (inputs, then the ``n_out``
+    outputs); ``inplace``: the input whose storage the output is written into."""
+
+    node: str
+    op: str
+    kernel: str
+    args: tuple[str, ...]
+    n_out: int
+    inplace: str | None = None
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"node": self.node, "op": self.op, "kernel": self.kernel,
+                               "args": list(self.args), "n_out": self.n_out}
+        if self.inplace is not None:
+            out["inplace"] = self.inplace
+        return out
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """What the build knows about a kernel (for reports and ``gm.profile``)."""
+
+    op: str
+    workload: str
+    schedule: str
+    tuned: bool
+    ops: tuple[str, ...]
+    layout: str
+    flops: float
+    bytes: float
+    time_s: float
+    time_source: str
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "workload": self.workload, "schedule": self.schedule,
+                "tuned": self.tuned, "ops": list(self.ops), "layout": self.layout,
+                "flops": self.flops, "bytes": self.bytes, "time_s": self.time_s,
+                "time_source": self.time_source}
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    """A compiled model's plan: its values and where they live, the steps in order, the arena."""
+
+    name: str
+    target: dict
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    values: dict[str, ValueSpec]
+    storages: tuple[StorageSpec, ...]
+    arena_bytes: int
+    steps: tuple[StepSpec, ...]
+    kernels: dict[str, KernelEntry]
+    memory: dict[str, int] = field(default_factory=dict)  # arena, naive and lower-bound bytes
+    format: int = PLAN_FORMAT
+
+    def to_json(self) -> dict:
+        return {
+            "format": self.format,
+            "name": self.name,
+            "target": self.target,
+            "inputs": [t.to_json() for t in self.inputs],
+            "outputs": [t.to_json() for t in self.outputs],
+            "values": {n: v.to_json() for n, v in self.values.items()},
+            "storages": [st.to_json() for st in self.storages],
+            "arena_bytes": self.arena_bytes,
+            "steps": [st.to_json() for st in self.steps],
+            "kernels": {n: k.to_json() for n, k in self.kernels.items()},
+            "memory": dict(self.memory),
+        }
+
+    @classmethod
+    def from_json(cls, plan: Any) -> ExecutionPlan:
+        """The typed form of a plan's JSON (checked first: a PlanError names what is wrong)."""
+        check_plan(plan)
+        fmt = plan.get("format", PLAN_FORMAT)
+        _need(fmt == PLAN_FORMAT, f"plan format {fmt!r} is not {PLAN_FORMAT}, the format this "
+                                  "version reads")
+        return cls(
+            name=plan.get("name", ""),
+            target=plan.get("target", {}),
+            inputs=tuple(_tensor(t) for t in plan["inputs"]),
+            outputs=tuple(_tensor(t) for t in plan["outputs"]),
+            values={n: ValueSpec(v["storage"], tuple(v["shape"]), v["dtype"])
+                    for n, v in plan["values"].items()},
+            storages=tuple(StorageSpec(st["id"], st["kind"], st["nbytes"], st.get("const"),
+                                       st.get("offset")) for st in plan["storages"]),
+            arena_bytes=plan["arena_bytes"],
+            steps=tuple(StepSpec(st.get("node", ""), st.get("op", ""), st["kernel"],
+                                 tuple(st["args"]), st["n_out"], st.get("inplace"))
+                        for st in plan["steps"]),
+            kernels={n: _kernel_entry(k) for n, k in plan.get("kernels", {}).items()},
+            memory=dict(plan.get("memory", {})),
+            format=fmt,
+        )
+
+
+def _tensor(t: dict) -> TensorSpec:
+    return TensorSpec(t["name"], tuple(t["shape"]), t["dtype"])
+
+
+def _kernel_entry(k: Any) -> KernelEntry:
+    _need(isinstance(k, dict), f"kernel entry {k!r} must be an object")
+    return KernelEntry(k.get("op", ""), k.get("workload", ""), k.get("schedule", ""),
+                       bool(k.get("tuned", False)), tuple(k.get("ops", ())), k.get("layout", ""),
+                       float(k.get("flops", 0.0)), float(k.get("bytes", 0.0)),
+                       float(k.get("time_s", 0.0)), k.get("time_source", ""))
 
 
 def _need(cond: bool, msg: str) -> None:

@@ -10,14 +10,14 @@ from tensorlang.graph import kernel_cache, model_zoo
 from tensorlang import graph
 
 # the module (graph.build is also the function)
-gbuild = importlib.import_module("tensorlang.graph.build")
+gselect = importlib.import_module("tensorlang.graph.select_kernels")
 
 
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
     """An empty cache directory and an empty in-process kernel cache (restored after)."""
     monkeypatch.setenv("TENSORLANG_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(gbuild, "_KERNEL_CACHE", {})
+    monkeypatch.setattr(gselect, "_KERNEL_CACHE", {})
     return tmp_path
 
 
@@ -45,7 +45,7 @@ def test_warm_build_loads_every_kernel_from_disk(fresh_cache, monkeypatch):
     ref = next(iter(gm.run(x=x).values()))
 
     # a new process has an empty in-process cache: every kernel comes from disk, no compiling
-    monkeypatch.setattr(gbuild, "_KERNEL_CACHE", {})
+    monkeypatch.setattr(gselect, "_KERNEL_CACHE", {})
     _forbid_compiling(monkeypatch)
     gm2, rep2 = _build(model)
     assert [k.source for k in rep2.kernels] == ["disk"] * len(rep.kernels)
@@ -64,13 +64,13 @@ def test_compiler_change_or_damage_is_a_miss(fresh_cache, monkeypatch):
     _build(model)
     entries = sorted((fresh_cache / "graph").rglob("*.tlk"))
     entries[0].write_bytes(b"not a zip")
-    monkeypatch.setattr(gbuild, "_KERNEL_CACHE", {})
+    monkeypatch.setattr(gselect, "_KERNEL_CACHE", {})
     _gm, rep = _build(model)
     assert sorted(k.source or "compiled" for k in rep.kernels).count("compiled") == 1
 
     # another compiler (an edited schedule, say) must not load these kernels
     monkeypatch.setattr(kernel_cache, "compiler_fingerprint", lambda: "another compiler")
-    monkeypatch.setattr(gbuild, "_KERNEL_CACHE", {})
+    monkeypatch.setattr(gselect, "_KERNEL_CACHE", {})
     _gm, rep = _build(model)
     assert all(k.source is None for k in rep.kernels)
 

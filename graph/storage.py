@@ -1,0 +1,147 @@
+"""Storage assignment, a step of ``graph.build``: which buffer each value lives in, the steps
+that run the kernels, and each arena buffer's lifetime (what memory planning packs).
+
+Graph inputs and each kernel output get a storage of their own in the arena, constants one
+each outside it (their weight). Two kinds of value share a storage: an alias op's output (a
+reshape: no kernel, the same bytes) and, with ``inplace``, the output of an elementwise or
+broadcast kernel written into an input that dies at that step (:func:`inplace_donor`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from tensorlang.runtime._plan import StepSpec, StorageSpec, ValueSpec
+
+from . import op_registry as R
+from .ir import Graph, GraphError
+
+_INPLACE_PATTERNS = (R.ELEMWISE, R.BROADCAST)
+
+
+@dataclass(frozen=True)
+class StorageAssignment:
+    storages: tuple[StorageSpec, ...]  # without offsets: memory planning places them
+    values: dict[str, ValueSpec]
+    steps: tuple[StepSpec, ...]
+    lifetimes: dict[int, tuple[int, int]]  # arena storage -> (first, last) step, inclusive
+    constants: dict[str, np.ndarray]
+
+    def describe(self) -> str:
+        arena = sum(st.kind == "arena" for st in self.storages)
+        inplace = sum(st.inplace is not None for st in self.steps)
+        return (f"{len(self.values)} values in {arena} arena storages and "
+                f"{len(self.storages) - arena} weights; {len(self.steps)} steps, "
+                f"{inplace} in place")
+
+
+@dataclass
+class _Assigner:
+    """The state of one assignment: storages made so far, where each value lives, and which
+    values share each storage (what decides whether a storage may be written in place)."""
+
+    storages: list[StorageSpec] = field(default_factory=list)
+    values: dict[str, ValueSpec] = field(default_factory=dict)
+    storage_of: dict[int, int] = field(default_factory=dict)  # id(Value) -> storage id
+    members: dict[int, list] = field(default_factory=dict)  # storage -> its values
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def new_storage(self, v, kind: str) -> int:
+        sid = len(self.storages)
+        const = v.name if kind == "const" else None
+        if const is not None:
+            self.constants[v.name] = v.data
+        self.storages.append(StorageSpec(sid, kind, max(1, v.nbytes), const))
+        return sid
+
+    def add_value(self, v, sid: int) -> None:
+        if v.name in self.values:
+            raise GraphError(f"two values are named {v.name!r}")
+        self.storage_of[id(v)] = sid
+        self.values[v.name] = ValueSpec(sid, tuple(v.shape), v.dtype)
+        self.members.setdefault(sid, []).append(v)
+
+
+def assign_storage(g: Graph, kernel_of: dict[str, str], inplace: bool = True
+                   ) -> StorageAssignment:
+    """Step "assign storage": ``kernel_of`` names each kernel node's kernel (select_kernels)."""
+    a = _Assigner()
+    for v in g.inputs:
+        a.add_value(v, a.new_storage(v, "arena"))
+    for c in g.constants:
+        a.add_value(c, a.new_storage(c, "const"))
+    last_read = _last_reads(g)
+    steps: list[StepSpec] = []
+    for i, n in enumerate(g.nodes):
+        if R.get_op(n.op).alias:
+            a.add_value(n.outputs[0], a.storage_of[id(n.inputs[0])])
+            continue
+        donor = inplace_donor(n, a, last_read, i) if inplace else None
+        for v in n.outputs:
+            a.add_value(v, a.storage_of[id(donor)] if donor is not None
+                        else a.new_storage(v, "arena"))
+        steps.append(StepSpec(n.name, n.op, kernel_of[n.name],
+                              tuple(v.name for v in [*n.inputs, *n.outputs]), len(n.outputs),
+                              donor.name if donor is not None else None))
+    lifetimes = _lifetimes(g, a, steps)
+    return StorageAssignment(tuple(a.storages), a.values, tuple(steps), lifetimes, a.constants)
+
+
+def _last_reads(g: Graph) -> dict[int, float]:
+    """id(value) -> the node index after which it is never read again (graph inputs and
+    outputs never die: the caller owns them)."""
+    last_read: dict[int, float] = {}
+    for i, n in enumerate(g.nodes):
+        for v in n.inputs:
+            last_read[id(v)] = i
+    for v in [*g.inputs, *g.outputs]:
+        last_read[id(v)] = float("inf")
+    return last_read
+
+
+def _lifetimes(g: Graph, a: _Assigner, steps: list[StepSpec]) -> dict[int, tuple[int, int]]:
+    """Arena storage -> (first, last) step using it; graph inputs live from before the first
+    step (-1), inputs and outputs to after the last (they are written before the run and read
+    after it)."""
+    first: dict[int, int] = {a.storage_of[id(v)]: -1 for v in g.inputs}
+    last: dict[int, int] = {}
+    for idx, st in enumerate(steps):
+        for j, name in enumerate(st.args):
+            sid = a.values[name].storage
+            last[sid] = max(last.get(sid, idx), idx)
+            if j >= len(st.args) - st.n_out:
+                first.setdefault(sid, idx)
+    end = len(steps)
+    for v in [*g.inputs, *g.outputs]:
+        sid = a.storage_of[id(v)]
+        if a.storages[sid].kind == "arena":
+            last[sid] = end
+            first.setdefault(sid, -1)
+    out = {}
+    for st in a.storages:
+        if st.kind == "arena":
+            f = first.get(st.id, -1)
+            out[st.id] = (f, last.get(st.id, f))
+    return out
+
+
+def inplace_donor(n, a: _Assigner, last_read: dict[int, float], i: int):
+    """An input whose buffer node ``n`` may write its output into, or None.
+
+    Only for elementwise/broadcast kernels (each output element is computed from the input
+    elements at the same index, so writing out[i] never clobbers an input element a later
+    iteration still reads), with an input of the output's shape and element size that lives in
+    the arena, is not a graph input, and whose storage holds no value read after this node."""
+    pattern = n.attrs.get("pattern") if n.op == "fused" else R.get_op(n.op).pattern
+    if pattern not in _INPLACE_PATTERNS or len(n.outputs) != 1:
+        return None
+    out = n.outputs[0]
+    for v in n.inputs:
+        if v.is_constant or v.shape != out.shape or v.nbytes != out.nbytes:
+            continue
+        sid = a.storage_of[id(v)]
+        if a.storages[sid].kind != "arena":
+            continue
+        if all(last_read.get(id(m), -1) <= i for m in a.members.get(sid, [])):
+            return v
+    return None
