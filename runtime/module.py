@@ -18,15 +18,10 @@ from __future__ import annotations
 
 import copy
 import ctypes
-import hashlib
-import io
-import json
 import math
 import os
-import re
 import subprocess
 import time
-import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,19 +29,34 @@ from typing import Any
 import numpy as np
 
 from tensorlang.errors import TensorlangError
-from tensorlang.version import __version__, version_major
 
 from . import _cpu, _link, packed, threadpool
-from ._dims import DimError, DimExpr
+from ._dims import DimExpr
 from .device import check_device
+from .kernel_artifact import (
+    check_built_for_here,
+    read_module_artifact,
+    why_not_runnable,
+    write_module_artifact,
+)
+from .kernel_manifest import normalize_manifest
+from .load_errors import ArtifactError, LoadError
 from .timer import TimingResult
 
+__all__ = [
+    "LOADERS",
+    "PARALLEL_LAUNCH_GLOBAL",
+    "ArtifactError",
+    "KernelError",
+    "LoadError",
+    "Module",
+    "check_built_for_here",  # the model artifact (graph_module) checks the same things
+    "load_module",
+]
+
 PARALLEL_LAUNCH_GLOBAL = "__tl_parallel_launch"
-ABI_VERSION = 1
-ARTIFACT_FORMAT = 1
 LOADERS = ("auto", "so", "jit")
 
-_SOURCE_PREFIX = "sources/"
 _VOID_P = ctypes.c_void_p
 _I64 = ctypes.c_int64
 # A zero-length ctypes array type: ``from_buffer`` on it is the cheapest way to get a numpy
@@ -56,14 +66,6 @@ _I64 = ctypes.c_int64
 _ZERO_BYTES = ctypes.c_char * 0
 _from_buffer = _ZERO_BYTES.from_buffer
 _addressof = ctypes.addressof
-
-
-class LoadError(TensorlangError):
-    """Object code that cannot be loaded (link failure, missing symbol, unusable library)."""
-
-
-class ArtifactError(LoadError):
-    """A saved module refused at load: wrong format, version, architecture or CPU features."""
 
 
 class KernelError(TensorlangError, RuntimeError):
@@ -113,86 +115,6 @@ def _timing_form(number: int = 10, repeat: int = 3,
                  min_repeat_ms: float = 0) -> tuple[int, int, float]:
     """Module.time_evaluator's own call form (its arguments, with their defaults)."""
     return number, repeat, min_repeat_ms
-
-
-def _require(cond: bool, msg: str) -> None:
-    if not cond:
-        raise ValueError(f"invalid kernel manifest: {msg}")
-
-
-_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.$]*")
-
-
-def _is_kernel_dtype(name: Any) -> bool:
-    """A dtype name the kernels take: bool, integer or floating point (never object, strings,
-    structured or unknown names, which ``np.dtype`` would also accept or turn into float64)."""
-    if not isinstance(name, str):
-        return False
-    try:
-        return np.dtype(name).kind in "biuf"
-    except TypeError:
-        return False
-
-
-def _check_dim_expr(arg: str, text: str, vars_: list[str]) -> None:
-    _require(not text.isidentifier(), f"argument {arg!r}: dimension {text!r} is not in vars")
-    try:
-        DimExpr(text, vars_)
-    except DimError as e:
-        _require(False, f"argument {arg!r}: {e}")
-
-
-def _normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """Check a manifest's structure and return a JSON-clean deep copy of it."""
-    _require(isinstance(manifest, Mapping), f"expected a dict, got {type(manifest).__name__}")
-    m = copy.deepcopy(dict(manifest))
-    for key in ("name", "symbol"):
-        _require(isinstance(m.get(key), str) and m[key], f"{key!r} must be a non-empty string")
-    _require(_SYMBOL.fullmatch(m["symbol"]) is not None,
-             f"'symbol' {m['symbol']!r} is not a C identifier")
-    _require(isinstance(m.get("args"), list), "'args' must be a list")
-    m.setdefault("vars", [])
-    _require(
-        isinstance(m["vars"], list) and all(isinstance(v, str) and v for v in m["vars"]),
-        "'vars' must be a list of names",
-    )
-    _require(len(set(m["vars"])) == len(m["vars"]), f"duplicate names in vars {m['vars']}")
-    names = set()
-    for i, a in enumerate(m["args"]):
-        _require(isinstance(a, Mapping), f"args[{i}] must be a dict")
-        name = a.get("name")
-        _require(isinstance(name, str) and name, f"args[{i}] needs a name")
-        _require(name not in names, f"duplicate argument name {name!r}")
-        names.add(name)
-        _require(_is_kernel_dtype(a.get("dtype")),
-                 f"argument {name!r} has unknown dtype {a.get('dtype')!r} (expected the name "
-                 "of a bool, integer or floating-point dtype)")
-        shape = a.get("shape")
-        _require(isinstance(shape, (list, tuple)), f"argument {name!r} needs a shape list")
-        for d in shape:
-            if isinstance(d, str):
-                if d not in m["vars"]:
-                    _check_dim_expr(name, d, m["vars"])
-            else:
-                _require(
-                    isinstance(d, int) and not isinstance(d, bool) and d >= 0,
-                    f"argument {name!r}: dimension {d!r} must be a var name or an int >= 0 "
-                    "(or an expression of vars such as 'n - 2')",
-                )
-        a["shape"] = list(shape)
-        a["written"] = bool(a.get("written", False))
-    target = m.get("target", {})
-    _require(isinstance(target, Mapping), "'target' must be a dict")
-    m["target"] = {
-        "cpu": str(target.get("cpu", "")),
-        "features": str(target.get("features", "")),
-        "triple": str(target.get("triple", "")),
-    }
-    m.setdefault("version", __version__)
-    errors = m.get("error_messages", {})
-    _require(isinstance(errors, Mapping), "'error_messages' must map codes to messages")
-    m["error_messages"] = {str(k): str(v) for k, v in errors.items()}
-    return m
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +240,7 @@ class Module:
         if not isinstance(object_code, (bytes, bytearray, memoryview)):
             raise TypeError(f"object_code must be bytes, got {type(object_code).__name__}")
         self._object = bytes(object_code)
-        self._manifest = _normalize_manifest(manifest)
+        self._manifest = normalize_manifest(manifest)
         m = self._manifest
         self._sources = {str(k): str(v) for k, v in (sources or {}).items()}
         self._name: str = m["name"]
@@ -340,7 +262,7 @@ class Module:
         # Code built for another CPU (a cross-compiled kernel, to be saved) is never loaded
         # here: its first vector instruction would kill the process with SIGILL. Every way of
         # running it raises this error instead; load_module refuses such artifacts at once.
-        self._not_runnable = _why_not_runnable(m["target"]["triple"], self._required_flags,
+        self._not_runnable = why_not_runnable(m["target"]["triple"], self._required_flags,
                                                what=self._name)
         if self._not_runnable is not None:
             self._native = None
@@ -843,14 +765,6 @@ class Module:
         """Write the module to one file (a zip: manifest.json, kernel.o, kernel.so when linked,
         the thread pool library, sources/*). Loads with :func:`load_module`, without llvmlite
         where the library is usable."""
-        meta = self.manifest
-        meta["artifact"] = {
-            "format": ARTIFACT_FORMAT,
-            "abi": ABI_VERSION,
-            "arch": _cpu.triple_arch(meta["target"]["triple"]) or _cpu.machine(),
-            "required_features": list(self._required_flags),
-            "created_by": __version__,
-        }
         members = {"kernel.o": self._object}
         lib = self._library_bytes()
         if lib is not None:
@@ -861,22 +775,8 @@ class Module:
             pool_lib = None
         if pool_lib is not None:
             members["pool.so"] = pool_lib
-        for fmt, text in sorted(self._sources.items()):
-            members[_SOURCE_PREFIX + _safe_source_name(fmt)] = text.encode("utf-8")
-        # checked at load: a flipped byte or a member from another artifact is refused before
-        # any of it is loaded (the zip's CRC does not cover a member swapped whole)
-        meta["artifact"]["members"] = {n: _sha256(b) for n, b in members.items()}
-        # the manifest describes the kernel's arguments: one edited by accident would make the
-        # checked call pass the kernel arrays it does not expect
-        meta["artifact"]["manifest_sha256"] = _manifest_digest(meta)
-        buf = io.BytesIO()
-        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
-            z.writestr("manifest.json", json.dumps(meta, indent=2, sort_keys=True))
-            for name, data in members.items():
-                z.writestr(name, data)
-        from ._cache import atomic_write
-
-        atomic_write(Path(path), buf.getvalue())
+        write_module_artifact(Path(path), self.manifest, self._required_flags, members,
+                              self._sources)
 
     def _library_bytes(self) -> bytes | None:
         via = self._native.via if self._native is not None else ""
@@ -889,132 +789,8 @@ class Module:
         return lib.read_bytes() if lib is not None else None
 
 
-def _safe_source_name(fmt: str) -> str:
-    if not fmt or "/" in fmt or "\\" in fmt or fmt.startswith("."):
-        raise ValueError(f"source format name {fmt!r} cannot be stored")
-    return fmt
-
-
 def _byteorder_hint(dt: np.dtype) -> str:
     return " in native byte order" if dt.byteorder not in ("=", "|") else ""
-
-
-def _why_not_runnable(triple: str, required: list[str], what: str) -> str | None:
-    """Why code for ``triple`` using CPU flags ``required`` cannot run here (None: it can)."""
-    arch = _cpu.triple_arch(triple) if triple else _cpu.machine()
-    if arch != _cpu.machine():
-        return f"{what} was compiled for {arch}, but this machine is {_cpu.machine()}"
-    missing = _cpu.missing_flags(required)
-    if missing:
-        return (f"{what} was compiled for CPU features this CPU lacks: {', '.join(missing)}; "
-                "rebuild it for this machine (target='llvm')")
-    return None
-
-
-def check_built_for_here(path, made_by, arch, required_features) -> None:
-    """Raise ArtifactError unless an artifact made by tensorlang `made_by` for `arch` with
-    `required_features` runs here: the same major version, machine and CPU features (kernel
-    modules and whole models check the same things)."""
-    made_by = str(made_by or "?")
-    try:
-        same_major = version_major(made_by) == version_major(__version__)
-    except ValueError:
-        same_major = False
-    if not same_major:
-        raise ArtifactError(f"{path} was built by tensorlang {made_by}; this is {__version__} "
-                            "(major versions differ): rebuild it")
-    arch = arch or _cpu.machine()
-    if arch != _cpu.machine():
-        raise ArtifactError(f"{path} was built for {arch}, this machine is {_cpu.machine()}")
-    missing = _cpu.missing_flags(list(required_features))
-    if missing:
-        raise ArtifactError(f"{path} was built for CPU features this CPU lacks: "
-                            f"{', '.join(missing)}; rebuild it for this machine")
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _optional_member(name: str) -> bool:
-    return name in ("kernel.so", "pool.so") or name.startswith(_SOURCE_PREFIX)
-
-
-def _read_module_artifact(path: Path) -> tuple[dict, dict[str, bytes]]:
-    """(manifest without its artifact section, members by name) of a ``.tlm`` file, checked:
-    ArtifactError naming the file for anything malformed or not runnable here."""
-    if not path.is_file():
-        what = "no such file" if not path.exists() else "not a file"
-        raise ArtifactError(f"{path} is not a tensorlang module artifact ({what})")
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            if "manifest.json" not in names or "kernel.o" not in names:
-                raise ArtifactError(f"{path} is not a tensorlang module artifact "
-                                    "(no manifest/object)")
-            meta = json.loads(z.read("manifest.json"))
-            members = {n: z.read(n) for n in names if n != "manifest.json"}
-    except ArtifactError:
-        raise
-    except Exception as e:  # noqa: BLE001 - any failure to parse the file is a corrupt artifact
-        raise ArtifactError(f"{path} is not a tensorlang module artifact (unreadable: "
-                            f"{type(e).__name__}: {e})") from None
-    if not isinstance(meta, dict):
-        raise ArtifactError(f"{path}: manifest.json must hold a JSON object, got "
-                            f"{type(meta).__name__}")
-    art = meta.pop("artifact", None)
-    if not isinstance(art, dict):
-        raise ArtifactError(f"{path}: manifest has no artifact section")
-    if art.get("format") != ARTIFACT_FORMAT or art.get("abi") != ABI_VERSION:
-        raise ArtifactError(
-            f"{path}: artifact format {art.get('format')} / kernel ABI {art.get('abi')} is "
-            f"not supported (this runtime reads format {ARTIFACT_FORMAT}, ABI {ABI_VERSION})"
-        )
-    # without its library or sources a module still loads (relinked from the object)
-    _checked_build_info(path, meta, art)
-    check_member_digests(path, art.get("members"), members, optional=_optional_member)
-    digest = art.get("manifest_sha256")  # None: saved before it was recorded
-    if digest is not None and digest != _manifest_digest(meta):
-        raise ArtifactError(f"{path}: manifest.json was modified after save (its sha256 "
-                            "differs from the one recorded)")
-    return meta, members
-
-
-def _manifest_digest(meta: Mapping[str, Any]) -> str:
-    """sha256 of the manifest without its artifact section, in a canonical JSON form."""
-    body = {k: v for k, v in meta.items() if k != "artifact"}
-    return _sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
-
-
-def check_member_digests(path, digests: Any, members: Mapping[str, bytes],
-                         optional=lambda name: False) -> None:
-    """Every member listed with its sha256 and matching it; a listed member may be absent only
-    when ``optional(name)`` (None: an artifact saved before digests were recorded, checked by
-    the zip's CRCs only)."""
-    if digests is None:
-        return
-    if not isinstance(digests, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in digests.items()):
-        raise ArtifactError(f"{path}: the artifact's member digests must map names to sha256")
-    for name in sorted(set(members) | set(digests)):
-        if name not in digests:
-            raise ArtifactError(f"{path}: member {name!r} is not listed in the manifest")
-        if name not in members:
-            if optional(name):
-                continue
-            raise ArtifactError(f"{path}: member {name!r} is missing")
-        if _sha256(members[name]) != digests[name]:
-            raise ArtifactError(f"{path}: member {name!r} is corrupt (its sha256 differs from "
-                                "the one recorded at save)")
-
-
-def _checked_build_info(path, meta: dict, art: dict) -> None:
-    version, arch, required = meta.get("version"), art.get("arch"), art.get("required_features", [])
-    if not isinstance(version, str) or not isinstance(arch, (str, type(None))) or not (
-            isinstance(required, list) and all(isinstance(f, str) for f in required)):
-        raise ArtifactError(f"{path}: the manifest's version, arch or required_features has "
-                            "the wrong type (expected a string, a string, a list of strings)")
-    check_built_for_here(path, version, arch, required)
 
 
 def load_module(path: str | os.PathLike, *, loader: str = "auto") -> Module:
@@ -1030,10 +806,8 @@ def load_module(path: str | os.PathLike, *, loader: str = "auto") -> Module:
     if loader not in LOADERS:
         raise ValueError(f"loader must be one of {LOADERS}, got {loader!r}")
     path = Path(path)
-    meta, members = _read_module_artifact(path)
+    meta, members, sources = read_module_artifact(path)
     try:
-        sources = {n[len(_SOURCE_PREFIX):]: data.decode("utf-8") for n, data in members.items()
-                   if n.startswith(_SOURCE_PREFIX) and len(n) > len(_SOURCE_PREFIX)}
         return _module_from_members(meta, members, sources, loader)
     except ArtifactError as e:
         raise ArtifactError(f"{path}: {e}") from None

@@ -48,13 +48,13 @@ def _with_manifest(path: Path, edit, redigest: bool = True) -> bytes:
     """The artifact with its manifest passed through ``edit``; with ``redigest`` the manifest
     digest is recomputed, as a deliberate edit would, so that the structure checks behind it
     are what refuses the result."""
-    from tensorlang.runtime.module import _manifest_digest
+    from tensorlang.runtime.kernel_artifact import manifest_digest
 
     members = _members(path)
     meta = json.loads(members["manifest.json"])
     edit(meta)
     if redigest and isinstance(meta, dict) and isinstance(meta.get("artifact"), dict):
-        meta["artifact"]["manifest_sha256"] = _manifest_digest(meta)
+        meta["artifact"]["manifest_sha256"] = manifest_digest(meta)
     members["manifest.json"] = json.dumps(meta).encode()
     return _zip(members)
 
