@@ -33,6 +33,7 @@ _NAMES = {
     "call_packed": ".te.extern",
     "register_func": ".runtime.packed",
     "get_global_func": ".runtime.packed",
+    "scan": ".te.scan",
 }
 
 

@@ -62,6 +62,7 @@ class Violation:
     text: str = ""  # placement: the whole explanation
     # carried, or order of an update after another: the reducer declared commutative=False
     ordered_reducer: str | None = None
+    scan: str | None = None  # carried: the loop runs over the time axis of this tl.scan
 
     def describe(self, step_stage: str | None = None) -> str:
         """The explanation, phrased relative to the stage a primitive was applied to."""
@@ -76,6 +77,10 @@ class Violation:
                         f"its reduce loops stay serial")
             elif self.reduce_loop:
                 hint = "; rfactor it into a spatial loop first"
+            elif self.scan:
+                hint = (f"; it runs over the time axis of tl.scan {self.scan}, whose steps "
+                        "read the state the steps before them wrote: the scan dependence "
+                        "keeps them in order (parallelize the state's other axes)")
             else:
                 hint = f"; a {self.annotation} loop needs independent iterations"
             return (f"{where}{what} a dependence: {self.dependence} ({self.reason}); "
@@ -356,7 +361,8 @@ class _Context:
                 ann = st.iter_attrs.get(lv)
                 if ann not in _CHECKED_ATTRS:
                     continue
-                if exact:
+                scan = self.scan_step_loop(k, j)
+                if exact or scan:
                     found = self.isl_carried(k, j)
                 elif lv.kind != "reduce":
                     continue  # a spatial loop: only one stage's same-element pairs share it
@@ -367,8 +373,17 @@ class _Context:
                     out.append(Violation("carried", st.name, lv.name, dep_pattern, example,
                                          reason, annotation=ann,
                                          reduce_loop=lv.kind == "reduce",
-                                         ordered_reducer=self.binding.main(k).ordered_reducer))
+                                         ordered_reducer=self.binding.main(k).ordered_reducer,
+                                         scan=scan))
         return out
+
+    def scan_step_loop(self, k: int, j: int) -> str | None:
+        """The tl.scan whose time axis loop j of stage k runs over (in part), else None: its
+        iterations may depend on each other, like a reduce loop's (decided with isl)."""
+        from ..te.scan import scan_of
+
+        scan = scan_of(self.stages[k].op)
+        return scan.name if scan is not None and 0 in self.leafvals(k)[j].roots else None
 
     def reduce_carried(self, k: int, j: int):
         """Do two updates of one accumulator fall in different iterations of reduce loop j with
@@ -457,6 +472,9 @@ def _same_time_dim(m: isl.Map, d: int) -> isl.Map:
 def _reason(dep: Dependence) -> str:
     src = _stmt_label(dep.src)
     sink = _stmt_label(dep.sink)
+    if dep.kind == "RAW" and dep.src.state_of and dep.sink.scan_body and dep.src.kind != "init":
+        return (f"{sink} reads what {src} writes: the state of tl.scan {dep.src.state_of}, "
+                "which a step reads from the steps before it")
     if dep.kind == "RAW":
         return f"{sink} reads what {src} writes"
     if dep.kind == "WAR":

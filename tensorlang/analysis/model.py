@@ -28,6 +28,7 @@ import islpy as isl
 from ..errors import ScheduleError
 from ..ir.functor import Visitor
 from ..te.extern import ExternOp
+from ..te.scan import ScanOp
 from ..te.tensor import PlaceholderOp, Reduce
 from .affine import Names, Params, cond_to_isl, to_isl
 
@@ -49,6 +50,9 @@ class Statement:
     # an update whose reducer is declared commutative=False (its name): the updates of one
     # accumulator must keep their order, so its reduction dependences constrain order too
     ordered_reducer: str | None = None
+    # a stage of a tl.scan's body: its updates may read the accumulators of earlier steps
+    scan_body: bool = False
+    state_of: str | None = None  # the tl.scan whose state (array) this update statement writes
 
     @property
     def is_update(self) -> bool:
@@ -146,6 +150,14 @@ class Definition:
                 src = self.by_id[m.get_tuple_name(isl.dim_type.in_)]
                 sink = self.by_id[m.get_tuple_name(isl.dim_type.out)]
                 red = src is sink and src.is_update
+                if red and src.scan_body:
+                    # only the pairs of one accumulator element are reduction dependences; a
+                    # scan's step also reads earlier steps' elements: ordinary dependences
+                    same = m.intersect(_same_element(spec.decl, src))
+                    for part, is_red in ((same, True), (m.subtract(same), False)):
+                        if not part.is_empty():
+                            self.deps.append(Dependence(kind, src, sink, part, is_red))
+                    continue
                 # (not coalesced here: that costs as much as a flow and only printing gains)
                 self.deps.append(Dependence(kind, src, sink, m, red))
         # per stage, the union of its reduction dependences (what parallel/vectorize must avoid)
@@ -174,6 +186,15 @@ class Definition:
 
     def deps_between(self, src: Statement, sink: Statement) -> list[Dependence]:
         return [d for d in self.deps if d.src is src and d.sink is sink]
+
+
+def _same_element(decl: str, s: Statement) -> isl.Map:
+    """Pairs of instances of `s` that update one accumulator element (equal spatial dims)."""
+    xs = [f"_x{d}" for d in range(len(s.dims))]
+    ys = [f"_y{d}" for d in range(len(s.dims))]
+    eq = " and ".join(f"{x} = {y}" for x, y in zip(xs[:s.n_spatial], ys[:s.n_spatial]))
+    return isl.Map(f"{decl}{{ {s.id}[{', '.join(xs)}] -> {s.id}[{', '.join(ys)}] : "
+                   f"{eq or 'true'} }}")
 
 
 def _maps(umap) -> list:
@@ -242,13 +263,28 @@ class _SpecBuilder:
         self.may_w: list[str] = []
         self.order: list[str] = []
         self.max_sp = max((len(st.op.axis) for st in self.stages), default=0)
+        # tl.scan: its state, init and update are one array (the scan's), and its body runs
+        # step by step: ordered by (the update's position, step, own position)
+        self.scan_array: dict = {}  # op -> the scan stage whose array it is
+        self.scan_group: dict = {}  # stage index of a body stage -> the update's index
+        self.state_writer: dict = {}  # stage index of a scan's update -> the scan's name
+        for st in self.stages:
+            if isinstance(st.op, ScanOp):
+                sc = st.op
+                for op in (sc.state.op, sc.init.op, sc.update.op):
+                    self.scan_array[op] = st
+                group = self.index[schedule.stage_map[sc.update.op]]
+                self.state_writer[group] = st.name
+                for op in sc.body_ops:
+                    self.scan_group[self.index[schedule.stage_map[op]]] = group
         self.max_red = max((len(st.op.reduce_axis) for st in self.stages), default=0)
 
     def array(self, tensor) -> tuple[str, bool]:
         """(isl array name, is it a placeholder) of the tensor a read refers to."""
         op = tensor.op
-        owner = self.schedule.stage_map.get(op)
-        placeholder = isinstance(op, PlaceholderOp) or owner is None
+        owner = self.scan_array.get(op) or self.schedule.stage_map.get(op)
+        placeholder = op not in self.scan_array and (isinstance(op, PlaceholderOp)
+                                                     or owner is None)
         key = (op, 0) if placeholder else (owner, tensor.value_index)
         got = self.arrays.get(key)
         if got is None:
@@ -263,7 +299,8 @@ class _SpecBuilder:
         text = f"{{ {sid}[{', '.join(sdims)}] : {' and '.join(cons) or 'true'} }}"
         axes = tuple(iv.name for iv in st.root_iter_vars)[:len(sdims)]
         s = Statement(sid, self.index[st], st.name, kind, axes, tuple(sdims), len(st.op.axis),
-                      text)
+                      text, scan_body=self.index[st] in self.scan_group,
+                      state_of=self.state_writer.get(self.index[st]))
         self.statements.append(s)
         return s
 
@@ -283,11 +320,17 @@ class _SpecBuilder:
     def time(self, s: Statement, pos: int, update: bool) -> None:
         """The unscheduled order: stage, spatial axes, init (0) before updates (1), reduce axes."""
         sp, red = list(s.dims[:s.n_spatial]), list(s.dims[s.n_spatial:])
-        vec = [str(pos), *sp, *["0"] * (self.max_sp - len(sp)), "1" if update else "0", *red,
+        head = [str(pos)]
+        if self.scan_group:
+            group = self.scan_group.get(s.stage_index)
+            head = [str(pos), "0", "0"] if group is None else [str(group), s.dims[0], str(pos)]
+        vec = [*head, *sp, *["0"] * (self.max_sp - len(sp)), "1" if update else "0", *red,
                *["0"] * (self.max_red - len(red))]
         self.order.append(f"{s.id}[{', '.join(s.dims)}] -> [{', '.join(vec)}]")
 
     def stage(self, st) -> None:
+        if isinstance(st.op, ScanOp):
+            return  # no statement: its init and update stages write its array
         if isinstance(st.op, ExternOp):
             self.extern_stage(st)
             return
@@ -354,7 +397,8 @@ class _SpecBuilder:
         def union(items):
             return decl + "{ " + "; ".join(items) + " }"
 
-        key = (decl, tuple((s.id, s.stage_name, s.kind, s.axes, s.domain_text, s.ordered_reducer)
+        key = (decl, tuple((s.id, s.stage_name, s.kind, s.axes, s.domain_text, s.ordered_reducer,
+                            s.scan_body, s.state_of)
                            for s in self.statements),
                tuple(self.reads_all), tuple(self.must_w), tuple(self.may_w), tuple(self.order))
         spec = Spec(key=key, decl=decl, statements=self.statements,

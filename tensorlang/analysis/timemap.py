@@ -211,7 +211,8 @@ def time_map_text(binding, layout: Layout, leafvals: dict, stmt, n_dims: int) ->
             k += 1
             continue
         lv = leafvals[c[1]][c[2]]
-        if c[1] == stmt.stage_index and lv.exprs is not None:
+        if lv.exprs is not None and (c[1] == stmt.stage_index or
+                                     _at_scan_step(layout, stmt, c[1], lv)):
             for e in lv.exprs:
                 cons.append(f"_t{k} = {e.format(*stmt.dims)}")
                 k += 1
@@ -223,6 +224,21 @@ def time_map_text(binding, layout: Layout, leafvals: dict, stmt, n_dims: int) ->
     outs = ", ".join(f"_t{d}" for d in range(n_dims))
     return (f"{binding.model.decl}{{ {stmt.id}[{', '.join(stmt.dims)}] -> [{outs}] : "
             f"{' and '.join(cons)} }}")
+
+
+def _at_scan_step(layout: Layout, stmt, host: int, lv: LeafValue) -> bool:
+    """Whether the host loop's value is known for `stmt`'s instances: a loop of a tl.scan's
+    update over its time axis alone, `stmt` of that scan's body. A body stage computed there
+    holds exactly the steps of that iteration (its readers in the body read it at their own
+    step), so the loop's value is its own time axis's: the same expression, of its first dim.
+    (Other host loops stay free: a copy may serve several of their iterations.)"""
+    from ..te.scan import scan_of
+
+    if not stmt.scan_body or lv.roots != frozenset([0]):
+        return False
+    scan = scan_of(layout.stages[host].op)
+    return scan is not None and layout.stages[host].op is scan.update.op and \
+        scan_of(layout.stages[stmt.stage_index].op) is scan
 
 
 def dim_offsets(comps: list, leafvals: dict) -> list[int]:

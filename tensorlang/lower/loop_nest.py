@@ -13,6 +13,7 @@ from ..ir.functor import Mutator, collect_vars
 from ..ir.packed import PackedCall
 from ..ir.simplify import Analyzer, simplify
 from ..te.extern import ExternOp
+from ..te.scan import ScanOp
 from ..te.tensor import PlaceholderOp, Reduce, Tensor, TensorRead
 from .bound import axis_values
 
@@ -30,13 +31,14 @@ class LoopNestBuilder:
         self.params: list = []
         self.written: list = []
         self._bind_args(args)
+        scan_allocs = self._alias_scans()
         # every buffer and offset exists before any body is converted: a consumer's body is
         # converted before the producers computed inside its loops are emitted
-        self.local: dict = {}
+        self.local: dict = dict(scan_allocs)
         for st in schedule.stages:
             if st.attach_type == "inline":
                 continue
-            self.local[st] = self._make_local_buffers(st)
+            self.local.setdefault(st, self._make_local_buffers(st))
             if st.attach_type == "scope":
                 self.offsets[st] = [bounds[st].root_min[iv] for iv in st.op.axis]
 
@@ -70,6 +72,28 @@ class LoopNestBuilder:
                 for t in st.op.outputs:
                     if (st, t.value_index) not in self.buffers:
                         raise ValueError(f"output {t.name} is missing from the argument list")
+
+    def _alias_scans(self) -> dict:
+        """A tl.scan's init and update write its buffer and its state reads it: one buffer,
+        the scan's (an argument, or allocated with the scan stage). {scan stage: [that
+        allocation]} for the scans that are not arguments."""
+        allocs = {}
+        for st in self.s.stages:
+            if not isinstance(st.op, ScanOp):
+                continue
+            sc = st.op
+            buf = self.buffers.get((st, 0))
+            if buf is None:
+                buf = S.Buffer(st.name, self.bounds[st].alloc_shape, sc.state.dtype, "local")
+                self.buffers[(st, 0)] = buf
+                allocs[st] = [buf]
+            for t, role in ((sc.init, "init"), (sc.update, "update"), (sc.state, "state")):
+                key = self._key(t)
+                if self.buffers.get(key, buf) is not buf:
+                    raise ValueError(f"argument {t.name} is the {role} of tl.scan {st.name}, "
+                                     f"which is its buffer: pass the scan's result {st.name}")
+                self.buffers[key] = buf
+        return allocs
 
     def _key(self, t: Tensor):
         if isinstance(t.op, PlaceholderOp):
@@ -130,6 +154,8 @@ class LoopNestBuilder:
     def stage_stmt(self, st) -> S.Stmt:
         if isinstance(st.op, ExternOp):
             return self.extern_stmt(st)
+        if isinstance(st.op, ScanOp):
+            return None  # its init and update stages write its buffer
         b = self.bounds[st]
         leaves = st.leaf_iter_vars
         root_val, split_guards = axis_values(st, b)

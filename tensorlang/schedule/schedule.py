@@ -25,7 +25,7 @@ from ..te.tensor import (
     read_tensors,
     substitute_read,
 )
-from .opaque_stage import ExternStage, stage_for
+from .opaque_stage import FixedStage, attach_scan_bodies, stage_for
 from .relations import leaf_extents, root_values
 from .stage import Stage
 
@@ -148,6 +148,7 @@ class Schedule:
             st.is_output = op in ops
             self.stages.append(st)
             self.stage_map[op] = st
+        attach_scan_bodies(self)
 
     def __getattr__(self, name: str):
         # only for a missing attribute: TVM schedule methods we lack, named (tvm_names.py)
@@ -271,7 +272,7 @@ class Schedule:
             raise ValueError("cache_read: give at least one reader")
         reader_stages = [self[r] for r in readers]
         for rs in reader_stages:
-            if isinstance(rs, ExternStage):
+            if isinstance(rs, FixedStage):
                 rs.refuse("cache_read", f"it takes {tensor.name} whole, as a buffer")
         for rs in reader_stages:
             if tensor not in rs.op.input_tensors:
@@ -310,8 +311,8 @@ class Schedule:
         if not isinstance(scope, str):
             raise TypeError("cache_write: scope must be a string such as 'local'")
         st = self[tensor]
-        if isinstance(st, ExternStage):
-            st.refuse("cache_write", "its outputs are written by the call")
+        if isinstance(st, FixedStage):
+            st.refuse("cache_write", "its op cannot be replaced by a copy")
         if st.is_transformed():
             raise ScheduleError(f"cache_write on stage {st.name}: the stage was already "
                                 "transformed; call cache_write before split/reorder/...")
@@ -356,6 +357,8 @@ class Schedule:
                                 f"factor_axis={factor_axis!r}; give one of them")
             factor_axis = factor_index
         st = self[tensor]
+        if isinstance(st, FixedStage):
+            st.refuse("rfactor", "its op cannot be replaced")
         axis = st._leaf(axis, "rfactor")
         if axis.kind != "reduce":
             raise ScheduleError(f"rfactor on stage {st.name}: loop {axis.name} is not a "
