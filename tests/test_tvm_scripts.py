@@ -31,7 +31,8 @@ def test_tvm_script_runs_as_written(script):
 def test_the_scripts_are_there():
     assert {p.stem for p in SCRIPTS} >= {"getting_started", "schedule_primitives", "reduction",
                                          "tuple_inputs", "opt_gemm", "opt_gemm_write_cache",
-                                         "te_schedule_idioms"}
+                                         "te_schedule_idioms", "extern_tensor_functions",
+                                         "scan"}
 
 
 # ----------------------------------------------------------------------------- rfactor
@@ -173,8 +174,9 @@ def test_te_namespace_has_tvms_te_names():
     s = te.create_schedule(B.op)
     assert isinstance(s, tl.Schedule)
     assert te.size_var("n").name == "n"
-    importlib.import_module("tensorlang.te.extern")  # the submodule does not shadow the function
-    assert callable(te.extern) and te.extern is tl.extern
+    for name in ("extern", "scan"):  # the submodule of that name does not shadow the function
+        importlib.import_module(f"tensorlang.te.{name}")
+        assert callable(getattr(te, name)) and getattr(te, name) is getattr(tl, name)
 
 
 # ----------------------------------------------------------------------------- time_evaluator

@@ -2,6 +2,7 @@
 from ..ir.expr import const  # noqa: F401  (TVM's te.const)
 from .extern import call_packed, extern  # noqa: F401  (TVM's te.extern)
 from .intrin import *
+from .scan import scan  # noqa: F401  (TVM's te.scan)
 from .tensor import (  # noqa: F401
                      CommReducer,
                      ComputeOp,
@@ -20,7 +21,7 @@ from .tensor import (  # noqa: F401
 def __getattr__(name: str):
     # `from tensorlang import te` as TVM scripts write it: te.create_schedule is
     # tl.create_schedule (tensorlang.schedule imports this package, so it is looked up lazily;
-    # te.extern is imported above instead: a lazy name equal to a submodule's would be
+    # te.extern and te.scan are imported above instead: a lazy name equal to a submodule's would be
     # shadowed by the submodule once something imports it)
     if name == "create_schedule":
         from ..schedule import create_schedule
