@@ -14,6 +14,7 @@ may declare its placeholders and computes through ``autotune.computes_once(decla
 configs of one task then share them (declared once, not once per candidate the search scores).
 """
 
+from . import callbacks as callback  # TVM's module name: autotvm.callback.progress_bar
 from .callbacks import log_to_file, progress_bar
 from .features import N_FEATURES, extract_features, lower_for_features
 from .measure import (
@@ -53,7 +54,15 @@ from .task import (
                       template,
 )
 from .tune import tune_tasks
-from .tuner import GridSearchTuner, RandomTuner, Tuner, XGBTuner
+from .tuner import (
+                      GATuner,
+                      GridSearchTuner,
+                      RandomTuner,
+                      Tuner,
+                      TuningError,
+                      TuningWarning,
+                      XGBTuner,
+)
 
 __all__ = [
                       "BUILD_ERROR",
@@ -69,6 +78,7 @@ __all__ = [
                       "ConfigSpace",
                       "DispatchContext",
                       "FallbackConfig",
+                      "GATuner",
                       "GridSearchTuner",
                       "LocalBuilder",
                       "LocalRunner",
@@ -80,10 +90,13 @@ __all__ = [
                       "Task",
                       "TemplateError",
                       "Tuner",
+                      "TuningError",
+                      "TuningWarning",
                       "XGBTuner",
                       "append_records",
                       "apply_history_best",
                       "best_records",
+                      "callback",
                       "computes_once",
                       "create_task",
                       "extract_features",

@@ -4,45 +4,95 @@ close() hooks around a tune() call."""
 from __future__ import annotations
 
 import os
+import sys
 
 from .record import append_records, make_record
 
+_SI_PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+
 
 class progress_bar:
-    """A tqdm bar: trials done, best GFLOP/s so far, errors by kind, ETA."""
+    """A tqdm bar: trials done, best throughput so far, failed trials, ETA.
 
-    def __init__(self, desc: str | None = None, file=None):
-        self.desc = desc
+    TVM's signature (``autotvm.callback.progress_bar(total, prefix="", si_prefix="G")``):
+    `total` the bar's length (default: the tune() call's n_trial), `prefix` its label (default:
+    the task's name; `desc` is the same), `si_prefix` the unit of the best throughput
+    (G: GFLOP/s). When most trials failed the bar says so, and on closing it writes a line with
+    how they failed and the first error message."""
+
+    def __init__(self, total: int | None = None, prefix: str = "", si_prefix: str = "G",
+                 desc: str | None = None, file=None):
+        if si_prefix not in _SI_PREFIXES:
+            raise ValueError(f"progress_bar: si_prefix must be one of {sorted(_SI_PREFIXES)}, "
+                             f"got {si_prefix!r}")
+        if total is not None and (isinstance(total, bool) or not isinstance(total, int)
+                                  or total < 1):
+            raise ValueError(f"progress_bar: total must be a positive number of trials, got "
+                             f"{total!r} (the label is prefix= or desc=)")
+        self.total = total
+        self.desc = desc or prefix.strip() or None
+        self.si_prefix = si_prefix
         self.file = file
         self._bar = None
 
     def start(self, tuner) -> None:
         from tqdm.auto import tqdm
 
-        self._bar = tqdm(total=tuner.n_trial, initial=0, desc=self.desc or tuner.task.name,
-                         unit="trial", file=self.file, dynamic_ncols=True)
-        self._done = tuner.trials
+        self._bar = tqdm(total=self.total or tuner.n_trial, initial=0,
+                         desc=self.desc or tuner.task.name, unit="trial", file=self.file,
+                         dynamic_ncols=True)
+        self._done = self._trials0 = tuner.trials
+        self._errors0 = dict(tuner.errors)
+        self._tuner = tuner
 
     def __call__(self, tuner, inputs, results) -> None:
         if self._bar is None:
             self.start(tuner)
         self._bar.update(tuner.trials - self._done)
         self._done = tuner.trials
-        post = {"best": f"{tuner.best_flops / 1e9:.1f} GFLOP/s"}
-        if tuner.errors:
-            post["errors"] = sum(tuner.errors.values())
+        unit = _SI_PREFIXES[self.si_prefix]
+        post = {"best": f"{tuner.best_flops / unit:.1f} {self.si_prefix}FLOP/s"}
+        measured, failed = self._counts(tuner)
+        if failed:
+            post["failed"] = f"{failed}/{measured}"
+            if failed * 2 > measured:
+                post["failed"] += " - most trials failed"
         self._bar.set_postfix(post, refresh=True)
 
+    def _errors(self, tuner) -> dict[str, int]:
+        """Failed trials of this tune() run, by kind."""
+        return {k: n - self._errors0.get(k, 0) for k, n in tuner.errors.items()
+                if n > self._errors0.get(k, 0)}
+
+    def _counts(self, tuner) -> tuple[int, int]:
+        """(trials, failed trials) of this tune() run."""
+        return tuner.trials - self._trials0, sum(self._errors(tuner).values())
+
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        if self._bar is None:
+            return
+        measured, failed = self._counts(self._tuner)
+        if failed * 2 > measured:
+            summary = self._tuner.failure_summary(self._errors(self._tuner))
+            self._bar.write(f"{self._bar.desc}: {failed} of {measured} trials failed "
+                            f"({summary})", file=self.file or sys.stderr)
+        self._bar.close()
+        self._bar = None
 
 
 class log_to_file:
-    """Append each batch's records to a JSON-lines file, flushed to disk per batch."""
+    """Append each batch's records to a JSON-lines file, flushed to disk per batch.
 
-    def __init__(self, path: str | os.PathLike):
+    protocol: TVM's argument; "json" (the only protocol: one JSON record per line, tensorlang's
+    own record format, which TVM's logs are not)."""
+
+    def __init__(self, path: str | os.PathLike, protocol: str = "json"):
+        if protocol != "json":
+            raise ValueError(f"log_to_file: protocol must be 'json' (TVM's 'pickle' protocol "
+                             f"is not supported: records are JSON lines), got {protocol!r}")
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"log_to_file: expected a file path, got {type(path).__name__} "
+                            "(TVM also takes an open file; here, give its path)")
         self.path = os.fspath(path)
 
     def __call__(self, tuner, inputs, results) -> None:

@@ -9,6 +9,7 @@ from collections import Counter
 from .record import best_records, load_records
 from .task import create_task
 from .tune import TUNERS, tune_tasks
+from .tuner import TuningError
 
 
 def parse_args_list(text: str) -> tuple:
@@ -32,10 +33,13 @@ def run_tune(a) -> int:
     try:
         best = tune_tasks([task], n_trial=a.trials, log_file=a.log, tuner=a.tuner,
                           measure_option=opt, early_stopping=a.early_stopping, seed=a.seed)
+    except TuningError:
+        fail_if_no_valid_record(a.log, [task])  # the same error, counted over the whole log
+        raise
     finally:
         opt.close()
     fail_if_no_valid_record(a.log, [task])
-    print(f"best {best[task.key]:.1f} GFLOP/s; log {a.log}")
+    print(f"best {best[task.key]:.1f} GFLOP/s{_failed_share(a.log, task)}; log {a.log}")
     if a.plot:
         plot_curve(a.log, a.plot)
     return 0
@@ -57,6 +61,18 @@ def fail_if_no_valid_record(log: str, tasks) -> None:
         raise CLIError(f"all {len(own)} trials of {task.name} {list(task.args)} failed ("
                        f"{', '.join(f'{k} {n}' for k, n in kinds.most_common())}); first: "
                        f"{first or 'no message'}; log {log}")
+
+
+def _failed_share(log: str, task) -> str:
+    """'; 12 of 16 trials failed (build error 12)' when most of the task's logged trials
+    failed, else ''."""
+    own = [r for r in load_records(log) if r.key == task.key and r.target == task.target]
+    kinds = Counter(r.result.get("error") or "no time measured" for r in own if not r.valid)
+    failed = sum(kinds.values())
+    if failed * 2 <= len(own):
+        return ""
+    return (f"; {failed} of {len(own)} trials failed "
+            f"({', '.join(f'{k} {n}' for k, n in kinds.most_common())})")
 
 
 def measure_option_of(a):

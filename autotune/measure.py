@@ -113,9 +113,18 @@ def _build(job: dict, t0: float) -> dict:
 
 class LocalBuilder:
     """Compile candidates in `n_parallel` worker processes (default: the CPU count); each
-    candidate (instantiating its config, lowering, compiling) within `timeout` seconds."""
+    candidate (instantiating its config, lowering, compiling) within `timeout` seconds.
 
-    def __init__(self, n_parallel: int | None = None, timeout: float = 60.0):
+    TVM's other arguments are accepted with their meaning where it applies here: build_func
+    "default" (tl.build; TVM's "ndk" and custom functions are refused), do_fork (builds always
+    run in separate processes), build_kwargs and runtime only as None."""
+
+    def __init__(self, n_parallel: int | None = None, timeout: float = 60.0,
+                 build_func: str = "default", do_fork: bool = True, build_kwargs=None,
+                 runtime=None):
+        _refuse_tvm_options("LocalBuilder", build_func=(build_func, "default"),
+                            build_kwargs=(build_kwargs, None), runtime=(runtime, None))
+        del do_fork  # TVM's choice of forking per build: here every build is in a worker
         self.n_parallel = int(n_parallel or os.cpu_count() or 1)
         if self.n_parallel < 1:
             raise ValueError("LocalBuilder: n_parallel must be >= 1")
@@ -328,12 +337,21 @@ class LocalRunner:
     number, repeat, min_repeat_ms: as in Module.time_evaluator; timeout: seconds for one
     candidate's check + measurement; cooldown: seconds to sleep after each candidate (and between
     repeats with flush_cache); flush_cache: evict the CPU caches before each repeat;
-    check_correctness: compare the output with the reference first (rtol)."""
+    check_correctness: compare the output with the reference first (rtol). TVM's names
+    cooldown_interval and enable_cpu_cache_flush are cooldown and flush_cache; its
+    module_loader is refused (only local modules are loaded)."""
 
     def __init__(self, number: int = 5, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10.0, cooldown: float = 0.0, flush_cache: bool = False,
                  check_correctness: bool = True, rtol: float = 1e-3,
-                 startup_margin: float = 10.0):
+                 startup_margin: float = 10.0, *, cooldown_interval: float | None = None,
+                 enable_cpu_cache_flush: bool | None = None, module_loader=None):
+        # TVM's names for two of ours (keyword only: TVM's positional order differs)
+        _refuse_tvm_options("LocalRunner", module_loader=(module_loader, None))
+        if cooldown_interval is not None:
+            cooldown = cooldown_interval
+        if enable_cpu_cache_flush is not None:
+            flush_cache = bool(enable_cpu_cache_flush)
         if number < 1 or repeat < 1:
             raise ValueError("LocalRunner: number and repeat must be >= 1")
         if timeout <= 0:
@@ -427,10 +445,35 @@ class MeasureOption:
         self.runner.close()
 
 
-def measure_option(builder: LocalBuilder | None = None,
-                   runner: LocalRunner | None = None) -> MeasureOption:
-    """How to measure: a builder (parallel compile) and a runner (isolated timing)."""
-    return MeasureOption(builder or LocalBuilder(), runner or LocalRunner())
+def _refuse_tvm_options(what: str, **options) -> None:
+    """ValueError for a TVM option given a value other than the one supported here;
+    options: name -> (value given, the supported value)."""
+    for name, (value, supported) in options.items():
+        if value != supported:
+            raise ValueError(f"{what}: TVM's {name}={value!r} is not supported here (only "
+                             f"{name}={supported!r}: candidates are built with tl.build and run "
+                             "in a local measuring process)")
+
+
+def measure_option(builder: LocalBuilder | str | None = None,
+                   runner: LocalRunner | str | None = None) -> MeasureOption:
+    """How to measure: a builder (parallel compile) and a runner (isolated timing); "local"
+    (TVM's spelling) or None for the default LocalBuilder() / LocalRunner()."""
+    return MeasureOption(_measurer("builder", builder, LocalBuilder),
+                         _measurer("runner", runner, LocalRunner))
+
+
+def _measurer(what: str, given, cls):
+    if given is None or given == "local":
+        return cls()
+    if isinstance(given, cls):
+        return given
+    if isinstance(given, str):  # a name, the right type for one: one this call does not know
+        message = (f"measure_option: {what} must be 'local' or a {cls.__name__}, got {given!r} "
+                   "(TVM's RPC measurement is not supported: tuning measures on this machine)")
+        raise ValueError(message)  # noqa: TRY004
+    raise TypeError(f"measure_option: {what} must be a {cls.__name__} (or 'local'), got "
+                    f"{type(given).__name__}")
 
 
 def measure_batch(option: MeasureOption, inputs: list[MeasureInput]) -> list[MeasureResult]:

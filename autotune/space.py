@@ -198,19 +198,23 @@ def split_candidates(extent: int, num_outputs: int, policy: str, candidate=None,
                                  "factors")
             out.append(SplitEntity([-1] + list(c[1:])))
         return out
+    powers_of_2 = [1 << p for p in range(int(math.log2(max(extent, 1))) + 1)]
     if policy == "factors":
         choices = _divisors(extent)
     elif policy == "power2":
-        choices = [1 << p for p in range(int(math.log2(max(extent, 1))) + 1)]
+        choices = powers_of_2
+    elif policy == "verbose":  # TVM's: the divisors and the powers of two
+        choices = sorted(set(_divisors(extent)) | set(powers_of_2))
     else:
-        raise ValueError(f"define_split: unknown policy {policy!r} (factors, power2, candidate)")
+        raise ValueError(f"define_split: unknown policy {policy!r} (factors, power2, verbose, "
+                         "candidate)")
     if max_factor is not None:
         choices = [c for c in choices if c <= max_factor]
     out = []
     for combo in itertools.product(choices, repeat=num_outputs - 1):
         prod = math.prod(combo)
-        # 'factors' keeps splits exact (no tail guards); 'power2' allows tails but not
-        # inner loops longer than the extent.
+        # 'factors' keeps splits exact (no tail guards); 'power2' and 'verbose' allow tails
+        # but not inner loops longer than the extent.
         if (policy == "factors" and extent % prod) or prod > extent:
             continue
         out.append(SplitEntity([-1] + list(combo)))
@@ -225,6 +229,15 @@ class _ConfigBase:
 
     def __init__(self):
         self._collect: OrderedDict[str, Knob] | None = None
+        self.flop = 0.0  # what the template declared with add_flop (0: not declared)
+
+    def add_flop(self, flop: float) -> None:
+        """TVM's cfg.add_flop: the template declares (part of) its FLOP count, which the task
+        then uses instead of counting the compute definition's operations (calls add up)."""
+        if isinstance(flop, bool) or not isinstance(flop, (int, float)) or \
+                not math.isfinite(flop) or flop < 0:
+            raise ValueError(f"add_flop: expected a finite number >= 0, got {flop!r}")
+        self.flop += float(flop)
 
     # The define_* calls return the knob's entity for convenience (TVM returns None).
     def define_split(self, name: str, axis: IterVar | int, num_outputs: int = 2,
@@ -253,7 +266,9 @@ class _ConfigBase:
                     raise ValueError(f"define_reorder: {list(p)} is not a permutation of "
                                      f"range({n})")
         else:
-            raise ValueError(f"define_reorder: unknown policy {policy!r}")
+            raise ValueError(f"define_reorder: unknown policy {policy!r} (all, identity, "
+                             "candidate; TVM's interval_all and interleave are not supported: "
+                             "list the orders with policy='candidate')")
         d = ReorderEntity(default) if default is not None else None
         return self._define(name, "reorder", [ReorderEntity(p) for p in perms], d)
 
@@ -274,8 +289,12 @@ class _ConfigBase:
                 if "vec" in combo[:-1]:
                     continue
                 ents.append(AnnotateEntity(combo))
+        elif policy in ("bind_gpu", "locate_cache"):
+            raise ValueError(f"define_annotate: TVM's policy {policy!r} is for GPU schedules; "
+                             f"this CPU target has {sorted(options)} and 'candidate'")
         else:
-            raise ValueError(f"define_annotate: unknown policy {policy!r}")
+            raise ValueError(f"define_annotate: unknown policy {policy!r} ({sorted(options)} "
+                             "or 'candidate')")
         d = AnnotateEntity(default) if default is not None else None
         return self._define(name, "annotate", ents, d)
 

@@ -58,10 +58,12 @@ class Template:
             self._importable = _importable_by_name(self.module)
         if self._importable:
             return self.module
-        import cloudpickle
+        import io
 
+        buf = io.BytesIO()
         try:
-            return cloudpickle.dumps(self)
+            _pickler_by_value()(buf).dump(self)
+            return buf.getvalue()
         except Exception as e:  # noqa: BLE001 - whatever the pickler refuses, said once here
             raise TemplateError(
                 f"template {self.name!r} (defined in {self.module}) cannot be sent to the "
@@ -120,6 +122,23 @@ def _importable_by_name(module: str) -> bool:
         if find_spec is not None and find_spec(top, None) is not None:
             return True
     return False
+
+
+def _pickler_by_value():
+    """cloudpickle's pickler, which also sends modules of a ModuleType subclass (tensorlang's
+    own package object is one) by name, as it does plain modules."""
+    import types
+
+    import cloudpickle
+
+    class Pickler(cloudpickle.CloudPickler):
+        def reducer_override(self, obj):
+            if isinstance(obj, types.ModuleType) and type(obj) is not types.ModuleType and \
+                    _importable_by_name(obj.__name__):
+                return importlib.import_module, (obj.__name__,)
+            return super().reducer_override(obj)
+
+    return Pickler
 
 
 _LOADED_BY_VALUE: set[str] = set()  # digests of the pickled templates registered here
@@ -285,8 +304,12 @@ class Task:
         self._compute_hash = hashlib.sha256(str(func).encode()).hexdigest()[:16]
         # integer kernels have no FLOPs: count their arithmetic instead (throughput must stay
         # comparable between configs, and nonzero)
-        self._flop = (float(self.template.flop(*self.args)) if self.template.flop
-                      else count_flops(func) or count_flops(func, float_only=False) or 1.0)
+        if self.template.flop:
+            self._flop = float(self.template.flop(*self.args))
+        elif self.config_space.flop > 0:  # the template's cfg.add_flop (TVM's way)
+            self._flop = self.config_space.flop
+        else:
+            self._flop = count_flops(func) or count_flops(func, float_only=False) or 1.0
 
     @property
     def compute_hash(self) -> str:
@@ -351,6 +374,15 @@ def _is_placeholder(t) -> bool:
 def create_task(name: str, args, target: str = "llvm") -> Task:
     """The tuning task of template `name` on `args` (e.g. (1024, 1024, 1024, "float32"))."""
     return Task(name, args, target)
+
+
+def create(task_name: str, args, target: str = "llvm", target_host=None) -> Task:
+    """TVM's ``autotvm.task.create``: :func:`create_task`. The kernels run on this CPU, which is
+    their host: target_host may only be None or the target itself."""
+    if target_host is not None and str(target_host) != str(target):
+        raise ValueError(f"autotune.task.create: target_host={target_host!r} differs from "
+                         f"target={target!r}; CPU kernels are their own host (leave it None)")
+    return create_task(task_name, args, target)
 
 
 # --------------------------------------------------------------------------------- dispatch

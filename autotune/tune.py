@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 
 from .callbacks import log_to_file, progress_bar
@@ -10,9 +11,9 @@ from .measure import MeasureOption
 from .measure import measure_option as _measure_option
 from .record import load_records
 from .task import Task
-from .tuner import GridSearchTuner, RandomTuner, XGBTuner
+from .tuner import GATuner, GridSearchTuner, RandomTuner, TuningError, XGBTuner, first_message
 
-TUNERS = {"xgb": XGBTuner, "random": RandomTuner, "grid": GridSearchTuner}
+TUNERS = {"xgb": XGBTuner, "ga": GATuner, "random": RandomTuner, "grid": GridSearchTuner}
 
 
 def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
@@ -23,12 +24,17 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
 
     Resuming: trials already in the log for a workload count against its `n_trial` and are never
     measured again; with `transfer`, the XGB model also learns from the log's records of other
-    workloads of the same template. Returns {workload key: best GFLOP/s}."""
+    workloads of the same template. Returns {workload key: best GFLOP/s}.
+
+    A task none of whose trials succeeded (measured now, or in the log when resuming) does not
+    stop the others; once all are done, TuningError names each such task, how its trials
+    failed and the first message (its `.best` holds the return value of the others)."""
     if tuner not in TUNERS:
         raise ValueError(f"tune_tasks: tuner must be one of {sorted(TUNERS)}, got {tuner!r}")
     option = measure_option or _measure_option()
     log_file = os.fspath(log_file)
     best = {}
+    failures: list[TuningError] = []
     try:
         for n, task in enumerate(tasks, 1):
             history = load_records(log_file) if os.path.exists(log_file) else []
@@ -37,6 +43,8 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
             if not left:  # tuned before: nothing to measure, no model to fit
                 best[task.key] = max((task.flop / r.cost for r in own if r.valid),
                                      default=0.0) / 1e9
+                if own and not any(r.valid for r in own):
+                    failures.append(_logged_failure(task, own))
                 continue
             t = TUNERS[tuner](task, batch_size=batch_size, seed=seed)
             t.load_history(history if transfer else
@@ -44,9 +52,29 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
             callbacks = [log_to_file(log_file)]
             if progress:
                 callbacks.insert(0, progress_bar(desc=f"[{n}/{len(tasks)}] {task.name}"))
-            t.tune(left, option, callbacks=callbacks, early_stopping=early_stopping)
+            try:
+                t.tune(left, option, callbacks=callbacks, early_stopping=early_stopping)
+            except TuningError as e:
+                failures.append(e)
             best[task.key] = t.best_flops / 1e9
     finally:
         if measure_option is None:
             option.close()
+    if failures:
+        head = "" if len(failures) == 1 else \
+            f"{len(failures)} of {len(tasks)} tasks have no successful trial: "
+        error = TuningError(head + "; ".join(map(str, failures)),
+                            sum((Counter(e.errors) for e in failures), Counter()))
+        error.best = best
+        raise error
     return best
+
+
+def _logged_failure(task: Task, records: list) -> TuningError:
+    """The TuningError of a task whose logged trials all failed."""
+    kinds = Counter(r.result.get("error") or "no time measured" for r in records)
+    first = first_message(next((r.result.get("error_msg") for r in records
+                                if r.result.get("error_msg")), ""))
+    return TuningError(f"all {len(records)} trials of {task.name} {list(task.args)} failed "
+                       f"({', '.join(f'{k} {n}' for k, n in kinds.most_common())}); first: "
+                       f"{first}", dict(kinds))

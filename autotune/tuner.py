@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import numpy as np
 
+from ..errors import TensorlangError
 from .features import FeaturePool, config_features
 from .measure import (
     BUILD_ERROR,
@@ -33,6 +36,25 @@ from .measure import (
 from .record import Record
 from .task import Task, create_task, instantiate_time_limit
 from .timelimit import TemplateTimeout
+
+
+def first_message(msg: str) -> str:
+    """An error message as one short line: without the traceback a build error carries."""
+    msg = str(msg).split("Traceback (most recent call last)")[0]
+    return " ".join(msg.split())[:200] or "no message"
+
+
+class TuningError(TensorlangError):
+    """Every trial of a tuning run failed: there is no tuned config (the message names the
+    task, how its trials failed and the first error message; `.errors`: kind -> count)."""
+
+    def __init__(self, message: str, errors: dict | None = None):
+        super().__init__(message)
+        self.errors = dict(errors or {})
+
+
+class TuningWarning(UserWarning):
+    """Most trials of a tuning run failed (the best config comes from the few that did not)."""
 
 
 class Tuner:
@@ -49,6 +71,7 @@ class Tuner:
         self.best_cost = math.inf
         self.trials = 0  # measured in this tuner (not counting loaded history)
         self.errors: dict[str, int] = {}
+        self.first_error: tuple[str, str] | None = None  # (kind, message) of the first failure
         self.curve: list[float] = []  # best GFLOP/s after each trial of this tuner
         self.time_measure = 0.0  # wall seconds inside build + run
         self.time_total = 0.0
@@ -95,13 +118,23 @@ class Tuner:
 
     # ---------------------------------------------------------------------------- main loop
     def tune(self, n_trial: int, measure_option: MeasureOption,
-             callbacks: Sequence[Callable] = (), early_stopping: int | None = None) -> None:
+             callbacks: Sequence[Callable] = (), early_stopping: int | None = None,
+             si_prefix: str = "G") -> None:
         """Measure up to `n_trial` new configs; stop early after `early_stopping` trials without
-        improvement. Callbacks are called as cb(tuner, inputs, results) after each batch."""
+        improvement. Callbacks are called as cb(tuner, inputs, results) after each batch.
+        si_prefix: TVM's unit of its log lines (the progress bar takes its own).
+
+        Raises TuningError when every trial of this call failed (the records are logged
+        first); warns (TuningWarning) when most did."""
         if not isinstance(measure_option, MeasureOption):
             raise TypeError("tune: measure_option must come from autotune.measure_option(...)")
+        if si_prefix not in ("", "K", "M", "G", "T", "P"):
+            raise ValueError(f"tune: si_prefix must be one of '', K, M, G, T, P; got "
+                             f"{si_prefix!r}")
         t_start = time.perf_counter()
         self.n_trial = n_trial
+        trials0, errors0 = self.trials, dict(self.errors)
+        self.first_error = None
         self.time_limit = measure_option.builder.timeout
         with instantiate_time_limit(self.time_limit):
             self._prepare_reference(measure_option)
@@ -117,6 +150,32 @@ class Tuner:
             for cb in callbacks:
                 if hasattr(cb, "close"):
                     cb.close()
+        self._check_outcome(self.trials - trials0,
+                            {k: n - errors0.get(k, 0) for k, n in self.errors.items()
+                             if n > errors0.get(k, 0)})
+
+    # ---------------------------------------------------------------------------- outcome
+    def failure_summary(self, errors: dict | None = None) -> str:
+        """'build error 12, timeout 1; first: <message>' for `errors` (kind -> count; default:
+        every failure of this tuner), the message being the latest tune() run's first; empty
+        when nothing failed."""
+        errors = self.errors if errors is None else errors
+        if not errors:
+            return ""
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(errors.items(), key=lambda kv: -kv[1]))
+        return f"{kinds}; first: {first_message(self.first_error[1] if self.first_error else '')}"
+
+    def _check_outcome(self, measured: int, errors: dict) -> None:
+        """TuningError when every trial of this run failed; a TuningWarning when most did."""
+        failed = sum(errors.values())
+        if not measured or failed * 2 <= measured:
+            return
+        workload = f"{self.task.name} {list(self.task.args)}"
+        if failed == measured:
+            raise TuningError(f"all {measured} trials of {workload} failed "
+                              f"({self.failure_summary(errors)})", errors)
+        warnings.warn(f"{failed} of {measured} trials of {workload} failed "
+                      f"({self.failure_summary(errors)})", TuningWarning, stacklevel=3)
 
     def _tune_loop(self, n_trial: int, measure_option: MeasureOption,
                    callbacks: Sequence[Callable], early_stopping: int | None,
@@ -186,6 +245,8 @@ class Tuner:
                     improved = True
             else:
                 self.errors[res.error] = self.errors.get(res.error, 0) + 1
+                if self.first_error is None:
+                    self.first_error = (res.error, res.error_msg)
             self.curve.append(self.best_flops / 1e9)
         return improved
 
@@ -228,6 +289,64 @@ class RandomTuner(Tuner):
         return self._random_unvisited(n)
 
 
+class GATuner(Tuner):
+    """A genetic algorithm over the knobs (TVM's GATuner): a generation of `pop_size` configs
+    is measured; the next keeps the `elite_num` fastest as parents and breeds new configs from
+    parents picked with probability proportional to their throughput, each knob taken from
+    either parent and then, with probability `mutation_prob`, set to a random value."""
+
+    def __init__(self, task: Task, pop_size: int = 100, elite_num: int = 3,
+                 mutation_prob: float = 0.1, batch_size: int = 16, seed: int | None = None):
+        super().__init__(task, batch_size, seed)
+        if pop_size < 1 or not 0 <= elite_num <= pop_size:
+            raise ValueError(f"GATuner: need pop_size >= 1 and 0 <= elite_num <= pop_size, got "
+                             f"pop_size={pop_size}, elite_num={elite_num}")
+        if not 0.0 <= mutation_prob <= 1.0:
+            raise ValueError(f"GATuner: mutation_prob must be in [0, 1], got {mutation_prob}")
+        self.pop_size = min(int(pop_size), len(self.space))
+        self.elite_num = int(elite_num)
+        self.mutation_prob = float(mutation_prob)
+        self._queue: list[int] = []  # this generation's configs not measured yet
+        self._scores: dict[int, float] = {}  # measured members of the parents' pool -> FLOP/s
+
+    def next_batch(self, n: int) -> list[int]:
+        if not any(i not in self.visited for i in self._queue):
+            self._queue = self._next_generation()
+        out = [i for i in self._queue if i not in self.visited][:n]
+        self._queue = [i for i in self._queue if i not in out]
+        return out
+
+    def update(self, inputs, results) -> None:
+        for inp, res in zip(inputs, results):
+            self._scores[inp.config.index] = self.task.flop / res.mean_cost if res.valid else 0.0
+
+    def _next_generation(self) -> list[int]:
+        if not self._scores:  # the first generation: random
+            return self._random_unvisited(self.pop_size)
+        ranked = sorted(self._scores, key=lambda i: -self._scores[i])
+        weights = np.array([self._scores[i] for i in ranked])
+        prob = weights / weights.sum() if weights.sum() > 0 else None
+        children: list[int] = []
+        for _ in range(20 * self.pop_size):
+            if len(children) == self.pop_size:
+                break
+            a, b = self.rng.choice(len(ranked), size=2, p=prob)
+            child = self._crossover(ranked[int(a)], ranked[int(b)])
+            if child not in self.visited and child not in children:
+                children.append(child)
+        children += self._random_unvisited(self.pop_size - len(children), exclude=set(children))
+        self._scores = {i: self._scores[i] for i in ranked[:self.elite_num]}
+        return children
+
+    def _crossover(self, a: int, b: int) -> int:
+        pa, pb = self.space.point(a), self.space.point(b)
+        child = [x if self.rng.random() < 0.5 else y for x, y in zip(pa, pb)]
+        for d, n in enumerate(self.space.dims):
+            if self.rng.random() < self.mutation_prob:
+                child[d] = int(self.rng.integers(n))
+        return self.space.index_from_point(child)
+
+
 class XGBTuner(Tuner):
     """Cost-model guided search (see the module doc).
 
@@ -237,13 +356,38 @@ class XGBTuner(Tuner):
     batch as a share of the previous batch's measuring time (keeps the tuner's own overhead
     small); population / temperature: simulated annealing parameters; feature_workers:
     processes featurizing the search's new candidates (None: one per CPU; 0 or 1: in this
-    process), started on the first search and stopped when tune() returns."""
+    process), started on the first search and stopped when tune() returns.
+
+    loss_type: the model's objective, TVM's choice: "reg" (regression on throughput normalized
+    to the best seen; the default) or "rank" (xgboost's pairwise ranking). TVM's other
+    arguments (keyword only): plan_size is batch_size (configs planned per model fit),
+    num_threads is feature_workers, feature_type "itervar" and optimizer "sa" are what this
+    tuner does (others are refused), log_interval is accepted (the progress bar reports)."""
+
+    _OBJECTIVES: ClassVar[dict[str, str]] = {"reg": "reg:squarederror",
+                                             "rank": "rank:pairwise"}
 
     def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None,
                  epsilon: float = 0.05, search_ratio: float = 0.1, population: int = 64,
                  temperature: float = 0.5, n_rounds: int = 60, include_fallback: bool = True,
-                 warmup: int = 48, feature_workers: int | None = None):
-        super().__init__(task, batch_size, seed)
+                 warmup: int = 48, feature_workers: int | None = None,
+                 loss_type: str = "reg", *, plan_size: int | None = None,
+                 num_threads: int | None = None, feature_type: str = "itervar",
+                 optimizer: str = "sa", diversity_filter_ratio: float | None = None,
+                 log_interval: int | None = None):
+        if loss_type not in self._OBJECTIVES:
+            raise ValueError(f"XGBTuner: loss_type must be one of {sorted(self._OBJECTIVES)} "
+                             f"(TVM's 'rank-binary' is not supported), got {loss_type!r}")
+        _refuse_tvm_choice("feature_type", feature_type, "itervar",
+                           "features are per-store loop-nest statistics")
+        _refuse_tvm_choice("optimizer", optimizer, "sa", "the search is simulated annealing")
+        _refuse_tvm_choice("diversity_filter_ratio", diversity_filter_ratio, None,
+                           "no diversity filter")
+        del log_interval  # TVM logs every log_interval trials; the progress bar reports here
+        super().__init__(task, batch_size if plan_size is None else plan_size, seed)
+        self.loss_type = loss_type
+        if num_threads is not None and feature_workers is None:
+            feature_workers = num_threads
         import os
 
         self.feature_workers = int(os.cpu_count() or 1) if feature_workers is None \
@@ -401,12 +545,13 @@ class XGBTuner(Tuner):
         y = np.array([v / m for v in self._flops] + self._ty)
         if len(x) < 4 or y.max() <= 0:
             return
-        # reg:squarederror on throughput normalized to the best seen: ranks configs by predicted
-        # speed without relying on xgboost's pairwise ranking (whose semantics changed in 2.0).
+        # by default reg:squarederror on throughput normalized to the best seen: ranks configs
+        # by predicted speed without relying on xgboost's pairwise ranking (whose semantics
+        # changed in 2.0); loss_type="rank" asks for that ranking, as TVM's option does.
         # one thread, as the training: the default (every core) costs more in thread start-up
         # than the copy of a few hundred rows
         dtrain = xgb.DMatrix(x, label=y, nthread=1)
-        params = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.2,
+        params = {"objective": self._OBJECTIVES[self.loss_type], "max_depth": 6, "eta": 0.2,
                   "subsample": 1.0, "min_child_weight": 1, "nthread": 1, "verbosity": 0,
                   "seed": int(self.rng.integers(1 << 30))}
         self._model = xgb.train(params, dtrain, num_boost_round=self.n_rounds)
@@ -579,6 +724,12 @@ class XGBTuner(Tuner):
             temp *= 0.9
         return sorted((i for i, s in scores.items() if s > -math.inf and i not in self.visited),
                       key=lambda i: -scores[i])
+
+
+def _refuse_tvm_choice(name: str, value, supported, what: str) -> None:
+    if value != supported:
+        raise ValueError(f"XGBTuner: TVM's {name}={value!r} is not supported ({what}; only "
+                         f"{name}={supported!r})")
 
 
 _TASKS: dict[tuple, Task | None] = {}
