@@ -42,10 +42,10 @@ import numpy as np
 from tensorlang.errors import TensorlangError
 from tensorlang.version import __version__
 
-from . import _cpu, _plan, threadpool
+from . import _cpu, _plan
 from .arrays import _aligned_bytes, _aligned_bytes_at
 from .module import ArtifactError, KernelError, Module, check_built_for_here, load_module
-from .timer import TimingResult
+from .timer import TimingResult, call_timer
 
 GRAPH_ARTIFACT_FORMAT = 1
 MODES = ("graph", "interactive")
@@ -546,17 +546,8 @@ class GraphModule:
 
 def _time_native(address: int, fn, raw: list[int], number: int) -> tuple[float, int]:
     """Time ``number`` calls in a native loop when the thread pool library is available, else
-    from Python."""
-    if len(raw) <= threadpool.MAX_TIMED_ARGS:
-        try:
-            return threadpool.time_calls(address, raw, number)
-        except Exception:  # noqa: BLE001,S110 - no pool library here: time from Python
-            pass
-    rc = 0
-    t0 = time.perf_counter()
-    for _ in range(number):
-        rc = fn(*raw) or rc
-    return time.perf_counter() - t0, rc
+    from Python (runtime.timer.call_timer, as Module.time_evaluator)."""
+    return call_timer(address, fn, len(raw))(raw, number)
 
 
 def _sha256_file(path: Path) -> str:

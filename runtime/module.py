@@ -21,7 +21,6 @@ import ctypes
 import math
 import os
 import subprocess
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from .kernel_artifact import (
 )
 from .kernel_manifest import normalize_manifest
 from .load_errors import ArtifactError, LoadError
-from .timer import TimingResult
+from .timer import TimingResult, call_timer
 
 __all__ = [
     "LOADERS",
@@ -711,31 +710,7 @@ class Module:
         return number, repeat, min_repeat_ms
 
     def _native_timer(self) -> Callable[[list[int], int], tuple[float, int]]:
-        address = self._loaded().address
-        native_ok = len(self._args) + len(self._vars) <= threadpool.MAX_TIMED_ARGS
-        if native_ok:
-            try:
-                threadpool.pool()
-            except threadpool.PoolUnavailable:
-                native_ok = False  # time from Python instead
-        if native_ok:
-
-            def native(raw: list[int], n: int) -> tuple[float, int]:
-                return threadpool.time_calls(address, raw, n)
-
-            return native
-        fn = self._fn
-
-        def python_loop(raw: list[int], n: int) -> tuple[float, int]:
-            err = 0
-            t0 = time.perf_counter()
-            for _ in range(n):
-                rc = fn(*raw)
-                if rc and not err:
-                    err = rc
-            return time.perf_counter() - t0, err
-
-        return python_loop
+        return call_timer(self._loaded().address, self._fn, len(self._args) + len(self._vars))
 
     # -- sources and artifacts ------------------------------------------------------------
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -63,3 +64,36 @@ class TimingResult:
             f"min={_fmt_seconds(self.min)}, max={_fmt_seconds(self.max)}, "
             f"std={_fmt_seconds(self.std)}, repeat={len(self.results)}, number={self.number})"
         )
+
+
+def call_timer(address: int, fn: Callable[..., int], n_args: int
+               ) -> Callable[[list[int], int], tuple[float, int]]:
+    """``timer(raw, n)`` -> (seconds for n calls, first nonzero return code or 0) of the
+    function at ``address`` with raw arguments: a native loop (the thread pool library's
+    tl_time_calls) where that library loads and the arity is within its loops, else a Python
+    loop over ``fn`` (the same function through ctypes)."""
+    from . import threadpool
+
+    native_ok = n_args <= threadpool.MAX_TIMED_ARGS
+    if native_ok:
+        try:
+            threadpool.pool()
+        except threadpool.PoolUnavailable:
+            native_ok = False  # time from Python instead
+    if native_ok:
+
+        def native(raw: list[int], n: int) -> tuple[float, int]:
+            return threadpool.time_calls(address, raw, n)
+
+        return native
+
+    def python_loop(raw: list[int], n: int) -> tuple[float, int]:
+        err = 0
+        t0 = time.perf_counter()
+        for _ in range(n):
+            rc = fn(*raw)
+            if rc and not err:
+                err = rc
+        return time.perf_counter() - t0, err
+
+    return python_loop
