@@ -15,17 +15,27 @@ from typing import Any
 
 import numpy as np
 
+from tensorlang.ops.definition import OpDefinition, get_definition
+from tensorlang.ops.patterns import (  # the one definition of the kinds; fusion reads them
+    BROADCAST,
+    ELEMWISE,
+    INJECTIVE,
+    OPAQUE,
+    OUT_ELEMWISE_FUSABLE,
+    REDUCE,
+    Pattern,
+    as_pattern,
+)
 from tensorlang.ops.transform import BLOCKED_LAYOUT
 
 from .ir import GraphError
 
-# Pattern kinds (TVM's OpPatternKind names); fusion (issue 7) dispatches on them.
-ELEMWISE = "elemwise"
-BROADCAST = "broadcast"
-INJECTIVE = "injective"
-REDUCE = "reduce"
-OUT_ELEMWISE_FUSABLE = "out_elemwise_fusable"
-OPAQUE = "opaque"
+# Graph ops named as a library op but fused differently from the library compute's kind, and
+# why (every other such op has the library definition's kind: register() checks it).
+PATTERN_OVERRIDES = {
+    # the square-sum window reads across channels: one kernel, nothing fused into it
+    "lrn": OPAQUE,
+}
 
 Type = tuple[tuple[int, ...], str]  # (shape, dtype)
 
@@ -33,21 +43,37 @@ Type = tuple[tuple[int, ...], str]  # (shape, dtype)
 @dataclass(frozen=True)
 class OpDef:
     name: str
-    pattern: str
+    pattern: Pattern
     num_inputs: tuple[int, int]  # (min, max); max -1: variadic
     infer: Callable[[Sequence[Type], dict], list[Type]]
     ref: Callable[[Sequence[np.ndarray], dict], list[np.ndarray]] | None
     # An alias op produces a view of its input's bytes: no kernel, no copy at run time.
     alias: bool = False
+    # the library operator of the same name (tensorlang.ops), when there is one
+    definition: OpDefinition | None = None
 
 
 OPS: dict[str, OpDef] = {}
 
 
+def _library_definition(name: str) -> OpDefinition | None:
+    try:
+        return get_definition(name)
+    except LookupError:
+        return None
+
+
 def register(name, pattern, num_inputs, infer, ref=None, alias=False) -> None:
+    """Register graph op ``name``. A graph op named as a library op has that op's pattern kind
+    (or its entry in PATTERN_OVERRIDES): a mismatch is a GraphError when the module loads."""
     if isinstance(num_inputs, int):
         num_inputs = (num_inputs, num_inputs)
-    OPS[name] = OpDef(name, pattern, num_inputs, infer, ref, alias)
+    kind = as_pattern(pattern)
+    lib = _library_definition(name)
+    if lib is not None and kind != PATTERN_OVERRIDES.get(name, lib.pattern):
+        raise GraphError(f"graph op {name!r} is registered {kind} but the library op of that "
+                         f"name is {lib.pattern}: fix one, or list it in PATTERN_OVERRIDES")
+    OPS[name] = OpDef(name, kind, num_inputs, infer, ref, alias, lib)
 
 
 def get_op(name: str) -> OpDef:

@@ -1,11 +1,28 @@
 """The operator library (TVM's TOPI): for each operator its compute, declared with numpy
-semantics and its pattern kind (attrs["pattern"], tag = the operator's name), and default x86
-schedules for any composition of library ops (`default_schedule`)."""
+semantics, and its typed definition (definition.py; all of them in catalog.py): pattern kind,
+internal stages, default schedule with its declared knobs, tuning template, numpy reference.
+Each library compute carries its definition (attrs["definition"]); `default_schedule` gives a
+fast x86 schedule to any composition of library ops by reading them. docs/operators.md says
+how to add an operator."""
 
-from . import schedule  # noqa: F401
+from . import (
+    catalog,  # noqa: F401 - declares every op
+    schedule,  # noqa: F401
+)
 from ._base import PATTERNS, pattern_of  # noqa: F401
+from .definition import (  # noqa: F401
+    AnchorSchedule,
+    CompositeSchedule,
+    Knob,
+    OpDefinition,
+    Part,
+    all_definitions,
+    definition_of,
+    get_definition,
+)
 from .elemwise import *
 from .nn import *
+from .patterns import Pattern  # noqa: F401
 from .reduce import argmax, argmin, max, mean, min, prod, sum  # noqa: F401
 from .schedule import default_schedule  # noqa: F401
 from .transform import *

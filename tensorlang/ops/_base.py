@@ -1,23 +1,27 @@
-"""Shared helpers of the operator library: pattern kinds, attribute checks that raise ValueError
-naming the operator and the argument, numpy broadcasting and axis normalisation.
+"""Shared helpers of the operator library: declaring a library compute, attribute checks that
+raise ValueError naming the operator and the argument, numpy broadcasting and axis normalisation.
 
-Every library compute carries `tag` = the operator's name and `attrs["pattern"]` = its pattern
-kind; the default schedules and the graph layer's fusion dispatch on those two fields."""
+Every library compute carries `tag` = the operator's (or internal stage's) name,
+`attrs["pattern"]` = its pattern kind and `attrs["definition"]` = the definition declaring it
+(definition.py, catalog.py); the default schedules and the graph layer's fusion read those."""
 
 from __future__ import annotations
 
 from ..ir import dtype as dt
 from ..ir.expr import Expr, Var, as_int
 from ..te.tensor import Tensor, compute
-
-# Pattern kinds (TVM's OpPatternKind, by name). Ordered from the most to the least fusable.
-ELEMWISE = "elemwise"  # out[i] = f(in[i]) for inputs of the output's shape
-BROADCAST = "broadcast"  # like elemwise, but some inputs are broadcast along some axes
-INJECTIVE = "injective"  # every output element reads a fixed set of input elements (reshape...)
-REDUCE = "reduce"  # reduces input axes (sum, max, argmax...)
-OUT_ELEMWISE_FUSABLE = "out_elemwise_fusable"  # heavy op whose output loop can host a tail
-OPAQUE = "opaque"  # composite op with its own schedule (softmax, layer norm, ...)
-PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, OUT_ELEMWISE_FUSABLE, OPAQUE)
+from .definition import DefinitionError, OpDefinition, lookup_tag
+from .patterns import (  # noqa: F401 - the kinds, re-exported for the op modules
+    BROADCAST,
+    ELEMWISE,
+    INJECTIVE,
+    OPAQUE,
+    OUT_ELEMWISE_FUSABLE,
+    PATTERNS,
+    REDUCE,
+    Pattern,
+    as_pattern,
+)
 
 
 def pattern_of(t) -> str | None:
@@ -27,10 +31,17 @@ def pattern_of(t) -> str | None:
 
 
 def op_compute(op_name: str, shape, fcompute, pattern: str, name: str | None = None, **attrs):
-    """tl.compute with the library's tag and pattern attributes."""
-    assert pattern in PATTERNS, pattern
+    """tl.compute with the library's tag, pattern and definition attributes. `op_name` must be
+    declared (an op or a part in catalog.py), with this pattern kind: a broadcast op's instance
+    may be elemwise (its operands all have the output's shape)."""
+    d = lookup_tag(op_name)
+    kind = as_pattern(pattern)
+    if kind != d.pattern and not (d.pattern == BROADCAST and kind == ELEMWISE):
+        what = "operator" if isinstance(d, OpDefinition) else f"part of {d.owner}"
+        raise DefinitionError(f"{op_name} ({what}) is declared {d.pattern}, its compute says "
+                             f"{kind}")
     return compute(tuple(shape), fcompute, name=name or op_name, tag=op_name,
-                   attrs=dict(attrs, pattern=pattern))
+                   attrs=dict(attrs, pattern=kind, definition=d))
 
 
 # ----------------------------------------------------------------------------- attribute checks

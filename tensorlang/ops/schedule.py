@@ -16,10 +16,22 @@ first), only spatial loops are."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ir.expr import as_int
 from ..schedule import create_schedule
 from ..te.tensor import ComputeOp, Tensor
 from ._base import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE, pattern_of
+from .definition import (
+    AnchorSchedule,
+    CompositeSchedule,
+    Part,
+    anchor_schedule,
+    definition_of,
+    is_op,
+    op_definition,
+    part_role,
+)
 
 LANES = 16  # fp32 lanes of one zmm register
 # Outputs at least this big are written with non-temporal stores (pragma "nontemporal"): half
@@ -27,8 +39,6 @@ LANES = 16  # fp32 lanes of one zmm register
 # the caches saves reading every line before it is written (softmax 4096x1024, 16 MB: 0.59 ->
 # 0.44 ms; relu(a*b+c) on 64 MB: see BENCHMARKS.md).
 STREAMING_BYTES = 16 << 20
-_MATMUL_TAGS = ("matmul", "batch_matmul", "dense", "gemm")
-_SPATIAL_WINDOW_TAGS = ("depthwise_conv2d_nchw", "max_pool2d", "avg_pool2d_sum", "conv2d_nchw")
 
 
 def _stream_if_big(st, loop) -> None:
@@ -78,7 +88,7 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
     axes = list(st.op.axis)
     if not axes:
         return
-    if st.op.tag == "layout_transform" and _schedule_layout_transform(st):
+    if is_op(st.op, "layout_transform") and _schedule_layout_transform(st):
         return
     inner = axes[-1]
     n = _ext(inner)
@@ -395,7 +405,7 @@ def _accumulator(s, c: Tensor, out: Tensor | None):
 def _pack_stage(s, cs):
     for t in cs.op.input_tensors:
         st = s.stage_map.get(t.op)
-        if st is not None and st.op.tag.endswith("_pack"):
+        if st is not None and part_role(st.op) == "pack":
             return st
     return None
 
@@ -465,7 +475,7 @@ def inline_pad_input(s, cs) -> None:
     7-35% of 3x3 convs (1x64x56^2: 433 -> 510 GFLOP/s; 1x128x56^2 stride 2: 400 -> 500)."""
     for t in cs.op.input_tensors:
         st = s.stage_map.get(t.op)
-        if st is not None and st.op.tag == "pad" and st.attach_type == "root":
+        if st is not None and is_op(st.op, "pad") and st.attach_type == "root":
             st.compute_inline()
 
 
@@ -474,7 +484,7 @@ def _schedule_pad_input(s, cs) -> None:
     vectorized) rather than inlined, which would put bound checks in the inner loop."""
     for t in cs.op.input_tensors:
         st = s.stage_map.get(t.op)
-        if st is not None and st.op.tag == "pad" and st.attach_type == "root":
+        if st is not None and is_op(st.op, "pad") and st.attach_type == "root":
             schedule_injective(s, t)
 
 
@@ -523,7 +533,7 @@ def _conv_block_stage(s, c: Tensor):
     """The `conv2d_nchw_block` stage that the NCHW conv output `c` reads, or None."""
     for t in s[c].op.input_tensors:
         st = s.stage_map.get(t.op)
-        if st is not None and st.op.tag == "conv2d_nchw_block":
+        if st is not None and part_role(st.op) == "block":
             return st
     return None
 
@@ -590,7 +600,8 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
     inline_pad_input(s, blk)
     for t in blk.op.input_tensors:  # weights packed inside the op: one parallel pass
         st = s.stage_map.get(t.op)
-        if st is not None and st.op.tag == "conv2d_weight_layout" and st.attach_type == "root":
+        if st is not None and is_op(st.op, "conv2d_weight_layout") and \
+                st.attach_type == "root":
             schedule_injective(s, t)
     if parallel:
         o.parallel(task)
@@ -614,7 +625,7 @@ def _sole_root_pad(s, cs):
     """The 4-D pad stage at the root that only `cs` reads, or None."""
     for t in cs.op.input_tensors:
         st = s.stage_map.get(t.op)
-        if st is not None and st.op.tag == "pad" and st.attach_type == "root" and \
+        if st is not None and is_op(st.op, "pad") and st.attach_type == "root" and \
                 len(s.consumers(st)) == 1 and len(st.op.axis) == 4:
             return st
     return None
@@ -741,7 +752,7 @@ def _schedule_window_blocked(s, cs, o, parallel: bool, reg_ow: int, rows: int) -
     task = o.fuse(n, oh, cb)
     for t in cs.op.input_tensors:
         st = s.stage_map.get(t.op)
-        if st is not None and st.op.tag == "pad" and st.attach_type == "root":
+        if st is not None and is_op(st.op, "pad") and st.attach_type == "root":
             # read the input directly: the window's reads become masked loads where they may
             # fall into the padding; a padded copy of the task's rows costs as much as the
             # window itself here (3x3 depthwise 1x64x112^2 stride 2: 0.052 -> 0.045 ms;
@@ -771,7 +782,7 @@ def schedule_softmax(s, out: Tensor) -> None:
     row's intermediates live in a stack buffer of one row."""
     o = s[out]
     ax = o.op.attrs.get("axis")
-    parts = _internal_stages(s, o, ("_max", "_exp", "_sum"))
+    parts = _internal_stages(s, o, ("max", "exp", "sum"))
     if ax != len(o.op.axis) - 1 or len(parts) != 3 or len(o.op.axis) < 2:
         _generic_opaque(s, out)
         return
@@ -818,7 +829,7 @@ def schedule_layer_norm(s, out: Tensor) -> None:
     """layer norm over the last axis: a row per parallel iteration, mean and variance with the
     rfactor vector accumulator, the normalisation vectorized."""
     o = s[out]
-    parts = _internal_stages(s, o, ("_mean", "_var"))
+    parts = _internal_stages(s, o, ("mean", "var"))
     if len(parts) != 2 or len(parts[0].op.reduce_axis) != 1 or len(o.op.axis) < 2:
         _generic_opaque(s, out)
         return
@@ -828,8 +839,10 @@ def schedule_layer_norm(s, out: Tensor) -> None:
     _attach_row_stages(s, o, row, (var, mean), reductions=(mean, var))
 
 
-def _internal_stages(s, o, suffixes) -> list:
-    """The stages of a composite op (named tag + suffix) that feed the output stage `o`."""
+def _internal_stages(s, o, roles) -> list:
+    """The stages of a composite op (its parts with these roles, in this order) that feed the
+    output stage `o`."""
+    owner = op_definition(o.op)
     found = {}
     todo = [o]
     seen = set()
@@ -840,11 +853,12 @@ def _internal_stages(s, o, suffixes) -> list:
             if p is None or id(p) in seen:
                 continue
             seen.add(id(p))
-            for suf in suffixes:
-                if p.op.tag == o.op.tag + suf:
-                    found[suf] = p
-                    todo.append(p)
-    return [found[x] for x in suffixes if x in found]
+            d = definition_of(p.op)
+            if owner is not None and isinstance(d, Part) and d.owner == owner.name and \
+                    d.role in roles:
+                found[d.role] = p
+                todo.append(p)
+    return [found[x] for x in roles if x in found]
 
 
 def _generic_opaque(s, out: Tensor) -> None:
@@ -872,18 +886,30 @@ def _root_generic(s, st) -> None:
 # ----------------------------------------------------------------------------- dispatch
 
 
-_ANCHOR_SCHEDULES = {
-    "matmul": schedule_matmul,
-    "batch_matmul": schedule_matmul,
-    "dense": schedule_matmul,
-    "gemm": schedule_matmul,
-    "conv2d_nchwc": schedule_conv2d_nchwc,
-    "conv2d_nchw": schedule_conv2d_nchw,
-    "depthwise_conv2d_nchw": schedule_spatial_window,
-    "depthwise_conv2d_nchwc": schedule_spatial_window,
-    "max_pool2d": schedule_spatial_window,
-    "avg_pool2d_sum": schedule_spatial_window,
-}
+@dataclass(frozen=True)
+class _Step:
+    """One schedule that default_schedule runs: a composite op's (on its output) or an anchor's
+    (on the anchor tensor, with the output hosting its tail or None)."""
+
+    op: str
+    schedule: AnchorSchedule | CompositeSchedule
+    anchor: Tensor | None
+    out: Tensor | None
+
+    def run(self, s, knobs: dict | None) -> None:
+        if isinstance(self.schedule, CompositeSchedule):
+            self.schedule.function(s, self.out)
+        else:
+            self.schedule.apply(self.op, s, self.anchor, self.out, knobs)
+
+
+def _anchor_step(st, out: Tensor | None = None) -> _Step:
+    return _Step(definition_of(st.op).name, anchor_schedule(st.op), st.op.output(0), out)
+
+
+def _is_anchor(st) -> bool:
+    """A stage whose compute is a heavy library op with an anchor schedule (one output)."""
+    return anchor_schedule(st.op) is not None and st.op.num_outputs == 1
 
 
 def _tail_anchor(s, out_stage):
@@ -901,8 +927,7 @@ def _tail_anchor(s, out_stage):
             if len(s.consumers(p)) != 1:
                 continue
             kind = pattern_of(p.op)
-            if p.op.tag in _ANCHOR_SCHEDULES and kind == OUT_ELEMWISE_FUSABLE or (
-                    kind == REDUCE and p.op.tag in _ANCHOR_SCHEDULES):
+            if anchor_schedule(p.op) is not None and kind in (OUT_ELEMWISE_FUSABLE, REDUCE):
                 return p, tails
             if kind in (ELEMWISE, BROADCAST) and cand is None:
                 cand = p
@@ -913,12 +938,72 @@ def _tail_anchor(s, out_stage):
     return None, []
 
 
+def _plan_outputs(s, keep: set) -> list[_Step]:
+    """The schedules the outputs ask for: a composite op's own, an anchor's, or the anchor that
+    an output's elementwise tail leads back to (placed at the output's tile loop)."""
+    plan = []
+    for st in s.stages:
+        if not st.is_output:
+            continue
+        d = op_definition(st.op)
+        if d is not None and d.composite is not None and pattern_of(st.op) == OPAQUE:
+            plan.append(_Step(d.name, d.composite, None, st.op.output(0)))
+            keep.update(id(p) for p in _internal_stages(s, st, d.composite.keeps))
+            continue
+        if _is_anchor(st):
+            plan.append(_anchor_step(st))
+            continue
+        anchor, _tails = _tail_anchor(s, st)
+        if anchor is not None:
+            plan.append(_anchor_step(anchor, st.op.output(0)))
+            keep.add(id(anchor))
+    # a heavy op that feeds an output through something other than an elementwise tail (a
+    # blocked conv followed by a layout transform back to NCHW) still gets its own schedule at
+    # the root instead of the generic reduction one
+    for st in s.stages:
+        if not st.is_output and id(st) not in keep and _is_anchor(st):
+            plan.append(_anchor_step(st))
+            keep.add(id(st))
+    return plan
+
+
+def _placed_by_consumer(s, st) -> bool:
+    """Injective stages that a consumer's schedule places itself: padding read by a conv, pool
+    or row sum (computed at the root so the inner loop has no bound checks, or read in place),
+    packed operands, and a weight layout read by the blocked NCHW conv."""
+    consumers = s.consumers(st)
+    if is_op(st.op, "pad") and any(anchor_schedule(c.op) is not None or
+                                   part_role(c.op) in ("block", "sum") for c in consumers):
+        return True
+    if part_role(st.op) == "pack":
+        return True
+    return is_op(st.op, "conv2d_weight_layout") and any(
+        part_role(c.op) == "block" for c in consumers)
+
+
+def _inline_injective(s, keep: set) -> None:
+    """Inline the injective intermediates that no schedule places."""
+    for st in reversed(s.stages):
+        if st.is_output or id(st) in keep or st.op.reduce_axis or st.op.num_outputs != 1:
+            continue
+        if not isinstance(st.op, ComputeOp) or pattern_of(st.op) not in (
+                ELEMWISE, BROADCAST, INJECTIVE):
+            continue
+        if _placed_by_consumer(s, st):
+            continue
+        if any(c.attach_type == "scope" and c.attach_stage is st for c in s.stages):
+            continue
+        st.compute_inline()
+
+
 def default_schedule(outs, target: str = "llvm", knobs: dict | None = None):
     """A fast schedule for any composition of library ops ending in `outs` (one tensor or a
     list). Stages that are not library ops get the generic injective/reduce schedule.
 
-    knobs: keyword arguments for the anchor schedules (e.g. tile_m / tile_n of schedule_matmul,
-    tile_oc of schedule_conv2d_nchw): what a tuner varies; None keeps their defaults."""
+    knobs: keyword arguments for the anchor schedules, checked against the knobs each anchor's
+    definition declares (e.g. tile_m / tile_n of schedule_matmul, tile_oc of
+    schedule_conv2d_nchw): what a tuner varies; None keeps their defaults. A knob the anchor
+    does not declare, or of the wrong type, is a TypeError naming the op and the knob."""
     if target not in ("llvm", "llvm -mcpu=native") and not str(target).startswith("llvm"):
         raise ValueError(f"default_schedule: target {target!r} is not supported (only 'llvm')")
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
@@ -926,61 +1011,14 @@ def default_schedule(outs, target: str = "llvm", knobs: dict | None = None):
         if not isinstance(t, Tensor):
             raise TypeError(f"default_schedule: outs must be tensors, got {type(t).__name__}")
     s = create_schedule(outs)
-    plan = []  # (schedule function, anchor tensor, output tensor)
-    keep = set()  # stages the anchor schedules place themselves
-    for st in s.stages:
-        if not st.is_output:
-            continue
-        tag, kind = st.op.tag, pattern_of(st.op)
-        if kind == OPAQUE and tag in ("softmax", "log_softmax"):
-            plan.append((lambda s_, a, o: schedule_softmax(s_, o), None, st.op.output(0)))
-            keep.update(id(p) for p in _internal_stages(s, st, ("_max", "_exp", "_sum")))
-            continue
-        if kind == OPAQUE and tag == "layer_norm":
-            plan.append((lambda s_, a, o: schedule_layer_norm(s_, o), None, st.op.output(0)))
-            keep.update(id(p) for p in _internal_stages(s, st, ("_mean", "_var")))
-            continue
-        if tag in _ANCHOR_SCHEDULES and st.op.num_outputs == 1:
-            plan.append((_ANCHOR_SCHEDULES[tag], st.op.output(0), None))
-            continue
-        anchor, _tails = _tail_anchor(s, st)
-        if anchor is not None:
-            plan.append((_ANCHOR_SCHEDULES[anchor.op.tag], anchor.op.output(0), st.op.output(0)))
-            keep.add(id(anchor))
-    # a heavy op that feeds an output through something other than an elementwise tail (a
-    # blocked conv followed by a layout transform back to NCHW) still gets its own schedule at
-    # the root instead of the generic reduction one
-    for st in s.stages:
-        if not st.is_output and id(st) not in keep and st.op.tag in _ANCHOR_SCHEDULES and \
-                st.op.num_outputs == 1:
-            plan.append((_ANCHOR_SCHEDULES[st.op.tag], st.op.output(0), None))
-            keep.add(id(st))
-    # inline injective intermediates (padding of a conv/pool stays: its schedule computes it
-    # at the root so the inner loop has no bound checks; packing is placed by the matmul)
-    for st in reversed(s.stages):
-        if st.is_output or id(st) in keep or st.op.reduce_axis or st.op.num_outputs != 1:
-            continue
-        if not isinstance(st.op, ComputeOp) or pattern_of(st.op) not in (
-                ELEMWISE, BROADCAST, INJECTIVE):
-            continue
-        if st.op.tag == "pad" and any(c.op.tag in _ANCHOR_SCHEDULES or
-                                      c.op.tag == "conv2d_nchw_block" or
-                                      c.op.tag.endswith("_sum") for c in s.consumers(st)):
-            continue
-        if st.op.tag.endswith("_pack") or st.op.tag == "conv2d_weight_layout" and any(
-                c.op.tag == "conv2d_nchw_block" for c in s.consumers(st)):
-            continue  # packed operands are placed by their consumer's schedule
-        if any(c.attach_type == "scope" and c.attach_stage is st for c in s.stages):
-            continue
-        st.compute_inline()
-    for fn, anchor, out in plan:
-        if anchor is not None and knobs:
-            fn(s, anchor, out, **knobs)
-        else:
-            fn(s, anchor, out)
+    keep: set = set()  # stages the anchor schedules place themselves
+    plan = _plan_outputs(s, keep)
+    _inline_injective(s, keep)
+    for step in plan:
+        step.run(s, knobs)
     for st in s.stages:
         if st.attach_type == "root" and not st.is_transformed():
-            if st.op.tag.endswith("_pack"):
+            if part_role(st.op) == "pack":
                 st.compute_inline()
                 continue
             _root_generic(s, st)

@@ -1,0 +1,310 @@
+"""The definition of every library operator (see definition.py): compute, pattern kind,
+internal stages, default schedule with its knobs, tuning template, numpy reference on a small
+example. Adding an operator: its compute in elemwise/nn/reduce/transform.py, one ``define``
+here (docs/operators.md)."""
+
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import elemwise as E
+from . import nn as N
+from . import reduce as R
+from . import references as ref
+from . import schedule as S
+from . import transform as T
+from .definition import AnchorSchedule, CompositeSchedule, Example, define, knob
+from .patterns import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE
+
+F32 = "float32"
+
+
+def ex(inputs, declare, reference, **opts) -> Example:
+    """An example: inputs as shapes (float32) or (shape, dtype) pairs."""
+    ins = tuple(i if isinstance(i[-1], str) else (tuple(i), F32) for i in inputs)
+    return Example(ins, declare, reference, **opts)
+
+
+# ----------------------------------------------------------------------------- schedules
+
+MATMUL_SCHEDULE = AnchorSchedule(S.schedule_matmul, (
+    knob("tile_m", int, 6, "rows of the register tile"),
+    knob("tile_n", int, 64, "columns of the register tile (whole vectors)"),
+    knob("lanes", int, S.LANES, "vector lanes"),
+    knob("parallel", bool, True, "the outer loop on the thread pool"),
+    knob("fit_rows", bool, True, "tile_m shrunk to a divisor of M"),
+    knob("k_outer", bool, True, "the reduction outside the tile rows"),
+    knob("unroll_rows", bool, True, "the tile's rows unrolled"),
+    knob("rows_outer", bool, False, "row tiles outside the column panels"),
+))
+CONV_NCHWC_SCHEDULE = AnchorSchedule(S.schedule_conv2d_nchwc, (
+    knob("reg_n", int, 14, "output columns of the register tile"),
+    knob("unroll_kw", bool, True, "the kernel-width loop unrolled"),
+    knob("oc_blocks", int, 2, "output-channel blocks of the register tile"),
+    knob("oc_outer", (bool, type(None)), None, "oc blocks outside the rows (None: by weights)"),
+    knob("parallel", bool, True, "tasks on the thread pool"),
+))
+CONV_NCHW_SCHEDULE = AnchorSchedule(S.schedule_conv2d_nchw, (
+    knob("tile_oc", int, 4, "output channels per tile (plain path)"),
+    knob("tile_ow", int, 32, "output columns per tile (plain path)"),
+    knob("oc_vectors", int, 2, "16-channel vectors of the register tile (blocked path)"),
+    knob("reg_ow", int, 14, "output columns of the register tile (blocked path)"),
+    knob("unroll_kw", bool, False, "the kernel-width loop unrolled (blocked path)"),
+    knob("oc_outer", (bool, type(None)), None, "oc blocks outside the rows (None: by weights)"),
+    knob("parallel", bool, True, "tasks on the thread pool"),
+))
+WINDOW_SCHEDULE = AnchorSchedule(S.schedule_spatial_window, (
+    knob("parallel", bool, True, "the (n, channel) loop on the thread pool"),
+    knob("row_lanes_max", int, 64, "rows up to this width are one vector"),
+    knob("rows", int, 4, "output rows computed together"),
+    knob("reg_ow", int, 14, "output columns computed together (NCHW[x]c)"),
+))
+SOFTMAX_SCHEDULE = CompositeSchedule(lambda s, out: S.schedule_softmax(s, out),
+                                     keeps=("max", "exp", "sum"))
+LAYER_NORM_SCHEDULE = CompositeSchedule(lambda s, out: S.schedule_layer_norm(s, out),
+                                        keeps=("mean", "var"))
+
+
+# ----------------------------------------------------------------------------- elementwise
+
+_UNARY = {  # name: (function, numpy reference, input range)
+    "relu": (E.relu, lambda a: np.maximum(a, 0), (-2, 2)),
+    "sigmoid": (E.sigmoid, ref.sigmoid, (-4, 4)),
+    "tanh": (E.tanh, np.tanh, (-3, 3)),
+    "exp": (E.exp, np.exp, (-3, 3)),
+    "log": (E.log, np.log, (0.1, 4)),
+    "sqrt": (E.sqrt, np.sqrt, (0, 4)),
+    "erf": (E.erf, ref.erf, (-3, 3)),
+    "abs": (E.abs, np.abs, (-2, 2)),
+    "negative": (E.negative, np.negative, (-2, 2)),
+    "floor": (E.floor, np.floor, (-3, 3)),
+    "ceil": (E.ceil, np.ceil, (-3, 3)),
+}
+_BINARY = {  # name: (function, numpy reference, input range)
+    "add": (E.add, np.add, (-2, 2)),
+    "subtract": (E.subtract, np.subtract, (-2, 2)),
+    "multiply": (E.multiply, np.multiply, (-2, 2)),
+    "divide": (E.divide, np.divide, (0.5, 2)),
+    "power": (E.power, lambda a, b: np.power(a.astype(np.float64), b).astype(a.dtype), (0.5, 2)),
+    "maximum": (E.maximum, np.maximum, (-2, 2)),
+    "minimum": (E.minimum, np.minimum, (-2, 2)),
+    "equal": (E.equal, np.equal, (-1, 1)),
+    "not_equal": (E.not_equal, np.not_equal, (-1, 1)),
+    "less": (E.less, np.less, (-1, 1)),
+    "less_equal": (E.less_equal, np.less_equal, (-1, 1)),
+    "greater": (E.greater, np.greater, (-1, 1)),
+    "greater_equal": (E.greater_equal, np.greater_equal, (-1, 1)),
+}
+
+
+def _define_elemwise() -> None:
+    for name, (fn, npf, (lo, hi)) in _UNARY.items():
+        define(name, fn, ELEMWISE, [ex([(3, 37)], fn, npf, low=lo, high=hi, rtol=2e-5)],
+               aliases=("neg",) if name == "negative" else ())
+    define("leaky_relu", E.leaky_relu, ELEMWISE, [
+        ex([(3, 37)], lambda x: E.leaky_relu(x, 0.2), lambda a: np.where(a >= 0, a, 0.2 * a))])
+    define("clip", E.clip, ELEMWISE, [
+        ex([(3, 37)], lambda x: E.clip(x, -0.5, 1.0), lambda a: np.clip(a, -0.5, 1.0))])
+    define("gelu", E.gelu, ELEMWISE, [
+        ex([(3, 37)], E.gelu, ref.gelu, rtol=1e-4, atol=1e-5),
+        ex([(3, 37)], lambda x: E.gelu(x, "tanh"), lambda a: ref.gelu(a, "tanh"), rtol=1e-4)])
+    define("logical_not", E.logical_not, ELEMWISE, [
+        ex([((3, 37), "bool")], E.logical_not, np.logical_not)])
+    define("cast", E.cast, ELEMWISE, [
+        ex([(3, 37)], lambda x: E.cast(x, "int32"), lambda a: a.astype(np.int32), low=-9,
+           high=9)])
+    for name, (fn, npf, (lo, hi)) in _BINARY.items():
+        define(name, fn, BROADCAST, [
+            ex([(3, 37), (37,)], fn, npf, low=lo, high=hi, rtol=2e-5),
+            ex([(2, 17), (2, 17)], fn, npf, low=lo, high=hi, rtol=2e-5)])
+    for name, fn, npf in (("logical_and", E.logical_and, np.logical_and),
+                          ("logical_or", E.logical_or, np.logical_or)):
+        define(name, fn, BROADCAST, [ex([((3, 37), "bool"), ((37,), "bool")], fn, npf)])
+    define("where", E.where, BROADCAST, [
+        ex([((3, 37), "bool"), (3, 37), (37,)], E.where, np.where)])
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def _define_reduce() -> None:
+    for name, fn, npf in (("sum", R.sum, np.sum), ("max", R.max, np.max),
+                          ("min", R.min, np.min), ("mean", R.mean, np.mean)):
+        define(name, fn, REDUCE, [
+            ex([(4, 64)], lambda x, fn=fn: fn(x, axis=1),
+               lambda a, npf=npf: npf(a.astype(np.float64), axis=1).astype(a.dtype), rtol=1e-4),
+            ex([(5, 7)], lambda x, fn=fn: fn(x, axis=0, keepdims=True),
+               lambda a, npf=npf: npf(a.astype(np.float64), axis=0, keepdims=True)
+               .astype(a.dtype), rtol=1e-4)])
+    define("prod", R.prod, REDUCE, [
+        ex([(4, 6)], lambda x: R.prod(x, axis=1), lambda a: np.prod(a, axis=1), low=0.5,
+           high=1.5, rtol=1e-5)])
+    for name, fn, npf in (("argmax", R.argmax, np.argmax), ("argmin", R.argmin, np.argmin)):
+        define(name, fn, REDUCE, [
+            ex([(4, 21)], lambda x, fn=fn: fn(x, axis=1), lambda a, npf=npf: npf(a, axis=1)),
+            ex([(4, 21)], fn, lambda a, npf=npf: np.array(npf(a)))],
+            parts={"index": (name + "_index", ELEMWISE)})
+
+
+# ----------------------------------------------------------------------------- data movement
+
+
+def _define_transform() -> None:
+    define("transpose", T.transpose, INJECTIVE, [
+        ex([(3, 5, 7)], lambda x: T.transpose(x, (2, 0, 1)), lambda a: a.transpose(2, 0, 1))])
+    define("reshape", T.reshape, INJECTIVE, [
+        ex([(4, 6)], lambda x: T.reshape(x, (3, 8)), lambda a: a.reshape(3, 8)),
+        ex([(2, 3, 5)], T.flatten, lambda a: a.reshape(2, 15))], aliases=("flatten",))
+    define("squeeze", T.squeeze, INJECTIVE, [
+        ex([(4, 1, 5)], lambda x: T.squeeze(x, 1), lambda a: a.squeeze(1))])
+    define("unsqueeze", T.unsqueeze, INJECTIVE, [
+        ex([(4, 5)], lambda x: T.unsqueeze(x, [0, 2]), lambda a: a[None, :, None])],
+        aliases=("expand_dims",))
+    define("concat", T.concat, INJECTIVE, [
+        ex([(3, 5), (3, 2)], lambda a, b: T.concat([a, b], axis=1),
+           lambda a, b: np.concatenate([a, b], axis=1))])
+    define("slice", T.strided_slice, INJECTIVE, [
+        ex([(6, 9)], lambda x: T.strided_slice(x, [1, 8], [5, 0], [2, -3]),
+           lambda a: a[1:5:2, 8:0:-3])], aliases=("strided_slice", "slice_"))
+    define("split", T.split, INJECTIVE, [
+        ex([(4, 10)], lambda x: list(T.split(x, [3, 7], axis=1)),
+           lambda a: np.split(a, [3, 7], axis=1))])
+    define("pad", T.pad, INJECTIVE, [
+        ex([(3, 5)], lambda x: T.pad(x, [(1, 2), (0, 3)], constant_value=1.5),
+           lambda a: np.pad(a, [(1, 2), (0, 3)], constant_values=1.5)),
+        ex([(3, 5)], lambda x: T.pad(x, 2, mode="reflect"),
+           lambda a: np.pad(a, 2, mode="reflect"))])
+    define("gather", T.gather, INJECTIVE, [
+        ex([(4, 6), ((5,), "int64")], lambda x, i: T.gather(x, i, axis=1),
+           lambda a, i: np.take(a, i, axis=1), low=0, high=5)], aliases=("take",))
+    define("expand", T.expand, BROADCAST, [
+        ex([(1, 7)], lambda x: T.expand(x, (3, 7)), lambda a: np.broadcast_to(a, (3, 7)))],
+        aliases=("broadcast_to",))
+    define("layout_transform", T.layout_transform, INJECTIVE, [
+        ex([(1, 32, 5, 8)], lambda x: T.layout_transform(x, "NCHW", "NCHW16c"),
+           lambda a: ref.to_nchwc(a, 16)),
+        ex([(1, 2, 5, 8, 16)], lambda x: T.layout_transform(x, "NCHW16c", "NCHW"),
+           ref.from_nchwc)])
+    define("kernel_layout_transform", T.kernel_layout_transform, INJECTIVE, [
+        ex([(32, 16, 3, 3)], lambda w: T.kernel_layout_transform(w, 16, 16),
+           lambda w: ref.oihw_to_blocked(w, 16, 16))])
+
+
+# ----------------------------------------------------------------------------- nn
+
+
+def _define_matmul_family() -> None:
+    define("matmul", N.matmul, OUT_ELEMWISE_FUSABLE, [
+        ex([(24, 40), (40, 48)], N.matmul, np.matmul, rtol=1e-4, atol=1e-4),
+        ex([(3, 64), (64, 20)], N.matmul, np.matmul, rtol=1e-4, atol=1e-4),
+        ex([(13, 24), (24, 40)], lambda a, b: N.matmul_prepacked(
+            a, N.pack_matmul_weight(b), 40), np.matmul, rtol=1e-4, atol=1e-4)],
+        schedule=MATMUL_SCHEDULE, parts={"pack": ("matmul_pack", INJECTIVE)},
+        template="matmul", aliases=("matmul_prepacked",))
+    define("matmul_weight_layout", N.pack_matmul_weight, INJECTIVE, [
+        ex([(24, 40)], N.pack_matmul_weight, ref.pack_matmul_weight)],
+        aliases=("pack_matmul_weight",))
+    define("batch_matmul", N.batch_matmul, OUT_ELEMWISE_FUSABLE, [
+        ex([(2, 13, 24), (2, 24, 40)], N.batch_matmul, np.matmul, rtol=1e-4, atol=1e-4),
+        ex([(2, 13, 24), (1, 40, 24)], lambda a, b: N.batch_matmul(a, b, trans_b=True),
+           lambda a, b: a @ b.transpose(0, 2, 1), rtol=1e-4, atol=1e-4)],
+        schedule=MATMUL_SCHEDULE, template="batch_matmul")
+    define("dense", N.dense, OUT_ELEMWISE_FUSABLE, [
+        ex([(16, 32), (40, 32), (40,)], N.dense, lambda x, w, b: x @ w.T + b, rtol=1e-4,
+           atol=1e-4),
+        ex([(2, 64), (20, 64)], N.dense, lambda x, w: x @ w.T, rtol=1e-4, atol=1e-4)],
+        schedule=MATMUL_SCHEDULE, template="dense",
+        parts={"pack": ("dense_pack", INJECTIVE), "bias": ("bias_add", BROADCAST)})
+    define("gemm", N.gemm, OUT_ELEMWISE_FUSABLE, [
+        ex([(32, 16), (24, 32), (24,)],
+           lambda a, b, c: N.gemm(a, b, c, 0.5, 2.0, trans_a=True, trans_b=True),
+           lambda a, b, c: 0.5 * (a.T @ b.T) + 2.0 * c, rtol=1e-4, atol=1e-4)],
+        schedule=MATMUL_SCHEDULE,
+        parts={"pack": ("gemm_pack", INJECTIVE), "epilogue": ("gemm_epilogue", BROADCAST)})
+
+
+def _define_conv() -> None:
+    define("conv2d_nchw", N.conv2d_nchw, OUT_ELEMWISE_FUSABLE, [
+        ex([(1, 8, 10, 10), (32, 8, 3, 3)], lambda x, w: N.conv2d_nchw(x, w, padding=1),
+           lambda x, w: ref.conv2d_nchw(x, w, padding=1), rtol=1e-4, atol=1e-4),
+        ex([(1, 4, 9, 9), (6, 2, 3, 3)], lambda x, w: N.conv2d_nchw(x, w, 2, 1, groups=2),
+           lambda x, w: ref.conv2d_nchw(x, w, 2, 1, groups=2), rtol=1e-4, atol=1e-4)],
+        schedule=CONV_NCHW_SCHEDULE,
+        parts={"block": ("conv2d_nchw_block", OUT_ELEMWISE_FUSABLE)})
+    define("conv2d_weight_layout", N.pack_conv_weight, INJECTIVE, [
+        ex([(32, 4, 3, 3)], N.pack_conv_weight, lambda w: ref.pack_conv_weight(w, 16))],
+        aliases=("pack_conv_weight",))
+    define("conv2d_nchwc", N.conv2d_nchwc, OUT_ELEMWISE_FUSABLE, [
+        ex([(1, 2, 8, 8, 16), (2, 2, 3, 3, 16, 16)],
+           lambda x, w: N.conv2d_nchwc(x, w, padding=1),
+           lambda x, w: ref.to_nchwc(ref.conv2d_nchw(
+               ref.from_nchwc(x), _unblock_oihw(w), padding=1), 16), rtol=1e-4, atol=1e-4)],
+        schedule=CONV_NCHWC_SCHEDULE, template="conv2d_nchwc")
+    define("depthwise_conv2d_nchw", N.depthwise_conv2d_nchw, OUT_ELEMWISE_FUSABLE, [
+        ex([(1, 8, 12, 12), (8, 1, 3, 3)],
+           lambda x, w: N.depthwise_conv2d_nchw(x, w, padding=1),
+           lambda x, w: ref.conv2d_nchw(x, w, padding=1, groups=8), rtol=1e-4, atol=1e-4),
+        ex([(1, 8, 12, 12), (8, 1, 3, 3)],
+           lambda x, w: N.depthwise_conv2d_nchw(x, w, stride=2, padding=1),
+           lambda x, w: ref.conv2d_nchw(x, w, 2, 1, groups=8), rtol=1e-4, atol=1e-4)],
+        schedule=WINDOW_SCHEDULE, template="depthwise_conv2d")
+    define("depthwise_conv2d_nchwc", N.depthwise_conv2d_nchwc, OUT_ELEMWISE_FUSABLE, [
+        ex([(1, 2, 9, 9, 16), (2, 1, 3, 3, 16)],
+           lambda x, w: N.depthwise_conv2d_nchwc(x, w, padding=1),
+           lambda x, w: ref.to_nchwc(ref.conv2d_nchw(
+               ref.from_nchwc(x), ref.from_nchwc(w).reshape(32, 1, 3, 3), padding=1,
+               groups=32), 16), rtol=1e-4, atol=1e-4)],
+        schedule=WINDOW_SCHEDULE)
+
+
+def _unblock_oihw(w):
+    """[O/ob, I/ib, KH, KW, ib, ob] -> OIHW."""
+    obn, ibn, kh, kw, ib, ob = w.shape
+    return np.ascontiguousarray(w.transpose(0, 5, 1, 4, 2, 3).reshape(obn * ob, ibn * ib, kh, kw))
+
+
+def _define_pool_norm() -> None:
+    define("max_pool2d", N.max_pool2d, OUT_ELEMWISE_FUSABLE, [
+        ex([(1, 4, 11, 11)], lambda x: N.max_pool2d(x, 3, 2, 1),
+           lambda a: ref.pool2d(a, 3, 2, 1, "max"))], schedule=WINDOW_SCHEDULE)
+    define("avg_pool2d", N.avg_pool2d, ELEMWISE, [
+        ex([(1, 4, 11, 11)], lambda x: N.avg_pool2d(x, 3, 1, 1),
+           lambda a: ref.pool2d(a, 3, 1, 1, "avg"), rtol=1e-5)],
+        parts={"sum": ("avg_pool2d_sum", REDUCE, WINDOW_SCHEDULE)})
+    define("global_avg_pool2d", N.global_avg_pool2d, REDUCE, [
+        ex([(1, 4, 7, 9)], N.global_avg_pool2d,
+           lambda a: a.mean(axis=(2, 3), keepdims=True), rtol=1e-5)])
+    define("global_max_pool2d", N.global_max_pool2d, REDUCE, [
+        ex([(1, 4, 7, 9)], N.global_max_pool2d, lambda a: a.max(axis=(2, 3), keepdims=True))])
+    define("batch_norm", N.batch_norm, BROADCAST, [
+        ex([(1, 4, 5, 6), (4,), (4,), (4,), (4,)], N.batch_norm, ref.batch_norm, low=0.5,
+           high=2.0, rtol=1e-5)])
+    define("lrn", N.lrn, ELEMWISE, [
+        ex([(1, 6, 4, 5)], lambda x: N.lrn(x, 3, 0.1), lambda a: ref.lrn(a, 3, 0.1),
+           rtol=1e-5)], parts={"sqsum": ("lrn_sqsum", REDUCE)})
+    define("softmax", N.softmax, OPAQUE, [
+        ex([(4, 64)], N.softmax, ref.softmax, rtol=1e-5),
+        ex([(5, 7)], lambda x: N.softmax(x, axis=0), lambda a: ref.softmax(a, 0), rtol=1e-5)],
+        schedule=SOFTMAX_SCHEDULE, parts={"max": ("softmax_max", REDUCE),
+                                          "exp": ("softmax_exp", BROADCAST),
+                                          "sum": ("softmax_sum", REDUCE)})
+    define("log_softmax", N.log_softmax, OPAQUE, [
+        ex([(4, 64)], N.log_softmax, lambda a: ref.softmax(a, log=True), rtol=1e-5,
+           atol=1e-5)],
+        schedule=SOFTMAX_SCHEDULE, parts={"max": ("log_softmax_max", REDUCE),
+                                          "exp": ("log_softmax_exp", BROADCAST),
+                                          "sum": ("log_softmax_sum", REDUCE)})
+    define("layer_norm", N.layer_norm, OPAQUE, [
+        ex([(4, 64), (64,), (64,)], N.layer_norm, ref.layer_norm, rtol=1e-4, atol=1e-4),
+        ex([(3, 37)], N.layer_norm, ref.layer_norm, rtol=1e-4, atol=1e-4)],
+        schedule=LAYER_NORM_SCHEDULE, parts={"mean": ("layer_norm_mean", REDUCE),
+                                             "var": ("layer_norm_var", REDUCE)})
+
+
+_define_elemwise()
+_define_reduce()
+_define_transform()
+_define_matmul_family()
+_define_conv()
+_define_pool_norm()

@@ -1,0 +1,140 @@
+"""numpy references of the library ops (float64 where the op computes in float32, then cast),
+used by the definitions' examples: the differential test of every op."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def erf(a):
+    return _erf(a.astype(np.float64)).astype(a.dtype)
+
+
+def gelu(a, approximate="none"):
+    x = a.astype(np.float64)
+    if approximate == "tanh":
+        y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    else:
+        y = 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+    return y.astype(a.dtype)
+
+
+def sigmoid(a):
+    return (1 / (1 + np.exp(-a.astype(np.float64)))).astype(a.dtype)
+
+
+def pad_nchw(x, pt, pl, pb, pr, value=0.0):
+    return np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=value)
+
+
+def conv2d_nchw(x, w, stride=1, padding=0, groups=1):
+    """Direct convolution, OIHW weights, symmetric padding."""
+    xp = pad_nchw(x.astype(np.float64), padding, padding, padding, padding)
+    n, _, h, wd = xp.shape
+    oc, cpg, kh, kw = w.shape
+    oh, ow = (h - kh) // stride + 1, (wd - kw) // stride + 1
+    y = np.zeros((n, oc, oh, ow))
+    ocpg = oc // groups
+    for o in range(oc):
+        g = o // ocpg
+        for i in range(kh):
+            for j in range(kw):
+                win = xp[:, g * cpg:(g + 1) * cpg, i:i + stride * (oh - 1) + 1:stride,
+                         j:j + stride * (ow - 1) + 1:stride]
+                y[:, o] += np.einsum("nchw,c->nhw", win, w[o, :, i, j])
+    return y.astype(x.dtype)
+
+
+def to_nchwc(x, block):
+    n, c, h, w = x.shape
+    return np.ascontiguousarray(x.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def from_nchwc(x):
+    n, cb, h, w, b = x.shape
+    return np.ascontiguousarray(x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w))
+
+
+def oihw_to_blocked(w, ib, ob):
+    """OIHW -> [O/ob, I/ib, KH, KW, ib, ob] (kernel_layout_transform)."""
+    o, i, kh, kw = w.shape
+    return np.ascontiguousarray(w.reshape(o // ob, ob, i // ib, ib, kh, kw)
+                                .transpose(0, 2, 4, 5, 3, 1))
+
+
+def pack_conv_weight(w, ob):
+    """OIHW -> [O/ob, I, KH, KW, ob]."""
+    o, i, kh, kw = w.shape
+    return np.ascontiguousarray(w.reshape(o // ob, ob, i, kh, kw).transpose(0, 2, 3, 4, 1))
+
+
+def pack_matmul_weight(b, bn=16):
+    """[K, N] -> [ceil(N/bn), K, bn], zero-padded."""
+    k, n = b.shape
+    nb = -(-n // bn)
+    out = np.zeros((k, nb * bn), b.dtype)
+    out[:, :n] = b
+    return np.ascontiguousarray(out.reshape(k, nb, bn).transpose(1, 0, 2))
+
+
+def pool2d(x, k, stride, pad, kind):
+    """max / avg (padding excluded from the count) pooling of NCHW."""
+    n, c, h, w = x.shape
+    fill = -np.inf if kind == "max" else 0.0
+    xp = pad_nchw(x.astype(np.float64), pad, pad, pad, pad, fill)
+    ones = pad_nchw(np.ones((1, 1, h, w)), pad, pad, pad, pad, 0.0)
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    out = np.empty((n, c, oh, ow))
+    for y in range(oh):
+        for z in range(ow):
+            win = xp[:, :, y * stride:y * stride + k, z * stride:z * stride + k]
+            if kind == "max":
+                out[:, :, y, z] = win.max(axis=(2, 3))
+            else:
+                cnt = ones[0, 0, y * stride:y * stride + k, z * stride:z * stride + k].sum()
+                out[:, :, y, z] = win.sum(axis=(2, 3)) / cnt
+    return out.astype(x.dtype)
+
+
+def softmax(x, axis=-1, log=False):
+    v = x.astype(np.float64)
+    m = v.max(axis=axis, keepdims=True)
+    e = np.exp(v - m)
+    s = e.sum(axis=axis, keepdims=True)
+    return (v - m - np.log(s) if log else e / s).astype(x.dtype)
+
+
+def layer_norm(x, gamma=None, beta=None, eps=1e-5):
+    v = x.astype(np.float64)
+    mu = v.mean(axis=-1, keepdims=True)
+    var = ((v - mu) ** 2).mean(axis=-1, keepdims=True)
+    y = (v - mu) / np.sqrt(var + eps)
+    if gamma is not None:
+        y = y * gamma
+    if beta is not None:
+        y = y + beta
+    return y.astype(x.dtype)
+
+
+def batch_norm(x, g, b, m, v, eps=1e-5):
+    shp = (1, -1, 1, 1)
+    y = (x.astype(np.float64) - m.reshape(shp)) / np.sqrt(v.reshape(shp) + eps) * g.reshape(shp)
+    return (y + b.reshape(shp)).astype(x.dtype)
+
+
+def lrn(x, size, alpha=1e-4, beta=0.75, bias=1.0):
+    v = x.astype(np.float64)
+    c = x.shape[1]
+    sq = np.zeros_like(v)
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    for ch in range(c):
+        sq[:, ch] = (v[:, max(0, ch - lo):min(c, ch + hi + 1)] ** 2).sum(axis=1)
+    return (v / (bias + alpha / size * sq) ** beta).astype(x.dtype)
+
+
+def layout_nchw_to_blocked(x, block):
+    return to_nchwc(x, block)
