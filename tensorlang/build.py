@@ -110,6 +110,12 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
     timeout: the seconds LLVM may spend compiling (60 by default; None: no limit), else
     BuildTimeoutError. A compile under a limit runs in a forked child process.
 
+    args: the kernel's tensors, in call order, and any tl.var the schedule uses that no
+    argument shape has (a symbolic split factor: the call passes it by keyword). A stage that
+    is inlined or computed at another stage may be listed: as in TVM it is an unused argument
+    (never written; its array is still checked at the call). Argument shapes may be
+    expressions of shape variables ('n - 2'): the call binds and checks them.
+
     1. lower: schedule -> loop IR (tl.lower; legality is checked there)
     2. emit: loop IR -> LLVM IR text with explicit vector code and an outlined parallel body
     3. compile: LLVM's O3 pipeline for the host CPU -> PIC object code (cached on disk)

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 from ..analysis.structural import attach_path
 from ..errors import LoweringError
+from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.checks import IndexCheck
 from ..ir.functor import Mutator, collect_vars
 from ..ir.packed import PackedCall
 from ..ir.simplify import Analyzer, simplify
+from ..schedule.stage import Split
 from ..te.extern import ExternOp
 from ..te.scan import ScanOp
 from ..te.tensor import PlaceholderOp, Reduce, Tensor, TensorRead
 from .bound import axis_values
 
 _KIND = {"parallel": "parallel", "vectorize": "vectorized", "unroll": "unrolled"}
+# Kernel return codes of the symbolic split factors' checks (index checks use 1000 + k, the
+# allocations 1..999, tl.extern calls 2**24 and up)
+SPLIT_FACTOR_CODE = 1 << 23
 
 
 class LoopNestBuilder:
@@ -30,6 +36,7 @@ class LoopNestBuilder:
         self.offsets: dict = {}  # stage -> [min per spatial axis]
         self.params: list = []
         self.written: list = []
+        self.scalar_vars: list = []  # tl.var arguments (TVM's scalar parameters)
         self._bind_args(args)
         scan_allocs = self._alias_scans()
         # every buffer and offset exists before any body is converted: a consumer's body is
@@ -48,8 +55,14 @@ class LoopNestBuilder:
             raise TypeError("the argument list must be a list of tensors")
         seen = set()
         for a in args:
+            if isinstance(a, E.Var) and id(a) not in seen:
+                # a variable the schedule uses (a symbolic split factor): the call passes it
+                seen.add(id(a))
+                self.scalar_vars.append(a)
+                continue
             if not isinstance(a, Tensor):
-                raise TypeError(f"kernel arguments must be tensors, got {type(a).__name__} {a!r}")
+                raise TypeError(f"kernel arguments must be tensors or tl.var variables, got "
+                                f"{type(a).__name__} {a!r}")
             if id(a) in seen:
                 raise ValueError(f"tensor {a.name} appears twice in the argument list")
             seen.add(id(a))
@@ -148,8 +161,35 @@ class LoopNestBuilder:
                 for v in sorted(collect_vars(d), key=lambda v: v.name):
                     if v not in shape_vars:
                         shape_vars.append(v)
+        shape_vars += [v for v in self.scalar_vars if v not in shape_vars]
+        body = S.seq(*self._split_factor_checks(shape_vars), body)
         return S.PrimFunc(self.name, tuple(self.params), tuple(shape_vars), body,
                           tuple(self.written))
+
+    def _split_factor_checks(self, shape_vars: list) -> list:
+        """A check at the kernel's entry that each symbolic split factor is >= 1 (0 would run
+        no iteration, silently; the bounds proof also assumes it). IndexCheck(f - 1, MAX):
+        one unsigned compare, failing for f <= 0."""
+        factors = []
+        for st in self.s.stages:
+            if st.attach_type == "inline":
+                continue
+            for rel in st.relations:
+                n = rel.factor if isinstance(rel, Split) and rel.factor is not None else \
+                    getattr(rel, "nparts", None)
+                if isinstance(n, E.Var) and n not in factors:
+                    if n not in shape_vars:
+                        raise ValueError(
+                            f"stage {st.name} is split by {n.name}, which is neither a shape "
+                            "variable of the kernel's arguments nor one of them: list it, "
+                            f"e.g. tl.lower(s, [..., {n.name}])")
+                    factors.append(n)
+        checks = []
+        for k, v in enumerate(factors):
+            top = E.const((1 << (dt.bits(v.dtype) - 1)) - 1, v.dtype)
+            checks.append(S.Evaluate(IndexCheck(v - 1, top, SPLIT_FACTOR_CODE + k,
+                                                f"split factor {v.name} must be >= 1")))
+        return checks
 
     def stage_stmt(self, st) -> S.Stmt:
         if isinstance(st.op, ExternOp):

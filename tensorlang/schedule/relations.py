@@ -4,9 +4,9 @@ ranges (which bound inference may shrink for a stage computed at another stage's
 
 from __future__ import annotations
 
-from ..ir.expr import Expr, as_int, const
+from ..ir.expr import Expr, as_int
 from ..ir.simplify import simplify
-from .stage import Fuse, Split, ceildiv
+from .stage import Fuse, Split, ceildiv, split_extent
 
 
 def leaf_extents(stage, root_extents: dict) -> dict:
@@ -16,9 +16,9 @@ def leaf_extents(stage, root_extents: dict) -> dict:
         if isinstance(rel, Split):
             pe = ext[rel.parent]
             if rel.factor is not None:
-                ext[rel.outer], ext[rel.inner] = ceildiv(pe, rel.factor), const(rel.factor)
+                ext[rel.outer], ext[rel.inner] = ceildiv(pe, rel.factor), split_extent(rel.factor)
             else:
-                ext[rel.outer], ext[rel.inner] = const(rel.nparts), ceildiv(pe, rel.nparts)
+                ext[rel.outer], ext[rel.inner] = split_extent(rel.nparts), ceildiv(pe, rel.nparts)
         elif isinstance(rel, Fuse):
             ext[rel.fused] = simplify(ext[rel.outer] * ext[rel.inner])
     return ext

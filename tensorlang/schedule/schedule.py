@@ -224,7 +224,8 @@ class Schedule:
             result = stage._set_attr(loops[0], kind)
         else:
             result = getattr(stage, "_" + kind)(*loops, **call_args)
-        step = Step(kind, stage.name, [iv.name for iv in loops], args)
+        step = Step(kind, stage.name, [iv.name for iv in loops],
+                    {k: {"var": v.name} if isinstance(v, Var) else v for k, v in args.items()})
         self.trace.append(step)
         if self.check_legality:
             try:
@@ -467,8 +468,8 @@ class Schedule:
             position = step.args.get("factor_axis", step.args.get("factor_index", 0))
             return self.rfactor(st.op.output(0), loops[0], position)
         if step.kind == "split":
-            return st.split(loops[0], factor=step.args.get("factor"),
-                            nparts=step.args.get("nparts"))
+            return st.split(loops[0], factor=self._split_arg(step.args.get("factor")),
+                            nparts=self._split_arg(step.args.get("nparts")))
         if step.kind == "fuse":
             return st.fuse(*loops)
         if step.kind == "reorder":
@@ -482,6 +483,31 @@ class Schedule:
         if step.kind == "compute_root":
             return st.compute_root()
         raise ValueError(f"unknown step kind {step.kind!r}")
+
+    def _split_arg(self, value):
+        """A recorded split factor: an int, or {"var": name} for a symbolic one, which must be
+        a shape variable of this schedule's tensors (a record cannot carry the object of a
+        variable that only an argument list names)."""
+        if not isinstance(value, dict):
+            return value
+        name = value.get("var")
+        for v in self._shape_vars():
+            if v.name == name:
+                return v
+        raise ScheduleError(f"replay: the split factor {name!r} is not a shape variable of this "
+                            "schedule's tensors; split by it directly (s[T].split(loop, "
+                            "factor=var)) instead of replaying the record")
+
+    def _shape_vars(self) -> list[Var]:
+        from ..ir.functor import collect_vars
+
+        found: list[Var] = []
+        tensors = [op.output(0) for op in self.placeholders]
+        tensors += [t for st in self.stages for t in st.op.outputs]
+        for t in tensors:
+            for d in t.shape:
+                found.extend(v for v in collect_vars(d) if v not in found)
+        return found
 
     def apply_trace(self, trace) -> Schedule:
         steps = trace if isinstance(trace, Trace) else Trace.loads(trace)

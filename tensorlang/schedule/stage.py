@@ -27,8 +27,13 @@ class Split:
     parent: IterVar
     outer: IterVar
     inner: IterVar
-    factor: int | None
-    nparts: int | None
+    factor: int | Var | None  # a Var: a symbolic factor, bound when the kernel is called
+    nparts: int | Var | None
+
+
+def split_extent(n: int | Var) -> Expr:
+    """A split's factor or nparts as a loop extent."""
+    return n if isinstance(n, Var) else const(n)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -153,7 +158,8 @@ class Stage:
         return iv
 
     # ------------------------------------------------------------------ primitives
-    def split(self, parent: IterVar, factor: int | None = None, nparts: int | None = None):
+    def split(self, parent: IterVar, factor: int | Var | None = None,
+              nparts: int | Var | None = None):
         """Split a loop in two: i -> (i.outer, i.inner) with i = i.outer * factor + i.inner.
 
             for i in range(100):            for i.outer in range(4):    # ceil(100 / 32)
@@ -161,14 +167,22 @@ class Stage:
                                                 if i.outer * 32 + i.inner < 100:   # tail guard
                                                   body(i.outer * 32 + i.inner)
 
-        Give exactly one of factor (the inner extent) or nparts (the outer extent)."""
+        Give exactly one of factor (the inner extent) or nparts (the outer extent): an int, or
+        an integer tl.var (as in TVM: a shape variable, or a variable listed among the kernel's
+        arguments), whose value the call gives and checks to be >= 1. The dependence analysis
+        cannot express i = i.outer * f + i.inner with f unknown: it treats both loops of a
+        symbolic split as opaque functions of i, which is exact for the split itself (a split
+        never reorders i) and refuses, naming the dependence, a reorder, parallel or
+        compute_at it cannot prove for every f."""
         parent = self._leaf(parent, "split")
         if (factor is None) == (nparts is None):
             raise ValueError(f"split on stage {self.name}: give exactly one of factor= or nparts=")
         n = factor if factor is not None else nparts
+        if isinstance(n, Var):  # tl.var: always an integer
+            return self._record("split", [parent], factor=factor, nparts=nparts)
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"split on stage {self.name}: factor/nparts must be an int, got "
-                            f"{type(n).__name__} {n!r}")
+                            f"{type(n).__name__} {n!r} (or a tl.var for a symbolic one)")
         if n <= 0:
             raise ValueError(f"split on stage {self.name}: factor/nparts must be positive, "
                              f"got {n}")
@@ -177,9 +191,9 @@ class Stage:
     def _split(self, parent: IterVar, factor, nparts):
         ext = parent.dom.extent
         if factor is not None:
-            outer_ext, inner_ext = ceildiv(ext, factor), const(factor)
+            outer_ext, inner_ext = ceildiv(ext, factor), split_extent(factor)
         else:
-            outer_ext, inner_ext = const(nparts), ceildiv(ext, nparts)
+            outer_ext, inner_ext = split_extent(nparts), ceildiv(ext, nparts)
         outer = self._new_iv(parent.name + ".outer", outer_ext, parent.kind)
         inner = self._new_iv(parent.name + ".inner", inner_ext, parent.kind)
         pos = self.leaf_iter_vars.index(parent)

@@ -265,3 +265,129 @@ def test_affine_shapes_keep_the_bounds_proof():
     assert_close(g, a[[4, 0, 1, 2, 3]] + 1)
     with pytest.raises(tl.runtime.KernelError, match="index out of bounds"):
         f(a, np.array([5, 0, 1, 2, 3], "int32"), g)
+
+
+# ----------------------------------------------------------------------------- symbolic split
+
+
+def test_split_by_a_variable_passed_as_an_argument():
+    n, f = tl.var("n"), tl.var("f")
+    A = tl.placeholder((n,), name="A")
+    B = tl.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = tl.create_schedule(B)
+    xo, _xi = s[B].split(B.op.axis[0], factor=f)
+    s[B].parallel(xo)
+    g = tl.build(s, [A, B, f])
+    for size, factor in ((10, 1), (10, 3), (10, 10), (10, 16), (1, 4), (33, 8)):
+        a = rand((size,), seed=size + factor)
+        b = np.zeros(size, "float32")
+        g(a, b, f=factor)
+        assert_close(b, a * 2)
+    b = np.full(10, 7, "float32")
+    with pytest.raises(tl.runtime.KernelError, match="split factor f must be >= 1"):
+        g(rand((10,)), b, f=0)
+    assert (b == 7).all()  # refused before any iteration
+    with pytest.raises(tl.runtime.KernelError, match="split factor f must be >= 1"):
+        g(rand((10,)), b, f=-3)
+    with pytest.raises(TypeError, match="cannot determine f from the array shapes"):
+        g(rand((10,)), b)
+    with pytest.raises(ValueError, match="stage B is split by f, which is neither a shape "
+                                         "variable of the kernel's arguments nor one of them"):
+        tl.lower(s, [A, B])
+
+
+def test_split_by_nparts_variable_and_by_a_shape_variable():
+    n, p = tl.var("n"), tl.var("p")
+    A = tl.placeholder((n, 6), name="A")
+    B = tl.compute((n, 6), lambda i, j: A[i, j] + 1.0, name="B")
+    s = tl.create_schedule(B)
+    o, _i = s[B].split(B.op.axis[0], nparts=p)
+    s[B].parallel(o)
+    _jo, _ji = s[B].split(B.op.axis[1], factor=n)  # a shape variable as the factor
+    g = tl.build(s, [A, B, p])
+    for size, parts in ((10, 3), (1, 4), (17, 17), (5, 1), (4, 9)):
+        a = rand((size, 6), seed=size)
+        b = np.zeros((size, 6), "float32")
+        g(a, b, p=parts)
+        assert_close(b, a + 1)
+
+
+def test_symbolic_split_schedule_replays_by_variable_name():
+    def declare():
+        n = tl.var("n")
+        A = tl.placeholder((n, 4), name="A")
+        return n, A, tl.compute((n, 4), lambda i, j: A[i, j] * 3.0, name="B")
+
+    n, A, B = declare()
+    s = tl.create_schedule(B)
+    s[B].split(B.op.axis[0], factor=n)
+    assert s.trace.to_json()[0]["args"]["factor"] == {"var": "n"}
+    _n2, A2, B2 = declare()
+    s2 = tl.create_schedule(B2).apply_trace(s.trace.dumps())
+    assert str(tl.lower(s2, [A2, B2])) == str(tl.lower(s, [A, B]))
+    # a variable that only an argument list names cannot be found again by a record
+    f = tl.var("f")
+    s3 = tl.create_schedule(B)
+    s3[B].split(B.op.axis[1], factor=f)
+    with pytest.raises(tl.ScheduleError, match="split factor 'f' is not a shape variable"):
+        tl.create_schedule(B2).apply_trace(s3.trace.dumps())
+
+
+def test_symbolic_split_legality_stays_sound():
+    """The loops of a split by f are opaque functions of the split axis to the dependence
+    analysis (isl cannot express i = io * f + ii for unknown f): what they may break is still
+    refused with the dependence named; what is legal for every f builds and matches numpy."""
+    M = 24
+    f = tl.var("f")
+    A = tl.placeholder((M, M), name="A")
+    k = tl.reduce_axis((0, M), name="k")
+    C = tl.compute((M, M), lambda i, j: tl.sum(A[i, k] * A[k, j], axis=k), name="C")
+    s = tl.create_schedule(C)
+    i, j = C.op.axis
+    io, ii = s[C].split(i, factor=f)
+    ko, ki = s[C].split(k, factor=f)
+    with pytest.raises(tl.ScheduleError, match=r"parallel on stage C: loop k\.outer .*carries "
+                                               r"a dependence: C\[i, j, k\] -> C\[i, j, k \+ 1\]"):
+        s[C].parallel(ko)
+    s[C].reorder(io, ko, ii, j, ki)
+    s[C].parallel(io)
+    g = tl.build(s, [A, C, f])
+    a = rand((M, M))
+    for factor in (1, 5, 24, 30):
+        c = np.zeros((M, M), "float32")
+        g(a, c, f=factor)
+        assert_close(c, a @ a)
+
+
+def test_compute_at_a_symbolic_split_loop():
+    """A producer computed at the outer loop of a split by f: its region (f + 1 values of a
+    3-point stencil's input) is sized at run time."""
+    M = 24
+    f = tl.var("f")
+    A = tl.placeholder((M + 2,), name="A")
+    P = tl.compute((M + 2,), lambda i: A[i] + 1.0, name="P")
+    C = tl.compute((M,), lambda i: P[i] + P[i + 1] + P[i + 2], name="C")
+    s = tl.create_schedule(C)
+    xo, _xi = s[C].split(C.op.axis[0], factor=f)
+    s[P].compute_at(s[C], xo)
+    g = tl.build(s, [A, C, f])
+    a = rand((M + 2,))
+    p = a + 1
+    for factor in (1, 5, 7, 24, 40):
+        c = np.zeros(M, "float32")
+        g(a, c, f=factor)
+        assert_close(c, p[:-2] + p[1:-1] + p[2:])
+
+
+def test_symbolic_split_argument_errors():
+    A = tl.placeholder((8,), name="A")
+    B = tl.compute((8,), lambda i: A[i] + 1.0, name="B")
+    s = tl.create_schedule(B)
+    f = tl.var("f")
+    with pytest.raises(TypeError, match=r"factor/nparts must be an int, got FloorDiv .* \(or "
+                                        r"a tl\.var for a symbolic one\)"):
+        s[B].split(B.op.axis[0], factor=f // 2)
+    _xo, xi = s[B].split(B.op.axis[0], factor=f)
+    s[B].unroll(xi)
+    with pytest.raises(tl.LoweringError, match="unroll: loop i.inner has a non-constant extent"):
+        tl.lower(s, [A, B, f])
