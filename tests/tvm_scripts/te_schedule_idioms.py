@@ -1,8 +1,9 @@
 # Schedule idioms of TVM's te tests and operator schedules, written as there: attaching stages
 # to a loop of a stage that does not read them directly (x86 softmax), primitives in an order
 # that is only legal once all are applied, an inlined stage still listed as a kernel argument,
-# and argument shapes that are expressions of a shape variable (the symbolic 2-D convolution of
-# TVM's reduction tutorial). Every result is checked against numpy.
+# argument shapes that are expressions of a shape variable (the symbolic 2-D convolution of
+# TVM's reduction tutorial) and a split by a symbolic factor. Every result is checked against
+# numpy.
 import numpy as np
 
 import tensorlang as tl
@@ -107,5 +108,20 @@ except ValueError as err:
     print("refused:", str(err).splitlines()[0])
 else:
     raise AssertionError("an output of the wrong size was accepted")
+
+# --- a split by a symbolic factor, given at the call
+n = te.var("n")
+factor = te.var("factor")
+A = te.placeholder((n,), name="A")
+B = te.compute((n,), lambda i: A[i] * 2 + 1, name="B")
+s = te.create_schedule(B.op)
+xo, xi = s[B].split(B.op.axis[0], factor=factor)
+s[B].parallel(xo)
+f = tl.build(s, [A, B, factor], name="split_symbolic")
+av = rng.random(23, dtype=np.float32)
+for fv in (1, 4, 7, 30):
+    bv = np.zeros(23, np.float32)
+    f(av, bv, factor=fv)
+    np.testing.assert_allclose(bv, av * 2 + 1, rtol=1e-6)
 
 print("all results match numpy")
