@@ -81,5 +81,10 @@ class _Package(_types.ModuleType):
             value = getattr(value, name)
         super().__setattr__(name, value)
 
+    def __reduce__(self):
+        # a module pickles by name (cloudpickle, dask and multiprocessing send functions that
+        # use tl): ModuleType's own rule does not reach a subclass
+        return _importlib.import_module, (self.__name__,)
+
 
 _sys.modules[__name__].__class__ = _Package
