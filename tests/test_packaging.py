@@ -51,3 +51,19 @@ def test_namespace_imports():
     from tensorlang import autotune, graph, runtime  # noqa: F401
 
     assert tl.runtime is runtime
+
+
+def test_the_package_and_functions_using_it_pickle_by_reference():
+    """tensorlang's lazy attributes make it a ModuleType subclass; it must still pickle as a module
+    (by name), or cloudpickle fails on every function that uses tl (dask, tuning by value)."""
+    import pickle
+
+    import cloudpickle
+
+    import tensorlang as tl
+
+    def uses_tl():
+        return tl.build
+
+    assert pickle.loads(pickle.dumps(tl)) is tl
+    assert cloudpickle.loads(cloudpickle.dumps(uses_tl))() is tl.build
