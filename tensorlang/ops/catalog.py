@@ -109,6 +109,9 @@ def _define_elemwise() -> None:
     define("gelu", E.gelu, ELEMWISE, [
         ex([(3, 37)], E.gelu, ref.gelu, rtol=1e-4, atol=1e-5),
         ex([(3, 37)], lambda x: E.gelu(x, "tanh"), lambda a: ref.gelu(a, "tanh"), rtol=1e-4)])
+    define("hard_swish", E.hard_swish, ELEMWISE, [
+        ex([(3, 37)], E.hard_swish, lambda a: a * np.clip(a / 6 + 0.5, 0, 1), low=-5, high=5,
+           rtol=2e-5, atol=1e-6)])
     define("logical_not", E.logical_not, ELEMWISE, [
         ex([((3, 37), "bool")], E.logical_not, np.logical_not)])
     define("cast", E.cast, ELEMWISE, [

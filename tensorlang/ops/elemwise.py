@@ -94,6 +94,14 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
                   approximate=approximate)
 
 
+def hard_swish(x: Tensor) -> Tensor:
+    """x * clip(x / 6 + 0.5, 0, 1) (ONNX HardSwish)."""
+    _need_float("hard_swish", x)
+    d = x.dtype
+    return _unary("hard_swish", x, lambda v: v * te.min(te.max(
+        v * const(1.0 / 6.0, d) + const(0.5, d), const(0.0, d)), const(1.0, d)))
+
+
 def exp(x: Tensor) -> Tensor:
     _need_float("exp", x)
     return _unary("exp", x, te.exp)
@@ -315,6 +323,7 @@ __all__ = [
     "gelu",
     "greater",
     "greater_equal",
+    "hard_swish",
     "leaky_relu",
     "less",
     "less_equal",
