@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from .. import op_registry as R
 from ..ir import Graph, Node, Value
+from .rewrite import copy_node
 
 ELEMWISE, BROADCAST, INJECTIVE = R.ELEMWISE, R.BROADCAST, R.INJECTIVE
 REDUCE, OUT_FUSABLE, OPAQUE = R.REDUCE, R.OUT_ELEMWISE_FUSABLE, R.OPAQUE
@@ -210,13 +211,7 @@ def fuse_ops(g: Graph) -> Graph:
     for ms in groups:
         if len(ms) == 1:
             n = nodes[ms[0]]
-            ins = [cur(v) for v in n.inputs]
-            outs = [Value(v.name, v.shape, v.dtype, v.layout) for v in n.outputs]
-            node = Node(n.name, n.op, ins, outs, n.attrs)
-            for old, new in zip(n.outputs, outs):
-                new.producer = node
-                subst[id(old)] = new
-            out_nodes.append(node)
+            out_nodes.append(copy_node(n, [cur(v) for v in n.inputs], subst))
             continue
         pos = {id(nodes[m].outputs[0]): j for j, m in enumerate(ms)}
         ext: list[Value] = []

@@ -26,6 +26,17 @@ class Emitter:
         return outs
 
 
+def copy_node(n: Node, ins: list[Value], subst: dict[int, Value]) -> Node:
+    """A copy of node ``n`` reading ``ins``, with fresh output values; ``subst`` maps each old
+    output (by id) to its copy."""
+    outs = [Value(v.name, v.shape, v.dtype, v.layout) for v in n.outputs]
+    node = Node(n.name, n.op, ins, outs, n.attrs)
+    for old, new in zip(n.outputs, outs):
+        new.producer = node
+        subst[id(old)] = new
+    return node
+
+
 def rebuild(
     g: Graph,
     visit: Callable[[Node, list[Value]], list[Value] | None],
@@ -47,11 +58,6 @@ def rebuild(
             for old, new in zip(n.outputs, replaced):
                 subst[id(old)] = new
             continue
-        outs = [Value(v.name, v.shape, v.dtype, v.layout) for v in n.outputs]
-        node = Node(n.name, n.op, ins, outs, n.attrs)
-        for old, new in zip(n.outputs, outs):
-            new.producer = node
-            subst[id(old)] = new
-        nodes.append(node)
+        nodes.append(copy_node(n, ins, subst))
     outputs = [subst.get(id(v), v) for v in g.outputs]
     return Graph(nodes, g.inputs, outputs, name=g.name)
