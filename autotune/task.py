@@ -27,7 +27,7 @@ from .timelimit import alarm_handler, time_limit
 
 # Templates shipped with tensorlang, imported on first lookup of a name they might define (so
 # that importing tensorlang -- or even tensorlang.autotune -- registers nothing eagerly).
-_BUILTIN_TEMPLATE_MODULES = ("tensorlang.autotune.templates", "tensorlang.ops.templates")
+_BUILTIN_TEMPLATE_MODULES = ("tensorlang.autotune.templates",)
 
 _local = threading.local()
 
@@ -164,11 +164,7 @@ def load_template(spec: str | bytes) -> None:
 def get_template(name: str) -> Template:
     if name not in TEMPLATES:
         for mod in _BUILTIN_TEMPLATE_MODULES:
-            try:
-                importlib.import_module(mod)
-            except ModuleNotFoundError as e:
-                if e.name != mod:  # a real import error inside the module: report it
-                    raise
+            importlib.import_module(mod)
             if name in TEMPLATES:
                 break
     if name not in TEMPLATES:

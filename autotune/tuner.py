@@ -755,10 +755,18 @@ def _transfer_features(task: Task, idx: int) -> np.ndarray | None:
 
 
 def _cached_task(name: str, args, target: str) -> Task | None:
+    """The task of another workload's records (for transfer learning), or None when the
+    template refuses the records' arguments (a TensorlangError, or a TypeError / ValueError:
+    arguments from a log written by another version): that is warned once, naming the
+    workload and the error, and the records are not learned from. Any other exception is a
+    bug and propagates."""
     key = (name, repr(args), target)
     if key not in _TASKS:
         try:
             _TASKS[key] = create_task(name, tuple(args), target)
-        except Exception:  # noqa: BLE001 - a record for arguments the template now refuses
+        except (TensorlangError, TypeError, ValueError) as e:
             _TASKS[key] = None
+            warnings.warn(f"tuning history: records of {name}{tuple(args)!r} are not learned "
+                          f"from: the template refuses these arguments ({type(e).__name__}: "
+                          f"{e})", stacklevel=3)
     return _TASKS[key]
