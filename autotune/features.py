@@ -27,7 +27,7 @@ import numpy as np
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.expr import as_int
-from ..ir.functor import collect_vars
+from ..ir.functor import collect_vars, count_arith
 from ..lower.passes.storage_flatten import flat_index
 from .timelimit import TemplateTimeout
 from .workers import kill_pool
@@ -40,31 +40,15 @@ _PER_BUF = 4 * LEVELS  # stride, bytes, lines, reuse per level
 _PER_STORE = 3 + LEVELS * (1 + len(KINDS) + 1) + BUFS * _PER_BUF + LEVELS
 _GLOBAL = 3
 N_FEATURES = TOP_STORES * _PER_STORE + _GLOBAL
-_ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.Call)
-
-
-# The passes the features skip: loop_partition copies each tail-guarded nest into a guard-free
-# main nest and a tail nest (4 of the ~11 ms of lowering a 1024^3 matmul candidate) and the
-# simplify after it only cleans those copies; features read "a tail guard sits inside this
-# loop" from the guard itself, which is what the partition would have split off.
-# storage_flatten is skipped too: it simplifies every flattened index (a third of the rest);
-# the features flatten an access's indices themselves, unsimplified (the coefficients of the
-# loop variables are the same).
-# guard_padded_reads and hoist_guards are skipped too: the features read a padded conv's
-# selects, as before those passes existed. So is check_indices: a gather's run-time index check
-# is one compare, not a feature of the schedule, and its walk cost 0.2 of 0.75 ms per matmul.
-FEATURE_SKIP = ("guard_padded_reads", "loop_partition", "simplify_partitioned", "hoist_guards",
-                "check_indices", "storage_flatten")
 
 
 def lower_for_features(schedule, args):
-    """The loop IR the features read: tl.lower stopped after the first simplify (vectorize/
-    unroll would only multiply the statements), without the legality check (the search checks
-    the configs it measures)."""
-    from ..lower import lower
+    """The loop IR the features read: tl.lower's FEATURE_STAGE (the loop nest and the first
+    simplify; the stage says why the other passes are left out), without the legality check
+    (the search checks the configs it measures)."""
+    from ..lower import FEATURE_STAGE, lower
 
-    return lower(schedule, args, name="f", check=False, stop_after="storage_flatten",
-                 skip=FEATURE_SKIP)
+    return lower(schedule, args, name="f", check=False, stage=FEATURE_STAGE)
 
 
 def _coefs(e) -> dict:
@@ -124,20 +108,20 @@ def _flat_coefs(buf: S.Buffer, indices: tuple) -> dict:
     return out
 
 
-def _loads_and_flops(e, loads: list) -> int:
-    n = 1 if isinstance(e, _ARITH) and "float" in str(e.dtype) else 0
+def _loads(e, found: list) -> list:
+    """The loads of expression e, outer ones first (the order of the features' buffers)."""
     if isinstance(e, E.Load):
-        loads.append(e)
+        found.append(e)
     if isinstance(e, E.Node):
         for f in e.fields():
             x = getattr(e, f)
             if isinstance(x, E.Expr):
-                n += _loads_and_flops(x, loads)
+                _loads(x, found)
             elif isinstance(x, tuple):
                 for y in x:
                     if isinstance(y, E.Expr):
-                        n += _loads_and_flops(y, loads)
-    return n
+                        _loads(y, found)
+    return found
 
 
 class _Collector:
@@ -177,8 +161,8 @@ def _store_features(loops, guards, st) -> tuple[float, list]:
     f = [0.0] * _PER_STORE
     extents = [float(as_int(lp.extent) or 1) for lp in loops]
     trips = math.prod(extents) if extents else 1.0
-    loads: list = []
-    flops = _loads_and_flops(st.value, loads)
+    loads = _loads(st.value, [])
+    flops = count_arith(st.value)
     lanes = max((getattr(x, "lanes", 1) for x in st.indices if isinstance(x, E.Ramp)),
                 default=1)
     flops *= lanes
