@@ -148,141 +148,165 @@ def _per_channel_constant(c: Value, nchan: int, block: int) -> np.ndarray | None
 def convert_layout(g: Graph, blocks: int | Mapping[str, int] | None = None) -> Graph:
     """``blocks``: the block every conv prefers (an int) or each named conv prefers (conv node
     name -> block); None: blocks by channel count alone."""
-    if blocks is None or isinstance(blocks, int):
-        preferred = lambda n: blocks
-    elif isinstance(blocks, Mapping):
-        preferred = lambda n: blocks.get(n.name)
-    else:
+    if not (blocks is None or isinstance(blocks, (int, Mapping))):
         raise TypeError(f"convert_layout: blocks must be an int, a mapping of conv names to "
                         f"blocks or None, got {type(blocks).__name__}")
     for b in [blocks] if isinstance(blocks, int) else (blocks or {}).values():
         if b not in BLOCKS:
             raise ValueError(f"convert_layout: block {b!r} is not one of {BLOCKS}")
-    em = Emitter()
-    converted: dict[tuple, Value] = {}  # (value id, layout) -> the value in that layout
-    packed: dict[tuple, Value] = {}  # (weight id, layout) -> packed weight (packed once)
-    relaid: dict[tuple, Value | None] = {}  # (constant id, block) -> its blocked copy
-    uses: dict[int, int] = {}  # old value id -> how many node inputs and graph outputs read it
-    for v in [u for n in g.nodes for u in n.inputs] + list(g.outputs):
-        uses[id(v)] = uses.get(id(v), 0) + 1
-    computed_for_one: set[int] = set()  # new values a conv (+ unary ops) computes for one reader
+    c = _LayoutConverter(g, blocks)
+    g2 = rebuild(g, c.visit, c.em)
+    if not any(_block_of(v) for v in g2.outputs):
+        return g2
+    outputs = [c.plain(v) for v in g2.outputs]
+    return Graph([*g2.nodes, *c.em.pending], g2.inputs, outputs, name=g2.name)
 
-    def node(name: str, op: str, ins: list[Value], attrs: dict, layout: str,
+
+class _LayoutConverter:
+    """One run of the pass: ``visit`` (for :func:`.rewrite.rebuild`) re-emits each node in a
+    blocked layout where it can, and converts values between layouts once each."""
+
+    def __init__(self, g: Graph, blocks: int | Mapping[str, int] | None) -> None:
+        self.blocks = blocks
+        self.em = Emitter()
+        self.converted: dict[tuple, Value] = {}  # (value id, layout) -> the value in it
+        self.packed: dict[tuple, Value] = {}  # (weight id, layout) -> packed weight (once)
+        self.relaid: dict[tuple, Value | None] = {}  # (constant id, block) -> blocked copy
+        self.uses: dict[int, int] = {}  # old value id -> node inputs and graph outputs reading it
+        for v in [u for n in g.nodes for u in n.inputs] + list(g.outputs):
+            self.uses[id(v)] = self.uses.get(id(v), 0) + 1
+        # new values a conv (+ unary ops) computes for one reader
+        self.computed_for_one: set[int] = set()
+
+    def preferred(self, n: Node) -> int | None:
+        if self.blocks is None or isinstance(self.blocks, int):
+            return self.blocks
+        return self.blocks.get(n.name)
+
+    def node(self, name: str, op: str, ins: list[Value], attrs: dict, layout: str,
              out_name: str) -> Value:
         (shape, dtype), = R.infer_types(op, [(v.shape, v.dtype) for v in ins], attrs, name)
-        return em.emit(name, op, ins, attrs, [Value(out_name, shape, dtype, layout)])[0]
+        return self.em.emit(name, op, ins, attrs, [Value(out_name, shape, dtype, layout)])[0]
 
-    def transform(v: Value, dst: str) -> Value:
+    def transform(self, v: Value, dst: str) -> Value:
         # a blocked value is named <name>_NCHW<x>c; back in NCHW it gets <name> again, so
         # graph outputs keep their names
         base = v.name.removesuffix(f"_{v.layout}") if _block_of(v) else v.name
         name = base if dst == "NCHW" else f"{base}_{dst}"
-        if (id(v), dst) not in converted:
-            converted[id(v), dst] = node(f"{v.name}_to_{dst}", "layout_transform", [v],
-                                         {"src_layout": v.layout or "NCHW", "dst_layout": dst},
-                                         "" if dst == "NCHW" else dst, name)
-        return converted[id(v), dst]
+        if (id(v), dst) not in self.converted:
+            self.converted[id(v), dst] = self.node(
+                f"{v.name}_to_{dst}", "layout_transform", [v],
+                {"src_layout": v.layout or "NCHW", "dst_layout": dst},
+                "" if dst == "NCHW" else dst, name)
+        return self.converted[id(v), dst]
 
+    @staticmethod
     def named(out: Value, layout: str) -> str:
         """The name of ``out`` computed in ``layout``: <name>_NCHW<x>c (kept on a rerun)."""
         return out.name if out.layout == layout else f"{out.name}_{layout}"
 
-    def plain(v: Value) -> Value:
-        return transform(v, "NCHW") if _block_of(v) else v
+    def plain(self, v: Value) -> Value:
+        return self.transform(v, "NCHW") if _block_of(v) else v
 
-    def blocked(v: Value, block: int) -> Value:
+    def blocked(self, v: Value, block: int) -> Value:
         """v in NCHW[block]c (converted from NCHW or another block when it is not)."""
-        return v if _block_of(v) == block else transform(v, blocked_layout(block))
+        return v if _block_of(v) == block else self.transform(v, blocked_layout(block))
 
-    def constant(name: str, data: np.ndarray, like: Value) -> Value:
-        return Value(name, data.shape, like.dtype, data=data)
-
-    def channel_constant(v: Value, nchan: int, block: int) -> Value | None:
+    def channel_constant(self, v: Value, nchan: int, block: int) -> Value | None:
         """v re-laid out for NCHW[block]c (once per constant: names are unique in a graph)."""
         key = (id(v), block)
         if tuple(v.shape) == (1, nchan // block, 1, 1, block):  # re-laid out by an earlier run
             return v
-        if key not in relaid:
+        if key not in self.relaid:
             data = _per_channel_constant(v, nchan, block)
-            relaid[key] = (None if data is None else
-                           constant(f"{v.name}_{blocked_layout(block)}", data, v))
-        return relaid[key]
+            self.relaid[key] = (None if data is None else
+                                _constant(f"{v.name}_{blocked_layout(block)}", data, v))
+        return self.relaid[key]
 
-    def packed_weight(w: Value, kind: str, ib: int | None, ob: int) -> tuple[Value, str]:
+    def packed_weight(self, w: Value, kind: str, ib: int | None, ob: int) -> tuple[Value, str]:
         wl = f"OIHW{ib}i{ob}o" if kind == "conv" else f"OIHW{ob}o"
-        if (id(w), wl) not in packed:
+        if (id(w), wl) not in self.packed:
             data = pack_oihw_blocked(w.data, ib, ob) if kind == "conv" else pack_oihw(w.data, ob)
-            packed[id(w), wl] = constant(f"{w.name}_{wl}", data, w)
-        return packed[id(w), wl], wl
+            self.packed[id(w), wl] = _constant(f"{w.name}_{wl}", data, w)
+        return self.packed[id(w), wl], wl
 
-    def visit(n: Node, ins: list[Value]):
+    def visit(self, n: Node, ins: list[Value]):
         if n.op == "layout_transform" or n.op == "conv" and \
                 {"layout", "out_layout"} & n.attrs.keys():
             return None  # placed by an earlier run (the pass is idempotent)
         out = n.outputs[0] if len(n.outputs) == 1 else None
-        pref = preferred(n)
-        how = _blocked_conv(n, ins, pref)
+        how = _blocked_conv(n, ins, self.preferred(n))
         if how is not None:
-            kind, ob = how
-            layout = blocked_layout(ob)
-            if kind == "nchw_in":
-                x = ins[0]
-                w, wl = packed_weight(ins[1], kind, None, ob)
-                attrs = dict(n.attrs, out_layout=layout, weight_layout=wl)
-            else:
-                # a depthwise conv's input: the block of its channels (= its output's)
-                ib = ob if kind == "depthwise" else value_block(_channels(ins[0]), pref)
-                x = blocked(ins[0], ib)
-                w, wl = packed_weight(ins[1], kind, ib, ob)
-                attrs = dict(n.attrs, layout=x.layout, weight_layout=wl)
-            y = node(n.name, "conv", [x, w, *ins[2:]], attrs, layout, named(out, layout))
-            if uses.get(id(out)) == 1:
-                computed_for_one.add(id(y))
-            return [y]
+            return [self.conv(n, ins, out, *how)]
         blocks = [_block_of(v) for v in ins]
         block = next((b for b in blocks if b), None)
         if block is None or out is None:
-            return _unblock_all(n, ins)
+            return self.unblock_all(n, ins)
         if n.op in R.UNARY_REFS and len(ins) == 1:
             layout = blocked_layout(block)
-            y = node(n.name, n.op, ins, n.attrs, layout, named(out, layout))
-            if id(ins[0]) in computed_for_one and uses.get(id(out)) == 1:
-                computed_for_one.add(id(y))
+            y = self.node(n.name, n.op, ins, n.attrs, layout, self.named(out, layout))
+            if id(ins[0]) in self.computed_for_one and self.uses.get(id(out)) == 1:
+                self.computed_for_one.add(id(y))
             return [y]
         if n.op in R.BINARY_REFS and len(ins) == 2:
-            # two blocks: the one of the operand fusion will put this op in the kernel of
-            block = next((b for b, v in zip(blocks, ins) if b and id(v) in computed_for_one),
-                         block)
-            layout = blocked_layout(block)
-            b = ins[blocks.index(block)]
-            nchw = R.unblocked_shape(b.shape, b.layout)
-            if R.unblocked_shape(out.shape, out.layout) == nchw:
-                pair = []
-                for v in ins:
-                    if v.layout == layout:
-                        pair.append(v)
-                    elif v.is_constant and channel_constant(v, nchw[1], block) is not None:
-                        pair.append(channel_constant(v, nchw[1], block))
-                    elif not v.is_constant and R.unblocked_shape(v.shape, v.layout) == nchw:
-                        pair.append(blocked(v, block))
-                    else:
-                        break
-                else:
-                    return [node(n.name, n.op, pair, n.attrs, layout, named(out, layout))]
+            y = self.binary(n, ins, out, blocks, block)
+            if y is not None:
+                return [y]
         layout = blocked_layout(block)
         if n.op in ("global_avg_pool", "global_max_pool") or n.op in ("max_pool", "avg_pool") \
                 and _library_pool(n):
-            return [node(n.name, n.op, ins, dict(n.attrs, layout=layout), layout,
-                         named(out, layout))]
-        return _unblock_all(n, ins)
+            return [self.node(n.name, n.op, ins, dict(n.attrs, layout=layout), layout,
+                              self.named(out, layout))]
+        return self.unblock_all(n, ins)
 
-    def _unblock_all(n: Node, ins: list[Value]):
+    def conv(self, n: Node, ins: list[Value], out: Value, kind: str, ob: int) -> Value:
+        """The conv node re-emitted blocked (_blocked_conv said how)."""
+        layout = blocked_layout(ob)
+        if kind == "nchw_in":
+            x = ins[0]
+            w, wl = self.packed_weight(ins[1], kind, None, ob)
+            attrs = dict(n.attrs, out_layout=layout, weight_layout=wl)
+        else:
+            # a depthwise conv's input: the block of its channels (= its output's)
+            ib = ob if kind == "depthwise" else value_block(_channels(ins[0]),
+                                                            self.preferred(n))
+            x = self.blocked(ins[0], ib)
+            w, wl = self.packed_weight(ins[1], kind, ib, ob)
+            attrs = dict(n.attrs, layout=x.layout, weight_layout=wl)
+        y = self.node(n.name, "conv", [x, w, *ins[2:]], attrs, layout, self.named(out, layout))
+        if self.uses.get(id(out)) == 1:
+            self.computed_for_one.add(id(y))
+        return y
+
+    def binary(self, n: Node, ins: list[Value], out: Value, blocks: list, block: int
+               ) -> Value | None:
+        """A binary op run blocked, or None when an operand cannot be (module doc)."""
+        # two blocks: the one of the operand fusion will put this op in the kernel of
+        block = next((b for b, v in zip(blocks, ins) if b and id(v) in self.computed_for_one),
+                     block)
+        layout = blocked_layout(block)
+        b = ins[blocks.index(block)]
+        nchw = R.unblocked_shape(b.shape, b.layout)
+        if R.unblocked_shape(out.shape, out.layout) != nchw:
+            return None
+        pair = []
+        for v in ins:
+            if v.layout == layout:
+                pair.append(v)
+            elif v.is_constant and self.channel_constant(v, nchw[1], block) is not None:
+                pair.append(self.channel_constant(v, nchw[1], block))
+            elif not v.is_constant and R.unblocked_shape(v.shape, v.layout) == nchw:
+                pair.append(self.blocked(v, block))
+            else:
+                return None
+        return self.node(n.name, n.op, pair, n.attrs, layout, self.named(out, layout))
+
+    def unblock_all(self, n: Node, ins: list[Value]):
         if not any(_block_of(v) for v in ins):
             return None
-        return em.emit(n.name, n.op, [plain(v) for v in ins], n.attrs, list(n.outputs))
+        return self.em.emit(n.name, n.op, [self.plain(v) for v in ins], n.attrs,
+                            list(n.outputs))
 
-    g2 = rebuild(g, visit, em)
-    if not any(_block_of(v) for v in g2.outputs):
-        return g2
-    outputs = [plain(v) for v in g2.outputs]
-    return Graph([*g2.nodes, *em.pending], g2.inputs, outputs, name=g2.name)
+
+def _constant(name: str, data: np.ndarray, like: Value) -> Value:
+    return Value(name, data.shape, like.dtype, data=data)
