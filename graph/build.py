@@ -155,7 +155,7 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     rep.driver_s = rep.steps[-1].time_s
     plan = _timed(rep, "make plan",
                   lambda: make_plan(passes.graph, tgt, kernels, storage, rep.memory))
-    gm = GraphModule(plan.to_json(), kernels.modules, driver, storage.constants, mode=mode)
+    gm = GraphModule(plan, kernels.modules, driver, storage.constants, mode=mode)
     rep.total_s = time.perf_counter() - t_start
     gm.build_report = rep
     return gm

@@ -129,12 +129,15 @@ class GraphModule:
     time; after concurrent runs, ``get_output`` and ``run()`` see the run that finished last.
     """
 
-    def __init__(self, plan: Mapping[str, Any], kernels: Mapping[str, Module],
-                 driver: Module | None, constants: Mapping[str, np.ndarray],
-                 mode: str = "graph") -> None:
+    def __init__(self, plan: Mapping[str, Any] | _plan.ExecutionPlan,
+                 kernels: Mapping[str, Module], driver: Module | None,
+                 constants: Mapping[str, np.ndarray], mode: str = "graph") -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.plan = json.loads(json.dumps(plan))  # private copy, and proof it is JSON-able
+        if isinstance(plan, _plan.ExecutionPlan):
+            plan = plan.to_json()
+        # the plan's JSON form (what plan.json holds): a private copy, and proof it is JSON-able
+        self.plan = json.loads(json.dumps(plan))
         self.kernels = dict(kernels)
         self.driver = driver
         self.mode = mode
