@@ -7,6 +7,7 @@ that deployed code runs without the compiler.
 """
 
 from .arrays import array, empty
+from .extern_c import load_library
 from .graph_module import GraphModule, InputError, load
 from .module import ArtifactError, KernelError, LoadError, Module, load_module
 from .threadpool import bind_threads, get_num_threads, set_num_threads, unbind_threads
@@ -25,6 +26,7 @@ __all__ = [
     "empty",
     "get_num_threads",
     "load",
+    "load_library",
     "load_module",
     "set_num_threads",
     "unbind_threads",

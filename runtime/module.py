@@ -29,7 +29,7 @@ import numpy as np
 
 from tensorlang.errors import TensorlangError
 
-from . import _cpu, _link, packed, threadpool
+from . import _cpu, _link, extern_c, packed, threadpool
 from ._dims import DimExpr
 from .device import check_device
 from .kernel_artifact import (
@@ -127,6 +127,7 @@ class _Native:
         self.address = address
         self.slot_address = slot_address
         self.packed_slot: int | None = None  # @__tl_packed_call, where the kernel has one
+        self.extern_slots: dict[str, int | None] = {}  # C symbol -> @__tl_extern.<symbol>
         self.keepalive = keepalive
         self.via = via
 
@@ -148,7 +149,7 @@ def _load_libm_globally() -> None:
         _libm_loaded = True
 
 
-def _open_shared(path: Path, symbol: str) -> _Native:
+def _open_shared(path: Path, symbol: str, externs: tuple[str, ...] = ()) -> _Native:
     _load_libm_globally()
     try:
         lib = ctypes.CDLL(str(path))
@@ -168,10 +169,16 @@ def _open_shared(path: Path, symbol: str) -> _Native:
         native.packed_slot = ctypes.addressof(_VOID_P.in_dll(lib, packed.CALL_SLOT))
     except ValueError:
         pass  # a kernel without tl.extern calls
+    for name in externs:
+        try:
+            native.extern_slots[name] = ctypes.addressof(
+                _VOID_P.in_dll(lib, extern_c.slot_name(name)))
+        except ValueError:
+            native.extern_slots[name] = None  # never called (optimized away)
     return native
 
 
-def _open_jit(object_code: bytes, symbol: str) -> _Native:
+def _open_jit(object_code: bytes, symbol: str, externs: tuple[str, ...] = ()) -> _Native:
     try:
         from . import _llvm
     except ImportError as e:  # pragma: no cover - _llvm itself imports nothing heavy
@@ -181,6 +188,9 @@ def _open_jit(object_code: bytes, symbol: str) -> _Native:
     exports = [symbol, PARALLEL_LAUNCH_GLOBAL] if has_slot else [symbol]
     if packed.CALL_SLOT.encode() in object_code:
         exports.append(packed.CALL_SLOT)
+    slots = [extern_c.slot_name(n) for n in externs
+             if extern_c.slot_name(n).encode() in object_code]
+    exports += slots
     try:
         tracker, addrs = _llvm.jit_load_object(object_code, exports)
     except ImportError:
@@ -192,10 +202,12 @@ def _open_jit(object_code: bytes, symbol: str) -> _Native:
     native = _Native(addrs[symbol], addrs.get(PARALLEL_LAUNCH_GLOBAL) or None, tracker,
                      "ORC JIT")
     native.packed_slot = addrs.get(packed.CALL_SLOT) or None
+    native.extern_slots = {n: addrs.get(extern_c.slot_name(n)) or None for n in externs}
     return native
 
 
-def _open(object_code: bytes, library: Path | None, symbol: str, loader: str) -> _Native:
+def _open(object_code: bytes, library: Path | None, symbol: str, loader: str,
+          externs: tuple[str, ...] = ()) -> _Native:
     if loader not in LOADERS:
         raise ValueError(f"loader must be one of {LOADERS}, got {loader!r}")
     if loader in ("auto", "so"):
@@ -207,10 +219,10 @@ def _open(object_code: bytes, library: Path | None, symbol: str, loader: str) ->
                     raise LoadError(f"cannot link the kernel object: {e}") from None
                 library = None
         if library is not None:
-            return _open_shared(library, symbol)
+            return _open_shared(library, symbol, externs)
         if loader == "so":
             raise LoadError("loader='so' needs a linker (ld or cc) on PATH")
-    return _open_jit(object_code, symbol)
+    return _open_jit(object_code, symbol, externs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,6 +264,7 @@ class Module:
         self._with_exprs = tuple(a for a in self._args if a.exprs)
         self._nargs = len(self._args)
         self._written = tuple(a for a in self._args if a.written)
+        self._externs = extern_c.check_manifest(m.get("externs", []))
         self._required_flags = _cpu.required_flags(m["target"]["features"], m["target"]["triple"])
         argtypes = [_VOID_P] * self._nargs + [_I64] * len(self._vars)
         self._signature = ", ".join(f"{a.name}: {a.describe()}" for a in self._args)
@@ -267,7 +280,10 @@ class Module:
             self._native = None
             self._fn = self._refuse_to_run
             return
-        self._native = _open(self._object, library, self._symbol, loader)
+        # the C functions it calls (tl.call_extern), found before any code is loaded
+        extern_addresses = extern_c.addresses(self._externs, self._name)
+        self._native = _open(self._object, library, self._symbol, loader,
+                             tuple(extern_addresses))
         if self._native.slot_address is not None:
             # Every parallel loop in the kernel calls through this slot: it must hold the pool's
             # launcher before the first call.
@@ -277,6 +293,7 @@ class Module:
                 raise LoadError(f"{self._name} runs parallel loops, but {e}") from e
             _VOID_P.from_address(self._native.slot_address).value = launch
         packed.bind_slot(self._native.packed_slot)  # the tl.extern calls' trampoline
+        extern_c.bind(extern_addresses, self._native.extern_slots)
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(self._native.address)
 
     def _refuse_to_run(self, *_raw: int) -> int:
@@ -545,6 +562,9 @@ class Module:
         return self._fn(*raw)
 
     def _kernel_error(self, rc: int) -> KernelError:
+        failed_c_call = extern_c.describe_error(rc, self._externs)
+        if failed_c_call is not None:
+            return KernelError(self._name, rc, failed_c_call)
         failed_call = packed.take_error(rc)  # a tl.extern's function raised: chain its error
         if failed_call is not None:
             err = KernelError(self._name, rc, failed_call[0])

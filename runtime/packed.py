@@ -62,6 +62,9 @@ class PackedFunc:
         # check(shapes, dtypes, scalars): raises ValueError for arguments the function cannot
         # take, called at build time with the shapes known there (ints, or None for symbolic)
         self.check = check
+        # a C function (register_func(name, library=, symbol=)): kernels call it directly
+        self.c_symbol: str | None = None
+        self.c_library: str | None = None
         try:
             self.signature = inspect.signature(fn)
         except (TypeError, ValueError):  # a builtin without a signature: any count
@@ -100,15 +103,27 @@ _LOCK = threading.Lock()
 
 
 def register_func(name, f: Callable | None = None, override: bool = False,
-                  check: Callable | None = None):
+                  check: Callable | None = None, *, library=None, symbol: str | None = None):
     """Register `f` under `name` for kernels to call (tl.call_packed); as a decorator too:
-    ``@register_func("name")``. A name already registered needs override=True."""
+    ``@register_func("name")``. A name already registered needs override=True.
+
+    ``register_func(name, library="libfoo.so", symbol="foo")`` registers a C function instead:
+    a kernel's call_packed(name, ...) then calls ``foo`` directly, without Python (the C
+    convention of tl.call_extern in a tl.extern, runtime/extern_c.py: each tensor as data and
+    shape pointers, an int as int64_t, a float as double, an int32_t status returned).
+    `symbol` defaults to `name`, `library` to the libraries opened with tl.load_library and
+    the process; the symbol must be found now (LookupError, or LoadError for the library)."""
     if callable(name) and f is None:  # @register_func without a name: the function's own
         return register_func(name.__name__, name, override, check)
     if not isinstance(name, str) or not name:
         raise TypeError(f"register_func: the name must be a non-empty str, got {name!r}")
     if "\0" in name or not name.isprintable():
         raise ValueError(f"register_func: name {name!r} must be printable text")
+    if library is not None or symbol is not None:
+        if f is not None or check is not None:
+            raise TypeError(f"register_func({name!r}): a C function (library=/symbol=) takes "
+                            "no Python callable nor check")
+        return _register_c(name, symbol if symbol is not None else name, library, override)
 
     def do(fn: Callable) -> Callable:
         if not callable(fn):
@@ -122,6 +137,28 @@ def register_func(name, f: Callable | None = None, override: bool = False,
         return fn
 
     return do if f is None else do(f)
+
+
+def _register_c(name: str, symbol: str, library, override: bool) -> PackedFunc:
+    from . import extern_c
+
+    extern_c.check_symbol(symbol)
+    path = extern_c.find(symbol, None if library is None else library)
+    fn = PackedFunc(name, _c_only(name, symbol))
+    fn.c_symbol, fn.c_library = symbol, path
+    with _LOCK:
+        if name in _REGISTRY and not override:
+            raise ValueError(f"register_func: {name!r} is already registered; pass "
+                             "override=True to replace it")
+        _REGISTRY[name] = fn
+    return fn
+
+
+def _c_only(name: str, symbol: str) -> Callable:
+    def refuse(*_args):
+        raise TypeError(f"{name!r} is the C function {symbol!r}: kernels call it directly "
+                        "(rebuild a kernel built while the name held a Python function)")
+    return refuse
 
 
 def get_global_func(name: str, allow_missing: bool = False) -> PackedFunc | None:

@@ -31,6 +31,8 @@ _NAMES = {
     "BuildTimeoutError": ".codegen.compile_limit",
     "extern": ".te.extern",
     "call_packed": ".te.extern",
+    "call_extern": ".te.extern",
+    "load_library": ".runtime.extern_c",
     "register_func": ".runtime.packed",
     "get_global_func": ".runtime.packed",
     "scan": ".te.scan",

@@ -89,8 +89,9 @@ def _dim_text(e, arg_name: str, whole) -> tuple[str, int]:
 
 
 def manifest_of(func: S.PrimFunc, target) -> dict:
-    from .codegen.llvm_ir import allocation_error_messages
+    from .codegen.llvm_ir import allocation_error_messages, extern_manifest
 
+    externs = extern_manifest(func)  # the C functions it calls, and their libraries
     return {
         "name": func.name,
         "symbol": func.name,
@@ -100,6 +101,7 @@ def manifest_of(func: S.PrimFunc, target) -> dict:
         "error_messages": {**error_messages(func.body), **allocation_error_messages(func.body)},
         "target": target.to_dict(),
         "version": __version__,
+        **({"externs": externs} if externs else {}),
     }
 
 
@@ -141,9 +143,10 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
         raise TypeError(f"build: expected a Schedule or a lowered kernel, got "
                         f"{type(schedule).__name__}")
     tgt = Target.from_string(target)
+    manifest = manifest_of(func, tgt)  # before compiling: it finds the C functions called
     llvm_ir = emit_llvm_ir(func, tgt)
     obj = compile_ir(llvm_ir, tgt, opt_level=opt_level, timeout=timeout)
     sources = {"tir": str(func), "ll": obj.optimized_ir, "ll_unoptimized": llvm_ir}
     if obj.asm:
         sources["asm"] = obj.asm
-    return Module.from_object(obj.object_code, manifest_of(func, tgt), sources)
+    return Module.from_object(obj.object_code, manifest, sources)

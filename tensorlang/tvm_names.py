@@ -28,7 +28,8 @@ MODULE_NAMES = {
     "tir": "tvm.tir.X: the expression helpers are tl.X: tir.Select -> tl.select, tir.const -> "
            "tl.const, tir.if_then_else -> tl.if_then_else, tir.exp/log/sqrt -> tl.exp/log/sqrt, "
            "tir.max_value/min_value -> tl.max_value/min_value, tir.all/any -> tl.all/any; "
-           "tir.indexdiv(a, b) / indexmod -> a // b, a % b",
+           "tir.indexdiv(a, b) / indexmod -> a // b, a % b; tir.call_extern / call_packed -> "
+           "tl.call_extern / tl.call_packed",
     "create_prim_func": "te.create_prim_func builds TensorIR for tvm.tir.Schedule, which "
                         "tensorlang does not have: schedule with tl.create_schedule, and "
                         "tl.lower(s, args) gives the loop IR",

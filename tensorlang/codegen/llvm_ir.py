@@ -19,7 +19,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor
 from ..lower.passes.plan_allocation import MAX_ALLOC_BYTES
-from ..runtime import packed
+from ..runtime import extern_c, packed
 from . import intrinsics
 
 # LLVM 22 only reads opaque pointers: make llvmlite print every pointer (a function's address
@@ -264,6 +264,57 @@ class _LoadedPackedPointer(ir.instructions.LoadInstr):
     @property
     def function_type(self):
         return PACKED_CALL_TYPE
+
+
+class _LoadedExternPointer(ir.instructions.LoadInstr):
+    """A C function's address loaded from its slot (see _LoadedLaunchPointer): its type is
+    the call's, set per load."""
+
+    @property
+    def function_type(self):
+        return self.extern_type
+
+
+def extern_symbols(body) -> list[str]:
+    """The C functions a kernel calls (tl.call_extern), sorted: a symbol's position is its
+    index in the error codes and in the manifest's "externs"."""
+    found: set = set()
+
+    class _Find(Visitor):
+        def visit_ExternCall(self, e):
+            found.add(e.symbol)
+            self.generic(e)
+
+    _Find().visit(body)
+    return sorted(found)
+
+
+def extern_manifest(func: S.PrimFunc) -> list[dict]:
+    """The manifest's "externs": each C function the kernel calls and the library the build
+    found it in (None: the process itself). LoweringError naming a symbol no library defines."""
+    libraries: dict = {}
+
+    class _Find(Visitor):
+        def visit_ExternCall(self, e):
+            libraries.setdefault(e.symbol, set()).add(e.library)
+            self.generic(e)
+
+    _Find().visit(func.body)
+    out = []
+    for symbol in sorted(libraries):
+        given = libraries[symbol] - {None}
+        if len(given) > 1:
+            raise LoweringError(f"kernel {func.name}: C function {symbol!r} is registered from "
+                                f"several libraries: {sorted(given)}")
+        try:
+            path = extern_c.find(symbol, next(iter(given)) if given else None)
+        except (LookupError, OSError, extern_c.LoadError) as e:
+            raise LoweringError(f"kernel {func.name}: {e}") from None
+        out.append({"symbol": symbol, "library": path})
+    if len(out) > extern_c.MAX_EXTERNS:
+        raise LoweringError(f"kernel {func.name} calls {len(out)} C functions, more than the "
+                            f"{extern_c.MAX_EXTERNS} its error codes can name")
+    return out
 
 
 class FunctionEmitter:
@@ -633,6 +684,66 @@ class FunctionEmitter:
                 self.b.ptrtoint(self.bufs[buf], I64), ir.Constant(I64, ndim),
                 self.b.ptrtoint(dims, I64)]
 
+    def e_ExternCall(self, e):
+        """A direct call of a C function through its slot (runtime/extern_c.py): per lane in
+        a vector; a tl.extern's status call returns from the kernel with the encoded code of
+        a failure. A slot no loader filled returns a code, never jumps to 0."""
+        index = self.cg.extern_index(e.symbol)
+        fn = self.b.load(self.cg.extern_slot(e.symbol), typ=PTR)
+        fn.__class__ = _LoadedExternPointer
+        fn.extern_type = self._extern_type(e)
+        with self.b.if_then(self.b.icmp_unsigned("==", fn, ir.Constant(PTR, None)),
+                            likely=False):
+            self._return_error(self._extern_code(index, ir.Constant(I32, extern_c.UNBOUND)))
+        if e.status:
+            args = [v for a, kind in zip(e.args, e.kinds) for v in self._extern_arg(a, kind)]
+            rc = self.b.call(fn, args)
+            with self.b.if_then(self.b.icmp_signed("!=", rc, ir.Constant(I32, 0)),
+                                likely=False):
+                self._return_error(self._extern_code(index, rc))
+            return rc
+        lanes = dt.lanes(e.dtype)
+        vals = [self.expr(a if dt.element(a.dtype) == d else
+                          E.Cast(dt.with_lanes(d, dt.lanes(a.dtype)), a))
+                for a, d in zip(e.args, e.arg_dtypes)]
+        if lanes == 1:
+            return self.b.call(fn, vals)
+        out = ir.Constant(llvm_type(e.dtype), ir.Undefined)
+        for i in range(lanes):
+            lane = ir.Constant(I32, i)
+            args = [self.b.extract_element(v, lane) if isinstance(v.type, ir.VectorType)
+                    else v for v in vals]
+            out = self.b.insert_element(out, self.b.call(fn, args), lane)
+        return out
+
+    @staticmethod
+    def _extern_type(e) -> ir.FunctionType:
+        params = []
+        for kind, d in zip(e.kinds, e.arg_dtypes):
+            params += [PTR, PTR] if kind != "value" else [scalar_type(d)]
+        return ir.FunctionType(scalar_type(dt.element(e.dtype)), params)
+
+    def _extern_arg(self, a, kind: str) -> list:
+        """A status call's argument: a scalar's value, a buffer's data and shape pointers."""
+        if kind == "value":
+            return [self.expr(a)]
+        buf = a.buffer
+        if buf not in self.bufs:
+            raise LoweringError(f"codegen: buffer {buf.name} is used outside its allocation")
+        dims = _opaque(self.alloca_builder.alloca(ir.ArrayType(I64, max(1, len(buf.shape)))))
+        for d, extent in enumerate(buf.shape):
+            v = self.expr(E.const(extent) if isinstance(extent, int) else extent)
+            self.b.store(v, self.b.gep(dims, [ir.Constant(I64, d)], source_etype=I64))
+        return [self.bufs[buf], dims]
+
+    def _extern_code(self, index: int, rc) -> ir.Value:
+        """ERROR_BASE + (index << 16) + 16 bits of rc (-32768 for a code out of int16)."""
+        fits = self.b.and_(self.b.icmp_signed(">=", rc, ir.Constant(I32, -32767)),
+                           self.b.icmp_signed("<=", rc, ir.Constant(I32, 32767)))
+        enc = self.b.select(fits, rc, ir.Constant(I32, extern_c.OUT_OF_RANGE))
+        low = self.b.and_(enc, ir.Constant(I32, 0xFFFF))
+        return self.b.add(low, ir.Constant(I32, extern_c.ERROR_BASE + (index << 16)))
+
     def e_Shuffle(self, e):
         mask = ir.Constant(ir.VectorType(I32, len(e.indices)), list(e.indices))
         return self.b.shuffle_vector(self.expr(e.a), self.expr(e.b), mask)
@@ -915,6 +1026,7 @@ class CodeGen:
         self._launch = None
         self._n_parallel = 0
         self.alloc_codes: dict = {}
+        self.externs: list = []  # the kernel's C functions, sorted (extern_symbols)
         self.func_name = ""
 
     def declare(self, name, ret, args):
@@ -941,6 +1053,19 @@ class CodeGen:
             g.initializer = ir.Constant(PTR, None)
             g.align = 8
         return g
+
+    def extern_slot(self, symbol: str):
+        """@__tl_extern.<symbol>: the C function's address, stored there by the loader."""
+        name = extern_c.slot_name(symbol)
+        g = self.module.globals.get(name)
+        if g is None:
+            g = ir.GlobalVariable(self.module, PTR, name)
+            g.initializer = ir.Constant(PTR, None)
+            g.align = 8
+        return g
+
+    def extern_index(self, symbol: str) -> int:
+        return self.externs.index(symbol)
 
     def cstring(self, text: str):
         """A private NUL-terminated constant holding `text` (the packed function's name)."""
@@ -1004,6 +1129,7 @@ class CodeGen:
     def add_function(self, f: S.PrimFunc) -> ir.Function:
         self.func_name = f.name
         self.alloc_codes = allocation_codes(f.body)
+        self.externs = extern_symbols(f.body)
         params = [PTR] * len(f.params) + [I64] * len(f.shape_vars)
         fn = ir.Function(self.module, ir.FunctionType(I32, params), name=f.name)
         fn.attributes.add("nounwind")

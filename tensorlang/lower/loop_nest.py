@@ -15,7 +15,7 @@ from ..ir.functor import Mutator, collect_vars
 from ..ir.packed import PackedCall
 from ..ir.simplify import Analyzer, simplify
 from ..schedule.stage import Split
-from ..te.extern import ExternOp
+from ..te.extern import ExternOp, as_c_call
 from ..te.scan import ScanOp
 from ..te.tensor import PlaceholderOp, Reduce, Tensor, TensorRead
 from .bound import axis_values
@@ -272,9 +272,14 @@ class LoopNestBuilder:
         The function must be registered now, and accept the arguments: a kernel that could
         only fail at its first call is refused here."""
         call = st.op.call
-        check_packed_call(st.name, call)
+        c_call = as_c_call(call, st.name)  # a C function: called directly (extern_c)
+        if c_call is None:
+            check_packed_call(st.name, call)
         args = tuple(E.Load(self._buffer_for_read(a), (E.const(0),) * len(a.shape))
-                     if isinstance(a, Tensor) else self._to_loads(a, {}) for a in call.args)
+                     if isinstance(a, Tensor) else self._to_loads(a, {})
+                     for a in (call if c_call is None else c_call).args)
+        if c_call is not None:
+            return S.Evaluate(c_call.replace(args=args))
         return S.Evaluate(PackedCall(call.name, args, call.written))
 
     def _loop_ranges(self, st) -> Analyzer:

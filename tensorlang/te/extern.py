@@ -9,15 +9,31 @@ with its inputs and outputs as tensors in the dataflow:
 The call reads its inputs wholly and writes its outputs wholly: that is how the legality
 analysis models it (one statement, with no loops), and why its stage takes no loop primitives
 (schedule its producers and consumers; they may not be inlined into it nor computed inside it).
-Functions are registered with tl.register_func (runtime/packed.py)."""
+Functions are registered with tl.register_func (runtime/packed.py).
+
+The body may instead call a C function directly (TVM's tir.call_extern), with no Python and no
+GIL at the call:
+
+    lib = tl.load_library("./libmine.so")
+    C = tl.extern((n,), [A], lambda ins, outs: tl.call_extern("int32", "my_fill", ins[0],
+                                                              outs[0], 2.5), name="C")
+
+declared in C as ``int32_t my_fill(const float *A, const int64_t *A_shape, float *C,
+const int64_t *C_shape, double x)``: each tensor as its data and its shape, each scalar as its
+C type (a Python int as int64_t, a float as double), 0 returned on success and any other code
+raised as a KernelError naming the function and the code. tl.call_extern also calls a C
+function per element inside a tl.compute (``lambda i: tl.call_extern("float32", "f", A[i])``
+for ``float f(float)``), in any loop, parallel and vectorized ones included. A name registered
+with ``tl.register_func(name, library=..., symbol=...)`` calls its C function the same way
+through tl.call_packed. runtime/extern_c.py has the conventions and how symbols are found."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from ..ir import dtype as dt
-from ..ir.expr import Expr, convert
-from ..ir.packed import PackedCall
+from ..ir.expr import Expr, const, convert
+from ..ir.packed import ExternCall, PackedCall
 from .tensor import Operation, Tensor, _to_extent
 
 
@@ -39,7 +55,7 @@ class ExternOp(Operation):
         self.body: tuple = ()
 
     @property
-    def call(self) -> PackedCall:
+    def call(self) -> PackedCall | ExternCall:
         return self.body[0]
 
     def __repr__(self) -> str:
@@ -67,6 +83,80 @@ def call_packed(name: str, *args) -> PackedCall:
                             f"or float scalar, got {e.dtype}")
         out.append(e)
     return PackedCall(name, tuple(out), ())
+
+
+class ExternStatusCall:
+    """tl.call_extern with tensor arguments: the body of a tl.extern (which decides which of
+    its tensors are inputs and which outputs). Not an expression: in a tl.compute, a C function
+    takes elements (A[i]), never whole tensors."""
+
+    def __init__(self, dtype: str, symbol: str, args: tuple, library: str | None = None):
+        self.dtype = dtype
+        self.symbol = symbol
+        self.args = args
+        self.library = library
+
+    name = property(lambda self: self.symbol)
+
+    def as_expr(self):
+        tensors = ", ".join(a.name for a in self.args if isinstance(a, Tensor))
+        raise TypeError(f"call_extern({self.symbol!r}) passes whole tensors ({tensors}): that "
+                        "is the body of a tl.extern (tl.extern(shape, inputs, lambda ins, outs: "
+                        "tl.call_extern('int32', ...))); inside a tl.compute pass elements "
+                        "(A[i])")
+
+    def __repr__(self) -> str:
+        return f"call_extern({self.dtype!r}, {self.symbol!r}, ...)"
+
+
+def call_extern(dtype, symbol: str, *args):
+    """A direct call of the C function `symbol` (TVM's tir.call_extern): no Python at the call.
+
+    Inside a tl.compute: ``tl.call_extern("float32", "f", A[i], 2.0)`` is an expression of
+    `dtype`, the result of ``float f(float, double)`` called per element. As the body of a
+    tl.extern, with the extern's tensors among the arguments: ``int32_t f(...)`` with each
+    tensor passed as ``T *data, const int64_t *shape``, returning 0 or an error code (a
+    KernelError naming the function and the code). Scalars pass as their dtype's C type (a
+    Python int as int64_t, a float as double); the dtypes C functions take and return:
+    int32, int64, uint32, uint64, float32, float64. The symbol is looked up when the kernel is
+    built: in the libraries opened with tl.load_library, then in the process."""
+    from ..runtime import extern_c
+
+    ret = dt.canonical(dtype)
+    if ret not in extern_c.C_TYPES:
+        raise TypeError(f"call_extern({symbol!r}): a C function returns one of "
+                        f"{', '.join(extern_c.C_TYPES)} here, got {ret}")
+    extern_c.check_symbol(symbol)
+    values = []
+    for k, a in enumerate(args):
+        if isinstance(a, Tensor):
+            values.append(a)
+            continue
+        values.append(_c_scalar(a, f"call_extern({symbol!r}): argument {k}"))
+    if any(isinstance(a, Tensor) for a in values):
+        return ExternStatusCall(ret, symbol, tuple(values))
+    kinds = ("value",) * len(values)
+    return ExternCall(ret, symbol, tuple(values), kinds, tuple(v.dtype for v in values))
+
+
+def _c_scalar(a, what: str) -> Expr:
+    """A scalar argument of a C call as an expression of one of the C types."""
+    from ..runtime import extern_c
+
+    if isinstance(a, bool):
+        a = int(a)
+    if isinstance(a, int):
+        return const(a, "int64")
+    if isinstance(a, float):
+        return const(a, "float64")
+    if not isinstance(a, Expr):
+        raise TypeError(f"{what} must be a tensor (of a tl.extern), an expression, an int or a "
+                        f"float, got {type(a).__name__}")
+    if a.dtype not in extern_c.C_TYPES:
+        raise TypeError(f"{what} has dtype {a.dtype}, which no C type here matches (the C "
+                        f"functions take {', '.join(extern_c.C_TYPES)}): cast it, e.g. "
+                        "x.astype('int32')")
+    return a
 
 
 def extern(shape, inputs, fcompute: Callable, name: str = "extern", dtype=None, tag: str = "",
@@ -113,23 +203,76 @@ def _dtypes(dtype, n: int, inputs: list, name: str) -> list:
     return [dt.canonical(d) for d in given]
 
 
-def _checked_call(call, op: ExternOp) -> PackedCall:
-    if not isinstance(call, PackedCall):
-        raise TypeError(f"extern {op.name}: fcompute must return a tl.call_packed(...), got "
-                        f"{type(call).__name__}")
+def _checked_call(call, op: ExternOp) -> PackedCall | ExternCall:
+    if isinstance(call, ExternCall):  # a value call: no tensor passed, so no output either
+        call = ExternStatusCall(call.dtype, call.symbol, call.args, call.library)
+    if not isinstance(call, (PackedCall, ExternStatusCall)):
+        raise TypeError(f"extern {op.name}: fcompute must return a tl.call_packed(...) or a "
+                        f"tl.call_extern(...), got {type(call).__name__}")
+    what = f"{'call_packed' if isinstance(call, PackedCall) else 'call_extern'}({call.name!r})"
     ins, outs = set(map(id, op.input_tensors)), set(map(id, op.outputs))
     for a in call.args:
         if isinstance(a, Tensor) and id(a) not in ins | outs:
-            raise ValueError(f"extern {op.name}: call_packed({call.name!r}) passes tensor "
-                             f"{a.name}, which is neither one of the extern's inputs nor one of "
-                             "its outputs (declare it in `inputs`)")
+            raise ValueError(f"extern {op.name}: {what} passes tensor {a.name}, which is "
+                             "neither one of the extern's inputs nor one of its outputs "
+                             "(declare it in `inputs`)")
     passed = {id(a) for a in call.args if isinstance(a, Tensor)}
     for t in op.outputs:
         if id(t) not in passed:
-            raise ValueError(f"extern {op.name}: output {t.name} is never passed to "
-                             f"call_packed({call.name!r}), so nothing would write it")
+            raise ValueError(f"extern {op.name}: output {t.name} is never passed to {what}, "
+                             "so nothing would write it")
     written = tuple(isinstance(a, Tensor) and id(a) in outs for a in call.args)
-    return PackedCall(call.name, call.args, written)
+    if isinstance(call, PackedCall):
+        return PackedCall(call.name, call.args, written)
+    return status_call(call.symbol, call.args, written, call.library, op.name, call.dtype)
 
 
-__all__ = ["ExternOp", "call_packed", "extern"]
+def status_call(symbol: str, args: tuple, written: tuple, library: str | None, stage: str,
+                dtype: str = "int32") -> ExternCall:
+    """The ExternCall of a tl.extern's body: tensors passed as buffers (kinds "input" or
+    "output"), an int32 status returned."""
+    from ..runtime import extern_c
+
+    if dtype != "int32":
+        raise TypeError(f"extern {stage}: call_extern({symbol!r}) is the body of a tl.extern, "
+                        f"so it returns an int32 status (0: success), not {dtype}")
+    values, kinds = [], []
+    for k, (a, w) in enumerate(zip(args, written)):
+        if isinstance(a, Tensor):
+            if a.dtype not in extern_c.BUFFER_DTYPES:
+                raise TypeError(f"extern {stage}: tensor {a.name} of dtype {a.dtype} cannot "
+                                f"be passed to C function {symbol!r} "
+                                f"({', '.join(extern_c.BUFFER_DTYPES)})")
+            kinds.append("output" if w else "input")
+        else:
+            a = _c_scalar(a, f"extern {stage}: C function {symbol!r}'s argument {k}")
+            kinds.append("value")
+        values.append(a)
+    return ExternCall("int32", symbol, tuple(values), tuple(kinds),
+                      tuple(a.dtype for a in values), library)
+
+
+def as_c_call(call, stage: str):
+    """The direct C call a tl.extern's body makes: `call` itself for a call_extern, the C
+    function a call_packed's name is registered as, else None (a Python function)."""
+    if isinstance(call, ExternCall):
+        return call
+    from ..runtime import packed
+
+    fn = packed.get_global_func(call.name, allow_missing=True)
+    if fn is None or fn.c_symbol is None:
+        return None
+    return packed_as_c_call(call, fn.c_symbol, fn.c_library, stage)
+
+
+def packed_as_c_call(call: PackedCall, symbol: str, library: str | None,
+                     stage: str) -> ExternCall:
+    """A call_packed of a name registered as a C function (tl.register_func(name, library=,
+    symbol=)): the direct call, its scalars passed as the packed convention passes them (an
+    integer as int64_t, a float as double)."""
+    args = tuple(a if isinstance(a, Tensor) else
+                 a.astype("float64" if dt.is_float(a.dtype) else "int64") for a in call.args)
+    return status_call(symbol, args, call.written, library, stage)
+
+
+__all__ = ["ExternOp", "ExternStatusCall", "call_extern", "call_packed", "extern"]

@@ -15,6 +15,7 @@ from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect_vars, substitute
+from ...ir.packed import ExternCall
 from ...ir.simplify import simplify, to_linear
 
 
@@ -71,7 +72,7 @@ class _Vectorizer(Mutator):
         for name, val in parts.items():
             fixed[name] = tuple(_bcast(x, lanes) for x in val) if isinstance(val, tuple) \
                 else _bcast(val, lanes)
-        if isinstance(e, (E.Cast, E.Call)):
+        if isinstance(e, (E.Cast, E.Call, ExternCall)):  # a C call: one call per lane
             fixed["dtype"] = dt.with_lanes(e.dtype, lanes)
         return e.replace(**fixed)
 
@@ -79,6 +80,7 @@ class _Vectorizer(Mutator):
     visit_FloorDiv = visit_FloorMod = visit_Min = visit_Max = _elementwise
     visit_EQ = visit_NE = visit_LT = visit_LE = visit_GT = visit_GE = _elementwise
     visit_And = visit_Or = visit_Not = visit_Select = visit_Cast = visit_Call = _elementwise
+    visit_ExternCall = _elementwise
 
     def _index(self, idx):
         """Vectorized flat index: Ramp for affine accesses, scalar when invariant."""
