@@ -371,6 +371,32 @@ def _depth_to_space(x, a):
     return O.reshape(y, (n, cb, h * b, w * b))
 
 
+# ----------------------------------------------------------------------------- issue 18: float
+# classes, remainder, cumulative sum, selection
+
+
+def _misc(op: str, ins: list, a: dict):
+    x = ins[0]
+    if op == "isnan":
+        return O.isnan(x)
+    if op == "isinf":
+        return O.isinf(x, bool(a.get("detect_negative", 1)), bool(a.get("detect_positive", 1)))
+    if op == "mod":
+        return O.mod(x, ins[1], bool(a.get("fmod", 0)))
+    if op == "cumsum":
+        return O.cumsum(x, a["axis"] % x.ndim, bool(a.get("exclusive", 0)),
+                        bool(a.get("reverse", 0)))
+    raise NotImplementedError(f"graph operator {op!r} has no lowering")
+
+
+MISC_OPS = ("isnan", "isinf", "mod", "cumsum")
+# ops whose node has several outputs, lowered to one tensor per output
+MULTI_OUTPUT_OPS = {
+    "topk": lambda ins, a: O.topk(ins[0], a["k"], a["axis"] % ins[0].ndim,
+                                  bool(a.get("largest", 1))),
+}
+
+
 # ----------------------------------------------------------------------------- dispatch
 
 
@@ -430,6 +456,8 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
         y = _tile(ins[0], attrs)
     elif op == "depth_to_space":
         y = _depth_to_space(ins[0], attrs)
+    elif op in MISC_OPS:
+        y = _misc(op, ins, attrs)
     elif op == "layout_transform":
         y = O.layout_transform(ins[0], attrs["src_layout"], attrs["dst_layout"])
     else:
@@ -445,6 +473,9 @@ def placeholders(in_types: Sequence[Type]) -> list:
 def lower_node(op: str, attrs: dict, in_types: Sequence[Type], out_types: Sequence[Type]):
     """Placeholders for the inputs and the output compute of one node: (ins, [out])."""
     ins = placeholders(in_types)
+    if op in MULTI_OUTPUT_OPS:
+        outs = MULTI_OUTPUT_OPS[op](ins, attrs)
+        return ins, [_conform(t, s, d) for t, (s, d) in zip(outs, out_types)]
     return ins, [lower_op(op, ins, attrs, out_types[0])]
 
 

@@ -772,6 +772,83 @@ def _layout_transform_ref(xs, a):
 register("layout_transform", INJECTIVE, 1, _layout_transform_infer, _layout_transform_ref)
 
 
+# ---------------------------------------------------------------------------- issue 18: float
+# classes, remainder, cumulative sum, selection (ONNX IsNaN, IsInf, Mod, CumSum, TopK)
+
+
+def _bool_like(types, attrs):
+    return [(types[0][0], "bool")]
+
+
+def _isinf_ref(xs, a):
+    x = xs[0]
+    if not np.issubdtype(x.dtype, np.floating):
+        return [np.zeros(x.shape, bool)]
+    pos = np.isposinf(x) if a.get("detect_positive", 1) else np.zeros(x.shape, bool)
+    neg = np.isneginf(x) if a.get("detect_negative", 1) else np.zeros(x.shape, bool)
+    return [pos | neg]
+
+
+def _mod_infer(types, attrs):
+    (out,) = _bcast(types, attrs)
+    if out[1] == "bool":
+        raise GraphError("Mod needs numbers, got bool")
+    if not attrs.get("fmod", 0) and np.issubdtype(np.dtype(out[1]), np.floating):
+        raise GraphError(f"fmod=0 (the divisor's sign) is defined for integers; {out[1]} "
+                         "operands need fmod=1")
+    return [out]
+
+
+def _mod_ref(xs, a):
+    fn = np.fmod if a.get("fmod", 0) else np.mod
+    return [fn(xs[0], xs[1]).astype(xs[0].dtype)]
+
+
+def _cumsum_infer(types, attrs):
+    norm_axis(attrs["axis"], len(types[0][0]))
+    if types[0][1] == "bool":
+        raise GraphError("CumSum needs numbers, got bool")
+    return [types[0]]
+
+
+def _cumsum_ref(xs, a):
+    x = xs[0]
+    ax = a["axis"] % x.ndim
+    if a.get("reverse", 0):
+        x = np.flip(x, ax)
+    y = np.cumsum(x, axis=ax, dtype=x.dtype)
+    if a.get("exclusive", 0):
+        y = y - x
+    return [np.flip(y, ax) if a.get("reverse", 0) else y]
+
+
+def _topk_infer(types, attrs):
+    xs, xt = types[0]
+    ax = norm_axis(attrs["axis"], len(xs))
+    k = attrs["k"]
+    if not 0 <= k <= xs[ax]:
+        raise GraphError(f"k={k} is not in [0, {xs[ax]}] (the extent of axis {ax})")
+    if xt == "bool":
+        raise GraphError("TopK needs numbers, got bool")
+    out = tuple(k if d == ax else n for d, n in enumerate(xs))
+    return [(out, xt), (out, "int64")]
+
+
+def _topk_ref(xs, a):
+    x = xs[0]
+    ax = a["axis"] % x.ndim
+    order = np.argsort(-x if a.get("largest", 1) else x, axis=ax, kind="stable")
+    idx = np.take(order, np.arange(a["k"]), axis=ax)
+    return [np.take_along_axis(x, idx, ax), idx.astype(np.int64)]
+
+
+register("isnan", ELEMWISE, 1, _bool_like, lambda xs, a: [np.isnan(xs[0])])
+register("isinf", ELEMWISE, 1, _bool_like, _isinf_ref)
+register("mod", BROADCAST, 2, _mod_infer, _mod_ref)
+register("cumsum", REDUCE, 1, _cumsum_infer, _cumsum_ref)
+register("topk", OPAQUE, 1, _topk_infer, _topk_ref)
+
+
 def evaluate(op: str, arrays: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     """Evaluate ``op`` with its numpy reference (constant folding). Raises KeyError when the op
     has none."""

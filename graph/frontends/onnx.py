@@ -786,3 +786,8 @@ def _initializer_array(init) -> np.ndarray:
         raise OnnxImportError(f"initializer {init.name!r}: data of shape {list(data.shape)} "
                               f"does not match its dims {list(init.dims)}")
     return data
+
+
+# the converters of other modules register themselves into CONVERTERS when imported (each
+# imports this module)
+from . import onnx_misc  # noqa: F401 - IsNaN, IsInf, Mod, CumSum, TopK, Einsum

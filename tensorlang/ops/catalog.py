@@ -13,6 +13,7 @@ from . import nn as N
 from . import reduce as R
 from . import references as ref
 from . import schedule as S
+from . import sort as SO
 from . import transform as T
 from .definition import AnchorSchedule, CompositeSchedule, Example, define, knob
 from .patterns import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE
@@ -305,9 +306,57 @@ def _define_pool_norm() -> None:
                                              "var": ("layer_norm_var", REDUCE)})
 
 
+# ----------------------------------------------------------------------------- issue 18: float
+# classes, remainder, cumulative sum, selection (ONNX IsNaN, IsInf, Mod, CumSum, TopK)
+
+
+def _define_onnx_misc() -> None:
+    # NaN and +-inf made at run time (log of negatives, exp overflow): what the checks must see
+    define("isnan", E.isnan, ELEMWISE, [
+        ex([(3, 37)], lambda x: E.isnan(E.log(x)), _quiet(lambda a: np.isnan(np.log(a))))])
+    define("isinf", E.isinf, ELEMWISE, [
+        ex([(3, 37)], lambda x: E.isinf(_overflowing(x)), lambda a: np.isinf(_np_overflowing(a))),
+        ex([(3, 37)], lambda x: E.isinf(_overflowing(x), detect_positive=False),
+           lambda a: np.isneginf(_np_overflowing(a)))])
+    define("mod", E.mod, BROADCAST, [
+        ex([((3, 37), "int32"), ((37,), "int32")], E.mod, _quiet(np.mod), low=-20, high=20),
+        ex([((3, 37), "int32"), ((37,), "int32")], lambda a, b: E.mod(a, b, fmod=True),
+           _quiet(np.fmod), low=-20, high=20),
+        ex([(3, 37), (37,)], lambda a, b: E.mod(a, b, fmod=True), np.fmod, low=-5, high=5)])
+    define("cumsum", R.cumsum, REDUCE, [
+        ex([(4, 21)], lambda x: R.cumsum(x, axis=1), lambda a: np.cumsum(a, axis=1),
+           rtol=1e-5, atol=1e-5),
+        ex([(5, 3)], lambda x: R.cumsum(x, 0, exclusive=True, reverse=True),
+           lambda a: np.flip(np.cumsum(np.flip(a, 0), 0), 0) - a, rtol=1e-5, atol=1e-5)])
+    define("topk", SO.topk, OPAQUE, [
+        ex([(4, 21)], lambda x: list(SO.topk(x, 5)),
+           lambda a: [np.take_along_axis(a, np.argsort(-a, 1, "stable")[:, :5], 1),
+                      np.argsort(-a, 1, "stable")[:, :5]])],
+        parts={"rank": ("topk_rank", REDUCE), "index": ("topk_index", REDUCE)})
+
+
+def _quiet(f):
+    """f with numpy's floating-point warnings off (the examples make NaN, inf, x % 0 on
+    purpose)."""
+    def g(*a):
+        with np.errstate(all="ignore"):
+            return f(*a)
+    return g
+
+
+def _overflowing(x):
+    """exp(100 x) - exp(-100 x): +inf where x > 0.89, -inf where x < -0.89 (float32)."""
+    return E.subtract(E.exp(E.multiply(x, 100.0)), E.exp(E.multiply(x, -100.0)))
+
+
+def _np_overflowing(a):
+    return _quiet(lambda v: np.exp(v * np.float32(100)) - np.exp(v * np.float32(-100)))(a)
+
+
 _define_elemwise()
 _define_reduce()
 _define_transform()
 _define_matmul_family()
 _define_conv()
 _define_pool_norm()
+_define_onnx_misc()

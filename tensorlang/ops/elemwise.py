@@ -309,6 +309,72 @@ def where(cond: Tensor, x, y) -> Tensor:
                       ELEMWISE if same else BROADCAST)
 
 
+
+# ----------------------------------------------------------------------------- float classes
+# (ONNX IsNaN / IsInf; run-time NaN and inf survive codegen: it sets no nnan/ninf flags)
+
+
+def isnan(x: Tensor) -> Tensor:
+    """numpy.isnan / ONNX IsNaN: bool, true where x is NaN (never for integers)."""
+    check_tensor("isnan", "x", x)
+    return _unary("isnan", x, lambda v: v != v)  # false for integers (LLVM folds it)
+
+
+def isinf(x: Tensor, detect_negative: bool = True, detect_positive: bool = True) -> Tensor:
+    """ONNX IsInf: true where x is -inf (detect_negative) or +inf (detect_positive)."""
+    check_tensor("isinf", "x", x)
+    for arg, v in (("detect_negative", detect_negative), ("detect_positive", detect_positive)):
+        if not isinstance(v, bool):
+            raise ValueError(f"isinf: {arg} must be a bool, got {v!r}")
+    if not dt.is_float(x.dtype) or not (detect_negative or detect_positive):
+        return _unary("isinf", x, _never, detect_negative=detect_negative,
+                      detect_positive=detect_positive)
+    inf = const(float("inf"), x.dtype)
+
+    def f(v):
+        if detect_negative and detect_positive:
+            return te.abs(v) == inf
+        return v == inf if detect_positive else v == -inf
+
+    return _unary("isinf", x, f, detect_negative=detect_negative,
+                  detect_positive=detect_positive)
+
+
+# ----------------------------------------------------------------------------- remainder
+
+
+def _never(v):
+    """False, written as a test of v: a kernel's argument must be read (LLVM folds it)."""
+    return (v != v) & (v == v)
+
+
+def mod(a, b, fmod: bool = False) -> Tensor:
+    """ONNX Mod. fmod=False: the remainder takes the divisor's sign (Python's %, integers
+    only, as ONNX requires); fmod=True: the dividend's sign (C fmod), integers or floats.
+    An integer zero divisor gives 0 (numpy), never a trap."""
+    if not isinstance(fmod, bool):
+        raise ValueError(f"mod: fmod must be a bool, got {fmod!r}")
+    _, d = _operands("mod", a, b)
+    if dt.is_bool(d):
+        raise ValueError("mod: operands must be numbers, got bool")
+    if not fmod and dt.is_float(d):
+        raise ValueError(f"mod: fmod=False (the divisor's sign) is defined for integers; "
+                         f"{d} operands need fmod=True")
+    return _binary("mod", a, b, _c_fmod if fmod else (lambda x, y: x % y), name="mod")
+
+
+def _c_fmod(x, y):
+    if dt.is_float(x.dtype):
+        # |x| mod |y| is frem of non-negative operands (exact); the sign is then x's. Adding
+        # or subtracting y to fix a floored remainder would round small results away
+        zero = const(0, x.dtype)
+        r = te.abs(x) % te.abs(y)
+        return te.select(x < zero, -r, r)
+    r = x % y  # floored: the divisor's sign; the truncated one differs by y when signs differ
+    zero = const(0, x.dtype)
+    fix = (r != zero) & ((r < zero) != (x < zero))
+    return te.select(fix, r - y, r)
+
 __all__ = [
     "abs",
     "add",
@@ -324,6 +390,8 @@ __all__ = [
     "greater",
     "greater_equal",
     "hard_swish",
+    "isinf",
+    "isnan",
     "leaky_relu",
     "less",
     "less_equal",
@@ -333,6 +401,7 @@ __all__ = [
     "logical_or",
     "maximum",
     "minimum",
+    "mod",
     "multiply",
     "neg",
     "negative",

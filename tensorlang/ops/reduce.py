@@ -147,4 +147,32 @@ def argmin(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     return _arg("argmin", x, axis, keepdims, False)
 
 
-__all__ = ["argmax", "argmin", "max", "mean", "min", "prod", "sum"]
+
+def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = False) -> Tensor:
+    """ONNX CumSum (numpy.cumsum with ONNX's exclusive/reverse): out[.., i, ..] sums x over
+    k <= i (k < i exclusive; k >= i / k > i reversed) along `axis`, in x's dtype.
+
+    A masked reduction over the whole axis (n*n/2 additions for an axis of n): no recurrence
+    to schedule, every output independent (parallel, vectorized); fine for the short axes of
+    exported models (position ids, masks, a few thousand elements)."""
+    check_tensor("cumsum", "x", x)
+    for arg, v in (("exclusive", exclusive), ("reverse", reverse)):
+        if not isinstance(v, bool):
+            raise ValueError(f"cumsum: {arg} must be a bool, got {v!r}")
+    if dt.is_bool(x.dtype):
+        raise ValueError("cumsum: x must be numeric, got bool")
+    ax = normalize_axis("cumsum", "axis", axis, x.ndim)
+    k = te.reduce_axis((0, x.shape[ax]), name="k")
+
+    def f(*i):
+        idx = i[:ax] + (k.var,) + i[ax + 1:]
+        if reverse:
+            cond = k.var > i[ax] if exclusive else k.var >= i[ax]
+        else:
+            cond = k.var < i[ax] if exclusive else k.var <= i[ax]
+        return te.sum(x[idx], axis=k, where=cond)
+
+    return op_compute("cumsum", x.shape, f, REDUCE, axis=ax, exclusive=exclusive,
+                      reverse=reverse)
+
+__all__ = ["argmax", "argmin", "cumsum", "max", "mean", "min", "prod", "sum"]

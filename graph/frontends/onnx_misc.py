@@ -1,0 +1,247 @@
+"""ONNX import of IsNaN, IsInf, Mod, CumSum, TopK and Einsum (issue 18); registered into
+:data:`onnx.CONVERTERS` when the importer module loads.
+
+Einsum is lowered here, at import, into the graph's transpose / reshape / slice / reduce_sum /
+matmul nodes (so it runs on the matmul kernels): per operand, repeated letters become a
+diagonal (a strided slice of the flattened square) and letters nothing else needs are summed
+out; operands are then contracted pairwise, left to right, as one batched matmul
+[batch, M, K] x [batch, K, N] each, and the result is transposed into the output's order."""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from .onnx import OnnxImportError, _conv
+
+
+def _refuse(c, what: str) -> OnnxImportError:
+    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
+
+
+# ---------------------------------------------------------------------------- float classes
+
+
+@_conv("IsNaN")
+def _isnan(c, ins, a):
+    return [c.op("isnan", ins[:1])]
+
+
+@_conv("IsInf")
+def _isinf(c, ins, a):
+    flags = {}
+    for key in ("detect_negative", "detect_positive"):
+        v = int(a.get(key, 1))
+        if v not in (0, 1):
+            raise _refuse(c, f"{key} must be 0 or 1, got {v}")
+        flags[key] = v
+    return [c.op("isinf", ins[:1], **flags)]
+
+
+@_conv("Mod")
+def _mod(c, ins, a):
+    fmod = int(a.get("fmod", 0))
+    if fmod not in (0, 1):
+        raise _refuse(c, f"fmod must be 0 or 1, got {fmod}")
+    x, y = ins[0], ins[1]
+    if fmod == 0 and np.issubdtype(np.dtype(x.dtype), np.floating):
+        raise _refuse(c, f"fmod=0 is defined for integer inputs; {x.dtype} inputs need fmod=1 "
+                         "(the ONNX specification)")
+    return [c.op("mod", [x, y], fmod=fmod)]
+
+
+# ---------------------------------------------------------------------------- cumsum / topk
+
+
+def _scalar_int(c, v, what: str) -> int:
+    arr = c.const_array(v, what)
+    if arr.size != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise _refuse(c, f"{what} must be one integer, got {arr.dtype}{list(arr.shape)}")
+    return int(arr.reshape(-1)[0])
+
+
+@_conv("CumSum")
+def _cumsum(c, ins, a):
+    x = ins[0]
+    axis = _scalar_int(c, ins[1], "the axis input of CumSum")
+    if not -len(x.shape) <= axis < len(x.shape):
+        raise _refuse(c, f"axis {axis} is out of range for rank {len(x.shape)}")
+    flags = {k: int(a.get(k, 0)) for k in ("exclusive", "reverse")}
+    for k, v in flags.items():
+        if v not in (0, 1):
+            raise _refuse(c, f"{k} must be 0 or 1, got {v}")
+    return [c.op("cumsum", [x], axis=axis % len(x.shape), **flags)]
+
+
+@_conv("TopK")
+def _topk(c, ins, a):
+    x = ins[0]
+    if c.opset < 10:
+        if "k" not in a:
+            raise _refuse(c, "attribute k is missing")
+        k = int(a["k"])
+    else:
+        k = _scalar_int(c, ins[1], "K (the number of elements TopK returns)")
+    axis = int(a.get("axis", -1))
+    if not -len(x.shape) <= axis < len(x.shape):
+        raise _refuse(c, f"axis {axis} is out of range for rank {len(x.shape)}")
+    axis %= len(x.shape)
+    if not 0 <= k <= x.shape[axis]:
+        raise _refuse(c, f"K={k} is not in [0, {x.shape[axis]}] (the extent of axis {axis})")
+    largest = int(a.get("largest", 1))
+    if largest not in (0, 1) or int(a.get("sorted", 1)) not in (0, 1):
+        raise _refuse(c, f"largest and sorted must be 0 or 1, got {largest}, "
+                         f"{a.get('sorted')}")
+    # sorted=0 leaves the order to the implementation: the sorted order is one
+    values, indices = c.op("topk", [x], k=k, axis=axis, largest=largest)
+    return [values, indices]
+
+
+# ---------------------------------------------------------------------------- einsum
+
+
+@_conv("Einsum")
+def _einsum(c, ins, a):
+    eq = str(a.get("equation", "")).replace(" ", "")
+    if not eq:
+        raise _refuse(c, "the equation attribute is missing")
+    try:
+        terms, out = _parse_equation(eq, [v.shape for v in ins])
+    except ValueError as e:
+        raise _refuse(c, f"equation {eq!r}: {e}") from None
+    sizes = _letter_sizes(c, eq, terms, ins)
+    ins = [_expand_ellipsis(c, v, t, sizes) for v, t in zip(ins, terms)]
+    ops = []
+    for k, (v, t) in enumerate(zip(ins, terms)):
+        v, t = _take_diagonals(c, v, t)
+        later = set(out).union(*[set(x) for j, x in enumerate(terms) if j != k])
+        ops.append(_sum_out(c, v, t, later))
+    acc, ta = ops[0]
+    for k in range(1, len(ops)):
+        later = set(out).union(*[set(t) for _, t in ops[k + 1:]])
+        acc, ta = _contract(c, acc, ta, *ops[k], later)
+    acc, ta = _sum_out(c, acc, ta, set(out))
+    return [_permute(c, acc, ta, out)]
+
+
+def _parse_equation(eq: str, shapes) -> tuple[list[str], str]:
+    """The input terms and the output term, with '...' replaced by letters of their own."""
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(f"{len(terms)} input terms for {len(shapes)} inputs")
+    used = set(eq) - set(".,->")
+    for ch in used:
+        if ch not in string.ascii_letters:
+            raise ValueError(f"{ch!r} is not a letter")
+    spare = [ch for ch in string.ascii_letters if ch not in used]
+    ell_rank = 0
+    for t, s in zip(terms, shapes):
+        if "..." in t:
+            ell_rank = max(ell_rank, len(s) - (len(t) - 3))
+    ell = "".join(spare[:ell_rank])
+    full = []
+    for t, s in zip(terms, shapes):
+        if "..." in t:
+            n = len(s) - (len(t) - 3)
+            if n < 0:
+                raise ValueError(f"term {t!r} has more letters than its input's rank {len(s)}")
+            t = t.replace("...", ell[ell_rank - n:])
+        if len(t) != len(s) or "." in t:
+            raise ValueError(f"term {t!r} does not match an input of rank {len(s)}")
+        full.append(t)
+    if arrow:
+        out = rhs.replace("...", ell)
+        if "." in out or len(set(out)) != len(out):
+            raise ValueError(f"output term {rhs!r} is malformed (a letter twice, or stray dots)")
+        missing = set(out) - set("".join(full))
+        if missing:
+            raise ValueError(f"output letters {sorted(missing)} are in no input")
+    else:
+        counts = {ch: "".join(full).count(ch) for ch in set("".join(full)) - set(ell)}
+        out = ell + "".join(sorted(ch for ch, n in counts.items() if n == 1))
+    return full, out
+
+
+def _letter_sizes(c, eq, terms, ins) -> dict:
+    sizes: dict[str, int] = {}
+    for t, v in zip(terms, ins):
+        for ch, n in zip(t, v.shape):
+            if sizes.get(ch, 1) not in (1, n) and n != 1:
+                raise _refuse(c, f"equation {eq!r}: letter {ch!r} has sizes {sizes[ch]} and {n}")
+            sizes[ch] = max(sizes.get(ch, 1), n)
+    return sizes
+
+
+def _expand_ellipsis(c, v, t, sizes):
+    """Broadcast size-1 dimensions of broadcast (ellipsis) letters to the letter's size."""
+    want = [sizes[ch] for ch in t]
+    if list(v.shape) == want:
+        return v
+    return c.op("expand", [v], shape=want)
+
+
+def _reshape(c, v, shape):
+    shape = [int(s) for s in shape]
+    return v if list(v.shape) == shape else c.op("reshape", [v], shape=shape)
+
+
+def _permute(c, v, t: str, order: str):
+    if t == order:
+        return v
+    return c.op("transpose", [v], perm=[t.index(ch) for ch in order])
+
+
+def _take_diagonals(c, v, t: str):
+    """A letter repeated in one term reads the diagonal: move the two axes last, flatten them
+    to n*n and take every (n+1)-th element."""
+    while len(set(t)) != len(t):
+        ch = next(x for x in t if t.count(x) > 1)
+        p = t.index(ch)
+        q = t.index(ch, p + 1)
+        rest = [i for i in range(len(t)) if i not in (p, q)]
+        v = c.op("transpose", [v], perm=rest + [p, q]) if rest + [p, q] != list(
+            range(len(t))) else v
+        n = v.shape[-1]
+        v = _reshape(c, v, list(v.shape[:-2]) + [n * n])
+        v = c.op("slice", [v], starts=[0], ends=[n * n], axes=[len(v.shape) - 1],
+                 steps=[n + 1])
+        t = "".join(t[i] for i in rest) + ch
+    return v, t
+
+
+def _sum_out(c, v, t: str, keep: set):
+    axes = [i for i, ch in enumerate(t) if ch not in keep]
+    if not axes:
+        return v, t
+    v = c.op("reduce_sum", [v], axes=axes, keepdims=0)
+    return v, "".join(ch for ch in t if ch in keep)
+
+
+def _contract(c, x, tx: str, y, ty: str, later: set):
+    """x[tx] (*) y[ty] over the letters they share that nothing later needs, as one (batched)
+    matmul; the result's term is batch + x's own + y's own letters."""
+    x, tx = _sum_out(c, x, tx, later | set(ty))
+    y, ty = _sum_out(c, y, ty, later | set(tx))
+    shared = [ch for ch in tx if ch in ty]
+    batch = [ch for ch in shared if ch in later]
+    red = [ch for ch in shared if ch not in later]
+    left = [ch for ch in tx if ch not in ty]
+    right = [ch for ch in ty if ch not in tx]
+    size = dict(zip(tx, x.shape)) | dict(zip(ty, y.shape))
+
+    def prod(letters):
+        return int(np.prod([size[ch] for ch in letters], dtype=np.int64))
+
+    xm = _permute(c, x, tx, "".join(batch + left + red))
+    ym = _permute(c, y, ty, "".join(batch + red + right))
+    mkn = [prod(left), prod(red), prod(right)]
+    lead = [prod(batch)] if batch else []
+    xm = _reshape(c, xm, lead + mkn[:2])
+    ym = _reshape(c, ym, lead + mkn[1:])
+    from .onnx import CONVERTERS
+
+    (z,) = CONVERTERS["MatMul"](c, [xm, ym], {})  # a constant 2-D right side: dense
+    tz = "".join(batch + left + right)
+    return _reshape(c, z, [size[ch] for ch in tz]), tz
