@@ -411,6 +411,14 @@ class Simplifier(Mutator):
         if lo != -INF and hi != INF and lo // c == hi // c:
             return q.add(Linear(e.dtype, None, lo // c)).to_expr() if q.terms or q.const \
                 else E.const(lo // c, e.dtype)
+        g = math.gcd(c, *(coef for _, coef in r.terms.values())) if r.terms else 1
+        if g > 1:
+            # g * A + r0 with 0 <= r0 < g: (g * A + r0) // (g * m) == A // m, e.g. the oc
+            # vector v of tile t of a grouped conv, (2 * t + v) // 8 == t // 4 (its group)
+            k, _ = divmod(r.const, g)
+            a = Linear(e.dtype, {key: (t, coef // g) for key, (t, coef) in r.terms.items()}, k)
+            inner = self.visit_FloorDiv(E.FloorDiv(a.to_expr(), E.const(c // g, e.dtype)))
+            return q.add(to_linear(inner)).to_expr()
         r_e = r.to_expr()
         inner = E.FloorDiv(r_e, b)
         # (x // a) // b == x // (a * b) for positive constants

@@ -314,6 +314,13 @@ def _pad_nchw(x, pt, pl, pb, pr, value=0.0, spatial=(2, 3)):
 CONV_OC_BLOCK = 16  # output channels of one accumulator vector (a zmm of fp32)
 
 
+def grouped_conv_block(channels_per_group: int) -> int:
+    """The output-channel block of a grouped conv's blocked path: 16 (a zmm) or 8 (a ymm),
+    whichever divides the output channels of one group, so that no block straddles two
+    groups; 0 when neither does (the plain path)."""
+    return next((b for b in (CONV_OC_BLOCK, 8) if channels_per_group % b == 0), 0)
+
+
 def pack_conv_weight(w: Tensor, oc_block: int = CONV_OC_BLOCK) -> Tensor:
     """OIHW -> [OC/ob, I, KH, KW, ob]: for each (input channel, kh, kw) the ob output channels
     of a block are one contiguous vector, the weight layout conv2d_nchw's blocked path reads.
@@ -334,11 +341,15 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
                 out_dtype: str | None = None, out_layout: str = "NCHW") -> Tensor:
     """2-D convolution, x [N, C, H, W], w [OC, C / groups, KH, KW] -> [N, OC, OH, OW]. padding:
     int, (ph, pw) or (top, left, bottom, right). groups == C == OC gives the depthwise op.
-    w may also be pre-packed by pack_conv_weight ([OC/ob, C, KH, KW, ob], groups=1 only).
-    With groups=1 and OC a multiple of 16 (or packed weights) the conv accumulates in an
-    oc-blocked stage (`conv2d_nchw_block`) read back to NCHW by the output stage; the weights
-    are packed inside the op when given as OIHW.
-    out_layout: "NCHW", or "NCHW<ob>c" (ob = the weight block, 16) on that blocked path: the
+    w may also be pre-packed by pack_conv_weight ([OC/ob, C / groups, KH, KW, ob]).
+    With groups=1 and OC a multiple of 16, or a grouped conv whose output channels per group
+    are a multiple of 16 or 8 (grouped_conv_block), or packed weights, the conv accumulates in
+    an oc-blocked stage (`conv2d_nchw_block`) read back to NCHW by the output stage; the
+    weights are packed inside the op when given as OIHW. A block never straddles two groups,
+    so a grouped conv is the same register-tiled kernel with the block's input channels offset
+    to its group's (AlexNet's 96 -> 256 5x5 groups=2 layer: 348 ms on the plain path, see
+    docs/operators.md for the figures on this path).
+    out_layout: "NCHW", or "NCHW<ob>c" (ob = the weight block) on that blocked path: the
     output is [N, OC/ob, OH, OW, ob], written from the register tile as whole vectors (the
     first conv of a CNN, whose 3 input channels cannot be blocked, feeding blocked layers)."""
     op = "conv2d_nchw"
@@ -350,9 +361,6 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
     packed = None
     if w.ndim == 5:
         obn, cpg, kh, kw, ob = static_shape(op, "w", w)
-        if groups != 1:
-            raise ValueError(f"{op}: packed weights [OC/ob, C, KH, KW, ob] need groups=1, "
-                             f"got groups={groups}")
         packed, oc = w, obn * ob
     else:
         oc, cpg, kh, kw = static_shape(op, "w", w)
@@ -366,13 +374,20 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
     if cpg != c // g:
         raise ValueError(f"{op}: w has {cpg} input channels per group, x has {c} channels and "
                          f"groups={g} (expected {c // g})")
-    oc_blocked = packed is not None or (g == 1 and oc % CONV_OC_BLOCK == 0)
-    block_out = f"NCHW{CONV_OC_BLOCK if packed is None else ob}c"
+    depthwise = g > 1 and g == c and cpg == 1
+    if packed is not None and (oc // g) % ob:
+        raise ValueError(f"{op}: packed weights in blocks of {ob} output channels need the "
+                         f"block to divide the {oc // g} output channels of each of the "
+                         f"{g} groups")
+    wb = ob if packed is not None else (
+        CONV_OC_BLOCK if g == 1 else 0 if depthwise else grouped_conv_block(oc // g))
+    oc_blocked = packed is not None or (wb and oc % wb == 0)
+    block_out = f"NCHW{wb or CONV_OC_BLOCK}c"
     if out_layout != "NCHW" and not (oc_blocked and out_layout == block_out):
-        raise ValueError(f"{op}: out_layout must be 'NCHW' or '{block_out}' (groups=1 and "
-                         f"output channels a multiple of the block), got {out_layout!r} for "
+        raise ValueError(f"{op}: out_layout must be 'NCHW' or '{block_out}' (output channels "
+                         f"of each group a multiple of the block), got {out_layout!r} for "
                          f"groups={g}, {oc} output channels")
-    if g > 1 and g == c and cpg == 1:
+    if depthwise and packed is None:
         return depthwise_conv2d_nchw(x, w, stride, (pt, pl, pb, pr), dilation, out_dtype)
     oh, ow = _out_hw(op, h, wd, kh, kw, win)
     d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
@@ -382,14 +397,16 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
     rx = te.reduce_axis((0, kw), name="rx")
     attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw], "groups": g}
     if oc_blocked:
-        wp = w if packed is not None else pack_conv_weight(w, CONV_OC_BLOCK)
+        wp = w if packed is not None else pack_conv_weight(w, wb)
         ob = as_int(wp.shape[4])
+        bpg = oc // g // ob  # blocks per group: block oco reads group oco // bpg's channels
 
         # The oc-blocked accumulator: output channels innermost, so one output pixel's ob
         # channels are one vector; the NCHW input is read as is (a broadcast scalar per
         # FMA row needs no input layout transform) and the weights as contiguous vectors.
         def fb(b, oco, y, z, oci):
-            return te.sum(_read(xp, (b, rc, y * sh + ry * dh, z * sw + rx * dw), d)
+            ch = rc if g == 1 else (oco // bpg) * cpg + rc
+            return te.sum(_read(xp, (b, ch, y * sh + ry * dh, z * sw + rx * dw), d)
                           * _read(wp, (oco, rc, ry, rx, oci), d), axis=[rc, ry, rx])
 
         blk = op_compute(op + "_block", (n, oc // ob, oh, ow, ob), fb, OUT_ELEMWISE_FUSABLE,

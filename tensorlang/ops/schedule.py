@@ -570,7 +570,7 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
     n, oc, oh, ow = o.op.axis[:4]
     lane = o.op.axis[4] if len(o.op.axis) == 5 else None  # NCHW16c out: the block's lanes
     ob = _ext(blk.op.axis[-1])
-    nvec = _largest_divisor(_ext(blk.op.axis[1]), max(1, oc_vectors)) or 1
+    nvec = _largest_divisor(_group_blocks(blk), _oc_vectors(blk, oc_vectors)) or 1
     rn = _largest_divisor(_ext(ow), max(1, reg_ow)) or 1
     oco, oci = o.split(oc, factor=nvec if lane is not None else nvec * ob)
     owo, owi = o.split(ow, factor=rn)
@@ -605,6 +605,21 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
             schedule_injective(s, t)
     if parallel:
         o.parallel(task)
+
+
+def _group_blocks(blk) -> int:
+    """The oc blocks of one group of the conv block stage (all of them for groups=1): a
+    register tile takes its oc vectors from one group, whose input channels they share."""
+    return _ext(blk.op.axis[1]) // int(blk.op.attrs.get("groups", 1))
+
+
+def _oc_vectors(blk, oc_vectors: int) -> int:
+    """The knob oc_vectors counts 16-lane vectors; a grouped conv's 8-channel blocks (ymm) get
+    as many lanes per broadcast input: twice the vectors."""
+    ob = _ext(blk.op.axis[-1])
+    if int(blk.op.attrs.get("groups", 1)) > 1 and ob < LANES:
+        return max(1, oc_vectors * LANES // ob)
+    return max(1, oc_vectors)
 
 
 def blk_weight(blk):
