@@ -37,6 +37,8 @@ import sys
 import threading
 import time
 
+from tensorlang.runtime import extern_c
+
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _POLL_SECONDS = 1.0  # the fallback watcher's period (not Linux)
 
@@ -127,6 +129,9 @@ class WorkerProcess(mpc.SpawnProcess):
     (see the module doc)."""
 
     def start(self) -> None:
+        # the C libraries and C functions the parent opened (tl.load_library, register_func by
+        # symbol): the worker builds and loads kernels that call them (runtime/extern_c.py)
+        self._tl_extern_state = extern_c.process_state()
         _STARTER.run(self._start_without_main)
 
     def _start_without_main(self) -> None:
@@ -138,6 +143,7 @@ class WorkerProcess(mpc.SpawnProcess):
 
     def run(self) -> None:
         die_with_parent(self._parent_pid)
+        extern_c.restore_process_state(getattr(self, "_tl_extern_state", None))
         super().run()
 
 

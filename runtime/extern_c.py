@@ -194,6 +194,40 @@ def find(symbol: str, library: str | None = None) -> str | None:
     return _defining_file(address)
 
 
+# ----------------------------------------------------------------------------- worker processes
+
+
+def process_state() -> dict:
+    """What a fresh worker process (the tuner's builders, measuring and feature processes)
+    needs to build and load kernels that call C functions as this process does: the libraries
+    opened with load_library and the names registered as C functions."""
+    from . import packed
+
+    funcs = [(name, fn.c_symbol, fn.c_library) for name in packed.list_global_func_names()
+             if (fn := packed.get_global_func(name)).c_symbol is not None]
+    return {"libraries": [lib.path for lib in loaded_libraries()], "c_functions": funcs}
+
+
+def restore_process_state(state: Mapping | None) -> None:
+    """Open the libraries and register the C functions of process_state() here. One that
+    cannot be (a file since removed) is left out: building a kernel that needs it then names
+    the missing symbol or library."""
+    from . import packed
+
+    if not state:
+        return
+    for path in state.get("libraries", ()):
+        try:
+            load_library(path)
+        except LoadError:
+            continue
+    for name, symbol, library in state.get("c_functions", ()):
+        try:
+            packed.register_func(name, library=library, symbol=symbol, override=True)
+        except (LookupError, LoadError, ValueError):
+            continue
+
+
 # ----------------------------------------------------------------------------- loading
 
 
@@ -299,5 +333,7 @@ __all__ = [
     "find",
     "load_library",
     "loaded_libraries",
+    "process_state",
+    "restore_process_state",
     "slot_name",
 ]

@@ -17,6 +17,7 @@ import pytest
 from tensorlang.runtime import ArtifactError, KernelError, extern_c
 
 import tensorlang as tl
+from tensorlang import autotune
 
 RNG = np.random.default_rng(11)
 
@@ -320,3 +321,48 @@ def test_extern_error_codes_do_not_collide_with_other_codes():
     assert extern_c.describe_error(extern_c.ERROR_BASE, [{"symbol": "a"}]).startswith(
         "C function 'a' was never bound")
     assert extern_c.describe_error(7, [{"symbol": "a"}]) is None
+
+
+def _affine_reference(a):
+    return (a.astype("float64") * 1.5 + 3).astype("float32")
+
+
+@autotune.template("test_extern_c_affine", reference=_affine_reference)
+def affine_template(n: int):
+    """A tunable elementwise C call: the split and the vectorization of its inner loop."""
+    cfg = autotune.get_config()
+    A = tl.placeholder((n,), name="A")
+    B = tl.compute((n,), lambda i: tl.call_extern("float32", "tlx_affine", A[i], 1.5, 3),
+                   name="B")
+    s = tl.create_schedule(B)
+    cfg.define_split("split", B.op.axis[0], num_outputs=2, policy="factors")
+    outer, inner = cfg["split"].apply(s, B, B.op.axis[0])
+    cfg.define_knob("vectorize", [0, 1])
+    if cfg["vectorize"].val:
+        s[B].vectorize(inner)
+    s[B].parallel(outer)
+    return s, [A, B]
+
+
+def test_tuning_workers_build_and_measure_c_calls(clib, tmp_path):
+    """The library was opened in this process only: the builder and measuring processes open
+    it themselves (workers.py hands them the opened libraries), and every trial is valid."""
+    log = tmp_path / "affine.jsonl"
+    task = autotune.create_task("test_extern_c_affine", (96,))
+    opt = autotune.measure_option(autotune.LocalBuilder(n_parallel=1),
+                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
+    try:
+        autotune.GridSearchTuner(task, batch_size=4).tune(4, opt,
+                                                          callbacks=[autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    records = autotune.load_records(log)
+    assert len(records) == 4 and all(r.valid for r in records), \
+        [r.result.get("error_msg") for r in records]
+    with autotune.apply_history_best(log):
+        s, args = affine_template(96)
+    f = tl.build(s, args)
+    a = RNG.standard_normal(96).astype("float32")
+    b = np.zeros_like(a)
+    f(a, b)
+    np.testing.assert_array_equal(b, _affine_reference(a))
