@@ -39,6 +39,7 @@ compiler).
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import re
 import sys
@@ -78,9 +79,13 @@ def check_symbol(symbol) -> str:
     return symbol
 
 
-def slot_name(symbol: str) -> str:
-    """The kernel's global holding the function's address."""
-    return SLOT_PREFIX + symbol
+def slot_name(symbol: str, library: str | None = None) -> str:
+    """The kernel's global holding the function's address: per symbol and library, so that a
+    kernel object shared by two modules (the loader's library cache is content-addressed) never
+    has one slot bound to two libraries' functions of the same name."""
+    if library is None:
+        return SLOT_PREFIX + symbol
+    return f"{SLOT_PREFIX}{symbol}.{hashlib.sha256(library.encode()).hexdigest()[:12]}"
 
 
 # ----------------------------------------------------------------------------- libraries
@@ -290,12 +295,19 @@ def addresses(externs: Sequence[Mapping], kernel: str) -> dict[str, int]:
     return out
 
 
-def bind(addresses: Mapping[str, int], slots: Mapping[str, int | None]) -> None:
-    """Fill a loaded kernel's extern slots (slot address by symbol) with the functions'
-    addresses (from :func:`addresses`). A slot the object lacks is skipped: the optimizer
-    removed every call through it."""
+def slot_names(externs: Sequence[Mapping]) -> dict[str, str]:
+    """The slot of each of a kernel's extern symbols (its manifest's "externs")."""
+    return {e["symbol"]: slot_name(e["symbol"], e["library"]) for e in externs}
+
+
+def bind(externs: Sequence[Mapping], addresses: Mapping[str, int],
+         slots: Mapping[str, int | None]) -> None:
+    """Fill a loaded kernel's extern slots (`slots`: the address of each slot, by slot name)
+    with the functions' addresses (from :func:`addresses`). A slot the object lacks is skipped:
+    the optimizer removed every call through it."""
+    names = slot_names(externs)
     for symbol, address in addresses.items():
-        slot = slots.get(symbol)
+        slot = slots.get(names[symbol])
         if slot:
             ctypes.c_void_p.from_address(slot).value = address
 
@@ -311,8 +323,9 @@ def describe_error(code: int, externs: Sequence[Mapping] | None) -> str | None:
     value = raw - (1 << 16) if raw >= 1 << 15 else raw
     symbol = externs[index]["symbol"]
     if value == UNBOUND:
+        slot = slot_name(symbol, externs[index].get("library"))
         return (f"C function {symbol!r} was never bound: the kernel was loaded without "
-                f"filling @{slot_name(symbol)}")
+                f"filling @{slot}")
     if value == OUT_OF_RANGE:
         return (f"C function {symbol!r} returned an error code outside -32767..32767 (the "
                 "kernel reports 16 bits of it)")
@@ -336,4 +349,5 @@ __all__ = [
     "process_state",
     "restore_process_state",
     "slot_name",
+    "slot_names",
 ]

@@ -127,7 +127,7 @@ class _Native:
         self.address = address
         self.slot_address = slot_address
         self.packed_slot: int | None = None  # @__tl_packed_call, where the kernel has one
-        self.extern_slots: dict[str, int | None] = {}  # C symbol -> @__tl_extern.<symbol>
+        self.extern_slots: dict[str, int | None] = {}  # slot name -> its address (extern_c)
         self.keepalive = keepalive
         self.via = via
 
@@ -171,8 +171,7 @@ def _open_shared(path: Path, symbol: str, externs: tuple[str, ...] = ()) -> _Nat
         pass  # a kernel without tl.extern calls
     for name in externs:
         try:
-            native.extern_slots[name] = ctypes.addressof(
-                _VOID_P.in_dll(lib, extern_c.slot_name(name)))
+            native.extern_slots[name] = ctypes.addressof(_VOID_P.in_dll(lib, name))
         except ValueError:
             native.extern_slots[name] = None  # never called (optimized away)
     return native
@@ -188,9 +187,7 @@ def _open_jit(object_code: bytes, symbol: str, externs: tuple[str, ...] = ()) ->
     exports = [symbol, PARALLEL_LAUNCH_GLOBAL] if has_slot else [symbol]
     if packed.CALL_SLOT.encode() in object_code:
         exports.append(packed.CALL_SLOT)
-    slots = [extern_c.slot_name(n) for n in externs
-             if extern_c.slot_name(n).encode() in object_code]
-    exports += slots
+    exports += [n for n in externs if n.encode() in object_code]
     try:
         tracker, addrs = _llvm.jit_load_object(object_code, exports)
     except ImportError:
@@ -202,7 +199,7 @@ def _open_jit(object_code: bytes, symbol: str, externs: tuple[str, ...] = ()) ->
     native = _Native(addrs[symbol], addrs.get(PARALLEL_LAUNCH_GLOBAL) or None, tracker,
                      "ORC JIT")
     native.packed_slot = addrs.get(packed.CALL_SLOT) or None
-    native.extern_slots = {n: addrs.get(extern_c.slot_name(n)) or None for n in externs}
+    native.extern_slots = {n: addrs.get(n) or None for n in externs}
     return native
 
 
@@ -283,7 +280,7 @@ class Module:
         # the C functions it calls (tl.call_extern), found before any code is loaded
         extern_addresses = extern_c.addresses(self._externs, self._name)
         self._native = _open(self._object, library, self._symbol, loader,
-                             tuple(extern_addresses))
+                             tuple(extern_c.slot_names(self._externs).values()))
         if self._native.slot_address is not None:
             # Every parallel loop in the kernel calls through this slot: it must hold the pool's
             # launcher before the first call.
@@ -293,7 +290,7 @@ class Module:
                 raise LoadError(f"{self._name} runs parallel loops, but {e}") from e
             _VOID_P.from_address(self._native.slot_address).value = launch
         packed.bind_slot(self._native.packed_slot)  # the tl.extern calls' trampoline
-        extern_c.bind(extern_addresses, self._native.extern_slots)
+        extern_c.bind(self._externs, extern_addresses, self._native.extern_slots)
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(self._native.address)
 
     def _refuse_to_run(self, *_raw: int) -> int:

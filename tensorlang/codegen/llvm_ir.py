@@ -275,20 +275,6 @@ class _LoadedExternPointer(ir.instructions.LoadInstr):
         return self.extern_type
 
 
-def extern_symbols(body) -> list[str]:
-    """The C functions a kernel calls (tl.call_extern), sorted: a symbol's position is its
-    index in the error codes and in the manifest's "externs"."""
-    found: set = set()
-
-    class _Find(Visitor):
-        def visit_ExternCall(self, e):
-            found.add(e.symbol)
-            self.generic(e)
-
-    _Find().visit(body)
-    return sorted(found)
-
-
 def extern_manifest(func: S.PrimFunc) -> list[dict]:
     """The manifest's "externs": each C function the kernel calls and the library the build
     found it in (None: the process itself). LoweringError naming a symbol no library defines."""
@@ -1026,7 +1012,8 @@ class CodeGen:
         self._launch = None
         self._n_parallel = 0
         self.alloc_codes: dict = {}
-        self.externs: list = []  # the kernel's C functions, sorted (extern_symbols)
+        self.externs: list = []  # the kernel's C functions, sorted (extern_manifest)
+        self.extern_slot_names: dict = {}  # symbol -> its slot, named after its library
         self.func_name = ""
 
     def declare(self, name, ret, args):
@@ -1055,8 +1042,9 @@ class CodeGen:
         return g
 
     def extern_slot(self, symbol: str):
-        """@__tl_extern.<symbol>: the C function's address, stored there by the loader."""
-        name = extern_c.slot_name(symbol)
+        """@__tl_extern.<symbol>.<library hash>: the C function's address, stored there by the
+        loader (runtime/extern_c.py)."""
+        name = self.extern_slot_names[symbol]
         g = self.module.globals.get(name)
         if g is None:
             g = ir.GlobalVariable(self.module, PTR, name)
@@ -1129,7 +1117,9 @@ class CodeGen:
     def add_function(self, f: S.PrimFunc) -> ir.Function:
         self.func_name = f.name
         self.alloc_codes = allocation_codes(f.body)
-        self.externs = extern_symbols(f.body)
+        externs = extern_manifest(f)  # sorted: a symbol's index is its index in error codes
+        self.externs = [e["symbol"] for e in externs]
+        self.extern_slot_names = extern_c.slot_names(externs)
         params = [PTR] * len(f.params) + [I64] * len(f.shape_vars)
         fn = ir.Function(self.module, ir.FunctionType(I32, params), name=f.name)
         fn.attributes.add("nounwind")

@@ -312,6 +312,35 @@ def test_saved_kernel_reopens_its_library_or_refuses_to_load(tmp_path):
     assert _fresh(path, moved / "libtlx_saved.so") == "ran [0.0, 2.0, 4.0, 6.0] []"
 
 
+def _fill_source(value: float) -> str:
+    return ("#include <stdint.h>\n"
+            "int32_t tlx_same_fill(float *B, const int64_t *B_shape) {\n"
+            f"    for (int64_t i = 0; i < B_shape[0]; i++) B[i] = {value}f;\n"
+            "    return 0;\n}\n")
+
+
+def test_one_symbol_from_two_libraries_in_one_process(tmp_path):
+    """Two kernels alike but for the library their C function comes from: each calls its own
+    (the loader's library cache shares one object between identical kernels; their slots are
+    named after the library, so the objects differ)."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    lib1 = _compile(one, "libtlx_same.so", _fill_source(1.0))
+    lib2 = _compile(two, "libtlx_same.so", _fill_source(2.0))
+    tl.register_func("tlx.fill_one", library=lib1, symbol="tlx_same_fill", override=True)
+    tl.register_func("tlx.fill_two", library=lib2, symbol="tlx_same_fill", override=True)
+    kernels = []
+    for name in ("tlx.fill_one", "tlx.fill_two"):
+        Y = tl.extern((5,), [], lambda ins, outs, name=name: tl.call_packed(name, outs[0]),
+                      name="Y", dtype="float32")
+        kernels.append(tl.build(tl.create_schedule(Y), [Y], name="same_fill"))
+    for f, want in zip(kernels, (1.0, 2.0)):
+        y = np.zeros(5, "float32")
+        f(y)
+        np.testing.assert_array_equal(y, np.full(5, want, "float32"))
+
+
 def test_extern_error_codes_do_not_collide_with_other_codes():
     assert extern_c.ERROR_BASE > tl.runtime.packed.LAST_ERROR_CODE
     assert extern_c.ERROR_BASE + ((extern_c.MAX_EXTERNS - 1) << 16) + 0xFFFF == 2 ** 31 - 1
