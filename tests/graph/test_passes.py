@@ -616,16 +616,19 @@ def test_pack_dense_weights_structure_and_numerics():
     x = b.input("x", (16, 24))
     w = b.const(_rand(24, 40), name="w")  # 40 columns: the last panel is zero-padded
     y = b.relu(b.dense(x, w, b.const(_rand(40), name="bias")))
-    few = b.input("few", (2, 24))  # too few rows: the row-reduction path reads [K, N]
+    few = b.input("few", (2, 24))  # few rows read the panels too (one weight, packed once)
     z = b.dense(few, w)
-    before = infer_types(b.build([y, z]))
+    v = b.input("v", (24, 40))  # a weight computed at run time stays [K, N]
+    u = b.dense(few, v)
+    before = infer_types(b.build([y, z, u]))
     after = infer_types(pack_dense_weights(before))
     dense = [n for n in after.nodes if n.op == "dense"]
-    assert [n.attrs.get("weight_layout") for n in dense] == ["NK16n", None]
+    assert [n.attrs.get("weight_layout") for n in dense] == ["NK16n", "NK16n", None]
+    assert dense[0].inputs[1] is dense[1].inputs[1]
     assert dense[0].attrs["units"] == 40 and dense[0].inputs[1].shape == (3, 24, 16)
     assert np.array_equal(dense[0].inputs[1].data, pack_kn(w.data))
     assert np.array_equal(pack_kn(w.data)[1, :, 5], w.data[:, 21])
-    feeds = {"x": _rand(16, 24), "few": _rand(2, 24)}
+    feeds = {"x": _rand(16, 24), "few": _rand(2, 24), "v": _rand(24, 40)}
     _optimized_matches_unoptimized(before, feeds)
     bad = graph.Builder("bad")
     with pytest.raises(graph.GraphError, match="is not 'NK16n' panels"):
