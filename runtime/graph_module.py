@@ -644,6 +644,10 @@ def load(path: str | os.PathLike, mode: str = "graph") -> GraphModule:
     another architecture, or one built for CPU features this machine lacks."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    from .program import is_program, load_program
+
+    if is_program(path):  # a model with run-time control flow (graph.control_flow)
+        return load_program(path, mode=mode)
     art = _Artifact(Path(path))
     man = art.manifest
     _check_build_fields(art.path, man)

@@ -21,7 +21,7 @@ import numpy as np
 from ..builder import Builder
 from ..ir import Graph, GraphError, Value
 
-MIN_OPSET, MAX_OPSET = 6, 21
+MIN_OPSET, MAX_OPSET = 6, 22
 
 
 class OnnxImportError(GraphError):
@@ -51,24 +51,99 @@ def _np_dtype(elem_type: int) -> np.dtype:
         raise OnnxImportError(f"unknown ONNX element type {elem_type}") from None
 
 
+class _Unknown:
+    """What an ONNX name holds when its producer cannot be imported (an unsupported operator,
+    or a node downstream of one): the walk goes on to list every such operator at once."""
+
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+
+UNKNOWN = _Unknown()
+
+
+class _Scope:
+    """ONNX name -> Value (or UNKNOWN) for one graph. A subgraph's scope sees its parents'
+    names (ONNX subgraphs read outer values by name); ``capture``, when set, turns an outer
+    run-time value into an input of the subgraph's own graph (a branch built apart)."""
+
+    def __init__(self, parent: _Scope | None = None,
+                 capture: Callable[[str, Value], Value] | None = None) -> None:
+        self.local: dict[str, Any] = {}
+        self.parent = parent
+        self.capture = capture
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.local or (self.parent is not None and name in self.parent)
+
+    def get(self, name: str):
+        if name in self.local:
+            return self.local[name]
+        v = self.parent.get(name)
+        if self.capture is not None and isinstance(v, Value) and not v.is_constant:
+            v = self.capture(name, v)
+            self.local[name] = v
+        return v
+
+    def set(self, name: str, v) -> None:
+        self.local[name] = v
+
+
 class _Ctx:
-    def __init__(self, b: Builder, opset: int) -> None:
+    """What a converter sees: the builder it adds nodes to, the model's opset, the node being
+    imported (name, op type, outputs) and the import's shared state (the unsupported nodes
+    found so far, the names reserved for the top graph's values)."""
+
+    def __init__(self, b: Builder, opset: int, scope: _Scope, names: dict[str, str],
+                 unsupported: list) -> None:
         self.b = b
         self.opset = opset
+        self.scope = scope
+        self.names = names
+        self.unsupported = unsupported
+        self.bound: set[int] = set()  # ids of values bound to an ONNX name
+        self.sub_named: set[int] = set()  # ... to a subgraph's name only (fresh, renamable)
         self.node_name = ""
+        self.op_type = ""
+        self.num_outputs = 0
+        self.outputs_read: list[bool] = []
+
+    def child(self, scope: _Scope, b: Builder | None = None) -> _Ctx:
+        """The context of a subgraph: its own scope, the same builder unless given another
+        (a run-time branch builds a graph of its own)."""
+        sub = _Ctx(b or self.b, self.opset, scope, {}, self.unsupported)
+        if b is None:  # the same graph: its values and names are shared
+            sub.bound, sub.sub_named = self.bound, self.sub_named
+        return sub
 
     def const_array(self, v: Value | None, what: str) -> np.ndarray | None:
         if v is None:
             return None
         if not v.is_constant:
             raise OnnxImportError(
-                f"node {self.node_name!r}: {what} must be known at compile time (a constant or "
-                f"computable from static shapes); {v.name!r} is computed at run time"
-            )
+                f"node {self.node_name!r} ({self.op_type}, opset {self.opset}): {what} must be "
+                f"known at compile time (a constant or computable from static shapes); "
+                f"{v.name!r} is computed at run time{_run_time_origin(v)}")
         return v.data
 
     def op(self, op: str, inputs, **attrs) -> Value:
         return self.b.op(op, inputs, name=self.node_name, **attrs)
+
+
+def _run_time_origin(v: Value) -> str:
+    """', from the values of graph inputs [...]': which inputs a run-time value is computed
+    from (their values, not their shapes: shapes are static and fold)."""
+    seen, stack, found = set(), [v], []
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or x.is_constant:
+            continue
+        seen.add(id(x))
+        if x.producer is None:
+            found.append(x.name)
+        else:
+            stack.extend(x.producer.inputs)
+    return f", from the values of graph input(s) {sorted(found)}" if found else ""
 
 
 Converter = Callable[[_Ctx, list, dict], list]
@@ -144,10 +219,26 @@ def _cast(c, ins, a):
     return [c.op("cast", ins[:1], dtype=_np_dtype(a["to"]).name)]
 
 
-@_conv("Identity", "Dropout")
+@_conv("Identity")
 def _identity(c, ins, a):
-    # Dropout in inference is the identity; its optional mask output is not supported
     return [ins[0]]
+
+
+@_conv("Dropout")
+def _dropout(c, ins, a):
+    """Inference: the identity, and a mask that keeps everything (all true; before opset 10
+    the mask has the data's type), made only when something reads it."""
+    x = ins[0]
+    training = c.const_array(ins[2], "Dropout training_mode") if len(ins) > 2 and \
+        ins[2] is not None else None
+    if training is not None and bool(np.asarray(training).reshape(-1)[0]):
+        raise OnnxImportError(f"node {c.node_name!r} (Dropout, opset {c.opset}): training mode "
+                              "(random dropping) is not supported; export the model for "
+                              "inference")
+    if len(c.outputs_read) < 2 or not c.outputs_read[1]:
+        return [x]
+    mask_dtype = x.dtype if c.opset < 10 else np.bool_
+    return [x, c.b.const(np.ones(x.shape, dtype=mask_dtype), name=f"{c.node_name}_mask")]
 
 
 _BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
@@ -386,7 +477,8 @@ def _reshape(c, ins, a):
 @_conv("Flatten")
 def _flatten(c, ins, a):
     x = ins[0]
-    axis = a.get("axis", 1) % (len(x.shape) + 1) if x.shape else 0
+    axis = a.get("axis", 1)
+    axis = axis + len(x.shape) if axis < 0 else axis  # in [-r, r]
     lead = int(np.prod(x.shape[:axis])) if axis else 1
     return [c.op("reshape", [x], shape=[lead, x.size // max(lead, 1)])]
 
@@ -635,13 +727,7 @@ def _sanitize(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:\-]", "_", name) or "v"
 
 
-def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = None) -> Graph:
-    """Import an ONNX model (path, bytes or ``onnx.ModelProto``) as a graph.
-
-    ``shapes``: input name -> shape, for inputs with symbolic dimensions (e.g. a batch axis).
-    Raises :class:`UnsupportedOperatorError` listing every unsupported node, or
-    :class:`OnnxImportError` for malformed models and dynamic shapes."""
-    m = _load(model)
+def _model_opset(m) -> int:
     opset = None
     for imp in m.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -651,69 +737,193 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise OnnxImportError(f"opset {opset} is not supported (supported: {MIN_OPSET} to "
                               f"{MAX_OPSET})")
+    return opset
+
+
+def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = None) -> Graph:
+    """Import an ONNX model (path, bytes or ``onnx.ModelProto``) as a graph.
+
+    The nodes are imported in order, folding as they go: a node whose inputs are all constants
+    becomes a constant (with the graph op's numpy reference, or onnx's reference evaluator for
+    an operator tensorlang lacks), an ``If`` whose condition folds is its taken branch, a
+    ``Loop``/``Scan`` with a static trip count is unrolled. What cannot be imported after that is
+    listed, every node of it, in one :class:`UnsupportedOperatorError`.
+
+    ``shapes``: input name -> shape, for inputs with symbolic dimensions (e.g. a batch axis).
+    Raises :class:`OnnxImportError` for malformed models and dynamic shapes."""
+    m = _load(model)
+    opset = _model_opset(m)
     gp = m.graph
     _check_names(gp)
-    unsupported = []
-    for i, n in enumerate(gp.node):
-        if n.domain not in ("", "ai.onnx") or n.op_type not in CONVERTERS:
-            op = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}::{n.op_type}"
-            unsupported.append((op, n.name or f"#{i}", opset))
-    if unsupported:
-        raise UnsupportedOperatorError(unsupported)
-
     b = Builder(name or _sanitize(gp.name or "onnx_model"), fold=True)
-    env: dict[str, Value] = {}
+    scope = _Scope()
     init_names = {init.name for init in gp.initializer}
-    _add_inputs(b, gp, init_names, dict(shapes or {}), env)
+    _add_inputs(b, gp, init_names, dict(shapes or {}), scope.local)
     names = _internal_names(b, gp)
-    out_names = {o.name for o in gp.output}
     for init in gp.initializer:
         data = _initializer_array(init)
-        env[init.name] = Value(names[init.name], data.shape, data.dtype, data=data)
-    ctx = _Ctx(b, opset)
-    for i, n in enumerate(gp.node):
-        ctx.node_name = _sanitize(n.name or f"{n.op_type}_{i}")
-        ctx.op_type = n.op_type
-        ctx.num_outputs = len(n.output)
-        ins = []
-        for v in n.input:
-            if not v:
-                ins.append(None)
-                continue
-            if v not in env:
-                raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}) reads {v!r}, which "
-                                      "no earlier node, input or initializer defines")
-            ins.append(env[v])
-        try:
-            outs = CONVERTERS[n.op_type](ctx, ins, _attrs(n))
-        except (GraphError, KeyError, IndexError, ValueError, TypeError) as e:
-            if isinstance(e, OnnxImportError):
-                raise
-            raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}, opset {opset}): "
-                                  f"{e}") from None
-        used = [o for o in n.output if o]
-        if len(outs) < len(used):
-            needed = [o for o in n.output[len(outs):] if o]
-            raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}): outputs {needed} are "
-                                  "not supported")
-        bound = {id(v) for v in env.values()}
-        for oname, v in zip(n.output, outs):
-            if not oname:
-                continue
-            if id(v) not in bound:  # a value this node made (not one passed through) takes
-                b._names.discard(v.name)  # the name reserved for its ONNX name
-                v.name = names[oname]
-                if v.is_constant and v.name == oname and oname in out_names:
-                    # a folded constant: the output's copy below takes the output's name
-                    v.name = b._fresh(_sanitize(oname))
-            env[oname] = v
+        scope.set(init.name, Value(names[init.name], data.shape, data.dtype, data=data))
+    ctx = _Ctx(b, opset, scope, names, [])
+    ctx.bound = {id(v) for v in scope.local.values()}
+    import_nodes(ctx, gp.node)
+    if ctx.unsupported:
+        raise UnsupportedOperatorError(ctx.unsupported)
+    return b.build(_graph_outputs(b, gp, scope))
+
+
+def import_nodes(ctx: _Ctx, nodes) -> None:
+    """Import ``nodes`` in order into ``ctx``'s builder, binding their outputs in its scope."""
+    for i, n in enumerate(nodes):
+        _import_node(ctx, i, n)
+
+
+def _read_inputs(ctx: _Ctx, n) -> list:
+    ins = []
+    for v in n.input:
+        if not v:
+            ins.append(None)
+        elif v not in ctx.scope:
+            raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}) reads {v!r}, which no "
+                                  "earlier node, input or initializer defines")
+        else:
+            ins.append(ctx.scope.get(v))
+    return ins
+
+
+def _is_default_domain(n) -> bool:
+    return n.domain in ("", "ai.onnx")
+
+
+def _import_node(ctx: _Ctx, i: int, n) -> None:
+    ctx.node_name = _sanitize(n.name or f"{n.op_type}_{i}")
+    ctx.op_type = n.op_type
+    ctx.num_outputs = len(n.output)
+    ctx.outputs_read = [bool(o) for o in n.output]
+    ins = _read_inputs(ctx, n)
+    supported = _is_default_domain(n) and n.op_type in CONVERTERS
+    if any(v is UNKNOWN for v in ins):
+        # downstream of an unsupported node: nothing to import, but its own operator (and the
+        # operators of its subgraphs) may be unsupported too: list them now, not one per try
+        if not supported:
+            _record_unsupported(ctx, n, i)
+        _record_unsupported_subgraphs(ctx, n)
+        _bind(ctx, n, [UNKNOWN] * len(n.output))
+        return
+    if not supported:
+        folded = _fold_by_reference(ctx, n, ins)
+        if folded is None:
+            _record_unsupported(ctx, n, i)
+            _record_unsupported_subgraphs(ctx, n)
+            _bind(ctx, n, [UNKNOWN] * len(n.output))
+        else:
+            _bind(ctx, n, folded)
+        return
+    try:
+        outs = CONVERTERS[n.op_type](ctx, ins, _attrs(n))
+    except (GraphError, KeyError, IndexError, ValueError, TypeError) as e:
+        if isinstance(e, OnnxImportError):
+            raise
+        raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}, opset {ctx.opset}): "
+                              f"{e}") from None
+    used = [o for o in n.output if o]
+    if len(outs) < len(used):
+        needed = [o for o in n.output[len(outs):] if o]
+        raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}, opset {ctx.opset}): "
+                              f"outputs {needed} are not supported")
+    _bind(ctx, n, outs)
+
+
+def _bind(ctx: _Ctx, n, outs: list) -> None:
+    """Bind a node's ONNX output names to its values. A value the node made takes the name
+    reserved for its ONNX name (the top graph) or a fresh one (a subgraph's, which may be
+    imported several times: an unrolled loop body)."""
+    b = ctx.b
+    for oname, v in zip(n.output, outs):
+        if not oname:
+            continue
+        reserved = ctx.names.get(oname)
+        if isinstance(v, Value) and (id(v) not in ctx.bound or (
+                reserved is not None and id(v) in ctx.sub_named)):
+            # new, or named inside an inlined subgraph (a branch or loop body's output that
+            # is this node's output): it takes this name
+            b._names.discard(v.name)
+            v.name = reserved if reserved is not None else b._fresh(_sanitize(oname))
+            if v.is_constant and reserved == oname:
+                # a folded graph output: the output's copy (_graph_outputs) takes the name
+                v.name = b._fresh(_sanitize(oname))
+            ctx.bound.add(id(v))
+            (ctx.sub_named.discard if reserved is not None else ctx.sub_named.add)(id(v))
+        ctx.scope.set(oname, v)
+
+
+def _record_unsupported(ctx: _Ctx, n, i: int) -> None:
+    op = n.op_type if _is_default_domain(n) else f"{n.domain}::{n.op_type}"
+    entry = (op, n.name or f"#{i}", ctx.opset)
+    if entry not in ctx.unsupported:  # a loop body unrolled, or one branch graph twice
+        ctx.unsupported.append(entry)
+
+
+def _record_unsupported_subgraphs(ctx: _Ctx, n) -> None:
+    """The unsupported operators inside a node's subgraphs (a branch or loop body that is not
+    imported because its node is not), listed with the rest."""
+    for sub in _subgraphs(n):
+        for j, inner in enumerate(sub.node):
+            if not (_is_default_domain(inner) and inner.op_type in CONVERTERS):
+                _record_unsupported(ctx, inner, j)
+            _record_unsupported_subgraphs(ctx, inner)
+
+
+def _subgraphs(n) -> list:
+    from onnx import AttributeProto
+
+    out = []
+    for a in n.attribute:
+        if a.type == AttributeProto.GRAPH:
+            out.append(a.g)
+        elif a.type == AttributeProto.GRAPHS:
+            out.extend(a.graphs)
+    return out
+
+
+def _fold_by_reference(ctx: _Ctx, n, ins: list) -> list | None:
+    """A node of an operator tensorlang lacks, with constant inputs, evaluated by onnx's
+    reference evaluator into constants; None when it cannot be (a run-time input, a subgraph,
+    another domain, or the evaluator refuses it)."""
+    if not _is_default_domain(n) or _subgraphs(n):
+        return None
+    if not all(v is None or v.is_constant for v in ins):
+        return None
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    in_names = ["" if v is None else f"in{k}" for k, v in enumerate(ins)]
+    out_names = [f"out{k}" if o else "" for k, o in enumerate(n.output)]
+    node = helper.make_node(n.op_type, in_names, out_names)
+    node.attribute.extend(n.attribute)
+    try:
+        inputs = [helper.make_tensor_value_info(
+            nm, helper.np_dtype_to_tensor_dtype(v.data.dtype), v.shape)
+            for nm, v in zip(in_names, ins) if v is not None]
+        outputs = [helper.make_empty_tensor_value_info(nm) for nm in out_names if nm]
+        model = helper.make_model(helper.make_graph([node], "fold", inputs, outputs),
+                                  opset_imports=[helper.make_opsetid("", ctx.opset)])
+        feeds = {nm: np.asarray(v.data) for nm, v in zip(in_names, ins) if v is not None}
+        arrays = ReferenceEvaluator(model).run(None, feeds)
+    except Exception:  # noqa: BLE001 - the evaluator's refusals have no common base
+        return None
+    arrays = iter(arrays)
+    return [ctx.b.const(np.asarray(next(arrays)), name=ctx.node_name) if o else None
+            for o in n.output]
+
+
+def _graph_outputs(b: Builder, gp, scope: _Scope) -> list[Value]:
     b.fold = False  # the copies below must stay nodes
     outputs = []
     taken: set[int] = set()
     for o in gp.output:
-        if o.name not in env:
+        if o.name not in scope:
             raise OnnxImportError(f"graph output {o.name!r} is not computed by any node")
-        v = env[o.name]
+        v = scope.get(o.name)
         if v.name != o.name or id(v) in taken:
             # a constant, or a value that another name holds (an input passed through, another
             # output): a copy carries the output's name. An output that *is* a graph input
@@ -722,7 +932,7 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
             v = b.op("copy", [v], name=f"{_sanitize(o.name)}_copy", outputs=[o.name])
         taken.add(id(v))
         outputs.append(v)
-    return b.build(outputs)
+    return outputs
 
 
 def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> None:
@@ -739,15 +949,7 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> Non
         if inp.name in shapes:
             shape = tuple(int(s) for s in shapes.pop(inp.name))
         else:
-            shape = []
-            for d in tt.shape.dim:
-                if d.HasField("dim_value") and d.dim_value > 0:
-                    shape.append(d.dim_value)
-                else:
-                    raise OnnxImportError(
-                        f"input {inp.name!r} has a symbolic dimension "
-                        f"{d.dim_param or '?'!r}; give its shape, e.g. "
-                        f"from_onnx(model, shapes={{{inp.name!r}: (1, ...)}})")
+            shape = _static_shape(inp.name, tt.shape.dim)
         try:
             dtype = _np_dtype(tt.elem_type)
         except OnnxImportError as e:
@@ -755,6 +957,21 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> Non
         env[inp.name] = b.input(inp.name, shape, dtype)
     if shapes:
         raise OnnxImportError(f"shapes given for unknown inputs {sorted(shapes)}")
+
+
+def _static_shape(name: str, dims) -> list[int]:
+    """An input's declared shape, or OnnxImportError naming the input and each dimension that
+    is symbolic or unknown (tensorlang compiles for static shapes)."""
+    shape = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims]
+    if None not in shape:
+        return shape
+    shown = [s if s is not None else (d.dim_param or "?") for s, d in zip(shape, dims)]
+    missing = ", ".join(f"dimension {k} ({d.dim_param or 'unknown'!r})"
+                        for k, (s, d) in enumerate(zip(shape, dims)) if s is None)
+    example = tuple(s if s is not None else 1 for s in shape)
+    raise OnnxImportError(
+        f"input {name!r} of shape {shown} needs a static shape: {missing} is not known; "
+        f"give its shape, e.g. from_onnx(model, shapes={{{name!r}: {example}}})")
 
 
 def _internal_names(b: Builder, gp) -> dict[str, str]:
@@ -789,5 +1006,5 @@ def _initializer_array(init) -> np.ndarray:
 
 
 # the converters of other modules register themselves into CONVERTERS when imported (each
-# imports this module)
-from . import onnx_misc  # noqa: F401 - IsNaN, IsInf, Mod, CumSum, TopK, Einsum
+# imports this module): If, Loop, Scan; IsNaN, IsInf, Mod, CumSum, TopK, Einsum
+from . import onnx_control_flow, onnx_misc  # noqa: F401

@@ -1,0 +1,152 @@
+"""Run-time control flow in graphs: the ``if`` node, and how a graph holding one is built.
+
+An ``if`` node reads ``[cond, *captured]`` and holds its two branches as graphs of their own
+(``attrs["branches"]``): each branch graph's inputs stand for the outer values it reads
+(``attrs["captured"][b]``: for branch ``b``, the positions in ``node.inputs[1:]`` of the values
+its inputs take, in order); both give outputs of the node's shapes and dtypes.
+
+Building (:func:`build_program`): the graph is cut at its ``if`` nodes into segments of plain
+nodes; each segment is a graph built by :func:`tensorlang.graph.build` as usual (passes,
+kernels, memory plan, driver), each branch is built the same way (recursively: nested ``if``),
+and a :class:`tensorlang.runtime.program.Program` runs the pieces in order, reading the
+condition between them. So each branch is a sub-plan with its own kernels and memory plan, in
+both execution modes (each piece runs in the mode given), and the graph passes never see an
+``if`` node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .builder import Builder
+from .ir import Graph, GraphError, Node, Value
+from .passes.rewrite import copy_node
+
+IF_OP = "if"
+
+
+class Branches:
+    """The two branch graphs of an ``if`` node (an attribute value that prints short)."""
+
+    __slots__ = ("else_graph", "then_graph")
+
+    def __init__(self, then_graph: Graph, else_graph: Graph) -> None:
+        self.then_graph = then_graph
+        self.else_graph = else_graph
+
+    def __iter__(self):
+        return iter((self.then_graph, self.else_graph))
+
+    def __str__(self) -> str:
+        return (f"(then: {len(self.then_graph.nodes)} nodes, else: "
+                f"{len(self.else_graph.nodes)} nodes)")
+
+
+def make_if_node(b: Builder, name: str, cond: Value, graphs: list[Graph],
+                 captures: list[list[Value]]) -> list[Value]:
+    """Add an ``if`` node to builder ``b``: ``graphs`` = [then, else], ``captures[k]`` = the
+    outer values branch k's inputs stand for, in the order of its inputs. Returns the node's
+    outputs (typed as the branches' outputs, which must agree)."""
+    then_g, else_g = graphs
+    for k, (t, e) in enumerate(zip(then_g.outputs, else_g.outputs)):
+        if t.shape != e.shape or t.dtype != e.dtype:
+            raise GraphError(f"if node {name!r}: output {k} is {t.type_str()} in one branch "
+                             f"and {e.type_str()} in the other")
+    if cond.dtype != "bool" or cond.size != 1:
+        raise GraphError(f"if node {name!r}: the condition must be one bool, got "
+                         f"{cond.type_str()}")
+    inputs: list[Value] = []
+    for vals in captures:
+        for v in vals:
+            if all(v is not u for u in inputs):
+                inputs.append(v)
+    positions = [[next(i for i, u in enumerate(inputs) if u is v) for v in vals]
+                 for vals in captures]
+    node_name = b._fresh(name)
+    outs = [Value(b._fresh(f"{node_name}:{k}" if len(then_g.outputs) > 1 else node_name),
+                  v.shape, v.dtype) for k, v in enumerate(then_g.outputs)]
+    node = Node(node_name, IF_OP, [cond, *inputs], outs,
+                {"branches": Branches(then_g, else_g), "captured": positions})
+    for v in outs:
+        v.producer = node
+    b._nodes.append(node)
+    return outs
+
+
+def has_control_flow(g: Graph) -> bool:
+    return any(n.op == IF_OP for n in g.nodes)
+
+
+# ---------------------------------------------------------------------------- segments
+
+
+def split_segments(g: Graph) -> list[Graph | Node]:
+    """``g`` cut at its ``if`` nodes: the plain runs of nodes between them as graphs (inputs:
+    the run-time values they read from before; outputs: the values read after them), and the
+    ``if`` nodes themselves, in execution order."""
+    runs: list[list[Node] | Node] = []
+    for n in g.nodes:
+        if n.op == IF_OP:
+            runs.append(n)
+        elif runs and isinstance(runs[-1], list):
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    read_after = _values_read_after(runs, g.outputs)
+    return [run if isinstance(run, Node) else _segment_graph(g, k, run, read_after[k])
+            for k, run in enumerate(runs)]
+
+
+def _values_read_after(runs: list, outputs) -> list[set[int]]:
+    """For each run, the ids of the values that later runs or the graph outputs read."""
+    later: set[int] = {id(v) for v in outputs}
+    out: list[set[int]] = [set() for _ in runs]
+    for k in range(len(runs) - 1, -1, -1):
+        out[k] = set(later)
+        nodes = [runs[k]] if isinstance(runs[k], Node) else runs[k]
+        later |= {id(v) for n in nodes for v in n.inputs}
+    return out
+
+
+def _segment_graph(g: Graph, k: int, nodes: list[Node], read_after: set[int]) -> Graph:
+    produced = {id(v) for n in nodes for v in n.outputs}
+    subst: dict[int, Value] = {}
+    inputs: list[Value] = []
+    copies = []
+    for n in nodes:
+        for v in n.inputs:
+            if not v.is_constant and id(v) not in produced and id(v) not in subst:
+                subst[id(v)] = Value(v.name, v.shape, v.dtype, v.layout)
+                inputs.append(subst[id(v)])
+        copies.append(copy_node(n, [subst.get(id(v), v) for v in n.inputs], subst))
+    outputs = [subst[id(v)] for n in nodes for v in n.outputs if id(v) in read_after]
+    return Graph(copies, inputs, outputs, name=f"{g.name}_part{k}")
+
+
+# ---------------------------------------------------------------------------- build
+
+
+def build_program(g: Graph, **build_args: Any):
+    """Build a graph with ``if`` nodes into a :class:`tensorlang.runtime.program.Program`
+    (see the module docstring); ``build_args`` are :func:`tensorlang.graph.build`'s."""
+    from tensorlang.runtime.program import GraphStage, IfStage, Program
+
+    from .build import build
+
+    stages = []
+    for seg in split_segments(g):
+        if isinstance(seg, Graph):
+            if not seg.outputs:
+                continue  # nothing after it reads what it computes
+            gm = build(seg, **build_args)
+            stages.append(GraphStage(gm, [v.name for v in seg.inputs],
+                                     [v.name for v in seg.outputs]))
+            continue
+        outer = [v.name for v in seg.inputs[1:]]
+        programs = [build_program(bg, **build_args) for bg in seg.attrs["branches"]]
+        feeds = [[outer[i] for i in pos] for pos in seg.attrs["captured"]]
+        stages.append(IfStage(seg.inputs[0].name, programs, feeds,
+                              [v.name for v in seg.outputs]))
+    return Program(g.name, [(v.name, tuple(v.shape), v.dtype) for v in g.inputs],
+                   [v.name for v in g.outputs], stages,
+                   {v.name: v.data for v in g.outputs if v.is_constant})
