@@ -633,18 +633,19 @@ class Module:
             except ValueError as err:
                 raise self._dim_error(spec, args, axis, e, bound, str(err)) from None
             if args[spec.index].shape[axis] != want:
-                raise self._dim_error(spec, args, axis, e, bound, f"{e} = {want}")
+                note = f": a negative size, {' or '.join(e.vars)} too small" if want < 0 else ""
+                raise self._dim_error(spec, args, axis, e, bound, f"{e} = {want}", note)
         return bound
 
     def _dim_error(self, spec: _Arg, args: tuple, axis: int, e: DimExpr,
-                   bound: Mapping[str, int], why: str) -> ValueError:
+                   bound: Mapping[str, int], why: str, note: str = "") -> ValueError:
         shape = args[spec.index].shape
         values = ", ".join(f"{v}={bound[v]}" for v in e.vars if v in bound)
         with_vars = f" with {values}" if values else ""
         dims = ", ".join(map(str, spec.shape))
         return ValueError(
             f"{self._name}(): argument {spec.name!r} must have shape ({dims}), got {shape}: "
-            f"axis {axis} is {shape[axis]}, expected {why}{with_vars}"
+            f"axis {axis} is {shape[axis]}, expected {why}{with_vars}{note}"
         )
 
     def _check_overlap(self, args: tuple, raw: list[int]) -> None:

@@ -2,8 +2,9 @@
 stays inside the tensor's box over the compute's whole iteration domain.
 
 For each read `A[f0(x), ..., fk(x)]` of a compute with iteration domain D (its spatial and
-reduce axes; with symbolic shapes, for every value >= 1 of the shape variables) and each
-dimension d, the proof shows that no point x of D has fd(x) < 0 or fd(x) >= A.shape[d]. A read
+reduce axes; with symbolic shapes, for every value >= 0 of the shape variables: an array may be
+empty) and each dimension d, the proof shows that no point x of D has fd(x) < 0 or
+fd(x) >= A.shape[d]. A read
 can be guarded: in `tl.if_then_else(i >= 1, A[i - 1], 0)` (a padding stage) and in a reduction's
 `where=` it happens only where the guard holds, so the guards that dominate a read restrict D for
 it (codegen does not touch memory on a select's side not taken, lower/passes/guard_padded_reads
@@ -16,7 +17,13 @@ Two provers, cheapest first:
 2. isl, exactly (symbolic shapes, coupled bounds, and every refusal: the offending point is
    isl's sample of the out-of-bounds set).
 
-A read isl finds out of bounds is refused with a LoweringError naming the compute, the read as
+A size of 0 empties every loop over it, so most reads are in bounds then too; one that is not
+(`B[0] = A[n - 1]` reads A[-1] when n = 0) is proven for n >= 1, and the proof records that the
+compute needs n >= 1 (Access.needs: a minimal set of variables that must be >= 1, found by isl):
+lower/entry_checks.py turns it into a check at the kernel's entry, so the call refuses n = 0 with
+a KernelError naming the variable and the read, instead of reading out of bounds.
+
+A read isl finds out of bounds (for sizes >= 1) is refused with a LoweringError naming the compute, the read as
 written, the tensor's shape and one offending index with the point that makes it. Where a guard or
 an extent is not affine (it reads data, or multiplies variables) the proof holds only where it
 holds without that guard: what is left is refused too, saying why it cannot be proven. An index
@@ -30,6 +37,7 @@ isl's verdicts are also cached by their text, for computes re-declared alike."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 import time
 import weakref
@@ -60,6 +68,7 @@ class Access:
     status: str  # PROVEN | REFUSED | RUNTIME
     how: str = ""  # proven: by which prover; refused: the offending point; runtime: why
     certain: bool = True  # refused: False when a guard or range isl cannot read may exclude it
+    needs: tuple = ()  # proven: the shape variables (Vars) that must be >= 1 for it (0 reads out)
 
     @property
     def read(self) -> str:
@@ -83,6 +92,12 @@ class Access:
                     f"shape {self.shape}, and index {self.index}{where}{self.how}")
         return f"compute {self.compute} reads {self.read}: index {self.index}{where}: {self.how}"
 
+    def needs_message(self, var) -> str:
+        """Why the kernel refuses `var` = 0: this read (which needs it >= 1)."""
+        t = self.tensor_read.tensor
+        return (f"{var.name} must be at least 1: compute {self.compute} reads {self.read}, "
+                f"out of bounds when {var.name} = 0 ({t.name} has shape {self.shape})")
+
 
 @dataclass(frozen=True)
 class Proof:
@@ -91,6 +106,16 @@ class Proof:
     compute: str
     accesses: tuple
     seconds: float
+    shape_vars: tuple = ()  # the shape variables the proof assumed >= 0
+
+    @property
+    def needs(self) -> dict:
+        """{shape variable: the first read that needs it >= 1}."""
+        out: dict = {}
+        for a in self.accesses:
+            for v in a.needs:
+                out.setdefault(v, a)
+        return out
 
     @property
     def refused(self) -> list:
@@ -109,8 +134,10 @@ def prove_op(op: ComputeOp) -> Proof:
     got = _PROOFS.get(op)
     if got is None:
         t0 = time.perf_counter()
-        accesses = _Prover(op).run()
-        got = _PROOFS[op] = Proof(op.name, accesses, time.perf_counter() - t0)
+        prover = _Prover(op)
+        accesses = prover.run()
+        got = _PROOFS[op] = Proof(op.name, accesses, time.perf_counter() - t0,
+                                  prover.shape_vars())
     return got
 
 
@@ -174,7 +201,7 @@ class _Prover:
         for iv in self.axes:
             for v in collect_vars(iv.dom.extent) | collect_vars(iv.dom.min):
                 if v not in self.env and v not in self.ranges.ranges:
-                    self.ranges.bind(v, 1, float("inf"))  # a shape variable
+                    self.ranges.bind(v, 0, float("inf"))  # a shape variable (0: empty arrays)
             self.ranges.bind_range(iv.var, iv.dom.min, iv.dom.extent)
 
     @cached_property
@@ -232,14 +259,52 @@ class _Prover:
                 if problem is not None:
                     pending.append((len(out), problem))
                 out.append(access)
-        # every shape variable is >= 1 (known only now: they are met while converting)
-        positive = [f"{name} >= 1" for name in self.params.by_var.values()]
-        for _, problem in pending:
-            problem.cons.extend(positive)
-        for k, verdict in _decide([p for _, p in pending], self.params.decl()):
-            pos, problem = pending[k]
-            out[pos] = _verdict(out[pos], problem, verdict)
+        self._decide(pending, out)
         return tuple(out)
+
+    def shape_vars(self) -> tuple:
+        """The shape variables the proof assumed >= 0: those of the axes' ranges (the interval
+        prover's) and those isl met."""
+        found = [v for v in self.ranges.ranges if v not in self.env]
+        return tuple(found + [v for v in self.params.by_var if v not in found])
+
+    def _decide(self, pending: list, out: list) -> None:
+        """isl's verdicts, in place in `out`: first with every shape variable >= 0 (known only
+        now: they are met while converting); what is out of bounds only where some variable is
+        0 again for all of them >= 1, which is what the compute then needs."""
+        names = list(self.params.by_var.values())
+        decl = self.params.decl()
+        empty_ok = [f"{n} >= 0" for n in names]
+        positive = [f"{n} >= 1" for n in names]
+        again = []
+        for (pos, problem), (_, sample) in zip(pending, _decide([p for _, p in pending], decl,
+                                                                empty_ok)):
+            if sample is None:
+                out[pos] = _verdict(out[pos], problem, None)
+            else:
+                again.append((pos, problem))
+        for (pos, problem), (_, sample) in zip(again, _decide([p for _, p in again], decl,
+                                                              positive)):
+            out[pos] = _verdict(out[pos], problem, sample)
+            if sample is None:
+                out[pos] = _with(out[pos], needs=self._needed(problem, names, decl))
+
+    def _needed(self, problem: _Problem, names: list, decl: str) -> tuple:
+        """A minimal set of shape variables that, all >= 1, leave no point out of bounds (each
+        dropped where the others suffice: one isl call per variable the problem names, none
+        when it names one, which it needs: without it the problem is the one found
+        non-empty)."""
+        text = " and ".join(problem.cons)
+        need = [n for n in names if re.search(rf"\b{re.escape(n)}\b", text)]
+        for n in list(need):
+            if len(need) == 1:
+                break
+            trial = [m for m in need if m != n]
+            floor = [f"{m} >= 0" for m in names] + [f"{m} >= 1" for m in trial]
+            if _decide([problem], decl, floor)[0][1] is None:
+                need = trial
+        by_name = {name: v for v, name in self.params.by_var.items()}
+        return tuple(by_name[n] for n in need)
 
     def _dimension(self, r: TensorRead, d: int, guards: tuple):
         """(Access, None) when decided without isl; else (Access to fill in, _Problem)."""
@@ -324,8 +389,8 @@ class _Problem:
     prover: _Prover
     axes: set  # the axis vars constrained (the others' sampled values mean nothing)
 
-    def text(self, name: str) -> str:
-        return f"{name}[{', '.join(self.dims)}] : {' and '.join(self.cons)}"
+    def text(self, name: str, assume: list) -> str:
+        return f"{name}[{', '.join(self.dims)}] : {' and '.join([*self.cons, *assume])}"
 
 
 def _verdict(a: Access, problem: _Problem, sample) -> Access:
@@ -365,11 +430,13 @@ _DECIDED_SIZE = 512
 _DECIDED_LOCK = threading.Lock()
 
 
-def _decide(problems: list, decl: str) -> list:
-    """[(k, None or sample point)] for each problem k: one isl parse for all of them."""
+def _decide(problems: list, decl: str, assume: list) -> list:
+    """[(k, None or sample point)] for each problem k under the constraints `assume` on the
+    shape variables: one isl parse for all of them."""
     if not problems:
         return []
-    text = decl + "{ " + "; ".join(p.text(f"p{k}") for k, p in enumerate(problems)) + " }"
+    text = decl + "{ " + "; ".join(p.text(f"p{k}", assume)
+                                   for k, p in enumerate(problems)) + " }"
     # one thread at a time: builds may run in threads, and isl's context is not thread-safe
     with _DECIDED_LOCK:
         got = _DECIDED.get(text)

@@ -1,10 +1,11 @@
-"""Schedule -> loop IR. Three construction steps (inline, bound inference, loop nest), then the
-passes in PASSES, in order."""
+"""Schedule -> loop IR. Four construction steps (inline, bound inference, loop nest, entry
+checks), then the passes in PASSES, in order."""
 
 from __future__ import annotations
 
 from ..ir.stmt import PrimFunc
 from .bound import infer_bounds
+from .entry_checks import add_entry_checks
 from .inline import inline_bodies
 from .loop_nest import build_loop_nest
 from .passes.check_indices import check_indices
@@ -108,10 +109,12 @@ def lower(schedule, args, name: str = "main", check: bool = True, stop_after: st
     # turns off the schedule's dependence checks)
     from ..analysis.bounds import check_bounds
 
-    check_bounds(schedule)
+    proofs = check_bounds(schedule)
     bodies = inline_bodies(schedule)
     bounds = infer_bounds(schedule, bodies)
     func = build_loop_nest(schedule, bodies, bounds, args, name)
+    # the shape variables' values the proofs need (n >= 1 for a read of A[n - 1])
+    func = add_entry_checks(func, schedule, proofs)
     body = func.body
     for pass_name, fn in PASSES:
         if pass_name not in skip and (stage is None or pass_name in stage):

@@ -123,7 +123,9 @@ def test_symbolic_shapes():
                                                r"at i = \d+ \(with n = \d+\)"):
         _lower(bad, [A, bad])
     ok = tl.compute((n - 1,), lambda i: A[i + 1] - A[i], name="ok")
-    assert "checked(" not in str(_lower(ok, [A, ok]))  # (an n - 1 output cannot be an argument)
+    # no index is checked at run time; the one check is the entry's, that n - 1 >= 0
+    checks = [ln.strip() for ln in str(_lower(ok, [A, ok])).splitlines() if "checked(" in ln]
+    assert checks == [f"checked(n - 1, {2**63 - 1})"]
     diff = tl.compute((n,), lambda i: tl.if_then_else(i < n - 1, A[i + 1] - A[i], 0.0),
                       name="diff")
     rev = tl.compute((n,), lambda i: A[n - 1 - i], name="rev")
@@ -334,3 +336,154 @@ def test_an_extent_isl_cannot_read_leaves_the_check_to_run_time():
     with pytest.raises(tl.runtime.KernelError, match=r"flat\[i \+ 1\]: the index is not in "
                                                      r"\[0, n \* m\)"):
         _build(again, [A, again])(a, out)
+
+
+# ----------------------------------------------------------------------------- sizes of 0
+
+# in a subprocess: a regression would read out of bounds
+_SIZE_ZERO = """
+import numpy as np, tensorlang as tl
+n, m = tl.var("n"), tl.var("m")
+A = tl.placeholder((n,), name="A")
+B = tl.compute((1,), lambda i: A[n - 1] * 2.0, name="B")
+f = tl.build(tl.create_schedule(B), [A, B])
+b = np.zeros(1, "float32")
+f(np.arange(3, dtype="float32"), b)
+assert b[0] == 4.0, b
+f.save({path!r})
+M = tl.placeholder((n, m), name="M")
+C = tl.compute((1,), lambda i: M[n - 1, m - 1], name="C")
+g = tl.build(tl.create_schedule(C), [M, C])
+Ix = tl.placeholder((2,), dtype="int64", name="Ix")
+G = tl.compute((2,), lambda i: A[Ix[i]], name="G")
+h = tl.build(tl.create_schedule(G), [A, Ix, G])
+calls = [
+    lambda: f(np.zeros(0, "float32"), b),
+    lambda: tl.runtime.load_module({path!r})(np.zeros(0, "float32"), b),
+    lambda: g(np.zeros((3, 0), "float32"), b),
+    lambda: g(np.zeros((0, 3), "float32"), b),
+    lambda: h(np.zeros(0, "float32"), np.zeros(2, "int64"), np.zeros(2, "float32")),
+]
+for call in calls:
+    try:
+        call()
+        print("no error")
+    except tl.runtime.KernelError as e:
+        print("KernelError:", e)
+"""
+
+
+def test_a_read_that_needs_a_size_of_at_least_1_refuses_0_at_the_call(tmp_path):
+    code = _SIZE_ZERO.format(path=str(tmp_path / "last.tlm"))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 5, proc.stdout
+    last = ("n must be at least 1: compute B reads A[n - 1], out of bounds when n = 0 "
+            "(A has shape (n,))")
+    assert lines[0].endswith(last) and lines[1].endswith(last), lines  # saved and loaded too
+    assert lines[2].endswith("m must be at least 1: compute C reads M[n - 1, m - 1], out of "
+                             "bounds when m = 0 (M has shape (n, m))"), lines[2]
+    assert "n must be at least 1: compute C reads M[n - 1, m - 1]" in lines[3], lines[3]
+    # a data-dependent index is checked when it runs, against the extent 0
+    assert "index out of bounds in A[Ix[i]]: the index is not in [0, n)" in lines[4], lines[4]
+
+
+def test_the_proof_says_which_sizes_a_read_needs_at_least_1():
+    n, m = tl.var("n"), tl.var("m")
+    A = tl.placeholder((n, m), name="A")
+    first = tl.compute((1,), lambda i: A[n - 1, 0], name="first")
+    # A[n - 1, 0] needs n >= 1 for dimension 0 and m >= 1 for dimension 1
+    assert [a.needs for a in prove_op(first.op).accesses] == [(n,), (m,)]
+    assert set(prove_op(first.op).needs) == {n, m}
+    # reads inside loops over n are not made at n = 0: nothing needed, no check at the entry
+    k = tl.reduce_axis((0, m), name="k")
+    rows = tl.compute((n,), lambda i: tl.sum(A[n - 1 - i, k], axis=k), name="rows")
+    assert prove_op(rows.op).needs == {}
+    assert "checked(" not in str(_lower(rows, [A, rows]))
+    assert "checked(n - 1, " in str(_lower(first, [A, first]))
+
+
+def test_zero_size_elementwise_runs_without_any_check():
+    n = tl.var("n")
+    A = tl.placeholder((n,), name="A")
+    C = tl.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="C")
+    assert "checked(" not in str(_lower(C, [A, C]))
+    f = _build(C, [A, C], vectorize=0)
+    for size in (0, 1, 17):
+        a, c = rand((size,)), np.full(size, 7.0, "float32")
+        f(a, c)
+        np.testing.assert_array_equal(c, a * 2 + 1)
+
+
+@pytest.mark.parametrize("schedule", ["default", "rfactor"])
+def test_a_reduction_over_an_empty_axis_gives_the_identity(schedule):
+    m, n = tl.var("m"), tl.var("n")
+    A = tl.placeholder((m, n), name="A")
+    k = tl.reduce_axis((0, n), name="k")
+    S = tl.compute((m,), lambda i: tl.sum(A[i, k], axis=k), name="S")
+    prod = tl.comm_reducer(lambda x, y: x * y, lambda t: tl.const(1, t), name="prod")
+    k2 = tl.reduce_axis((0, n), name="k2")
+    P = tl.compute((m,), lambda i: prod(A[i, k2], axis=k2), name="P")
+    built = []
+    for out, red in ((S, k), (P, k2)):
+        s = tl.create_schedule(out)
+        if schedule == "rfactor":
+            _, ki = s[out].split(red, factor=4)
+            s.rfactor(out, ki)
+        built.append(tl.build(s, [A, out]))
+    for shape in ((3, 0), (0, 0), (0, 5), (3, 5)):
+        a = rand(shape)
+        got_s, got_p = np.full(shape[0], 9.0, "float32"), np.full(shape[0], 9.0, "float32")
+        built[0](a, got_s)
+        built[1](a, got_p)
+        np.testing.assert_allclose(got_s, a.sum(axis=1), rtol=1e-5)
+        np.testing.assert_allclose(got_p, a.prod(axis=1), rtol=1e-5)
+
+
+def test_an_argument_of_negative_extent_is_refused_at_the_call():
+    n = tl.var("n")
+    A = tl.placeholder((n,), name="A")
+    C = tl.compute((n - 2,), lambda i: A[i + 2] - A[i], name="C")
+    f = _build(C, [A, C])
+    for size in (1, 0):
+        with pytest.raises(ValueError, match=rf"argument 'C' must have shape \(n - 2\), got "
+                                             rf"\(0,\): axis 0 is 0, expected n - 2 = "
+                                             rf"{size - 2} with n={size}: a negative size, n "
+                                             r"too small$"):
+            f(rand((size,)), np.zeros(0, "float32"))
+    for size in (2, 6):  # n - 2 = 0 is an empty output
+        a, c = rand((size,)), np.zeros(size - 2, "float32")
+        f(a, c)
+        np.testing.assert_array_equal(c, a[2:] - a[:-2])
+
+
+def test_an_intermediate_of_negative_extent_is_refused_at_the_kernel_entry():
+    n = tl.var("n")
+    A = tl.placeholder((n,), name="A")
+    T = tl.compute((n - 2,), lambda i: A[i + 2] * 2.0, name="T")
+    Y = tl.compute((n,), lambda i: tl.if_then_else(i < n - 2, T[tl.min(i, n - 3)], 1.0),
+                   name="Y")
+    f = _build(Y, [A, Y])
+    for size in (1, 0):
+        with pytest.raises(tl.runtime.KernelError,
+                           match=r"n must be at least 2: tensor T of shape \(n - 2,\) would "
+                                 r"have a negative extent n - 2 \(axis 0\)"):
+            f(rand((size,)), np.zeros(size, "float32"))
+    for size in (2, 3, 9):
+        a, y = rand((size,)), np.zeros(size, "float32")
+        f(a, y)
+        np.testing.assert_array_equal(y, np.concatenate([a[2:] * 2, np.ones(min(size, 2))]))
+
+
+def test_a_negative_size_passed_by_keyword_is_refused():
+    n = tl.var("n")
+    A = tl.placeholder((n // 2 + 1,), name="A")
+    C = tl.compute((n // 2 + 1,), lambda i: A[i] * 3.0, name="C")
+    f = _build(C, [A, C])
+    a, c = rand((4,)), np.zeros(4, "float32")
+    f(a, c, n=7)
+    np.testing.assert_array_equal(c, a * 3)
+    with pytest.raises(tl.runtime.KernelError, match=r"n must be at least 0: it is a size"):
+        f(np.zeros(0, "float32"), np.zeros(0, "float32"), n=-1)

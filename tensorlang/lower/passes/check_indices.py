@@ -1,7 +1,8 @@
 """Pass: every load whose index no compile-time proof covers is checked at run time.
 
 tl.lower proves each compute's quasi-affine reads in bounds before lowering (analysis/bounds.py)
-and refuses the ones it cannot; what is left are indices isl cannot express: data-dependent
+and refuses the ones it cannot (a read proven only for sizes >= 1 gets its check at the kernel's
+entry instead: lower/entry_checks.py); what is left are indices isl cannot express: data-dependent
 ones (a gather `A[Ix[i], j]`, ONNX's negative-index wrap `A[select(Ix[i] < 0, Ix[i] + n,
 Ix[i])]`) and products of loop variables. Each such index, per dimension and before flattening
 (a flat index in range could still be a row index out of range), becomes
