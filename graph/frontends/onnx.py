@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -148,6 +149,9 @@ def _run_time_origin(v: Value) -> str:
 
 Converter = Callable[[_Ctx, list, dict], list]
 CONVERTERS: dict[str, Converter] = {}
+# op -> {version: why it is refused}: versions a converter refuses as a whole (with an
+# OnnxImportError saying so), left out of the supported list
+REFUSED_VERSIONS: dict[str, dict[int, str]] = {}
 
 
 def _conv(*names: str):
@@ -725,6 +729,35 @@ def _check_names(gp) -> None:
 
 def _sanitize(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:\-]", "_", name) or "v"
+
+
+def supported_versions(op: str) -> list[int]:
+    """The opsets in MIN_OPSET..MAX_OPSET at which ONNX operator ``op`` has a version of its
+    own (its schema history; a version older than MIN_OPSET is the one in force there)."""
+    import onnx.defs
+
+    since = {s.since_version for s in onnx.defs.get_all_schemas_with_history()
+             if s.name == op and s.domain == ""}
+    refused = REFUSED_VERSIONS.get(op, {})
+    return sorted({max(v, MIN_OPSET) for v in since if v <= MAX_OPSET} - set(refused))
+
+
+def operators_markdown() -> str:
+    """The README's list of supported operators and their versions, generated from
+    CONVERTERS (tests/graph/test_onnx_opsets.py checks that the README holds this text)."""
+    items = [f"`{op}` {', '.join(map(str, supported_versions(op)))}" for op in sorted(CONVERTERS)]
+    lines, line = [], ""
+    for item in items:
+        if line and len(line) + len(item) + 3 > 98:
+            lines.append(line + " ·")
+            line = ""
+        line = f"{line} · {item}" if line else item
+    lines.append(line)
+    head = textwrap.fill(
+        f"{len(items)} operators of the default domain, opsets {MIN_OPSET} to {MAX_OPSET}, each "
+        "with the opsets where its version changed (tests/graph/test_onnx_opsets.py checks "
+        "each against onnxruntime, or names the test file that does):", 98)
+    return head + "\n\n" + "\n".join(lines) + "\n"
 
 
 def _model_opset(m) -> int:

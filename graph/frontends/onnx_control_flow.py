@@ -21,6 +21,7 @@ from ..builder import Builder
 from ..control_flow import make_if_node
 from ..ir import Value
 from .onnx import (
+    REFUSED_VERSIONS,
     UNKNOWN,
     OnnxImportError,
     _conv,
@@ -223,6 +224,9 @@ def _stack(c: _Ctx, vals: list[Value], axis: int, k: int) -> Value:
 
 
 # ---------------------------------------------------------------------------- Scan
+
+
+REFUSED_VERSIONS["Scan"] = {8: "Scan-8 (batched, with sequence_lens)"}
 
 
 @_conv("Scan")
