@@ -37,7 +37,7 @@ LANES = 16  # fp32 lanes of one zmm register
 # Outputs at least this big are written with non-temporal stores (pragma "nontemporal"): half
 # of this machine's 32 MB L3, so they would not stay cached for a reader anyway, and bypassing
 # the caches saves reading every line before it is written (softmax 4096x1024, 16 MB: 0.59 ->
-# 0.44 ms; relu(a*b+c) on 64 MB: see BENCHMARKS.md).
+# 0.44 ms; relu(a*b+c) on 64 MB: see docs/benchmarks_history.md).
 STREAMING_BYTES = 16 << 20
 
 
