@@ -24,6 +24,12 @@ becomes ``tl.ops.depthwise_conv2d_nchwc`` with its weight packed into ``[C/b, 1,
 schedule vectorizes along W, and converting the input costs more than the blocked kernel saves
 (32 channels at 112x112: 0.036 ms NCHW vs 0.024 + 0.052 ms; 64 channels 112 -> 56 stride 2:
 0.075 vs 0.023 + 0.088 ms; at 7 wide the blocked kernel wins, 0.011 vs 0.002 + 0.003 ms).
+A grouped conv (1 < groups < channels) whose output channels per group the output block
+divides (AlexNet's groups=2 layers, RegNet, ResNeXt's wider variants) reads NCHW and writes
+NCHW<ob>c (``tl.ops.conv2d_nchw(..., groups, out_layout=...)``: the oc-blocked register tile
+with each block's input channels offset to its group), its weight packed ``OIHW<ob>o``; a
+blocked input is converted to NCHW first (the tile broadcasts one input scalar per FMA row,
+so an NCHW input costs it nothing). Other grouped convs stay NCHW.
 The layout then flows forward through every op that works in it unchanged:
 
 - elementwise unary ops;
@@ -102,7 +108,9 @@ def _channels(v: Value) -> int:
 def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
                   ) -> tuple[str, int] | None:
     """How a conv node runs blocked: ("conv", ob) (NCHW[ib]c in, NCHW[ob]c out), ("depthwise",
-    b), ("nchw_in", ob) (NCHW in, NCHW[ob]c out); None: it stays NCHW."""
+    b), ("nchw_in", ob) (NCHW in, NCHW[ob]c out), ("grouped", ob) (a grouped conv whose
+    groups' output channels ob divides: NCHW in, converted when it arrives blocked, NCHW[ob]c
+    out); None: it stays NCHW."""
     if n.op != "conv" or {"weight_layout", "layout", "out_layout"} & n.attrs.keys():
         return None
     x, w, out = ins[0], ins[1], n.outputs[0]
@@ -119,6 +127,8 @@ def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
         if not _block_of(x) and out.shape[3] >= NCHW_DEPTHWISE_MIN_WIDTH:
             return None
         return "depthwise", ob
+    if w.shape[1] > 1 and (w.shape[0] // groups) % ob == 0:
+        return "grouped", ob
     return None
 
 
@@ -262,8 +272,8 @@ class _LayoutConverter:
     def conv(self, n: Node, ins: list[Value], out: Value, kind: str, ob: int) -> Value:
         """The conv node re-emitted blocked (_blocked_conv said how)."""
         layout = blocked_layout(ob)
-        if kind == "nchw_in":
-            x = ins[0]
+        if kind in ("nchw_in", "grouped"):
+            x = self.plain(ins[0])
             w, wl = self.packed_weight(ins[1], kind, None, ob)
             attrs = dict(n.attrs, out_layout=layout, weight_layout=wl)
         else:
