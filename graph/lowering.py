@@ -371,6 +371,26 @@ def _depth_to_space(x, a):
     return O.reshape(y, (n, cb, h * b, w * b))
 
 
+# ----------------------------------------------------------------------------- vision (issue 18)
+
+
+def _resize(x, a):
+    return O.resize(x, a["sizes"], a.get("scales"), a["mode"],
+                    a["coordinate_transformation_mode"], a.get("nearest_mode",
+                                                               "round_prefer_floor"),
+                    a.get("cubic_coeff_a", -0.75), bool(a.get("exclude_outside", 0)),
+                    a.get("extrapolation_value", 0.0), a.get("roi"), bool(a.get("antialias", 0)))
+
+
+def _vision(op: str, ins: list, a: dict, out_shape):
+    if op == "resize":
+        return _resize(ins[0], a)
+    raise NotImplementedError(f"graph operator {op!r} has no lowering")
+
+
+VISION_OPS = ("resize",)
+
+
 # ----------------------------------------------------------------------------- issue 18: float
 # classes, remainder, cumulative sum, selection
 
@@ -456,6 +476,8 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
         y = _tile(ins[0], attrs)
     elif op == "depth_to_space":
         y = _depth_to_space(ins[0], attrs)
+    elif op in VISION_OPS:
+        y = _vision(op, ins, attrs, out_shape)
     elif op in MISC_OPS:
         y = _misc(op, ins, attrs)
     elif op == "layout_transform":

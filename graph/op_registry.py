@@ -772,6 +772,23 @@ def _layout_transform_ref(xs, a):
 register("layout_transform", INJECTIVE, 1, _layout_transform_infer, _layout_transform_ref)
 
 
+# ---------------------------------------------------------------------------- vision (issue 18)
+
+
+def _resize_infer(types, attrs):
+    xs, xt = types[0]
+    sizes = tuple(int(v) for v in attrs["sizes"])
+    if len(sizes) != len(xs) or min(sizes, default=1) < 1:
+        raise GraphError(f"sizes {list(sizes)} must give a positive length for each of the "
+                         f"{len(xs)} axes of {list(xs)}")
+    if xt == "bool":
+        raise GraphError("bool data cannot be resized")
+    return [(sizes, xt)]
+
+
+register("resize", OPAQUE, 1, _resize_infer, None)
+
+
 # ---------------------------------------------------------------------------- issue 18: float
 # classes, remainder, cumulative sum, selection (ONNX IsNaN, IsInf, Mod, CumSum, TopK)
 

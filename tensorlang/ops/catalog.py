@@ -12,6 +12,7 @@ from . import elemwise as E
 from . import nn as N
 from . import reduce as R
 from . import references as ref
+from . import resize as RS
 from . import schedule as S
 from . import sort as SO
 from . import transform as T
@@ -306,6 +307,24 @@ def _define_pool_norm() -> None:
                                              "var": ("layer_norm_var", REDUCE)})
 
 
+# ----------------------------------------------------------------------------- vision (issue 18)
+
+
+def _define_vision() -> None:
+    define("resize", RS.resize, OPAQUE, [
+        ex([(1, 2, 3, 4)], lambda x: RS.resize(x, (1, 2, 6, 8), mode="nearest",
+                                               coordinate_transformation_mode="asymmetric"),
+           lambda a: a.repeat(2, axis=2).repeat(2, axis=3)),
+        ex([(2, 5)], lambda x: RS.resize(x, (2, 9), mode="linear",
+                                         coordinate_transformation_mode="align_corners"),
+           lambda a: np.stack([np.interp(np.linspace(0, 4, 9), np.arange(5), r) for r in a])
+           .astype(a.dtype))],
+        schedule=CompositeSchedule(RS.schedule_resize, keeps=("axis", "index", "weights")),
+        parts={"axis": ("resize_axis", OPAQUE), "index": ("resize_index", OPAQUE),
+               "weights": ("resize_weights", OPAQUE)})
+
+
+
 # ----------------------------------------------------------------------------- issue 18: float
 # classes, remainder, cumulative sum, selection (ONNX IsNaN, IsInf, Mod, CumSum, TopK)
 
@@ -359,4 +378,5 @@ _define_transform()
 _define_matmul_family()
 _define_conv()
 _define_pool_norm()
+_define_vision()
 _define_onnx_misc()

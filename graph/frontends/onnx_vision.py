@@ -1,0 +1,188 @@
+"""ONNX import of the vision operators (issue 18): Resize (opsets 10, 11, 13, 18, 19) and the
+older Upsample (1 at opset 6, 7, 9). The converters register themselves in ``onnx.CONVERTERS`` when
+``onnx.py`` imports this module. An attribute value the node's opset does not define, or
+inputs that do not fit, is an :class:`OnnxImportError` naming the node, the op and the opset."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx import OnnxImportError, _conv
+
+
+def refuse(c, what: str) -> OnnxImportError:
+    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
+
+
+def _choice(c, a: dict, name: str, default: str, allowed) -> str:
+    v = a.get(name, default)
+    if v not in allowed:
+        raise refuse(c, f"{name}={v!r} is not one of {', '.join(allowed)}")
+    return v
+
+
+def _floats(c, v, what: str) -> list[float] | None:
+    """A constant float input as a list; None when absent or empty."""
+    if v is None:
+        return None
+    arr = c.const_array(v, what)
+    return None if arr.size == 0 else [float(t) for t in np.asarray(arr).reshape(-1)]
+
+
+def _ints(c, v, what: str) -> list[int] | None:
+    if v is None:
+        return None
+    arr = c.const_array(v, what)
+    return None if arr.size == 0 else [int(t) for t in np.asarray(arr).reshape(-1)]
+
+
+# ---------------------------------------------------------------------------- Resize / Upsample
+
+
+def _coordinate_modes(opset: int) -> tuple:
+    modes = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+             "tf_crop_and_resize"]
+    if opset == 11:
+        modes.append("tf_half_pixel_for_nn")
+    if opset >= 19:
+        modes.append("half_pixel_symmetric")
+    return tuple(modes)
+
+
+def _legacy_resize(c, x, a: dict, scales) -> dict:
+    """Upsample (7, 9) and Resize-10: scales only, asymmetric coordinates, onnxruntime's
+    'simple' nearest rounding."""
+    mode = _choice(c, a, "mode", "nearest", ("nearest", "linear"))
+    if scales is None or len(scales) != len(x.shape):
+        raise refuse(c, f"scales must give one scale per axis of the {len(x.shape)}-D input, "
+                        f"got {scales}")
+    return {"mode": mode, "coordinate_transformation_mode": "asymmetric",
+            "nearest_mode": "simple", "scales": scales, "sizes": _sizes_of(c, x, scales)}
+
+
+def _sizes_of(c, x, scales) -> list[int]:
+    """ONNX's output lengths floor(input * scale) (the float32 scales in float64)."""
+    if any(not s > 0 for s in scales):
+        raise refuse(c, f"scales {scales} must all be positive")
+    sizes = [int(np.floor(n * np.float64(np.float32(s)))) for n, s in zip(x.shape, scales)]
+    if min(sizes) < 1:
+        raise refuse(c, f"scales {scales} give an empty output for input {list(x.shape)}")
+    return sizes
+
+
+def _full_axes(c, a: dict, rank: int) -> list[int]:
+    axes = a.get("axes")
+    if axes is None:
+        return list(range(rank))
+    if c.opset < 18:
+        raise refuse(c, "the axes attribute needs opset 18 or later")
+    out = [int(v) + rank if int(v) < 0 else int(v) for v in axes]
+    if any(not 0 <= v < rank for v in out) or len(set(out)) != len(out):
+        raise refuse(c, f"axes {list(axes)} must be distinct axes of a rank-{rank} input")
+    return out
+
+
+def _spread(values, axes, rank: int, fill) -> list:
+    """Per-axis values given for ``axes`` only, filled in for the other axes."""
+    full = list(fill)
+    for v, ax in zip(values, axes):
+        full[ax] = v
+    return full
+
+
+def _aspect_sizes(c, x, sizes, axes, policy: str):
+    """keep_aspect_ratio_policy not_larger / not_smaller: one scale for the listed axes."""
+    ratios = [sizes[ax] / x.shape[ax] for ax in axes]
+    scale = min(ratios) if policy == "not_larger" else max(ratios)
+    scales = [scale if ax in axes else 1.0 for ax in range(len(x.shape))]
+    sizes = [int(scale * n + 0.5) if ax in axes else n for ax, n in enumerate(x.shape)]
+    return scales, sizes
+
+
+def _scales_or_sizes(c, x, ins, a: dict, axes) -> tuple[list, list]:
+    rank = len(x.shape)
+    scales = _floats(c, ins[2] if len(ins) > 2 else None, "Resize scales")
+    sizes = _ints(c, ins[3] if len(ins) > 3 else None, "Resize sizes")
+    if (scales is None) == (sizes is None):
+        raise refuse(c, "exactly one of scales and sizes must be given (non-empty)")
+    given = scales if sizes is None else sizes
+    if len(given) != len(axes):
+        raise refuse(c, f"{'scales' if sizes is None else 'sizes'} {given} must have one entry "
+                        f"per resized axis ({len(axes)})")
+    policy = _choice(c, a, "keep_aspect_ratio_policy", "stretch",
+                     ("stretch", "not_larger", "not_smaller"))
+    if sizes is None:
+        scales = _spread(scales, axes, rank, [1.0] * rank)
+        return scales, _sizes_of(c, x, scales)
+    sizes = _spread(sizes, axes, rank, x.shape)
+    if min(sizes) < 1:
+        raise refuse(c, f"sizes {given} must be positive")
+    if policy != "stretch":
+        return _aspect_sizes(c, x, sizes, axes, policy)
+    return [m / n for m, n in zip(sizes, x.shape)], sizes
+
+
+def _resize_roi(c, x, ins, axes) -> list[float]:
+    roi = _floats(c, ins[1] if len(ins) > 1 else None, "Resize roi")
+    if roi is None or len(roi) != 2 * len(axes):
+        raise refuse(c, f"tf_crop_and_resize needs roi with {2 * len(axes)} entries (starts "
+                        f"then ends of the resized axes), got {roi}")
+    rank = len(x.shape)
+    k = len(axes)
+    return (_spread(roi[:k], axes, rank, [0.0] * rank) +
+            _spread(roi[k:], axes, rank, [1.0] * rank))
+
+
+def _resize_attrs(c, x, ins, a: dict) -> dict:
+    """Resize 11 and later."""
+    mode = _choice(c, a, "mode", "nearest", ("nearest", "linear", "cubic"))
+    ctm = _choice(c, a, "coordinate_transformation_mode", "half_pixel",
+                  _coordinate_modes(c.opset))
+    out = {"mode": mode, "coordinate_transformation_mode": ctm,
+           "nearest_mode": _choice(c, a, "nearest_mode", "round_prefer_floor",
+                                   ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")),
+           "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
+           "exclude_outside": int(a.get("exclude_outside", 0)),
+           "extrapolation_value": float(a.get("extrapolation_value", 0.0)),
+           "antialias": int(a.get("antialias", 0))}
+    if out["exclude_outside"] not in (0, 1) or out["antialias"] not in (0, 1):
+        raise refuse(c, "exclude_outside and antialias must be 0 or 1")
+    if out["antialias"] and c.opset < 18:
+        raise refuse(c, "antialias needs opset 18 or later")
+    if c.opset < 18 and "keep_aspect_ratio_policy" in a:
+        raise refuse(c, "keep_aspect_ratio_policy needs opset 18 or later")
+    axes = _full_axes(c, a, len(x.shape))
+    out["scales"], out["sizes"] = _scales_or_sizes(c, x, ins, a, axes)
+    if ctm == "tf_crop_and_resize":
+        out["roi"] = _resize_roi(c, x, ins, axes)
+    return out
+
+
+def _upsample_scales(c, x, ins, a: dict):
+    """Upsample-1 (opset 6): height_scale/width_scale of NCHW; 7: the scales attribute;
+    9 (and the deprecated 10): the scales input."""
+    if c.opset < 7:
+        if "height_scale" not in a or "width_scale" not in a or len(x.shape) != 4:
+            raise refuse(c, "Upsample-1 needs height_scale and width_scale of a 4-D input")
+        return [1.0, 1.0, float(a["height_scale"]), float(a["width_scale"])]
+    if c.opset < 9:
+        return None if a.get("scales") is None else [float(s) for s in a["scales"]]
+    return _floats(c, ins[1] if len(ins) > 1 else None, "Upsample scales")
+
+
+@_conv("Resize", "Upsample")
+def _resize(c, ins, a):
+    x = ins[0]
+    if c.op_type == "Upsample":
+        if a.get("mode") == "bilinear" and c.opset < 7:
+            a = dict(a, mode="linear")
+        attrs = _legacy_resize(c, x, a, _upsample_scales(c, x, ins, a))
+        if min(attrs["scales"]) < 1:
+            raise refuse(c, f"Upsample scales {attrs['scales']} must all be >= 1")
+    elif c.opset < 11:
+        attrs = _legacy_resize(c, x, a, _floats(c, ins[1], "Resize scales"))
+    else:
+        attrs = _resize_attrs(c, x, ins, a)
+    if np.dtype(x.dtype) == np.bool_:
+        raise refuse(c, "bool data cannot be resized")
+    return [c.op("resize", [x], **attrs)]
