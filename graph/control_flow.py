@@ -123,6 +123,18 @@ def _segment_graph(g: Graph, k: int, nodes: list[Node], read_after: set[int]) ->
     return Graph(copies, inputs, outputs, name=f"{g.name}_part{k}")
 
 
+def plain_graphs(g: Graph) -> list[Graph]:
+    """The graphs without ``if`` nodes that building ``g`` compiles: its pieces between ``if``
+    nodes and, recursively, those of every branch (what tuning extracts tasks from)."""
+    out: list[Graph] = []
+    for seg in split_segments(g):
+        if isinstance(seg, Graph):
+            out += [seg] if seg.outputs else []
+        else:
+            out += [p for bg in seg.attrs["branches"] for p in plain_graphs(bg)]
+    return out
+
+
 # ---------------------------------------------------------------------------- build
 
 

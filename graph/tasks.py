@@ -14,6 +14,17 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
     ``autotune.tune_tasks(tasks, n_trial, log)`` and build with ``graph.build(g,
     tuning_log=log)``. ``blocks`` (e.g. ``(16, 8)``): also tune the conv kernels in each of
     these activation blocks; the build then gives each conv the block of its fastest record."""
+    from .control_flow import has_control_flow, plain_graphs
     from .tuning import extract_tasks as _extract
 
-    return _extract(g, target, opt_level, blocks)
+    if not has_control_flow(g):
+        return _extract(g, target, opt_level, blocks)
+    # a run-time If: the tasks of every piece and branch the build compiles, merged by workload
+    merged: dict = {}
+    for part in plain_graphs(g):
+        for t in _extract(part, target, opt_level, blocks):
+            if t.args in merged:
+                merged[t.args].nodes += [n for n in t.nodes if n not in merged[t.args].nodes]
+            else:
+                merged[t.args] = t
+    return list(merged.values())

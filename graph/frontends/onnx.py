@@ -399,6 +399,10 @@ def _bn(c, ins, a):
     if a.get("training_mode", 0):
         raise OnnxImportError(f"node {c.node_name!r}: BatchNormalization in training mode is "
                               "not supported (export the model in eval mode)")
+    if c.opset < 9 and not a.get("spatial", 1):
+        raise OnnxImportError(f"node {c.node_name!r} (BatchNormalization, opset {c.opset}): "
+                              "spatial=0 (statistics per element, not per channel) is not "
+                              "supported")
     return [c.op("batch_norm", ins[:5], epsilon=float(a.get("epsilon", 1e-5)))]
 
 

@@ -267,3 +267,9 @@ def test_scan_8_is_refused():
     m = _model(nodes, [_vi("s0", [1, 3]), _vi("a", [1, 4, 3])], [_vi("s", [1, 3])], opset=8)
     with pytest.raises(graph.OnnxImportError, match=r"node 'scan' \(Scan, opset 8\): Scan-8"):
         graph.from_onnx(m)
+
+
+def test_tasks_of_a_model_with_a_run_time_if_come_from_its_branches():
+    """graph.extract_tasks sees through the if node: the then branch's dense is a task."""
+    tasks = graph.extract_tasks(graph.from_onnx(_gate_model()))
+    assert [t.op for t in tasks] == ["dense"] and tasks[0].weight == 1

@@ -139,3 +139,14 @@ def test_dropout_in_training_mode_is_refused():
     with pytest.raises(graph.OnnxImportError,
                        match=r"node 'drop' \(Dropout, opset 13\): training mode"):
         graph.from_onnx(m)
+
+
+def test_batch_norm_spatial_0_is_refused():
+    inits = [numpy_helper.from_array(np.ones((3, 2), np.float32), n)
+             for n in ("s", "b", "m", "v")]
+    m = _model([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"],
+                                 spatial=0, name="bn")],
+               [_vi("x", [1, 3, 2])], [_vi("y", [1, 3, 2])], opset=7, inits=inits)
+    with pytest.raises(graph.OnnxImportError,
+                       match=r"node 'bn' \(BatchNormalization, opset 7\): spatial=0"):
+        graph.from_onnx(m)

@@ -152,7 +152,7 @@ def _pool(op, v):
         attrs["pads"] = [0, 0, 0, 0]
     if v >= 10:
         attrs["ceil_mode"] = 1
-    if op == "MaxPool" and v >= 10:
+    if (op == "MaxPool" and v >= 10) or (op == "AveragePool" and v >= 19):
         attrs["dilations"] = [1, 2]
     return Case([_x(_f(1, 2, 8, 9))], attrs)
 
