@@ -121,12 +121,7 @@ def workloads(torch):
         yield (f"matmul {n}^3", 2 * n ** 3, 0, _ours(ops.matmul(A, B), [A, B], [a, b]),
                {"numpy": lambda a=a, b=b: a @ b, "ort": _ort("MatMul", [a, b], [n, n]),
                 "torch": torch and (lambda ta=ta, tb=tb: torch.matmul(ta, tb))})
-    x, w = f32(1, 2048), f32(2048, 1000)
-    tx, tw = tt(x, w)
-    X, W = tl.placeholder(x.shape, name="X"), tl.placeholder(w.shape, name="W")
-    yield ("dense 1x2048.2048x1000", 2 * 2048 * 1000, 0, _ours(ops.matmul(X, W), [X, W], [x, w]),
-           {"numpy": lambda: x @ w, "ort": _ort("MatMul", [x, w], [1, 1000]),
-            "torch": torch and (lambda: torch.matmul(tx, tw))})
+    yield from _gemv_rows(f32, tt, torch)
     for (c, hw, oc, k, pad) in ((64, 56, 64, 3, 1), (256, 14, 256, 3, 1), (256, 56, 64, 1, 0)):
         x, w = f32(1, c, hw, hw), f32(oc, c, k, k)
         tx, tw = tt(x, w)
@@ -151,6 +146,7 @@ def workloads(torch):
         XB = tl.placeholder(xb.shape, name="X")
         ours = _ours(ops.conv2d_nchwc(XB, WB, padding=pad), [XB, WB], [xb, wb])
         yield ("  same, NCHW16c in/out (no transform)", flops, 0, ours, dict(peers, check=False))
+    yield from _grouped_conv_rows(f32, tt, torch)
     x, w = f32(1, 256, 28, 28), f32(256, 1, 3, 3)
     tx, tw = tt(x, w)
     X, W = tl.placeholder(x.shape, name="X"), tl.placeholder(w.shape, name="W")
@@ -232,6 +228,61 @@ def workloads(torch):
             "ort": _ort("ReduceSum", [x], [4096, 1], {"keepdims": 1},
                         {"axes": np.array([1], dtype="int64")}),
             "torch": torch and (lambda: tx.sum(1))})
+
+
+def _gemv_rows(f32, tt, torch):
+    """Batch-1 dense layers (memory-bound: one pass over the weight): a ResNet classifier (8 MB,
+    cache-resident when repeated) and AlexNet's fc6 (151 MB, DRAM; compare its GB/s with the
+    copy row). Ours reads the weight packed into the kernel's [N/16, K, 16] panels, as a graph
+    packs a constant weight at build time (pack_dense_weights); numpy, onnxruntime (MatMul) and
+    torch get [K, N]."""
+    for k, n in ((2048, 1000), (9216, 4096)):
+        x, w = f32(1, k), f32(k, n)
+        tx, tw = tt(x, w)
+        nb = -(-n // 16)
+        wp = np.zeros((k, nb * 16), np.float32)
+        wp[:, :n] = w
+        wp = np.ascontiguousarray(wp.reshape(k, nb, 16).transpose(1, 0, 2))
+        X, WP = tl.placeholder(x.shape, name="X"), tl.placeholder(wp.shape, name="W")
+        yield (f"dense 1x{k}.{k}x{n}", 2 * k * n, w.nbytes,
+               _ours(ops.matmul_prepacked(X, WP, n), [X, WP], [x, wp]),
+               {"numpy": lambda x=x, w=w: x @ w, "ort": _ort("MatMul", [x, w], [1, n]),
+                "torch": torch and (lambda tx=tx, tw=tw: torch.matmul(tx, tw))})
+
+
+# grouped convs of real networks: (name, C, H=W, OC, kernel, groups, stride, pad)
+GROUPED_CONVS = (
+    ("AlexNet conv2", 96, 27, 256, 5, 2, 1, 2),
+    ("AlexNet conv4", 384, 13, 384, 3, 2, 1, 1),
+    ("ResNeXt50 32x4d", 128, 56, 128, 3, 32, 1, 1),
+    ("RegNetX-400MF", 64, 28, 64, 3, 4, 1, 1),
+    ("ShuffleNet g4 1x1", 136, 28, 136, 1, 4, 1, 0),
+    ("ShuffleNet g3 1x1", 240, 28, 60, 1, 3, 1, 0),
+)
+
+
+def _grouped_conv_rows(f32, tt, torch):
+    """Grouped convolutions, NCHW in and out like the peers. Where 16 or 8 divides the output
+    channels per group the weight is packed as a graph packs it (pack_conv_weights) for the
+    oc-blocked kernel; the others (ResNeXt's 4, ShuffleNet's 34 and 20 per group) run the
+    plain NCHW schedule."""
+    F = torch.nn.functional if torch else None
+    for name, c, hw, oc, k, g, stride, pad in GROUPED_CONVS:
+        x, w = f32(1, c, hw, hw), f32(oc, c // g, k, k)
+        tx, tw = tt(x, w)
+        oh = (hw + 2 * pad - k) // stride + 1
+        ob = ops.nn.grouped_conv_block(oc // g)
+        wo = (np.ascontiguousarray(w.reshape(oc // ob, ob, c // g, k, k).transpose(0, 2, 3, 4, 1))
+              if ob else w)
+        X, W = tl.placeholder(x.shape, name="X"), tl.placeholder(wo.shape, name="W")
+        yield (f"grouped {name} {c}x{hw}^2->{oc} {k}x{k} g{g}",
+               2 * oc * (c // g) * k * k * oh * oh, 0,
+               _ours(ops.conv2d_nchw(X, W, stride, pad, groups=g), [X, W], [x, wo]),
+               {"numpy": None,
+                "ort": _ort("Conv", [x], [1, oc, oh, oh], {"pads": [pad] * 4, "group": g,
+                                                           "strides": [stride] * 2}, {"w": w}),
+                "torch": torch and (lambda tx=tx, tw=tw, s=stride, p=pad, g=g:
+                                    F.conv2d(tx, tw, stride=s, padding=p, groups=g))})
 
 
 def openblas_kernel() -> str:
