@@ -1,0 +1,352 @@
+"""ONNX import of LSTM and GRU (issue 18): each node is unrolled at import into a static
+sequence of graph ops over its time steps (the sequence length is the static extent of X).
+
+Per direction, the input projection of every step is one dense over all T*B rows (X W^T plus
+both biases where they add); each step is then one dense of the hidden state by R^T whose bias
+input is that step's projection, the gate slices, their activations and the cell update.
+Outputs the model does not read are dead code (the graph's dead_code pass removes them).
+``sequence_lens`` given as a constant is honoured with constant masks: a batch entry past its
+length keeps its state and writes zeros to Y, forward and reverse, as ONNX specifies. Weights,
+biases and peepholes must be constants (initializers or foldable), as exported models have
+them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx import OnnxImportError, _conv
+
+_DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
+# activations that take alpha / beta (ONNX's defaults), consumed in order from the node's lists
+_ALPHA = {"LeakyRelu": 0.01, "ThresholdedRelu": 1.0, "Elu": 1.0, "HardSigmoid": 0.2,
+          "Affine": 1.0, "ScaledTanh": 1.0}
+_BETA = {"HardSigmoid": 0.5, "Affine": 0.0, "ScaledTanh": 1.0}
+_PLAIN = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu", "Softsign": "softsign",
+          "Softplus": "softplus"}
+
+
+def _refuse(c, what: str) -> OnnxImportError:
+    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
+
+
+class _Activation:
+    def __init__(self, name: str, alpha: float | None, beta: float | None) -> None:
+        self.name, self.alpha, self.beta = name, alpha, beta
+
+    def __call__(self, c, v):
+        n = self.name
+        if n in _PLAIN:
+            return c.op(_PLAIN[n], [v])
+        if n == "LeakyRelu":
+            return c.op("leaky_relu", [v], alpha=self.alpha)
+        if n == "Elu":
+            return c.op("elu", [v], alpha=self.alpha)
+        if n == "HardSigmoid":
+            return c.op("hard_sigmoid", [v], alpha=self.alpha, beta=self.beta)
+        if n == "Affine":
+            return _axpb(c, v, self.alpha, self.beta)
+        if n == "ScaledTanh":
+            return _scale(c, c.op("tanh", [_scale(c, v, self.beta)]), self.alpha)
+        # ThresholdedRelu: x where x > alpha, else 0
+        keep = c.op("greater", [v, _const(c, self.alpha, v.dtype)])
+        return c.op("where", [keep, v, _const(c, 0.0, v.dtype)])
+
+
+def _const(c, value, dtype):
+    return c.b.const(np.asarray(value, dtype=dtype).reshape(1), name="rnn_const")
+
+
+def _scale(c, v, a):
+    return v if a == 1.0 else c.op("multiply", [v, _const(c, a, v.dtype)])
+
+
+def _axpb(c, v, a, b):
+    v = _scale(c, v, a)
+    return v if b == 0.0 else c.op("add", [v, _const(c, b, v.dtype)])
+
+
+def _activations(c, a, per_direction: int, defaults: list[str], dirs: int) -> list[list]:
+    names = list(a.get("activations") or defaults * dirs)
+    if len(names) != per_direction * dirs:
+        raise _refuse(c, f"activations {names} must name {per_direction} functions per "
+                         f"direction ({per_direction * dirs} in all)")
+    alphas = list(a.get("activation_alpha") or [])
+    betas = list(a.get("activation_beta") or [])
+    acts = []
+    for n in names:
+        if n not in _PLAIN and n not in _ALPHA:
+            raise _refuse(c, f"activation {n!r} is not supported (supported: "
+                             f"{', '.join(sorted({*_PLAIN, *_ALPHA}))})")
+        alpha = (alphas.pop(0) if alphas else _ALPHA[n]) if n in _ALPHA else None
+        beta = (betas.pop(0) if betas else _BETA[n]) if n in _BETA else None
+        acts.append(_Activation(n, alpha, beta))
+    return [acts[d * per_direction:(d + 1) * per_direction] for d in range(dirs)]
+
+
+class _Rnn:
+    """What LSTM and GRU share: attributes, the weights as arrays, layout, steps, masks."""
+
+    def __init__(self, c, ins, a, gates: int) -> None:
+        self.c = c
+        direction = a.get("direction", "forward")
+        if direction not in _DIRECTIONS:
+            raise _refuse(c, f"direction {direction!r} is not forward, reverse or bidirectional")
+        self.direction, self.dirs = direction, _DIRECTIONS[direction]
+        self.layout = int(a.get("layout", 0))
+        if self.layout not in (0, 1):
+            raise _refuse(c, f"layout must be 0 or 1, got {self.layout}")
+        x = ins[0]
+        if len(x.shape) != 3:
+            raise _refuse(c, f"X must have rank 3, got shape {list(x.shape)}")
+        if self.layout == 1:  # [B, T, I] -> [T, B, I]
+            x = c.op("transpose", [x], perm=[1, 0, 2])
+        self.x = x
+        self.T, self.B, self.I = x.shape
+        if self.T < 1:
+            raise _refuse(c, "X has no time steps")
+        self.w = self._weight(ins, 1, "W")
+        self.r = self._weight(ins, 2, "R")
+        H = self.r.shape[-1]
+        self.H = int(a.get("hidden_size", H))
+        self.G = gates
+        self._check_shape(self.w, (self.dirs, gates * self.H, self.I), "W")
+        self._check_shape(self.r, (self.dirs, gates * self.H, self.H), "R")
+        self.bias = self._weight(ins, 3, "B", optional=True)
+        if self.bias is None:
+            self.bias = np.zeros((self.dirs, 2 * gates * self.H), self.w.dtype)
+        self._check_shape(self.bias, (self.dirs, 2 * gates * self.H), "B")
+        self.clip = a.get("clip")
+        self.masks = self._masks(ins)
+
+    def _weight(self, ins, k, what, optional=False):
+        v = ins[k] if len(ins) > k else None
+        if v is None:
+            if optional:
+                return None
+            raise _refuse(self.c, f"input {what} is missing")
+        if not v.is_constant:
+            raise _refuse(self.c, f"input {what} ({v.name!r}) must be a constant (an "
+                                  "initializer); it is computed at run time")
+        return np.asarray(v.data)
+
+    def _check_shape(self, arr, want, what):
+        if tuple(arr.shape) != tuple(want):
+            raise _refuse(self.c, f"{what} has shape {list(arr.shape)}, expected {list(want)} "
+                                  f"(directions, gates x hidden_size, ...)")
+
+    def _masks(self, ins):
+        """Per step, a bool [B, 1] constant (entries still inside their sequence), or None
+        when every sequence has the full length."""
+        v = ins[4] if len(ins) > 4 else None
+        if v is None:
+            return None
+        if not v.is_constant:
+            raise _refuse(self.c, f"sequence_lens ({v.name!r}) must be a constant: per-batch "
+                                  "lengths known only at run time are not supported")
+        lens = np.asarray(v.data).reshape(-1).astype(np.int64)
+        if lens.shape != (self.B,) or (lens < 0).any() or (lens > self.T).any():
+            raise _refuse(self.c, f"sequence_lens {lens.tolist()} must give a length in "
+                                  f"[0, {self.T}] for each of the {self.B} batch entries")
+        if (lens == self.T).all():
+            return None
+        self.started = np.asarray(lens > 0).reshape(self.B, 1)
+        return [np.asarray(t < lens).reshape(self.B, 1) for t in range(self.T)]
+
+    def initial(self, ins, k, d):
+        """Initial state k (initial_h, initial_c) of direction d as [B, H], or None (zeros)."""
+        v = ins[k] if len(ins) > k else None
+        if v is None:
+            return None
+        want = (self.B, self.dirs, self.H) if self.layout else (self.dirs, self.B, self.H)
+        if tuple(v.shape) != want:
+            raise _refuse(self.c, f"initial state {v.name!r} has shape {list(v.shape)}, "
+                                  f"expected {list(want)}")
+        axis = 1 if self.layout else 0
+        s = self.c.op("slice", [v], starts=[d], ends=[d + 1], axes=[axis], steps=[1])
+        return self.c.op("reshape", [s], shape=[self.B, self.H])
+
+    def steps(self, d):
+        forward = self.direction == "forward" or (self.direction == "bidirectional" and d == 0)
+        return range(self.T) if forward else range(self.T - 1, -1, -1)
+
+    def projection(self, d, bias):
+        """X W^T + bias for every step of direction d: [T, B, G*H] in one dense."""
+        c = self.c
+        wt = c.b.const(np.ascontiguousarray(self.w[d].T), name=f"{c.node_name}_W{d}")
+        rows = c.op("reshape", [self.x], shape=[self.T * self.B, self.I])
+        bv = c.b.const(np.ascontiguousarray(bias), name=f"{c.node_name}_bias{d}")
+        xw = c.op("dense", [rows, wt, bv])
+        return c.op("reshape", [xw], shape=[self.T, self.B, self.G * self.H])
+
+    def step_input(self, xw, t):
+        s = self.c.op("slice", [xw], starts=[t], ends=[t + 1], axes=[0], steps=[1])
+        return self.c.op("reshape", [s], shape=[self.B, self.G * self.H])
+
+    def recurrent(self, h, wt, bias_in):
+        """h @ wt + bias_in ([B, n]); with no state yet (zeros), bias_in itself."""
+        if h is None:
+            return bias_in
+        return self.c.op("dense", [h, wt, bias_in])
+
+    def gate(self, v, k, n=1):
+        """Gates k..k+n-1 of a [B, G*H] value."""
+        return self.c.op("slice", [v], starts=[k * self.H], ends=[(k + n) * self.H], axes=[1],
+                         steps=[1])
+
+    def clipped(self, v):
+        if self.clip is None:
+            return v
+        lim = float(self.clip)
+        return self.c.op("clip", [v], min=-lim, max=lim)
+
+    def masked(self, t, new, old):
+        """(state, output) of step t: past a sequence's end the state is kept and Y is 0."""
+        if self.masks is None:
+            return new, new
+        c = self.c
+        keep = c.b.const(self.masks[t], name=f"{c.node_name}_mask{t}")
+        zero = old if old is not None else _zeros(c, new)
+        return c.op("where", [keep, new, zero]), c.op("where", [keep, new, _zeros(c, new)])
+
+    def outputs(self, ys: list[list], finals: list[list]) -> list:
+        """Y [T, D, B, H] (layout 1: [B, T, D, H]) and each final state [D, B, H] ([B, D, H])."""
+        c = self.c
+        per_dir = []
+        for d in range(self.dirs):
+            steps = [c.op("reshape", [h], shape=[1, 1, self.B, self.H]) for h in ys[d]]
+            per_dir.append(c.op("concat", steps, axis=0) if len(steps) > 1 else steps[0])
+        y = c.op("concat", per_dir, axis=1) if self.dirs > 1 else per_dir[0]
+        if self.layout:
+            y = c.op("transpose", [y], perm=[2, 0, 1, 3])
+        outs = [y]
+        for states in finals:
+            if self.masks is not None and not self.started.all():
+                # onnxruntime's final state of an empty sequence is 0, not the initial state
+                started = c.b.const(self.started, name=f"{c.node_name}_started")
+                states = [c.op("where", [started, s, _zeros(c, s)]) for s in states]
+            parts = [c.op("reshape", [s], shape=[1, self.B, self.H]) for s in states]
+            f = c.op("concat", parts, axis=0) if len(parts) > 1 else parts[0]
+            outs.append(c.op("transpose", [f], perm=[1, 0, 2]) if self.layout else f)
+        return outs
+
+
+def _zeros(c, like):
+    return c.b.const(np.zeros(like.shape, like.dtype), name="rnn_zeros")
+
+
+def _mul(c, a, b):
+    return c.op("multiply", [a, b])
+
+
+def _add(c, a, b):
+    return c.op("add", [a, b])
+
+
+# ---------------------------------------------------------------------------- LSTM
+
+
+@_conv("LSTM")
+def _lstm(c, ins, a):
+    rnn = _Rnn(c, ins, a, 4)
+    acts = _activations(c, a, 3, ["Sigmoid", "Tanh", "Tanh"], rnn.dirs)
+    input_forget = int(a.get("input_forget", 0))
+    peep = rnn._weight(ins, 7, "P", optional=True)
+    if peep is not None:
+        rnn._check_shape(peep, (rnn.dirs, 3 * rnn.H), "P")
+    ys, hs, cs = [], [], []
+    for d in range(rnn.dirs):
+        wb, rb = rnn.bias[d][:4 * rnn.H], rnn.bias[d][4 * rnn.H:]
+        xw = rnn.projection(d, wb + rb)
+        rt = c.b.const(np.ascontiguousarray(rnn.r[d].T), name=f"{c.node_name}_R{d}")
+        p = None if peep is None else [c.b.const(peep[d][k * rnn.H:(k + 1) * rnn.H].copy(),
+                                                 name=f"{c.node_name}_P{d}{k}")
+                                       for k in range(3)]
+        h, cell = rnn.initial(ins, 5, d), rnn.initial(ins, 6, d)
+        y = []
+        for t in rnn.steps(d):
+            g = rnn.recurrent(h, rt, rnn.step_input(xw, t))
+            new_h, new_c = _lstm_cell(c, rnn, acts[d], g, cell, p, input_forget)
+            h, out = rnn.masked(t, new_h, h)
+            cell, _ = rnn.masked(t, new_c, cell)
+            y.append(out)
+        if rnn.steps(d)[0] != 0:  # reverse: Y is indexed by time, not by step
+            y.reverse()
+        ys.append(y)
+        hs.append(h)
+        cs.append(cell)
+    return rnn.outputs(ys, [hs, cs])
+
+
+def _lstm_cell(c, rnn, act, g, cell, p, input_forget):
+    """One step from the gates' pre-activations g [B, 4H] (order i, o, f, c)."""
+    f, gg, hh = act
+    pre = [rnn.gate(g, k) for k in range(4)]
+    if p is not None and cell is not None:  # peepholes read the previous cell (o: the new one)
+        pre[0] = _add(c, pre[0], _mul(c, p[0], cell))
+        pre[2] = _add(c, pre[2], _mul(c, p[2], cell))
+    i = f(c, rnn.clipped(pre[0]))
+    forget = None
+    if cell is not None:
+        if input_forget:
+            forget = c.op("subtract", [_const(c, 1.0, i.dtype), i])
+        else:
+            forget = f(c, rnn.clipped(pre[2]))
+    cand = gg(c, rnn.clipped(pre[3]))
+    new_c = _mul(c, i, cand) if cell is None else _add(c, _mul(c, forget, cell),
+                                                       _mul(c, i, cand))
+    o_pre = pre[1] if p is None else _add(c, pre[1], _mul(c, p[1], new_c))
+    o = f(c, rnn.clipped(o_pre))
+    return _mul(c, o, hh(c, new_c)), new_c
+
+
+# ---------------------------------------------------------------------------- GRU
+
+
+@_conv("GRU")
+def _gru(c, ins, a):
+    rnn = _Rnn(c, ins, a, 3)
+    acts = _activations(c, a, 2, ["Sigmoid", "Tanh"], rnn.dirs)
+    lbr = int(a.get("linear_before_reset", 0))
+    H = rnn.H
+    ys, hs = [], []
+    for d in range(rnn.dirs):
+        wb, rb = rnn.bias[d][:3 * H], rnn.bias[d][3 * H:]
+        # z and r add both biases to the projection; h adds Wbh (and Rbh where it adds)
+        proj_bias = wb + np.concatenate([rb[:2 * H], rb[2 * H:] if not lbr else 0 * rb[2 * H:]])
+        xw = rnn.projection(d, proj_bias)
+        r_zr = c.b.const(np.ascontiguousarray(rnn.r[d][:2 * H].T), name=f"{c.node_name}_Rzr{d}")
+        r_h = c.b.const(np.ascontiguousarray(rnn.r[d][2 * H:].T), name=f"{c.node_name}_Rh{d}")
+        rbh = c.b.const(rb[2 * H:].copy(), name=f"{c.node_name}_Rbh{d}")
+        h = rnn.initial(ins, 5, d)
+        y = []
+        for t in rnn.steps(d):
+            x_t = rnn.step_input(xw, t)
+            new_h = _gru_cell(c, rnn, acts[d], x_t, h, r_zr, r_h, rbh, lbr)
+            h, out = rnn.masked(t, new_h, h)
+            y.append(out)
+        if rnn.steps(d)[0] != 0:
+            y.reverse()
+        ys.append(y)
+        hs.append(h)
+    return rnn.outputs(ys, [hs])
+
+
+def _gru_cell(c, rnn, act, x_t, h, r_zr, r_h, rbh, lbr):
+    f, g = act
+    zr = rnn.recurrent(h, r_zr, rnn.gate(x_t, 0, 2))
+    z = f(c, rnn.clipped(rnn.gate(zr, 0)))
+    x_h = rnn.gate(x_t, 2)
+    if h is None:  # a zero state: r (.) 0 and 0 @ Rh are zero; lbr adds r (.) Rbh
+        pre = x_h if not lbr else _add(c, x_h, _mul(c, f(c, rnn.clipped(rnn.gate(zr, 1))),
+                                                    rbh))
+    else:
+        r = f(c, rnn.clipped(rnn.gate(zr, 1)))
+        if lbr:
+            pre = _add(c, x_h, _mul(c, r, c.op("dense", [h, r_h, rbh])))
+        else:
+            pre = c.op("dense", [_mul(c, r, h), r_h, x_h])
+    cand = g(c, rnn.clipped(pre))
+    # H = (1 - z) (.) cand + z (.) H_prev = cand + z (.) (H_prev - cand)
+    if h is None:
+        return c.op("subtract", [cand, _mul(c, z, cand)])
+    return _add(c, cand, _mul(c, z, c.op("subtract", [h, cand])))
