@@ -26,11 +26,13 @@ IF_OP = "if"
 
 
 class Branches:
-    """The two branch graphs of an ``if`` node (an attribute value that prints short)."""
+    """The two branch graphs of an ``if`` node (an attribute value that prints short). A
+    branch that cannot run for the graph's shapes is the text saying why (a string): taking it
+    at run time raises that."""
 
     __slots__ = ("else_graph", "then_graph")
 
-    def __init__(self, then_graph: Graph, else_graph: Graph) -> None:
+    def __init__(self, then_graph: Graph | str, else_graph: Graph | str) -> None:
         self.then_graph = then_graph
         self.else_graph = else_graph
 
@@ -38,8 +40,10 @@ class Branches:
         return iter((self.then_graph, self.else_graph))
 
     def __str__(self) -> str:
-        return (f"(then: {len(self.then_graph.nodes)} nodes, else: "
-                f"{len(self.else_graph.nodes)} nodes)")
+        def size(b):
+            return f"{len(b.nodes)} nodes" if isinstance(b, Graph) else "refused"
+
+        return f"(then: {size(self.then_graph)}, else: {size(self.else_graph)})"
 
 
 def make_if_node(b: Builder, name: str, cond: Value, graphs: list[Graph],
@@ -47,11 +51,15 @@ def make_if_node(b: Builder, name: str, cond: Value, graphs: list[Graph],
     """Add an ``if`` node to builder ``b``: ``graphs`` = [then, else], ``captures[k]`` = the
     outer values branch k's inputs stand for, in the order of its inputs. Returns the node's
     outputs (typed as the branches' outputs, which must agree)."""
-    then_g, else_g = graphs
-    for k, (t, e) in enumerate(zip(then_g.outputs, else_g.outputs)):
-        if t.shape != e.shape or t.dtype != e.dtype:
-            raise GraphError(f"if node {name!r}: output {k} is {t.type_str()} in one branch "
-                             f"and {e.type_str()} in the other")
+    runnable = [bg for bg in graphs if isinstance(bg, Graph)]
+    if not runnable:
+        raise GraphError(f"if node {name!r}: neither branch can run")
+    for bg in runnable[1:]:
+        for k, (t, e) in enumerate(zip(runnable[0].outputs, bg.outputs)):
+            if t.shape != e.shape or t.dtype != e.dtype:
+                raise GraphError(f"if node {name!r}: output {k} is {t.type_str()} in one "
+                                 f"branch and {e.type_str()} in the other")
+    typed = runnable[0]
     if cond.dtype != "bool" or cond.size != 1:
         raise GraphError(f"if node {name!r}: the condition must be one bool, got "
                          f"{cond.type_str()}")
@@ -63,10 +71,10 @@ def make_if_node(b: Builder, name: str, cond: Value, graphs: list[Graph],
     positions = [[next(i for i, u in enumerate(inputs) if u is v) for v in vals]
                  for vals in captures]
     node_name = b._fresh(name)
-    outs = [Value(b._fresh(f"{node_name}:{k}" if len(then_g.outputs) > 1 else node_name),
-                  v.shape, v.dtype) for k, v in enumerate(then_g.outputs)]
+    outs = [Value(b._fresh(f"{node_name}:{k}" if len(typed.outputs) > 1 else node_name),
+                  v.shape, v.dtype) for k, v in enumerate(typed.outputs)]
     node = Node(node_name, IF_OP, [cond, *inputs], outs,
-                {"branches": Branches(then_g, else_g), "captured": positions})
+                {"branches": Branches(*graphs), "captured": positions})
     for v in outs:
         v.producer = node
     b._nodes.append(node)
@@ -131,7 +139,8 @@ def plain_graphs(g: Graph) -> list[Graph]:
         if isinstance(seg, Graph):
             out += [seg] if seg.outputs else []
         else:
-            out += [p for bg in seg.attrs["branches"] for p in plain_graphs(bg)]
+            out += [p for bg in seg.attrs["branches"] if isinstance(bg, Graph)
+                    for p in plain_graphs(bg)]
     return out
 
 
@@ -141,11 +150,11 @@ def plain_graphs(g: Graph) -> list[Graph]:
 def build_program(g: Graph, **build_args: Any):
     """Build a graph with ``if`` nodes into a :class:`tensorlang.runtime.program.Program`
     (see the module docstring); ``build_args`` are :func:`tensorlang.graph.build`'s."""
-    from tensorlang.runtime.program import GraphStage, IfStage, Program
+    from tensorlang.runtime.program import GraphStage, IfStage, Program, refusing_program
 
     from .build import build
 
-    stages = []
+    stages, reports = [], []
     for seg in split_segments(g):
         if isinstance(seg, Graph):
             if not seg.outputs:
@@ -153,12 +162,32 @@ def build_program(g: Graph, **build_args: Any):
             gm = build(seg, **build_args)
             stages.append(GraphStage(gm, [v.name for v in seg.inputs],
                                      [v.name for v in seg.outputs]))
+            reports.append((seg.name, gm.build_report))
             continue
         outer = [v.name for v in seg.inputs[1:]]
-        programs = [build_program(bg, **build_args) for bg in seg.attrs["branches"]]
+        programs = [build_program(bg, **build_args) if isinstance(bg, Graph) else
+                    refusing_program(f"if node {seg.name!r}, {label} branch: {bg}",
+                                     len(seg.outputs))
+                    for bg, label in zip(seg.attrs["branches"], ("then", "else"))]
         feeds = [[outer[i] for i in pos] for pos in seg.attrs["captured"]]
         stages.append(IfStage(seg.inputs[0].name, programs, feeds,
                               [v.name for v in seg.outputs]))
-    return Program(g.name, [(v.name, tuple(v.shape), v.dtype) for v in g.inputs],
+        for label, prog in zip(("then", "else"), programs):
+            if prog.build_report is not None:
+                reports.append((f"{seg.name} {label}", prog.build_report))
+    prog = Program(g.name, [(v.name, tuple(v.shape), v.dtype) for v in g.inputs],
                    [v.name for v in g.outputs], stages,
-                   {v.name: v.data for v in g.outputs if v.is_constant})
+                   {v.name: v.data for v in g.outputs if v.is_constant},
+                   mode=build_args.get("mode", "graph"))
+    prog.build_report = ProgramReport(reports)
+    return prog
+
+
+class ProgramReport:
+    """The build reports of a program's pieces, each under its piece's name."""
+
+    def __init__(self, pieces: list) -> None:
+        self.pieces = pieces  # (name, BuildReport or ProgramReport)
+
+    def __str__(self) -> str:
+        return "\n".join(f"[{name}]\n{report}" for name, report in self.pieces)

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import numpy as np
 
 from .graph_module import MODES, GraphModule, InputError
 from .module import ArtifactError
+from .timer import TimingResult
 
 PROGRAM_FORMAT = 1
 PROGRAM_KIND = "tensorlang-program"
@@ -74,12 +76,32 @@ class IfStage:
     def run(self, table: dict[str, np.ndarray], mode: str) -> None:
         k = 0 if bool(np.asarray(table[self.cond]).reshape(-1)[0]) else 1
         prog = self.programs[k]
-        out = prog.run(mode=mode, **dict(zip(prog.input_names,
-                                             (table[n] for n in self.feeds[k]))))
+        out = prog.outputs_for(dict(zip(prog.input_names, (table[n] for n in self.feeds[k]))),
+                               mode)
         table.update(zip(self.outputs, (out[n] for n in prog.output_names)))
 
     def modules(self) -> list[GraphModule]:
         return [m for p in self.programs for m in p.modules()]
+
+
+class RefuseStage:
+    """A branch that cannot run for the shapes the model was built for: taking it raises."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def run(self, table: dict[str, np.ndarray], mode: str) -> None:
+        raise InputError(f"this model cannot take this branch for the shapes it was built "
+                         f"for: {self.message}")
+
+    def modules(self) -> list[GraphModule]:
+        return []
+
+
+def refusing_program(message: str, n_outputs: int) -> Program:
+    """A branch Program that raises ``message`` when run (see :class:`RefuseStage`)."""
+    return Program("refused", [], [f"out{k}" for k in range(n_outputs)],
+                   [RefuseStage(message)])
 
 
 class Program:
@@ -87,7 +109,7 @@ class Program:
     dict`` output name -> array, as :meth:`GraphModule.run`."""
 
     def __init__(self, name: str, inputs: Sequence[tuple[str, tuple, str]],
-                 outputs: Sequence[str], stages: Sequence[GraphStage | IfStage],
+                 outputs: Sequence[str], stages: Sequence[GraphStage | IfStage | RefuseStage],
                  constants: Mapping[str, np.ndarray] | None = None, mode: str = "graph"
                  ) -> None:
         if mode not in MODES:
@@ -99,6 +121,8 @@ class Program:
         self.constants = {k: np.asarray(v) for k, v in (constants or {}).items()}
         self.mode = mode
         self.build_report = None
+        self._given: dict[str, np.ndarray] = {}  # set_input's, for run() without inputs
+        self._last: dict[str, np.ndarray] = {}  # the outputs of the last run
 
     @property
     def input_names(self) -> list[str]:
@@ -118,6 +142,10 @@ class Program:
     @property
     def num_kernels(self) -> int:
         return sum(m.num_kernels for m in self.modules())
+
+    @property
+    def num_steps(self) -> int:
+        return sum(m.num_steps for m in self.modules())
 
     def __repr__(self) -> str:
         ifs = sum(isinstance(st, IfStage) for st in self.stages)
@@ -144,10 +172,18 @@ class Program:
             table[k] = arr
         return table
 
-    def run(self, mode: str | None = None, **inputs: Any) -> dict[str, np.ndarray]:
+    def run(self, mode: str | None = None, **inputs: Any) -> dict[str, np.ndarray] | None:
+        """As :meth:`GraphModule.run`: with inputs, a dict output name -> array; ``run()``
+        alone runs on the inputs given to :meth:`set_input` and returns None (read the
+        outputs with :meth:`get_output`)."""
         mode = mode or self.mode
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self._last = self.outputs_for(inputs if inputs else self._given, mode)
+        return dict(self._last) if inputs else None
+
+    def outputs_for(self, inputs: Mapping[str, Any], mode: str) -> dict[str, np.ndarray]:
+        """The outputs for ``inputs`` (all of them; none for a program without inputs)."""
         table = self._checked(inputs)
         table.update(self.constants)
         for st in self.stages:
@@ -156,6 +192,40 @@ class Program:
 
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
         return self.run(**inputs)
+
+    def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
+        """Keep inputs for ``run()`` without arguments (checked when it runs)."""
+        items = dict(kwargs)
+        if name is not None:
+            items[name] = value
+        for k, v in items.items():
+            if k not in self._inputs:
+                raise InputError(f"unknown input {k!r}; the model's inputs are "
+                                 f"{list(self._inputs)}")
+            self._given[k] = np.array(v)
+
+    def get_output(self, index: int | str = 0, copy: bool = True) -> np.ndarray:
+        """Output ``index`` (position or name) of the last run."""
+        name = index if isinstance(index, str) else self._outputs[index]
+        if name not in self._last:
+            raise KeyError(f"no output {index!r} yet (outputs: {self._outputs}; run first)")
+        return self._last[name].copy() if copy else self._last[name]
+
+    def get_num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def benchmark(self, mode: str | None = None, number: int = 10, repeat: int = 3
+                  ) -> TimingResult:
+        """Time whole runs on the inputs given to set_input (zeros for those not given)."""
+        feeds = {n: self._given.get(n, np.zeros(s, d)) for n, (s, d) in self._inputs.items()}
+        self.run(mode=mode, **feeds)
+        results = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                self.run(mode=mode, **feeds)
+            results.append((time.perf_counter() - t0) / number)
+        return TimingResult.from_results(results, number)
 
     # -- artifacts ------------------------------------------------------------------------
 
@@ -187,6 +257,8 @@ class Program:
                 st.module.save(root / folder)
                 stages.append({"kind": "graph", "module": folder, "inputs": st.inputs,
                                "outputs": st.outputs})
+            elif isinstance(st, RefuseStage):
+                stages.append({"kind": "refuse", "message": st.message})
             else:
                 stages.append({"kind": "if", "cond": st.cond, "feeds": st.feeds,
                                "outputs": st.outputs,
@@ -230,7 +302,7 @@ def load_program(path: str | os.PathLike, mode: str = "graph") -> Program:
 
 
 def _program_from(root: Path, d: dict, constants: dict, mode: str, load) -> Program:
-    stages: list[GraphStage | IfStage] = []
+    stages: list[GraphStage | IfStage | RefuseStage] = []
     for st in d["stages"]:
         if st["kind"] == "graph":
             if not isinstance(st["module"], str) or not _FOLDER.fullmatch(st["module"]):
@@ -243,6 +315,8 @@ def _program_from(root: Path, d: dict, constants: dict, mode: str, load) -> Prog
                 raise ArtifactError(f"{root}: an if stage needs two branches")
             stages.append(IfStage(str(st["cond"]), programs,
                                   [_names(f) for f in st["feeds"]], _names(st["outputs"])))
+        elif st["kind"] == "refuse":
+            stages.append(RefuseStage(str(st["message"])))
         else:
             raise ArtifactError(f"{root}: unknown stage kind {st['kind']!r}")
     inputs = [(str(n), tuple(int(x) for x in s), str(dt)) for n, s, dt in d["inputs"]]

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..builder import Builder
 from ..control_flow import make_if_node
-from ..ir import Value
+from ..ir import GraphError, Value
 from .onnx import (
     REFUSED_VERSIONS,
     UNKNOWN,
@@ -78,10 +78,19 @@ class _Branch:
     inputs (``captured``: outer value -> the branch input standing for it)."""
 
     def __init__(self, c: _Ctx, body, label: str) -> None:
+        self.label = label
         self.builder = Builder(f"{c.node_name}_{label}", fold=True)
         self.captured: dict[int, tuple[Value, Value]] = {}
+        self.error: str | None = None
         scope = _Scope(parent=c.scope, capture=self._capture)
-        import_nodes(c.child(scope, self.builder), body.node)
+        try:
+            import_nodes(c.child(scope, self.builder), body.node)
+        except (OnnxImportError, GraphError) as e:
+            # a branch written for other shapes than the ones given (silero-vad's 8 kHz
+            # branch with a 16 kHz chunk): it cannot run for them, the other branch can
+            self.error = str(e)
+            self.outputs = [None] * len(body.output)
+            return
         self.outputs = [scope.get(o.name) for o in body.output]
 
     def _capture(self, name: str, outer: Value) -> Value:
@@ -94,9 +103,11 @@ class _Branch:
         return self.captured[id(outer)][1]
 
     def graph(self):
-        """The branch's graph. Every output is computed by a node of the branch (a copy where
+        """The branch's graph (its import error's text where it cannot import). Every output is computed by a node of the branch (a copy where
         the branch returns a constant, one of its inputs, or one value twice): the runtime
         hands each branch output its own buffer."""
+        if self.error is not None:
+            return self.error
         b = self.builder
         b.fold = False
         inputs = {id(inner) for _, inner in self.captured.values()}
@@ -113,9 +124,14 @@ def _run_time_if(c: _Ctx, cond: Value, then_body, else_body) -> list:
     branches = [_Branch(c, then_body, "then"), _Branch(c, else_body, "else")]
     if any(v is UNKNOWN for br in branches for v in br.outputs):
         return [UNKNOWN] * len(branches[0].outputs)
-    _check_same_outputs(c, branches)
+    if all(br.error is not None for br in branches):
+        raise OnnxImportError(f"{_where(c)}: neither branch imports; then_branch: "
+                              f"{branches[0].error}; else_branch: {branches[1].error}")
+    if all(br.error is None for br in branches):
+        _check_same_outputs(c, branches)
     graphs = [br.graph() for br in branches]
-    captures = [[outer for outer, _ in br.captured.values()] for br in branches]
+    captures = [[outer for outer, _ in br.captured.values()] if br.error is None else []
+                for br in branches]
     return make_if_node(c.b, c.node_name, cond, graphs, captures)
 
 

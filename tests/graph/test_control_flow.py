@@ -273,3 +273,38 @@ def test_tasks_of_a_model_with_a_run_time_if_come_from_its_branches():
     """graph.extract_tasks sees through the if node: the then branch's dense is a task."""
     tasks = graph.extract_tasks(graph.from_onnx(_gate_model()))
     assert [t.op for t in tasks] == ["dense"] and tasks[0].weight == 1
+
+
+def test_a_branch_that_does_not_fit_the_shapes_refuses_when_taken():
+    """silero-vad's pattern: a branch written for other input shapes (a Reshape to 3 x 3 of a
+    4-element input) cannot import; the model builds, the other branch runs, and taking this
+    one raises InputError naming the node and why."""
+    then_b = _branch("then", [helper.make_node("Relu", ["x"], ["t"])], [_vi("t", [4])])
+    else_b = _branch("else", [helper.make_node("Reshape", ["x", "s33"], ["r"], name="rs"),
+                              helper.make_node("ReduceSum", ["r"], ["e"], keepdims=0,
+                                               axes=[0])],
+                     [_vi("e", [3])])
+    nodes = [helper.make_node("If", ["c"], ["y"], then_branch=then_b, else_branch=else_b,
+                              name="gate")]
+    m = _model(nodes, [_vi("c", [], B), _vi("x", [4])], [_vi("y", None)], opset=13,
+               inits=[_const("s33", np.array([3, 3], np.int64))])
+    gm = graph.build(graph.from_onnx(m), mode="interactive")
+    assert gm.mode == "interactive" and len(gm.modules()) == 1
+    x = np.array([1.0, -2.0, 3.0, -4.0], np.float32)
+    np.testing.assert_array_equal(gm.run(c=np.array(True), x=x)["y"], np.maximum(x, 0))
+    with pytest.raises(runtime.InputError, match=r"if node 'gate', else branch: .*'rs'"):
+        gm.run(c=np.array(False), x=x)
+
+
+def test_program_stateful_api_benchmark_and_input_errors():
+    gm = graph.build(graph.from_onnx(_gate_model()))
+    x = RNG.standard_normal((2, 8)).astype(np.float32)
+    gm.set_input(x=x)
+    assert gm.run() is None
+    np.testing.assert_array_equal(gm.get_output(0), gm.run(x=x)["out"])
+    assert gm.benchmark(number=2, repeat=1).mean > 0
+    assert gm.num_kernels >= 4 and gm.num_steps >= 4 and "part0" in str(gm.build_report)
+    with pytest.raises(runtime.InputError, match=r"unknown input\(s\) \['y'\]"):
+        gm.run(y=x)
+    with pytest.raises(runtime.InputError, match=r"must have shape \(2, 8\)"):
+        gm.run(x=x[:1])
