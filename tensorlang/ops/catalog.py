@@ -234,7 +234,10 @@ def _define_conv() -> None:
         ex([(1, 8, 10, 10), (32, 8, 3, 3)], lambda x, w: N.conv2d_nchw(x, w, padding=1),
            lambda x, w: ref.conv2d_nchw(x, w, padding=1), rtol=1e-4, atol=1e-4),
         ex([(1, 4, 9, 9), (6, 2, 3, 3)], lambda x, w: N.conv2d_nchw(x, w, 2, 1, groups=2),
-           lambda x, w: ref.conv2d_nchw(x, w, 2, 1, groups=2), rtol=1e-4, atol=1e-4)],
+           lambda x, w: ref.conv2d_nchw(x, w, 2, 1, groups=2), rtol=1e-4, atol=1e-4),
+        # grouped on the oc-blocked path: 16 output channels per group (one block each)
+        ex([(1, 8, 9, 11), (32, 4, 3, 3)], lambda x, w: N.conv2d_nchw(x, w, 1, 1, groups=2),
+           lambda x, w: ref.conv2d_nchw(x, w, 1, 1, groups=2), rtol=1e-4, atol=1e-4)],
         schedule=CONV_NCHW_SCHEDULE,
         parts={"block": ("conv2d_nchw_block", OUT_ELEMWISE_FUSABLE)})
     define("conv2d_weight_layout", N.pack_conv_weight, INJECTIVE, [
