@@ -386,13 +386,25 @@ def _resize(x, a):
                     a.get("extrapolation_value", 0.0), a.get("roi"), bool(a.get("antialias", 0)))
 
 
+def _ct_interleave(y, a):
+    from tensorlang.ops.conv_transpose import AxisGeometry
+
+    geo = [AxisGeometry(s, 0, (0, 0), n, sh, m)
+           for s, sh, m, n in zip(a["strides"], a["shifts"], a["out_lens"], _shape(y)[2:])]
+    return O.conv_transpose_interleave(y, geo, a["groups"])
+
+
 def _vision(op: str, ins: list, a: dict, out_shape):
     if op == "resize":
         return _resize(ins[0], a)
+    if op == "conv_transpose_weight":
+        return O.conv_transpose_weight(ins[0], a["strides"], a["dilations"], a["groups"])
+    if op == "conv_transpose_interleave":
+        return _ct_interleave(ins[0], a)
     raise NotImplementedError(f"graph operator {op!r} has no lowering")
 
 
-VISION_OPS = ("resize",)
+VISION_OPS = ("resize", "conv_transpose_weight", "conv_transpose_interleave")
 
 
 # ----------------------------------------------------------------------------- issue 18: float

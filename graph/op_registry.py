@@ -789,6 +789,52 @@ def _resize_infer(types, attrs):
 register("resize", OPAQUE, 1, _resize_infer, None)
 
 
+def _ct_weight_infer(types, attrs):
+    (ws, wt), = types
+    nsp = len(ws) - 2
+    st, dil, g = attrs["strides"], attrs["dilations"], attrs["groups"]
+    if nsp < 1 or len(st) != nsp or len(dil) != nsp or ws[0] % g:
+        raise GraphError(f"weight {list(ws)} with strides {st}, dilations {dil}, groups {g}: "
+                         "expected [C, OC/groups, K...] with C divisible by groups")
+    taps = [((k - 1) * d) // s + 1 for k, s, d in zip(ws[2:], st, dil)]
+    return [((g * int(np.prod(st)) * ws[1], ws[0] // g, *taps), wt)]
+
+
+def _ct_weight_ref(xs, a):
+    from tensorlang.ops.conv_transpose import conv_transpose_weight_numpy
+
+    return [conv_transpose_weight_numpy(xs[0], a["strides"], a["dilations"], a["groups"])]
+
+
+register("conv_transpose_weight", INJECTIVE, 1, _ct_weight_infer, _ct_weight_ref)
+
+
+def _ct_interleave_infer(types, attrs):
+    (ys, yt), = types
+    st, g = attrs["strides"], attrs["groups"]
+    phases = int(np.prod(st))
+    if len(ys) != len(st) + 2 or ys[1] % (g * phases):
+        raise GraphError(f"input {list(ys)} does not hold {g} groups of {phases} phases")
+    return [((ys[0], ys[1] // phases, *attrs["out_lens"]), yt)]
+
+
+def _ct_interleave_ref(xs, a):
+    y = xs[0]
+    g, st, shifts, outs = a["groups"], a["strides"], a["shifts"], a["out_lens"]
+    nsp = len(st)
+    ocg = y.shape[1] // (g * int(np.prod(st)))
+    yp = y.reshape(y.shape[0], g, *st, ocg, *y.shape[2:])
+    # [N, g, ocg, phases..., q...]: the gathered axes adjacent, last
+    yp = yp.transpose(0, 1, 2 + nsp, *range(2, 2 + nsp), *range(3 + nsp, 3 + 2 * nsp))
+    grids = np.meshgrid(*[np.arange(n) + sh for n, sh in zip(outs, shifts)], indexing="ij")
+    out = yp[(Ellipsis, *[gr % s for gr, s in zip(grids, st)],
+              *[gr // s for gr, s in zip(grids, st)])]
+    return [np.ascontiguousarray(out.reshape(y.shape[0], g * ocg, *outs))]
+
+
+register("conv_transpose_interleave", INJECTIVE, 1, _ct_interleave_infer, _ct_interleave_ref)
+
+
 # ---------------------------------------------------------------------------- issue 18: float
 # classes, remainder, cumulative sum, selection (ONNX IsNaN, IsInf, Mod, CumSum, TopK)
 

@@ -186,3 +186,102 @@ def _resize(c, ins, a):
     if np.dtype(x.dtype) == np.bool_:
         raise refuse(c, "bool data cannot be resized")
     return [c.op("resize", [x], **attrs)]
+
+
+# ---------------------------------------------------------------------------- ConvTranspose
+
+
+def _ct_pads(c, a: dict, in_sp, ks, st, dil, outp) -> tuple[list, list]:
+    """(pads begin + end, output lengths) from pads, auto_pad or output_shape (ONNX's
+    equations; output_shape overrides pads, and auto_pad SAME_* asks for input * stride)."""
+    nsp = len(ks)
+    full = [s * (n - 1) + p + (k - 1) * d + 1 for n, k, s, d, p in zip(in_sp, ks, st, dil, outp)]
+    mode = a.get("auto_pad", "NOTSET")
+    if mode not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        raise refuse(c, f"auto_pad={mode!r} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    shape = a.get("output_shape")
+    if shape is not None:
+        shape = list(shape)[-nsp:] if len(shape) in (nsp, nsp + 2) else None
+        if shape is None:
+            raise refuse(c, f"output_shape {list(a['output_shape'])} must give the {nsp} "
+                            "spatial lengths")
+    elif mode in ("SAME_UPPER", "SAME_LOWER"):
+        shape = [n * s for n, s in zip(in_sp, st)]
+    if shape is None:
+        pads = [0] * (2 * nsp) if mode == "VALID" else list(a.get("pads", [0] * (2 * nsp)))
+        if len(pads) != 2 * nsp:
+            raise refuse(c, f"pads {pads} must have {2 * nsp} entries")
+        outs = [f - pads[d] - pads[nsp + d] for d, f in enumerate(full)]
+        return pads, outs
+    total = [f - o for f, o in zip(full, shape)]
+    if mode == "SAME_UPPER":
+        begin = [t // 2 for t in total]
+    else:
+        begin = [t - t // 2 for t in total]
+    return begin + [t - b for t, b in zip(total, begin)], list(shape)
+
+
+def _ct_bias(c, b, groups: int, phases: int):
+    """The bias per channel of the equivalent conv ((group, phase, channel)), when constant."""
+    data = c.const_array(b, "ConvTranspose bias")
+    ocg = data.shape[0] // groups
+    tiled = np.broadcast_to(data.reshape(groups, 1, ocg), (groups, phases, ocg))
+    return c.b.const(np.ascontiguousarray(tiled.reshape(-1)), name=f"{c.node_name}_bias")
+
+
+def _ct_attrs(c, x, w, a: dict):
+    nsp = len(x.shape) - 2
+    if nsp < 1 or len(w.shape) != nsp + 2:
+        raise refuse(c, f"input {list(x.shape)} and weight {list(w.shape)} must have the same "
+                        "rank, at least 3")
+    ks = list(w.shape[2:])
+    if "kernel_shape" in a and list(a["kernel_shape"]) != ks:
+        raise refuse(c, f"kernel_shape {list(a['kernel_shape'])} does not match the weight "
+                        f"{list(w.shape)}")
+    st = list(a.get("strides", [1] * nsp))
+    dil = list(a.get("dilations", [1] * nsp))
+    outp = list(a.get("output_padding", [0] * nsp))
+    g = int(a.get("group", 1))
+    if len(st) != nsp or len(dil) != nsp or len(outp) != nsp or min(st + dil) < 1 or g < 1:
+        raise refuse(c, f"strides {st}, dilations {dil}, output_padding {outp} must have {nsp} "
+                        "positive entries (output_padding >= 0), group >= 1")
+    for p, s, d in zip(outp, st, dil):
+        if p < 0 or (p >= s and p >= d):
+            raise refuse(c, f"output_padding {outp} must be smaller than the stride or the "
+                            f"dilation ({st}, {dil})")
+    if x.shape[1] != w.shape[0] or x.shape[1] % g:
+        raise refuse(c, f"input has {x.shape[1]} channels, weight {list(w.shape)} expects "
+                        f"{w.shape[0]} (divisible by group={g})")
+    pads, outs = _ct_pads(c, a, x.shape[2:], ks, st, dil, outp)
+    if min(outs) < 1:
+        raise refuse(c, f"the output would be empty (lengths {outs})")
+    return nsp, ks, st, dil, g, pads, outs
+
+
+@_conv("ConvTranspose")
+def _conv_transpose(c, ins, a):
+    from tensorlang.ops.conv_transpose import transpose_geometry
+
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    nsp, ks, st, dil, g, pads, outs = _ct_attrs(c, x, w, a)
+    geo = [transpose_geometry(x.shape[2 + d], ks[d], st[d], dil[d], pads[d], outs[d])
+           for d in range(nsp)]
+    crop = [(max(0, -t.conv_pad[0]), max(0, -t.conv_pad[1])) for t in geo]
+    if any(lo or hi for lo, hi in crop):
+        x = c.op("slice", [x], starts=[lo for lo, _ in crop],
+                 ends=[n - hi for n, (_, hi) in zip(x.shape[2:], crop)],
+                 axes=list(range(2, 2 + nsp)), steps=[1] * nsp)
+    w2 = c.op("conv_transpose_weight", [w], strides=st, dilations=dil, groups=g)
+    phases = int(np.prod(st))
+    conv_in = [x, w2]
+    if b is not None and b.is_constant:
+        conv_in.append(_ct_bias(c, b, g, phases))
+    y = c.op("conv", conv_in, strides=[1] * nsp, dilations=[1] * nsp, groups=g,
+             pads=[max(0, t.conv_pad[0]) for t in geo] + [max(0, t.conv_pad[1]) for t in geo])
+    y = c.op("conv_transpose_interleave", [y], strides=st, shifts=[t.shift for t in geo],
+             out_lens=outs, groups=g)
+    if b is not None and not b.is_constant:
+        vec = c.op("reshape", [b], shape=[b.shape[0]] + [1] * nsp)
+        y = c.op("add", [y, vec])
+    return [y]

@@ -10,6 +10,7 @@ from . import (
     schedule,  # noqa: F401
 )
 from ._base import PATTERNS, pattern_of  # noqa: F401
+from .conv_transpose import *
 from .definition import (  # noqa: F401
     AnchorSchedule,
     CompositeSchedule,
@@ -23,8 +24,8 @@ from .definition import (  # noqa: F401
 from .elemwise import *
 from .nn import *
 from .patterns import Pattern  # noqa: F401
-from .resize import resize  # noqa: F401
 from .reduce import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: F401
+from .resize import resize  # noqa: F401
 from .schedule import default_schedule  # noqa: F401
 from .sort import topk  # noqa: F401
 from .transform import *

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import conv_transpose as CT
 from . import elemwise as E
 from . import nn as N
 from . import reduce as R
@@ -325,6 +326,21 @@ def _define_vision() -> None:
         schedule=CompositeSchedule(RS.schedule_resize, keeps=("axis", "index", "weights")),
         parts={"axis": ("resize_axis", OPAQUE), "index": ("resize_index", OPAQUE),
                "weights": ("resize_weights", OPAQUE)})
+    define("conv2d_transpose_nchw", CT.conv2d_transpose_nchw, INJECTIVE, [
+        ex([(1, 4, 5, 6), (4, 3, 4, 4)],
+           lambda x, w: CT.conv2d_transpose_nchw(x, w, 2, 1),
+           lambda x, w: ref.conv_transpose(x, w, [2, 2], [1, 1, 1, 1]), rtol=1e-4, atol=1e-4),
+        ex([(2, 4, 5, 6), (4, 2, 3, 2)],
+           lambda x, w: CT.conv2d_transpose_nchw(x, w, (2, 3), (0, 1, 2, 0), (1, 2), (2, 1), 2),
+           lambda x, w: ref.conv_transpose(x, w, [2, 3], [0, 1, 2, 0], [1, 2], [2, 1], 2),
+           rtol=1e-4, atol=1e-4)])
+    define("conv_transpose_weight", CT.conv_transpose_weight, INJECTIVE, [
+        ex([(4, 3, 3, 4)], lambda w: CT.conv_transpose_weight(w, (2, 3), (1, 2), 2),
+           lambda w: CT.conv_transpose_weight_numpy(w, (2, 3), (1, 2), 2))])
+    define("conv_transpose_interleave", CT.conv_transpose_interleave, INJECTIVE, [
+        ex([(1, 12, 4, 3)], lambda y: CT.conv_transpose_interleave(
+            y, [CT.transpose_geometry(3, 3, 2, 1, 1, 5), CT.transpose_geometry(2, 2, 3, 1, 0, 7)]),
+           ref.conv_transpose_interleave)])
 
 
 

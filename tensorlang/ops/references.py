@@ -138,3 +138,37 @@ def lrn(x, size, alpha=1e-4, beta=0.75, bias=1.0):
 
 def layout_nchw_to_blocked(x, block):
     return to_nchwc(x, block)
+
+
+def conv_transpose(x, w, strides, pads, output_padding=None, dilations=None, groups=1):
+    """ONNX ConvTranspose by its definition: each input pixel scatters x * w over the output
+    (float64), then the pads are cropped. x [N, C, *S], w [C, OC/groups, *K]."""
+    nsp = x.ndim - 2
+    dil = dilations or [1] * nsp
+    outp = output_padding or [0] * nsp
+    c, ocg, *ks = w.shape
+    cg = c // groups
+    full = [s * (n - 1) + op + (k - 1) * d + 1
+            for n, k, s, d, op in zip(x.shape[2:], ks, strides, dil, outp)]
+    y = np.zeros((x.shape[0], groups * ocg, *full))
+    for i in np.ndindex(*x.shape[2:]):
+        for k in np.ndindex(*ks):
+            pos = tuple(ii * s + kk * d for ii, kk, s, d in zip(i, k, strides, dil))
+            for g in range(groups):
+                xs = x[(slice(None), slice(g * cg, (g + 1) * cg), *i)].astype(np.float64)
+                ws = w[(slice(g * cg, (g + 1) * cg), slice(None), *k)]
+                y[(slice(None), slice(g * ocg, (g + 1) * ocg), *pos)] += xs @ ws
+    crop = tuple(slice(p, f - q) for p, q, f in zip(pads[:nsp], pads[nsp:], full))
+    return y[(slice(None), slice(None), *crop)].astype(x.dtype)
+
+
+def conv_transpose_interleave(y):
+    """The phases of y [1, 12 = 6 phases (2 x 3) * 2 channels, 4, 3] at their pixels for the
+    geometry of catalog.py's example: axis 2 stride 2 shift 1, axis 3 stride 3 shift 0."""
+    out = np.zeros((1, 2, 5, 7), y.dtype)
+    for o in range(2):
+        for a in range(5):
+            for b in range(7):
+                ph = ((a + 1) % 2) * 3 + b % 3
+                out[0, o, a, b] = y[0, ph * 2 + o, (a + 1) // 2, b // 3]
+    return out

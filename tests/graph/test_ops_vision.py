@@ -265,3 +265,62 @@ def test_resize_bad_attributes_are_refused(attrs, ins, match):
     m.graph.node[0].name = "rs"
     with pytest.raises(graph.OnnxImportError, match=rf"'rs' \(Resize, opset {opset}\).*{match}"):
         graph.from_onnx(m)
+
+
+# ----------------------------------------------------------------------------- ConvTranspose
+
+
+@pytest.mark.parametrize("case", node_cases("convtranspose", "ConvTranspose"),
+                         ids=lambda c: c.name)
+def test_conv_transpose_onnx_backend_cases(case):
+    run_case(case, constant=(1, 2), rtol=1e-5)
+
+
+CT_CASES = [  # (x shape, w shape, attributes)
+    ((1, 4, 5, 6), (4, 3, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((2, 4, 5, 6), (4, 2, 3, 3), {"strides": [2, 3], "pads": [0, 1, 2, 0],
+                                  "output_padding": [1, 2]}),
+    ((1, 6, 5, 4), (6, 2, 3, 2), {"strides": [2, 2], "dilations": [2, 3], "group": 3}),
+    ((1, 6, 4, 4), (6, 1, 3, 3), {"pads": [1, 1, 1, 1], "group": 6}),
+    ((1, 3, 4, 4), (3, 2, 2, 2), {"strides": [3, 3], "pads": [3, 4, 5, 3]}),
+    ((1, 3, 5, 5), (3, 2, 3, 3), {"strides": [2, 2], "output_shape": [12, 11]}),
+    ((1, 3, 5, 5), (3, 2, 3, 3), {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    ((1, 3, 5, 5), (3, 2, 4, 3), {"strides": [2, 3], "auto_pad": "SAME_LOWER"}),
+    ((1, 3, 5, 5), (3, 2, 3, 3), {"strides": [2, 2], "auto_pad": "VALID"}),
+    ((2, 3, 7), (3, 4, 3), {"strides": [3], "pads": [1, 2], "dilations": [2]}),
+    ((1, 2, 3, 4, 3), (2, 2, 2, 3, 2), {"strides": [2, 1, 2], "pads": [0, 1, 0, 1, 0, 1]}),
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs", CT_CASES, ids=[str(i) for i in range(len(CT_CASES))])
+def test_conv_transpose_vs_onnxruntime(xs, ws, attrs):
+    x, w = rand(xs, 1), rand(ws, 2)
+    b = rand((ws[1] * attrs.get("group", 1),), 3)
+    check_vs_ort(one_node("ConvTranspose", [("x", x)], attrs, 11, [("w", w), ("b", b)]),
+                 {"x": x}, rtol=1e-5)
+    check_vs_ort(one_node("ConvTranspose", [("x", x)], attrs, 22, [("w", w)]), {"x": x},
+                 rtol=1e-5)
+
+
+def test_conv_transpose_with_run_time_weight_and_bias():
+    x, w, b = rand((1, 4, 5, 6), 1), rand((4, 3, 4, 4), 2), rand((3,), 3)
+    m = one_node("ConvTranspose", [("x", x), ("w", w), ("b", b)],
+                 {"strides": [2, 2], "pads": [1, 1, 1, 1]}, 11)
+    check_vs_ort(m, {"x": x, "w": w, "b": b}, rtol=1e-5)
+
+
+@pytest.mark.parametrize("attrs,ws,match", [
+    ({"output_padding": [2, 0], "strides": [2, 2]}, (3, 2, 3, 3),
+     "output_padding .* must be smaller than the stride or the dilation"),
+    ({"auto_pad": "SAME"}, (3, 2, 3, 3), "auto_pad='SAME' is not one of"),
+    ({"kernel_shape": [2, 2]}, (3, 2, 3, 3), r"kernel_shape \[2, 2\] does not match"),
+    ({"group": 2}, (3, 2, 3, 3), "input has 3 channels"),
+    ({"pads": [3, 3, 3, 3]}, (3, 2, 3, 3), "the output would be empty"),
+    ({}, (4, 2, 3, 3), "input has 3 channels, weight .* expects 4"),
+])
+def test_conv_transpose_bad_attributes_are_refused(attrs, ws, match):
+    x = rand((1, 3, 2, 2))
+    m = one_node("ConvTranspose", [("x", x)], attrs, 11, [("w", rand(ws))])
+    m.graph.node[0].name = "ct"
+    with pytest.raises(graph.OnnxImportError, match=rf"'ct' \(ConvTranspose, opset 11\).*{match}"):
+        graph.from_onnx(m)
