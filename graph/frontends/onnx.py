@@ -30,16 +30,26 @@ class OnnxImportError(GraphError):
 
 
 class UnsupportedOperatorError(OnnxImportError):
-    """The model uses operators this importer does not support; ``.unsupported`` lists
-    (op_type, node name, opset) for each node."""
+    """What the importer cannot do in a model, all of it: ``.unsupported`` lists (op_type, node
+    name, opset) for each node of an operator it does not support; ``.refused`` (op_type, node
+    name, opset, OnnxImportError) for each node of a supported operator that it refuses (an
+    attribute value or mode it does not handle, a shape it needs that is only known at run
+    time)."""
 
-    def __init__(self, unsupported: list[tuple[str, str, int]]) -> None:
+    def __init__(self, unsupported: list[tuple[str, str, int]],
+                 refused: list[tuple[str, str, int, OnnxImportError]] = ()) -> None:
         self.unsupported = unsupported
-        kinds = sorted({u[0] for u in unsupported})
-        head = (f"{len(unsupported)} node(s) use operators tensorlang does not support "
-                f"({', '.join(kinds)}):")
-        lines = [head]
-        lines += [f"  {op} (node {name!r}, opset {opset})" for op, name, opset in unsupported]
+        self.refused = list(refused)
+        lines = []
+        if unsupported:
+            kinds = sorted({u[0] for u in unsupported})
+            lines.append(f"{len(unsupported)} node(s) use operators tensorlang does not support "
+                         f"({', '.join(kinds)}):")
+            lines += [f"  {op} (node {name!r}, opset {opset})"
+                      for op, name, opset in unsupported]
+        if self.refused:
+            lines.append(f"{len(self.refused)} node(s) of supported operators are refused:")
+            lines += [f"  {e}" for *_, e in self.refused]
         super().__init__("\n".join(lines))
 
 
@@ -102,6 +112,9 @@ class _Ctx:
         self.scope = scope
         self.names = names
         self.unsupported = unsupported
+        # nodes whose converter refused them (op, node, opset, error), listed with the
+        # unsupported ones; None: raise at once
+        self.refused: list | None = []
         self.bound: set[int] = set()  # ids of values bound to an ONNX name
         self.sub_named: set[int] = set()  # ... to a subgraph's name only (fresh, renamable)
         self.node_name = ""
@@ -113,6 +126,7 @@ class _Ctx:
         """The context of a subgraph: its own scope, the same builder unless given another
         (a run-time branch builds a graph of its own)."""
         sub = _Ctx(b or self.b, self.opset, scope, {}, self.unsupported)
+        sub.refused = self.refused
         if b is None:  # the same graph: its values and names are shared
             sub.bound, sub.sub_named = self.bound, self.sub_named
         return sub
@@ -803,8 +817,10 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     ctx = _Ctx(b, opset, scope, names, [])
     ctx.bound = {id(v) for v in scope.local.values()}
     import_nodes(ctx, gp.node)
-    if ctx.unsupported:
-        raise UnsupportedOperatorError(ctx.unsupported)
+    if ctx.refused and not ctx.unsupported and len(ctx.refused) == 1:
+        raise ctx.refused[0][3]  # one refusal: its own error, as it was raised
+    if ctx.unsupported or ctx.refused:
+        raise UnsupportedOperatorError(ctx.unsupported, ctx.refused)
     return b.build(_graph_outputs(b, gp, scope))
 
 
@@ -856,6 +872,18 @@ def _import_node(ctx: _Ctx, i: int, n) -> None:
             _bind(ctx, n, folded)
         return
     try:
+        outs = _convert(ctx, n, ins)
+    except OnnxImportError as e:
+        if ctx.refused is None:
+            raise
+        ctx.refused.append((n.op_type, n.name or f"#{i}", ctx.opset, e))
+        outs = [UNKNOWN] * len(n.output)
+    _bind(ctx, n, outs)
+
+
+def _convert(ctx: _Ctx, n, ins: list) -> list:
+    """The node's converter, its errors as OnnxImportError naming the node."""
+    try:
         outs = CONVERTERS[n.op_type](ctx, ins, _attrs(n))
     except (GraphError, KeyError, IndexError, ValueError, TypeError) as e:
         if isinstance(e, OnnxImportError):
@@ -867,7 +895,7 @@ def _import_node(ctx: _Ctx, i: int, n) -> None:
         needed = [o for o in n.output[len(outs):] if o]
         raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}, opset {ctx.opset}): "
                               f"outputs {needed} are not supported")
-    _bind(ctx, n, outs)
+    return outs
 
 
 def _bind(ctx: _Ctx, n, outs: list) -> None:

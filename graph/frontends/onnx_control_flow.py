@@ -83,12 +83,17 @@ class _Branch:
         self.captured: dict[int, tuple[Value, Value]] = {}
         self.error: str | None = None
         scope = _Scope(parent=c.scope, capture=self._capture)
+        sub = c.child(scope, self.builder)
+        sub.refused = []  # the branch's own: a refusal makes it a refusing branch
         try:
-            import_nodes(c.child(scope, self.builder), body.node)
+            import_nodes(sub, body.node)
         except (OnnxImportError, GraphError) as e:
+            sub.refused.append(e)
+        if sub.refused:
             # a branch written for other shapes than the ones given (silero-vad's 8 kHz
             # branch with a 16 kHz chunk): it cannot run for them, the other branch can
-            self.error = str(e)
+            self.error = "; ".join(str(r[-1] if isinstance(r, tuple) else r)
+                                   for r in sub.refused)
             self.outputs = [None] * len(body.output)
             return
         self.outputs = [scope.get(o.name) for o in body.output]

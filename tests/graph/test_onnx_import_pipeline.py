@@ -150,3 +150,25 @@ def test_batch_norm_spatial_0_is_refused():
     with pytest.raises(graph.OnnxImportError,
                        match=r"node 'bn' \(BatchNormalization, opset 7\): spatial=0"):
         graph.from_onnx(m)
+
+
+def test_refused_nodes_are_listed_with_the_unsupported_ones():
+    """A supported operator the importer refuses (training-mode Dropout, a Reshape to a shape
+    computed at run time) does not hide the rest: one error lists them with the unsupported
+    operators."""
+    ratio = numpy_helper.from_array(np.array(0.5, np.float32), "ratio")
+    train = numpy_helper.from_array(np.array(True), "train")
+    nodes = [helper.make_node("Dropout", ["x", "ratio", "train"], ["d"], name="drop"),
+             helper.make_node("NonZero", ["x"], ["nz"], name="nz"),
+             helper.make_node("Reshape", ["x", "s"], ["r"], name="rs"),
+             helper.make_node("Relu", ["r"], ["y"])]
+    m = _model(nodes, [_vi("x", [6]), _vi("s", [2], TensorProto.INT64)],
+               [_vi("d", [6]), _vi("nz", None), _vi("y", None)], inits=[ratio, train])
+    with pytest.raises(graph.UnsupportedOperatorError) as e:
+        graph.from_onnx(m)
+    assert e.value.unsupported == [("NonZero", "nz", 13)]
+    assert [r[:3] for r in e.value.refused] == [("Dropout", "drop", 13), ("Reshape", "rs", 13)]
+    msg = str(e.value)
+    assert "2 node(s) of supported operators are refused:" in msg
+    assert "node 'drop' (Dropout, opset 13): training mode" in msg
+    assert "node 'rs' (Reshape, opset 13): the target shape of Reshape must be known" in msg
