@@ -401,10 +401,15 @@ def _vision(op: str, ins: list, a: dict, out_shape):
         return O.conv_transpose_weight(ins[0], a["strides"], a["dilations"], a["groups"])
     if op == "conv_transpose_interleave":
         return _ct_interleave(ins[0], a)
+    if op == "gather_nd":
+        return O.gather_nd(ins[0], ins[1], a.get("batch_dims", 0))
+    if op == "scatter_nd":
+        return O.scatter_nd(ins[0], ins[1], ins[2], a.get("reduction", "none"))
     raise NotImplementedError(f"graph operator {op!r} has no lowering")
 
 
-VISION_OPS = ("resize", "conv_transpose_weight", "conv_transpose_interleave")
+VISION_OPS = ("resize", "conv_transpose_weight", "conv_transpose_interleave", "gather_nd",
+              "scatter_nd")
 
 
 # ----------------------------------------------------------------------------- issue 18: float

@@ -835,6 +835,57 @@ def _ct_interleave_ref(xs, a):
 register("conv_transpose_interleave", INJECTIVE, 1, _ct_interleave_infer, _ct_interleave_ref)
 
 
+def _gather_nd_infer(types, attrs):
+    (ds, dt_), (ishp, it) = types
+    if not np.issubdtype(np.dtype(it), np.integer):
+        raise GraphError(f"indices must be integers, got {it}")
+    b = attrs.get("batch_dims", 0)
+    k = ishp[-1] if ishp else 0
+    if not ishp or b >= min(len(ishp), len(ds)) or not 1 <= k <= len(ds) - b or \
+            tuple(ishp[:b]) != tuple(ds[:b]):
+        raise GraphError(f"indices {list(ishp)} with batch_dims={b} do not fit data {list(ds)}")
+    return [(tuple(ishp[:-1]) + tuple(ds[b + k:]), dt_)]
+
+
+def _gather_nd_ref(xs, a):
+    from tensorlang.ops.references import gather_nd
+
+    data, idx = xs
+    b, k = a.get("batch_dims", 0), idx.shape[-1]
+    wrapped = np.where(idx < 0, idx + np.array(data.shape[b:b + k]), idx)
+    if ((wrapped < 0) | (wrapped >= np.array(data.shape[b:b + k]))).any():
+        raise IndexError("GatherND index out of range")
+    return [gather_nd(data, wrapped, b)]
+
+
+register("gather_nd", INJECTIVE, 2, _gather_nd_infer, _gather_nd_ref)
+
+
+def _scatter_nd_infer(types, attrs):
+    (ds, dt_), (ishp, it), (us, ut) = types
+    if not np.issubdtype(np.dtype(it), np.integer) or ut != dt_:
+        raise GraphError(f"indices must be integers and updates {ut} of the data's type {dt_}")
+    k = ishp[-1] if ishp else 0
+    if not 1 <= k <= len(ds) or tuple(us) != tuple(ishp[:-1]) + tuple(ds[k:]):
+        raise GraphError(f"updates {list(us)} must have shape indices.shape[:-1] + "
+                         f"data.shape[k:] for indices {list(ishp)} and data {list(ds)}")
+    return [(tuple(ds), dt_)]
+
+
+def _scatter_nd_ref(xs, a):
+    from tensorlang.ops.references import scatter_nd
+
+    data, idx, upd = xs
+    k = idx.shape[-1]
+    wrapped = np.where(idx < 0, idx + np.array(data.shape[:k]), idx)
+    if ((wrapped < 0) | (wrapped >= np.array(data.shape[:k]))).any():
+        raise IndexError("ScatterND index out of range")
+    return [scatter_nd(data, wrapped, upd, a.get("reduction", "none"))]
+
+
+register("scatter_nd", OPAQUE, 3, _scatter_nd_infer, _scatter_nd_ref)
+
+
 # ---------------------------------------------------------------------------- issue 18: float
 # classes, remainder, cumulative sum, selection (ONNX IsNaN, IsInf, Mod, CumSum, TopK)
 

@@ -285,3 +285,49 @@ def _conv_transpose(c, ins, a):
         vec = c.op("reshape", [b], shape=[b.shape[0]] + [1] * nsp)
         y = c.op("add", [y, vec])
     return [y]
+
+
+# ---------------------------------------------------------------------------- GatherND, ScatterND
+
+
+def _int_indices(c, v):
+    if not np.issubdtype(np.dtype(v.dtype), np.integer):
+        raise refuse(c, f"indices must be an integer tensor, got {v.dtype}")
+
+
+@_conv("GatherND")
+def _gather_nd(c, ins, a):
+    data, idx = ins[0], ins[1]
+    _int_indices(c, idx)
+    b = int(a.get("batch_dims", 0))
+    if b and c.opset < 12:
+        raise refuse(c, "batch_dims needs opset 12 or later")
+    k = idx.shape[-1] if idx.shape else 0
+    if not idx.shape or not 0 <= b < min(len(idx.shape), len(data.shape)) or \
+            not 1 <= k <= len(data.shape) - b or tuple(idx.shape[:b]) != tuple(data.shape[:b]):
+        raise refuse(c, f"indices {list(idx.shape)} with batch_dims={b} do not fit data "
+                        f"{list(data.shape)} (index tuples of 1 to rank - batch_dims, the "
+                        "batch axes equal)")
+    return [c.op("gather_nd", [data, idx], batch_dims=b)]
+
+
+def _scatter_reductions(opset: int) -> tuple:
+    if opset >= 18:
+        return ("none", "add", "mul", "max", "min")
+    return ("none", "add", "mul") if opset >= 16 else ("none",)
+
+
+@_conv("ScatterND")
+def _scatter_nd(c, ins, a):
+    data, idx, upd = ins[0], ins[1], ins[2]
+    _int_indices(c, idx)
+    red = _choice(c, a, "reduction", "none", _scatter_reductions(c.opset))
+    k = idx.shape[-1] if idx.shape else 0
+    want = tuple(idx.shape[:-1]) + tuple(data.shape[k:])
+    if not 1 <= k <= len(data.shape) or tuple(upd.shape) != want:
+        raise refuse(c, f"updates {list(upd.shape)} must have shape indices.shape[:-1] + "
+                        f"data.shape[k:] = {list(want)} (indices {list(idx.shape)}, data "
+                        f"{list(data.shape)})")
+    if np.dtype(upd.dtype) != np.dtype(data.dtype):
+        raise refuse(c, f"updates are {upd.dtype}, data {data.dtype}")
+    return [c.op("scatter_nd", [data, idx, upd], reduction=red)]

@@ -22,6 +22,7 @@ from .definition import (  # noqa: F401
     get_definition,
 )
 from .elemwise import *
+from .indexing import *
 from .nn import *
 from .patterns import Pattern  # noqa: F401
 from .reduce import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: F401

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import conv_transpose as CT
 from . import elemwise as E
+from . import indexing as IX
 from . import nn as N
 from . import reduce as R
 from . import references as ref
@@ -334,6 +335,17 @@ def _define_vision() -> None:
            lambda x, w: CT.conv2d_transpose_nchw(x, w, (2, 3), (0, 1, 2, 0), (1, 2), (2, 1), 2),
            lambda x, w: ref.conv_transpose(x, w, [2, 3], [0, 1, 2, 0], [1, 2], [2, 1], 2),
            rtol=1e-4, atol=1e-4)])
+    define("gather_nd", IX.gather_nd, INJECTIVE, [
+        ex([(3, 4, 5), ((2, 3, 2), "int64")], IX.gather_nd, ref.gather_nd, low=-3, high=2),
+        ex([(2, 4, 5), ((2, 3, 1), "int64")], lambda d, i: IX.gather_nd(d, i, 1),
+           lambda d, i: ref.gather_nd(d, i, 1), low=-4, high=3)])
+    define("scatter_nd", IX.scatter_nd, OPAQUE, [
+        ex([(5, 4), ((3, 1), "int64"), (3, 4)], IX.scatter_nd, ref.scatter_nd, low=-5, high=4),
+        ex([(4, 3), ((6, 2), "int64"), (6,)], lambda d, i, u: IX.scatter_nd(d, i, u, "add"),
+           lambda d, i, u: ref.scatter_nd(d, i, u, "add"), low=-3, high=2)],
+        parts={"cells": ("scatter_nd_cells", OPAQUE), "target": ("scatter_nd_target", OPAQUE),
+               "owner": ("scatter_nd_owner", REDUCE),
+               "combine": ("scatter_nd_combine", REDUCE)})
     define("conv_transpose_weight", CT.conv_transpose_weight, INJECTIVE, [
         ex([(4, 3, 3, 4)], lambda w: CT.conv_transpose_weight(w, (2, 3), (1, 2), 2),
            lambda w: CT.conv_transpose_weight_numpy(w, (2, 3), (1, 2), 2))])

@@ -172,3 +172,26 @@ def conv_transpose_interleave(y):
                 ph = ((a + 1) % 2) * 3 + b % 3
                 out[0, o, a, b] = y[0, ph * 2 + o, (a + 1) // 2, b // 3]
     return out
+
+
+def gather_nd(data, indices, batch_dims=0):
+    """ONNX GatherND by its definition (loops over the index tuples)."""
+    b = batch_dims
+    k = indices.shape[-1]
+    lead = indices.shape[:-1]
+    out = np.empty(lead + data.shape[b + k:], data.dtype)
+    for i in np.ndindex(*lead):
+        tup = tuple(int(v) for v in indices[i])
+        out[i] = data[i[:b] + tup]
+    return out
+
+
+def scatter_nd(data, indices, updates, reduction="none"):
+    """ONNX ScatterND by its definition: the updates applied in order."""
+    out = data.copy()
+    combine = {"none": lambda a, u: u, "add": np.add, "mul": np.multiply,
+               "max": np.maximum, "min": np.minimum}[reduction]
+    for i in np.ndindex(*indices.shape[:-1]):
+        tup = tuple(int(v) for v in indices[i])
+        out[tup] = combine(out[tup], updates[i])
+    return out

@@ -324,3 +324,84 @@ def test_conv_transpose_bad_attributes_are_refused(attrs, ws, match):
     m.graph.node[0].name = "ct"
     with pytest.raises(graph.OnnxImportError, match=rf"'ct' \(ConvTranspose, opset 11\).*{match}"):
         graph.from_onnx(m)
+
+
+# ----------------------------------------------------------------------------- GatherND, ScatterND
+
+
+@pytest.mark.parametrize("case", node_cases("gathernd", "GatherND") +
+                         node_cases("scatternd", "ScatterND"), ids=lambda c: c.name)
+def test_gather_scatter_nd_onnx_backend_cases(case):
+    run_case(case)
+
+
+def _ints(shape, lo, hi, seed=0):
+    return np.random.default_rng(seed).integers(lo, hi, shape).astype(np.int64)
+
+
+@pytest.mark.parametrize("ds,ishp,b,lo,hi", [
+    ((3, 4, 5), (2, 3, 2), 0, -3, 3),
+    ((3, 4, 5), (6, 3), 0, -3, 3),
+    ((2, 4, 5), (2, 3, 1), 1, -4, 4),
+    ((2, 3, 4, 5), (2, 3, 7, 1), 2, 0, 4),
+])
+def test_gather_nd_vs_onnxruntime(ds, ishp, b, lo, hi):
+    x, idx = rand(ds), _ints(ishp, lo, hi)
+    check_vs_ort(one_node("GatherND", [("x", x), ("i", idx)], {"batch_dims": b}, 13),
+                 {"x": x, "i": idx})
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter_nd_vs_onnxruntime(reduction):
+    x = rand((5, 4, 3))
+    cases = [(_ints((3, 1), -5, 5, 1), rand((3, 4, 3), 2)),
+             (np.array([[0, 1], [4, 3], [0, 1], [-1, -1]], np.int64), rand((4, 3), 3)),
+             (_ints((2, 2, 3), 0, 3, 4), rand((2, 2), 5))]
+    for idx, upd in cases:
+        if reduction == "none":  # ONNX leaves duplicates undefined for none: distinct ones
+            idx = np.unique(idx.reshape(-1, idx.shape[-1]) % [5, 4, 3][:idx.shape[-1]], axis=0)
+            upd = rand(idx.shape[:-1] + x.shape[idx.shape[-1]:], 6)
+        m = one_node("ScatterND", [("x", x), ("i", idx), ("u", upd)],
+                     {"reduction": reduction}, 18)
+        check_vs_ort(m, {"x": x, "i": idx, "u": upd})
+
+
+def test_out_of_range_indices_raise_kernel_errors():
+    """A run-time index outside [-n, n) fails the kernel (never a read or write out of
+    bounds), for GatherND and ScatterND, in every position of the index tuple."""
+    from tensorlang.runtime import KernelError
+
+    x = rand((3, 4, 5))
+    gm = graph.build(graph.from_onnx(one_node(
+        "GatherND", [("x", x), ("i", _ints((2, 2), 0, 3))], {}, 13)))
+    for bad in ([[0, 4], [1, 1]], [[-4, 0], [0, 0]], [[1, 1], [3, 0]]):
+        with pytest.raises(KernelError, match="index out of bounds"):
+            gm.run(x=x, i=np.array(bad, np.int64))
+    ok = np.array([[-3, -4], [2, 3]], np.int64)
+    close(gm.run(x=x, i=ok)["y0"], x[[0, 2], [0, 3]])
+    for red in ("none", "add"):
+        gm = graph.build(graph.from_onnx(one_node(
+            "ScatterND", [("x", x), ("i", _ints((2, 2), 0, 3)), ("u", rand((2, 5)))],
+            {"reduction": red}, 18)))
+        for bad in ([[0, 4], [1, 1]], [[-4, 0], [0, 0]], [[1, 1], [3, 0]]):
+            with pytest.raises(KernelError, match="index out of bounds"):
+                gm.run(x=x, i=np.array(bad, np.int64), u=rand((2, 5)))
+
+
+@pytest.mark.parametrize("op,attrs,shapes,match,opset", [
+    ("GatherND", {"batch_dims": 1}, [(3, 4), (2, 1)], "do not fit data", 13),
+    ("GatherND", {}, [(3, 4), (2, 3)], "do not fit data", 13),
+    ("GatherND", {"batch_dims": 1}, [(3, 4), (3, 1)], "batch_dims needs opset 12", 11),
+    ("ScatterND", {"reduction": "max"}, [(3, 4), (2, 1), (2, 4)], "reduction='max' is not one",
+     16),
+    ("ScatterND", {"reduction": "add"}, [(3, 4), (2, 1), (2, 4)], "reduction='add' is not one",
+     13),
+    ("ScatterND", {}, [(3, 4), (2, 1), (2, 3)], "updates .* must have shape", 13),
+])
+def test_gather_scatter_nd_bad_inputs_are_refused(op, attrs, shapes, match, opset):
+    ins = [("x", rand(shapes[0])), ("i", _ints(shapes[1], 0, 2))]
+    ins += [("u", rand(shapes[2]))] if len(shapes) > 2 else []
+    m = one_node(op, ins, attrs, opset)
+    m.graph.node[0].name = "nd"
+    with pytest.raises(graph.OnnxImportError, match=rf"'nd' \({op}, opset {opset}\).*{match}"):
+        graph.from_onnx(m)
