@@ -405,11 +405,18 @@ def _vision(op: str, ins: list, a: dict, out_shape):
         return O.gather_nd(ins[0], ins[1], a.get("batch_dims", 0))
     if op == "scatter_nd":
         return O.scatter_nd(ins[0], ins[1], ins[2], a.get("reduction", "none"))
+    if op == "space_to_depth":
+        return O.space_to_depth(ins[0], a["blocksize"])
+    if op == "trilu":
+        return O.trilu(ins[0], a.get("k", 0), bool(a.get("upper", 1)))
+    if op == "group_norm":
+        return O.group_norm(ins[0], a["num_groups"], *(list(ins[1:3]) + [None, None])[:2],
+                            a["epsilon"], a.get("compute_dtype"))
     raise NotImplementedError(f"graph operator {op!r} has no lowering")
 
 
 VISION_OPS = ("resize", "conv_transpose_weight", "conv_transpose_interleave", "gather_nd",
-              "scatter_nd")
+              "scatter_nd", "space_to_depth", "trilu", "group_norm")
 
 
 # ----------------------------------------------------------------------------- issue 18: float

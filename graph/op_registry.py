@@ -886,6 +886,58 @@ def _scatter_nd_ref(xs, a):
 register("scatter_nd", OPAQUE, 3, _scatter_nd_infer, _scatter_nd_ref)
 
 
+def _space_to_depth_infer(types, attrs):
+    xs, xt = types[0]
+    b = attrs["blocksize"]
+    if len(xs) != 4 or b < 1 or xs[2] % b or xs[3] % b:
+        raise GraphError(f"input {list(xs)} must be 4-D with H and W divisible by blocksize {b}")
+    return [((xs[0], xs[1] * b * b, xs[2] // b, xs[3] // b), xt)]
+
+
+def _space_to_depth_ref(xs, a):
+    from tensorlang.ops.references import space_to_depth
+
+    return [space_to_depth(xs[0], a["blocksize"])]
+
+
+register("space_to_depth", INJECTIVE, 1, _space_to_depth_infer, _space_to_depth_ref)
+
+
+def _trilu_infer(types, attrs):
+    if len(types[0][0]) < 2:
+        raise GraphError(f"input {list(types[0][0])} must have rank >= 2")
+    return [types[0]]
+
+
+def _trilu_ref(xs, a):
+    fn = np.triu if a.get("upper", 1) else np.tril
+    return [fn(xs[0], a.get("k", 0))]
+
+
+register("trilu", INJECTIVE, 1, _trilu_infer, _trilu_ref)
+
+
+def _group_norm_infer(types, attrs):
+    xs = types[0][0]
+    g = attrs["num_groups"]
+    if len(xs) < 2 or g < 1 or xs[1] % g:
+        raise GraphError(f"input {list(xs)} must have rank >= 2 and channels divisible by "
+                         f"num_groups={g}")
+    for s, _ in types[1:]:
+        if tuple(s) != (xs[1],):
+            raise GraphError(f"scale and bias must have shape [{xs[1]}], got {list(s)}")
+    return [types[0]]
+
+
+def _group_norm_ref(xs, a):
+    from tensorlang.ops.references import group_norm
+
+    return [group_norm(xs[0], a["num_groups"], *xs[1:3], a["epsilon"])]
+
+
+register("group_norm", OPAQUE, (1, 3), _group_norm_infer, _group_norm_ref)
+
+
 # ---------------------------------------------------------------------------- issue 18: float
 # classes, remainder, cumulative sum, selection (ONNX IsNaN, IsInf, Mod, CumSum, TopK)
 

@@ -331,3 +331,76 @@ def _scatter_nd(c, ins, a):
     if np.dtype(upd.dtype) != np.dtype(data.dtype):
         raise refuse(c, f"updates are {upd.dtype}, data {data.dtype}")
     return [c.op("scatter_nd", [data, idx, upd], reduction=red)]
+
+
+# ---------------------------------------------------------------------------- SpaceToDepth, Trilu,
+# GroupNormalization
+
+
+@_conv("SpaceToDepth")
+def _space_to_depth(c, ins, a):
+    x = ins[0]
+    b = int(a.get("blocksize", 0))
+    if b < 1 or len(x.shape) != 4 or x.shape[2] % b or x.shape[3] % b:
+        raise refuse(c, f"blocksize={b} must be >= 1 and divide H and W of the 4-D input "
+                        f"{list(x.shape)}")
+    return [c.op("space_to_depth", [x], blocksize=b)]
+
+
+@_conv("Trilu")
+def _trilu(c, ins, a):
+    x = ins[0]
+    if len(x.shape) < 2:
+        raise refuse(c, f"the input {list(x.shape)} must have rank >= 2")
+    upper = int(a.get("upper", 1))
+    if upper not in (0, 1):
+        raise refuse(c, f"upper={upper} must be 0 or 1")
+    k = 0
+    if len(ins) > 1 and ins[1] is not None:
+        kv = c.const_array(ins[1], "Trilu k")
+        if kv.size != 1 or not np.issubdtype(kv.dtype, np.integer):
+            raise refuse(c, f"k must be one integer, got {kv.dtype} of shape {list(kv.shape)}")
+        k = int(kv.reshape(-1)[0])
+    # a diagonal beyond the matrix keeps all or nothing: clamped, the same result
+    k = max(min(k, x.shape[-1]), -x.shape[-2])
+    return [c.op("trilu", [x], k=k, upper=upper)]
+
+
+_STASH = {1: "float32", 11: "float64"}  # ONNX TensorProto FLOAT, DOUBLE
+
+
+def _per_channel(c, v, groups: int, channels: int):
+    """GroupNormalization-18's scale/bias per group -> per channel."""
+    if v.is_constant:
+        return c.b.const(np.repeat(v.data, channels // groups), name=f"{c.node_name}_affine")
+    v = c.op("reshape", [v], shape=[groups, 1])
+    v = c.op("expand", [v], shape=[groups, channels // groups])
+    return c.op("reshape", [v], shape=[channels])
+
+
+@_conv("GroupNormalization")
+def _group_norm(c, ins, a):
+    x, scale, bias = ins[0], ins[1], ins[2]
+    if "num_groups" not in a:
+        raise refuse(c, "the num_groups attribute is required")
+    g = int(a["num_groups"])
+    if len(x.shape) < 2 or g < 1 or x.shape[1] % g:
+        channels = x.shape[1] if len(x.shape) > 1 else 0
+        raise refuse(c, f"num_groups={g} must be >= 1 and divide the {channels} channels of "
+                        f"{list(x.shape)}")
+    stash = int(a.get("stash_type", 1))
+    if c.opset < 21 and "stash_type" in a:
+        raise refuse(c, "stash_type needs opset 21 or later")
+    if stash not in _STASH:
+        raise refuse(c, f"stash_type={stash} is not FLOAT (1) or DOUBLE (11)")
+    want = (g,) if c.opset < 21 else (x.shape[1],)
+    for name, v in (("scale", scale), ("bias", bias)):
+        if tuple(v.shape) != want:
+            raise refuse(c, f"{name} {list(v.shape)} must have shape {list(want)} (one per "
+                            f"{'group' if c.opset < 21 else 'channel'} at opset {c.opset})")
+    if c.opset < 21:
+        scale, bias = (_per_channel(c, v, g, x.shape[1]) for v in (scale, bias))
+    dtype = np.dtype(x.dtype).name
+    compute = _STASH[stash] if c.opset >= 21 and dtype != "float64" else dtype
+    return [c.op("group_norm", [x, scale, bias], num_groups=g,
+                 epsilon=float(a.get("epsilon", 1e-5)), compute_dtype=compute)]

@@ -30,3 +30,4 @@ from .resize import resize  # noqa: F401
 from .schedule import default_schedule  # noqa: F401
 from .sort import topk  # noqa: F401
 from .transform import *
+from .vision_misc import *

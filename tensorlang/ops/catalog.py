@@ -18,6 +18,7 @@ from . import resize as RS
 from . import schedule as S
 from . import sort as SO
 from . import transform as T
+from . import vision_misc as VM
 from .definition import AnchorSchedule, CompositeSchedule, Example, define, knob
 from .patterns import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE
 
@@ -346,6 +347,18 @@ def _define_vision() -> None:
         parts={"cells": ("scatter_nd_cells", OPAQUE), "target": ("scatter_nd_target", OPAQUE),
                "owner": ("scatter_nd_owner", REDUCE),
                "combine": ("scatter_nd_combine", REDUCE)})
+    define("space_to_depth", VM.space_to_depth, INJECTIVE, [
+        ex([(2, 3, 4, 6)], lambda x: VM.space_to_depth(x, 2),
+           lambda a: ref.space_to_depth(a, 2))])
+    define("trilu", VM.trilu, INJECTIVE, [
+        ex([(2, 5, 7)], lambda x: VM.trilu(x, 1), lambda a: np.triu(a, 1)),
+        ex([(4, 3)], lambda x: VM.trilu(x, -1, upper=False), lambda a: np.tril(a, -1))])
+    define("group_norm", VM.group_norm, OPAQUE, [
+        ex([(2, 6, 4, 5), (6,), (6,)], lambda x, g, b: VM.group_norm(x, 3, g, b),
+           lambda x, g, b: ref.group_norm(x, 3, g, b), rtol=1e-4, atol=1e-4),
+        ex([(1, 4, 7)], lambda x: VM.group_norm(x, 4, compute_dtype="float64"),
+           lambda x: ref.group_norm(x, 4), rtol=1e-5, atol=1e-5)],
+        parts={"mean": ("group_norm_mean", REDUCE), "var": ("group_norm_var", REDUCE)})
     define("conv_transpose_weight", CT.conv_transpose_weight, INJECTIVE, [
         ex([(4, 3, 3, 4)], lambda w: CT.conv_transpose_weight(w, (2, 3), (1, 2), 2),
            lambda w: CT.conv_transpose_weight_numpy(w, (2, 3), (1, 2), 2))])

@@ -195,3 +195,25 @@ def scatter_nd(data, indices, updates, reduction="none"):
         tup = tuple(int(v) for v in indices[i])
         out[tup] = combine(out[tup], updates[i])
     return out
+
+
+def space_to_depth(x, b):
+    """ONNX SpaceToDepth as its spec writes it (reshape, transpose, reshape)."""
+    n, c, h, w = x.shape
+    t = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return np.ascontiguousarray(t.reshape(n, c * b * b, h // b, w // b))
+
+
+def group_norm(x, num_groups, gamma=None, beta=None, epsilon=1e-5):
+    """GroupNormalization in float64: per sample and group of channels, (x - mean) /
+    sqrt(var + eps), then * gamma[c] + beta[c]."""
+    n, c = x.shape[:2]
+    g = x.reshape(n, num_groups, -1).astype(np.float64)
+    y = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + epsilon)
+    y = y.reshape(x.shape)
+    shp = (1, c) + (1,) * (x.ndim - 2)
+    if gamma is not None:
+        y = y * gamma.reshape(shp)
+    if beta is not None:
+        y = y + beta.reshape(shp)
+    return y.astype(x.dtype)
