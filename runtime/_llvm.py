@@ -87,19 +87,24 @@ def compile_ir_text(
     triple: str,
     opt_level: int,
     want_asm: bool = False,
+    loop_vectorize: bool = True,
 ) -> tuple[bytes, str, str | None]:
-    """Compile IR text; returns (object code, optimized IR text, assembly text or None)."""
+    """Compile IR text; returns (object code, optimized IR text, assembly text or None).
+    loop_vectorize=False leaves LLVM's loop vectorizer out of the pipeline (the fallback for IR
+    on which it runs without end: codegen/compile_limit.py)."""
     with LLVM_LOCK:
         llvm = binding()
         tm = target_machine(cpu, features, triple, opt_level)
-        mod = _optimized(llvm, tm, ir_text, triple, opt_level, slp=opt_level >= 2)
+        mod = _optimized(llvm, tm, ir_text, triple, opt_level, slp=opt_level >= 2,
+                         loop_vectorize=loop_vectorize)
         error = _verify_error(mod) if opt_level > 0 else None
         if error is not None and opt_level >= 2:
             # LLVM's SLP vectorizer has been seen to emit IR that its own verifier rejects (a
             # value used before its definition, in a 2x2 sum-pool at -O3), on which the code
             # generator aborts the process: the same pipeline without it. Our vector loops are
             # explicit vector code, not left to LLVM's vectorizers.
-            mod = _optimized(llvm, tm, ir_text, triple, opt_level, slp=False)
+            mod = _optimized(llvm, tm, ir_text, triple, opt_level, slp=False,
+                             loop_vectorize=loop_vectorize)
             error = _verify_error(mod)
         if error is not None:
             raise LLVMCompileError("optimizer output verify", error)
@@ -109,7 +114,8 @@ def compile_ir_text(
         return obj, optimized, asm
 
 
-def _optimized(llvm: Any, tm: Any, ir_text: str, triple: str, opt_level: int, slp: bool) -> Any:
+def _optimized(llvm: Any, tm: Any, ir_text: str, triple: str, opt_level: int, slp: bool,
+               loop_vectorize: bool = True) -> Any:
     """The verified module of `ir_text`, run through the new pass manager's default pipeline for
     the level (as clang -O<n> runs it)."""
     mod = parse_and_verify(ir_text)
@@ -117,7 +123,7 @@ def _optimized(llvm: Any, tm: Any, ir_text: str, triple: str, opt_level: int, sl
     mod.data_layout = str(tm.target_data)
     if opt_level > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-        pto.loop_vectorization = opt_level >= 2
+        pto.loop_vectorization = opt_level >= 2 and loop_vectorize
         pto.slp_vectorization = slp
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)

@@ -1,26 +1,30 @@
 """LLVM compilation under a time limit.
 
 LLVM's optimizer cannot be interrupted from Python, and some legal IR makes it run without end
-(the loop vectorizer once recursed for minutes on a max-reduction inside a parallel loop). So a
-compile with a time limit runs in a forked child process, which is killed when the limit
-passes. A fork costs ~5 ms against the 20-200 ms of a typical compile, and only a cache miss
+(the loop vectorizer once recursed for minutes on a max-reduction inside a parallel loop; see
+VECTORIZER_CPU_BUDGET for the fallback when it does). So a compile with a time limit runs in a
+forked child process, which is killed when the limit passes. A fork costs ~5 ms against the 20-200 ms of a typical compile, and only a cache miss
 compiles (target.compile_ir caches results by a hash of the IR)."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 import pickle
+import resource
 import select
 import signal
 import time
+import warnings
 
 from tensorlang.build import DEFAULT_BUILD_TIMEOUT
 from tensorlang.errors import TensorlangError
 from tensorlang.runtime import _llvm
 
-__all__ = ["DEFAULT_BUILD_TIMEOUT", "BuildTimeoutError", "check_timeout", "compile_ir_text"]
+__all__ = ["DEFAULT_BUILD_TIMEOUT", "BuildTimeoutError", "CompileWarning", "check_timeout",
+           "compile_ir_text"]
 
 # DEFAULT_BUILD_TIMEOUT (seconds; the largest kernels the tuner builds compile in a few seconds
 # at -O3) is defined with tl.build, which must not import this module with the package
@@ -41,6 +45,15 @@ def check_timeout(timeout) -> float | None:
     return float(timeout)
 
 
+# LLVM's loop vectorizer has inputs on which it runs for hours (exponential in a chain of
+# predicated updates: VPBlendRecipe::usesFirstLaneOnly, LLVM 22, seen with a guarded prefix-sum
+# reduction of 16 steps that LLVM unrolled fully inside the loop it then vectorized). A kernel
+# compiles in well under a second of CPU at -O3, the largest in a few seconds: past this CPU
+# budget the compile is ended (RLIMIT_CPU counts CPU time, so a busy machine does not trigger
+# it) and done again without the loop vectorizer, which our explicit vector code does not need.
+VECTORIZER_CPU_BUDGET = 20  # seconds
+
+
 def compile_ir_text(ir_text: str, cpu: str, features: str, triple: str, opt_level: int,
                     want_asm: bool = False, timeout: float | None = None):
     """runtime._llvm.compile_ir_text, in a child process killed after `timeout` seconds
@@ -49,6 +62,34 @@ def compile_ir_text(ir_text: str, cpu: str, features: str, triple: str, opt_leve
     args = (ir_text, cpu, features, triple, opt_level, want_asm)
     if timeout is None or not hasattr(os, "fork"):
         return _llvm.compile_ir_text(*args)
+    deadline = time.monotonic() + timeout
+    budget = VECTORIZER_CPU_BUDGET if opt_level >= 2 else None
+    data = _compile_in_child(args, deadline, budget)
+    if data is _OVER_BUDGET:
+        warnings.warn(f"LLVM's loop vectorizer used up its {budget:g} s CPU budget on this "
+                      "kernel (an LLVM pathology); built without it: loops the schedule "
+                      "vectorized are explicit vector code and stay so", CompileWarning,
+                      stacklevel=3)
+        data = _compile_in_child((*args, False), deadline, None)
+    if data is None:
+        raise BuildTimeoutError(
+            f"the build exceeded its time limit of {timeout:g} s in LLVM's optimizer "
+            f"(opt_level={opt_level}); give a longer one with tl.build(..., timeout=<seconds>) "
+            "or timeout=None for none, or build with a lower opt_level (1 compiles fastest "
+            "of the optimizing levels)")
+    return _unpack(data)
+
+
+class CompileWarning(UserWarning):
+    """A kernel was compiled differently from the requested pipeline (and said why)."""
+
+
+_OVER_BUDGET = object()
+
+
+def _compile_in_child(args, deadline: float, cpu_budget: float | None):
+    """The child's pickled result; None past the deadline (the child killed); _OVER_BUDGET
+    when the child used up `cpu_budget` seconds of CPU."""
     # no other thread is inside LLVM while the process forks: the child's copy of LLVM's
     # state is consistent (every use of LLVM holds this lock)
     with _llvm.LLVM_LOCK:
@@ -62,22 +103,23 @@ def compile_ir_text(ir_text: str, cpu: str, features: str, triple: str, opt_leve
             die_with_parent()
             if os.getppid() != parent:  # the parent died before that took effect
                 os._exit(1)
+            if cpu_budget is not None:  # SIGXCPU ends the child when it is spent
+                resource.setrlimit(resource.RLIMIT_CPU,
+                                   (math.ceil(cpu_budget), resource.RLIM_INFINITY))
             _child(write_end, args)
         os.close(write_end)
     try:
-        data = _read_result(read_end, time.monotonic() + timeout)
+        data = _read_result(read_end, deadline)
     finally:
         os.close(read_end)
     if data is None:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        raise BuildTimeoutError(
-            f"the build exceeded its time limit of {timeout:g} s in LLVM's optimizer "
-            f"(opt_level={opt_level}); give a longer one with tl.build(..., timeout=<seconds>) "
-            "or timeout=None for none, or build with a lower opt_level (1 compiles fastest "
-            "of the optimizing levels)")
+        return None
     if not data:
         _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+            return _OVER_BUDGET
         how = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                else f"exit status {os.WEXITSTATUS(status)}")
         raise TensorlangError(f"the LLVM compile process died ({how}) before returning a "
@@ -86,7 +128,7 @@ def compile_ir_text(ir_text: str, cpu: str, features: str, triple: str, opt_leve
     # as the fork did, and the result is already here
     _exited.append(pid)
     _reap()
-    return _unpack(data)
+    return data
 
 
 _exited: list = []

@@ -1,0 +1,79 @@
+"""Issue 15 (hangs): LLVM's loop vectorizer has inputs on which it runs for hours. A compile
+that uses up its CPU budget is redone without the loop vectorizer (with a warning), inside the
+build's time limit; the schedule fuzzer found a prefix sum that hung it (seed 7005581)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from tensorlang.runtime import _llvm
+
+import tensorlang as tl
+from tensorlang.codegen import compile_limit
+
+
+def _vector_add(n=67):
+    A = tl.placeholder((n,), name="A")
+    B = tl.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    return tl.create_schedule(B), [A, B]
+
+
+def test_a_compile_past_the_cpu_budget_is_redone_without_the_loop_vectorizer(monkeypatch):
+    real = _llvm.compile_ir_text
+    vectorizer_flags = []
+
+    def spins_with_the_vectorizer(*args):
+        loop_vectorize = args[6] if len(args) > 6 else True
+        vectorizer_flags.append(loop_vectorize)  # seen by the child that runs it only
+        while loop_vectorize:  # the pathology: CPU spent without end
+            pass
+        return real(*args)
+
+    monkeypatch.setattr(_llvm, "compile_ir_text", spins_with_the_vectorizer)
+    monkeypatch.setattr(compile_limit, "VECTORIZER_CPU_BUDGET", 1)
+    s, args = _vector_add()
+    with pytest.warns(compile_limit.CompileWarning, match="used up its 1 s CPU budget"):
+        f = tl.build(s, args, name="budget_spin", timeout=60)
+    a = np.arange(67, dtype="float32")
+    b = np.zeros(67, "float32")
+    f(a, b)
+    np.testing.assert_array_equal(b, a * 2 + 1)
+
+
+def test_a_compile_within_the_budget_keeps_the_vectorizer(monkeypatch):
+    monkeypatch.setattr(compile_limit, "VECTORIZER_CPU_BUDGET", 30)
+    s, args = _vector_add(71)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", compile_limit.CompileWarning)
+        f = tl.build(s, args, name="budget_fine", timeout=60)
+    a = np.arange(71, dtype="float32")
+    b = np.zeros(71, "float32")
+    f(a, b)
+    np.testing.assert_array_equal(b, a * 2 + 1)
+
+
+def test_the_prefix_sum_that_hung_llvms_loop_vectorizer_builds(monkeypatch):
+    """(Before: no answer after 60 s, LLVM inside VPBlendRecipe::usesFirstLaneOnly. A fixed
+    LLVM builds it at once; a broken budget makes this a BuildTimeoutError.)"""
+    monkeypatch.setattr(compile_limit, "VECTORIZER_CPU_BUDGET", 2)
+    m, n = 5, 17
+    X = tl.placeholder((m, n), name="X")
+    k = tl.reduce_axis((0, n), name="k")
+    S = tl.compute((m, n), lambda i, j: tl.sum(X[i, k], axis=k, where=k <= j), name="S")
+    Y = tl.compute((m, n), lambda i, j: S[i, j] * 0.5, name="Y")
+    s = tl.create_schedule(Y)
+    i, j = s[Y].op.axis
+    si, sj = s[S].op.axis
+    s[S].unroll(si)
+    s[S].reorder(sj, si, s[S].op.reduce_axis[0])
+    s[Y].reorder(j, i)
+    s[S].compute_at(s[Y], j)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", compile_limit.CompileWarning)
+        f = tl.build(s, [X, Y], name="prefix_sum_unrolled", timeout=120)
+    x = np.random.default_rng(0).random((m, n), dtype=np.float32)
+    y = np.zeros((m, n), "float32")
+    f(x, y)
+    np.testing.assert_allclose(y, np.cumsum(x, axis=1) * 0.5, rtol=1e-5)
