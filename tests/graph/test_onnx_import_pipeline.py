@@ -172,3 +172,17 @@ def test_refused_nodes_are_listed_with_the_unsupported_ones():
     assert "2 node(s) of supported operators are refused:" in msg
     assert "node 'drop' (Dropout, opset 13): training mode" in msg
     assert "node 'rs' (Reshape, opset 13): the target shape of Reshape must be known" in msg
+
+
+def test_gather_elements_of_constants_folds_past_32_indices():
+    """BERT's exports gather 128 position ids out of a constant (1, 512) buffer: onnx's
+    reference evaluator fails on it (np.choose takes at most 32 choices), numpy folds it."""
+    buf = numpy_helper.from_array(np.arange(512, dtype=np.int64)[None] * 3, "buf")
+    idx = numpy_helper.from_array(np.array([[5, -1, 0] + list(range(100, 225))], np.int64),
+                                  "idx")
+    nodes = [helper.make_node("GatherElements", ["buf", "idx"], ["pos"], axis=1),
+             helper.make_node("Cast", ["pos"], ["posf"], to=F),
+             helper.make_node("Add", ["x", "posf"], ["y"])]
+    m = _model(nodes, [_vi("x", [1, 128])], [_vi("y", [1, 128])], inits=[buf, idx])
+    assert graph.from_onnx(m).op_counts() == {"add": 1}
+    _check_vs_ort(m, {"x": np.zeros((1, 128), np.float32)})
