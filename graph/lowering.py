@@ -24,6 +24,7 @@ from tensorlang import ops as O
 from tensorlang.ir import dtype as dt
 
 from . import op_registry as R
+from .fused_group import FUSED, FusedGroup
 
 Type = R.Type
 
@@ -529,21 +530,18 @@ def lower_node(op: str, attrs: dict, in_types: Sequence[Type], out_types: Sequen
     return ins, [lower_op(op, ins, attrs, out_types[0])]
 
 
-def lower_fused(body: list[dict], in_types: Sequence[Type], out_type: Type):
-    """A fused group (the ``body`` attribute of a ``fused`` node: members in order, each
-    ``{"op", "attrs", "inputs": [["in", k] | ["node", j]], "type": [shape, dtype]}``) as one
-    compute: (input placeholders, [output of the last member])."""
-    ins = placeholders(in_types)
+def lower_fused(group: FusedGroup, out_type: Type):
+    """A fused group as one compute: (input placeholders, [output of its root member])."""
+    ins = placeholders(group.inputs)
     vals: list = []
-    for m in body:
-        args = [ins[k] if src == "in" else vals[k] for src, k in m["inputs"]]
-        shape, dtype = m["type"]
-        vals.append(lower_op(m["op"], args, m["attrs"], (tuple(shape), dtype)))
+    for m in group.members:
+        args = [ins[k] if src == "in" else vals[k] for src, k in m.inputs]
+        vals.append(lower_op(m.op, args, m.attrs, m.type))
     return ins, [_conform(vals[-1], out_type[0], out_type[1])]
 
 
 def lower(op: str, attrs: dict, in_types: Sequence[Type], out_types: Sequence[Type]):
     """(ins, outs) of any kernel node: a fused group or a single operator."""
-    if op == "fused":
-        return lower_fused(attrs["body"], in_types, out_types[0])
+    if op == FUSED:
+        return lower_fused(FusedGroup.from_attrs(attrs, in_types), out_types[0])
     return lower_node(op, attrs, in_types, out_types)

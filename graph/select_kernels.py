@@ -29,6 +29,7 @@ from typing import Any
 from tensorlang.errors import TensorlangError
 
 from . import op_registry as R
+from .fused_group import group_of, kernel_attrs, kernel_label
 from .ir import Graph
 from .report import BuildError, KernelInfo, TunedRecordFailure
 
@@ -77,12 +78,11 @@ class _Built:
 
 
 def workload_key(op: str, attrs: dict, in_types, out_types) -> str:
-    if op == "fused":
-        # member names do not change the kernel: identical groups share one workload
-        attrs = dict(attrs, body=[{k: v for k, v in m.items() if k != "name"}
-                                  for m in attrs["body"]])
-    text = json.dumps([op, attrs, [[list(s), t] for s, t in in_types],
-                       [[list(s), t] for s, t in out_types]], sort_keys=True)
+    """The kernel's workload, hashed: op, attributes (a fused group's without member names:
+    identical groups share one workload) and input and output types."""
+    types = lambda ts: [[list(s), t] for s, t in ts]
+    text = json.dumps([op, kernel_attrs(op, attrs, in_types), types(in_types), types(out_types)],
+                      sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -95,15 +95,6 @@ def schedule_candidates(outs) -> list[tuple[str, Callable]]:
 
     return [("default", lambda: tl.ops.default_schedule(outs)),
             ("naive", lambda: tl.create_schedule(outs))]
-
-
-def kernel_label(op: str, attrs: dict) -> str:
-    """A readable kernel name: the op, or a fused group's member ops joined by '_'."""
-    if op != "fused":
-        return op
-    ops = [m["op"] for m in attrs["body"]]
-    label = "_".join(ops[:4]) + ("_etc" if len(ops) > 4 else "")
-    return "fused_" + label
 
 
 def _short(attrs: dict) -> str:
@@ -150,7 +141,8 @@ def select_kernels(g: Graph, target, tuning) -> KernelSelection:
 
 
 def _kernel_info(n, got: _Built, tuning) -> KernelInfo:
-    ops = [m["op"] for m in n.attrs["body"]] if n.op == "fused" else [n.op]
+    group = group_of(n)
+    ops = group.ops if group is not None else [n.op]
     build_s = getattr(got.module, "_graph_build_s", 0.0) if got.source is None else 0.0
     info = KernelInfo(got.module.name, n.op, got.key, got.schedule, got.schedule == "tuned",
                       build_s, got.source is not None, ops,
@@ -184,8 +176,9 @@ def build_kernel(op: str, attrs: dict, in_types, out_types, target, tuning) -> _
         mod, meta = cached
         _KERNEL_CACHE[key] = (mod, meta["schedule"])
         return _Built(mod, key, "disk", meta["schedule"], untuned)
+    name = f"{kernel_label(op, attrs, in_types)}_{key[:12]}"
     mod, sched, failure = _compile_kernel(op, attrs, in_types, out_types, target, tuning,
-                                          found, f"{kernel_label(op, attrs)}_{key[:12]}")
+                                          found, name)
     _KERNEL_CACHE[key] = (mod, sched)
     kernel_cache.store(disk_key, mod, {"schedule": sched, "build_s": mod._graph_build_s})
     return _Built(mod, key, None, sched, untuned, failure)
@@ -224,8 +217,8 @@ def _compile_kernel(op, attrs, in_types, out_types, target, tuning, found, name)
             raise
         mod._graph_build_s = time.perf_counter() - t0  # for the build report
         return mod, sched_name, _report_fallbacks(name, sched_name, errors, found)
-    raise BuildError(f"cannot compile {kernel_label(op, attrs)} ({_short(attrs)}) for inputs "
-                     f"{[f'{t}{list(s)}' for s, t in in_types]}:\n  " + "\n  ".join(errors))
+    raise BuildError(f"cannot compile {kernel_label(op, attrs, in_types)} ({_short(attrs)}) for "
+                     f"inputs {[f'{t}{list(s)}' for s, t in in_types]}:\n  " + "\n  ".join(errors))
 
 
 def _record_note(found) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 from tensorlang.runtime._plan import StepSpec, StorageSpec, ValueSpec
 
 from . import op_registry as R
+from .fused_group import group_of
 from .ir import Graph, GraphError
 
 _INPLACE_PATTERNS = (R.ELEMWISE, R.BROADCAST)
@@ -132,7 +133,8 @@ def inplace_donor(n, a: _Assigner, last_read: dict[int, float], i: int):
     elements at the same index, so writing out[i] never clobbers an input element a later
     iteration still reads), with an input of the output's shape and element size that lives in
     the arena, is not a graph input, and whose storage holds no value read after this node."""
-    pattern = n.attrs.get("pattern") if n.op == "fused" else R.get_op(n.op).pattern
+    group = group_of(n)
+    pattern = group.pattern if group is not None else R.get_op(n.op).pattern
     if pattern not in _INPLACE_PATTERNS or len(n.outputs) != 1:
         return None
     out = n.outputs[0]

@@ -1,8 +1,8 @@
 """Tuning fused graph kernels with ``tensorlang.autotune``, and picking tuned schedules at build.
 
 A graph kernel (one node after fusion: a ``fused`` group or a single op) is tunable when it holds
-an anchor that ``tl.ops.default_schedule`` schedules with knobs (matmul family, convolutions,
-depthwise conv / pooling windows). The autotune template ``graph_kernel`` rebuilds the kernel's
+an anchor whose op definition declares the knobs of its schedule and :data:`KNOBS` tunes some of
+them (matmul family, convolutions, depthwise conv / pooling windows). The autotune template ``graph_kernel`` rebuilds the kernel's
 computes from its description (op, attributes, input and output types: all JSON strings, so a
 tuning record names the workload and the measuring child process can rebuild it) and schedules
 them with ``default_schedule(outs, knobs=...)``; the knobs' defaults are the default schedule's,
@@ -22,55 +22,94 @@ import json
 from collections.abc import Sequence
 
 from tensorlang import autotune
+from tensorlang.ops.definition import (  # the package import declares every definition
+    AnchorSchedule,
+    all_definitions,
+    anchor_schedule,
+    definition_of,
+    get_definition,
+    lookup_tag,
+)
 from tensorlang.te.tensor import ComputeOp
 
 from . import op_registry as R
+from .fused_group import FUSED, group_of, kernel_attrs
 from .ir import Graph
 
 TEMPLATE = "graph_kernel"
 MAX_REGISTER_TILE = 48  # accumulator vectors (as autotune's conv2d_nchwc template)
 
-# anchor tag -> knob name -> candidate values (the first is the default schedule's choice)
-KNOBS: dict[str, dict[str, list]] = {
-    "matmul": {"tile_m": [6, 4, 8, 2], "tile_n": [64, 32, 16, 48]},
+# The knobs the template tunes per anchor (a library op, or an op's part, whose definition
+# declares an anchor schedule), with the values each may take besides the default that the
+# anchor's schedule declares: the declared default is the first candidate, so the fallback
+# config is the default schedule. Every name here is checked against the definitions when this
+# module loads (_tuned_knobs). Every op scheduled by matmul's anchor schedule tunes matmul's.
+_OTHER_VALUES: dict[str, dict[str, list]] = {
+    "matmul": {"tile_m": [4, 8, 2], "tile_n": [32, 16, 48]},
     # the direct conv's register tile (oc_vectors x 16 channels by reg_ow columns) and
     # reduction unrolling; convs off that path (groups, odd channel counts) ignore them
-    "conv2d_nchw": {"oc_vectors": [2, 1, 4], "reg_ow": [14, 7, 8, 28, 4],
-                    "unroll_kw": [False, True]},
+    "conv2d_nchw": {"oc_vectors": [1, 4], "reg_ow": [7, 8, 28, 4], "unroll_kw": [True]},
     # the blocked conv's register tile, reduction unrolling and task order (None: by weight
     # size, see schedule_conv2d_nchwc)
-    "conv2d_nchwc": {"reg_n": [14, 7, 8, 16, 28, 4], "oc_blocks": [2, 1, 4],
-                     "unroll_kw": [True, False], "oc_outer": [None, True, False]},
-    "depthwise_conv2d_nchw": {"row_lanes_max": [64, 32, 16], "rows": [4, 8, 2, 1]},
-    "depthwise_conv2d_nchwc": {"reg_ow": [14, 7, 8, 16, 28], "rows": [4, 1, 2, 8]},
-    "max_pool2d": {"row_lanes_max": [64, 32, 16]},
-    "avg_pool2d_sum": {"row_lanes_max": [64, 32, 16]},
+    "conv2d_nchwc": {"reg_n": [7, 8, 16, 28, 4], "oc_blocks": [1, 4], "unroll_kw": [False],
+                     "oc_outer": [True, False]},
+    "depthwise_conv2d_nchw": {"row_lanes_max": [32, 16], "rows": [8, 2, 1]},
+    "depthwise_conv2d_nchwc": {"reg_ow": [7, 8, 16, 28], "rows": [1, 2, 8]},
+    "max_pool2d": {"row_lanes_max": [32, 16]},
+    "avg_pool2d_sum": {"row_lanes_max": [32, 16]},
 }
-for _t in ("batch_matmul", "dense", "gemm"):
-    KNOBS[_t] = KNOBS["matmul"]
 
 
-def anchor_tag(outs) -> str | None:
-    """The tag of the first knob-driven anchor among the computes reaching ``outs``."""
+def _tuned_knobs() -> dict[str, dict[str, list]]:
+    """Anchor name -> knob -> candidates (the declared default first), from _OTHER_VALUES and
+    the anchors' declared knobs; TypeError for a name that is no anchor or no declared knob, or
+    a value the knob's declaration refuses."""
+    tables = dict(_OTHER_VALUES)
+    matmul = get_definition("matmul").anchor
+    for d in all_definitions() if "matmul" in tables else ():
+        if d.anchor is matmul:
+            tables.setdefault(d.name, tables["matmul"])
+    out: dict[str, dict[str, list]] = {}
+    for name, others in tables.items():
+        schedule = getattr(lookup_tag(name), "schedule", None)
+        if not isinstance(schedule, AnchorSchedule):
+            raise TypeError(f"graph tuning: {name!r} has no anchor schedule to tune")
+        out[name] = {}
+        for knob, values in others.items():
+            declared = schedule.knob(knob)
+            if declared is None:
+                raise TypeError(f"graph tuning: {name}'s schedule declares no knob {knob!r}")
+            for v in values:
+                declared.check(name, v)
+            out[name][knob] = [declared.default, *values]
+    return out
+
+
+# anchor (op or part) name -> knob name -> candidate values (the first: the default schedule's)
+KNOBS: dict[str, dict[str, list]] = _tuned_knobs()
+
+
+def tuned_anchor(outs):
+    """The definition (an op's, or a part's) of the first anchor with tuned knobs among the
+    computes reaching ``outs``, or None."""
     seen, stack = set(), list(outs)
     while stack:
         t = stack.pop()
         if id(t.op) in seen or not isinstance(t.op, ComputeOp):
             continue
         seen.add(id(t.op))
-        if t.op.tag in KNOBS:
-            return t.op.tag
+        d = definition_of(t)
+        if d is not None and anchor_schedule(t) is not None and d.name in KNOBS:
+            return d
         stack.extend(t.op.input_tensors)
     return None
 
 
 def template_args(op: str, attrs: dict, in_types, out_types) -> tuple:
     """The template arguments naming one kernel's workload (JSON strings, names stripped)."""
-    if op == "fused":
-        attrs = dict(attrs, body=[{k: v for k, v in m.items() if k != "name"}
-                                  for m in attrs["body"]])
     types = lambda ts: json.dumps([[list(s), t] for s, t in ts])
-    return (op, json.dumps(attrs, sort_keys=True), types(in_types), types(out_types))
+    return (op, json.dumps(kernel_attrs(op, attrs, in_types), sort_keys=True), types(in_types),
+            types(out_types))
 
 
 def _parse(args):
@@ -88,7 +127,8 @@ def graph_kernel(op: str, attrs: str, in_types: str, out_types: str):
     ins, outs = autotune.computes_once(lambda: lower(*_parse((op, attrs, in_types, out_types))))
     cfg = autotune.get_config()
     knobs = {}
-    for name, values in KNOBS.get(anchor_tag(outs), {}).items():
+    anchor = tuned_anchor(outs)
+    for name, values in (KNOBS[anchor.name] if anchor is not None else {}).items():
         cfg.define_knob(name, values, default=values[0])
         knobs[name] = cfg[name].val
     tile = max(knobs.get("oc_vectors", 1) * knobs.get("reg_ow", 1),
@@ -104,10 +144,10 @@ def graph_kernel(op: str, attrs: str, in_types: str, out_types: str):
 def is_tunable(op: str, attrs: dict, in_types, out_types) -> bool:
     from .lowering import lower
 
-    if op != "fused" and R.get_op(op).pattern != R.OUT_ELEMWISE_FUSABLE:
+    if op != FUSED and R.get_op(op).pattern != R.OUT_ELEMWISE_FUSABLE:
         return False
     _ins, outs = lower(op, attrs, in_types, out_types)
-    return anchor_tag(outs) is not None
+    return tuned_anchor(outs) is not None
 
 
 class GraphTask(autotune.Task):
@@ -132,12 +172,13 @@ class GraphTask(autotune.Task):
 
 
 def _anchor_op(n) -> str:
-    if n.op != "fused":
+    """The graph op a task is named by: a fused group's conv/dense/pooling anchor, else the
+    node's op ("fused" for a group without one)."""
+    group = group_of(n)
+    if group is None:
         return n.op
-    for m in n.attrs["body"]:
-        if R.get_op(m["op"]).pattern == R.OUT_ELEMWISE_FUSABLE:
-            return m["op"]
-    return "fused"
+    anchor = group.anchor_member
+    return anchor.op if anchor is not None and anchor.kind == R.OUT_ELEMWISE_FUSABLE else FUSED
 
 
 def _layout_options(block: int | None) -> dict:
@@ -178,9 +219,8 @@ def _convs_in(n) -> list[str]:
     """The names of the graph's conv nodes a kernel holds."""
     if n.op == "conv":
         return [n.name]
-    if n.op == "fused":
-        return [m["name"] for m in n.attrs["body"] if m["op"] == "conv"]
-    return []
+    group = group_of(n)
+    return group.names_of("conv") if group is not None else []
 
 
 def choose_blocks(g: Graph, tuning: GraphTuning, opt_level: int = 2,

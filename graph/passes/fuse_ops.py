@@ -31,24 +31,23 @@ Not fused: alias ops (reshape is a free view as a kernel boundary; fused it woul
 arithmetic), multi-output nodes, argmax/argmin (a two-output reduction stage). Horizontal fusion
 of siblings is not done.
 
-The result replaces each group of two or more nodes by one ``fused`` node whose ``body`` lists
-the members in order with their inputs as ``["in", k]`` (the fused node's k-th input) or
-``["node", j]`` (the j-th member). Processing is in the graph's topological order and every
-choice depends only on that order: the pass is deterministic.
+The result replaces each group of two or more nodes by one ``fused`` node computing a
+:class:`..fused_group.FusedGroup` (its members in order, anchor, pattern kind, input types;
+stored on the node in its JSON form, see :mod:`..fused_group`). Processing is in the graph's
+topological order and every choice depends only on that order: the pass is deterministic.
 """
 
 from __future__ import annotations
 
 from .. import op_registry as R
+from ..fused_group import FUSED, HEAVY, group_pattern, make_group
 from ..ir import Graph, Node, Value
 from .rewrite import copy_node
 
 ELEMWISE, BROADCAST, INJECTIVE = R.ELEMWISE, R.BROADCAST, R.INJECTIVE
 REDUCE, OUT_FUSABLE, OPAQUE = R.REDUCE, R.OUT_ELEMWISE_FUSABLE, R.OPAQUE
-_RANK = {k: i for i, k in enumerate((ELEMWISE, BROADCAST, INJECTIVE, REDUCE, OUT_FUSABLE,
-                                     OPAQUE))}
-_HEAVY = (REDUCE, OUT_FUSABLE)
-_NOT_FUSED = ("argmax", "argmin", "fused")
+_HEAVY = HEAVY
+_NOT_FUSED = ("argmax", "argmin", FUSED)
 SINK = -1
 
 
@@ -134,8 +133,9 @@ def _allowed(anchor_kind: str, path_kinds, d_kind: str) -> bool:
         return all(k in ok for k in path_kinds) and d_kind in ok
     if anchor_kind == OPAQUE:
         return False
-    return all(_RANK[k] <= _RANK[INJECTIVE] for k in path_kinds) and (
-        _RANK[d_kind] <= _RANK[INJECTIVE] or d_kind == REDUCE)
+    # kinds are ordered from the most to the least fusable (Pattern.order)
+    return all(k.order <= INJECTIVE.order for k in path_kinds) and (
+        d_kind.order <= INJECTIVE.order or d_kind == REDUCE)
 
 
 def find_groups(g: Graph) -> list[list[int]]:
@@ -160,7 +160,7 @@ def find_groups(g: Graph) -> list[list[int]]:
         h = G.heavy[r]
         if h is not None:
             return kinds[h]
-        return max((kinds[m] for m in G.members[r]), key=_RANK.__getitem__)
+        return group_pattern([kinds[m] for m in G.members[r]])
 
     def single_exit(members: set[int]) -> bool:
         exits = [m for m in members if any(c == SINK or c not in members for c in consumers[m])]
@@ -201,43 +201,24 @@ def find_groups(g: Graph) -> list[list[int]]:
 
 def fuse_ops(g: Graph) -> Graph:
     nodes = list(g.nodes)
-    groups = find_groups(g)
     out_nodes: list[Node] = []
     subst: dict[int, Value] = {}
 
     def cur(v: Value) -> Value:
         return subst.get(id(v), v)
 
-    for ms in groups:
+    for ms in find_groups(g):
         if len(ms) == 1:
             n = nodes[ms[0]]
             out_nodes.append(copy_node(n, [cur(v) for v in n.inputs], subst))
             continue
-        pos = {id(nodes[m].outputs[0]): j for j, m in enumerate(ms)}
-        ext: list[Value] = []
-        ext_idx: dict[int, int] = {}
-        body = []
-        for m in ms:
-            n = nodes[m]
-            refs = []
-            for v in n.inputs:
-                if id(v) in pos:
-                    refs.append(["node", pos[id(v)]])
-                    continue
-                if id(v) not in ext_idx:
-                    ext_idx[id(v)] = len(ext)
-                    ext.append(cur(v))
-                refs.append(["in", ext_idx[id(v)]])
-            o = n.outputs[0]
-            body.append({"name": n.name, "op": n.op, "attrs": n.attrs, "inputs": refs,
-                         "type": [list(o.shape), o.dtype]})
-        root = nodes[ms[-1]]
-        ro = root.outputs[0]
-        kinds = [_kind(nodes[m]) for m in ms]
-        heavy = [k for k in kinds if k in _HEAVY]
-        pattern = heavy[0] if heavy else max(kinds, key=_RANK.__getitem__)
+        members = [nodes[m] for m in ms]
+        external: list[Value] = []
+        group = make_group(members, [_kind(n) for n in members], external)
+        ro = members[-1].outputs[0]
         out = Value(ro.name, ro.shape, ro.dtype, ro.layout)
-        node = Node(root.name, "fused", ext, [out], {"body": body, "pattern": pattern})
+        node = Node(members[-1].name, FUSED, [cur(v) for v in external], [out],
+                    group.to_attrs())
         out.producer = node
         subst[id(ro)] = out
         out_nodes.append(node)
