@@ -5,6 +5,9 @@ reduction order, parallel axis) and depthwise_conv2d (the library's spatial-wind
 its knobs). As in TVM's TOPI, each template computes with the library op and schedules with the
 library's schedule function; its fallback config is that function's defaults, so an untuned
 kernel is the library's default schedule (tests/autotune/test_space.py checks the loop nests).
+Each template reads the definition of the op it tunes (tensorlang/ops/catalog.py: the one
+declaring ``template=<its name>``): its compute, and the knobs its anchor schedule declares,
+whose defaults are the fallback config's.
 """
 
 from __future__ import annotations
@@ -14,6 +17,25 @@ import numpy as np
 import tensorlang as tl
 
 from .task import computes_once, get_config, template
+
+
+def _tuned_op(name: str):
+    """The operator definition that template ``name`` tunes (the one declaring ``template=name``
+    in tensorlang/ops/catalog.py): the template computes with its compute and takes its
+    defaults from the knobs its anchor schedule declares."""
+    from ..ops.definition import all_definitions
+
+    for d in all_definitions():
+        if d.template == name:
+            return d
+    raise LookupError(f"no operator definition declares template={name!r}")
+
+
+def _declared_first(schedule, knob: str, others) -> list:
+    """Candidates of ``knob``: the default ``schedule`` declares for it, then ``others`` (the
+    template's fallback config is the library's default schedule)."""
+    default = schedule.knob(knob).default
+    return [default, *(v for v in others if v != default)]
 
 # Accumulator vectors of the matmul register tile: AVX-512 has 32 zmm registers, and the tile
 # also needs the broadcast A value and a B vector; beyond this every FMA spills.
@@ -35,20 +57,22 @@ def _matmul_family(c):
     A product the library computes as row dot products (few rows, both operands contiguous
     along k: schedule_matmul's row-reduction path) has no register tile and no knobs."""
     from ..ops import schedule as S
+    from ..ops.definition import anchor_schedule
 
     cfg = get_config()
     if S.matmul_takes_row_reduction(c.op):
         return tl.ops.default_schedule(c)
+    declared = anchor_schedule(c)  # the matmul family's anchor schedule and its knobs
     m, n = (int(d.value) for d in c.shape[-2:])
-    tm0 = S.matmul_row_tile(m)
+    tm0 = S.matmul_row_tile(m, declared.knob("tile_m").default)
     cfg.define_knob("tile_m", [tm0] + [r for r in range(1, min(m, 8) + 1) if r != tm0],
                     default=tm0)
-    cols = list(dict.fromkeys(S.matmul_col_tile(n, w) for w in (64, 16, 32, 48, 80, 96, 128)))
+    widths = _declared_first(declared, "tile_n", (16, 32, 48, 80, 96, 128))
+    cols = list(dict.fromkeys(S.matmul_col_tile(n, w) for w in widths))
     cfg.define_knob("tile_n", cols, default=cols[0])
-    cfg.define_knob("k_outer", [True, False], default=True)
-    cfg.define_knob("unroll_rows", [True, False], default=True)
-    cfg.define_knob("rows_outer", [False, True], default=False)
-    cfg.define_knob("parallel", [True, False], default=True)
+    for knob in ("k_outer", "unroll_rows", "rows_outer", "parallel"):
+        values = _declared_first(declared, knob, (True, False))
+        cfg.define_knob(knob, values, default=values[0])
     knobs = {k: cfg[k].val for k in ("tile_m", "tile_n", "k_outer", "unroll_rows",
                                      "rows_outer", "parallel")}
     tile = knobs["tile_m"] * -(-knobs["tile_n"] // S.LANES)
@@ -143,9 +167,9 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     nest): reg_n 14 or the largest divisor below it, two vectors, one row, ic blocks outside,
     kw unrolled, rows outside the oc blocks when the packed weights fit in 256 KB of L2, else
     inside."""
-    from ..ops import conv2d_nchwc as conv
     from ..ops.schedule import inline_pad_input
 
+    op = _tuned_op("conv2d_nchwc")
     cfg = get_config()
     if C % block or OC % block:
         raise ValueError(f"conv2d_nchwc template: block {block} must divide C={C} and OC={OC}")
@@ -154,17 +178,21 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
         x = tl.placeholder((N, C // block, H, W, block), dtype=dtype, name="x")
         w = tl.placeholder((OC // block, C // block, KH, KW, block, block), dtype=dtype,
                            name="w")
-        return [x, w, conv(x, w, stride=stride, padding=padding)]
+        return [x, w, op.compute(x, w, stride=stride, padding=padding)]
 
     x, w, y = computes_once(declare)
+    declared = op.anchor  # the library schedule's knobs: its defaults are the fallback's
     _, obn, oh_n, ow_n, _ = (int(d.value) for d in y.shape)
     divs = [d for d in range(1, min(ow_n, 32) + 1) if ow_n % d == 0]
-    cfg.define_knob("reg_n", divs, default=max(d for d in divs if d <= 14))
+    cfg.define_knob("reg_n", divs,
+                    default=max(d for d in divs if d <= declared.knob("reg_n").default))
     oc_vecs = [v for v in (1, 2, 4) if obn % v == 0]
-    cfg.define_knob("oc_vec", oc_vecs, default=max(v for v in oc_vecs if v <= 2))
+    cfg.define_knob("oc_vec", oc_vecs,
+                    default=max(v for v in oc_vecs if v <= declared.knob("oc_blocks").default))
     cfg.define_knob("rows", [r for r in (1, 2, 4) if oh_n % r == 0], default=1)
     cfg.define_knob("red_order", ["ic_outer", "ic_inner"], default="ic_outer")
-    cfg.define_knob("unroll_kw", [1, 0], default=1)
+    unroll = _declared_first(declared, "unroll_kw", (True, False))
+    cfg.define_knob("unroll_kw", [int(u) for u in unroll], default=int(unroll[0]))
     small_weights = OC * C * KH * KW * 4 <= 256 * 1024  # as schedule_conv2d_nchwc decides
     cfg.define_knob("parallel", ["rows_outer", "rows", "blocks", "none"],
                     default="rows_outer" if small_weights else "rows")
@@ -241,24 +269,27 @@ def depthwise_conv2d(N: int, C: int, H: int, W: int, KH: int, KW: int, stride: i
         parallel       the fused (n, channel) loop parallel or not
 
     The fallback is the library's default (4 rows, whole rows up to 64 lanes, parallel)."""
-    from ..ops import depthwise_conv2d_nchw
-    from ..ops.schedule import schedule_spatial_window
-
+    op = _tuned_op("depthwise_conv2d")
     cfg = get_config()
 
     def declare():
         x = tl.placeholder((N, C, H, W), dtype=dtype, name="x")
         w = tl.placeholder((C, 1, KH, KW), dtype=dtype, name="w")
-        return [x, w, depthwise_conv2d_nchw(x, w, stride=stride, padding=padding)]
+        return [x, w, op.compute(x, w, stride=stride, padding=padding)]
 
     x, w, y = computes_once(declare)
+    declared = op.anchor  # the library schedule's knobs: its defaults are the fallback's
     oh_n = int(y.shape[2].value)
-    cfg.define_knob("rows", [r for r in (1, 2, 3, 4, 6, 7, 8) if r <= oh_n], default=min(4, oh_n))
-    cfg.define_knob("row_lanes_max", [64, 16], default=64)
-    cfg.define_knob("parallel", [1, 0], default=1)
+    cfg.define_knob("rows", [r for r in (1, 2, 3, 4, 6, 7, 8) if r <= oh_n],
+                    default=min(declared.knob("rows").default, oh_n))
+    lanes = _declared_first(declared, "row_lanes_max", (64, 16))
+    cfg.define_knob("row_lanes_max", lanes, default=lanes[0])
+    parallel = [int(p) for p in _declared_first(declared, "parallel", (True, False))]
+    cfg.define_knob("parallel", parallel, default=parallel[0])
     s = tl.create_schedule(y)
-    schedule_spatial_window(s, y, parallel=bool(cfg["parallel"].val),
-                            row_lanes_max=cfg["row_lanes_max"].val, rows=cfg["rows"].val)
+    declared.apply(op.name, s, y, None, {"parallel": bool(cfg["parallel"].val),
+                                         "row_lanes_max": cfg["row_lanes_max"].val,
+                                         "rows": cfg["rows"].val})
     return s, [x, w, y]
 
 
