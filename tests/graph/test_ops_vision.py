@@ -130,10 +130,13 @@ def rand(shape, seed=0, dtype=np.float32):
 # ----------------------------------------------------------------------------- Resize
 
 
-RESIZE_CASES = node_cases("resize", "Resize")
+# the axes and keep_aspect_ratio_policy cases are also checked against onnxruntime below
+RESIZE_CASES = [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if any(
+    w in c.name for w in ("_axes_", "not_larger", "not_smaller")) else [])
+    for c in node_cases("resize", "Resize")]
 
 
-@pytest.mark.parametrize("case", RESIZE_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", RESIZE_CASES)
 def test_resize_onnx_backend_cases(case):
     run_case(case, constant=(1, 2, 3))
 
@@ -157,8 +160,14 @@ def _resize_model(x, opset, attrs, scales=None, sizes=None, roi=None):
 COORDS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]
 
 
-@pytest.mark.parametrize("mode,ctm", list(itertools.product(["nearest", "linear", "cubic"],
-                                                             COORDS + ["half_pixel_symmetric"])))
+# every mode with half_pixel in the quick suite, the rest marked slow
+MODE_SWEEP = [pytest.param(m, c, marks=[] if c == "half_pixel" else
+                           [pytest.mark.slow])
+              for m, c in itertools.product(["nearest", "linear", "cubic"],
+                                            COORDS + ["half_pixel_symmetric"])]
+
+
+@pytest.mark.parametrize("mode,ctm", MODE_SWEEP)
 def test_resize_modes_vs_onnxruntime(mode, ctm):
     x = rand((1, 2, 5, 7))
     for scales in ([1, 1, 2.0, 1.5], [1, 1, 0.6, 0.5], [1, 1, 1.7, 0.8]):
@@ -304,7 +313,12 @@ CT_CASES = [  # (x shape, w shape, attributes)
 ]
 
 
-@pytest.mark.parametrize("xs,ws,attrs", CT_CASES, ids=[str(i) for i in range(len(CT_CASES))])
+CT_QUICK = (0, 2, 5, 6, 9)  # the others are marked slow
+
+
+@pytest.mark.parametrize("xs,ws,attrs", [
+    pytest.param(*c, id=str(i), marks=[] if i in CT_QUICK else [pytest.mark.slow])
+    for i, c in enumerate(CT_CASES)])
 def test_conv_transpose_vs_onnxruntime(xs, ws, attrs):
     x, w = rand(xs, 1), rand(ws, 2)
     b = rand((ws[1] * attrs.get("group", 1),), 3)
