@@ -117,6 +117,7 @@ class _Ctx:
         self.refused: list | None = []
         self.bound: set[int] = set()  # ids of values bound to an ONNX name
         self.sub_named: set[int] = set()  # ... to a subgraph's name only (fresh, renamable)
+        self.output_names: set[str] = set()  # the top graph's outputs (empty in subgraphs)
         self.node_name = ""
         self.op_type = ""
         self.num_outputs = 0
@@ -815,6 +816,7 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
         data = _initializer_array(init)
         scope.set(init.name, Value(names[init.name], data.shape, data.dtype, data=data))
     ctx = _Ctx(b, opset, scope, names, [])
+    ctx.output_names = {o.name for o in gp.output}
     ctx.bound = {id(v) for v in scope.local.values()}
     import_nodes(ctx, gp.node)
     if ctx.refused and not ctx.unsupported and len(ctx.refused) == 1:
@@ -918,6 +920,12 @@ def _bind(ctx: _Ctx, n, outs: list) -> None:
                 v.name = b._fresh(_sanitize(oname))
             ctx.bound.add(id(v))
             (ctx.sub_named.discard if reserved is not None else ctx.sub_named.add)(id(v))
+        elif (reserved == oname and oname in ctx.output_names and isinstance(v, Value) and
+              v.producer is not None and v.name not in ctx.output_names):
+            # an Identity passing a computed value on to a graph output: the value takes the
+            # output's name (no copy kernel for it)
+            b._names.discard(v.name)
+            v.name = oname
         ctx.scope.set(oname, v)
 
 

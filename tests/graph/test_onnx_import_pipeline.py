@@ -186,3 +186,15 @@ def test_gather_elements_of_constants_folds_past_32_indices():
     m = _model(nodes, [_vi("x", [1, 128])], [_vi("y", [1, 128])], inits=[buf, idx])
     assert graph.from_onnx(m).op_counts() == {"add": 1}
     _check_vs_ort(m, {"x": np.zeros((1, 128), np.float32)})
+
+
+def test_identity_before_an_output_needs_no_copy():
+    """Exporters often end with Identity: the computed value takes the output's name; an input
+    passed on and one value returned twice still get their copies."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Identity", ["r"], ["y"]),
+             helper.make_node("Identity", ["r"], ["y2"]),
+             helper.make_node("Identity", ["x"], ["xi"])]
+    m = _model(nodes, [_vi("x", [3])], [_vi("y", [3]), _vi("y2", [3]), _vi("xi", [3])])
+    assert graph.from_onnx(m).op_counts() == {"copy": 2, "relu": 1}
+    _check_vs_ort(m, {"x": np.array([1.0, -2.0, 3.0], np.float32)})
