@@ -53,6 +53,19 @@ def workloads() -> dict:
                                     [("", None), ("s", scales2)]), x256),
         "resize_cubic_2x": (_model("Resize", x256, {"mode": "cubic"},
                                    [("", None), ("s", scales2)]), x256),
+        "resize_linear_antialias_0.4x": (_model("Resize", x256, {"mode": "linear",
+                                                                 "antialias": 1},
+                                                [("", None), ("s", np.array([1, 1, 0.4, 0.4], np.float32))]), x256),
+        "group_norm_32": (_model("GroupNormalization", x256, {"num_groups": 32},
+                                 [("s", f32(256)), ("b", f32(256))], 21), x256),
+        "space_to_depth_2": (_model("SpaceToDepth", x256, {"blocksize": 2}, []), x256),
+        "trilu_upper": (_model("Trilu", x256, {}, []), x256),
+        "gather_nd_rows": (_model("GatherND", x256, {}, [
+            ("i", np.stack([np.zeros(64, np.int64), rng.integers(0, 256, 64)], 1))], 13),
+                           x256),
+        "scatter_nd_rows": (_model("ScatterND", x256, {}, [
+            ("i", np.stack([np.zeros(16, np.int64), rng.permutation(256)[:16]], 1)),
+            ("u", f32(16, 32, 32))], 13), x256),
     }
 
 
