@@ -37,15 +37,18 @@ class UnsupportedOperatorError(OnnxImportError):
     time)."""
 
     def __init__(self, unsupported: list[tuple[str, str, int]],
-                 refused: list[tuple[str, str, int, OnnxImportError]] = ()) -> None:
+                 refused: list[tuple[str, str, int, OnnxImportError]] = (),
+                 why: dict[tuple, str] | None = None) -> None:
         self.unsupported = unsupported
         self.refused = list(refused)
+        why = why or {}
         lines = []
         if unsupported:
             kinds = sorted({u[0] for u in unsupported})
             lines.append(f"{len(unsupported)} node(s) use operators tensorlang does not support "
                          f"({', '.join(kinds)}):")
             lines += [f"  {op} (node {name!r}, opset {opset})"
+                      + (f": {why[(op, name, opset)]}" if (op, name, opset) in why else "")
                       for op, name, opset in unsupported]
         if self.refused:
             lines.append(f"{len(self.refused)} node(s) of supported operators are refused:")
@@ -118,6 +121,7 @@ class _Ctx:
         self.bound: set[int] = set()  # ids of values bound to an ONNX name
         self.sub_named: set[int] = set()  # ... to a subgraph's name only (fresh, renamable)
         self.output_names: set[str] = set()  # the top graph's outputs (empty in subgraphs)
+        self.unsupported_why: dict[tuple, str] = {}  # unsupported entry -> why not folded
         self.node_name = ""
         self.op_type = ""
         self.num_outputs = 0
@@ -128,6 +132,7 @@ class _Ctx:
         (a run-time branch builds a graph of its own)."""
         sub = _Ctx(b or self.b, self.opset, scope, {}, self.unsupported)
         sub.refused = self.refused
+        sub.unsupported_why = self.unsupported_why
         if b is None:  # the same graph: its values and names are shared
             sub.bound, sub.sub_named = self.bound, self.sub_named
         return sub
@@ -146,9 +151,9 @@ class _Ctx:
         return self.b.op(op, inputs, name=self.node_name, **attrs)
 
 
-def _run_time_origin(v: Value) -> str:
-    """', from the values of graph inputs [...]': which inputs a run-time value is computed
-    from (their values, not their shapes: shapes are static and fold)."""
+def _input_origin(v: Value) -> list[str]:
+    """The graph inputs whose values a run-time value is computed from (their values, not
+    their shapes: shapes are static and fold)."""
     seen, stack, found = set(), [v], []
     while stack:
         x = stack.pop()
@@ -159,7 +164,12 @@ def _run_time_origin(v: Value) -> str:
             found.append(x.name)
         else:
             stack.extend(x.producer.inputs)
-    return f", from the values of graph input(s) {sorted(found)}" if found else ""
+    return sorted(found)
+
+
+def _run_time_origin(v: Value) -> str:
+    found = _input_origin(v)
+    return f", from the values of graph input(s) {found}" if found else ""
 
 
 Converter = Callable[[_Ctx, list, dict], list]
@@ -822,7 +832,7 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     if ctx.refused and not ctx.unsupported and len(ctx.refused) == 1:
         raise ctx.refused[0][3]  # one refusal: its own error, as it was raised
     if ctx.unsupported or ctx.refused:
-        raise UnsupportedOperatorError(ctx.unsupported, ctx.refused)
+        raise UnsupportedOperatorError(ctx.unsupported, ctx.refused, ctx.unsupported_why)
     return b.build(_graph_outputs(b, gp, scope))
 
 
@@ -860,14 +870,14 @@ def _import_node(ctx: _Ctx, i: int, n) -> None:
         # downstream of an unsupported node: nothing to import, but its own operator (and the
         # operators of its subgraphs) may be unsupported too: list them now, not one per try
         if not supported:
-            _record_unsupported(ctx, n, i)
+            _record_unsupported(ctx, n, i, "downstream of another unsupported node")
         _record_unsupported_subgraphs(ctx, n)
         _bind(ctx, n, [UNKNOWN] * len(n.output))
         return
     if not supported:
         folded = _fold_by_reference(ctx, n, ins)
         if folded is None:
-            _record_unsupported(ctx, n, i)
+            _record_unsupported(ctx, n, i, _why_not_folded(n, ins))
             _record_unsupported_subgraphs(ctx, n)
             _bind(ctx, n, [UNKNOWN] * len(n.output))
         else:
@@ -929,11 +939,25 @@ def _bind(ctx: _Ctx, n, outs: list) -> None:
         ctx.scope.set(oname, v)
 
 
-def _record_unsupported(ctx: _Ctx, n, i: int) -> None:
+def _record_unsupported(ctx: _Ctx, n, i: int, why: str = "") -> None:
     op = n.op_type if _is_default_domain(n) else f"{n.domain}::{n.op_type}"
     entry = (op, n.name or f"#{i}", ctx.opset)
     if entry not in ctx.unsupported:  # a loop body unrolled, or one branch graph twice
         ctx.unsupported.append(entry)
+        if why:
+            ctx.unsupported_why[entry] = why
+
+
+def _why_not_folded(n, ins: list) -> str:
+    """Why a node of an operator tensorlang lacks was not folded into a constant."""
+    run_time = [v for v in ins if v is not None and not v.is_constant]
+    if run_time:
+        origin = sorted({name for v in run_time for name in _input_origin(v)})
+        return (f"reads values computed at run time (from input(s) {origin})" if origin else
+                "reads values computed at run time")
+    if not _is_default_domain(n):
+        return f"domain {n.domain!r}"
+    return "its inputs are constants, but onnx's reference evaluator cannot fold it"
 
 
 def _record_unsupported_subgraphs(ctx: _Ctx, n) -> None:
