@@ -244,24 +244,39 @@ SHIPPED = [
 
 # ------------------------------------------------------------------------- torch exports
 
-def _torchvision_models():
-    """torchvision.models without torchvision/__init__.py (whose C ops fail to load beside a
-    CPU torch): a bare package module pointing at the installed folder."""
-    if "torchvision.models" in sys.modules:
-        return sys.modules["torchvision.models"]
-    import torch  # noqa: F401 - torchvision's modules import it anyway
-
+def _stub_torchvision() -> bool:
+    """Register a bare ``torchvision`` package module that skips torchvision/__init__.py (whose
+    C ops fail to load beside a CPU torch); transformers probes for torchvision too, so this
+    runs before it is imported. False where torchvision is not installed."""
+    if "torchvision" in sys.modules:
+        return True
     spec = importlib.util.find_spec("torchvision")
     if spec is None:
-        raise ModuleNotFoundError("torchvision is not installed (pip install --no-deps "
-                                  "torchvision==0.28.0)")
+        return False
+    import torch  # noqa: F401 - torchvision's modules import it anyway
+
     pkg = types.ModuleType("torchvision")
     pkg.__path__ = list(spec.submodule_search_locations)
     pkg.__file__, pkg.__spec__ = spec.origin, spec  # torch.onnx's registry looks it up
     sys.modules["torchvision"] = pkg
+    return True
+
+
+def _torchvision_models():
+    """torchvision.models, imported under :func:`_stub_torchvision`'s package module."""
+    if not _stub_torchvision():
+        raise ModuleNotFoundError("torchvision is not installed (pip install --no-deps "
+                                  "torchvision==0.28.0)")
     import torchvision.models as tvm
 
     return tvm
+
+
+def _transformers():
+    _stub_torchvision()
+    import transformers
+
+    return transformers
 
 
 def _informative(module, calib_inputs: list[tuple]) -> None:
@@ -480,7 +495,8 @@ def _text_args(vocab: int, seq: int = 128, pad: int = 24):
 
 
 def _hf_bert():
-    from transformers import BertConfig, BertModel
+    tf = _transformers()
+    BertConfig, BertModel = tf.BertConfig, tf.BertModel
 
     cfg = BertConfig(vocab_size=4000, hidden_size=256, num_hidden_layers=4,
                      num_attention_heads=4, intermediate_size=1024,
@@ -491,7 +507,8 @@ def _hf_bert():
 
 
 def _hf_distilbert():
-    from transformers import DistilBertConfig, DistilBertModel
+    tf = _transformers()
+    DistilBertConfig, DistilBertModel = tf.DistilBertConfig, tf.DistilBertModel
 
     cfg = DistilBertConfig(vocab_size=4000, dim=256, n_layers=4, n_heads=4, hidden_dim=1024,
                            attn_implementation="eager")
@@ -500,7 +517,8 @@ def _hf_distilbert():
 
 
 def _hf_gpt2():
-    from transformers import GPT2Config, GPT2Model
+    tf = _transformers()
+    GPT2Config, GPT2Model = tf.GPT2Config, tf.GPT2Model
 
     cfg = GPT2Config(vocab_size=4000, n_positions=256, n_embd=256, n_layer=4, n_head=4,
                      use_cache=False, attn_implementation="eager")
@@ -509,7 +527,8 @@ def _hf_gpt2():
 
 
 def _hf_vit():
-    from transformers import ViTConfig, ViTModel
+    tf = _transformers()
+    ViTConfig, ViTModel = tf.ViTConfig, tf.ViTModel
 
     cfg = ViTConfig(image_size=224, patch_size=16, hidden_size=192, num_hidden_layers=4,
                     num_attention_heads=3, intermediate_size=768, attn_implementation="eager")
@@ -519,7 +538,8 @@ def _hf_vit():
 
 def _hf_whisper_encoder():
     import torch
-    from transformers import WhisperConfig
+
+    WhisperConfig = _transformers().WhisperConfig
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
     # whisper-tiny's encoder dimensions (d_model 384, 4 layers, 6 heads, 80 mel bins, 30 s)
@@ -532,7 +552,9 @@ def _hf_whisper_encoder():
 
 def _hf_wav2vec2():
     import torch
-    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    tf = _transformers()
+    Wav2Vec2Config, Wav2Vec2Model = tf.Wav2Vec2Config, tf.Wav2Vec2Model
 
     cfg = Wav2Vec2Config(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                          intermediate_size=1024, feat_extract_norm="group",
@@ -542,7 +564,9 @@ def _hf_wav2vec2():
 
 
 def _hf_segformer():
-    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+    tf = _transformers()
+    SegformerConfig = tf.SegformerConfig
+    SegformerForSemanticSegmentation = tf.SegformerForSemanticSegmentation
 
     cfg = SegformerConfig(num_labels=8, hidden_sizes=[32, 64, 160, 256], depths=[1, 1, 1, 1],
                           decoder_hidden_size=128, attn_implementation="eager")
@@ -585,20 +609,14 @@ TORCH = [
 # ------------------------------------------- small exports committed as CI test data
 
 def _tiny_bert():
-    from transformers import BertConfig, BertModel
+    tf = _transformers()
+    BertConfig, BertModel = tf.BertConfig, tf.BertModel
 
     cfg = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=64, max_position_embeddings=32,
                      attn_implementation="eager")
     ids, mask = _text_args(cfg.vocab_size, seq=16, pad=5)
     return _OutputsOnly(BertModel(cfg)), ["input_ids", "attention_mask"], (ids, mask), []
-
-
-def _tiny_mobilenet():
-    tvm = _torchvision_models()
-    m = tvm.mobilenet_v3_small(weights=None, width_mult=0.25, num_classes=10)
-    args, calib = _image_args((1, 3, 64, 64))
-    return m, ["image"], args, calib
 
 
 def _tiny_unet():
@@ -623,8 +641,6 @@ def _tiny_gru():
 
 TEST_DATA = [
     ("tiny_bert", "nlp", "transformers BertModel, 2 layers, 32 wide, padded mask", _tiny_bert),
-    ("tiny_mobilenet_v3", "vision", "torchvision mobilenet_v3_small x0.25 at 64x64",
-     _tiny_mobilenet),
     ("tiny_unet", "vision-seg", "U-Net with ConvTranspose, 4-8 channels", _tiny_unet),
     ("tiny_kws_lstm", "speech", "conv + 2-layer LSTM keyword spotter", _tiny_kws),
     ("tiny_gru", "speech", "bidirectional 2-layer GRU tagger", _tiny_gru),

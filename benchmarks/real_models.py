@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -136,7 +135,9 @@ def bench_one(meta: dict, cache: Path, a) -> dict:
         return {**row, "stage": "export", "reason": meta["export_error"]}
     path, feed = cache / meta["onnx"], _load_feed(cache, meta)
     stage = "onnxruntime"
-    build_cache = tempfile.mkdtemp(prefix="tl-real-cache-")
+    # kept until the run ends: a kernel this model shares with a later one is found through
+    # the in-process kernel cache, whose library path points into this folder
+    build_cache = tempfile.mkdtemp(prefix=f"{meta['name']}-", dir=a.build_caches)
     try:
         sess = _ort_session(path)
         ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feed)))
@@ -178,8 +179,6 @@ def bench_one(meta: dict, cache: Path, a) -> dict:
         missing = getattr(e, "unsupported", None)
         if missing:
             row["missing_ops"] = sorted({u[0] for u in missing})
-    finally:
-        shutil.rmtree(build_cache, ignore_errors=True)
     return row
 
 
@@ -253,11 +252,12 @@ def main(argv=None) -> int:
     runtime.set_num_threads(THREADS)
     cache = Path(a.cache)
     rows = []
-    for entry in export_models.select(export_models.corpus(), a.models):
-        meta = export_models.ensure(entry, cache)
-        row = bench_one(meta, cache, a)
-        rows.append(row)
-        print(json.dumps(row), file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="tl-real-caches-") as a.build_caches:
+        for entry in export_models.select(export_models.corpus(), a.models):
+            meta = export_models.ensure(entry, cache)
+            row = bench_one(meta, cache, a)
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
     print(f"threads: {THREADS} each; peers alternating, {a.pause} s pause after each turn, "
           f"{a.rounds} rounds (medians)")
     print(table(rows))
