@@ -10,7 +10,10 @@ stages run in order on a table of named arrays:
   values its branch reads.
 
 Every GraphModule runs in the program's mode: "graph" (one native driver call per piece) or
-"interactive" (kernels called from Python). Saved as a folder: ``manifest.json`` (the stages,
+"interactive" (kernels called from Python). ``run(**inputs)`` may be called from several
+threads at once as :meth:`GraphModule.run` (each piece's run(**inputs) is; the table is the
+call's own), except for a piece that reads no run-time value (only constants), which runs on
+its module's own buffers. Saved as a folder: ``manifest.json`` (the stages,
 and which sub-folder holds each piece) and one GraphModule artifact per piece, each checked at
 load as any saved model.
 """

@@ -308,3 +308,26 @@ def test_program_stateful_api_benchmark_and_input_errors():
         gm.run(y=x)
     with pytest.raises(runtime.InputError, match=r"must have shape \(2, 8\)"):
         gm.run(x=x[:1])
+
+
+def test_run_time_if_inside_an_unrolled_loop():
+    """Each iteration of the unrolled body holds its own run-time If (on the carried value's
+    sum): 3 if nodes, each a pair of sub-plans."""
+    then_b = _branch("then", [helper.make_node("Mul", ["h_in", "half"], ["t"])],
+                     [_vi("t", [4])])
+    else_b = _branch("else", [helper.make_node("Add", ["h_in", "onef"], ["e"])],
+                     [_vi("e", [4])])
+    body = helper.make_graph(
+        [helper.make_node("ReduceSum", ["h_in"], ["s"], keepdims=0),
+         helper.make_node("Greater", ["s", "zero"], ["c"]),
+         helper.make_node("If", ["c"], ["h_out"], then_branch=then_b, else_branch=else_b),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])], "body",
+        [_vi("i", [], I64), _vi("cond_in", [], B), _vi("h_in", [4])],
+        [_vi("cond_out", [], B), _vi("h_out", [4])])
+    nodes = [helper.make_node("Loop", ["M", "", "h0"], ["h"], body=body)]
+    m = _model(nodes, [_vi("h0", [4])], [_vi("h", [4])],
+               inits=[_const("M", np.array(3, np.int64)), _const("half", np.float32(0.5)),
+                      _const("onef", np.float32(1)), _const("zero", np.float32(0))])
+    assert graph.from_onnx(m).op_counts()["if"] == 3
+    for h0 in ([3.0, -1.0, 0.5, 0.0], [-4.0, -1.0, 0.5, 0.0]):
+        _check(m, {"h0": np.array(h0, np.float32)})
