@@ -124,6 +124,7 @@ def resnet50_kernels(size: int):
     from tensorlang.graph import model_zoo
     from tensorlang.graph import op_registry as R
     from tensorlang.graph.build import schedule_candidates, workload_key
+    from tensorlang.graph.fused_group import group_of
     from tensorlang.graph.lowering import lower
     from tensorlang.graph.passes import run_passes
 
@@ -140,7 +141,8 @@ def resnet50_kernels(size: int):
         if key in seen:
             continue
         seen.add(key)
-        label = n.op if n.op != "fused" else "+".join(m["op"] for m in n.attrs["body"])
+        group = group_of(n)
+        label = n.op if group is None else "+".join(group.ops)
         for candidate in ("default", "naive"):  # as graph.build tries them
             ins, outs = lower(n.op, n.attrs, in_types, out_types)
             try:

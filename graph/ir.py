@@ -110,9 +110,11 @@ class Node:
         if not self.attrs:
             return ""
         if self.op == "fused" and "body" in self.attrs:
+            from .fused_group import group_of  # (it imports this module)
+
             # a fused group prints as its member ops in order (the full body is in the JSON)
-            ops = "+".join(m["op"] for m in self.attrs["body"])
-            return f"{{ops={ops}, pattern={self.attrs.get('pattern', '?')}}}"
+            group = group_of(self)
+            return f"{{ops={'+'.join(group.ops)}, pattern={group.pattern}}}"
         parts = [f"{k}={_fmt_attr(v)}" for k, v in sorted(self.attrs.items())]
         return "{" + ", ".join(parts) + "}"
 

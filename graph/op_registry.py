@@ -1031,17 +1031,21 @@ def evaluate(op: str, arrays: Sequence[np.ndarray], attrs: dict[str, Any]) -> li
 def _fused_infer(types, attrs):
     """Re-infer every member of a fused group (the ``fuse_ops`` pass builds them) from the
     group's inputs: a hand-edited body whose recorded types disagree is an error."""
+    from .fused_group import FusedGroup  # (it imports this module)
+
+    group = FusedGroup.from_attrs(attrs, types)
     vals: list[Type] = []
-    for m in attrs["body"]:
-        ins = [types[k] if src == "in" else vals[k] for src, k in m["inputs"]]
-        (shape, dtype), = infer_types(m["op"], ins, m["attrs"], m.get("name", "?"))
-        if [list(shape), dtype] != [list(m["type"][0]), m["type"][1]]:
-            raise GraphError(f"fused member {m.get('name', '?')} ({m['op']}) is recorded as "
-                             f"{m['type']} but its inputs give {dtype}{list(shape)}")
+    for m in group.members:
+        ins = [group.inputs[k] if src == "in" else vals[k] for src, k in m.inputs]
+        (shape, dtype), = infer_types(m.op, ins, m.attrs, m.name)
+        if (tuple(shape), dtype) != m.type:
+            raise GraphError(f"fused member {m.name} ({m.op}) is recorded as "
+                             f"{m.type[1]}{list(m.type[0])} but its inputs give "
+                             f"{dtype}{list(shape)}")
         vals.append((shape, dtype))
     return [vals[-1]]
 
 
-# A fused node's own pattern kind is its group's (attrs["pattern"]); the registry entry only
-# says that nothing fuses into a fused node again.
+# A fused node's own pattern kind is its group's (fused_group.group_of(n).pattern); the registry
+# entry only says that nothing fuses into a fused node again.
 register("fused", OPAQUE, (0, -1), _fused_infer, None)

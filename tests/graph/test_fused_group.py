@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from tensorlang.graph import fused_group as F
 from tensorlang.graph import model_zoo
+from tensorlang.graph import op_registry as R
 from tensorlang.graph import tuning as T
 from tensorlang.graph.ir import GraphError
 from tensorlang.graph.lowering import lower
@@ -135,6 +136,22 @@ def test_the_whole_old_log_applies():
     applied = sum(_build_with_the_old_log(name, rng)
                   for name in ("small_cnn", "inverted_residual", "transformer_block"))
     assert applied == len(_recorded_workloads())  # each recorded workload one distinct kernel
+
+
+def test_a_fused_nodes_type_is_inferred_from_its_group():
+    n = next(n for n in _fused_nodes("small_cnn") if "conv" in F.group_of(n).ops)
+    in_types, out_types = _types(n)
+    assert R.infer_types(n.op, in_types, n.attrs, n.name) == [
+        (tuple(s), t) for s, t in out_types]
+    assert n.attrs_text() == (f"{{ops={'+'.join(F.group_of(n).ops)}, "
+                              f"pattern=out_elemwise_fusable}}")
+    edited = json.loads(json.dumps(n.attrs))
+    edited["body"][-1]["type"][0][1] += 1  # a hand-edited body: the root's channels
+    shape = out_types[0][0]
+    with pytest.raises(GraphError, match=rf"fused member {n.name} \({edited['body'][-1]['op']}\) "
+                       rf"is recorded as float32\[1, {shape[1] + 1}, .* but its inputs give "
+                       rf"float32\[1, {shape[1]}, "):
+        R.infer_types(n.op, in_types, edited, n.name)
 
 
 @pytest.mark.parametrize("attrs, in_types, match", [
