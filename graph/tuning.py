@@ -1,12 +1,12 @@
 """Tuning fused graph kernels with ``tensorlang.autotune``, and picking tuned schedules at build.
 
-A graph kernel (one node after fusion: a ``fused`` group or a single op) is tunable when it holds
-an anchor whose op definition declares the knobs of its schedule and :data:`KNOBS` tunes some of
-them (matmul family, convolutions, depthwise conv / pooling windows). The autotune template ``graph_kernel`` rebuilds the kernel's
-computes from its description (op, attributes, input and output types: all JSON strings, so a
-tuning record names the workload and the measuring child process can rebuild it) and schedules
-them with ``default_schedule(outs, knobs=...)``; the knobs' defaults are the default schedule's,
-so the template's fallback config *is* the default schedule.
+A graph kernel (one node after fusion: a ``fused`` group or a single op) is tunable when it holds an
+anchor whose op definition declares the knobs of its schedule and :data:`KNOBS` tunes some of them
+(matmul family, convolutions, depthwise conv / pooling windows). The autotune template
+``graph_kernel`` rebuilds the kernel's computes from its description (op, attributes, input and
+output types: all JSON strings, so a tuning record names the workload and the measuring child
+process can rebuild it) and schedules them with ``default_schedule(outs, knobs=...)``; the knobs'
+defaults are the default schedule's, so the template's fallback config *is* the default schedule.
 
 - :func:`extract_tasks` -> :class:`GraphTask` (an ``autotune.Task`` with a weight: how many
   nodes of the graph share the workload), ready for ``autotune.tune_tasks``;
