@@ -47,6 +47,10 @@ def workloads() -> dict:
         "conv_transpose": (_model("ConvTranspose", x256, {"strides": [2, 2],
                                                           "pads": [1, 1, 1, 1]},
                                   [("w", f32(256, 128, 4, 4) * 0.05), ("b", f32(128))]), x256),
+        # a bilinear-initialized upsampling layer: depthwise (group = channels)
+        "conv_transpose_depthwise": (_model("ConvTranspose", x256, {
+            "strides": [2, 2], "pads": [1, 1, 1, 1], "group": 256},
+            [("w", f32(256, 1, 4, 4))]), x256),
         "resize_nearest_2x": (_model("Resize", x256, {"mode": "nearest"},
                                      [("", None), ("s", scales2)]), x256),
         "resize_linear_2x": (_model("Resize", x256, {"mode": "linear"},
