@@ -38,7 +38,9 @@ def _need_float(op: str, x: Tensor) -> None:
 
 
 def relu(x: Tensor) -> Tensor:
-    return _unary("relu", x, lambda v: te.max(v, const(0, x.dtype)))
+    # the constant first: Max(c, v) is select(c > v, c, v), which keeps a NaN v (numpy and
+    # onnxruntime propagate it) and is still one vmaxps
+    return _unary("relu", x, lambda v: te.max(const(0, x.dtype), v))
 
 
 def leaky_relu(x: Tensor, alpha: float = 0.01) -> Tensor:
@@ -57,10 +59,11 @@ def clip(x: Tensor, a_min=None, a_max=None) -> Tensor:
             raise ValueError(f"clip: {name} must be a number or None, got {v!r}")
 
     def f(v):
+        # bounds first: a NaN v passes through (as relu)
         if a_min is not None:
-            v = te.max(v, const(a_min, x.dtype))
+            v = te.max(const(a_min, x.dtype), v)
         if a_max is not None:
-            v = te.min(v, const(a_max, x.dtype))
+            v = te.min(const(a_max, x.dtype), v)
         return v
 
     return _unary("clip", x, f, a_min=a_min, a_max=a_max)

@@ -102,6 +102,19 @@ def test_max_min_with_nan_match_onnxruntime(op):
     _assert_same(got["y"], ref["y"])
 
 
+@pytest.mark.parametrize("op,attrs,opset", [
+    ("Relu", {}, 14), ("Clip", {"min": -1.0, "max": 1.0}, 6), ("HardSigmoid", {}, 6),
+    ("LeakyRelu", {}, 6), ("Sigmoid", {}, 13), ("Abs", {}, 13), ("Softmax", {}, 13)])
+def test_unary_ops_propagate_nan_as_onnxruntime(op, attrs, opset):
+    """relu and clip were max(v, 0) = select(v > 0, v, 0): a NaN became 0. The bound first,
+    max(0, v) = select(0 > v, 0, v), keeps it at the same cost (one vmaxps)."""
+    x = _specials((3, 37), 21)
+    m = _model(op, [("x", TP.FLOAT, (3, 37))], [("y", TP.FLOAT, (3, 37))], opset, **attrs)
+    got, ref = _run_both(m, {"x": x})
+    np.testing.assert_array_equal(np.isnan(got["y"]), np.isnan(ref["y"]))
+    np.testing.assert_allclose(got["y"], ref["y"], rtol=1e-5, atol=1e-6)
+
+
 def test_where_with_nan_branches_and_full_broadcasting():
     c = np.random.default_rng(5).random((4, 1, 6)) > 0.5
     x, y = _specials((1, 3, 1), 6), _specials((3, 6), 7)
@@ -213,6 +226,16 @@ def test_topk_with_ties_lower_index_first(largest, axis):
     m = _model("TopK", [("x", TP.FLOAT, (6, 40))],
                [("v", TP.FLOAT, out), ("i", TP.INT64, out)], 11, inits=[kk], axis=axis,
                largest=largest)
+    got, ref = _run_both(m, {"x": x})
+    _assert_same(got["v"], ref["v"])
+    _assert_same(got["i"], ref["i"])
+
+
+def test_topk_opset10_k_input_without_largest():
+    x = np.random.default_rng(16).integers(-3, 3, (2, 3, 9)).astype(np.float32)
+    kk = onnx.numpy_helper.from_array(np.array([3], np.int64), "k")
+    m = _model("TopK", [("x", TP.FLOAT, (2, 3, 9))],
+               [("v", TP.FLOAT, (2, 3, 3)), ("i", TP.INT64, (2, 3, 3))], 10, inits=[kk])
     got, ref = _run_both(m, {"x": x})
     _assert_same(got["v"], ref["v"])
     _assert_same(got["i"], ref["i"])
