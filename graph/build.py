@@ -143,7 +143,7 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     from .control_flow import build_program, has_control_flow
 
     if has_control_flow(g):  # run-time If: each piece and branch is built by this function
-        return build_program(g, target=target, tuning_log=tuning_log, mode=mode,
+        return build_program(g, report, target=target, tuning_log=tuning_log, mode=mode,
                              opt_level=opt_level, memory_reuse=memory_reuse, inplace=inplace,
                              dump_ir=dump_ir)
     t_start = time.perf_counter()

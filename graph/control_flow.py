@@ -16,6 +16,7 @@ both execution modes (each piece runs in the mode given), and the graph passes n
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .builder import Builder
@@ -147,9 +148,11 @@ def plain_graphs(g: Graph) -> list[Graph]:
 # ---------------------------------------------------------------------------- build
 
 
-def build_program(g: Graph, **build_args: Any):
+def build_program(g: Graph, report=None, **build_args: Any):
     """Build a graph with ``if`` nodes into a :class:`tensorlang.runtime.program.Program`
-    (see the module docstring); ``build_args`` are :func:`tensorlang.graph.build`'s."""
+    (see the module docstring); ``build_args`` are :func:`tensorlang.graph.build`'s.
+    ``report``: a BuildReport that gets every piece's steps (named "<piece>/<step>"),
+    kernels and tuning notes."""
     from tensorlang.runtime.program import GraphStage, IfStage, Program, refusing_program
 
     from .build import build
@@ -174,13 +177,31 @@ def build_program(g: Graph, **build_args: Any):
                               [v.name for v in seg.outputs]))
         for label, prog in zip(("then", "else"), programs):
             if prog.build_report is not None:
-                reports.append((f"{seg.name} {label}", prog.build_report))
+                reports.append((f"{seg.name}.{label}", prog.build_report))
     prog = Program(g.name, [(v.name, tuple(v.shape), v.dtype) for v in g.inputs],
                    [v.name for v in g.outputs], stages,
                    {v.name: v.data for v in g.outputs if v.is_constant},
                    mode=build_args.get("mode", "graph"))
     prog.build_report = ProgramReport(reports)
+    if report is not None:
+        _merge_reports(report, reports)
     return prog
+
+
+def _merge_reports(into, pieces: list) -> None:
+    """Every piece's BuildReport (recursively through branches) into ``into``."""
+    for name, rep in pieces:
+        if isinstance(rep, ProgramReport):
+            _merge_reports(into, [(f"{name}/{n}", r) for n, r in rep.pieces])
+            continue
+        into.steps.extend(dataclasses.replace(st, name=f"{name}/{st.name}")
+                          for st in rep.steps)
+        into.passes.extend(rep.passes)
+        into.kernels.extend(rep.kernels)
+        into.untuned.extend(rep.untuned)
+        into.tuned_failures.extend(rep.tuned_failures)
+        into.driver_s += rep.driver_s
+        into.total_s += rep.total_s
 
 
 class ProgramReport:

@@ -331,3 +331,18 @@ def test_run_time_if_inside_an_unrolled_loop():
     assert graph.from_onnx(m).op_counts()["if"] == 3
     for h0 in ([3.0, -1.0, 0.5, 0.0], [-4.0, -1.0, 0.5, 0.0]):
         _check(m, {"h0": np.array(h0, np.float32)})
+
+
+def test_build_report_of_a_program_holds_every_piece():
+    """graph.build(report=) of a model with a run-time If: every piece's build steps, named
+    '<piece>/<step>' (branches as '<if node>.<then|else>/...'), and every kernel."""
+    rep = graph.BuildReport()
+    gm = graph.build(graph.from_onnx(_gate_model(nested=True)), report=rep)
+    steps = ["passes", "select kernels", "assign storage", "plan memory", "emit driver",
+             "make plan"]
+    pieces = ["m_part0", "If_2.then/If_2_then_part0", "If_2.else/If_2_else_part0",
+              "If_2.else/If_2.then/If_2_then_part0", "If_2.else/If_2.else/If_2_else_part0",
+              "m_part2"]
+    assert [st.name for st in rep.steps] == [f"{p}/{s}" for p in pieces for s in steps]
+    assert len(rep.kernels) == gm.num_kernels and rep.total_s > 0
+    assert str(gm.build_report).startswith("[m_part0]\nsteps:")
