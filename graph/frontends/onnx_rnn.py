@@ -2,8 +2,13 @@
 sequence of graph ops over its time steps (the sequence length is the static extent of X).
 
 Per direction, the input projection of every step is one dense over all T*B rows (X W^T plus
-both biases where they add); each step is then one dense of the hidden state by R^T whose bias
-input is that step's projection, the gate slices, their activations and the cell update.
+both biases where they add); each step then takes its rows of it (a gather by a constant
+index: the same kernel for every step, where a slice's offset would make T workloads to
+compile), one dense of the hidden state by R^T, and the gates: each gate's pre-activation is
+a slice of that dense's output plus a slice of the step's projection, which the fusion pass
+puts into the kernels of the activations and the cell update. An LSTM step is four kernels,
+the same four for every step (seq 50, batch 1, input 64, hidden 128: 128 us vs onnxruntime's
+146 us on 2 threads, 185 vs 184 us on one; build 1.2 s).
 Outputs the model does not read are dead code (the graph's dead_code pass removes them).
 ``sequence_lens`` given as a constant is honoured with constant masks: a batch entry past its
 length keeps its state and writes zeros to Y, forward and reverse, as ONNX specifies. Weights,
@@ -170,28 +175,34 @@ class _Rnn:
         return range(self.T) if forward else range(self.T - 1, -1, -1)
 
     def projection(self, d, bias):
-        """X W^T + bias for every step of direction d: [T, B, G*H] in one dense."""
+        """X W^T + bias for every step of direction d: [T*B, G*H] in one dense."""
         c = self.c
         wt = c.b.const(np.ascontiguousarray(self.w[d].T), name=f"{c.node_name}_W{d}")
         rows = c.op("reshape", [self.x], shape=[self.T * self.B, self.I])
         bv = c.b.const(np.ascontiguousarray(bias), name=f"{c.node_name}_bias{d}")
-        xw = c.op("dense", [rows, wt, bv])
-        return c.op("reshape", [xw], shape=[self.T, self.B, self.G * self.H])
+        return c.op("dense", [rows, wt, bv])
 
-    def step_input(self, xw, t):
-        s = self.c.op("slice", [xw], starts=[t], ends=[t + 1], axes=[0], steps=[1])
-        return self.c.op("reshape", [s], shape=[self.B, self.G * self.H])
-
-    def recurrent(self, h, wt, bias_in):
-        """h @ wt + bias_in ([B, n]); with no state yet (zeros), bias_in itself."""
-        if h is None:
-            return bias_in
-        return self.c.op("dense", [h, wt, bias_in])
+    def recurrent(self, h, wt):
+        """h @ wt ([B, n]); None when there is no state yet (zeros)."""
+        return None if h is None else self.c.op("dense", [h, wt])
 
     def gate(self, v, k, n=1):
         """Gates k..k+n-1 of a [B, G*H] value."""
         return self.c.op("slice", [v], starts=[k * self.H], ends=[(k + n) * self.H], axes=[1],
                          steps=[1])
+
+    def step_input(self, xw, t):
+        """The projection of step t, [B, G*H]: a gather by a constant index, not a slice, so
+        that every step's kernels are the same workload (a slice's offset is part of it)."""
+        rows = self.c.b.const(np.arange(t * self.B, (t + 1) * self.B, dtype=np.int64),
+                              name=f"{self.c.node_name}_t{t}")
+        return self.c.op("gather", [xw, rows], axis=0)
+
+    def pre(self, x_t, rec, k, n=1):
+        """Gates k..k+n-1 before activation: the step's projection plus the recurrent
+        product (when there is one), each sliced to the gates."""
+        x = self.gate(x_t, k, n)
+        return x if rec is None else _add(self.c, self.gate(rec, k, n), x)
 
     def clipped(self, v):
         if self.clip is None:
@@ -264,8 +275,9 @@ def _lstm(c, ins, a):
         h, cell = rnn.initial(ins, 5, d), rnn.initial(ins, 6, d)
         y = []
         for t in rnn.steps(d):
-            g = rnn.recurrent(h, rt, rnn.step_input(xw, t))
-            new_h, new_c = _lstm_cell(c, rnn, acts[d], g, cell, p, input_forget)
+            rec, x_t = rnn.recurrent(h, rt), rnn.step_input(xw, t)
+            pre = [rnn.pre(x_t, rec, k) for k in range(4)]
+            new_h, new_c = _lstm_cell(c, rnn, acts[d], pre, cell, p, input_forget)
             h, out = rnn.masked(t, new_h, h)
             cell, _ = rnn.masked(t, new_c, cell)
             y.append(out)
@@ -277,10 +289,10 @@ def _lstm(c, ins, a):
     return rnn.outputs(ys, [hs, cs])
 
 
-def _lstm_cell(c, rnn, act, g, cell, p, input_forget):
-    """One step from the gates' pre-activations g [B, 4H] (order i, o, f, c)."""
+def _lstm_cell(c, rnn, act, pre, cell, p, input_forget):
+    """One step from the gates' pre-activations (order i, o, f, c), each [B, H]."""
     f, gg, hh = act
-    pre = [rnn.gate(g, k) for k in range(4)]
+    pre = list(pre)
     if p is not None and cell is not None:  # peepholes read the previous cell (o: the new one)
         pre[0] = _add(c, pre[0], _mul(c, p[0], cell))
         pre[2] = _add(c, pre[2], _mul(c, p[2], cell))
@@ -320,8 +332,7 @@ def _gru(c, ins, a):
         h = rnn.initial(ins, 5, d)
         y = []
         for t in rnn.steps(d):
-            x_t = rnn.step_input(xw, t)
-            new_h = _gru_cell(c, rnn, acts[d], x_t, h, r_zr, r_h, rbh, lbr)
+            new_h = _gru_cell(c, rnn, acts[d], xw, t, h, (r_zr, r_h, rbh), lbr)
             h, out = rnn.masked(t, new_h, h)
             y.append(out)
         if rnn.steps(d)[0] != 0:
@@ -331,20 +342,19 @@ def _gru(c, ins, a):
     return rnn.outputs(ys, [hs])
 
 
-def _gru_cell(c, rnn, act, x_t, h, r_zr, r_h, rbh, lbr):
+def _gru_cell(c, rnn, act, xw, t, h, weights, lbr):
     f, g = act
-    zr = rnn.recurrent(h, r_zr, rnn.gate(x_t, 0, 2))
-    z = f(c, rnn.clipped(rnn.gate(zr, 0)))
-    x_h = rnn.gate(x_t, 2)
+    r_zr, r_h, rbh = weights
+    zr, x_t = rnn.recurrent(h, r_zr), rnn.step_input(xw, t)
+    z = f(c, rnn.clipped(rnn.pre(x_t, zr, 0)))
+    r = f(c, rnn.clipped(rnn.pre(x_t, zr, 1)))
+    x_h = rnn.pre(x_t, None, 2)
     if h is None:  # a zero state: r (.) 0 and 0 @ Rh are zero; lbr adds r (.) Rbh
-        pre = x_h if not lbr else _add(c, x_h, _mul(c, f(c, rnn.clipped(rnn.gate(zr, 1))),
-                                                    rbh))
+        pre = x_h if not lbr else _add(c, x_h, _mul(c, r, rbh))
+    elif lbr:
+        pre = _add(c, x_h, _mul(c, r, c.op("dense", [h, r_h, rbh])))
     else:
-        r = f(c, rnn.clipped(rnn.gate(zr, 1)))
-        if lbr:
-            pre = _add(c, x_h, _mul(c, r, c.op("dense", [h, r_h, rbh])))
-        else:
-            pre = c.op("dense", [_mul(c, r, h), r_h, x_h])
+        pre = _add(c, c.op("dense", [_mul(c, r, h), r_h]), x_h)
     cand = g(c, rnn.clipped(pre))
     # H = (1 - z) (.) cand + z (.) H_prev = cand + z (.) (H_prev - cand)
     if h is None:
