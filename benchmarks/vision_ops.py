@@ -41,6 +41,7 @@ def workloads() -> dict:
         return rng.standard_normal(shape).astype(np.float32)
 
     x256 = f32(1, 256, 32, 32)
+    yolo = f32(1, 3, 80, 80, 85)
     scales2 = np.array([1, 1, 2, 2], np.float32)
     return {
         # a segmentation head's upsampling: 1x256x32x32 -> 1x128x64x64, k=4, s=2, p=1
@@ -70,6 +71,12 @@ def workloads() -> dict:
         "scatter_nd_rows": (_model("ScatterND", x256, {}, [
             ("i", np.stack([np.zeros(16, np.int64), rng.permutation(256)[:16]], 1)),
             ("u", f32(16, 32, 32))], 13), x256),
+        # an exported slice assignment y[..., 0:4] = u of a detection head (YOLO-style):
+        # one index tuple per element of the slice (76800 updates)
+        "scatter_nd_slice_assign": (_model("ScatterND", yolo, {}, [
+            ("i", np.stack(np.meshgrid(*[np.arange(n) for n in (1, 3, 80, 80, 4)],
+                                       indexing="ij"), -1).astype(np.int64)),
+            ("u", f32(1, 3, 80, 80, 4))], 13), yolo),
     }
 
 

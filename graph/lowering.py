@@ -406,6 +406,11 @@ def _vision(op: str, ins: list, a: dict, out_shape):
         return O.gather_nd(ins[0], ins[1], a.get("batch_dims", 0))
     if op == "scatter_nd":
         return O.scatter_nd(ins[0], ins[1], ins[2], a.get("reduction", "none"))
+    if op == "scatter_nd_planned":
+        return O.scatter_nd_planned(ins[0], ins[1], ins[2], a.get("reduction", "none"))
+    if op == "scatter_nd_boxed":
+        return O.scatter_nd_boxed(ins[0], ins[1], a["starts"], a["steps"],
+                                  a.get("reduction", "none"))
     if op == "space_to_depth":
         return O.space_to_depth(ins[0], a["blocksize"])
     if op == "trilu":
@@ -417,7 +422,8 @@ def _vision(op: str, ins: list, a: dict, out_shape):
 
 
 VISION_OPS = ("resize", "conv_transpose_weight", "conv_transpose_interleave", "gather_nd",
-              "scatter_nd", "space_to_depth", "trilu", "group_norm")
+              "scatter_nd", "scatter_nd_planned", "scatter_nd_boxed", "space_to_depth", "trilu",
+              "group_norm")
 
 
 # ----------------------------------------------------------------------------- issue 18: float

@@ -886,6 +886,45 @@ def _scatter_nd_ref(xs, a):
 register("scatter_nd", OPAQUE, 3, _scatter_nd_infer, _scatter_nd_ref)
 
 
+def _scatter_nd_planned_infer(types, attrs):
+    (ds, dt_), (ps, pt), (us, ut) = types
+    k = len(ps) - 1
+    if not np.issubdtype(np.dtype(pt), np.integer) or ut != dt_ or k < 1 or \
+            tuple(ps[:-1]) != tuple(ds[:k]) or tuple(us[1:]) != tuple(ds[k:]):
+        raise GraphError(f"plan {list(ps)} and updates {list(us)} do not fit data {list(ds)}")
+    return [(tuple(ds), dt_)]
+
+
+def _scatter_nd_planned_ref(xs, a):
+    from tensorlang.ops.references import scatter_nd_planned
+
+    return [scatter_nd_planned(*xs, a.get("reduction", "none"))]
+
+
+register("scatter_nd_planned", INJECTIVE, 3, _scatter_nd_planned_infer,
+         _scatter_nd_planned_ref)
+
+
+def _scatter_nd_boxed_infer(types, attrs):
+    (ds, dt_), (us, ut) = types
+    st, sp = attrs["starts"], attrs["steps"]
+    k = len(st)
+    if ut != dt_ or len(sp) != k or tuple(us[k:]) != tuple(ds[k:]) or any(
+            s < 1 or lo < 0 or lo + s * (g - 1) >= n for lo, s, g, n in zip(st, sp, us, ds)):
+        raise GraphError(f"updates {list(us)} at starts {st}, steps {sp} do not fit data "
+                         f"{list(ds)}")
+    return [(tuple(ds), dt_)]
+
+
+def _scatter_nd_boxed_ref(xs, a):
+    from tensorlang.ops.references import scatter_nd_boxed
+
+    return [scatter_nd_boxed(*xs, a["starts"], a["steps"], a.get("reduction", "none"))]
+
+
+register("scatter_nd_boxed", INJECTIVE, 2, _scatter_nd_boxed_infer, _scatter_nd_boxed_ref)
+
+
 def _space_to_depth_infer(types, attrs):
     xs, xt = types[0]
     b = attrs["blocksize"]

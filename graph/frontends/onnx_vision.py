@@ -330,7 +330,31 @@ def _scatter_nd(c, ins, a):
                         f"{list(data.shape)})")
     if np.dtype(upd.dtype) != np.dtype(data.dtype):
         raise refuse(c, f"updates are {upd.dtype}, data {data.dtype}")
+    if idx.is_constant and not (data.is_constant and upd.is_constant):
+        return [_scatter_nd_planned(c, data, idx, upd, red)]
     return [c.op("scatter_nd", [data, idx, upd], reduction=red)]
+
+
+def _scatter_nd_planned(c, data, idx, upd, red: str):
+    """Indices known at build time: a regular grid of index tuples (an exported slice
+    assignment) is a select over the output; other indices have the updates of each cell
+    listed now, so each output element reads its own few (O(output) instead of O(cells x
+    updates)); an index out of range is refused here."""
+    from tensorlang.ops.indexing import scatter_nd_box, scatter_nd_plan
+
+    box = scatter_nd_box(idx.data, data.shape)
+    if box is not None:  # a slice assignment: a select over the output, no table
+        return c.op("scatter_nd_boxed", [data, upd], starts=box[0], steps=box[1],
+                    reduction=red)
+    try:
+        plan = scatter_nd_plan(idx.data, data.shape, red)
+    except IndexError as e:
+        raise refuse(c, str(e)) from None
+    k = idx.shape[-1]
+    count = int(np.prod(idx.shape[:-1]))
+    flat = c.op("reshape", [upd], shape=[count] + list(data.shape[k:]))
+    return c.op("scatter_nd_planned", [data, c.b.const(plan, name=f"{c.node_name}_plan"), flat],
+                reduction=red)
 
 
 # ---------------------------------------------------------------------------- SpaceToDepth, Trilu,

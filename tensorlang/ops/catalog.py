@@ -347,6 +347,17 @@ def _define_vision() -> None:
         parts={"cells": ("scatter_nd_cells", OPAQUE), "target": ("scatter_nd_target", OPAQUE),
                "owner": ("scatter_nd_owner", REDUCE),
                "combine": ("scatter_nd_combine", REDUCE)})
+    define("scatter_nd_boxed", IX.scatter_nd_boxed, INJECTIVE, [
+        ex([(6, 7, 3), (2, 3, 3)], lambda d, u: IX.scatter_nd_boxed(d, u, [1, 2], [3, 2]),
+           lambda d, u: ref.scatter_nd_boxed(d, u, [1, 2], [3, 2])),
+        ex([(5, 4), (5, 2)], lambda d, u: IX.scatter_nd_boxed(d, u, [0, 2], [1, 1], "add"),
+           lambda d, u: ref.scatter_nd_boxed(d, u, [0, 2], [1, 1], "add"))])
+    define("scatter_nd_planned", IX.scatter_nd_planned, INJECTIVE, [
+        ex([(5, 4), ((5, 1), "int64"), (3, 4)], IX.scatter_nd_planned, ref.scatter_nd_planned,
+           low=-1, high=2),
+        ex([(4, 3), ((4, 3, 2), "int64"), (3,)],
+           lambda d, p, u: IX.scatter_nd_planned(d, p, u, "max"),
+           lambda d, p, u: ref.scatter_nd_planned(d, p, u, "max"), low=-1, high=2)])
     define("space_to_depth", VM.space_to_depth, INJECTIVE, [
         ex([(2, 3, 4, 6)], lambda x: VM.space_to_depth(x, 2),
            lambda a: ref.space_to_depth(a, 2))])

@@ -153,4 +153,132 @@ def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, reduction: str = 
     return op_compute(op, ds, lambda *o: combine(data[o], acc[o]), OPAQUE, reduction=reduction)
 
 
-__all__ = ["gather_nd", "scatter_nd"]
+def scatter_nd_plan(indices, data_shape, reduction: str = "none"):
+    """For indices known when the kernel is built (numpy): per data cell (data.shape[:k]) the
+    numbers of the updates that reach it, in order, padded with -1 to the largest count:
+    [cells..., D] int64 (D = 1 for reduction none: the last update wins). IndexError for an
+    index outside [-n, n)."""
+    import numpy as np
+
+    idx = np.asarray(indices, dtype=np.int64)
+    k = idx.shape[-1]
+    cells = tuple(int(n) for n in data_shape[:k])
+    flat = idx.reshape(-1, k)
+    bad = (flat < -np.array(cells)) | (flat >= np.array(cells))
+    if bad.any():
+        i = int(np.argwhere(bad.any(axis=1))[0][0])
+        raise IndexError(f"scatter_nd: update {i} has index {flat[i].tolist()}, outside the "
+                         f"data's {list(cells)} (negative counts from the end)")
+    wrapped = np.where(flat < 0, flat + np.array(cells), flat)
+    target = np.ravel_multi_index(tuple(wrapped.T), cells) if k else np.zeros(len(flat), int)
+    lists: dict = {}
+    for u, t in enumerate(target.tolist()):
+        lists.setdefault(t, []).append(u)
+    depth = 1 if reduction == "none" else max((len(v) for v in lists.values()), default=1)
+    plan = np.full((int(np.prod(cells)), depth), -1, np.int64)
+    for t, us in lists.items():
+        plan[t, :len(us[-depth:])] = us[-depth:] if reduction == "none" else us
+    return plan.reshape(cells + (depth,))
+
+
+def scatter_nd_planned(data: Tensor, plan: Tensor, updates: Tensor,
+                       reduction: str = "none") -> Tensor:
+    """scatter_nd with the updates per cell given (scatter_nd_plan: indices known at build
+    time, as exported slice assignments have): each output element reads its cell's few
+    updates, O(output x D) instead of O(cells x updates). updates: [count, data.shape[k:]...]
+    flattened over the index axes."""
+    op = "scatter_nd_planned"
+    check_tensor(op, "data", data)
+    check_tensor(op, "plan", plan)
+    check_tensor(op, "updates", updates)
+    ds, ps, us = (static_shape(op, n, t) for n, t in (("data", data), ("plan", plan),
+                                                       ("updates", updates)))
+    k, depth = len(ps) - 1, ps[-1]
+    if not dt.is_int(plan.dtype) or ps[:-1] != ds[:k] or us[1:] != ds[k:]:
+        raise ValueError(f"{op}: plan {ps} ({plan.dtype}) and updates {us} do not fit data {ds}"
+                         f": need an integer plan of data.shape[:k] + (D,) and updates of "
+                         f"(count,) + data.shape[k:]")
+    if reduction not in REDUCTIONS or (reduction == "none" and depth != 1):
+        raise ValueError(f"{op}: reduction must be one of {', '.join(REDUCTIONS)} (none with a "
+                         f"plan of depth 1); got {reduction!r} with depth {depth}")
+    combine = {"none": lambda a, b: b, "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+               "max": te.max, "min": te.min}[reduction]
+
+    def f(*o):
+        p, rest = o[:k], o[k:]
+        v = data[o]
+        for d in range(depth):
+            u = plan[tuple(p) + (d,)]
+            src = te.max(te.min(u, const(us[0] - 1, u.dtype)), const(0, u.dtype))
+            v = te.select(u >= 0, combine(v, updates[(src,) + tuple(rest)]), v)
+        return v
+
+    return op_compute(op, ds, f, INJECTIVE, reduction=reduction)
+
+
+def scatter_nd_box(indices, data_shape):
+    """For indices known at build time (numpy): ((starts, steps) of the first k axes) when the
+    index tuples are a regular grid, index [i0, .., ik-1] of the updates writing cell
+    (start_d + step_d * i_d)_d with steps >= 1 (an exported slice assignment y[a:b:s, ...] =
+    u); None otherwise. IndexError for an index outside [-n, n)."""
+    import numpy as np
+
+    idx = np.asarray(indices, dtype=np.int64)
+    k = idx.shape[-1]
+    grid = idx.shape[:-1]
+    cells = np.array(data_shape[:k])
+    if len(grid) != k or 0 in grid:
+        return None
+    if ((idx < -cells) | (idx >= cells)).any():
+        return None  # scatter_nd_plan names the bad index
+    idx = np.where(idx < 0, idx + cells, idx)
+    starts, steps = [], []
+    for d in range(k):
+        lo = int(idx[(0,) * k + (d,)])
+        step = int(idx[(0,) * d + (1,) + (0,) * (k - d - 1) + (d,)]) - lo if grid[d] > 1 else 1
+        want = lo + step * np.arange(grid[d]).reshape((1,) * d + (-1,) + (1,) * (k - d - 1))
+        if step < 1 or not np.array_equal(idx[..., d], np.broadcast_to(want, grid)):
+            return None
+        starts.append(lo)
+        steps.append(step)
+    return starts, steps
+
+
+def scatter_nd_boxed(data: Tensor, updates: Tensor, starts, steps,
+                     reduction: str = "none") -> Tensor:
+    """scatter_nd whose index tuples are a regular grid (scatter_nd_box): updates [g0, ..,
+    gk-1, data.shape[k:]...] written to (or combined into) the cells start_d + step_d * i_d:
+    an elementwise select over the output, no index read at all."""
+    op = "scatter_nd_boxed"
+    check_tensor(op, "data", data)
+    check_tensor(op, "updates", updates)
+    ds, us = static_shape(op, "data", data), static_shape(op, "updates", updates)
+    k = len(starts)
+    if len(steps) != k or us[k:] != ds[k:] or any(
+            s < 1 or lo < 0 or lo + s * (g - 1) >= n
+            for lo, s, g, n in zip(starts, steps, us[:k], ds[:k])):
+        raise ValueError(f"{op}: updates {us} at starts {list(starts)}, steps {list(steps)} do "
+                         f"not fit data {ds}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be one of {', '.join(REDUCTIONS)}; got "
+                         f"{reduction!r}")
+    combine = {"none": lambda a, b: b, "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+               "max": te.max, "min": te.min}[reduction]
+
+    def f(*o):
+        inside, src = [], []
+        for d in range(k):
+            t = o[d] - starts[d]
+            inside += [t >= 0, t < steps[d] * (us[d] - 1) + 1]
+            if steps[d] > 1:
+                inside.append(t % steps[d] == 0)
+            src.append(t // steps[d] if steps[d] > 1 else t)
+        v = data[o]
+        return te.select(te.all(*inside), combine(v, updates[tuple(src) + tuple(o[k:])]), v)
+
+    return op_compute(op, ds, f, INJECTIVE, starts=list(starts), steps=list(steps),
+                      reduction=reduction)
+
+
+__all__ = ["gather_nd", "scatter_nd", "scatter_nd_box", "scatter_nd_boxed", "scatter_nd_plan",
+           "scatter_nd_planned"]

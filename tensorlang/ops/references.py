@@ -217,3 +217,27 @@ def group_norm(x, num_groups, gamma=None, beta=None, epsilon=1e-5):
     if beta is not None:
         y = y + beta.reshape(shp)
     return y.astype(x.dtype)
+
+
+def scatter_nd_planned(data, plan, updates, reduction="none"):
+    """scatter_nd_planned by its definition: each cell combines its listed updates in order."""
+    k = plan.ndim - 1
+    out = data.copy()
+    combine = {"none": lambda a, u: u, "add": np.add, "mul": np.multiply,
+               "max": np.maximum, "min": np.minimum}[reduction]
+    for cell in np.ndindex(*plan.shape[:k]):
+        for u in plan[cell]:
+            if u >= 0:
+                out[cell] = combine(out[cell], updates[u])
+    return out
+
+
+def scatter_nd_boxed(data, updates, starts, steps, reduction="none"):
+    """scatter_nd_boxed by its definition: the updates combined into the strided box."""
+    out = data.copy()
+    box = tuple(slice(lo, lo + st * (g - 1) + 1, st)
+                for lo, st, g in zip(starts, steps, updates.shape))
+    combine = {"none": lambda a, u: u, "add": np.add, "mul": np.multiply,
+               "max": np.maximum, "min": np.minimum}[reduction]
+    out[box] = combine(out[box], updates)
+    return out

@@ -526,3 +526,58 @@ def test_trilu_k_computed_at_run_time_is_refused():
     m = one_node("Trilu", [("x", x), ("k", np.array(1, np.int64))], {}, 14)
     with pytest.raises(graph.OnnxImportError, match="Trilu k must be known at compile time"):
         graph.from_onnx(m)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_scatter_nd_with_constant_indices_vs_onnxruntime(reduction):
+    """Indices known at build time take the planned path (each output element reads its own
+    updates): rows, single elements with duplicates, and an exported slice assignment
+    y[..., 0:2] = u (every element of the slice one index tuple)."""
+    x = rand((5, 4, 3))
+    dup = np.array([[0, 1], [4, 3], [0, 1], [-1, -1]], np.int64)
+    cases = [(np.array([[3], [0], [-1]], np.int64), (3, 4, 3)),
+             (dup[[0, 1, 3]] if reduction == "none" else dup, None)]
+    for idx, ushape in cases:
+        upd = rand(ushape or idx.shape[:-1] + x.shape[idx.shape[-1]:], 2)
+        m = one_node("ScatterND", [("x", x), ("u", upd)], {"reduction": reduction}, 18,
+                     [("i", idx)])
+        m.graph.node[0].input[:] = ["x", "i", "u"]
+        check_vs_ort(m, {"x": x, "u": upd})
+    d = rand((1, 3, 20, 20, 8))
+    grid = np.stack(np.meshgrid(*[np.arange(n) for n in (1, 3, 20, 20, 2)], indexing="ij"), -1)
+    upd = rand(grid.shape[:-1], 3)
+    m = one_node("ScatterND", [("x", d), ("u", upd)], {"reduction": reduction}, 18,
+                 [("i", grid.astype(np.int64))])
+    m.graph.node[0].input[:] = ["x", "i", "u"]
+    check_vs_ort(m, {"x": d, "u": upd})
+
+
+def test_scatter_nd_constant_index_out_of_range_is_refused_at_import():
+    x = rand((3, 4))
+    m = one_node("ScatterND", [("x", x), ("u", rand((2, 4)))], {}, 13,
+                 [("i", np.array([[1], [3]], np.int64))])
+    m.graph.node[0].input[:] = ["x", "i", "u"]
+    m.graph.node[0].name = "sc"
+    with pytest.raises(graph.OnnxImportError, match=r"'sc' \(ScatterND, opset 13\): scatter_nd: "
+                       r"update 1 has index \[3\], outside the data's \[3\]"):
+        graph.from_onnx(m)
+
+
+def test_scatter_nd_paths_by_indices():
+    """Run-time indices: the general scatter_nd; constant ones forming a regular grid (a
+    strided slice assignment): scatter_nd_boxed; other constant ones: scatter_nd_planned.
+    Each matches onnxruntime."""
+    x = rand((6, 5, 4))
+    grid = np.stack(np.meshgrid(np.arange(1, 6, 2), np.arange(-4, 0), indexing="ij"), -1)
+    for idx, path in ((grid, "scatter_nd_boxed"), (grid[::-1], "scatter_nd_planned"),
+                      (np.array([[2], [3], [4]]), "scatter_nd_boxed")):
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        upd = rand(idx.shape[:-1] + x.shape[idx.shape[-1]:], 1)
+        m = one_node("ScatterND", [("x", x), ("u", upd)], {"reduction": "add"}, 18,
+                     [("i", idx)])
+        m.graph.node[0].input[:] = ["x", "i", "u"]
+        assert path in [n.op for n in graph.from_onnx(m).nodes]
+        check_vs_ort(m, {"x": x, "u": upd})
+    m = one_node("ScatterND", [("x", x), ("i", grid.astype(np.int64)), ("u", rand((3, 4, 4)))],
+                 {}, 13)
+    assert "scatter_nd" in [n.op for n in graph.from_onnx(m).nodes]
