@@ -42,6 +42,7 @@ def workloads() -> dict:
 
     x256 = f32(1, 256, 32, 32)
     yolo = f32(1, 3, 80, 80, 85)
+    unet = f32(1, 320, 64, 64)
     scales2 = np.array([1, 1, 2, 2], np.float32)
     return {
         # a segmentation head's upsampling: 1x256x32x32 -> 1x128x64x64, k=4, s=2, p=1
@@ -63,6 +64,9 @@ def workloads() -> dict:
                                                 [("", None), ("s", np.array([1, 1, 0.4, 0.4], np.float32))]), x256),
         "group_norm_32": (_model("GroupNormalization", x256, {"num_groups": 32},
                                  [("s", f32(256)), ("b", f32(256))], 21), x256),
+        # a diffusion U-Net's normalization: 1x320x64x64, 32 groups
+        "group_norm_unet": (_model("GroupNormalization", unet, {"num_groups": 32},
+                                   [("s", f32(320)), ("b", f32(320))], 21), unet),
         "space_to_depth_2": (_model("SpaceToDepth", x256, {"blocksize": 2}, []), x256),
         "trilu_upper": (_model("Trilu", x256, {}, []), x256),
         "gather_nd_rows": (_model("GatherND", x256, {}, [

@@ -149,6 +149,10 @@ def _resize_attrs(c, x, ins, a: dict) -> dict:
         raise refuse(c, "exclude_outside and antialias must be 0 or 1")
     if out["antialias"] and c.opset < 18:
         raise refuse(c, "antialias needs opset 18 or later")
+    if out["antialias"] and mode == "nearest":
+        # ONNX defines the antialiasing filter for linear and cubic only (onnxruntime and
+        # onnx's reference refuse it too)
+        raise refuse(c, "antialias applies to linear and cubic, not nearest")
     if c.opset < 18 and "keep_aspect_ratio_policy" in a:
         raise refuse(c, "keep_aspect_ratio_policy needs opset 18 or later")
     axes = _full_axes(c, a, len(x.shape))

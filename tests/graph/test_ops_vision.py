@@ -262,6 +262,18 @@ def test_resize_integer_data_vs_reference_and_onnxruntime():
             close(got["y0"], ort_run(m, {"x": x})["y0"], atol=0 if mode == "nearest" else 1)
 
 
+def test_resize_linear_exclude_outside_vs_reference():
+    """exclude_outside with linear (the spec allows it; onnxruntime refuses it unless
+    antialiasing): against onnx's reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    x = rand((1, 2, 6, 7), 7)
+    for scales in ([1, 1, 1.7, 0.6], [1, 1, 0.5, 2.0]):
+        m = _resize_model(x, 19, {"mode": "linear", "exclude_outside": 1}, scales=scales)
+        got = graph.build(graph.from_onnx(m)).run(x=x)["y0"]
+        close(got, ReferenceEvaluator(m).run(None, {"x": x})[0], rtol=1e-5)
+
+
 @pytest.mark.parametrize("attrs,ins,match", [
     ({"mode": "area"}, {"scales": [1, 1, 2, 2]}, "mode='area' is not one of"),
     ({"coordinate_transformation_mode": "half_pixel_symmetric"}, {"scales": [1, 1, 2, 2],
@@ -273,6 +285,8 @@ def test_resize_integer_data_vs_reference_and_onnxruntime():
     ({"coordinate_transformation_mode": "tf_crop_and_resize"}, {"scales": [1, 1, 2, 2]},
      "tf_crop_and_resize needs roi with 8 entries"),
     ({"antialias": 1}, {"scales": [1, 1, 0.5, 0.5], "opset": 13}, "antialias needs opset 18"),
+    ({"antialias": 1, "mode": "nearest"}, {"scales": [1, 1, 0.5, 0.5]},
+     "antialias applies to linear and cubic, not nearest"),
     ({"axes": [2, 2]}, {"scales": [2, 2], "opset": 18}, "must be distinct axes"),
     ({}, {"scales": [1, 1, 0.1, 1]}, "give an empty output"),
 ])
