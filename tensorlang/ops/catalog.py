@@ -397,11 +397,15 @@ def _define_onnx_misc() -> None:
         ex([((3, 37), "int32"), ((37,), "int32")], lambda a, b: E.mod(a, b, fmod=True),
            _quiet(np.fmod), low=-20, high=20),
         ex([(3, 37), (37,)], lambda a, b: E.mod(a, b, fmod=True), np.fmod, low=-5, high=5)])
-    define("cumsum", R.cumsum, REDUCE, [
+    define("cumsum", R.cumsum, OPAQUE, [
         ex([(4, 21)], lambda x: R.cumsum(x, axis=1), lambda a: np.cumsum(a, axis=1),
            rtol=1e-5, atol=1e-5),
         ex([(5, 3)], lambda x: R.cumsum(x, 0, exclusive=True, reverse=True),
-           lambda a: np.flip(np.cumsum(np.flip(a, 0), 0), 0) - a, rtol=1e-5, atol=1e-5)])
+           lambda a: np.flip(np.cumsum(np.flip(a, 0), 0), 0) - a, rtol=1e-5, atol=1e-5),
+        ex([(3, 300)], lambda x: R.cumsum(x, 1, reverse=True),
+           lambda a: np.flip(np.cumsum(np.flip(a, 1), 1), 1), rtol=1e-4, atol=1e-4)],
+        parts={"block": ("cumsum_block", REDUCE), "total": ("cumsum_total", REDUCE),
+               "prefix": ("cumsum_prefix", REDUCE)})
     define("topk", SO.topk, OPAQUE, [
         ex([(4, 21)], lambda x: list(SO.topk(x, 5)),
            lambda a: [np.take_along_axis(a, np.argsort(-a, 1, "stable")[:, :5], 1),

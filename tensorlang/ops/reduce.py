@@ -9,7 +9,15 @@ from .. import te
 from ..ir import dtype as dt
 from ..ir.expr import as_int, const
 from ..te.tensor import Tensor
-from ._base import ELEMWISE, REDUCE, check_tensor, normalize_axes, normalize_axis, op_compute
+from ._base import (
+    ELEMWISE,
+    OPAQUE,
+    REDUCE,
+    check_tensor,
+    normalize_axes,
+    normalize_axis,
+    op_compute,
+)
 
 
 def _split_axes(op: str, x: Tensor, axis, keepdims):
@@ -152,9 +160,11 @@ def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = Fa
     """ONNX CumSum (numpy.cumsum with ONNX's exclusive/reverse): out[.., i, ..] sums x over
     k <= i (k < i exclusive; k >= i / k > i reversed) along `axis`, in x's dtype.
 
-    A masked reduction over the whole axis (n*n/2 additions for an axis of n): no recurrence
-    to schedule, every output independent (parallel, vectorized); fine for the short axes of
-    exported models (position ids, masks, a few thousand elements)."""
+    Two levels of masked reductions, no recurrence to schedule (every output independent,
+    parallel and vectorized): the axis is cut into blocks of b ~ sqrt(n) (a multiple of 16);
+    each element sums its block up to itself ("block", n*b/2 additions), each block's total
+    ("total") is summed over the blocks before it ("prefix", (n/b)^2/2): about n^1.5 additions
+    in all (4096: 0.14 M instead of 8.4 M for one masked reduction over the axis)."""
     check_tensor("cumsum", "x", x)
     for arg, v in (("exclusive", exclusive), ("reverse", reverse)):
         if not isinstance(v, bool):
@@ -162,17 +172,40 @@ def cumsum(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = Fa
     if dt.is_bool(x.dtype):
         raise ValueError("cumsum: x must be numeric, got bool")
     ax = normalize_axis("cumsum", "axis", axis, x.ndim)
-    k = te.reduce_axis((0, x.shape[ax]), name="k")
+    n = as_int(x.shape[ax])
+    if n is None:
+        raise ValueError(f"cumsum: the axis needs a constant extent, got {x.shape[ax]!r}")
+    b = -(-int(n ** 0.5) // 16) * 16 or 16  # (max and min are this module's reductions)
+    b = b if b < n else n if n > 0 else 1
+    nb = -(-n // b)
 
-    def f(*i):
-        idx = i[:ax] + (k.var,) + i[ax + 1:]
-        if reverse:
-            cond = k.var > i[ax] if exclusive else k.var >= i[ax]
-        else:
-            cond = k.var < i[ax] if exclusive else k.var <= i[ax]
-        return te.sum(x[idx], axis=k, where=cond)
+    def at(i, pos):
+        return i[:ax] + (pos,) + i[ax + 1:]
 
-    return op_compute("cumsum", x.shape, f, REDUCE, axis=ax, exclusive=exclusive,
+    def read(i, pos):  # the element at position pos of the (reversed) scan order
+        return x[at(i, (n - 1 - pos) if reverse else pos)]
+
+    k = te.reduce_axis((0, b), name="k")
+
+    def in_block(*i):
+        start = (i[ax] // b) * b
+        pos = start + k.var
+        upto = pos < i[ax] if exclusive else pos <= i[ax]
+        return te.sum(read(i, pos), axis=k, where=upto)
+
+    block = op_compute("cumsum_block", x.shape, in_block, REDUCE)
+    kt = te.reduce_axis((0, b), name="kt")
+    totals = op_compute("cumsum_total", at(x.shape, nb), lambda *i: te.sum(
+        read(i, i[ax] * b + kt.var), axis=kt, where=i[ax] * b + kt.var < n), REDUCE)
+    kp = te.reduce_axis((0, nb), name="kp")
+    prefix = op_compute("cumsum_prefix", at(x.shape, nb), lambda *i: te.sum(
+        totals[at(i, kp.var)], axis=kp, where=kp.var < i[ax]), REDUCE)
+
+    def out(*i):
+        pos = (n - 1 - i[ax]) if reverse else i[ax]
+        return block[at(i, pos)] + prefix[at(i, pos // b)]
+
+    return op_compute("cumsum", x.shape, out, OPAQUE, axis=ax, exclusive=exclusive,
                       reverse=reverse)
 
 __all__ = ["argmax", "argmin", "cumsum", "max", "mean", "min", "prod", "sum"]
