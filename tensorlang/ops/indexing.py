@@ -280,5 +280,5 @@ def scatter_nd_boxed(data: Tensor, updates: Tensor, starts, steps,
                       reduction=reduction)
 
 
-__all__ = ["gather_nd", "scatter_nd", "scatter_nd_box", "scatter_nd_boxed", "scatter_nd_plan",
-           "scatter_nd_planned"]
+# scatter_nd_box and scatter_nd_plan are numpy helpers of the importer, not ops
+__all__ = ["gather_nd", "scatter_nd", "scatter_nd_boxed", "scatter_nd_planned"]
