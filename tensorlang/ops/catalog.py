@@ -409,8 +409,16 @@ def _define_onnx_misc() -> None:
     define("topk", SO.topk, OPAQUE, [
         ex([(4, 21)], lambda x: list(SO.topk(x, 5)),
            lambda a: [np.take_along_axis(a, np.argsort(-a, 1, "stable")[:, :5], 1),
-                      np.argsort(-a, 1, "stable")[:, :5]])],
-        parts={"rank": ("topk_rank", REDUCE), "index": ("topk_index", REDUCE)})
+                      np.argsort(-a, 1, "stable")[:, :5]]),
+        # blocks (of 16 here) with a short last one, ties (integers), the smallest
+        ex([((2, 300), "int32")], lambda x: list(SO.topk(x, 4, largest=False)),
+           lambda a: [np.take_along_axis(a, np.argsort(a, 1, "stable")[:, :4], 1),
+                      np.argsort(a, 1, "stable")[:, :4]], low=-30, high=30)],
+        parts={"block_rank": ("topk_block_rank", REDUCE),
+               "candidate": ("topk_candidate", REDUCE),
+               "candidate_index": ("topk_candidate_index", OPAQUE),
+               "candidate_value": ("topk_candidate_value", OPAQUE),
+               "rank": ("topk_rank", REDUCE), "index": ("topk_index", REDUCE)})
 
 
 def _quiet(f):

@@ -231,6 +231,19 @@ def test_topk_with_ties_lower_index_first(largest, axis):
     _assert_same(got["i"], ref["i"])
 
 
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk_blocked_candidates_on_a_long_axis(largest):
+    """An axis of 1000 takes the two-level path (blocks of 64, the last one short)."""
+    x = np.random.default_rng(17).integers(-50, 50, (3, 1000)).astype(np.float32)
+    kk = onnx.numpy_helper.from_array(np.array([10], np.int64), "k")
+    m = _model("TopK", [("x", TP.FLOAT, (3, 1000))],
+               [("v", TP.FLOAT, (3, 10)), ("i", TP.INT64, (3, 10))], 11, inits=[kk],
+               largest=largest)
+    got, ref = _run_both(m, {"x": x})
+    _assert_same(got["v"], ref["v"])
+    _assert_same(got["i"], ref["i"])
+
+
 def test_topk_opset10_k_input_without_largest():
     x = np.random.default_rng(16).integers(-3, 3, (2, 3, 9)).astype(np.float32)
     kk = onnx.numpy_helper.from_array(np.array([3], np.int64), "k")
