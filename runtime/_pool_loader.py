@@ -39,6 +39,9 @@ class LoadedPool:
         self.keepalive = keepalive  # the CDLL or the JIT resource tracker: never released
         self.how = how
         self.library_path: Path | None = None  # the .so it was loaded from, if any
+        # its bytes, read when loaded (~27 KB, once per process): artifacts ship them even after
+        # the cache directory that held the file was emptied
+        self.library_bytes: bytes | None = None
         proto = ctypes.CFUNCTYPE
         self.launch = proto(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)(
             addresses["tl_parallel_launch"]
@@ -70,6 +73,7 @@ def load_shared(path: Path) -> LoadedPool:
             addrs[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
     p = LoadedPool(addrs, lib, f"shared library {path}")  # type: ignore[arg-type]
     p.library_path = path
+    p.library_bytes = path.read_bytes()
     return p
 
 

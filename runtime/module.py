@@ -21,6 +21,7 @@ import ctypes
 import math
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -772,14 +773,39 @@ class Module:
                               self._sources)
 
     def _library_bytes(self) -> bytes | None:
+        """The linked library to ship: the one loaded, else one linked from the object.
+
+        The loaded library lives in the cache directory, which its user may have emptied since
+        the build (a cleaned ~/.cache, a temporary cache): the object is kept in memory, so the
+        library is then relinked from it in a private folder (~3 ms with ld; the same object
+        code, so the saved kernel computes exactly what this one does). No bytes are kept per
+        module for this: the tuner builds thousands of modules that are never saved."""
         via = self._native.via if self._native is not None else ""
         if via.startswith("shared library "):
-            return Path(via[len("shared library ") :]).read_bytes()
+            try:
+                return Path(via[len("shared library ") :]).read_bytes()
+            except OSError:
+                return _relinked_library(self._object)  # the cached copy is gone
         try:
             lib = _link.cached_shared_library(self._object)
         except (_link.LinkError, OSError, subprocess.SubprocessError):
             return None  # the artifact still carries the object
         return lib.read_bytes() if lib is not None else None
+
+
+def _relinked_library(object_code: bytes) -> bytes | None:
+    """``object_code`` linked into a shared library, as bytes, in a private folder (never the
+    cache directory); None without a linker or when it refuses (the artifact still carries the
+    object, which the loading machine links or JITs)."""
+    if _link.linker_command() is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="tl-relink-") as tmp:
+        out = Path(tmp) / "kernel.so"
+        try:
+            _link.link_shared(object_code, out)
+            return out.read_bytes()
+        except (_link.LinkError, OSError, subprocess.SubprocessError):
+            return None
 
 
 def _byteorder_hint(dt: np.dtype) -> str:

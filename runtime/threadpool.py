@@ -172,9 +172,8 @@ def set_spin_cycles(cycles: int) -> None:
 def shared_library_bytes() -> bytes | None:
     """The pool's linked library, for shipping inside an artifact (None if it was JIT-loaded)."""
     # the library actually loaded, not the cache path of now: the cache directory may have
-    # changed since (TENSORLANG_CACHE_DIR), and the loaded copy is what runs here
-    path = pool().library_path
-    return path.read_bytes() if path is not None and path.exists() else None
+    # changed or been emptied since (TENSORLANG_CACHE_DIR), and the loaded copy is what runs
+    return pool().library_bytes
 
 
 def time_calls(fn_address: int, args: list[int], number: int) -> tuple[float, int]:
