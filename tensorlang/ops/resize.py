@@ -301,6 +301,17 @@ def plan_axes(in_shape, sizes, scales, roi) -> list[AxisResize]:
     return out
 
 
+def _pass_order(axes: list, rank: int, how: ResizeMode) -> list:
+    """The innermost axis's pass gathers (its taps move along the vectorized loop); the other
+    passes read whole rows. An enlarged innermost axis goes first, so that it gathers from the
+    smaller tensor and the big output pass reads rows (2x bilinear of 1x256x32x32: 1.82 ->
+    0.38 ms; onnxruntime 1.47)."""
+    if how.mode != "nearest" and axes and axes[-1].axis == rank - 1 and \
+            axes[-1].out_len > axes[-1].in_len:
+        return [axes[-1]] + axes[:-1]
+    return axes
+
+
 def _check_args(x, sizes, scales, roi, how):
     check_tensor("resize", "x", x)
     shp = static_shape("resize", "x", x)
@@ -339,7 +350,7 @@ def resize(x: Tensor, sizes, scales=None, mode: str = "nearest",
     if not axes:
         return op_compute("resize", x.shape, lambda *i: x[i], OPAQUE)
     cur = x
-    for k, ax in enumerate(axes):
+    for k, ax in enumerate(_pass_order(axes, len(shp), how)):
         last = k == len(axes) - 1 and cd == x.dtype
         cur = _axis_pass(cur, ax, how, cd, "resize" if last else "resize_axis")
     return cur if cur.dtype == x.dtype else _to_dtype(cur, x.dtype)
@@ -352,8 +363,9 @@ def schedule_resize(s, out: Tensor) -> None:
     cubic and antialias passes each at the root, separable (taps per axis add instead of
     multiplying, and a pass over an outer axis reads whole rows as vectors); each root stage
     with the injective schedule (outer loops in parallel, the inner one vectorized). 1x256x32x32
-    upscaled 2x, loaded 2-core machine: nearest 0.30 ms (onnxruntime 0.61), linear 1.69 ms
-    (1.61; inlined into one kernel it was 5.4), cubic 3.1 ms (202)."""
+    upscaled 2x, 2-core machine: nearest 0.38 ms (onnxruntime 0.70), linear 0.38 ms (1.47;
+    inlined into one kernel it was 5.4), cubic 0.92 ms (164); _pass_order says which pass
+    goes first."""
     from .definition import Part, definition_of
     from .schedule import schedule_injective
 
