@@ -53,6 +53,7 @@ from .task import (
                       get_template,
                       template,
 )
+from .task_scheduler import TaskScheduler
 from .tune import tune_tasks
 from .tuner import (
                       GATuner,
@@ -88,6 +89,7 @@ __all__ = [
                       "RandomTuner",
                       "Record",
                       "Task",
+                      "TaskScheduler",
                       "TemplateError",
                       "Tuner",
                       "TuningError",

@@ -1,0 +1,412 @@
+"""TaskScheduler: tune a whole model's tasks under one budget, round by round, giving each round
+to the task whose next trials are expected to shorten the model's end-to-end latency most.
+
+The model's latency is estimated as sum_i w_i * c_i: task i's weight w_i (how many times the
+model runs its kernel: ``GraphTask.weight``) times its best measured time c_i. A round is one
+tuner batch of ``round_trials`` trials of one task. The expected decrease of the model's latency
+from task i's next round (Ansor's gradient, in our terms) is
+
+    w_i * (alpha * backward_i + (1 - alpha) * forward_i)
+
+- backward_i: how fast c_i fell over the task's last ``window`` rounds (seconds per trial),
+  times a round's trials;
+- forward_i: an optimistic guess of what the task has not found yet: the larger of c_i * round /
+  trials_i (a task tried little has much to find: the improvement still expected shrinks like
+  1/trials) and the gap to the throughput of similar tasks (same template and graph op):
+  c_i - beta * flop_i / best similar FLOP/s (a conv far slower per FLOP than the model's other
+  convs can likely catch up with them, within a factor beta).
+
+Every task gets one round first (heaviest, by w_i x FLOPs, first); then the task with the largest
+expected decrease, except that with probability ``epsilon`` a random live task (exploration).
+A task stops when its best improved by less than ``min_improvement`` over its last
+``flatten_rounds`` rounds (flattened), or its space is exhausted, or it reached
+``max_trials_per_task``. Records already in the log count (trials and best) and are never
+measured again, so ``tune`` resumes a killed run. After each round the estimated latency is
+printed and one JSON line is appended to ``<log>.curve.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .callbacks import log_to_file
+from .measure import MeasureOption
+from .measure import measure_option as _measure_option
+from .record import Record, load_records
+from .task import Task
+from .tune import TUNERS, _logged_failure
+from .tuner import Tuner, TuningError, TuningWarning
+
+
+@dataclass
+class _TaskState:
+    """What the scheduler knows of one task."""
+
+    task: Task
+    weight: float
+    label: str  # "<index>:<op or template>", the task's name in printed lines and the curve
+    trials: int = 0  # in the log before this run plus measured since
+    best: float = math.inf  # seconds of the best valid record
+    # (trials, best) after each of the task's rounds (the first point: what the log held)
+    history: list[tuple[int, float]] = field(default_factory=list)
+    rounds: int = 0  # rounds run in this process
+    stale_rounds: int = 0  # consecutive rounds without an improvement of min_improvement
+    done: str = ""  # why the task stopped ("flattened", "space exhausted", ...), "" while live
+    tuner: Tuner | None = None
+
+
+class TaskScheduler:
+    """Tune `tasks` into `log_file` under one trial and/or time budget (see the module doc).
+
+    task_weights: how many times the model runs each task's kernel (default: each task's
+    ``weight`` attribute, as ``graph.extract_tasks`` sets it, else 1). tuner: "xgb", "ga",
+    "random" or "grid". round_trials: trials per round (the tuner's batch). measure_option: as
+    for a tuner (default: LocalBuilder and LocalRunner, closed when tune returns). progress:
+    print one line per round (to `file`, default stdout). alpha, beta, window, epsilon: the
+    gradient's parameters; flatten_rounds, min_improvement: when a task has flattened;
+    max_trials_per_task: a cap per task (logged trials included); seed: the exploration's and
+    the tuners' random generator."""
+
+    def __init__(self, tasks: Sequence[Task], task_weights: Sequence[float] | None = None,
+                 log_file: str | os.PathLike = "tuning.jsonl",
+                 measure_option: MeasureOption | None = None, tuner: str = "xgb",
+                 round_trials: int = 16, transfer: bool = True, progress: bool = True,
+                 alpha: float = 0.2, beta: float = 2.0, window: int = 3, epsilon: float = 0.05,
+                 flatten_rounds: int = 4, min_improvement: float = 0.01,
+                 max_trials_per_task: int | None = None, seed: int | None = None, file=None):
+        tasks = list(tasks)
+        if not tasks:
+            raise ValueError("TaskScheduler: no tasks to tune")
+        for t in tasks:
+            if not isinstance(t, Task):
+                raise TypeError(f"TaskScheduler: tasks must be autotune Tasks, got "
+                                f"{type(t).__name__}")
+        if len({t.key for t in tasks}) != len(tasks):
+            raise ValueError("TaskScheduler: two tasks have the same workload; give each "
+                             "workload once with its weight")
+        if tuner not in TUNERS:
+            raise ValueError(f"TaskScheduler: tuner must be one of {sorted(TUNERS)}, got "
+                             f"{tuner!r}")
+        weights = _weights(tasks, task_weights)
+        _check_positive_int("round_trials", round_trials)
+        _check_positive_int("window", window)
+        _check_positive_int("flatten_rounds", flatten_rounds)
+        if max_trials_per_task is not None:
+            _check_positive_int("max_trials_per_task", max_trials_per_task)
+        for name, value, low, high in (("alpha", alpha, 0, 1), ("epsilon", epsilon, 0, 1),
+                                       ("min_improvement", min_improvement, 0, 1),
+                                       ("beta", beta, 0, math.inf)):
+            if not isinstance(value, (int, float)) or not low <= value <= high:
+                raise ValueError(f"TaskScheduler: {name} must be a number in [{low}, {high}], "
+                                 f"got {value!r}")
+        self.log_file = os.fspath(log_file)
+        self.curve_file = self.log_file + ".curve.jsonl"
+        self.tuner_name = tuner
+        self.measure_option = measure_option
+        self.round_trials = round_trials
+        self.transfer, self.progress, self.file = transfer, progress, file
+        self.alpha, self.beta, self.window, self.epsilon = alpha, beta, window, epsilon
+        self.flatten_rounds, self.min_improvement = flatten_rounds, min_improvement
+        self.max_trials_per_task = max_trials_per_task
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.states = [_TaskState(t, w, f"{n}:{getattr(t, 'op', None) or t.name}")
+                       for n, (t, w) in enumerate(zip(tasks, weights))]
+        self.round = 0  # rounds in the curve file (those of earlier runs included)
+        self.measured = 0  # trials measured by this scheduler (not counting the log's)
+        self._resumed = False
+
+    # ------------------------------------------------------------------------ what it reports
+    @property
+    def tasks(self) -> list[Task]:
+        return [s.task for s in self.states]
+
+    @property
+    def trials(self) -> int:
+        """Trials of the tasks in the log (before this run) and measured since."""
+        return sum(s.trials for s in self.states)
+
+    def estimated_latency(self) -> float:
+        """Seconds: sum of weight x best time over the tasks; inf while some task has no valid
+        record (its time is unknown)."""
+        return float(sum(s.weight * s.best for s in self.states))
+
+    def best(self) -> dict[str, float]:
+        """{workload key: best GFLOP/s} (0.0 for a task without a valid record), as
+        tune_tasks returns."""
+        return {s.task.key: (s.task.flop / s.best / 1e9 if s.best < math.inf else 0.0)
+                for s in self.states}
+
+    def expected_gains(self) -> list[float]:
+        """Per task, the expected decrease of the model's latency (seconds) from its next
+        round; 0 for a stopped task."""
+        return [0.0 if s.done else self._gain(s) for s in self.states]
+
+    # ------------------------------------------------------------------------ tuning
+    def tune(self, n_trial: int | None = None, timeout: float | None = None) -> dict[str, float]:
+        """Tune until the log holds `n_trial` trials of these tasks (those there before
+        count), `timeout` seconds have passed (no round starts after that; the one in flight
+        finishes), or every task has stopped. Returns {workload key: best GFLOP/s}.
+
+        A task none of whose trials succeeded (now or in the log) does not stop the others;
+        at the end, TuningError names each such task (its `.best` holds the return value)."""
+        _check_budget(n_trial, timeout)
+        t_start = time.perf_counter()
+        deadline = math.inf if timeout is None else t_start + timeout
+        option = self.measure_option or _measure_option()
+        if not self._resumed:
+            self._resume()
+        try:
+            while True:
+                state = self._next_task(n_trial, deadline)
+                if state is None:
+                    break
+                n = self._round_size(state, n_trial)
+                self._run_round(state, n, option, t_start)
+        finally:
+            for s in self.states:
+                self._close_tuner(s)
+            if self.measure_option is None:
+                option.close()
+        self._raise_failures()
+        return self.best()
+
+    def _resume(self) -> None:
+        """Trials, best and curve position from the log and the curve file of earlier runs."""
+        self._resumed = True
+        records = load_records(self.log_file) if os.path.exists(self.log_file) else []
+        by_key: dict[tuple[str, str], list[Record]] = {}
+        for r in records:
+            by_key.setdefault((r.key, r.target), []).append(r)
+        for s in self.states:
+            own = by_key.get((s.task.key, s.task.target), [])
+            s.trials = len(own)
+            s.best = min((r.cost for r in own if r.valid), default=math.inf)
+            if own:
+                s.history.append((s.trials, s.best))
+        self.round = _rounds_in(self.curve_file)
+        _end_with_newline(self.curve_file)
+
+    def _next_task(self, n_trial: int | None, deadline: float) -> _TaskState | None:
+        """The task of the next round, or None when the budget is spent or every task
+        stopped."""
+        if time.perf_counter() >= deadline:
+            return None
+        if n_trial is not None and self.trials >= n_trial:
+            return None
+        for s in self.states:
+            if not s.done and self.max_trials_per_task is not None and \
+                    s.trials >= self.max_trials_per_task:
+                s.done = "reached max_trials_per_task"
+        live = [s for s in self.states if not s.done]
+        if not live:
+            return None
+        first = [s for s in live if not s.trials]
+        if first:  # every task's first round, heaviest first
+            return max(first, key=lambda s: s.weight * s.task.flop)
+        if self.epsilon and self.rng.random() < self.epsilon:
+            return live[int(self.rng.integers(len(live)))]
+        gains = self.expected_gains()
+        return max(live, key=lambda s: gains[self.states.index(s)])
+
+    def _round_size(self, state: _TaskState, n_trial: int | None) -> int:
+        n = self.round_trials
+        if n_trial is not None:
+            n = min(n, n_trial - self.trials)
+        if self.max_trials_per_task is not None:
+            n = min(n, self.max_trials_per_task - state.trials)
+        return n
+
+    def _gain(self, s: _TaskState) -> float:
+        """Expected decrease of the model's latency from task s's next round (seconds)."""
+        if not s.history or s.best == math.inf:
+            return 0.0  # nothing valid measured: no time to improve on
+        n = self.round_trials
+        back = 0.0
+        # the window's oldest point with a valid time (before one, there is no rate)
+        recent = [p for p in s.history[-1 - self.window:-1] if p[1] < math.inf]
+        if recent and s.trials > recent[0][0]:
+            trials0, best0 = recent[0]
+            back = (best0 - s.best) / (s.trials - trials0) * n
+        forward = s.best * n / max(s.trials, 1)
+        similar = self._similar_throughput(s)
+        if similar > 0:
+            forward = max(forward, s.best - self.beta * s.task.flop / similar)
+        return s.weight * (self.alpha * back + (1 - self.alpha) * forward)
+
+    def _similar_throughput(self, s: _TaskState) -> float:
+        """The best FLOP/s among the other tasks of the same template and graph op (0 when
+        none has a valid record)."""
+        kind = _kind(s.task)
+        return max((o.task.flop / o.best for o in self.states
+                    if o is not s and _kind(o.task) == kind and o.best < math.inf),
+                   default=0.0)
+
+    def _run_round(self, s: _TaskState, n: int, option: MeasureOption, t_start: float) -> None:
+        tuner = self._tuner_of(s, option)
+        before, best_before = tuner.trials, s.best
+        callbacks = [log_to_file(self.log_file)]
+        with warnings.catch_warnings():
+            # a round whose trials mostly failed is reported for the task at the end
+            warnings.simplefilter("ignore", TuningWarning)
+            try:
+                tuner.tune(tuner.trials + n, option, callbacks=callbacks)
+            except TuningError:
+                pass  # every trial of this round failed: recorded in the log, counted below
+        measured = tuner.trials - before
+        self.measured += measured
+        s.trials += measured
+        s.rounds += 1
+        s.best = min(s.best, tuner.best_cost)
+        s.history.append((s.trials, s.best))
+        self._update_stop(s, best_before, measured, tuner)
+        self.round += 1
+        self._report(s, best_before, measured, time.perf_counter() - t_start)
+
+    def _update_stop(self, s: _TaskState, best_before: float, measured: int,
+                     tuner: Tuner) -> None:
+        improved = s.best < best_before * (1 - self.min_improvement) or \
+            (best_before == math.inf and s.best < math.inf)
+        s.stale_rounds = 0 if improved else s.stale_rounds + 1
+        if not measured or not (tuner.has_next() or tuner._settled):
+            s.done = "space exhausted"
+        elif s.stale_rounds >= self.flatten_rounds:
+            s.done = "flattened"
+
+    def _tuner_of(self, s: _TaskState, option: MeasureOption) -> Tuner:
+        """Task s's tuner, created on its first round with the log's records; the tuner of any
+        other task is closed first (its helper processes: one task's at a time)."""
+        for other in self.states:
+            if other is not s:
+                self._close_tuner(other)
+        if s.tuner is None:
+            tuner = TUNERS[self.tuner_name](s.task, batch_size=self.round_trials,
+                                            seed=self.seed)
+            history = load_records(self.log_file) if os.path.exists(self.log_file) else []
+            tuner.load_history(history if self.transfer else
+                               [r for r in history if r.key == s.task.key])
+            # tune() closes the tuner's helper processes when it returns; between the rounds
+            # of one task they are kept (a round is one batch: restarting them per round
+            # would cost more than the batch's featurizing)
+            tuner.close = lambda: None
+            s.tuner = tuner
+        return s.tuner
+
+    @staticmethod
+    def _close_tuner(s: _TaskState) -> None:
+        if s.tuner is not None:
+            type(s.tuner).close(s.tuner)
+
+    def _report(self, s: _TaskState, best_before: float, measured: int,
+                elapsed: float) -> None:
+        latency = self.estimated_latency()
+        line = {"round": self.round, "task": s.label, "new_trials": measured,
+                "trials": self.trials, "time": round(elapsed, 3),
+                "estimated_latency": _finite(latency),
+                "best": {o.label: _finite(o.best) for o in self.states}}
+        with open(self.curve_file, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        if not self.progress:
+            return
+        stop = f"; {s.label} stopped ({s.done})" if s.done else ""
+        est = f"{latency * 1e3:.3f} ms" if latency < math.inf else \
+            f"n/a ({sum(o.best == math.inf for o in self.states)} tasks without a valid record)"
+        print(f"[round {self.round}] {s.label} +{measured} trials (total {self.trials}, "
+              f"{elapsed:.0f} s): best {_ms(best_before)} -> {_ms(s.best)}; "
+              f"estimated latency {est}{stop}", file=self.file or sys.stdout, flush=True)
+
+    def _raise_failures(self) -> None:
+        failed = [s for s in self.states if s.trials and s.best == math.inf]
+        if not failed:
+            return
+        records = load_records(self.log_file)  # every trial is there: how each failed
+        failures = [_logged_failure(s.task, [r for r in records if r.key == s.task.key
+                                             and r.target == s.task.target])
+                    for s in failed]
+        if failures:
+            head = "" if len(failures) == 1 else \
+                f"{len(failures)} of {len(self.states)} tasks have no successful trial: "
+            error = TuningError(head + "; ".join(map(str, failures)),
+                                sum((Counter(e.errors) for e in failures), Counter()))
+            error.best = self.best()
+            raise error
+
+
+def _kind(task: Task) -> tuple:
+    """Tasks of one kind are compared by throughput: same template, same graph op."""
+    return task.name, getattr(task, "op", None)
+
+
+def _finite(x: float) -> float | None:
+    return x if x < math.inf else None
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.4g} ms" if seconds < math.inf else "none"
+
+
+def _check_positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"TaskScheduler: {name} must be a positive integer, got {value!r}")
+
+
+def _check_budget(n_trial, timeout) -> None:
+    if n_trial is not None and (isinstance(n_trial, bool) or not isinstance(n_trial, int)
+                                or n_trial < 0):
+        raise ValueError(f"TaskScheduler.tune: n_trial must be an integer >= 0 (trials in the "
+                         f"log included), got {n_trial!r}")
+    if timeout is not None and (isinstance(timeout, bool) or
+                                not isinstance(timeout, (int, float)) or
+                                not timeout >= 0 or timeout == math.inf):
+        raise ValueError(f"TaskScheduler.tune: timeout must be a finite number of seconds "
+                         f">= 0, got {timeout!r}")
+
+
+def _weights(tasks: list[Task], given) -> list[float]:
+    if given is None:
+        given = [getattr(t, "weight", 1) for t in tasks]
+    else:
+        given = list(given)
+        if len(given) != len(tasks):
+            raise ValueError(f"TaskScheduler: {len(given)} task_weights for {len(tasks)} "
+                             "tasks; give one weight per task (how many times the model runs "
+                             "its kernel)")
+    for w in given:
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w < math.inf:
+            raise ValueError(f"TaskScheduler: task weights must be positive finite numbers, "
+                             f"got {w!r}")
+    return [float(w) for w in given]
+
+
+def _end_with_newline(path: str) -> None:
+    """A killed run may leave a truncated last line: the next run's lines start on a new one."""
+    if os.path.exists(path) and os.path.getsize(path):
+        with open(path, "rb+") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+
+
+def _rounds_in(curve_file: str) -> int:
+    """The last round number in a curve file of an earlier run (0 when none); a truncated last
+    line (a killed run) is ignored."""
+    if not os.path.exists(curve_file):
+        return 0
+    last = 0
+    with open(curve_file) as f:
+        for line in f:
+            try:
+                last = max(last, int(json.loads(line)["round"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+    return last

@@ -1,0 +1,337 @@
+"""autotune.TaskScheduler: which task each round goes to, when tasks stop, budgets, resuming
+from the log, the curve file, refused arguments. Measurements are fake (a builder and a runner
+that return a time per config chosen by the test): deterministic and fast."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import pytest
+from tensorlang.autotune.measure import BuildResult, MeasureOption
+
+import tensorlang as tl
+from tensorlang import autotune
+
+
+@autotune.template("test_scheduler_knob")
+def knob_task(n: int, size: int):
+    """`size` configs of one knob; the fake runner decides what each one costs."""
+    cfg = autotune.get_config()
+    cfg.define_knob("k", list(range(size)))
+    A = tl.placeholder((n,), name="A")
+    C = tl.compute((n,), lambda i: A[i] * 2.0, name="C")
+    return tl.create_schedule(C), [A, C]
+
+
+class FakeBuilder:
+    """Builds nothing: the 'module path' is the config's index."""
+
+    timeout = 10.0
+
+    def build(self, inputs):
+        return [BuildResult(str(i.config.index), None, None, "", 0.0) for i in inputs]
+
+    def close(self):
+        pass
+
+
+class FakeRunner:
+    """cost(task, index) -> seconds, or None for a failed run; `measured` lists every
+    (workload key, config index) timed."""
+
+    check_correctness = False
+
+    def __init__(self, cost, sleep: float = 0.0):
+        self.cost = cost
+        self.sleep = sleep
+        self.measured: list[tuple[str, int]] = []
+
+    def run_one(self, task, path):
+        idx = int(path)
+        self.measured.append((task.key, idx))
+        if self.sleep:
+            time.sleep(self.sleep)
+        c = self.cost(task, idx)
+        if c is None:
+            return autotune.RUN_ERROR, "fake failure", []
+        return None, "", [c]
+
+    def close(self):
+        pass
+
+
+def fake_option(cost, sleep: float = 0.0) -> MeasureOption:
+    return MeasureOption(FakeBuilder(), FakeRunner(cost, sleep))
+
+
+def tasks_of(*ns, size: int = 40):
+    return [autotune.create_task("test_scheduler_knob", (n, size)) for n in ns]
+
+
+def scheduler(tasks, log, cost, weights=None, sleep=0.0, **kw):
+    kw.setdefault("round_trials", 4)
+    kw.setdefault("epsilon", 0.0)
+    kw.setdefault("progress", False)
+    return autotune.TaskScheduler(tasks, task_weights=weights, log_file=log,
+                                  measure_option=fake_option(cost, sleep), tuner="grid", **kw)
+
+
+def improving(ms: float):
+    """Config i costs ms / (1 + i): every round finds a faster config."""
+    return lambda idx: ms * 1e-3 / (1 + idx)
+
+
+def flat(ms: float):
+    return lambda idx: ms * 1e-3
+
+
+def by_n(**costs):
+    """A cost function per task, by its first argument (n), e.g. by_n(n64=flat(1))."""
+    return lambda task, idx: costs[f"n{task.args[0]}"](idx)
+
+
+def trials_per_task(log, tasks) -> list[int]:
+    recs = autotune.load_records(log) if log.exists() else []
+    return [sum(r.key == t.key for r in recs) for t in tasks]
+
+
+# ------------------------------------------------------------------------------ allocation
+def test_each_round_goes_to_the_task_with_the_largest_expected_gain(tmp_path):
+    tasks = tasks_of(64, 128, 256)
+    cost = by_n(n64=improving(1.0), n128=flat(2.0), n256=improving(0.5))
+    sched = scheduler(tasks, tmp_path / "m.jsonl", cost, weights=[1, 3, 2], flatten_rounds=3)
+    picks = []
+    for _ in range(14):  # one round per call: n_trial is what the log will then hold
+        before = [s.trials for s in sched.states]
+        gains = sched.expected_gains()
+        sched.tune(n_trial=sched.trials + 4)
+        grown = [n for n, s in enumerate(sched.states) if s.trials > before[n]]
+        assert len(grown) == 1
+        if all(before):  # after every task's first round: the largest expected gain
+            assert grown[0] == max(range(3), key=lambda n: (gains[n], -n))
+        picks.append(grown[0])
+    # the first rounds: each task once, heaviest (weight x FLOPs) first: 2x256, 3x128, 1x64
+    assert picks[:3] == [2, 1, 0]
+    # the flat task is the slowest per FLOP by far: expected to catch up with the others, it
+    # gets the next rounds, until 3 rounds without improvement stop it; the improving tasks
+    # share the rest
+    assert picks[3:6] == [1, 1, 1] and sched.states[1].done == "flattened"
+    assert picks.count(1) == 4 and picks[6:].count(0) and picks[6:].count(2)
+
+
+def test_expected_gain_is_weight_times_backward_and_forward_estimates(tmp_path):
+    tasks = tasks_of(64, 128)
+    sched = scheduler(tasks, tmp_path / "m.jsonl", lambda t, i: 1e-3, weights=[2, 5],
+                      alpha=0.25, beta=2.0, window=2)
+    a, b = sched.states
+    # a: 3 rounds of 4 trials, best 8 -> 6 -> 5 ms; b: one round, best 4 ms
+    a.history = [(4, 8e-3), (8, 6e-3), (12, 5e-3)]
+    a.trials, a.best = 12, 5e-3
+    b.history = [(4, 4e-3)]
+    b.trials, b.best = 4, 4e-3
+    n = 4
+    # a: backward over the last 2 rounds (8 ms -> 5 ms over 8 trials); forward: the larger of
+    # 5 ms x 4/12 and the gap to b's throughput (b: 128 FLOP in 4 ms) within a factor 2
+    back_a = (8e-3 - 5e-3) / 8 * n
+    fwd_a = max(5e-3 * n / 12, 5e-3 - 2.0 * 64 / (128 / 4e-3))
+    # b: one point, no backward; b is the fastest per FLOP: its gap is negative
+    fwd_b = max(4e-3 * n / 4, 4e-3 - 2.0 * 128 / (64 / 5e-3))
+    gains = sched.expected_gains()
+    assert gains[0] == pytest.approx(2 * (0.25 * back_a + 0.75 * fwd_a))
+    assert gains[1] == pytest.approx(5 * 0.75 * fwd_b)
+    b.done = "flattened"
+    assert sched.expected_gains()[1] == 0.0
+
+
+def test_a_task_far_behind_similar_tasks_is_expected_to_catch_up(tmp_path):
+    tasks = tasks_of(64, 128)
+    sched = scheduler(tasks, tmp_path / "m.jsonl", lambda t, i: 1e-3, alpha=0.0, beta=1.0)
+    a, b = sched.states
+    a.history, a.trials, a.best = [(100, 10e-3)], 100, 10e-3  # 6.4 MFLOP/s
+    b.history, b.trials, b.best = [(100, 1e-3)], 100, 1e-3  # 128 MFLOP/s
+    # a at b's throughput would take 0.5 ms: a gap of 9.5 ms, far above 10 ms x 4/100
+    assert sched.expected_gains()[0] == pytest.approx(10e-3 - 64 / 128e3)
+
+
+def test_flattened_tasks_stop_and_the_budget_goes_elsewhere(tmp_path):
+    tasks = tasks_of(64, 128)
+    cost = by_n(n64=flat(5.0), n128=improving(1.0))
+    log = tmp_path / "m.jsonl"
+    sched = scheduler(tasks, log, cost, weights=[10, 1], flatten_rounds=2)
+    sched.tune(n_trial=40)
+    a, b = sched.states
+    # the heavy flat task: its first round, then 2 rounds without improvement -> stopped
+    assert a.done == "flattened"
+    assert a.trials == 12
+    assert b.trials == 28 and not b.done
+    assert trials_per_task(log, tasks) == [12, 28]
+
+
+def test_a_task_whose_space_is_exhausted_stops(tmp_path):
+    tasks = tasks_of(64, size=6) + tasks_of(128, size=40)
+    sched = scheduler(tasks, tmp_path / "m.jsonl", by_n(n64=improving(9), n128=flat(1)),
+                      flatten_rounds=50)
+    sched.tune(n_trial=30)
+    assert sched.states[0].trials == 6 and sched.states[0].done == "space exhausted"
+    assert sched.trials == 30
+
+
+def test_every_task_stopped_ends_the_run_before_the_budget(tmp_path):
+    tasks = tasks_of(64, 128)
+    sched = scheduler(tasks, tmp_path / "m.jsonl", by_n(n64=flat(1), n128=flat(2)),
+                      flatten_rounds=1)
+    sched.tune(n_trial=1000)
+    assert [s.trials for s in sched.states] == [8, 8]
+    assert all(s.done == "flattened" for s in sched.states)
+
+
+def test_max_trials_per_task_caps_each_task(tmp_path):
+    tasks = tasks_of(64, 128)
+    sched = scheduler(tasks, tmp_path / "m.jsonl", by_n(n64=improving(1), n128=improving(5)),
+                      flatten_rounds=50, max_trials_per_task=10)
+    sched.tune(n_trial=100)
+    assert [s.trials for s in sched.states] == [10, 10]
+
+
+# ------------------------------------------------------------------------------ budgets
+@pytest.mark.parametrize("budget", [0, 1, 5, 10, 13])
+def test_the_trial_budget_is_honoured_exactly(tmp_path, budget):
+    tasks = tasks_of(64, 128, 256)
+    log = tmp_path / "m.jsonl"
+    sched = scheduler(tasks, log, by_n(n64=improving(1), n128=improving(2), n256=flat(1)),
+                      flatten_rounds=50)
+    sched.tune(n_trial=budget)
+    assert sum(trials_per_task(log, tasks)) == budget == sched.trials
+    assert len(sched.measure_option.runner.measured) == budget
+
+
+def test_the_time_budget_stops_starting_rounds(tmp_path):
+    tasks = tasks_of(64, 128)
+    # 4 trials of 0.1 s: a round takes 0.4 s; no round starts after 0.5 s
+    sched = scheduler(tasks, tmp_path / "m.jsonl", by_n(n64=improving(1), n128=improving(2)),
+                      sleep=0.1, flatten_rounds=50)
+    t0 = time.perf_counter()
+    sched.tune(timeout=0.5)
+    elapsed = time.perf_counter() - t0
+    assert sched.trials == 8  # a round at 0 s, one at 0.4 s, none at 0.8 s
+    assert elapsed < 0.5 + 0.4 + 0.3
+    sched.tune(timeout=0)
+    assert sched.trials == 8
+
+
+# ------------------------------------------------------------------------------ resuming
+def test_resume_counts_the_log_and_measures_nothing_twice(tmp_path):
+    tasks = tasks_of(64, 128)
+    log = tmp_path / "m.jsonl"
+    cost = by_n(n64=improving(1), n128=improving(3))
+    first = scheduler(tasks, log, cost, flatten_rounds=50)
+    first.tune(n_trial=14)
+    measured_before = set(first.measure_option.runner.measured)
+    latency_before = first.estimated_latency()
+
+    again = scheduler(tasks, log, cost, flatten_rounds=50)
+    again.tune(n_trial=14)  # the log holds the budget: nothing to do
+    assert again.measure_option.runner.measured == []
+    assert again.estimated_latency() == pytest.approx(latency_before)
+    again.tune(n_trial=22)
+    new = again.measure_option.runner.measured
+    assert len(new) == 8 and not set(new) & measured_before
+    assert sum(trials_per_task(log, tasks)) == 22
+    rounds = [json.loads(line)["round"] for line in
+              (tmp_path / "m.jsonl.curve.jsonl").read_text().splitlines()]
+    assert rounds == list(range(1, len(rounds) + 1))  # the second run's rounds continue
+
+
+def test_a_truncated_curve_line_of_a_killed_run_is_skipped(tmp_path):
+    tasks = tasks_of(64)
+    log = tmp_path / "m.jsonl"
+    sched = scheduler(tasks, log, by_n(n64=improving(1)), flatten_rounds=50)
+    sched.tune(n_trial=8)
+    curve = tmp_path / "m.jsonl.curve.jsonl"
+    curve.write_text(curve.read_text() + '{"round": 3, "tas')
+    again = scheduler(tasks, log, by_n(n64=improving(1)), flatten_rounds=50)
+    again.tune(n_trial=12)
+    lines = curve.read_text().splitlines()
+    assert json.loads(lines[-1])["round"] == 3 and json.loads(lines[-1])["trials"] == 12
+
+
+# ------------------------------------------------------------------------------ reports
+def test_the_curve_file_has_one_valid_line_per_round(tmp_path, capsys):
+    tasks = tasks_of(64, 128)
+    log = tmp_path / "m.jsonl"
+    weights = [3, 2]
+    sched = scheduler(tasks, log, by_n(n64=improving(1), n128=improving(4)), weights=weights,
+                      flatten_rounds=50, progress=True)
+    sched.tune(n_trial=18)
+    with open(sched.curve_file) as f:
+        lines = [json.loads(line) for line in f]
+    assert sched.curve_file == str(log) + ".curve.jsonl"
+    assert [x["round"] for x in lines] == [1, 2, 3, 4, 5]
+    assert [x["trials"] for x in lines] == [4, 8, 12, 16, 18]
+    assert [x["new_trials"] for x in lines] == [4, 4, 4, 4, 2]
+    times = [x["time"] for x in lines]
+    assert times == sorted(times)
+    assert lines[0]["estimated_latency"] is None  # one task not measured yet
+    recs = autotune.load_records(log)
+    best = [min(r.cost for r in recs if r.key == t.key) for t in tasks]
+    assert lines[-1]["best"] == {"0:test_scheduler_knob": pytest.approx(best[0]),
+                                 "1:test_scheduler_knob": pytest.approx(best[1])}
+    expected = sum(w * b for w, b in zip(weights, best))
+    assert lines[-1]["estimated_latency"] == pytest.approx(expected)
+    assert sched.estimated_latency() == pytest.approx(expected)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 5 and out[0].startswith("[round 1] 1:test_scheduler_knob +4 trials")
+    assert f"estimated latency {expected * 1e3:.3f} ms" in out[-1]
+
+
+def test_a_task_whose_every_trial_fails_is_named_at_the_end(tmp_path):
+    tasks = tasks_of(64, 128)
+    cost = lambda t, i: None if t.args[0] == 128 else 1e-3 / (1 + i)
+    sched = scheduler(tasks, tmp_path / "m.jsonl", cost, flatten_rounds=2)
+    # its first round all failed: no time to improve on, no expected gain: the other task
+    # gets the rest of the budget
+    with pytest.raises(autotune.TuningError, match=r"all 4 trials of test_scheduler_knob "
+                                                   r"\[128, 40\] failed \(run error 4\)") as e:
+        sched.tune(n_trial=40)
+    assert e.value.best[tasks[1].key] == 0.0 and e.value.best[tasks[0].key] > 0
+    assert math.isinf(sched.estimated_latency())
+    assert [s.trials for s in sched.states] == [36, 4]
+
+
+# ------------------------------------------------------------------------------ refusals
+@pytest.mark.parametrize("kw, error, message", [
+    ({"task_weights": [1, 2, 3]}, ValueError, "3 task_weights for 2 tasks"),
+    ({"task_weights": [1, 0]}, ValueError, "task weights must be positive"),
+    ({"task_weights": [1, math.nan]}, ValueError, "task weights must be positive"),
+    ({"tuner": "annealing"}, ValueError, "tuner must be one of"),
+    ({"round_trials": 0}, ValueError, "round_trials must be a positive integer"),
+    ({"alpha": 1.5}, ValueError, r"alpha must be a number in \[0, 1\]"),
+    ({"max_trials_per_task": -3}, ValueError, "max_trials_per_task must be a positive"),
+])
+def test_bad_arguments_are_refused(tmp_path, kw, error, message):
+    with pytest.raises(error, match=message):
+        autotune.TaskScheduler(tasks_of(64, 128), log_file=tmp_path / "m.jsonl", **kw)
+
+
+def test_bad_task_lists_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="no tasks"):
+        autotune.TaskScheduler([], log_file=tmp_path / "m.jsonl")
+    with pytest.raises(TypeError, match="must be autotune Tasks, got str"):
+        autotune.TaskScheduler(["matmul"], log_file=tmp_path / "m.jsonl")
+    with pytest.raises(ValueError, match="same workload"):
+        autotune.TaskScheduler(tasks_of(64, 64), log_file=tmp_path / "m.jsonl")
+
+
+@pytest.mark.parametrize("budget, message", [
+    ({"n_trial": -1}, "n_trial must be an integer >= 0"),
+    ({"n_trial": 2.5}, "n_trial must be an integer >= 0"),
+    ({"timeout": -1.0}, "timeout must be a finite number of seconds >= 0"),
+    ({"timeout": math.inf}, "timeout must be a finite number"),
+])
+def test_bad_budgets_are_refused(tmp_path, budget, message):
+    sched = scheduler(tasks_of(64), tmp_path / "m.jsonl", by_n(n64=flat(1)))
+    with pytest.raises(ValueError, match=message):
+        sched.tune(**budget)
+    assert sched.measure_option.runner.measured == []
