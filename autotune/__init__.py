@@ -16,6 +16,7 @@ configs of one task then share them (declared once, not once per candidate the s
 
 from . import callbacks as callback  # TVM's module name: autotvm.callback.progress_bar
 from .callbacks import log_to_file, progress_bar
+from .dask_measure import CpuMismatchError, DaskBuilder, DaskClusterError, DaskRunner
 from .features import N_FEATURES, extract_features, lower_for_features
 from .measure import (
                       BUILD_ERROR,
@@ -77,6 +78,10 @@ __all__ = [
                       "ApplyHistoryBest",
                       "ConfigEntity",
                       "ConfigSpace",
+                      "CpuMismatchError",
+                      "DaskBuilder",
+                      "DaskClusterError",
+                      "DaskRunner",
                       "DispatchContext",
                       "FallbackConfig",
                       "GATuner",

@@ -458,7 +458,8 @@ def _refuse_tvm_options(what: str, **options) -> None:
 def measure_option(builder: LocalBuilder | str | None = None,
                    runner: LocalRunner | str | None = None) -> MeasureOption:
     """How to measure: a builder (parallel compile) and a runner (isolated timing); "local"
-    (TVM's spelling) or None for the default LocalBuilder() / LocalRunner()."""
+    (TVM's spelling) or None for the default LocalBuilder() / LocalRunner(); DaskBuilder and
+    DaskRunner measure on a dask.distributed cluster (dask_measure.py)."""
     return MeasureOption(_measurer("builder", builder, LocalBuilder),
                          _measurer("runner", runner, LocalRunner))
 
@@ -466,7 +467,7 @@ def measure_option(builder: LocalBuilder | str | None = None,
 def _measurer(what: str, given, cls):
     if given is None or given == "local":
         return cls()
-    if isinstance(given, cls):
+    if isinstance(given, (cls, _dask_measurer(what))):
         return given
     if isinstance(given, str):  # a name, the right type for one: one this call does not know
         message = (f"measure_option: {what} must be 'local' or a {cls.__name__}, got {given!r} "
@@ -476,8 +477,16 @@ def _measurer(what: str, given, cls):
                     f"{type(given).__name__}")
 
 
+def _dask_measurer(what: str) -> type:
+    from .dask_measure import DaskBuilder, DaskRunner  # imports dask only when one is made
+
+    return DaskBuilder if what == "builder" else DaskRunner
+
+
 def measure_batch(option: MeasureOption, inputs: list[MeasureInput]) -> list[MeasureResult]:
     """Build and run a batch of candidates; never raises for a bad candidate."""
+    if isinstance(option.runner, _dask_measurer("runner")):  # measures many at once
+        return option.runner.measure_batch(option.builder, inputs)
     results: list[MeasureResult | None] = [None] * len(inputs)
     # configs are instantiated in the builder processes only, under the builder's timeout
     # (an illegal one comes back as such at once); never here, where a template that hangs
