@@ -10,8 +10,9 @@ puts into the kernels of the activations and the cell update. An LSTM step is fo
 the same four for every step (seq 50, batch 1, input 64, hidden 128: 128 us vs onnxruntime's
 146 us on 2 threads, 185 vs 184 us on one; build 1.2 s).
 Outputs the model does not read are dead code (the graph's dead_code pass removes them).
-``sequence_lens`` given as a constant is honoured with constant masks: a batch entry past its
-length keeps its state and writes zeros to Y, forward and reverse, as ONNX specifies. Weights,
+``sequence_lens`` is honoured with masks (constants, or compared at run time when the lengths
+are a run-time input): a batch entry past its length keeps its state and writes zeros to Y,
+forward and reverse, as ONNX specifies. Weights,
 biases and peepholes must be constants (initializers or foldable), as exported models have
 them."""
 
@@ -140,22 +141,42 @@ class _Rnn:
                                   f"(directions, gates x hidden_size, ...)")
 
     def _masks(self, ins):
-        """Per step, a bool [B, 1] constant (entries still inside their sequence), or None
-        when every sequence has the full length."""
+        """Per step, a bool [B, 1] value (entries still inside their sequence), or None when
+        every sequence has the full length; ``self.started``: entries with a non-empty
+        sequence (None: all)."""
+        self.started = None
         v = ins[4] if len(ins) > 4 else None
         if v is None:
             return None
+        if tuple(v.shape) != (self.B,) or not np.issubdtype(np.dtype(v.dtype), np.integer):
+            raise _refuse(self.c, f"sequence_lens ({v.name!r}) must be integers of shape "
+                                  f"[{self.B}], got {v.dtype}{list(v.shape)}")
         if not v.is_constant:
-            raise _refuse(self.c, f"sequence_lens ({v.name!r}) must be a constant: per-batch "
-                                  "lengths known only at run time are not supported")
+            return self._run_time_masks(v)
         lens = np.asarray(v.data).reshape(-1).astype(np.int64)
-        if lens.shape != (self.B,) or (lens < 0).any() or (lens > self.T).any():
+        if (lens < 0).any() or (lens > self.T).any():
             raise _refuse(self.c, f"sequence_lens {lens.tolist()} must give a length in "
                                   f"[0, {self.T}] for each of the {self.B} batch entries")
         if (lens == self.T).all():
             return None
-        self.started = np.asarray(lens > 0).reshape(self.B, 1)
-        return [np.asarray(t < lens).reshape(self.B, 1) for t in range(self.T)]
+        c = self.c
+        if not (lens > 0).all():
+            self.started = c.b.const(np.asarray(lens > 0).reshape(self.B, 1),
+                                     name=f"{c.node_name}_started")
+        return [c.b.const(np.asarray(t < lens).reshape(self.B, 1), name=f"{c.node_name}_mask")
+                for t in range(self.T)]
+
+    def _run_time_masks(self, lens):
+        """Masks compared at run time (lengths past T act as T, negative ones as 0)."""
+        c = self.c
+        col = c.op("reshape", [lens], shape=[self.B, 1])
+
+        def more_than(t):
+            return c.op("greater", [col, c.b.const(np.array([t], dtype=lens.dtype),
+                                                   name=f"{c.node_name}_step")])
+
+        self.started = more_than(0)
+        return [more_than(t) for t in range(self.T)]
 
     def initial(self, ins, k, d):
         """Initial state k (initial_h, initial_c) of direction d as [B, H], or None (zeros)."""
@@ -215,7 +236,7 @@ class _Rnn:
         if self.masks is None:
             return new, new
         c = self.c
-        keep = c.b.const(self.masks[t], name=f"{c.node_name}_mask{t}")
+        keep = self.masks[t]
         zero = old if old is not None else _zeros(c, new)
         return c.op("where", [keep, new, zero]), c.op("where", [keep, new, _zeros(c, new)])
 
@@ -231,10 +252,9 @@ class _Rnn:
             y = c.op("transpose", [y], perm=[2, 0, 1, 3])
         outs = [y]
         for states in finals:
-            if self.masks is not None and not self.started.all():
+            if self.started is not None:
                 # onnxruntime's final state of an empty sequence is 0, not the initial state
-                started = c.b.const(self.started, name=f"{c.node_name}_started")
-                states = [c.op("where", [started, s, _zeros(c, s)]) for s in states]
+                states = [c.op("where", [self.started, s, _zeros(c, s)]) for s in states]
             parts = [c.op("reshape", [s], shape=[1, self.B, self.H]) for s in states]
             f = c.op("concat", parts, axis=0) if len(parts) > 1 else parts[0]
             outs.append(c.op("transpose", [f], perm=[1, 0, 2]) if self.layout else f)

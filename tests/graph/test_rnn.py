@@ -155,12 +155,34 @@ def test_bad_input_is_refused():
     m, _ = rnn_model("LSTM", seq_lens=[T, 2, 9])
     with pytest.raises(graph.OnnxImportError, match=r"sequence_lens \[5, 2, 9\] must give"):
         graph.from_onnx(m)
-    m, _ = rnn_model("LSTM")
-    m.graph.input.append(helper.make_tensor_value_info("lens", TP.INT32, [B]))
-    m.graph.node[0].input.extend(["", "lens"][len(m.graph.node[0].input) - 3:])
-    with pytest.raises(graph.OnnxImportError, match=r"sequence_lens \('lens'\) must be a "
-                                                    r"constant"):
+    m, _ = run_time_lens_model("LSTM", "forward", TP.FLOAT)
+    with pytest.raises(graph.OnnxImportError,
+                       match=r"sequence_lens \('lens'\) must be integers of shape \[3\]"):
         graph.from_onnx(m)
+
+
+def run_time_lens_model(op, direction, lens_type=TP.INT32):
+    """A model whose sequence_lens is a graph input (pack_padded_sequence exports)."""
+    m, feeds = rnn_model(op, direction, initial=True)
+    node = m.graph.node[0]
+    m.graph.input.append(helper.make_tensor_value_info("lens", lens_type, [B]))
+    ins = list(node.input)
+    ins[4:5] = ["lens"]
+    del node.input[:]
+    node.input.extend(ins)
+    return m, feeds
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_run_time_sequence_lens(op, direction):
+    m, feeds = run_time_lens_model(op, direction)
+    gm = graph.build(graph.from_onnx(m))
+    for lens in ([T, 2, 0], [1, T, 3], [T] * B):
+        feeds["lens"] = np.array(lens, np.int32)
+        got, ref = gm.run(**feeds), ort_run(m, feeds)
+        for k, v in ref.items():
+            assert_close(got[k], v, 2e-5)
 
 
 def test_dynamic_sequence_length_is_refused_naming_the_input():
@@ -176,10 +198,10 @@ def test_onnx_backend_node_cases(op, module):
     cases = node_cases(op, module)
     assert len(cases) >= 5
     for case in cases:
-        # weights and lengths are initializers in exported models (tensorlang needs them so);
-        # the cases feed them: made initializers with the case's values
+        # weights are initializers in exported models (tensorlang needs them so); the cases
+        # feed them: made initializers with the case's values (states, lengths stay inputs)
         static = [n for n in case.model.graph.node[0].input[1:] if n and n not in (
-            "initial_h", "initial_c")]
+            "initial_h", "initial_c", "sequence_lens")]
         try:
             check_node_case(case, static, rtol=1e-4)
         except AssertionError as e:
