@@ -319,7 +319,7 @@ class TaskScheduler:
         if not self.progress:
             return
         stop = f"; {s.label} stopped ({s.done})" if s.done else ""
-        est = f"{latency * 1e3:.3f} ms" if latency < math.inf else \
+        est = _ms(latency) if latency < math.inf else \
             f"n/a ({sum(o.best == math.inf for o in self.states)} tasks without a valid record)"
         print(f"[round {self.round}] {s.label} +{measured} trials (total {self.trials}, "
               f"{elapsed:.0f} s): best {_ms(best_before)} -> {_ms(s.best)}; "

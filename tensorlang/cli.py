@@ -123,7 +123,15 @@ def _time(fn) -> float:
 def _tune(p: argparse.ArgumentParser):
     p.add_argument("template", help="template name, e.g. matmul, or an ONNX model (.onnx)")
     p.add_argument("--args", default=None, help="template arguments, comma-separated")
-    p.add_argument("--trials", type=_positive_int, default=200, help="per task")
+    p.add_argument("--trials", type=_positive_int, default=None,
+                   help="trials per task (default 200); a model without --budget: each task "
+                        "in turn, heaviest first, gets this many; with --budget: a cap per "
+                        "task")
+    p.add_argument("--budget", action="append", default=[], type=_budget,
+                   help="models: one budget for the whole model, in trials (2000) or time "
+                        "(90s, 30m, 2h; both may be given): the task scheduler gives each "
+                        "round to the task expected to shorten the model's latency most, "
+                        "stops flattened tasks, and writes <log>.curve.jsonl")
     p.add_argument("--log", required=True, help="JSON-lines log (appended; resumed from)")
     p.add_argument("--tuner", default="xgb", help="xgb (default), random or grid")
     p.add_argument("--target", default="llvm", help="llvm [-mcpu=...] (default: this CPU)")
@@ -153,6 +161,10 @@ def _tune(p: argparse.ArgumentParser):
         check_log_path(a.log)
         if a.template.endswith(".onnx"):
             return _tune_model(a)
+        if a.budget:
+            raise CLIError("--budget is for models (.onnx): a template is one task, tuned "
+                           "for --trials trials")
+        a.trials = a.trials or 200
         if a.args is None:
             raise CLIError("--args is required for a template (e.g. --args "
                            "1024,1024,1024,float32); a model is named by its .onnx file")
@@ -182,12 +194,39 @@ def check_log_path(path: str) -> None:
         raise CLIError(f"--log {path}: no such directory {folder}")
 
 
+def _budget(text: str) -> tuple[str, float]:
+    """An argparse type: ("trials", n) for "2000", ("seconds", s) for "90s", "30m", "1.5h"."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "")
+    try:
+        value = float(number) * units[unit] if unit else int(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected trials (2000) or a time (90s, 30m, 2h), "
+                                         f"got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return ("seconds", float(value)) if unit else ("trials", value)
+
+
+def _budgets(items: list[tuple[str, float]]) -> dict[str, float]:
+    """{"trials": n, "seconds": s} from the --budget options (one of each kind at most)."""
+    out: dict[str, float] = {}
+    for kind, value in items:
+        if kind in out:
+            raise CLIError(f"--budget: two {kind} budgets ({out[kind]:g} and {value:g}); "
+                           "give one in trials and/or one in time")
+        out[kind] = value
+    return out
+
+
 def _tune_model(a) -> int:
-    """Every tunable kernel of a model (graph.extract_tasks), heaviest first, resumed from the
-    log: `tensorlang compile model.onnx --log` then builds with the best records."""
+    """Every tunable kernel of a model (graph.extract_tasks), resumed from the log: with
+    --budget, by the task scheduler; else heaviest first, --trials each. `tensorlang compile
+    model.onnx --log` then builds with the best records."""
     from tensorlang import autotune, graph
     from tensorlang.autotune.cli import fail_if_no_valid_record, measure_option_of
 
+    budgets = _budgets(a.budget)
     blocks = None
     if a.blocks:
         try:
@@ -198,22 +237,55 @@ def _tune_model(a) -> int:
     tasks = graph.extract_tasks(_load_model(a.template, a.shape), a.target, blocks=blocks)
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:a.tasks] if a.tasks is not None else tasks
-    print(f"{a.template}: {len(tasks)} tunable workloads; tuning {len(chosen)} x {a.trials} "
-          f"trials, log {a.log}")
     opt = measure_option_of(a)
     try:
-        best = autotune.tune_tasks(chosen, n_trial=a.trials, log_file=a.log, tuner=a.tuner,
-                                   measure_option=opt, early_stopping=a.early_stopping,
-                                   seed=a.seed)
+        if budgets:
+            best = _schedule_model(a, chosen, budgets, opt, len(tasks))
+        else:
+            a.trials = a.trials or 200
+            print(f"{a.template}: {len(tasks)} tunable workloads; tuning {len(chosen)} x "
+                  f"{a.trials} trials, log {a.log}")
+            best = autotune.tune_tasks(chosen, n_trial=a.trials, log_file=a.log,
+                                       tuner=a.tuner, measure_option=opt,
+                                       early_stopping=a.early_stopping, seed=a.seed)
     finally:
         opt.close()
     for t in chosen:
         layout = f" {t.layout}" if t.layout else ""
+        found = f"best {best.get(t.key, 0.0):.1f} GFLOP/s"
+        if budgets and not best.get(t.key):
+            found = "no valid record (not reached within the budget)"
         print(f"  {t.op}{layout} ({', '.join(t.nodes)}; {t.flop / 1e6:.1f} MFLOP, space "
-              f"{len(t.config_space)}): best {best.get(t.key, 0.0):.1f} GFLOP/s")
-    fail_if_no_valid_record(a.log, chosen)
+              f"{len(t.config_space)}): {found}")
+    if not budgets:  # the scheduler raised for a task all of whose trials failed
+        fail_if_no_valid_record(a.log, chosen)
     print(f"deploy with: tensorlang compile {a.template} -o model.tlpkg --log {a.log}")
     return 0
+
+
+ROUND_TRIALS = 16  # trials per round of `tune model.onnx --budget`: one tuner batch
+
+
+def _schedule_model(a, tasks, budgets: dict, opt, n_workloads: int) -> dict:
+    """tune_model's --budget path: autotune.TaskScheduler over the model's tasks."""
+    from tensorlang import autotune
+
+    told = " and ".join(f"{v:g} {k}" for k, v in budgets.items())
+    cap = f", at most {a.trials} per task" if a.trials else ""
+    print(f"{a.template}: {len(tasks)} tunable workloads (of {n_workloads}); tuning within "
+          f"{told}{cap}, log {a.log} (curve {a.log}.curve.jsonl)")
+    rounds = {} if a.early_stopping is None else \
+        {"flatten_rounds": -(-a.early_stopping // ROUND_TRIALS)}  # trials -> the task's rounds
+    sched = autotune.TaskScheduler(tasks, log_file=a.log, measure_option=opt, tuner=a.tuner,
+                                   round_trials=ROUND_TRIALS, max_trials_per_task=a.trials,
+                                   seed=a.seed, **rounds)
+    try:
+        return sched.tune(n_trial=budgets.get("trials"), timeout=budgets.get("seconds"))
+    finally:
+        latency = sched.estimated_latency()
+        if latency < float("inf"):
+            print(f"estimated latency of the tuned kernels: {latency * 1e3:.4g} ms "
+                  f"({sched.trials} trials in the log)")
 
 
 def _shape_option(p: argparse.ArgumentParser) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 
 import pytest
@@ -283,7 +284,7 @@ def test_the_curve_file_has_one_valid_line_per_round(tmp_path, capsys):
     assert sched.estimated_latency() == pytest.approx(expected)
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 5 and out[0].startswith("[round 1] 1:test_scheduler_knob +4 trials")
-    assert f"estimated latency {expected * 1e3:.3f} ms" in out[-1]
+    assert f"estimated latency {expected * 1e3:.4g} ms" in out[-1]
 
 
 def test_a_task_whose_every_trial_fails_is_named_at_the_end(tmp_path):
@@ -335,3 +336,59 @@ def test_bad_budgets_are_refused(tmp_path, budget, message):
     with pytest.raises(ValueError, match=message):
         sched.tune(**budget)
     assert sched.measure_option.runner.measured == []
+
+
+# ------------------------------------------------------------------------------ command line
+@pytest.mark.parametrize("argv, message", [
+    (["--budget", "0"], "--budget: must be more than 0"),
+    (["--budget", "10x"], r"--budget: expected trials \(2000\) or a time"),
+    (["--budget", "0s"], "--budget: must be more than 0"),
+    (["--budget", "10", "--budget", "20"], "two trials budgets"),
+])
+def test_cli_budget_refusals(tmp_path, capsys, argv, message):
+    import onnx
+    from tensorlang.graph import model_zoo
+
+    from tensorlang.cli import main
+
+    model = tmp_path / "cnn.onnx"
+    onnx.save(model_zoo.small_cnn(), model)
+    try:
+        code = main(["tune", str(model), "--log", str(tmp_path / "x.jsonl"), *argv])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_cli_budget_is_for_models(tmp_path, capsys):
+    from tensorlang.cli import main
+
+    assert main(["tune", "matmul", "--args", "64,64,64,float32", "--budget", "30m",
+                 "--log", str(tmp_path / "x.jsonl")]) == 2
+    assert "--budget is for models" in capsys.readouterr().err
+
+
+def test_cli_tunes_a_model_within_a_trial_budget(tmp_path, capsys):
+    """`tensorlang tune model.onnx --budget N`: N trials in all, over the model's tasks by the
+    scheduler, the curve beside the log; a second run with a larger budget resumes."""
+    import onnx
+    from tensorlang.graph import model_zoo
+
+    from tensorlang.cli import main
+
+    model = tmp_path / "cnn.onnx"
+    onnx.save(model_zoo.small_cnn(), model)
+    log = tmp_path / "cnn.jsonl"
+    argv = ["tune", str(model), "--log", str(log), "--tuner", "random", "--seed", "0",
+            "--number", "1", "--repeat", "1", "--min-repeat-ms", "0"]
+    assert main([*argv, "--budget", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "tuning within 3 trials" in out and "estimated latency of the tuned kernels" not in out
+    assert "no valid record (not reached within the budget)" in out  # 3 trials: one task
+    assert len(autotune.load_records(log)) == 3
+    assert main([*argv, "--budget", "5", "--budget", "10m"]) == 0
+    assert len(autotune.load_records(log)) == 5
+    curve = [json.loads(x) for x in (tmp_path / "cnn.jsonl.curve.jsonl").read_text().splitlines()]
+    assert [c["trials"] for c in curve] == [3, 5]
