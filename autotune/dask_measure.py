@@ -76,12 +76,17 @@ def _identity(cpu: str, features: str, triple: str) -> dict:
     return {"cpu": cpu, "isa": isa, "arch": triple_arch(triple)}
 
 
-def worker_cpu() -> dict:
-    """This machine's CPU identity (what a worker reports before it may measure)."""
+def host_cpu() -> dict:
+    """This machine's CPU identity."""
     from tensorlang.codegen.target import Target
 
     t = Target.host()
     return _identity(t.cpu, t.features, t.triple)
+
+
+# what a worker reports, and checks before it measures (a test replaces it in one worker to
+# play a machine of another kind)
+worker_cpu = host_cpu
 
 
 def target_cpu(target: str) -> tuple[dict, str]:
@@ -259,6 +264,10 @@ def _worker_plugin():
     from distributed.diagnostics.plugin import WorkerPlugin
 
     class TensorlangMeasurePlugin(WorkerPlugin):
+        # registered once per cluster: registering again would tear down the workers' build
+        # and measuring processes, another driver's candidates in flight with them
+        idempotent = True
+
         def teardown(self, worker) -> None:
             _close_worker_state()
 
@@ -405,6 +414,8 @@ def _result_or_error(fut, kind: str) -> dict:
     try:
         return fut.result()
     except KilledWorker as e:
+        if str(e.task).startswith("tl-build-"):  # the measurement's input, its build, failed
+            kind = BUILD_ERROR
         return {"error": kind, "msg": f"the workers running it died ({e})", "time": 0.0}
     except CpuMismatchError:
         raise
@@ -437,8 +448,8 @@ class DaskRunner:
         self._reference_bytes: dict[str, bytes] = {}
         self._identities: tuple[frozenset, dict] = (frozenset(), {})
         self._owns_client = False
-        self.requeued = 0
-        self.client.register_plugin(_worker_plugin(), name="tensorlang-measure")  # candidates sent again after a worker refused them
+        self.requeued = 0  # candidates sent again after a worker refused them
+        self.client.register_plugin(_worker_plugin(), name="tensorlang-measure")
 
     def set_reference_kernel(self, key: str, path: str) -> None:
         """The kernel whose output checks the candidates of workload `key` (sent to workers)."""
@@ -505,28 +516,44 @@ class DaskRunner:
         del built  # the scheduler keeps each build until its measurement has its module
         results: list[MeasureResult | None] = [None] * len(inputs)
         requeued: set[int] = set()
-        pending = dict(enumerate(futures))
+        pending = {n: (f, targets[job["target"]]) for n, (f, job) in
+                   enumerate(zip(futures, jobs))}
         while pending:
-            done = self._wait_some(list(pending.values()))
-            for n in [n for n, f in pending.items() if f in done]:
-                fut = pending.pop(n)
+            done = self._wait_some([f for f, _ in pending.values()])
+            if not done:  # workers left: send what only they could measure to the others
+                self._resend_orphans(pending, builder, inputs, jobs)
+                continue
+            for n in [n for n, (f, _) in pending.items() if f in done]:
+                fut, _ = pending.pop(n)
                 try:
                     r = _result_or_error(fut, RUN_ERROR)
                 except CpuMismatchError:
                     if n in requeued:
                         raise
-                    # that worker's CPU changed since it reported it (a restarted machine):
-                    # ask again and send the candidate to a matching worker, once
+                    # that worker's CPU changed since it reported it (another machine at its
+                    # address): ask again and send the candidate to a matching worker, once
                     requeued.add(n)
-                    self.requeued += 1
                     self._identities = (frozenset(), {})
-                    workers = self.measuring_workers(jobs[n]["cpu"])
-                    pending[n] = self._submit(builder.submit([inputs[n]])[0], jobs[n], workers)
+                    pending[n] = self._resend(builder, inputs[n], jobs[n])
                     continue
                 results[n] = MeasureResult(r.get("costs") or [], r.get("error"),
                                            r.get("msg", ""), r.get("time", 0.0), time.time(),
                                            r.get("trace"))
         return results  # type: ignore[return-value]
+
+    def _resend(self, builder, inp: MeasureInput, job: dict) -> tuple:
+        self.requeued += 1
+        workers = self.measuring_workers(job["cpu"])
+        return self._submit(builder.submit([inp])[0], job, workers), workers
+
+    def _resend_orphans(self, pending: dict, builder, inputs: list, jobs: list) -> None:
+        """Measurements restricted to workers that have all left (a restarted worker comes
+        back at another address) are cancelled and sent to the measuring workers there are."""
+        connected = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        for n, (fut, workers) in list(pending.items()):
+            if not connected.intersection(workers):
+                fut.cancel()
+                pending[n] = self._resend(builder, inputs[n], jobs[n])
 
     def _job(self, inp: MeasureInput, cpu: tuple[dict, str], specs: dict) -> dict:
         t = inp.task
@@ -543,29 +570,14 @@ class DaskRunner:
                                   resources={MEASURE_RESOURCE: 1}, workers=workers,
                                   allow_other_workers=False)
 
-    def _wait_some(self, futures: list) -> set:
-        """The futures done after waiting a little; DaskClusterError when no measuring
-        worker has been connected for `wait_for_workers` seconds."""
+    def _wait_some(self, futures: list, seconds: float = 2.0) -> set:
+        """The futures done within `seconds` (empty if none)."""
         from distributed import wait
 
-        lost_since = None
-        while True:
-            try:
-                return set(wait(futures, timeout=1.0, return_when="FIRST_COMPLETED").done)
-            except TimeoutError:
-                pass
-            workers = self.client.scheduler_info(n_workers=-1)["workers"]
-            if any((w.get("resources") or {}).get(MEASURE_RESOURCE, 0) >= 1
-                   for w in workers.values()):
-                lost_since = None
-            elif lost_since is None:
-                lost_since = time.monotonic()
-            elif time.monotonic() - lost_since > self.wait_for_workers:
-                for f in futures:
-                    f.cancel()
-                raise DaskClusterError(f"no measuring worker connected for "
-                                       f"{self.wait_for_workers:g} s; the batch's candidates "
-                                       "are not recorded (resume from the log later)")
+        try:
+            return set(wait(futures, timeout=seconds, return_when="FIRST_COMPLETED").done)
+        except TimeoutError:
+            return set()
 
     def run_one(self, task, path: str) -> tuple[str | None, str, list]:
         """(error kind or None, message, costs) for the module saved at `path` here, measured

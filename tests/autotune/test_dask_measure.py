@@ -1,0 +1,219 @@
+"""autotune.DaskBuilder / DaskRunner on a LocalCluster of 2 worker processes (each with the
+`measure` resource): records that apply, a worker killed mid-run, a driver killed and resumed,
+workers of another CPU refused. A small matmul, few trials."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from tensorlang.autotune import dask_measure
+
+import tensorlang as tl
+from tensorlang import autotune
+
+ARGS = (64, 64, 64, "float32")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       resources={"measure": 1}, dashboard_address=None)
+    with cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _option(client):
+    return autotune.measure_option(autotune.DaskBuilder(client, timeout=30),
+                                   autotune.DaskRunner(client, number=2, repeat=2))
+
+
+def _tune(client, log, n_trial, seed=0):
+    task = autotune.create_task("matmul", ARGS, target="llvm")
+    autotune.tune_tasks([task], n_trial=n_trial, log_file=log, tuner="random",
+                        measure_option=_option(client), batch_size=4, progress=False,
+                        seed=seed)
+    return task
+
+
+def _check_log(log, task, n_trial):
+    """Every trial once, the best record deploys and computes the matmul."""
+    records = autotune.load_records(log)
+    indexes = Counter(r.config["index"] for r in records)
+    assert len(records) == n_trial and set(indexes.values()) == {1}, indexes
+    assert all(r.result["error"] in (None, autotune.ILLEGAL) for r in records), \
+        [r.result for r in records if r.result["error"]]
+    valid = [r for r in records if r.valid]
+    assert valid and all(c > 0 for r in valid for c in r.result["costs"])
+    with autotune.apply_history_best(log):
+        s, bufs = autotune.get_template("matmul")(*ARGS)
+        f = tl.build(s, bufs)
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((64, 64), dtype=np.float32) for _ in range(2))
+    c = np.empty((64, 64), np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    return records
+
+
+def _measured(client) -> dict:
+    """address -> measurements each worker ran."""
+    return client.run(dask_measure._measured_here)
+
+
+def test_tuning_on_the_cluster_gives_records_that_apply(client, tmp_path):
+    before = _measured(client)
+    log = str(tmp_path / "mm.jsonl")
+    task = _tune(client, log, 8)
+    records = _check_log(log, task, 8)
+    after = _measured(client)
+    measured = sum(after.values()) - sum(before.get(a, 0) for a in after)
+    # every candidate that built was measured once, on some worker
+    assert measured == sum(r.result["error"] is None for r in records)
+
+
+def test_a_worker_killed_mid_run_loses_no_trial(client, tmp_path):
+    log = str(tmp_path / "killed.jsonl")
+    killed: list[int] = []
+
+    def kill_a_measuring_worker():
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for addr, keys in client.processing().items():
+                if any(str(k).startswith("tl-measure-") for k in keys):
+                    pid = client.run(os.getpid, workers=[addr])[addr]
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_a_measuring_worker, daemon=True)
+    killer.start()
+    task = _tune(client, log, 12, seed=1)
+    killer.join()
+    assert killed, "no measurement was seen running"
+    _check_log(log, task, 12)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it, for the next tests
+
+
+_DRIVER = """
+import sys
+from distributed import Client
+from tensorlang import autotune
+with Client(sys.argv[1]) as client:
+    task = autotune.create_task("matmul", (64, 64, 64, "float32"), target="llvm")
+    option = autotune.measure_option(autotune.DaskBuilder(client, timeout=30),
+                                     autotune.DaskRunner(client, number=2, repeat=2))
+    autotune.tune_tasks([task], n_trial=12, log_file=sys.argv[2], tuner="random",
+                        measure_option=option, batch_size=4, progress=False, seed=2)
+"""
+
+
+def test_a_killed_driver_resumes_from_its_log(client, tmp_path):
+    script, log = tmp_path / "driver.py", tmp_path / "driver.jsonl"
+    script.write_text(_DRIVER)
+    cmd = [sys.executable, str(script), client.scheduler.address, str(log)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and log.read_text().count("\n") >= 4:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, proc.communicate()[0].decode()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    lines_at_kill = log.read_text().count("\n")
+    assert 4 <= lines_at_kill < 12
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    task = autotune.create_task("matmul", ARGS, target="llvm")
+    _check_log(str(log), task, 12)
+
+
+def _play_another_cpu(client, workers, isa_removed="avx512f"):
+    """Make `workers` report the host's CPU without one extension."""
+    real = dask_measure.host_cpu()
+    fake = functools.partial(dict, cpu=real["cpu"], arch=real["arch"],
+                             isa=[f for f in real["isa"] if f != isa_removed])
+    client.run(setattr, dask_measure, "worker_cpu", fake, workers=workers)
+
+
+def _play_own_cpu(client):
+    client.run(setattr, dask_measure, "worker_cpu", dask_measure.host_cpu)
+
+
+def test_workers_of_another_cpu_are_refused(client, tmp_path):
+    if "avx512f" not in dask_measure.host_cpu()["isa"]:
+        pytest.skip("the simulated worker lacks avx512f, which this CPU does not have")
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    try:
+        _play_another_cpu(client, workers[:1])
+        before = _measured(client)
+        log = str(tmp_path / "one.jsonl")
+        task = _tune(client, log, 4, seed=3)
+        _check_log(log, task, 4)
+        after = _measured(client)
+        assert after[workers[0]] == before.get(workers[0], 0)  # refused: measured nothing
+        assert after[workers[1]] > before.get(workers[1], 0)
+        _play_another_cpu(client, workers)
+        with pytest.raises(autotune.CpuMismatchError,
+                           match="no measuring worker has the target's CPU.*lacks avx512f"):
+            _tune(client, str(tmp_path / "none.jsonl"), 4)
+    finally:
+        _play_own_cpu(client)
+
+
+def test_a_worker_refusing_at_run_time_is_requeued(client):
+    """A worker that reported the target's CPU but finds another one when it measures (a new
+    machine at its address) refuses; the candidate goes to a matching worker, once."""
+    host = dask_measure.host_cpu()
+    if "avx512f" not in host["isa"]:
+        pytest.skip("the simulated worker lacks avx512f, which this CPU does not have")
+    w0, w1 = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    option = _option(client)
+    runner = option.runner
+    other = dict(host, isa=[f for f in host["isa"] if f != "avx512f"])
+    # what the driver believed: w0 is the target's kind (so everything goes there), w1 not
+    runner._identities = (frozenset((w0, w1)), {w0: host, w1: other})
+    task = autotune.create_task("matmul", ARGS, target="llvm")
+    inputs = [autotune.MeasureInput(task, task.config_space.get(i)) for i in range(3)]
+    before = _measured(client)
+    try:
+        _play_another_cpu(client, [w0])
+        results = autotune.measure_batch(option, inputs)
+    finally:
+        _play_own_cpu(client)
+    after = _measured(client)
+    assert len(results) == 3 and all(r.error in (None, autotune.ILLEGAL) for r in results)
+    built = sum(r.error is None for r in results)
+    assert runner.requeued == built
+    assert after[w0] == before[w0] and after[w1] - before[w1] == built
+
+
+def test_arguments_are_checked(client):
+    with pytest.raises(TypeError, match="distributed.Client"):
+        autotune.DaskBuilder("tcp://localhost:8786")
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        autotune.DaskBuilder(client, timeout=0)
+    with pytest.raises(ValueError, match="number and repeat must be >= 1"):
+        autotune.DaskRunner(client, number=0)
+
+
+def test_cpu_difference_names_what_differs():
+    host = dask_measure.host_cpu()
+    assert dask_measure.cpu_difference(host, host) == ""
+    other = dict(host, cpu="other", isa=host["isa"][1:] + ["amx-tile"])
+    said = dask_measure.cpu_difference(host, other)
+    assert f"CPU other instead of {host['cpu']}" in said
+    assert f"lacks {host['isa'][0]}" in said and "also has amx-tile" in said
