@@ -81,9 +81,27 @@ def measure_option_of(a):
 
     if a.tuner not in TUNERS:
         raise ValueError(f"--tuner must be one of {sorted(TUNERS)}, got {a.tuner!r}")
+    if getattr(a, "scheduler", None):
+        return _dask_option(a)
     return measure_option(LocalBuilder(n_parallel=a.n_parallel),
                           LocalRunner(number=a.number, repeat=a.repeat, timeout=a.timeout,
                                       min_repeat_ms=a.min_repeat_ms))
+
+
+def _dask_option(a):
+    """--scheduler: DaskBuilder and DaskRunner on a client of that scheduler."""
+    from tensorlang.cli import CLIError
+
+    if a.n_parallel is not None:
+        raise CLIError("--n-parallel sets local builder processes; with --scheduler the "
+                       "workers build (each with as many processes as its --nthreads)")
+    try:
+        from .dask_measure import dask_measure_option
+
+        return dask_measure_option(a.scheduler, number=a.number, repeat=a.repeat,
+                                   timeout=a.timeout, min_repeat_ms=a.min_repeat_ms)
+    except ImportError as e:
+        raise CLIError(str(e)) from None
 
 
 def run_inspect(a) -> int:

@@ -147,20 +147,30 @@ def _machine_use(exclusive: bool):
 
 
 # ------------------------------------------------------------------------- worker side
+_children_lock = threading.Lock()
+_children_starting = [0, None]  # threads inside _children_allowed, the flag they replaced
+
+
 @contextlib.contextmanager
 def _children_allowed():
     """Let a dask worker start tensorlang's worker processes. Dask's nanny makes its worker a
     daemonic process, and multiprocessing refuses children to those because they would outlive
     it; tensorlang's processes die with their parent (workers.py: PR_SET_PDEATHSIG), which is
-    what that rule protects."""
+    what that rule protects. The flag is process-wide and the worker's threads build at once:
+    the first thread in clears it, the last one out puts it back."""
     config = multiprocessing.current_process()._config
-    daemon = config.get("daemon")
-    config["daemon"] = False
+    with _children_lock:
+        if _children_starting[0] == 0:
+            _children_starting[1] = config.get("daemon")
+            config["daemon"] = False
+        _children_starting[0] += 1
     try:
         yield
     finally:
-        if daemon is not None:
-            config["daemon"] = daemon
+        with _children_lock:
+            _children_starting[0] -= 1
+            if _children_starting[0] == 0 and _children_starting[1] is not None:
+                config["daemon"] = _children_starting[1]
 
 
 class _WorkerState:

@@ -136,6 +136,10 @@ def _tune(p: argparse.ArgumentParser):
     p.add_argument("--tuner", default="xgb", help="xgb (default), random or grid")
     p.add_argument("--target", default="llvm", help="llvm [-mcpu=...] (default: this CPU)")
     p.add_argument("--n-parallel", type=_positive_int, default=None, help="builder processes")
+    p.add_argument("--scheduler", default=None,
+                   help="build and measure on a dask.distributed cluster: its scheduler's "
+                        "address (tcp://host:8786); measuring workers are started with "
+                        "--resources measure=1 (docs/distributed_tuning.md)")
     p.add_argument("--number", type=_positive_int, default=3)
     p.add_argument("--repeat", type=_positive_int, default=3)
     p.add_argument("--min-repeat-ms", type=_number(float, 0), default=20)

@@ -28,7 +28,7 @@ ARGS = (64, 64, 64, "float32")
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
                                        resources={"measure": 1}, dashboard_address=None)
     with cluster, distributed.Client(cluster) as c:
         yield c
@@ -199,6 +199,23 @@ def test_a_worker_refusing_at_run_time_is_requeued(client):
     built = sum(r.error is None for r in results)
     assert runner.requeued == built
     assert after[w0] == before[w0] and after[w1] - before[w1] == built
+
+
+def test_the_command_line_tunes_on_the_cluster(client, tmp_path):
+    log = tmp_path / "cli.jsonl"
+    cmd = [sys.executable, "-m", "tensorlang.cli", "tune", "matmul", "--args",
+           "64,64,64,float32", "--trials", "4", "--tuner", "random", "--log", str(log),
+           "--number", "2", "--repeat", "2", "--min-repeat-ms", "0",
+           "--scheduler", client.scheduler.address]
+    before = sum(_measured(client).values())
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    task = autotune.create_task("matmul", ARGS, target="llvm")
+    records = _check_log(str(log), task, 4)
+    assert sum(_measured(client).values()) - before == sum(r.valid for r in records)
+    refused = subprocess.run(cmd + ["--n-parallel", "2"], check=False, capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == 2 and "--n-parallel sets local builder" in refused.stderr
 
 
 def test_arguments_are_checked(client):
