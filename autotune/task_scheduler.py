@@ -22,7 +22,9 @@ A task stops when its best improved by less than ``min_improvement`` over its la
 ``flatten_rounds`` rounds (flattened), or its space is exhausted, or it reached
 ``max_trials_per_task``. Records already in the log count (trials and best) and are never
 measured again, so ``tune`` resumes a killed run. After each round the estimated latency is
-printed and one JSON line is appended to ``<log>.curve.jsonl``.
+printed and one JSON line is appended to ``<log>.curve.jsonl``: round, its task, its new
+trials, trials in all, time (seconds spent in rounds, earlier runs' included), estimated
+latency (null while a task has no valid record), each task's best (seconds, or null).
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ class TaskScheduler:
         self.states = [_TaskState(t, w, f"{n}:{getattr(t, 'op', None) or t.name}")
                        for n, (t, w) in enumerate(zip(tasks, weights))]
         self.round = 0  # rounds in the curve file (those of earlier runs included)
+        self.seconds = 0.0  # tuning time of the rounds in the curve file (earlier runs too)
         self.measured = 0  # trials measured by this scheduler (not counting the log's)
         self._resumed = False
 
@@ -172,7 +175,7 @@ class TaskScheduler:
                 if state is None:
                     break
                 n = self._round_size(state, n_trial)
-                self._run_round(state, n, option, t_start)
+                self._run_round(state, n, option)
         finally:
             for s in self.states:
                 self._close_tuner(s)
@@ -194,7 +197,7 @@ class TaskScheduler:
             s.best = min((r.cost for r in own if r.valid), default=math.inf)
             if own:
                 s.history.append((s.trials, s.best))
-        self.round = _rounds_in(self.curve_file)
+        self.round, self.seconds = _last_round(self.curve_file)
         _end_with_newline(self.curve_file)
 
     def _next_task(self, n_trial: int | None, deadline: float) -> _TaskState | None:
@@ -252,7 +255,8 @@ class TaskScheduler:
                     if o is not s and _kind(o.task) == kind and o.best < math.inf),
                    default=0.0)
 
-    def _run_round(self, s: _TaskState, n: int, option: MeasureOption, t_start: float) -> None:
+    def _run_round(self, s: _TaskState, n: int, option: MeasureOption) -> None:
+        t0 = time.perf_counter()
         tuner = self._tuner_of(s, option)
         before, best_before = tuner.trials, s.best
         callbacks = [log_to_file(self.log_file)]
@@ -271,7 +275,8 @@ class TaskScheduler:
         s.history.append((s.trials, s.best))
         self._update_stop(s, best_before, measured, tuner)
         self.round += 1
-        self._report(s, best_before, measured, time.perf_counter() - t_start)
+        self.seconds += time.perf_counter() - t0
+        self._report(s, best_before, measured)
 
     def _update_stop(self, s: _TaskState, best_before: float, measured: int,
                      tuner: Tuner) -> None:
@@ -307,11 +312,10 @@ class TaskScheduler:
         if s.tuner is not None:
             type(s.tuner).close(s.tuner)
 
-    def _report(self, s: _TaskState, best_before: float, measured: int,
-                elapsed: float) -> None:
+    def _report(self, s: _TaskState, best_before: float, measured: int) -> None:
         latency = self.estimated_latency()
         line = {"round": self.round, "task": s.label, "new_trials": measured,
-                "trials": self.trials, "time": round(elapsed, 3),
+                "trials": self.trials, "time": round(self.seconds, 3),
                 "estimated_latency": _finite(latency),
                 "best": {o.label: _finite(o.best) for o in self.states}}
         with open(self.curve_file, "a") as f:
@@ -322,7 +326,7 @@ class TaskScheduler:
         est = _ms(latency) if latency < math.inf else \
             f"n/a ({sum(o.best == math.inf for o in self.states)} tasks without a valid record)"
         print(f"[round {self.round}] {s.label} +{measured} trials (total {self.trials}, "
-              f"{elapsed:.0f} s): best {_ms(best_before)} -> {_ms(s.best)}; "
+              f"{self.seconds:.0f} s): best {_ms(best_before)} -> {_ms(s.best)}; "
               f"estimated latency {est}{stop}", file=self.file or sys.stdout, flush=True)
 
     def _raise_failures(self) -> None:
@@ -397,16 +401,17 @@ def _end_with_newline(path: str) -> None:
                 f.write(b"\n")
 
 
-def _rounds_in(curve_file: str) -> int:
-    """The last round number in a curve file of an earlier run (0 when none); a truncated last
-    line (a killed run) is ignored."""
+def _last_round(curve_file: str) -> tuple[int, float]:
+    """(round, time) of the last line of a curve file of earlier runs ((0, 0.0) when none); a
+    truncated last line (a killed run) is ignored."""
+    last = (0, 0.0)
     if not os.path.exists(curve_file):
-        return 0
-    last = 0
+        return last
     with open(curve_file) as f:
         for line in f:
             try:
-                last = max(last, int(json.loads(line)["round"]))
+                entry = json.loads(line)
+                last = max(last, (int(entry["round"]), float(entry["time"])))
             except (ValueError, KeyError, TypeError):
                 continue
     return last
