@@ -29,8 +29,53 @@ def _canonical_dtype(dtype: Any) -> str:
         raise GraphError(f"unknown dtype {dtype!r}") from None
 
 
+def freeze(data: np.ndarray) -> np.ndarray:
+    """Hand an array that nobody else holds (fresh from numpy) over to the graph: marks it
+    read-only and returns it, so that a constant made from it takes it as is, without a copy."""
+    data.flags.writeable = False
+    return data
+
+
+def _never_written(data: np.ndarray) -> bool:
+    """True when numpy cannot write ``data``'s memory: it and every array it views are
+    read-only, down to an owning array or a read-only buffer (the bytes an ONNX initializer is
+    read from, a read-only memory map)."""
+    a: Any = data
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        if a.base is None:
+            return True
+        a = a.base
+    try:
+        return memoryview(a).readonly
+    except TypeError:
+        return False
+
+
+def _constant_data(name: str, data: Any, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """A constant's array: read-only, C-contiguous, of exactly ``dtype`` (native byte order).
+
+    An array that is already all of that and that nothing can write (see ``_never_written``:
+    ONNX weights, arrays handed over with ``freeze``, views of other constants) is taken as
+    is: a big model's weights are never copied. Any other array -- a user's writable array
+    above all, which they may change after building the graph -- is copied."""
+    want = np.dtype(dtype)
+    shared = (isinstance(data, np.ndarray) and data.dtype == want
+              and data.flags.c_contiguous and _never_written(data))
+    if not shared:
+        # np.array, not ascontiguousarray: the latter turns rank-0 data into shape (1,)
+        data = np.array(data, dtype=want, order="C")
+        data.flags.writeable = False
+    if data.shape != shape:
+        raise GraphError(f"constant {name!r}: data shape {data.shape} != {shape}")
+    return data
+
+
 class Value:
-    """One tensor edge of the graph. ``data`` is set for constants (a read-only numpy array)."""
+    """One tensor edge of the graph. ``data`` is set for constants: a read-only numpy array,
+    which may be shared with other constants and the model it was imported from (never write
+    it, not even after making it writable again: derive a new array)."""
 
     __slots__ = ("data", "dtype", "layout", "name", "producer", "shape")
 
@@ -53,11 +98,7 @@ class Value:
         self.dtype = _canonical_dtype(dtype)
         self.layout = layout
         if data is not None:
-            # np.array, not ascontiguousarray: the latter turns rank-0 data into shape (1,)
-            data = np.array(data, dtype=self.dtype, order="C")
-            if data.shape != shape:
-                raise GraphError(f"constant {name!r}: data shape {data.shape} != {shape}")
-            data.flags.writeable = False
+            data = _constant_data(name, data, self.dtype, shape)
         self.data = data
         self.producer = producer
 
