@@ -265,6 +265,17 @@ def _wrap_int(value: int, d: str) -> int:
     return value - (1 << bits) if value >= 1 << (bits - 1) else value
 
 
+def _float_minmax(va: float, vb: float, is_max: bool) -> float:
+    """What the generated code computes (llvm.maximum/minimum): NaN if either is NaN, -0 < +0.
+    Python's max(nan, 1) is nan but max(1, nan) is 1: the fold must not depend on the order."""
+    if math.isnan(va) or math.isnan(vb):
+        return math.nan
+    if va == vb:  # equal zeros of either sign: order them by sign, -0 below +0
+        neg_a = math.copysign(1.0, va) < 0
+        return (vb if neg_a else va) if is_max else (va if neg_a else vb)
+    return max(va, vb) if is_max else min(va, vb)
+
+
 def _fold_const(e, a: E.Const, b: E.Const):
     t = type(e)
     va, vb = a.value, b.value
@@ -274,7 +285,7 @@ def _fold_const(e, a: E.Const, b: E.Const):
                 return None
             return E.const(va / vb, a.dtype)
         if t in (E.Min, E.Max):
-            return E.const(min(va, vb) if t is E.Min else max(va, vb), a.dtype)
+            return E.const(_float_minmax(va, vb, t is E.Max), a.dtype)
         fn = _FOLD.get(t)
         if fn is None:
             return None
