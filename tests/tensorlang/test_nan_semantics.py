@@ -243,3 +243,51 @@ def test_no_fast_math_flag_can_drop_nan_handling():
     assert "llvm.maximum" in ll
     for flag in (" nnan ", " ninf ", " fast ", " reassoc "):
         assert flag not in ll, flag
+
+
+# ----------------------------------------------------------------------------- graph level
+
+
+def _one_node_model(op, x_shape, opset, extra_inputs=(), **attrs):
+    onnx = pytest.importorskip("onnx")
+    helper, tp = onnx.helper, onnx.TensorProto
+    inputs = [helper.make_tensor_value_info("x", tp.FLOAT, x_shape)]
+    inputs += [helper.make_tensor_value_info(n, tp.FLOAT, s) for n, s in extra_inputs]
+    node = helper.make_node(op, [i.name for i in inputs], ["y"], **attrs)
+    g = helper.make_graph([node], op.lower(), inputs,
+                          [helper.make_tensor_value_info("y", tp.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _run_graph(model, **feeds):
+    from tensorlang import graph
+
+    return graph.build(graph.from_onnx(model)).run(**feeds)["y"]
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_onnx_reduce_max_min_propagate_nan_like_numpy(op):
+    """onnxruntime 1.32 keeps the NaN of row 0 only (NaN first); we give numpy's answer."""
+    x = _rows_with_nan("float32")
+    got = _run_graph(_one_node_model(op, x.shape, 13, axes=[1], keepdims=0), x=x)
+    np.testing.assert_array_equal(got, (np.max if op == "ReduceMax" else np.min)(x, axis=1))
+
+
+def test_onnx_maxpool_propagates_nan_like_numpy():
+    """onnxruntime 1.32's MaxPool drops NaN (gives the window's largest number)."""
+    x = np.random.default_rng(3).standard_normal((1, 2, 9, 9)).astype(np.float32)
+    x[0, 0, 0, 0] = x[0, 0, 4, 7] = x[0, 1, 8, 8] = np.nan
+    got = _run_graph(_one_node_model("MaxPool", x.shape, 13, kernel_shape=[3, 3],
+                                     strides=[2, 2], pads=[1, 1, 1, 1]), x=x)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+    np.testing.assert_array_equal(got, windows[:, :, ::2, ::2].max(axis=(-2, -1)))
+    assert np.isnan(got).sum() == 4  # (4, 7) lies in two windows
+
+
+def test_onnx_max_and_relu_propagate_nan_like_numpy():
+    a, b = _operands("float32")
+    got = _run_graph(_one_node_model("Max", (N,), 13, extra_inputs=[("b", (N,))]), x=a, b=b)
+    np.testing.assert_array_equal(got, np.maximum(a, b))
+    got = _run_graph(_one_node_model("Relu", (N,), 14), x=a)
+    np.testing.assert_array_equal(got, np.maximum(a, 0))
