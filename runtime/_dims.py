@@ -53,6 +53,12 @@ class DimExpr:
     def __str__(self) -> str:
         return self.text
 
+    def python_source(self, names: Mapping[str, str]) -> str:
+        """The expression as fully parenthesized Python source over `names` (variable ->
+        identifier of the generated code): Python's ``//`` and ``%`` are the kernels'. Only
+        the validated tree's ints and the given identifiers enter the text."""
+        return _source(self._tree, names)
+
     def evaluate(self, env: Mapping[str, int]) -> int:
         """The value with every variable bound (ValueError for a division by zero)."""
         try:
@@ -103,6 +109,20 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
     if isinstance(node, ast.UnaryOp):
         return -_eval(node.operand, env)
     return _BINARY[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+
+
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+def _source(node: ast.AST, names: Mapping[str, str]) -> str:
+    if isinstance(node, ast.Constant):
+        return f"({int(node.value)})"
+    if isinstance(node, ast.Name):
+        return names[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return f"(-{_source(node.operand, names)})"
+    op = _SYMBOLS[type(node.op)]
+    return f"({_source(node.left, names)} {op} {_source(node.right, names)})"
 
 
 def _linear(node: ast.AST) -> tuple[dict[str, int], int] | None:

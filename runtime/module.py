@@ -473,7 +473,9 @@ class Module:
 
         The general checks in :meth:`prepare_args` loop over argument specs and cost ~2.5 us
         for three arrays; straight-line code with the dtypes, ranks, fixed dimensions and the
-        first binding of each shape variable baked in costs well under half of that. It only
+        first binding of each shape variable baked in costs well under half of that;
+        dimensions such as 'n - 2' or '8 * m' are solved and checked by generated arithmetic
+        too (:meth:`_fast_expr_checks`). It only
         ever accepts what :meth:`prepare_args` accepts: anything unusual (a subclass, an equal
         but not identical dtype, a read-only input, any failed check) falls back to the general
         path, which then runs the call or raises the precise error.
@@ -486,9 +488,6 @@ class Module:
             "failed": self._kernel_error,
             "slow": self._checked_call,
         }
-        if self._with_exprs:
-            # dimensions such as 'n - 2' are solved and checked by the general path only
-            return lambda *args: self._checked_call(args, None)
         params = ", ".join(f"a{a.index}" for a in self._args)
         body: list[str] = []
         var_expr: dict[str, str] = {}
@@ -508,6 +507,8 @@ class Module:
                 for name, d in zip(names, a.shape):
                     if isinstance(d, int):
                         body.append(f"if {name} != {d}: raise Slow")
+                    elif d not in self._vars:
+                        continue  # an expression ('n - 2'): solved and checked below
                     elif d in var_expr:
                         body.append(f"if {name} != {var_expr[d]}: raise Slow")
                     else:
@@ -515,8 +516,10 @@ class Module:
             body.append(f"p{i} = addr(fb(a{i}))")
             if a.align > 1:
                 body.append(f"if p{i} % {a.align}: raise Slow")
-            dims = [str(d) if isinstance(d, int) else var_expr[d] for d in a.shape]
+            dims = [str(d) if isinstance(d, int) else f"d{i}_{axis}"
+                    for axis, d in enumerate(a.shape)]
             size_expr[i] = "*".join([str(a.dtype.itemsize), *dims])
+        body += self._fast_expr_checks(var_expr)
         for w in self._written:
             body.append(f"nb{w.index} = {size_expr[w.index]}")
         for w in self._written:
@@ -553,6 +556,39 @@ class Module:
         code = compile("\n".join(src), f"<tensorlang fast call of {self._name}>", "exec")
         exec(code, env)  # noqa: S102
         return env["fast_call"]
+
+    def _fast_expr_checks(self, var_expr: dict[str, str]) -> list[str]:
+        """Straight-line code for the dimensions such as '8 * m' or 'n - 2': the variables
+        they alone determine, solved in the order :meth:`_bind_exprs` solves them (which
+        variables a step solves depends on the manifest only, so the order is fixed here),
+        then a check of every expression against its dimension. `var_expr` gains the solved
+        variables. Any failure (no integer solution, a mismatch, a division by zero) sends the
+        call to the general path, which raises the exact error."""
+        pending = [(spec.index, axis, e) for spec in self._with_exprs for axis, e in spec.exprs]
+        lines: list[str] = []
+        progress = True
+        while progress:
+            progress = False
+            for i, axis, e in pending:
+                if e.linear is None:
+                    continue
+                coefs, const = e.linear
+                free = [v for v, c in coefs.items() if c and v not in var_expr]
+                if len(free) != 1:
+                    continue
+                (var,) = free
+                known = "".join(f" - ({c}) * {var_expr[v]}" for v, c in coefs.items()
+                                if v != var and c)
+                k = len(var_expr)
+                lines.append(f"r{k} = d{i}_{axis} - ({const}){known}")
+                lines.append(f"if r{k} % ({coefs[var]}): raise Slow")
+                lines.append(f"v{k} = r{k} // ({coefs[var]})")
+                var_expr[var] = f"v{k}"
+                progress = True
+        for i, axis, e in pending:
+            if all(v in var_expr for v in e.vars):
+                lines.append(f"if d{i}_{axis} != {e.python_source(var_expr)}: raise Slow")
+        return lines
 
     def call_raw(self, *raw: int) -> int:
         """Unchecked call: data pointers (ints) then var values, exactly as the ABI orders them.
