@@ -12,7 +12,6 @@ unsupported operator is listed in one :class:`UnsupportedOperatorError`.
 from __future__ import annotations
 
 import os
-import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -21,171 +20,22 @@ import numpy as np
 
 from ..builder import Builder
 from ..ir import Graph, GraphError, Value, freeze
+from .onnx_context import (
+    CONVERTERS,
+    REFUSED_VERSIONS,
+    UNKNOWN,
+    Converter,
+    OnnxImportError,
+    UnsupportedOperatorError,
+    _conv,
+    _Ctx,
+    _input_origin,
+    _np_dtype,
+    _sanitize,
+    _Scope,
+)
 
 MIN_OPSET, MAX_OPSET = 6, 22
-
-
-class OnnxImportError(GraphError):
-    """The model cannot be imported: malformed file, dynamic shapes, unsupported attributes."""
-
-
-class UnsupportedOperatorError(OnnxImportError):
-    """What the importer cannot do in a model, all of it: ``.unsupported`` lists (op_type, node
-    name, opset) for each node of an operator it does not support; ``.refused`` (op_type, node
-    name, opset, OnnxImportError) for each node of a supported operator that it refuses (an
-    attribute value or mode it does not handle, a shape it needs that is only known at run
-    time)."""
-
-    def __init__(self, unsupported: list[tuple[str, str, int]],
-                 refused: list[tuple[str, str, int, OnnxImportError]] = (),
-                 why: dict[tuple, str] | None = None) -> None:
-        self.unsupported = unsupported
-        self.refused = list(refused)
-        why = why or {}
-        lines = []
-        if unsupported:
-            kinds = sorted({u[0] for u in unsupported})
-            lines.append(f"{len(unsupported)} node(s) use operators tensorlang does not support "
-                         f"({', '.join(kinds)}):")
-            lines += [f"  {op} (node {name!r}, opset {opset})"
-                      + (f": {why[(op, name, opset)]}" if (op, name, opset) in why else "")
-                      for op, name, opset in unsupported]
-        if self.refused:
-            lines.append(f"{len(self.refused)} node(s) of supported operators are refused:")
-            lines += [f"  {e}" for *_, e in self.refused]
-        super().__init__("\n".join(lines))
-
-
-def _np_dtype(elem_type: int) -> np.dtype:
-    from onnx import helper
-
-    try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
-    except (KeyError, TypeError, ValueError):
-        raise OnnxImportError(f"unknown ONNX element type {elem_type}") from None
-
-
-class _Unknown:
-    """What an ONNX name holds when its producer cannot be imported (an unsupported operator,
-    or a node downstream of one): the walk goes on to list every such operator at once."""
-
-    def __repr__(self) -> str:
-        return "<unknown>"
-
-
-UNKNOWN = _Unknown()
-
-
-class _Scope:
-    """ONNX name -> Value (or UNKNOWN) for one graph. A subgraph's scope sees its parents'
-    names (ONNX subgraphs read outer values by name); ``capture``, when set, turns an outer
-    run-time value into an input of the subgraph's own graph (a branch built apart)."""
-
-    def __init__(self, parent: _Scope | None = None,
-                 capture: Callable[[str, Value], Value] | None = None) -> None:
-        self.local: dict[str, Any] = {}
-        self.parent = parent
-        self.capture = capture
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.local or (self.parent is not None and name in self.parent)
-
-    def get(self, name: str):
-        if name in self.local:
-            return self.local[name]
-        v = self.parent.get(name)
-        if self.capture is not None and isinstance(v, Value) and not v.is_constant:
-            v = self.capture(name, v)
-            self.local[name] = v
-        return v
-
-    def set(self, name: str, v) -> None:
-        self.local[name] = v
-
-
-class _Ctx:
-    """What a converter sees: the builder it adds nodes to, the model's opset, the node being
-    imported (name, op type, outputs) and the import's shared state (the unsupported nodes
-    found so far, the names reserved for the top graph's values)."""
-
-    def __init__(self, b: Builder, opset: int, scope: _Scope, names: dict[str, str],
-                 unsupported: list) -> None:
-        self.b = b
-        self.opset = opset
-        self.scope = scope
-        self.names = names
-        self.unsupported = unsupported
-        # nodes whose converter refused them (op, node, opset, error), listed with the
-        # unsupported ones; None: raise at once
-        self.refused: list | None = []
-        self.bound: set[int] = set()  # ids of values bound to an ONNX name
-        self.sub_named: set[int] = set()  # ... to a subgraph's name only (fresh, renamable)
-        self.output_names: set[str] = set()  # the top graph's outputs (empty in subgraphs)
-        self.unsupported_why: dict[tuple, str] = {}  # unsupported entry -> why not folded
-        self.node_name = ""
-        self.op_type = ""
-        self.num_outputs = 0
-        self.outputs_read: list[bool] = []
-
-    def child(self, scope: _Scope, b: Builder | None = None) -> _Ctx:
-        """The context of a subgraph: its own scope, the same builder unless given another
-        (a run-time branch builds a graph of its own)."""
-        sub = _Ctx(b or self.b, self.opset, scope, {}, self.unsupported)
-        sub.refused = self.refused
-        sub.unsupported_why = self.unsupported_why
-        if b is None:  # the same graph: its values and names are shared
-            sub.bound, sub.sub_named = self.bound, self.sub_named
-        return sub
-
-    def const_array(self, v: Value | None, what: str) -> np.ndarray | None:
-        if v is None:
-            return None
-        if not v.is_constant:
-            raise OnnxImportError(
-                f"node {self.node_name!r} ({self.op_type}, opset {self.opset}): {what} must be "
-                f"known at compile time (a constant or computable from static shapes); "
-                f"{v.name!r} is computed at run time{_run_time_origin(v)}")
-        return v.data
-
-    def op(self, op: str, inputs, **attrs) -> Value:
-        return self.b.op(op, inputs, name=self.node_name, **attrs)
-
-
-def _input_origin(v: Value) -> list[str]:
-    """The graph inputs whose values a run-time value is computed from (their values, not
-    their shapes: shapes are static and fold)."""
-    seen, stack, found = set(), [v], []
-    while stack:
-        x = stack.pop()
-        if id(x) in seen or x.is_constant:
-            continue
-        seen.add(id(x))
-        if x.producer is None:
-            found.append(x.name)
-        else:
-            stack.extend(x.producer.inputs)
-    return sorted(found)
-
-
-def _run_time_origin(v: Value) -> str:
-    found = _input_origin(v)
-    return f", from the values of graph input(s) {found}" if found else ""
-
-
-Converter = Callable[[_Ctx, list, dict], list]
-CONVERTERS: dict[str, Converter] = {}
-# op -> {version: why it is refused}: versions a converter refuses as a whole (with an
-# OnnxImportError saying so), left out of the supported list
-REFUSED_VERSIONS: dict[str, dict[int, str]] = {}
-
-
-def _conv(*names: str):
-    def deco(fn: Converter) -> Converter:
-        for n in names:
-            CONVERTERS[n] = fn
-        return fn
-
-    return deco
 
 
 # ---------------------------------------------------------------------------- elementwise
@@ -769,9 +619,6 @@ def _check_names(gp) -> None:
         if not isinstance(name, str):
             raise OnnxImportError(f"{what}: name {name!r} is not UTF-8 text (a damaged file?)")
 
-
-def _sanitize(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.:\-]", "_", name) or "v"
 
 
 def supported_versions(op: str) -> list[int]:

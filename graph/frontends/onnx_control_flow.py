@@ -20,7 +20,7 @@ import numpy as np
 from ..builder import Builder
 from ..control_flow import make_if_node
 from ..ir import GraphError, Value
-from .onnx import (
+from .onnx_context import (
     REFUSED_VERSIONS,
     UNKNOWN,
     OnnxImportError,
@@ -28,11 +28,18 @@ from .onnx import (
     _Ctx,
     _sanitize,
     _Scope,
-    import_nodes,
 )
 
 MAX_UNROLL_ITERATIONS = 4096
 MAX_UNROLL_NODES = 50_000
+
+
+def _import_nodes(c: _Ctx, nodes) -> None:
+    """The importer's walk over a subgraph's nodes (onnx.py, which imports this module to
+    register its converters: looked up when a subgraph is imported, not at import time)."""
+    from .onnx import import_nodes
+
+    import_nodes(c, nodes)
 
 
 def _where(c: _Ctx) -> str:
@@ -58,7 +65,7 @@ def _import_inline(c: _Ctx, body, bindings: dict[str, Value]) -> list:
     for name, v in bindings.items():
         scope.set(name, v)
     sub = c.child(scope)
-    import_nodes(sub, body.node)
+    _import_nodes(sub, body.node)
     return [scope.get(o.name) for o in body.output]
 
 
@@ -86,7 +93,7 @@ class _Branch:
         sub = c.child(scope, self.builder)
         sub.refused = []  # the branch's own: a refusal makes it a refusing branch
         try:
-            import_nodes(sub, body.node)
+            _import_nodes(sub, body.node)
         except (OnnxImportError, GraphError) as e:
             sub.refused.append(e)
         if sub.refused:

@@ -13,7 +13,7 @@ import string
 
 import numpy as np
 
-from .onnx import OnnxImportError, _conv
+from .onnx_context import OnnxImportError, _conv
 
 
 def _refuse(c, what: str) -> OnnxImportError:
@@ -240,7 +240,7 @@ def _contract(c, x, tx: str, y, ty: str, later: set):
     lead = [prod(batch)] if batch else []
     xm = _reshape(c, xm, lead + mkn[:2])
     ym = _reshape(c, ym, lead + mkn[1:])
-    from .onnx import CONVERTERS
+    from .onnx_context import CONVERTERS
 
     (z,) = CONVERTERS["MatMul"](c, [xm, ym], {})  # a constant 2-D right side: dense
     tz = "".join(batch + left + right)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx import OnnxImportError, _conv
+from .onnx_context import OnnxImportError, _conv
 
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 # activations that take alpha / beta (ONNX's defaults), consumed in order from the node's lists

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx import OnnxImportError, _conv
+from .onnx_context import OnnxImportError, _conv
 
 
 def refuse(c, what: str) -> OnnxImportError:

