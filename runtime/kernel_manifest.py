@@ -1,10 +1,10 @@
 """A kernel's manifest: what its arguments are, checked before any code is loaded.
 
 ``{"name", "symbol", "args": [{"name", "shape", "dtype", "written"}], "vars",
-"target": {"cpu", "features", "triple"}, "version", "error_messages"}``. A dimension is an int,
-the name of one of ``vars``, or an expression of them (``"n - 2"``). The checked call trusts
-this description, so a malformed one is refused (ValueError naming the field) rather than
-half-used.
+"target": {"cpu", "features", "triple"}, "version", "error_messages"}``, optionally
+``"call_order"``. A dimension is an int, the name of one of ``vars``, or an expression of them
+(``"n - 2"``). The checked call trusts this description, so a malformed one is refused
+(ValueError naming the field) rather than half-used.
 """
 
 from __future__ import annotations
@@ -47,6 +47,19 @@ def _check_dim_expr(arg: str, text: str, vars_: list[str]) -> None:
         _require(False, f"argument {arg!r}: {e}")
 
 
+def _check_call_order(order: Any, arg_names: list[str], vars_: list[str]) -> None:
+    """The optional 'call_order': the positional call's names, every array argument in
+    'args' order with shape variables (scalars) among them, each name once. Manifests
+    without it (older ones) take the arrays positionally and the variables by keyword."""
+    _require(isinstance(order, list) and all(isinstance(n, str) for n in order),
+             "'call_order' must be a list of names")
+    _require(len(set(order)) == len(order), f"duplicate names in call_order {order}")
+    _require([n for n in order if n in arg_names] == arg_names,
+             f"'call_order' {order} must list the arguments {arg_names} in order")
+    _require(all(n in arg_names or n in vars_ for n in order),
+             f"'call_order' {order} names something neither an argument nor in vars")
+
+
 def normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Check a manifest's structure and return a JSON-clean deep copy of it."""
     _require(isinstance(manifest, Mapping), f"expected a dict, got {type(manifest).__name__}")
@@ -86,6 +99,8 @@ def normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
                 )
         a["shape"] = list(shape)
         a["written"] = bool(a.get("written", False))
+    if "call_order" in m:
+        _check_call_order(m["call_order"], [a["name"] for a in m["args"]], m["vars"])
     target = m.get("target", {})
     _require(isinstance(target, Mapping), "'target' must be a dict")
     m["target"] = {

@@ -261,6 +261,7 @@ class Module:
         )
         self._with_exprs = tuple(a for a in self._args if a.exprs)
         self._nargs = len(self._args)
+        self._set_call_order(m.get("call_order"))
         self._written = tuple(a for a in self._args if a.written)
         self._externs = extern_c.check_manifest(m.get("externs", []))
         self._required_flags = _cpu.required_flags(m["target"]["features"], m["target"]["triple"])
@@ -293,6 +294,16 @@ class Module:
         packed.bind_slot(self._native.packed_slot)  # the tl.extern calls' trampoline
         extern_c.bind(self._externs, extern_addresses, self._native.extern_slots)
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(self._native.address)
+
+    def _set_call_order(self, order: list[str] | None) -> None:
+        """Where the positional call takes its scalars (tl.var arguments listed among the
+        tensors, as TVM scripts pass them: g(a, b, 4)). Without them, or for a manifest that
+        predates 'call_order', the call takes the arrays only, the variables by keyword."""
+        names = {a.name for a in self._args}
+        order = order or []
+        self._scalar_at = tuple((pos, n) for pos, n in enumerate(order) if n not in names)
+        self._array_at = tuple(pos for pos, n in enumerate(order) if n in names)
+        self._arity = len(order) if self._scalar_at else self._nargs
 
     def _refuse_to_run(self, *_raw: int) -> int:
         raise ArtifactError(self._not_runnable)
@@ -387,10 +398,7 @@ class Module:
         The pointers are valid only while the arrays are alive and not resized.
         """
         if len(args) != self._nargs:
-            raise TypeError(
-                f"{self._name}() takes {self._nargs} array arguments ({self._signature}), "
-                f"got {len(args)}"
-            )
+            args, var_values = self._split_scalars(args, var_values)
         raw: list[int] = []
         bound: dict[str, int] | None = None
         if var_values:
@@ -452,9 +460,43 @@ class Module:
             raw.extend(bound[v] for v in self._vars)
         return raw
 
+    def _split_scalars(self, args: tuple, var_values: Mapping[str, Any]
+                       ) -> tuple[tuple, dict[str, Any]]:
+        """(arrays, variables) of a positional call that passes its scalars in the listed
+        order; TypeError for any other count, or a scalar also given by keyword."""
+        if not self._scalar_at or len(args) != self._arity:
+            raise TypeError(self._count_message(len(args)))
+        values = dict(var_values)
+        for pos, name in self._scalar_at:
+            if name in values:
+                raise TypeError(f"{self._name}() got multiple values for {name!r} (argument "
+                                f"{pos + 1} and a keyword)")
+            values[name] = args[pos]
+        return tuple(args[pos] for pos in self._array_at), values
+
+    def _count_message(self, got: int) -> str:
+        if not self._scalar_at:
+            return (f"{self._name}() takes {self._nargs} array arguments ({self._signature}), "
+                    f"got {got}")
+        specs = {a.name: f"{a.name}: {a.describe()}" for a in self._args}
+        specs.update((n, f"{n}: int") for _, n in self._scalar_at)
+        ordered = [specs[n] for n in self._call_names()]
+        scalars = ", ".join(n for _, n in self._scalar_at)
+        return (f"{self._name}() takes {self._arity} arguments ({', '.join(ordered)}), or the "
+                f"{self._nargs} arrays with {scalars} by keyword; got {got}")
+
+    def _call_names(self) -> list[str]:
+        names: list[str | None] = [None] * self._arity
+        for pos, name in self._scalar_at:
+            names[pos] = name
+        for pos, a in zip(self._array_at, self._args):
+            names[pos] = a.name
+        return names  # type: ignore[return-value]
+
     def __call__(self, *args: Any, **var_values: int) -> None:
-        """Run the kernel on numpy arrays (outputs are written in place)."""
-        if var_values or len(args) != self._nargs:
+        """Run the kernel on numpy arrays (outputs are written in place); scalars listed among
+        the kernel's arguments are passed in their place or by keyword."""
+        if var_values or len(args) != self._arity:
             self._checked_call(args, var_values)
         else:
             self._fast_call(*args)
@@ -488,9 +530,7 @@ class Module:
             "failed": self._kernel_error,
             "slow": self._checked_call,
         }
-        params = ", ".join(f"a{a.index}" for a in self._args)
-        body: list[str] = []
-        var_expr: dict[str, str] = {}
+        params, body, var_expr = self._fast_params()
         size_expr: dict[int, str] = {}
         for a in self._args:
             i = a.index
@@ -541,7 +581,7 @@ class Module:
         src += [f"        {line}" for line in body]
         src += [
             "    except Exception:",
-            f"        return slow(({params}{',' if len(self._args) == 1 else ''}), None)",
+            f"        return slow(({params}{',' if self._arity == 1 else ''}), None)",
             f"    rc = fn({', '.join(call_args)})",
             "    if rc:",
             "        raise failed(rc)",
@@ -556,6 +596,19 @@ class Module:
         code = compile("\n".join(src), f"<tensorlang fast call of {self._name}>", "exec")
         exec(code, env)  # noqa: S102
         return env["fast_call"]
+
+    def _fast_params(self) -> tuple[str, list[str], dict[str, str]]:
+        """The fast call's parameters (arrays a<index>, scalars x<position>, in call order),
+        the checks of the scalars (a plain int, else the general path), and their bindings."""
+        if not self._scalar_at:
+            return ", ".join(f"a{a.index}" for a in self._args), [], {}
+        params = [f"a{a.index}" for a in self._args]
+        body, var_expr = [], {}
+        for pos, name in self._scalar_at:
+            params.insert(pos, f"x{pos}")
+            body.append(f"if type(x{pos}) is not int: raise Slow")
+            var_expr[name] = f"x{pos}"
+        return ", ".join(params), body, var_expr
 
     def _fast_expr_checks(self, var_expr: dict[str, str]) -> list[str]:
         """Straight-line code for the dimensions such as '8 * m' or 'n - 2': the variables

@@ -105,6 +105,22 @@ def manifest_of(func: S.PrimFunc, target) -> dict:
     }
 
 
+def _call_order(args, func: S.PrimFunc) -> dict:
+    """{"call_order": [names]} when tl.var scalars are listed among the arguments (TVM's
+    scalar parameters, which its scripts pass positionally: g(a, b, 4)): the arrays' and the
+    scalars' names in the order listed. Empty without scalars (the call takes the arrays)."""
+    params = iter(b.name for b in func.params)
+    order: list[str] = []
+    for a in args:
+        if not isinstance(a, Var):
+            order.append(next(params, None))
+        elif a.name not in order:
+            order.append(a.name)
+    if len(order) == len(func.params) or None in order or next(params, None) is not None:
+        return {}
+    return {"call_order": order}
+
+
 def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int = 3,
           timeout: float | None = DEFAULT_BUILD_TIMEOUT):
     """Compile a schedule (or an already lowered kernel) into a runtime.Module.
@@ -113,7 +129,8 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
     BuildTimeoutError. A compile under a limit runs in a forked child process.
 
     args: the kernel's tensors, in call order, and any tl.var the schedule uses that no
-    argument shape has (a symbolic split factor: the call passes it by keyword). A stage that
+    argument shape has (a symbolic split factor: the call passes it in its place, g(a, b, 4),
+    or by keyword, g(a, b, f=4)). A stage that
     is inlined or computed at another stage may be listed: as in TVM it is an unused argument
     (never written; its array is still checked at the call). Argument shapes may be
     expressions of shape variables ('n - 2'): the call binds and checks them.
@@ -144,6 +161,8 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
                         f"{type(schedule).__name__}")
     tgt = Target.from_string(target)
     manifest = manifest_of(func, tgt)  # before compiling: it finds the C functions called
+    if isinstance(schedule, Schedule):
+        manifest.update(_call_order(args, func))
     llvm_ir = emit_llvm_ir(func, tgt)
     obj = compile_ir(llvm_ir, tgt, opt_level=opt_level, timeout=timeout)
     sources = {"tir": str(func), "ll": obj.optimized_ir, "ll_unoptimized": llvm_ir}

@@ -120,3 +120,99 @@ def test_expression_source_is_python_with_floor_semantics():
     for x in range(-7, 8):
         for y in range(-5, 6):
             assert eval(src, {"x": x, "y": y}) == e.evaluate({"n": x, "m": y})
+
+
+# ------------------------------------------------------------------------ positional scalars
+
+
+@pytest.fixture(scope="module")
+def split_by_f():
+    """B = A * 2 with B's loop split by a scalar f listed between the arrays: g(a, f, b)."""
+    n, f = tl.var("n"), tl.var("f")
+    A = tl.placeholder((n,), name="A")
+    B = tl.compute((n,), lambda i: A[i] * 2.0, name="B")
+    s = tl.create_schedule(B)
+    s[B].split(B.op.axis[0], factor=f)
+    return tl.build(s, [A, f, B], name="split_by_f")
+
+
+def test_call_order_is_recorded(split_by_f):
+    assert split_by_f.manifest["call_order"] == ["A", "f", "B"]
+
+
+@pytest.mark.parametrize("size,factor", [(10, 1), (10, 3), (1, 4), (33, 8), (0, 2)])
+def test_positional_scalar_matches_numpy_on_the_fast_path(split_by_f, size, factor):
+    calls = _counting_general_path(split_by_f)
+    a, b = _f32(size), np.zeros(size, "float32")
+    split_by_f(a, factor, b)
+    np.testing.assert_array_equal(b, a * 2)
+    assert calls == []
+    b2 = np.zeros(size, "float32")
+    split_by_f(a, b2, f=factor)  # the keyword form still works
+    np.testing.assert_array_equal(b2, a * 2)
+
+
+def test_positional_scalar_refusals(split_by_f):
+    a, b = _f32(10), np.zeros(10, "float32")
+    split_by_f(a, np.int32(5), b)  # numpy ints are ints (the general path)
+    np.testing.assert_array_equal(b, a * 2)
+    with pytest.raises(TypeError, match=r"split_by_f\(\): f must be an int, got float"):
+        split_by_f(a, 2.0, b)
+    with pytest.raises(TypeError, match=r"split_by_f\(\): f must be an int, got bool"):
+        split_by_f(a, True, b)
+    with pytest.raises(TypeError, match=r"split_by_f\(\) got multiple values for 'f'"):
+        split_by_f(a, 2, b, f=3)
+    with pytest.raises(TypeError, match=r"split_by_f\(\) takes 3 arguments \(A: float32\[n\], "
+                                        r"f: int, B: float32\[n\]\), or the 2 arrays with f by "
+                                        r"keyword; got 4"):
+        split_by_f(a, 2, b, b)
+    with pytest.raises(TypeError, match=r"takes 3 arguments .* got 1"):
+        split_by_f(a)
+    with pytest.raises(TypeError, match="cannot determine f from the array shapes"):
+        split_by_f(a, b)
+    with pytest.raises(TypeError, match=r"argument 'B' must be a numpy.ndarray"):
+        split_by_f(a, 2, 3)
+    with pytest.raises(tl.runtime.KernelError, match="split factor f must be >= 1"):
+        split_by_f(a, 0, b)
+
+
+def test_time_evaluator_takes_positional_scalars(split_by_f):
+    a, b = _f32(64), np.zeros(64, "float32")
+    result = split_by_f.time_evaluator(number=2, repeat=1)(a, 8, b)
+    assert result.mean > 0
+    np.testing.assert_array_equal(b, a * 2)
+
+
+def test_manifest_without_call_order_takes_scalars_by_keyword(split_by_f, tmp_path):
+    """An older manifest (no call_order) loads; its scalars stay keyword-only."""
+    from tensorlang.runtime import Module
+
+    manifest = split_by_f.manifest
+    del manifest["call_order"]
+    old = Module(split_by_f.object_code, manifest)
+    a, b = _f32(10), np.zeros(10, "float32")
+    old(a, b, f=3)
+    np.testing.assert_array_equal(b, a * 2)
+    with pytest.raises(TypeError, match=r"split_by_f\(\) takes 2 array arguments .* got 3"):
+        old(a, 3, b)
+    path = tmp_path / "g.tlm"
+    split_by_f.save(path)
+    loaded = tl.runtime.load_module(path)
+    b3 = np.zeros(10, "float32")
+    loaded(a, 4, b3)
+    np.testing.assert_array_equal(b3, a * 2)
+
+
+@pytest.mark.parametrize("order,why", [
+    (["B", "f", "A"], "must list the arguments"),
+    (["A", "f", "f", "B"], "duplicate names"),
+    (["A", "g", "B"], "neither an argument nor in vars"),
+    ("A f B", "must be a list of names"),
+])
+def test_malformed_call_order_is_refused(split_by_f, order, why):
+    from tensorlang.runtime import Module
+
+    manifest = split_by_f.manifest
+    manifest["call_order"] = order
+    with pytest.raises(ValueError, match=why):
+        Module(split_by_f.object_code, manifest)
