@@ -404,8 +404,7 @@ def _define_onnx_misc() -> None:
            lambda a: np.flip(np.cumsum(np.flip(a, 0), 0), 0) - a, rtol=1e-5, atol=1e-5),
         ex([(3, 300)], lambda x: R.cumsum(x, 1, reverse=True),
            lambda a: np.flip(np.cumsum(np.flip(a, 1), 1), 1), rtol=1e-4, atol=1e-4)],
-        parts={"block": ("cumsum_block", REDUCE), "total": ("cumsum_total", REDUCE),
-               "prefix": ("cumsum_prefix", REDUCE)})
+        parts={"init": ("cumsum_init", OPAQUE), "step": ("cumsum_step", OPAQUE)})
     define("topk", SO.topk, OPAQUE, [
         ex([(4, 21)], lambda x: list(SO.topk(x, 5)),
            lambda a: [np.take_along_axis(a, np.argsort(-a, 1, "stable")[:, :5], 1),

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..ir.expr import as_int
 from ..schedule import create_schedule
+from ..te.scan import ScanOp, scan_of
 from ..te.tensor import ComputeOp, Tensor
 from ._base import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE, pattern_of
 from .definition import (
@@ -917,6 +918,23 @@ def _root_generic(s, st) -> None:
         schedule_injective(s, t)
 
 
+def _schedule_scan_stage(st) -> None:
+    """A tl.scan's init and update stages: the update's first loop is the time loop, which the
+    state's dependence keeps serial (the generic schedule would parallelize it); a step's
+    innermost state axis is vectorized when it is contiguous and wide enough."""
+    if isinstance(st.op, ScanOp) or not st.op.axis or st.op.reduce_axis:
+        return
+    inner = st.op.axis[-1]
+    n = _ext(inner)
+    if len(st.op.axis) < 2 or n is None or n < 4:
+        return
+    v = _vector_lanes(n)
+    if v and n > v:
+        st.vectorize(st.split(inner, factor=v)[1])
+    elif v == n:
+        st.vectorize(inner)
+
+
 # ----------------------------------------------------------------------------- dispatch
 
 
@@ -1052,6 +1070,9 @@ def default_schedule(outs, target: str = "llvm", knobs: dict | None = None):
         step.run(s, knobs)
     for st in s.stages:
         if st.attach_type == "root" and not st.is_transformed():
+            if isinstance(st.op, ScanOp) or scan_of(st.op) is not None:
+                _schedule_scan_stage(st)
+                continue
             if part_role(st.op) == "pack":
                 st.compute_inline()
                 continue

@@ -212,6 +212,37 @@ def test_cumsum_int64_and_run_time_axis_refused():
         graph.from_onnx(m)
 
 
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("shape,axis", [((3, 7, 5), 1), ((6, 1), 1), ((1, 9), 0),
+                                        ((2, 300), 1), ((130, 3), 0)])
+def test_cumsum_scan_exact_on_integers(shape, axis, exclusive, reverse):
+    """The scan over a middle, a last and a first axis, of one element (exclusive: zeros)
+    and of 300 (a vector step over the other axes and its tail): int32 sums are exact."""
+    x = np.random.default_rng(12).integers(-1000, 1000, shape).astype(np.int32)
+    ax = onnx.numpy_helper.from_array(np.array(axis, np.int64), "axis")
+    m = _model("CumSum", [("x", TP.INT32, shape)], [("y", TP.INT32, shape)], 14, inits=[ax],
+               exclusive=exclusive, reverse=reverse)
+    got, ref = _run_both(m, {"x": x})
+    _assert_same(got["y"], ref["y"])
+
+
+def test_cumsum_is_a_serial_scan_numpy_order():
+    """A long float axis: the scan adds in numpy's order (x[0] + x[1] + ...), so it matches
+    np.cumsum closely where a blocked sum would round differently; the op holds a tl.scan."""
+    from tensorlang import ops, te
+    from tensorlang.ops import reduce as R
+    from tensorlang.te.scan import ScanOp
+
+    x = np.random.default_rng(13).standard_normal((4, 4096)).astype(np.float32)
+    m = _model("CumSum", [("x", TP.FLOAT, x.shape)], [("y", TP.FLOAT, x.shape)], 14,
+               inits=[onnx.numpy_helper.from_array(np.array(1, np.int64), "axis")])
+    got, _ = _run_both(m, {"x": x})
+    np.testing.assert_array_equal(got["y"], np.cumsum(x, 1, dtype=np.float32))
+    y = R.cumsum(te.placeholder((4, 4096), name="x"), 1)
+    s = ops.default_schedule(y)
+    assert any(isinstance(st.op, ScanOp) for st in s.stages)
+
+
 # ---------------------------------------------------------------------------- TopK
 
 
