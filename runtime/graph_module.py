@@ -158,7 +158,9 @@ class GraphModule:
                 name = st["const"]
                 src = np.asarray(constants[name])
                 buf = _aligned_empty(src.nbytes)
-                buf[:] = np.frombuffer(np.ascontiguousarray(src).tobytes(), dtype=np.uint8)
+                # a byte view of the constant (no copy when it is C-contiguous, as frozen
+                # constants are) copied once into the aligned buffer: was two full copies
+                buf[:] = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
                 self._const_arrays[name] = buf
         kernel_names = sorted({st["kernel"] for st in p["steps"]})
         self._kernel_index = {n: i for i, n in enumerate(kernel_names)}

@@ -8,12 +8,18 @@ from __future__ import annotations
 import hashlib
 import json
 
+import numpy as np
+
 from ..ir import Graph, Node, Value
 from .rewrite import Emitter, rebuild
 
 
 def _const_key(v: Value) -> tuple:
-    return (v.dtype, v.shape, hashlib.sha256(v.data.tobytes()).hexdigest())
+    # the digest of the array's own bytes, read through a byte view (tobytes() made a full
+    # copy of every weight); a non-contiguous array, which frozen constants never are, is
+    # made contiguous first, which gives the bytes tobytes() gave
+    data = np.ascontiguousarray(v.data).reshape(-1).view(np.uint8)
+    return (v.dtype, v.shape, hashlib.sha256(data).hexdigest())
 
 
 def eliminate_common_subexpr(g: Graph) -> Graph:
