@@ -38,8 +38,7 @@ def _need_float(op: str, x: Tensor) -> None:
 
 
 def relu(x: Tensor) -> Tensor:
-    # the constant first: Max(c, v) is select(c > v, c, v), which keeps a NaN v (numpy and
-    # onnxruntime propagate it) and is still one vmaxps
+    # a float Max propagates a NaN operand (codegen: llvm.maximum), as numpy and onnxruntime do
     return _unary("relu", x, lambda v: te.max(const(0, x.dtype), v))
 
 
@@ -236,25 +235,13 @@ def power(a, b) -> Tensor:
 
 
 def maximum(a, b) -> Tensor:
-    """numpy.maximum (a NaN operand gives NaN)."""
-    return _binary("maximum", a, b, _nan_max)
+    """numpy.maximum (a NaN operand gives NaN: the IR's Max propagates it)."""
+    return _binary("maximum", a, b, te.max)
 
 
 def minimum(a, b) -> Tensor:
-    return _binary("minimum", a, b, _nan_min)
-
-
-def _nan_max(x, y):
-    if not dt.is_float(x.dtype):
-        return te.max(x, y)
-    # an IR Max may pick either operand on NaN; numpy propagates it
-    return te.select(x != x, x, te.select(y != y, y, te.max(x, y)))
-
-
-def _nan_min(x, y):
-    if not dt.is_float(x.dtype):
-        return te.min(x, y)
-    return te.select(x != x, x, te.select(y != y, y, te.min(x, y)))
+    """numpy.minimum (a NaN operand gives NaN)."""
+    return _binary("minimum", a, b, te.min)
 
 
 def equal(a, b) -> Tensor:
