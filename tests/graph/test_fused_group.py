@@ -3,7 +3,11 @@ selection, tuning and storage read them. Their JSON form on the node and the wor
 tuning-record arguments hashed from it are what they were when groups were untyped dicts, so a
 tuning log written before still applies: data/prechange_tuning_log.jsonl was written at commit
 90e915a (before the typed groups) by ``graph.extract_tasks`` + ``autotune.tune_tasks`` (2 random
-trials a task) for model_zoo's small_cnn, inverted_residual and transformer_block."""
+trials a task) for model_zoo's small_cnn, inverted_residual and transformer_block; written again
+at 479ddca, after relu's compute changed to propagate NaN (1bb4400: a record's compute hash is
+of the unscheduled kernel's text, so a changed compute definition rightly stops its records
+applying). A refactor must keep it applying; a change of a compute definition must write it
+again (the same two calls) and say so."""
 
 import hashlib
 import json
