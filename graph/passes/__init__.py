@@ -10,6 +10,9 @@ each one. Ordering constraints:
 - ``eliminate_common_subexpr`` before ``simplify_algebra``: merged constants let more rewrites
   match; ``fold_scale_into_conv`` after both (x*1 is gone, the conv -> bn pairs are adjacent)
   and before DCE, which drops the unfolded conv/bn nodes it orphans.
+- ``conv1d_as_conv2d`` after ``fold_scale_into_conv`` (which sees the convs as imported)
+  and right before ``sink_reshape``, which moves its reshapes back to 3-D below the ops
+  that follow and collapses them into the next conv's reshape to 4-D.
 - ``sink_reshape`` after ``fold_scale_into_conv`` (which folds a bias add through the
   importer's reshape after a dense) and before ``fuse_ops``: elementwise ops moved above the
   reshape fuse into the dense that feeds them.
@@ -22,11 +25,11 @@ each one. Ordering constraints:
   not on the graph.
 
 ``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
-algebraic simplification, fusion; 2 (the default) -- also CSE and folding batch norm and
-per-channel scales into conv/dense weights, conv chains in blocked activation layouts
-NCHW16c / NCHW8c by channel count or, with a tuning log, per conv from its records
-(``convert_layout``), and conv and dense weights packed into
-the library's blocked layouts at build time; 3 -- the same as 2.
+algebraic simplification, 1-D convs as 2-D ones, fusion; 2 (the default) -- also CSE and
+folding batch norm and per-channel scales into conv/dense weights, conv chains in blocked
+activation layouts NCHW16c / NCHW8c by channel count or, with a tuning log, per conv from its
+records (``convert_layout``), and conv and dense weights packed into the library's blocked
+layouts at build time; 3 -- the same as 2.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..ir import Graph
+from .conv1d_as_conv2d import conv1d_as_conv2d
 from .convert_layout import convert_layout
 from .cse import eliminate_common_subexpr
 from .dead_code import eliminate_dead_code
@@ -55,6 +59,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("eliminate_common_subexpr", eliminate_common_subexpr, 2),
     ("simplify_algebra", simplify_algebra, 1),
     ("fold_scale_into_conv", fold_scale_into_conv, 2),
+    ("conv1d_as_conv2d", conv1d_as_conv2d, 1),
     ("sink_reshape", sink_reshape, 1),
     ("convert_layout", convert_layout, 2),
     ("pack_conv_weights", pack_conv_weights, 2),
@@ -104,7 +109,7 @@ def describe() -> str:
                      for i, (name, _, lvl) in enumerate(PASSES))
 
 
-__all__ = ["PASSES", "convert_layout", "describe", "eliminate_common_subexpr", "eliminate_dead_code",
-           "fold_constants", "fold_scale_into_conv", "fuse_ops", "infer_types",
-           "pack_conv_weights", "pack_dense_weights", "run_passes", "simplify_algebra",
-           "sink_reshape"]
+__all__ = ["PASSES", "conv1d_as_conv2d", "convert_layout", "describe",
+           "eliminate_common_subexpr", "eliminate_dead_code", "fold_constants",
+           "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
+           "pack_dense_weights", "run_passes", "simplify_algebra", "sink_reshape"]
