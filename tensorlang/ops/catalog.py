@@ -409,15 +409,21 @@ def _define_onnx_misc() -> None:
         ex([(4, 21)], lambda x: list(SO.topk(x, 5)),
            lambda a: [np.take_along_axis(a, np.argsort(-a, 1, "stable")[:, :5], 1),
                       np.argsort(-a, 1, "stable")[:, :5]]),
-        # blocks (of 16 here) with a short last one, ties (integers), the smallest
+        # the running list: two rows, a 300-long axis, ties (integers), the smallest
         ex([((2, 300), "int32")], lambda x: list(SO.topk(x, 4, largest=False)),
            lambda a: [np.take_along_axis(a, np.argsort(a, 1, "stable")[:, :4], 1),
-                      np.argsort(a, 1, "stable")[:, :4]], low=-30, high=30)],
+                      np.argsort(a, 1, "stable")[:, :4]], low=-30, high=30),
+        # two rows and k > 16: by ranks (blocks, candidates), ties, the largest
+        ex([((2, 300), "int32")], lambda x: list(SO.topk(x, 40)),
+           lambda a: [np.take_along_axis(a, np.argsort(-a, 1, "stable")[:, :40], 1),
+                      np.argsort(-a, 1, "stable")[:, :40]], low=-30, high=30)],
         parts={"block_rank": ("topk_block_rank", REDUCE),
                "candidate": ("topk_candidate", REDUCE),
                "candidate_index": ("topk_candidate_index", OPAQUE),
                "candidate_value": ("topk_candidate_value", OPAQUE),
-               "rank": ("topk_rank", REDUCE), "index": ("topk_index", REDUCE)})
+               "rank": ("topk_rank", REDUCE), "index": ("topk_index", REDUCE),
+               "list_init": ("topk_list_init", OPAQUE), "list_step": ("topk_list_step", OPAQUE),
+               "list_place": ("topk_list_place", REDUCE), "list": ("topk_list", OPAQUE)})
 
 
 def _quiet(f):

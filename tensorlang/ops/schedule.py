@@ -919,11 +919,17 @@ def _root_generic(s, st) -> None:
 
 
 def _schedule_scan_stage(st) -> None:
-    """A tl.scan's init and update stages: the update's first loop is the time loop, which the
-    state's dependence keeps serial (the generic schedule would parallelize it); a step's
-    innermost state axis is vectorized when it is contiguous and wide enough."""
-    if isinstance(st.op, ScanOp) or not st.op.axis or st.op.reduce_axis:
+    """A tl.scan's init, update and body stages: the update's first loop is the time loop, which
+    the state's dependence keeps serial (the generic schedule would parallelize it); a step's
+    innermost state axis is vectorized when it is contiguous and wide enough.
+    A body reduction (computed at the update's step) runs its reduction outside the innermost
+    state axis, so that axis is a vector of independent sums."""
+    if isinstance(st.op, ScanOp) or not st.op.axis:
         return
+    if st.op.reduce_axis:
+        if len(st.op.axis) < 2:
+            return
+        st.reorder(st.op.axis[0], *st.op.reduce_axis, *st.op.axis[1:])
     inner = st.op.axis[-1]
     n = _ext(inner)
     if len(st.op.axis) < 2 or n is None or n < 4:
@@ -1068,6 +1074,9 @@ def default_schedule(outs, target: str = "llvm", knobs: dict | None = None):
     _inline_injective(s, keep)
     for step in plan:
         step.run(s, knobs)
+    for st in s.stages:
+        if scan_of(st.op) is not None and st.attach_type != "root" and not st.is_transformed():
+            _schedule_scan_stage(st)  # a scan's body stage, computed at its update's step
     for st in s.stages:
         if st.attach_type == "root" and not st.is_transformed():
             if isinstance(st.op, ScanOp) or scan_of(st.op) is not None:

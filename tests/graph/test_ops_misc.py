@@ -264,12 +264,64 @@ def test_topk_with_ties_lower_index_first(largest, axis):
 
 @pytest.mark.parametrize("largest", [1, 0])
 def test_topk_blocked_candidates_on_a_long_axis(largest):
-    """An axis of 1000 takes the two-level path (blocks of 64, the last one short)."""
+    """An axis of 1000, three rows and k=20 take the ranks' two-level path (blocks of 64, the
+    last one short)."""
     x = np.random.default_rng(17).integers(-50, 50, (3, 1000)).astype(np.float32)
-    kk = onnx.numpy_helper.from_array(np.array([10], np.int64), "k")
+    assert not _takes_insertion((3, 1000), 1, 20)
+    kk = onnx.numpy_helper.from_array(np.array([20], np.int64), "k")
     m = _model("TopK", [("x", TP.FLOAT, (3, 1000))],
-               [("v", TP.FLOAT, (3, 10)), ("i", TP.INT64, (3, 10))], 11, inits=[kk],
+               [("v", TP.FLOAT, (3, 20)), ("i", TP.INT64, (3, 20))], 11, inits=[kk],
                largest=largest)
+    got, ref = _run_both(m, {"x": x})
+    _assert_same(got["v"], ref["v"])
+    _assert_same(got["i"], ref["i"])
+
+
+def _takes_insertion(shape, axis, k) -> bool:
+    """Whether topk builds the running list (a tl.scan) for this shape."""
+    from tensorlang import te
+    from tensorlang.ops import sort as SO
+    from tensorlang.schedule import create_schedule
+    from tensorlang.te.scan import ScanOp
+
+    v, i = SO.topk(te.placeholder(shape, name="x"), k, axis)
+    return any(isinstance(st.op, ScanOp) for st in create_schedule([v, i]).stages)
+
+
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("shape,axis,k,dtype", [
+    ((8, 500), 1, 10, TP.FLOAT), ((8, 37), 1, 37, TP.FLOAT), ((6, 40), 1, 1, TP.FLOAT),
+    ((40, 6), 0, 6, TP.INT32), ((2, 5, 33), 1, 5, TP.FLOAT), ((3, 70), 1, 16, TP.INT64),
+    ((5, 2), 1, 2, TP.FLOAT)])
+def test_topk_running_list_ties_and_extremes(shape, axis, k, dtype, largest):
+    """The running list (a scan over the axis) on many ties: k = n, k = 1, a first and a
+    middle axis, integers with their extreme values (a held value equal to the dtype's min or
+    max must still rank by index), vs onnxruntime."""
+    assert _takes_insertion(shape, axis, k)
+    npd = {TP.FLOAT: np.float32, TP.INT32: np.int32, TP.INT64: np.int64}[dtype]
+    x = np.random.default_rng(18).integers(-4, 4, shape).astype(npd)
+    if dtype != TP.FLOAT:
+        x.reshape(-1)[::5] = np.iinfo(npd).min
+        x.reshape(-1)[::7] = np.iinfo(npd).max
+    out = list(shape)
+    out[axis] = k
+    kk = onnx.numpy_helper.from_array(np.array([k], np.int64), "k")
+    m = _model("TopK", [("x", dtype, shape)], [("v", dtype, out), ("i", TP.INT64, out)], 11,
+               inits=[kk], axis=axis, largest=largest)
+    got, ref = _run_both(m, {"x": x})
+    _assert_same(got["v"], ref["v"])
+    _assert_same(got["i"], ref["i"])
+
+
+def test_topk_big_state_takes_ranks():
+    """Where every step's list would not stay in the caches (8 x 4000 x 200 indices), the
+    ranks' path is taken; the result is the same."""
+    assert not _takes_insertion((8, 4000), 1, 200)
+    assert _takes_insertion((8, 4000), 1, 50)
+    x = np.random.default_rng(19).integers(-100, 100, (8, 4000)).astype(np.float32)
+    kk = onnx.numpy_helper.from_array(np.array([200], np.int64), "k")
+    m = _model("TopK", [("x", TP.FLOAT, (8, 4000))],
+               [("v", TP.FLOAT, (8, 200)), ("i", TP.INT64, (8, 200))], 11, inits=[kk])
     got, ref = _run_both(m, {"x": x})
     _assert_same(got["v"], ref["v"])
     _assert_same(got["i"], ref["i"])
