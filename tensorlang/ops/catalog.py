@@ -413,7 +413,7 @@ def _define_onnx_misc() -> None:
         ex([((2, 300), "int32")], lambda x: list(SO.topk(x, 4, largest=False)),
            lambda a: [np.take_along_axis(a, np.argsort(a, 1, "stable")[:, :4], 1),
                       np.argsort(a, 1, "stable")[:, :4]], low=-30, high=30),
-        # two rows and k > 16: by ranks (blocks, candidates), ties, the largest
+        # two rows and k > 4: by ranks (blocks, candidates), ties, the largest
         ex([((2, 300), "int32")], lambda x: list(SO.topk(x, 40)),
            lambda a: [np.take_along_axis(a, np.argsort(-a, 1, "stable")[:, :40], 1),
                       np.argsort(-a, 1, "stable")[:, :40]], low=-30, high=30)],

@@ -17,7 +17,7 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     Two ways, neither with data-dependent control flow. Mostly a running top-k list per row
     (_insertion_indices: n*k steps, a vector across rows). Where its state (every step's list:
     n*rows*k indices) would leave the caches (over INSERTION_MAX_BYTES), or for fewer than 4
-    rows and k > 16, by ranks: an element's rank is the number of elements ahead of it in that
+    rows and k > 4, by ranks: an element's rank is the number of elements ahead of it in that
     order. Two levels: the axis is cut into blocks of b; the k best of each block by their
     rank within the block ("block_rank", n*b comparisons) are gathered as candidates
     ("candidate", nb*min(k, b) of them, with their indices), the candidates are ranked among
@@ -43,12 +43,14 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     return _select(x, cand_val, cand_idx, ax, k, largest)
 
 
-# Measured (one thread, [rows, n] float32, ranks -> insertion): [8,1000] k=10 0.218 -> 0.062 ms,
-# [8,300] k=4 0.066 -> 0.012, [8,256] k=256 0.44 -> 0.31, [8,1000] k=100 0.77 -> 0.46,
-# [8,4000] k=50 3.7 -> 1.7, but [8,4000] k=200 10.7 -> 47 (a 51 MB state out of the caches)
-# and [1,4000] k=30 0.23 -> 0.26 (one row: no vector across rows).
-INSERTION_MAX_BYTES = 16 << 20  # the scan keeps every step's list: n * rows * k indices
-INSERTION_MAX_K_ONE_ROW = 16  # fewer than 4 rows (no vector across them): small k only
+# Measured (one thread, [rows, n] float32, ranks -> insertion, ms): [8,1000] k=10 0.218 ->
+# 0.055, [8,300] k=4 0.066 -> 0.012, [8,256] k=256 0.44 -> 0.27, [8,1000] k=100 0.77 -> 0.46,
+# [8,4000] k=50 3.7 -> 0.9, [8,4000] k=200 7.8 -> 5.1 (a 26 MB state), but [8,8000] k=300
+# 21 -> 61 (77 MB, out of the caches). With fewer than 4 rows (no vector across them):
+# [1,1000] k=1 0.017 -> 0.007, [2,1000] k=3 0.045 -> 0.012, [1,4000] k=4 0.061 -> 0.065,
+# [2,1000] k=10 0.042 -> 0.059.
+INSERTION_MAX_BYTES = 32 << 20  # the scan keeps every step's list: n*rows*k int32 indices
+INSERTION_MAX_K_FEW_ROWS = 4
 
 
 def _insertion_fits(x, ax: int, n: int, k: int) -> bool:
@@ -56,8 +58,8 @@ def _insertion_fits(x, ax: int, n: int, k: int) -> bool:
     for d, extent in enumerate(x.shape):
         if d != ax:
             rows *= as_int(extent) if as_int(extent) is not None else 1 << 40
-    small = rows >= 4 or k <= INSERTION_MAX_K_ONE_ROW
-    return k >= 1 and n >= 2 and small and n * rows * k * 8 <= INSERTION_MAX_BYTES
+    small = rows >= 4 or k <= INSERTION_MAX_K_FEW_ROWS
+    return k >= 1 and n >= 2 and small and n * rows * k * 4 <= INSERTION_MAX_BYTES
 
 
 def _insertion_indices(x, ax, n, k, largest):
@@ -70,14 +72,16 @@ def _insertion_indices(x, ax, n, k, largest):
     axes innermost, so a step is a vector across rows. (Two gather-free scans, values then
     indices, measured slower: twice the state to write.)"""
     rest = tuple(x.shape[:ax]) + tuple(x.shape[ax + 1:])
-    state = te.placeholder((n, k, *rest), "int64", name="topk_state")
-    empty = const(-1, "int64")
+    # int32 indices (an axis has fewer than 2^31 elements): half the state to write, and
+    # gathers of 8 lanes instead of 4
+    state = te.placeholder((n, k, *rest), "int32", name="topk_state")
+    empty = const(-1, "int32")
 
     def at_pos(r, pos):
         return x[tuple(r[:ax]) + (pos,) + tuple(r[ax:])]
 
     init = op_compute("topk_list_init", (1, k, *rest),
-                      lambda _t, j, *r: te.select(j == 0, const(0, "int64"), empty), OPAQUE)
+                      lambda _t, j, *r: te.select(j == 0, const(0, "int32"), empty), OPAQUE)
 
     c = te.reduce_axis((0, k), name="c")
 
@@ -85,7 +89,7 @@ def _insertion_indices(x, ax, n, k, largest):
         idx = state[(t - 1, c.var, *r)]
         # clamped both ways (an index is < t <= n - 1): the interval proves the read in
         # bounds, so no run-time check per lane
-        w = at_pos(r, te.min(te.max(idx, const(0, "int64")), const(n - 1, "int64")))
+        w = at_pos(r, te.min(te.max(idx, const(0, "int32")), const(n - 1, "int32")))
         v = at_pos(r, t)
         held = (idx >= 0) & ((w >= v) if largest else (w <= v))
         return te.sum(te.cast(held, "int32"), axis=c)
@@ -96,13 +100,14 @@ def _insertion_indices(x, ax, n, k, largest):
         at = place[(t, *r)]
         shifted = state[(t - 1, te.max(j - 1, 0), *r)]
         return te.select(j < at, state[(t - 1, j, *r)],
-                         te.select(j == at, te.cast(t, "int64"), shifted))
+                         te.select(j == at, te.cast(t, "int32"), shifted))
 
     update = op_compute("topk_list_step", (n, k, *rest), step, OPAQUE)
     lists = te.scan(init, update, state, inputs=[x], name="topk_lists")
     out_shape = _at(tuple(x.shape), ax, k)
     return op_compute("topk_list", out_shape,
-                      lambda *i: lists[(n - 1, i[ax], *i[:ax], *i[ax + 1:])], OPAQUE,
+                      lambda *i: te.cast(lists[(n - 1, i[ax], *i[:ax], *i[ax + 1:])], "int64"),
+                      OPAQUE,
                       name="topk_indices")
 
 
