@@ -97,10 +97,10 @@ def _insertion_indices(x, ax, n, k, largest):
     place = op_compute("topk_list_place", (n, *rest), ahead, REDUCE)
 
     def step(t, j, *r):
-        at = place[(t, *r)]
+        at, slot = place[(t, *r)], te.cast(j, "int32")  # compared in int32: 8 lanes a vector
         shifted = state[(t - 1, te.max(j - 1, 0), *r)]
-        return te.select(j < at, state[(t - 1, j, *r)],
-                         te.select(j == at, te.cast(t, "int32"), shifted))
+        return te.select(slot < at, state[(t - 1, j, *r)],
+                         te.select(slot == at, te.cast(t, "int32"), shifted))
 
     update = op_compute("topk_list_step", (n, k, *rest), step, OPAQUE)
     lists = te.scan(init, update, state, inputs=[x], name="topk_lists")
