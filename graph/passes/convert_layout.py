@@ -37,6 +37,9 @@ The layout then flows forward through every op that works in it unchanged:
   value and a constant that is a scalar or per channel (re-laid out at build time), or a
   blocked value and an NCHW value of the same shape (which is converted);
 - max/avg pooling and global pooling (their windows are over H and W; the block rides along).
+- an inference batch norm with constant statistics (DenseNet's and pre-activation ResNets'
+  batch norms after a concat or an add, which fold_scale_into_conv cannot fold into a conv),
+  as x * s + t with per-channel constants re-laid out for the block;
 - concat of 4-D values on any axis, in the block most of its inputs arrive in among those that
   divide every input's channel count when it is on the channel axis (the other inputs are
   converted, which fusion puts in the concat's kernel). Without it the fire modules of
@@ -271,6 +274,8 @@ class _LayoutConverter:
             y = self.concat(n, ins, out, blocks)
             if y is not None:
                 return [y]
+        if n.op == "batch_norm" and all(v.is_constant for v in ins[1:]):
+            return [self.batch_norm(n, ins, out, block)]
         layout = blocked_layout(block)
         if n.op in ("global_avg_pool", "global_max_pool") or n.op in ("max_pool", "avg_pool") \
                 and _library_pool(n):
@@ -336,6 +341,23 @@ class _LayoutConverter:
         layout = blocked_layout(block)
         return self.node(n.name, "concat", [self.blocked(v, block) for v in ins], n.attrs,
                          layout, self.named(out, layout))
+
+    def batch_norm(self, n: Node, ins: list[Value], out: Value, block: int) -> Value:
+        """An inference batch norm of a blocked value (its statistics constants) as x * s + t
+        with s = gamma / sqrt(var + eps) and t = beta - mean * s per channel, re-laid out for
+        the block: two elementwise ops that stay blocked and fuse with their neighbours."""
+        x = ins[0]
+        gamma, beta, mean, var = (v.data.astype(np.float64) for v in ins[1:])
+        scale = gamma / np.sqrt(var + n.attrs["epsilon"])
+        shift = beta - mean * scale
+        layout = blocked_layout(block)
+        nchan = _channels(x)
+        consts = [_constant(f"{n.name}_{what}_{layout}",
+                            data.astype(out.dtype).reshape(1, nchan // block, 1, 1, block), x)
+                  for what, data in (("scale", scale), ("shift", shift))]
+        scaled = self.node(f"{n.name}_scale", "multiply", [x, consts[0]], {}, layout,
+                           f"{out.name}_scaled_{layout}")
+        return self.node(n.name, "add", [scaled, consts[1]], {}, layout, self.named(out, layout))
 
     def unblock_all(self, n: Node, ins: list[Value]):
         if not any(_block_of(v) for v in ins):

@@ -1,7 +1,7 @@
-"""Concat in blocked layouts (issue 18): convert_layout keeps a concat of NCHW[b]c values
-blocked (SqueezeNet's fire modules, DenseNet's dense blocks) instead of converting every input
-back to NCHW and the result to NCHW[b]c again; graph.build against onnxruntime, and which
-concats run blocked."""
+"""Concat in blocked layouts (issue 18): convert_layout keeps a concat of NCHW[b]c values, and a
+batch norm of one, blocked (SqueezeNet's fire modules, DenseNet's dense blocks) instead of
+converting every input back to NCHW and the result to NCHW[b]c again; graph.build against
+onnxruntime, and which concats run blocked."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ class _Net:
                                            kernel_shape=[k, k], strides=[stride] * 2,
                                            pads=[pad] * 4))
         self.nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
-        size = lambda s: (s + 2 * pad - k) // stride + 1
-        self.shapes[f"r{i}"] = (n, oc, size(h), size(w))
+        oh, ow = ((s + 2 * pad - k) // stride + 1 for s in (h, w))
+        self.shapes[f"r{i}"] = (n, oc, oh, ow)
         return f"r{i}"
 
     def concat(self, xs, axis=1):
@@ -53,6 +53,18 @@ class _Net:
         shape[axis] = sum(self.shapes[x][axis] for x in xs)
         self.shapes[name] = tuple(shape)
         return name
+
+    def bn_relu(self, x):
+        """BatchNormalization (random statistics) then Relu: DenseNet's pre-activation."""
+        i, c = len(self.nodes), self.shapes[x][1]
+        stats = [_rand(c), _rand(c), _rand(c), np.abs(_rand(c)) + 0.5]
+        self.inits += [numpy_helper.from_array(a, f"bn{i}_{k}") for k, a in enumerate(stats)]
+        self.nodes.append(helper.make_node("BatchNormalization",
+                                           [x, *(f"bn{i}_{k}" for k in range(4))],
+                                           [f"bn{i}"], epsilon=1e-3))
+        self.nodes.append(helper.make_node("Relu", [f"bn{i}"], [f"br{i}"]))
+        self.shapes[f"bn{i}"] = self.shapes[f"br{i}"] = self.shapes[x]
+        return f"br{i}"
 
     def model(self, out):
         g = helper.make_graph(
@@ -82,6 +94,15 @@ def _dense_block():
     return net, net.conv(x, 32)
 
 
+def _densenet():
+    """DenseNet's layer: batch norm and relu before each conv, on the concatenated value."""
+    net = _Net(32, 10)
+    x = net.conv("x", 32)
+    for _ in range(2):
+        x = net.concat([x, net.conv(net.bn_relu(net.conv(net.bn_relu(x), 32)), 16, k=3)])
+    return net, net.bn_relu(x)
+
+
 def _mixed_blocks():
     """24 channels (NCHW8c) and 32 (NCHW16c) concatenated: only 8 divides both."""
     net = _Net(16, 9)
@@ -104,11 +125,11 @@ def _spatial():
                                     axis=3), 16)
 
 
-NETS = {"fire": _fire, "dense_block": _dense_block, "mixed_blocks": _mixed_blocks,
-        "no_block_fits": _no_block_fits, "spatial": _spatial}
+NETS = {"fire": _fire, "dense_block": _dense_block, "densenet": _densenet,
+        "mixed_blocks": _mixed_blocks, "no_block_fits": _no_block_fits, "spatial": _spatial}
 # the layout each net's concats end in after convert_layout
-CONCAT_LAYOUTS = {"fire": {"NCHW16c"}, "dense_block": {"NCHW16c"}, "mixed_blocks": {"NCHW8c"},
-                  "no_block_fits": {""}, "spatial": {"NCHW16c"}}
+CONCAT_LAYOUTS = {"fire": {"NCHW16c"}, "dense_block": {"NCHW16c"}, "densenet": {"NCHW16c"},
+                  "mixed_blocks": {"NCHW8c"}, "no_block_fits": {""}, "spatial": {"NCHW16c"}}
 
 
 @pytest.mark.parametrize("name", sorted(NETS))
@@ -143,3 +164,14 @@ def test_blocked_concat_needs_no_conversion_of_conv_outputs():
     to_blocked = [n for n in g.nodes if n.op == "layout_transform"
                   and n.attrs["dst_layout"] != "NCHW"]
     assert [n.inputs[0].name for n in to_blocked] == ["x"]
+
+
+def test_batch_norm_of_a_blocked_value_stays_blocked():
+    # densenet: each batch norm (after a concat: nothing to fold it into) becomes a multiply
+    # and an add in NCHW16c; the only transform left is the graph output's
+    g = _converted("densenet")
+    assert not any(n.op == "batch_norm" for n in g.nodes)
+    affine = [n for n in g.nodes if n.op in ("multiply", "add")]
+    assert len(affine) == 2 * 5 and {n.outputs[0].layout for n in affine} == {"NCHW16c"}
+    transforms = [n for n in g.nodes if n.op == "layout_transform"]
+    assert [n.outputs[0] for n in transforms] == list(g.outputs)
