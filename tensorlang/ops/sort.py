@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 from .. import te
-from ..ir import dtype as dt
 from ..ir.expr import as_int, const
 from ..te.tensor import Tensor
-from ._base import OPAQUE, REDUCE, check_int, check_tensor, normalize_axis, op_compute
+from ._base import OPAQUE, REDUCE, check_int, op_compute, scan_axis
 
 
 def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
@@ -24,15 +23,9 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     themselves ("rank", C*C) and output position r takes the candidate of rank r ("index").
     b minimises the comparisons (b = n: one level, n*n, taken up to n = 256). NaN inputs have
     no defined rank (ONNX leaves their order unspecified)."""
-    check_tensor("topk", "x", x)
+    ax, n = scan_axis("topk", x, axis)
     if not isinstance(largest, bool):
         raise ValueError(f"topk: largest must be a bool, got {largest!r}")
-    if dt.is_bool(x.dtype):
-        raise ValueError("topk: x must be numeric, got bool")
-    ax = normalize_axis("topk", "axis", axis, x.ndim)
-    n = as_int(x.shape[ax])
-    if n is None:
-        raise ValueError(f"topk: the axis needs a constant extent, got {x.shape[ax]!r}")
     k = check_int("topk", "k", k, 0)
     if k > n:
         raise ValueError(f"topk: k={k} is larger than the axis ({n} elements)")
