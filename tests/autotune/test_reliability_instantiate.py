@@ -48,10 +48,15 @@ TUNERS = {
 }
 
 
+# each case is a tuning run of ~6 s (the masked one ~20 s): one case per mechanism in the default
+# run, the other combinations with `-m slow`
+_SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize("tuner, how, in_thread", [
     ("grid", "spin", False),
-    ("grid", "sleep", False),
-    ("xgb-in-process", "spin", False),
+    pytest.param("grid", "sleep", False, marks=_SLOW),
+    pytest.param("xgb-in-process", "spin", False, marks=_SLOW),
     ("xgb-in-process", "sleep", False),
     ("xgb-in-process", "spin", True),  # the watchdog thread, not SIGALRM
     ("xgb-feature-workers", "sleep", False),
