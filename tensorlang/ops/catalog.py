@@ -12,6 +12,7 @@ from . import conv_transpose as CT
 from . import elemwise as E
 from . import indexing as IX
 from . import nn as N
+from . import quant as Q
 from . import reduce as R
 from . import references as ref
 from . import resize as RS
@@ -426,6 +427,37 @@ def _define_onnx_misc() -> None:
                "list_place": ("topk_list_place", REDUCE), "list": ("topk_list", OPAQUE)})
 
 
+def _define_quant() -> None:
+    # scales made positive from the random inputs (|s| + 0.01: small enough to saturate some)
+    def pos(s):
+        return E.add(E.abs(s), 0.01)
+
+    def np_pos(s):
+        return np.abs(s) + np.float32(0.01)
+
+    define("quantize_linear", Q.quantize_linear, BROADCAST, [
+        ex([(3, 37), (37,), ((37,), "int8")],
+           lambda x, s, z: Q.quantize_linear(x, pos(s), z),
+           lambda x, s, z: Q.quantize_ref(x, np_pos(s), z)),
+        ex([(2, 5, 3, 7), (5, 1, 1)], lambda x, s: Q.quantize_linear(x, pos(s), dtype="uint8"),
+           lambda x, s: Q.quantize_ref(x, np_pos(s), dtype="uint8"), low=-3, high=3)])
+    define("dequantize_linear", Q.dequantize_linear, BROADCAST, [
+        ex([((2, 5, 3, 7), "uint8"), (5, 1, 1), ((5, 1, 1), "uint8")],
+           lambda x, s, z: Q.dequantize_linear(x, pos(s), z),
+           lambda x, s, z: Q.dequantize_ref(x, np_pos(s), z)),
+        ex([((3, 37), "int32"), (1,)], lambda x, s: Q.dequantize_linear(x, pos(s)),
+           lambda x, s: Q.dequantize_ref(x, np_pos(s)), low=-1000, high=1000)])
+    define("requantize", Q.requantize, BROADCAST, [
+        ex([((2, 5, 3, 7), "int32"), (5, 1, 1), ((1,), "int8")],
+           lambda a, m, z: Q.requantize(a, E.multiply(pos(m), 0.001), z),
+           lambda a, m, z: Q.requantize_ref(a, np_pos(m) * np.float32(0.001), z),
+           low=-300, high=300),
+        ex([((3, 37), "int32"), (1,), ((1,), "uint8")],
+           lambda a, m, z: Q.requantize(a, E.multiply(pos(m), 0.001), z, relu=True),
+           lambda a, m, z: Q.requantize_ref(a, np_pos(m) * np.float32(0.001), z, relu=True),
+           low=-300, high=300)])
+
+
 def _quiet(f):
     """f with numpy's floating-point warnings off (the examples make NaN, inf, x % 0 on
     purpose)."""
@@ -452,3 +484,4 @@ _define_conv()
 _define_pool_norm()
 _define_vision()
 _define_onnx_misc()
+_define_quant()
