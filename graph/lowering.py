@@ -445,6 +445,18 @@ def _misc(op: str, ins: list, a: dict):
 
 
 MISC_OPS = ("isnan", "isinf", "mod", "cumsum")
+
+
+def _quant(op: str, ins: list, a: dict):
+    zero = ins[2] if len(ins) > 2 else None
+    if op == "quantize_linear":
+        return O.quantize_linear(ins[0], ins[1], zero, a["dtype"])
+    if op == "dequantize_linear":
+        return O.dequantize_linear(ins[0], ins[1], zero)
+    return O.requantize(ins[0], ins[1], zero, a["dtype"], bool(a.get("relu", False)))
+
+
+QUANT_OPS = ("quantize_linear", "dequantize_linear", "requantize")
 # ops whose node has several outputs, lowered to one tensor per output
 MULTI_OUTPUT_OPS = {
     "topk": lambda ins, a: O.topk(ins[0], a["k"], a["axis"] % ins[0].ndim,
@@ -515,6 +527,8 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
         y = _vision(op, ins, attrs, out_shape)
     elif op in MISC_OPS:
         y = _misc(op, ins, attrs)
+    elif op in QUANT_OPS:
+        y = _quant(op, ins, attrs)
     elif op == "layout_transform":
         y = O.layout_transform(ins[0], attrs["src_layout"], attrs["dst_layout"])
     else:

@@ -1054,6 +1054,46 @@ register("cumsum", OPAQUE, 1, _cumsum_infer, _cumsum_ref)
 register("topk", OPAQUE, 1, _topk_infer, _topk_ref)
 
 
+# ---------------------------------------------------------------------------- issue 22: quantized
+# x, scale, zero point (scale and zero point shaped to broadcast along their axis at import)
+
+
+def _quant_infer(types, attrs):
+    shape = _bcast_shape(*[s for s, _ in types])
+    if len(shape) != len(types[0][0]):
+        raise GraphError(f"scale/zero point shapes {[list(s) for s, _ in types[1:]]} widen "
+                         f"the data's rank {len(types[0][0])}")
+    return [(shape, attrs["dtype"])]
+
+
+def _dequant_infer(types, attrs):
+    return _quant_infer(types, {"dtype": types[1][1]})
+
+
+def _quant_ref(xs, a):
+    from tensorlang.ops.quant import quantize_ref
+
+    return [quantize_ref(xs[0], xs[1], xs[2] if len(xs) > 2 else None, a["dtype"])]
+
+
+def _dequant_ref(xs, a):
+    from tensorlang.ops.quant import dequantize_ref
+
+    return [dequantize_ref(xs[0], xs[1], xs[2] if len(xs) > 2 else None)]
+
+
+def _requant_ref(xs, a):
+    from tensorlang.ops.quant import requantize_ref
+
+    return [requantize_ref(xs[0], xs[1], xs[2] if len(xs) > 2 else None, a["dtype"],
+                           bool(a.get("relu", False)))]
+
+
+register("quantize_linear", BROADCAST, (2, 3), _quant_infer, _quant_ref)
+register("dequantize_linear", BROADCAST, (2, 3), _dequant_infer, _dequant_ref)
+register("requantize", BROADCAST, (2, 3), _quant_infer, _requant_ref)
+
+
 def evaluate(op: str, arrays: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
     """Evaluate ``op`` with its numpy reference (constant folding). Raises KeyError when the op
     has none."""

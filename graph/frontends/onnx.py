@@ -985,4 +985,4 @@ def _initializer_array(init) -> np.ndarray:
 # the converters of other modules register themselves into CONVERTERS when imported (each
 # imports this module): If, Loop, Scan; IsNaN, IsInf, Mod, CumSum, TopK, Einsum; LSTM, GRU;
 # the vision operators of issue 18
-from . import onnx_control_flow, onnx_misc, onnx_rnn, onnx_vision  # noqa: F401
+from . import onnx_control_flow, onnx_misc, onnx_quant, onnx_rnn, onnx_vision  # noqa: F401

@@ -40,6 +40,9 @@ COVERED_ELSEWHERE = {
     "If": "tests/graph/test_control_flow.py", "Loop": "tests/graph/test_control_flow.py",
     "Scan": "tests/graph/test_control_flow.py",
     "Dropout": "tests/graph/test_onnx_import_pipeline.py",
+    **{op: "tests/graph/test_quantized_ops.py" for op in (
+        "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "MatMulInteger",
+        "ConvInteger", "DynamicQuantizeLinear")},
 }
 
 RNG = np.random.default_rng(7)
