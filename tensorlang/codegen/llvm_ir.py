@@ -20,7 +20,7 @@ from ..ir import stmt as S
 from ..ir.functor import Visitor
 from ..lower.passes.plan_allocation import MAX_ALLOC_BYTES
 from ..runtime import extern_c, packed
-from . import intrinsics
+from . import dot_intrinsics, intrinsics
 
 # LLVM 22 only reads opaque pointers: make llvmlite print every pointer (a function's address
 # included) as `ptr`.
@@ -622,6 +622,8 @@ class FunctionEmitter:
 
     def e_Call(self, e):
         args = [self.expr(a) for a in e.args]
+        if e.name == dot_intrinsics.DOT_U8S8:
+            return dot_intrinsics.emit_dot_u8s8(self.cg, self.b, *args)
         if not dt.is_float(e.dtype):
             if e.name == "abs":
                 v = args[0]

@@ -16,6 +16,7 @@ from .passes.plan_allocation import plan_allocation
 from .passes.promote_float16 import promote_float16
 from .passes.simplify import simplify_stmt
 from .passes.storage_flatten import storage_flatten
+from .passes.tensorize import tensorize_loops
 from .passes.transpose_gathers import transpose_gathers
 from .passes.unroll import unroll_loops
 from .passes.vectorize import vectorize_loops
@@ -32,6 +33,8 @@ from .passes.vectorize import vectorize_loops
 #   range can hide a row index out of range), and before vectorize and unroll, which then copy
 #   each check with its load;
 # - storage_flatten before vectorize: vector accesses are recognised on flat indices;
+# - tensorize right after flattening: it checks each tensorized nest's flat addresses on the
+#   real buffers and replaces it with the intrinsic's vector code, which no later pass rewrites;
 # - promote_float16 after flattening (it rewrites flat loads/stores), before vectorize;
 # - vectorize before unroll: the vector body is built once, then copied;
 # - simplify after unroll: unrolled copies get constant indices (what lets LLVM keep tiles in
@@ -46,6 +49,7 @@ PASSES = (
     ("check_indices", check_indices),
     ("storage_flatten", storage_flatten),
     ("plan_allocation", plan_allocation),
+    ("tensorize", tensorize_loops),
     ("promote_float16", promote_float16),
     ("vectorize", vectorize_loops),
     ("unroll", unroll_loops),

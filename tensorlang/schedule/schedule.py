@@ -31,7 +31,7 @@ from .stage import Stage
 
 STEP_KINDS = ("split", "fuse", "reorder", "parallel", "vectorize", "unroll", "pragma",
               "compute_at", "compute_inline", "compute_root", "cache_read", "cache_write",
-              "rfactor")
+              "rfactor", "tensorize")
 
 
 @dataclass
@@ -478,6 +478,10 @@ class Schedule:
             return getattr(st, step.kind)(loops[0])
         if step.kind == "pragma":
             return st.pragma(loops[0], step.args["key"], step.args["value"])
+        if step.kind == "tensorize":
+            from ..te.tensorize import get_intrin
+
+            return st.tensorize(loops[0], get_intrin(step.args["intrin"]))
         if step.kind == "compute_inline":
             return st.compute_inline()
         if step.kind == "compute_root":

@@ -322,6 +322,26 @@ class Stage:
     def _pragma(self, iv, key, value):
         self.pragmas.setdefault(iv, []).append((key, value))
 
+    def tensorize(self, loop: IterVar, intrin) -> None:
+        """Run the loops from `loop` inwards as one call of a tensor intrinsic
+        (tl.decl_tensor_intrin; te/tensorize.py), once the nest is proven to compute exactly
+        what the intrinsic does (a ScheduleError showing both otherwise):
+
+            for j.inner in range(16):                 # the intrinsic's axes, then its
+              for k.inner in range(4):       ==>      # reduce axes, in its order
+                C[i, j] += A[i, k] * B[j, k]         C[i, jo*16:+16] = vpdpbusd(...)"""
+        from ..te.tensorize import TensorIntrin, match_stage
+
+        iv = self._leaf(loop, "tensorize")
+        if not isinstance(intrin, TensorIntrin):
+            raise TypeError(f"tensorize on stage {self.name}: expected a tensor intrinsic "
+                            f"(tl.decl_tensor_intrin), got {type(intrin).__name__}")
+        match_stage(self, iv, intrin)
+        self._record("tensorize", [iv], intrin=intrin.name)
+
+    def _tensorize(self, iv, intrin):
+        self.pragmas.setdefault(iv, []).append(("tensorize", intrin))
+
     # ------------------------------------------------------------------ placement
     def compute_at(self, parent: Stage, iv: IterVar) -> None:
         """Compute this stage inside loop `iv` of `parent`, just the region that one iteration of

@@ -16,6 +16,7 @@ from .tensor import (  # noqa: F401
                      size_var,
                      var,
 )
+from .tensorize import decl_tensor_intrin  # noqa: F401  (TVM's te.decl_tensor_intrin)
 
 
 def __getattr__(name: str):
