@@ -36,6 +36,8 @@ def emit_dot_u8s8(cg, b: ir.IRBuilder, acc, a4, b64) -> ir.Value:
         v64 = ir.VectorType(I8, 64)
         fn = cg.declare(VNNI, ir.VectorType(I32, 16), [ir.VectorType(I32, 16), v64, v64])
         return b.call(fn, [acc, bcast, b64])
+    if "+avx512bw" in cg.target_features.split(","):
+        return _dot_pmaddwd(cg, b, acc, bcast, b64)
     wide = ir.VectorType(I32, 64)
     prod = b.mul(b.zext(bcast, wide), b.sext(b64, wide))
     undef = ir.Constant(wide, ir.Undefined)
@@ -43,3 +45,24 @@ def emit_dot_u8s8(cg, b: ir.IRBuilder, acc, a4, b64) -> ir.Value:
     for k in range(4):
         total = b.add(total, b.shuffle_vector(prod, undef, _mask(range(k, 64, 4))))
     return total
+
+
+PMADDWD = "llvm.x86.avx512.pmaddw.d.512"
+
+
+def _dot_pmaddwd(cg, b: ir.IRBuilder, acc, a64, b64) -> ir.Value:
+    """The fallback on AVX-512BW: bytes widened to int16 (exact), vpmaddwd sums the products
+    of adjacent pairs into int32 (at most 2 * 255 * 128: exact), then the two pairs of each
+    output lane are added after picking the even and the odd lanes."""
+    i16x32, i32x16 = ir.VectorType(ir.IntType(16), 32), ir.VectorType(I32, 16)
+    fn = cg.declare(PMADDWD, i32x16, [i16x32, i16x32])
+    undef = ir.Constant(a64.type, ir.Undefined)
+    halves = []
+    for lo in (0, 32):
+        pick = _mask(range(lo, lo + 32))
+        av = b.zext(b.shuffle_vector(a64, undef, pick), i16x32)
+        bv = b.sext(b.shuffle_vector(b64, undef, pick), i16x32)
+        halves.append(b.call(fn, [av, bv]))
+    even = b.shuffle_vector(halves[0], halves[1], _mask(range(0, 32, 2)))
+    odd = b.shuffle_vector(halves[0], halves[1], _mask(range(1, 32, 2)))
+    return b.add(acc, b.add(even, odd))

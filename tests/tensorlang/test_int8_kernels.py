@@ -1,0 +1,138 @@
+"""The int8 kernels of ops/quant_kernels.py against numpy's int32/int64 references: dense
+(uint8/int8 activations, zero points, sizes that are not multiples of the blocks), on the
+host's VNNI and on the fallbacks a target string forces; the int8 arithmetic they rest on."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+from tensorlang.ops import quant_kernels as qk
+
+TARGETS = ["llvm", "llvm -mattr=-avx512vnni", "llvm -mattr=-avx512vnni,-avx512bw"]
+
+
+def _rand(rng, dtype, shape):
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max + 1, shape, dtype=dtype)
+    x.flat[: min(x.size, 7)] = info.max  # extremes: int16 pair sums overflow on these
+    return x
+
+
+def _dense(m, n, k, a_dtype, a_zero, w_zero, target="llvm", seed=0):
+    rng = np.random.default_rng(seed)
+    a = _rand(rng, a_dtype, (m, k))
+    w = _rand(rng, np.int8, (n, k))
+    w[-1, :] = -128
+    wp, colsum = qk.pack_dense_weight(w)
+    A = tl.placeholder((m, k), np.dtype(a_dtype).name, name="A")
+    W = tl.placeholder(wp.shape, "int8", name="W")
+    CS = tl.placeholder((n,), "int32", name="CS")
+    Y = qk.dense_int8(A, W, n, a_zero, w_zero, CS)
+    s = tl.create_schedule(Y)
+    qk.schedule_dense_int8(s, Y)
+    uses_colsum = a_zero != 0 or a_dtype == np.int8
+    args, arrays = ([A, W, CS, Y], [a, wp, colsum]) if uses_colsum else ([A, W, Y], [a, wp])
+    f = tl.build(s, args, target=target)
+    y = np.empty((m, n), np.int32)
+    f(*arrays, y)
+    ref = (a.astype(np.int64) - a_zero) @ (w.astype(np.int64) - w_zero).T
+    np.testing.assert_array_equal(y, ref.astype(np.int32))
+    return f
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dense_u8s8_targets(target):
+    from tensorlang.codegen.target import Target
+
+    f = _dense(12, 48, 64, np.uint8, 0, 0, target)
+    asm = f.get_source("asm")
+    assert ("vpdpbusd" in asm) == Target.from_string(target).has_feature("avx512vnni")
+    if "-avx512vnni" in target and "-avx512bw" not in target:
+        assert "vpmaddwd" in asm
+
+
+@pytest.mark.parametrize("m,n,k,a_dtype,a_zero,w_zero", [
+    (5, 40, 13, np.uint8, 3, -2),     # K % 4 != 0, N % 16 != 0, both zero points
+    (3, 16, 4, np.int8, 0, 0),        # int8 activations: shifted into uint8
+    (7, 33, 30, np.int8, -5, 7),
+    (1, 17, 255, np.uint8, 255, -128),
+    (16, 64, 128, np.uint8, 128, 0),
+])
+def test_dense_zero_points_and_shapes(m, n, k, a_dtype, a_zero, w_zero):
+    _dense(m, n, k, a_dtype, a_zero, w_zero)
+
+
+def test_dense_int8_fallback_with_zero_points():
+    _dense(5, 40, 13, np.int8, 3, -2, target="llvm -mattr=-avx512vnni")
+
+
+def test_dense_refusals():
+    A = tl.placeholder((4, 8), "uint8", name="A")
+    W = tl.placeholder((1, 2, 16, 4), "int8", name="W")
+    with pytest.raises(TypeError, match="dense_int8: a must be uint8 or int8, got float32"):
+        qk.dense_int8(tl.placeholder((4, 8), "float32", name="F"), W, 16)
+    with pytest.raises(ValueError, match="w_packed .* is not pack_dense_weight's layout for n=40"):
+        qk.dense_int8(A, W, 40)
+    with pytest.raises(ValueError, match="a_zero 300 is outside uint8's range"):
+        qk.dense_int8(A, W, 16, a_zero=300)
+    with pytest.raises(ValueError, match="needs w_colsum"):
+        qk.dense_int8(A, W, 16, a_zero=3)
+    with pytest.raises(ValueError, match="pack_dense_weight: w must be a 2-D int8 array"):
+        qk.pack_dense_weight(np.zeros((3, 4), np.uint8))
+
+
+@pytest.mark.parametrize("fn,dtypes", [
+    (lambda a, b: a + b, ("int8", "int8")),
+    (lambda a, b: a - b, ("uint8", "uint8")),
+    (lambda a, b: a * b, ("uint8", "int8")),      # numpy's promotion: int16
+    (lambda a, b: a.astype("int32") * b.astype("int32"), ("uint8", "int8")),
+    (lambda a, b: (a.astype("int32") - b).astype("int8"), ("int32", "int32")),
+    (lambda a, b: (a // b).astype("int8"), ("int8", "int8")),
+])
+def test_int8_arithmetic_vectorized(fn, dtypes):
+    n = 64
+    rng = np.random.default_rng(1)
+    P = [tl.placeholder((n,), d, name=f"p{i}") for i, d in enumerate(dtypes)]
+    R = tl.compute((n,), lambda i: fn(*[p[i] for p in P]), name="R")
+    s = tl.create_schedule(R)
+    _, inner = s[R].split(R.op.axis[0], 16)
+    s[R].vectorize(inner)
+    f = tl.build(s, [*P, R])
+    arrays = [_rand(rng, np.dtype(d), (n,)) for d in dtypes]
+    r = np.empty(n, R.dtype)
+    f(*arrays, r)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = _np_ref(fn, arrays)
+    assert r.dtype == ref.dtype
+    np.testing.assert_array_equal(r, ref)
+
+
+def _np_ref(fn, arrays):
+    """fn on numpy arrays: astype is numpy's, // by 0 gives 0 as the kernels do."""
+    class _N:
+        def __init__(self, v):
+            self.v = v
+
+        def astype(self, d):
+            return _N(self.v.astype(d))
+
+        def __add__(self, o):
+            return _N(self.v + _v(o))
+
+        def __sub__(self, o):
+            return _N(self.v - _v(o))
+
+        def __mul__(self, o):
+            return _N(self.v * _v(o))
+
+        def __floordiv__(self, o):
+            d = _v(o)
+            return _N(np.where(d == 0, 0, self.v // np.where(d == 0, 1, d)).astype(self.v.dtype))
+
+    def _v(o):
+        return o.v if isinstance(o, _N) else o
+
+    return fn(*[_N(a) for a in arrays]).v
