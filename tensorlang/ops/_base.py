@@ -83,6 +83,28 @@ def static_shape(op: str, arg: str, t: Tensor) -> tuple:
     return tuple(out)
 
 
+def dims_of(op: str, arg: str, t: Tensor, constant=(), why: str = "") -> tuple:
+    """The tensor's shape with symbolic extents kept: an int per constant extent, the
+    expression per symbolic one (a tl.var such as the batch or the sequence length). The axes
+    in `constant` (negative ones count from the end) must be constants: the op needs them to
+    size a loop, a tile or a weight; `why` says which, in the error."""
+    ndim = len(t.shape)
+    fixed = {a % ndim for a in constant if -ndim <= a < ndim}
+    out = []
+    for d, e in enumerate(t.shape):
+        v = as_int(e)
+        if v is None and d in fixed:
+            because = f" ({why})" if why else ""
+            raise ValueError(f"{op}: dimension {d} of {arg} must be a constant{because}, "
+                             f"got the symbolic extent {e!r}")
+        out.append(e if v is None else v)
+    return tuple(out)
+
+
+def is_symbolic(e) -> bool:
+    return as_int(e) is None
+
+
 def normalize_axis(op: str, arg: str, axis, ndim: int) -> int:
     a = check_int(op, arg, axis)
     if not -ndim <= a < ndim:
@@ -118,7 +140,15 @@ def dim_equal(a, b) -> bool:
     ia, ib = as_int(a), as_int(b)
     if ia is not None and ib is not None:
         return ia == ib
-    return a is b or (isinstance(a, Var) and isinstance(b, Var) and a.name == b.name)
+    if ia is not None or ib is not None:
+        return False
+    if a is b or (isinstance(a, Var) and isinstance(b, Var) and a.name == b.name):
+        return True
+    # expressions of the shape variables (batch * seq): equal when their simplified forms
+    # print the same (variables are matched by name, as above)
+    from ..ir.simplify import simplify
+
+    return str(simplify(a)) == str(simplify(b))
 
 
 def is_one(e) -> bool:

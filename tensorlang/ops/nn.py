@@ -21,7 +21,10 @@ from ._base import (
     broadcast_shapes,
     check_int,
     check_tensor,
+    dim_equal,
+    dims_of,
     int_tuple,
+    is_one,
     normalize_axis,
     op_compute,
     result_dtype,
@@ -57,7 +60,10 @@ def _packed_b(op: str, b: Tensor, k: int, n: int, trans_b: bool, d: str, m: int)
     def direct(kk, j):
         return _read(b, (j, kk) if trans_b else (kk, j), d)
 
-    if m < PACK_MIN_ROWS or n < PACK_BLOCK:
+    # a symbolic M packs (the common range of batch * seq is well above 12 rows); a symbolic N
+    # or K (not a weight) reads B as it is
+    small = as_int(m) is not None and m < PACK_MIN_ROWS
+    if small or as_int(n) is None or as_int(k) is None or n < PACK_BLOCK:
         return direct
     bn = PACK_BLOCK
     nb = -(-n // bn)
@@ -80,7 +86,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     check_tensor("matmul", "b", b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: operands must have at least one dimension")
-    sa, sb = static_shape("matmul", "a", a), static_shape("matmul", "b", b)
+    sa, sb = dims_of("matmul", "a", a), dims_of("matmul", "b", b)
     if a.ndim > 2 or b.ndim > 2:
         if a.ndim == 1 or b.ndim == 1:
             raise ValueError("matmul: mixing a 1-D operand with a stack of matrices is not "
@@ -88,7 +94,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         return batch_matmul(a, b)
     ka = sa[-1]
     kb = sb[0]
-    if ka != kb:
+    if not dim_equal(ka, kb):
         raise ValueError(f"matmul: a {sa} and b {sb} have mismatched inner dimensions "
                          f"({ka} vs {kb})")
     d = _mm_dtype("matmul", a, b)
@@ -160,10 +166,10 @@ def batch_matmul(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = Fa
     check_tensor("batch_matmul", "b", b)
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError("batch_matmul: operands must be at least 2-D")
-    sa, sb = static_shape("batch_matmul", "a", a), static_shape("batch_matmul", "b", b)
+    sa, sb = dims_of("batch_matmul", "a", a), dims_of("batch_matmul", "b", b)
     m, ka = (sa[-1], sa[-2]) if trans_a else (sa[-2], sa[-1])
     kb, n = (sb[-1], sb[-2]) if trans_b else (sb[-2], sb[-1])
-    if ka != kb:
+    if not dim_equal(ka, kb):
         raise ValueError(f"batch_matmul: a {sa} and b {sb} have mismatched inner dimensions "
                          f"({ka} vs {kb})")
     batch = broadcast_shapes("batch_matmul", a.shape[:-2], b.shape[:-2])
@@ -172,8 +178,8 @@ def batch_matmul(a: Tensor, b: Tensor, trans_a: bool = False, trans_b: bool = Fa
     nb = len(batch)
 
     def bidx(t, bi):  # numpy broadcasting of the batch dimensions
-        off, ts = nb - (t.ndim - 2), static_shape("batch_matmul", "x", t)
-        return tuple(0 if ts[x] == 1 else bi[off + x] for x in range(t.ndim - 2))
+        off = nb - (t.ndim - 2)
+        return tuple(0 if is_one(t.shape[x]) else bi[off + x] for x in range(t.ndim - 2))
 
     def f(*idx):
         bi, i, j = idx[:nb], idx[nb], idx[nb + 1]
@@ -193,7 +199,8 @@ def dense(x: Tensor, w: Tensor, bias: Tensor | None = None) -> Tensor:
     check_tensor("dense", "w", w)
     if x.ndim != 2 or w.ndim != 2:
         raise ValueError(f"dense: x and w must be 2-D, got {x.ndim}-D and {w.ndim}-D")
-    (m, kx), (n, kw) = static_shape("dense", "x", x), static_shape("dense", "w", w)
+    m, kx = dims_of("dense", "x", x, constant=(1,), why="in_features, the weight's")
+    n, kw = static_shape("dense", "w", w)
     if kx != kw:
         raise ValueError(f"dense: x {(m, kx)} and w {(n, kw)} have mismatched in_features "
                          f"({kx} vs {kw})")
@@ -223,10 +230,10 @@ def gemm(a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta
     for name, v in (("alpha", alpha), ("beta", beta)):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError(f"gemm: {name} must be a number, got {v!r}")
-    sa, sb = static_shape("gemm", "a", a), static_shape("gemm", "b", b)
+    sa, sb = dims_of("gemm", "a", a), dims_of("gemm", "b", b)
     m, ka = (sa[1], sa[0]) if trans_a else sa
     kb, n = (sb[1], sb[0]) if trans_b else sb
-    if ka != kb:
+    if not dim_equal(ka, kb):
         raise ValueError(f"gemm: op(a) {(m, ka)} and op(b) {(kb, n)} have mismatched inner "
                          "dimensions")
     d = _mm_dtype("gemm", a, b)
@@ -243,8 +250,8 @@ def gemm(a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta
         return out
     if c is not None:
         check_tensor("gemm", "c", c)
-        if static_shape("gemm", "c", c) not in _unidirectional((m, n)):
-            raise ValueError(f"gemm: c of shape {static_shape('gemm', 'c', c)} does not "
+        if not _unidirectional(dims_of("gemm", "c", c), (m, n)):
+            raise ValueError(f"gemm: c of shape {dims_of('gemm', 'c', c)} does not "
                              f"broadcast to ({m}, {n})")
     al, be = const(alpha, d), const(beta, d)
 
@@ -258,10 +265,12 @@ def gemm(a: Tensor, b: Tensor, c: Tensor | None = None, alpha: float = 1.0, beta
     return op_compute("gemm_epilogue", (m, n), tail, BROADCAST, alpha=alpha, beta=beta)
 
 
-def _unidirectional(shape):
-    """Shapes that broadcast to `shape` without changing it (for gemm's c)."""
-    m, n = shape
-    return {(m, n), (1, n), (m, 1), (1, 1), (n,), (1,), ()}
+def _unidirectional(cs, shape) -> bool:
+    """True when shape `cs` broadcasts to `shape` without changing it (for gemm's c)."""
+    if len(cs) > len(shape):
+        return False
+    tail = shape[len(shape) - len(cs):]
+    return all(is_one(c) or dim_equal(c, s) for c, s in zip(cs, tail))
 
 
 # ----------------------------------------------------------------------------- convolution

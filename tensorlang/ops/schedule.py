@@ -289,18 +289,24 @@ def _reduce_rows_ok(op) -> bool:
 # ----------------------------------------------------------------------------- matmul family
 
 
-def matmul_row_tile(m: int, tile_m: int = 6) -> int:
+def matmul_row_tile(m: int | None, tile_m: int = 6) -> int:
     """The rows of schedule_matmul's register tile for M = m: tile_m when it divides m, else
     the largest divisor of m below it unless that is under half of tile_m (a ragged last row
-    tile is cheaper than a much smaller register tile)."""
+    tile is cheaper than a much smaller register tile). A symbolic M (None) gets tile_m with a
+    guarded last tile."""
+    if m is None:
+        return tile_m
     tm = _largest_divisor(m, tile_m) if m % tile_m else tile_m
     if tm < tile_m // 2:
         tm = tile_m
     return min(tm, m)
 
 
-def matmul_col_tile(n: int, tile_n: int = 64, lanes: int = LANES) -> int:
-    """The columns of schedule_matmul's register tile for N = n (whole vectors of `lanes`)."""
+def matmul_col_tile(n: int | None, tile_n: int = 64, lanes: int = LANES) -> int:
+    """The columns of schedule_matmul's register tile for N = n (whole vectors of `lanes`);
+    a symbolic N (None) gets tile_n, its last panel guarded."""
+    if n is None:
+        return tile_n
     return min(tile_n, -(-n // lanes) * lanes) if n >= lanes else n
 
 
@@ -311,7 +317,8 @@ def matmul_takes_row_reduction(op, tile_m: int = 6) -> bool:
     columns as gathers of stride K (1x2048 . [1000, 2048] measured 1.70 -> 0.10 ms). Its knobs
     then do not apply."""
     kext = _ext(op.reduce_axis[0]) if len(op.reduce_axis) == 1 else None
-    return bool(_ext(op.axis[-2]) < 2 * tile_m and op.num_outputs == 1 and
+    rows = _ext(op.axis[-2])
+    return bool(rows is not None and rows < 2 * tile_m and op.num_outputs == 1 and
                 _reduce_rows_ok(op) and kext and kext % LANES == 0 and kext >= 2 * LANES)
 
 
@@ -346,8 +353,9 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
     axes = list(o.op.axis)
     batch, i, j = axes[:-2], axes[-2], axes[-1]
     m, n = _ext(i), _ext(j)
+    wide = n is None or n >= lanes  # a symbolic N: whole vectors plus a guarded tail
     pack = _pack_stage(s, s[comp])
-    if pack is not None and m < 2 * tile_m:
+    if pack is not None and m is not None and m < 2 * tile_m:
         pack.compute_inline()
         pack = None
     tm = matmul_row_tile(m, tile_m) if fit_rows else min(tile_m, m)
@@ -355,7 +363,7 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
     jo, ji = o.split(j, factor=tn)
     io, ii = o.split(i, factor=tm)
     o.reorder(*batch, *((io, jo) if rows_outer else (jo, io)), ii, ji)
-    if n >= lanes:
+    if wide:
         _jio, jii = o.split(ji, factor=lanes)
         o.vectorize(jii)
     tile_loop = jo if rows_outer else io
@@ -363,7 +371,7 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
     cs = s[comp]
     ci, cj = cs.op.axis[-2], cs.op.axis[-1]
     k = cs.op.reduce_axis[0]
-    if n >= lanes:
+    if wide:
         cjo, cji = cs.split(cj, factor=lanes)
         cs.reorder(*((k, ci) if k_outer else (ci, k)), cjo, cji)
         cs.vectorize(cji)

@@ -93,7 +93,10 @@ def test_symbolic_guard():
     got = str(tl.lower(s, [X, Z], name="f"))
     assert got == """\
 def f(X: float32[n], Z: float32[n] (out)):
-  for i.outer in range((n + 3) // 4):
+  for i.outer in range(max(n // 4, 0)):
+    for i.inner in range(4):
+      Z[i.outer * 4 + i.inner] = exp(X[i.outer * 4 + i.inner])
+  for i.outer in range(max(n // 4, 0), (n + 3) // 4):
     for i.inner in range(4):
       if i.outer * 4 + i.inner - n < 0:
         Z[i.outer * 4 + i.inner] = exp(X[i.outer * 4 + i.inner])"""

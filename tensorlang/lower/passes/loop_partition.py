@@ -17,14 +17,22 @@ the loop's own and inner variables, which the cut turns into constants once the 
 are unrolled. A conjunct that also reads an outer variable (a kernel row's `oh + ry >= 1`
 inside the row loop) would stay a guard in every piece; hoist_guards tests it once per
 iteration instead, without copies of the loop. Parallel loops are cut at tails of whole
-guards only: each piece of a parallel loop is one more launch of the thread pool."""
+guards only: each piece of a parallel loop is one more launch of the thread pool.
+
+A loop of symbolic extent (a split of a shape variable: `for io in range((n + 5) // 6)`) is cut
+at a symbolic point instead, for the tail guards linear in its variable (`io * 6 + ii - n < 0`,
+a register tile's rows): `a * io + rest < 0` holds for every value of the inner loops exactly
+while io < (a - 1 - max(rest)) // a, so the head piece drops those conjuncts (the simplifier
+cannot prove them over a symbolic range) and the tail piece keeps them (issue 19: a dense over
+`n` rows with 6 guarded rows in its k loop ran at half the speed of the static kernel)."""
 
 from __future__ import annotations
 
+from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect_vars
-from ...ir.simplify import Analyzer, simplify
+from ...ir.simplify import INF, Analyzer, simplify, to_linear
 
 
 def _guards(body, var, an: Analyzer) -> list:
@@ -78,6 +86,11 @@ class _Partition(Mutator):
         self.an.bind_range(s.loop_var, s.min, s.extent)
         mn, n = E.as_int(s.min), E.as_int(s.extent)
         cut = None
+        if s.kind in ("serial", "parallel") and mn is not None and n is None:
+            pieces = _symbolic_cut(s, mn, self.an)
+            if pieces is not None:
+                self.an.ranges.pop(s.loop_var, None)
+                return S.seq(*(self.visit(p) for p in pieces))
         if s.kind in ("serial", "parallel") and mn is not None and n is not None and n > 1:
             cut = self._cut(s, mn, n)
         if cut is not None:
@@ -120,6 +133,140 @@ class _Partition(Mutator):
                     hi = mid
             best = lo + 1 if best is None else min(best, lo + 1)
         return best
+
+
+def _as_negative(c):
+    """The linear form L of a comparison that means L < 0 (integers), or None."""
+    if isinstance(c, E.LT):
+        d = E.Sub(c.a, c.b)
+    elif isinstance(c, E.LE):
+        d = E.Sub(E.Sub(c.a, c.b), E.const(1, c.a.dtype))
+    elif isinstance(c, E.GT):
+        d = E.Sub(c.b, c.a)
+    elif isinstance(c, E.GE):
+        d = E.Sub(E.Sub(c.b, c.a), E.const(1, c.a.dtype))
+    else:
+        return None
+    if not dt.is_int(c.a.dtype) or not dt.is_int(c.b.dtype) or dt.lanes(c.a.dtype) != 1:
+        return None
+    return to_linear(simplify(d))
+
+
+def _tail_cut(c, var, ranges: dict, inside: set):
+    """The first value of `var` where conjunct c may fail, as an expression of what is defined
+    outside the loop, when c is `a * var + rest < 0` with a > 0, rest linear in the inner loop
+    variables (constant ranges) and terms free of anything defined in the loop; else None."""
+    lin = _as_negative(c)
+    if lin is None:
+        return None
+    a, rest_max, outside = 0, lin.const, E.const(0, lin.dtype)
+    for t, coef in lin.terms.values():
+        if t is var:
+            a = coef
+        elif t in ranges:
+            lo, hi = ranges[t]
+            edge = hi if coef > 0 else lo
+            if edge in (INF, -INF):
+                return None
+            rest_max += coef * edge
+        elif collect_vars(t) & inside or var in collect_vars(t):
+            return None
+        else:
+            outside = E.Add(outside, E.Mul(t, E.const(coef, lin.dtype)))
+    if a <= 0:
+        return None
+    num = E.Sub(E.const(a - 1 - rest_max, lin.dtype), outside)
+    return simplify(num if a == 1 else E.FloorDiv(num, E.const(a, lin.dtype)))
+
+
+def _defined_inside(body) -> set:
+    found = set()
+
+    def walk(s):
+        if isinstance(s, S.For):
+            found.add(s.loop_var)
+        elif isinstance(s, S.LetStmt):
+            found.add(s.var)
+        for f in s.fields():
+            v = getattr(s, f)
+            if isinstance(v, S.Stmt):
+                walk(v)
+            elif isinstance(v, (list, tuple)):
+                for x in v:
+                    if isinstance(x, S.Stmt):
+                        walk(x)
+
+    walk(body)
+    return found
+
+
+class _DropConjuncts(Mutator):
+    """Guards without the given conjuncts (proven to hold); a guard left with none is its
+    then-branch."""
+
+    def __init__(self, proven: list):
+        super().__init__()
+        self.proven = proven
+
+    def visit_IfThenElse(self, s: S.IfThenElse):
+        then_case = self.visit(s.then_case)
+        else_case = self.visit(s.else_case) if s.else_case is not None else None
+        keep = [c for c in E.conjuncts(s.condition)
+                if not any(E.structural_equal(c, p) for p in self.proven)]
+        if not keep:
+            return then_case
+        cond = keep[0]
+        for c in keep[1:]:
+            cond = E.And(cond, c)
+        return S.IfThenElse(cond, then_case, else_case)
+
+
+def _provably_le(x, y) -> bool:
+    """x <= y for every value of the variables: y - x folds to a constant >= 0, or both are
+    floor divisions by the same positive constant of such operands (the cut `n // 6` of a
+    split's extent `(n + 5) // 6`)."""
+    d = simplify(E.Sub(*E.binary_operands(y, x)))
+    if isinstance(d, E.Const):
+        return d.value >= 0
+    if isinstance(x, E.FloorDiv) and isinstance(y, E.FloorDiv):
+        a, b = E.as_int(x.b), E.as_int(y.b)
+        return a is not None and a == b and a > 0 and _provably_le(x.a, y.a)
+    return False
+
+
+def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
+    """(head, tail) of a loop of symbolic extent cut where its first linear tail guard may fail
+    (the head without those guards), or None when no guard conjunct is such a tail."""
+    var, inside = loop.loop_var, _defined_inside(loop.body)
+    cuts, proven, refused = [], [], []
+    for cond, ranges in _guards(loop.body, var, an):
+        for c in E.conjuncts(cond):
+            if var not in collect_vars(c):
+                continue
+            cut = _tail_cut(c, var, ranges, inside)
+            if cut is None:
+                refused.append(c)
+            else:
+                cuts.append(cut)
+                proven.append(c)
+    proven = [c for c in proven if not any(E.structural_equal(c, r) for r in refused)]
+    if not proven:
+        return None
+    cut = cuts[0]
+    for c in cuts[1:]:
+        if _provably_le(c, cut):
+            cut = c
+        elif not _provably_le(cut, c):
+            cut = E.Min(*E.binary_operands(cut, c))
+    end = simplify(E.Add(*E.binary_operands(loop.min, loop.extent)))
+    if not _provably_le(cut, end):
+        cut = E.Min(*E.binary_operands(cut, end))
+    lo, hi = E.binary_operands(cut, loop.min)
+    head_ext = simplify(E.Max(E.Sub(lo, hi), E.const(0, lo.dtype)))
+    head = loop.replace(extent=head_ext, body=_DropConjuncts(proven).visit(loop.body))
+    tail = loop.replace(min=simplify(E.Add(*E.binary_operands(loop.min, head_ext))),
+                        extent=simplify(E.Sub(*E.binary_operands(loop.extent, head_ext))))
+    return head, tail
 
 
 def partition_loops(body: S.Stmt) -> S.Stmt:

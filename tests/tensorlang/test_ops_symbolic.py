@@ -1,0 +1,151 @@
+"""Library ops over symbolic extents (issue 19): each op is declared on placeholders with tl.var
+dimensions (batch, sequence, rows), built once under its default schedule and run at several
+sizes (1, 2, 15, 16, 17, 100: below, at and past the schedules' vector and tile widths) against
+numpy; a dimension an op cannot take symbolic is refused with an error naming the op and the
+dimension."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorlang as tl
+
+ops = tl.ops
+SIZES = (1, 2, 15, 16, 17, 100)
+
+
+def _dims(t, sizes: dict) -> tuple:
+    return tuple(tl.ir.expr.as_int(d) if tl.ir.expr.as_int(d) is not None
+                 else int(tl.ir.expr.as_int(tl.ir.simplify.simplify(_bind(d, sizes))))
+                 for d in t.shape)
+
+
+def _bind(e, sizes: dict):
+    from tensorlang.ir.functor import Mutator
+
+    class _Sub(Mutator):
+        def visit_Var(self, v):
+            return tl.ir.expr.const(sizes[v.name], v.dtype) if v.name in sizes else v
+
+    return _Sub().visit(e)
+
+
+def _rand(shape, dtype="float32", seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(0, 3, size=shape).astype(dtype)
+    return rng.uniform(-2, 2, size=shape).astype(dtype)
+
+
+def check_sizes(ins, out, ref, sizes_list, rtol=2e-5, atol=2e-5, inputs=None):
+    """Build `out` over `ins` once (default schedule) and compare with ref(*arrays) at each
+    binding of sizes_list (dicts: var name -> int)."""
+    f = tl.build(ops.default_schedule([out]), [*ins, out], name="sym_op")
+    for sizes in sizes_list:
+        arrays = (inputs(sizes) if inputs else
+                  [_rand(_dims(t, sizes), t.dtype, seed=i) for i, t in enumerate(ins)])
+        got = np.full(_dims(out, sizes), np.nan, out.dtype)
+        f(*arrays, got)
+        np.testing.assert_allclose(got, ref(*arrays), rtol=rtol, atol=atol,
+                                   err_msg=f"sizes {sizes}")
+    return f
+
+
+def each(name="n", sizes=SIZES):
+    return [{name: v} for v in sizes]
+
+
+# ----------------------------------------------------------------------------- matmul family
+
+
+def test_dense_symbolic_rows_with_bias():
+    n = tl.var("n")
+    x = tl.placeholder((n, 64), name="x")
+    w = tl.placeholder((48, 64), name="w")
+    b = tl.placeholder((48,), name="b")
+    check_sizes([x, w, b], ops.dense(x, w, b), lambda x, w, b: x @ w.T + b, each(),
+                rtol=1e-4, atol=1e-4)
+
+
+def test_dense_symbolic_rows_fused_gelu():
+    n = tl.var("n")
+    x = tl.placeholder((n, 32), name="x")
+    w = tl.placeholder((40, 32), name="w")
+    from math import erf
+
+    verf = np.vectorize(erf)
+
+    def ref(x, w):
+        y = (x @ w.T).astype(np.float64)
+        return 0.5 * y * (1 + verf(y / np.sqrt(2)))
+
+    check_sizes([x, w], ops.gelu(ops.dense(x, w)), ref, each(), rtol=1e-4, atol=1e-4)
+
+
+def test_dense_refuses_symbolic_in_features():
+    n, k = tl.var("n"), tl.var("k")
+    x = tl.placeholder((n, k), name="x")
+    w = tl.placeholder((8, 16), name="w")
+    with pytest.raises(ValueError, match=r"dense: dimension 1 of x must be a constant "
+                                         r"\(in_features.*symbolic extent k"):
+        ops.dense(x, w)
+
+
+def test_matmul_symbolic_rows_and_k():
+    m, k = tl.var("m"), tl.var("k")
+    a = tl.placeholder((m, k), name="a")
+    b = tl.placeholder((k, 40), name="b")
+    sizes = [{"m": v, "k": kk} for v, kk in ((1, 3), (2, 16), (15, 17), (17, 64), (100, 5))]
+    check_sizes([a, b], ops.matmul(a, b), np.matmul, sizes, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_mismatched_symbolic_inner_dimension():
+    m, k, j = tl.var("m"), tl.var("k"), tl.var("j")
+    a = tl.placeholder((m, k), name="a")
+    b = tl.placeholder((j, 8), name="b")
+    with pytest.raises(ValueError, match="matmul: .* mismatched inner dimensions"):
+        ops.matmul(a, b)
+
+
+def test_batch_matmul_attention_shapes():
+    """q . k^T and p . v of an attention: batch and sequence symbolic, the head dim constant;
+    p . v reduces over the symbolic sequence."""
+    bs, s = tl.var("batch"), tl.var("seq")
+    q = tl.placeholder((bs, 2, s, 8), name="q")
+    kt = tl.placeholder((bs, 2, 8, s), name="kt")
+    v = tl.placeholder((bs, 2, s, 8), name="v")
+    sizes = [{"batch": b, "seq": q_} for b, q_ in ((1, 1), (2, 2), (1, 15), (2, 17), (1, 100))]
+    check_sizes([q, kt], ops.batch_matmul(q, kt), np.matmul, sizes, rtol=1e-4, atol=1e-4)
+    p = tl.placeholder((bs, 2, s, s), name="p")
+    check_sizes([p, v], ops.batch_matmul(p, v), np.matmul, sizes, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_matmul_transposed_broadcast_batch():
+    s = tl.var("seq")
+    a = tl.placeholder((3, 8, s), name="a")
+    b = tl.placeholder((1, s, 8), name="b")
+    check_sizes([a, b], ops.batch_matmul(a, b, trans_a=True, trans_b=True),
+                lambda a, b: np.matmul(a.transpose(0, 2, 1), b.transpose(0, 2, 1)),
+                each("seq", (1, 2, 15, 16, 17, 100)), rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_symbolic_rows():
+    n = tl.var("n")
+    a = tl.placeholder((n, 24), name="a")
+    b = tl.placeholder((20, 24), name="b")
+    c = tl.placeholder((20,), name="c")
+    check_sizes([a, b, c], ops.gemm(a, b, c, alpha=0.5, trans_b=True),
+                lambda a, b, c: 0.5 * a @ b.T + c, each(), rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_row_tile_is_partitioned():
+    """The register tile's guarded rows over a symbolic M are split off into a tail loop: the
+    main loop's k loop has no guard (a guard per row there halved the speed)."""
+    n = tl.var("n")
+    x = tl.placeholder((n, 64), name="x")
+    w = tl.placeholder((48, 64), name="w")
+    out = ops.dense(x, w)
+    text = str(tl.lower(ops.default_schedule([out]), [x, w, out]))
+    main = text.split("parallel for")[1]
+    assert "max(n // 6, 0)" in main and "if " not in main, text
