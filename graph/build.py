@@ -86,23 +86,55 @@ def run_graph_passes(g: Graph, opt_level: int, tuning, dump_ir: str | None) -> P
 
 
 def plan_arena(storage: StorageAssignment, reuse: bool) -> MemoryPlan:
-    """Step "plan memory": an offset in one arena for every arena storage."""
+    """Step "plan memory": an offset in one arena for every arena storage. A graph with
+    symbolic shapes is placed by the runtime at the first run of each shape (its sizes are
+    formulas of the shape variables until then): nothing placed here."""
     arena = [st for st in storage.storages if st.kind == "arena"]
+    if not all(isinstance(st.nbytes, int) for st in arena):
+        return MemoryPlan({}, 0, 0, 0)
     return plan_memory({st.id: st.nbytes for st in arena},
                        {st.id: storage.lifetimes[st.id] for st in arena}, reuse=reuse)
 
 
-def emit_driver(storage: StorageAssignment, kernels: KernelSelection, target):
-    """Step "emit driver": kernels are indexed by sorted name (runtime/_plan.driver_steps)."""
+def emit_driver(storage: StorageAssignment, kernels: KernelSelection, target,
+                shape_vars: tuple[str, ...] = ()):
+    """Step "emit driver": kernels are indexed by sorted name (runtime/_plan.driver_steps); with
+    shape variables, each step also says where its kernel's variables are in ``shape_vars``."""
     kidx = {n: i for i, n in enumerate(sorted(kernels.modules))}
-    steps = [(kidx[s.kernel], len(s.args)) for s in storage.steps]
-    return build_driver(steps, len(kidx), sum(n for _, n in steps), target)
+    if not shape_vars:
+        steps = [(kidx[s.kernel], len(s.args)) for s in storage.steps]
+        return build_driver(steps, len(kidx), sum(n for _, n, *_ in steps), target)
+    pos = {v: i for i, v in enumerate(shape_vars)}
+    steps = [(kidx[s.kernel], len(s.args),
+              [pos[v] for v in kernels.modules[s.kernel].manifest["vars"]])
+             for s in storage.steps]
+    return build_driver(steps, len(kidx), sum(len(s.args) for s in storage.steps), target,
+                        len(shape_vars))
+
+
+def graph_shape_vars(g: Graph) -> tuple[str, ...]:
+    """The shape variables of a graph, sorted: those of its inputs' shapes. A dimension of any
+    other value must be an expression of them (the runtime learns their sizes from the inputs
+    and nothing else)."""
+    from .ir import GraphError
+    from .symbolic import variables
+
+    names = variables(d for v in g.inputs for d in v.shape)
+    for v in g.values():
+        extra = variables(v.shape) - names
+        if extra:
+            raise GraphError(f"value {v.name!r} has shape {v.type_str()}, which uses "
+                             f"{', '.join(sorted(extra))}: no graph input's shape does")
+    return tuple(sorted(names))
 
 
 def make_plan(g: Graph, target, kernels: KernelSelection, storage: StorageAssignment,
-              mem: MemoryPlan) -> ExecutionPlan:
+              mem: MemoryPlan, shape_vars: tuple[str, ...] = ()) -> ExecutionPlan:
     """The execution plan, checked: a storage overlap would silently corrupt results, and the
-    check is cheap (quadratic in the storages, a few thousand checks for ResNet-50)."""
+    check is cheap (quadratic in the storages, a few thousand checks for ResNet-50). A plan
+    with shape variables is checked for its form here and at each shape it runs at."""
+    if shape_vars:
+        return _symbolic_plan(g, target, kernels, storage, shape_vars)
     storages = tuple(dataclasses.replace(st, offset=mem.offsets[st.id]) if st.kind == "arena"
                      else st for st in storage.storages)
     plan = ExecutionPlan(
@@ -111,12 +143,29 @@ def make_plan(g: Graph, target, kernels: KernelSelection, storage: StorageAssign
         outputs=tuple(TensorSpec(v.name, tuple(v.shape), v.dtype) for v in g.outputs),
         values=storage.values, storages=storages, arena_bytes=max(mem.arena_bytes, 64),
         steps=storage.steps,
-        kernels={k.name: KernelEntry(k.op, k.workload, k.schedule, k.tuned, tuple(k.ops),
-                                     k.layout, k.flops, k.bytes, k.time_s, k.time_source)
-                 for k in kernels.infos},
+        kernels=_kernel_entries(kernels),
         memory={"arena_bytes": mem.arena_bytes, "naive_bytes": mem.naive_bytes,
                 "lower_bound_bytes": mem.lower_bound})
     validate_plan(plan.to_json())
+    return plan
+
+
+def _kernel_entries(kernels: KernelSelection) -> dict[str, KernelEntry]:
+    return {k.name: KernelEntry(k.op, k.workload, k.schedule, k.tuned, tuple(k.ops), k.layout,
+                                k.flops, k.bytes, k.time_s, k.time_source) for k in kernels.infos}
+
+
+def _symbolic_plan(g: Graph, target, kernels: KernelSelection, storage: StorageAssignment,
+                   shape_vars: tuple[str, ...]) -> ExecutionPlan:
+    from tensorlang.runtime._plan import check_plan
+
+    plan = ExecutionPlan(
+        name=g.name, target=target.to_dict(),
+        inputs=tuple(TensorSpec(v.name, tuple(v.shape), v.dtype) for v in g.inputs),
+        outputs=tuple(TensorSpec(v.name, tuple(v.shape), v.dtype) for v in g.outputs),
+        values=storage.values, storages=storage.storages, arena_bytes=0, steps=storage.steps,
+        kernels=_kernel_entries(kernels), vars=shape_vars, lifetimes=storage.lifetimes)
+    check_plan(plan.to_json())
     return plan
 
 
@@ -157,10 +206,11 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     storage = _timed(rep, "assign storage",
                      lambda: assign_storage(passes.graph, kernels.kernel_of, inplace))
     rep.memory = _timed(rep, "plan memory", lambda: plan_arena(storage, memory_reuse))
-    driver = _timed(rep, "emit driver", lambda: emit_driver(storage, kernels, tgt))
+    shape_vars = graph_shape_vars(passes.graph)
+    driver = _timed(rep, "emit driver", lambda: emit_driver(storage, kernels, tgt, shape_vars))
     rep.driver_s = rep.steps[-1].time_s
-    plan = _timed(rep, "make plan",
-                  lambda: make_plan(passes.graph, tgt, kernels, storage, rep.memory))
+    plan = _timed(rep, "make plan", lambda: make_plan(passes.graph, tgt, kernels, storage,
+                                                      rep.memory, shape_vars))
     gm = GraphModule(plan, kernels.modules, driver, storage.constants, mode=mode)
     rep.total_s = time.perf_counter() - t_start
     gm.build_report = rep

@@ -22,18 +22,24 @@ _I64 = ir.IntType(64)
 _PTR = ir.PointerType()
 
 
-def driver_ir(steps: Sequence[tuple[int, int]]) -> str:
-    """LLVM IR text of the driver for ``steps``: (kernel index, argument count) per step."""
+def driver_ir(steps: Sequence[tuple], n_vars: int | None = None) -> str:
+    """LLVM IR text of the driver for ``steps``: (kernel index, argument count) per step, and
+    with ``n_vars`` (a model with shape variables) the positions of the step's kernel's
+    variables in the fourth table, ``vars`` (i64 sizes, passed after the arrays)."""
     module = ir.Module(name="tl_graph_driver")
-    fn = ir.Function(module, ir.FunctionType(_I32, [_PTR, _PTR, _PTR]), name=SYMBOL)
-    fns, args, status = fn.args
-    for a, name in zip(fn.args, ("fns", "args", "status")):
+    tables = ("fns", "args", "status") + (("vars",) if n_vars is not None else ())
+    fn = ir.Function(module, ir.FunctionType(_I32, [_PTR] * len(tables)), name=SYMBOL)
+    for a, name in zip(fn.args, tables):
         a.name = name
         a.add_attribute("noalias")
+    fns, args, status = fn.args[:3]
+    sizes = fn.args[3] if n_vars is not None else None
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     first_arg = 0
-    for i, (kidx, nargs) in enumerate(steps):
-        rc = _call_step(b, fns, args, i, kidx, range(first_arg, first_arg + nargs))
+    for i, (kidx, nargs, *var_pos) in enumerate(steps):
+        extra = [_load_size(b, sizes, k, f"{i}_{j}") for j, k in enumerate(var_pos[0])] \
+            if var_pos else []
+        rc = _call_step(b, fns, args, i, kidx, range(first_arg, first_arg + nargs), extra)
         first_arg += nargs
         _stop_on_failure(b, fn, status, i, rc)
     b.ret(ir.Constant(_I32, 0))
@@ -47,14 +53,22 @@ def _load_address(b: ir.IRBuilder, table, index: int, kind: str, tag: str, as_ty
     return b.inttoptr(b.load(slot, name=f"{kind}i{tag}", typ=_I64), as_type, name=kind + tag)
 
 
-def _call_step(b: ir.IRBuilder, fns, args, i: int, kidx: int, slots: range):
-    """Call step i's kernel with its arguments; returns the call's i32 result."""
-    # the kernels' type, i32 (ptr, ...), one ptr per argument of this step: llvmlite takes an
-    # indirect call's signature from its callee's pointer type (LLVM reads it as a plain ptr)
-    fnty = ir.FunctionType(_I32, [_PTR] * len(slots))
+def _load_size(b: ir.IRBuilder, sizes, index: int, tag: str):
+    """sizes[index]: a shape variable's value, an i64 argument of the kernel."""
+    slot = b.gep(sizes, [ir.Constant(_I64, index)], source_etype=_I64, name=f"vp{tag}")
+    return b.load(slot, name=f"v{tag}", typ=_I64)
+
+
+def _call_step(b: ir.IRBuilder, fns, args, i: int, kidx: int, slots: range, sizes=()):
+    """Call step i's kernel with its arguments (then its shape variables' values, ``sizes``);
+    returns the call's i32 result."""
+    # the kernels' type, i32 (ptr, ..., i64, ...), one ptr per argument of this step: llvmlite
+    # takes an indirect call's signature from its callee's pointer type (LLVM reads it as a
+    # plain ptr)
+    fnty = ir.FunctionType(_I32, [_PTR] * len(slots) + [_I64] * len(sizes))
     callee = _load_address(b, fns, kidx, "f", str(i), fnty.as_pointer())
     actuals = [_load_address(b, args, slot, "a", f"{i}_{j}") for j, slot in enumerate(slots)]
-    return b.call(callee, actuals, name=f"r{i}")
+    return b.call(callee, actuals + list(sizes), name=f"r{i}")
 
 
 def _stop_on_failure(b: ir.IRBuilder, fn, status, i: int, rc) -> None:
@@ -71,17 +85,18 @@ def _stop_on_failure(b: ir.IRBuilder, fn, status, i: int, rc) -> None:
     b.position_at_end(ok)
 
 
-def build_driver(steps: Sequence[tuple[int, int]], n_kernels: int, n_args: int,
-                 target) -> object:
+def build_driver(steps: Sequence[tuple], n_kernels: int, n_args: int,
+                 target, n_vars: int | None = None) -> object:
     """The driver as a runtime Module, its manifest recording the tables' sizes and the
-    steps (the runtime checks them against the plan when it loads a model)."""
+    steps (the runtime checks them against the plan when it loads a model). ``n_vars``: the
+    number of shape variables of a model with symbolic shapes (see :func:`driver_ir`)."""
     from tensorlang.runtime import Module
 
     from tensorlang.codegen.target import Target, compile_ir
     from tensorlang.version import __version__
 
     tgt = Target.from_string(target)
-    text = driver_ir(steps)
+    text = driver_ir(steps, n_vars)
     # O1: the driver is straight-line calls; nothing for the O3 pipeline to win
     obj = compile_ir(text, tgt, opt_level=1)
     manifest = {
@@ -91,11 +106,13 @@ def build_driver(steps: Sequence[tuple[int, int]], n_kernels: int, n_args: int,
             {"name": "fns", "shape": [max(1, n_kernels)], "dtype": "int64"},
             {"name": "args", "shape": [max(1, n_args)], "dtype": "int64"},
             {"name": "status", "shape": [2], "dtype": "int64", "written": True},
-        ],
+        ] + ([{"name": "vars", "shape": [n_vars], "dtype": "int64"}] if n_vars is not None
+             else []),
         "vars": [],
         "target": tgt.to_dict(),
         "version": __version__,
         # what the code calls, in order: the runtime checks it against the plan at load
-        "steps": [[int(k), int(n)] for k, n in steps],
+        "steps": [[int(k), int(n), *[[int(p) for p in ps] for ps in rest]]
+                  for k, n, *rest in steps],
     }
     return Module.from_object(obj.object_code, manifest, {"ll": text})

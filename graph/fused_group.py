@@ -28,6 +28,7 @@ from tensorlang.ops.patterns import OUT_ELEMWISE_FUSABLE, REDUCE, Pattern, as_pa
 
 from . import op_registry as R
 from .ir import GraphError, Node
+from .symbolic import parse_shape, shape_json
 
 FUSED = "fused"  # the graph op of a fused group's node
 HEAVY = (REDUCE, OUT_ELEMWISE_FUSABLE)  # the kinds that anchor a group (at most one a group)
@@ -55,7 +56,7 @@ class Member:
 
     def to_json(self, with_name: bool = True) -> dict:
         d = {"op": self.op, "attrs": self.attrs, "inputs": [[src, k] for src, k in self.inputs],
-             "type": [list(self.type[0]), self.type[1]]}
+             "type": [shape_json(self.type[0]), self.type[1]]}
         return {"name": self.name, **d} if with_name else d
 
 
@@ -142,7 +143,7 @@ def _member(m: Any, j: int, n_inputs: int) -> Member:
                              f"['node', j] with j < {j} (an earlier member)")
         refs.append((src, k))
     shape, dtype = m["type"]
-    return Member(name, m["op"], m["attrs"], tuple(refs), (tuple(shape), dtype))
+    return Member(name, m["op"], m["attrs"], tuple(refs), (parse_shape(shape), dtype))
 
 
 def _anchor_of(members: Sequence[Member]) -> int | None:

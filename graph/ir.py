@@ -1,7 +1,7 @@
 """The graph IR: typed values, nodes, constants, a topologically ordered graph.
 
 A :class:`Graph` is a list of :class:`Node` in execution (topological) order. Every edge is a
-:class:`Value` with a static shape, a dtype and a layout string ("NCHW", "NC", ... or "" when the
+:class:`Value` with a shape (ints, or expressions of shape variables: graph/symbolic.py), a dtype and a layout string ("NCHW", "NC", ... or "" when the
 layout carries no meaning). Constants are values that hold a numpy array; graph inputs are values
 without a producer and without data. Passes treat graphs as immutable: they build new graphs with
 :class:`~tensorlang.graph.Builder` or :meth:`Graph.replace`.
@@ -53,6 +53,14 @@ def _never_written(data: np.ndarray) -> bool:
         return False
 
 
+def _dim(d: Any) -> Any:
+    """A dimension that is not a plain int: an int-like, or a shape expression of tl.var
+    (canonical form: graph/symbolic.py)."""
+    from .symbolic import dim
+
+    return dim(d)
+
+
 def _constant_data(name: str, data: Any, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     """A constant's array: read-only, C-contiguous, of exactly ``dtype`` (native byte order).
 
@@ -90,8 +98,8 @@ class Value:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise GraphError(f"a value needs a non-empty name, got {name!r}")
-        shape = tuple(int(d) for d in shape)
-        if any(d < 0 for d in shape):
+        shape = tuple(d if type(d) is int else _dim(d) for d in shape)
+        if any(isinstance(d, int) and d < 0 for d in shape):
             raise GraphError(f"value {name!r}: negative dimension in shape {shape}")
         self.name = name
         self.shape = shape
@@ -107,12 +115,25 @@ class Value:
         return self.data is not None
 
     @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+    def is_static(self) -> bool:
+        return all(type(d) is int for d in self.shape)
 
     @property
-    def nbytes(self) -> int:
-        return self.size * np.dtype(self.dtype).itemsize
+    def size(self) -> Any:
+        """The number of elements: an int, or an expression of the shape variables."""
+        if self.is_static:
+            return int(np.prod(self.shape, dtype=np.int64))
+        from .symbolic import num_elements
+
+        return num_elements(self.shape)
+
+    @property
+    def nbytes(self) -> Any:
+        if self.is_static:
+            return self.size * np.dtype(self.dtype).itemsize
+        from .symbolic import dim
+
+        return dim(self.size * np.dtype(self.dtype).itemsize)
 
     def type_str(self) -> str:
         dims = ", ".join(str(d) for d in self.shape)

@@ -25,19 +25,19 @@ from tensorlang.ir import dtype as dt
 
 from . import op_registry as R
 from .fused_group import FUSED, FusedGroup
+from .symbolic import shape_of
 
 Type = R.Type
 
 
-def storage_shape(shape: Sequence[int]) -> tuple[int, ...]:
-    """The shape a value has in a kernel: rank-0 values are one element of shape (1,)."""
-    return tuple(int(s) for s in shape) or (1,)
+def storage_shape(shape: Sequence) -> tuple:
+    """The shape a value has in a kernel: rank-0 values are one element of shape (1,); a
+    symbolic dimension stays the expression of the graph's shape variables."""
+    return shape_of(shape) or (1,)
 
 
-def _shape(t) -> tuple[int, ...]:
-    from tensorlang.ir.expr import as_int
-
-    return tuple(as_int(s) for s in t.shape)
+def _shape(t) -> tuple:
+    return shape_of(t.shape)
 
 
 def _conform(t, shape: Sequence[int], dtype: str):

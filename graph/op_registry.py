@@ -29,6 +29,7 @@ from tensorlang.ops.patterns import (  # the one definition of the kinds; fusion
 from tensorlang.ops.transform import BLOCKED_LAYOUT
 
 from .ir import GraphError
+from .symbolic import broadcast, is_static, shape_of
 
 # Graph ops named as a library op but fused differently from the library compute's kind, and
 # why (every other such op has the library definition's kind: register() checks it).
@@ -92,7 +93,7 @@ def infer_types(op: str, in_types: Sequence[Type], attrs: dict, node: str = "?")
         want = f"{lo}" if lo == hi else f"{lo} to {'any' if hi < 0 else hi}"
         raise GraphError(f"{op} node {node!r} takes {want} inputs, got {len(in_types)}")
     try:
-        return [(tuple(int(x) for x in s), np.dtype(t).name) for s, t in d.infer(in_types, attrs)]
+        return [(shape_of(s), np.dtype(t).name) for s, t in d.infer(in_types, attrs)]
     except GraphError as e:
         raise GraphError(f"{op} node {node!r}: {e}") from None
     except (ValueError, IndexError, KeyError, TypeError) as e:
@@ -109,6 +110,8 @@ def _same(types, attrs):
 
 
 def _bcast_shape(*shapes) -> tuple[int, ...]:
+    if not all(is_static(s) for s in shapes):
+        return broadcast(*shapes)
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

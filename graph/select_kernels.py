@@ -32,6 +32,7 @@ from . import op_registry as R
 from .fused_group import group_of, kernel_attrs, kernel_label
 from .ir import Graph
 from .report import BuildError, KernelInfo, TunedRecordFailure
+from .symbolic import shape_json
 
 # the exceptions that mean "this schedule cannot be built", as opposed to a bug (module doc)
 REFUSALS = (TensorlangError, ValueError)
@@ -80,7 +81,7 @@ class _Built:
 def workload_key(op: str, attrs: dict, in_types, out_types) -> str:
     """The kernel's workload, hashed: op, attributes (a fused group's without member names:
     identical groups share one workload) and input and output types."""
-    types = lambda ts: [[list(s), t] for s, t in ts]
+    types = lambda ts: [[shape_json(s), t] for s, t in ts]
     text = json.dumps([op, kernel_attrs(op, attrs, in_types), types(in_types), types(out_types)],
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -52,7 +52,10 @@ class _Assigner:
         const = v.name if kind == "const" else None
         if const is not None:
             self.constants[v.name] = v.data
-        self.storages.append(StorageSpec(sid, kind, max(1, v.nbytes), const))
+        # a symbolic size (an expression of the shape variables) is evaluated per shape at run
+        # time, where an empty value still gets one byte
+        size = max(1, v.nbytes) if v.is_static else v.nbytes
+        self.storages.append(StorageSpec(sid, kind, size, const))
         return sid
 
     def add_value(self, v, sid: int) -> None:

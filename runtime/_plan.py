@@ -30,6 +30,12 @@ class PlanError(TensorlangError, ValueError):
 PLAN_FORMAT = 1
 
 
+def dims_json(shape) -> list:
+    """A shape as the plan's JSON holds it: ints, and the text of symbolic dimensions
+    (expressions of the plan's shape variables, issue 19: ``"batch * seq"``)."""
+    return [d if isinstance(d, int) else str(d) for d in shape]
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """A graph input or output."""
@@ -39,7 +45,7 @@ class TensorSpec:
     dtype: str
 
     def to_json(self) -> dict:
-        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+        return {"name": self.name, "shape": dims_json(self.shape), "dtype": self.dtype}
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,7 @@ class ValueSpec:
     dtype: str
 
     def to_json(self) -> dict:
-        return {"storage": self.storage, "shape": list(self.shape), "dtype": self.dtype}
+        return {"storage": self.storage, "shape": dims_json(self.shape), "dtype": self.dtype}
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,8 @@ class StorageSpec:
     offset: int | None = None  # arena storages, once memory is planned
 
     def to_json(self) -> dict:
-        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "nbytes": self.nbytes}
+        nbytes = self.nbytes if isinstance(self.nbytes, int) else str(self.nbytes)
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "nbytes": nbytes}
         if self.const is not None:
             out["const"] = self.const
         if self.offset is not None:
@@ -131,8 +138,19 @@ class ExecutionPlan:
     kernels: dict[str, KernelEntry]
     memory: dict[str, int] = field(default_factory=dict)  # arena, naive and lower-bound bytes
     format: int = PLAN_FORMAT
+    # a model with symbolic shapes (issue 19): its shape variables, and each arena storage's
+    # (first, last) step, from which the runtime places the arena at each new shape
+    vars: tuple[str, ...] = ()
+    lifetimes: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict:
+        out = self._static_json()
+        if self.vars:
+            out["vars"] = list(self.vars)
+            out["lifetimes"] = {str(s): list(t) for s, t in sorted(self.lifetimes.items())}
+        return out
+
+    def _static_json(self) -> dict:
         return {
             "format": self.format,
             "name": self.name,
@@ -170,6 +188,8 @@ class ExecutionPlan:
             kernels={n: _kernel_entry(k) for n, k in plan.get("kernels", {}).items()},
             memory=dict(plan.get("memory", {})),
             format=fmt,
+            vars=tuple(plan.get("vars", ())),
+            lifetimes={int(s): tuple(t) for s, t in plan.get("lifetimes", {}).items()},
         )
 
 
@@ -216,8 +236,13 @@ def value_nbytes(v: Mapping[str, Any], name: str) -> int:
 
 
 def check_plan(plan: Any) -> None:
-    """The plan's structure: types, references between its parts, and bounds."""
+    """The plan's structure: types, references between its parts, and bounds. A plan with
+    shape variables is checked here for its form; its sizes and bounds are checked at each
+    shape it runs at (:func:`instantiate` makes the plan of that shape, checked here too)."""
     _need(isinstance(plan, dict), f"the plan must be a JSON object, got {type(plan).__name__}")
+    if plan.get("vars"):
+        _check_symbolic_plan(plan)
+        return
     for key, typ in (("values", dict), ("storages", list), ("steps", list), ("inputs", list),
                      ("outputs", list)):
         _need(isinstance(plan.get(key), typ), f"plan[{key!r}] must be a {typ.__name__}")
@@ -288,53 +313,162 @@ def check_constants(plan: dict, constants: Mapping[str, Any]) -> None:
                                                  f"{weight!r} ({have} bytes)")
 
 
-def check_kernels(plan: dict, kernels: Mapping[str, Any], driver: Any) -> None:
+def check_kernels(plan: dict, kernels: Mapping[str, Any], driver: Any,
+                  env: Mapping[str, int] | None = None) -> None:
     """Each step's kernel takes exactly the step's values (count, dtype, number of elements;
-    the last ``n_out`` written), and the driver was built for these steps."""
+    the last ``n_out`` written), and the driver was built for these steps. A kernel with shape
+    variables runs only in a plan with those variables; its arrays' sizes are compared at the
+    sizes ``env`` (a plan of one shape, :func:`instantiate`), their other properties always."""
     values = plan["values"]
     for i, st in enumerate(plan["steps"]):
         k = kernels.get(st["kernel"])
         _need(k is not None, f"step {i} runs kernel {st['kernel']!r}, which is not loaded")
         m = k.manifest
-        _need(not m["vars"], f"kernel {st['kernel']!r} takes shape variables {m['vars']}; "
-                             "a model's kernels have fixed shapes")
+        known = tuple(plan.get("vars", ())) if env is None else tuple(env)
+        _need(set(m["vars"]) <= set(known),
+              f"kernel {st['kernel']!r} takes shape variables {m['vars']}, but the plan has "
+              f"{list(known) or 'none (a model of fixed shapes)'}")
         _need(len(m["args"]) == len(st["args"]),
               f"kernel {st['kernel']!r} takes {len(m['args'])} arrays, step {i} passes "
               f"{len(st['args'])}")
         first_out = len(st["args"]) - st["n_out"]
         for j, (spec, name) in enumerate(zip(m["args"], st["args"])):
             v = values[name]
+            want = spec["shape"] if env is None else evaluate_shape(spec["shape"], env,
+                                                                     tuple(m["vars"]))
             # the same elements, maybe in another shape (a scalar is float32[1] to a kernel)
-            _need(spec["dtype"] == v["dtype"] and _count(spec["shape"]) == _count(v["shape"])
+            _need(spec["dtype"] == v["dtype"] and _same_count(want, v["shape"])
                   and spec["written"] == (j >= first_out),
                   f"kernel {st['kernel']!r} argument {j} is {spec['dtype']}{spec['shape']}"
                   f"{' (written)' if spec['written'] else ''}, but step {i} passes value "
                   f"{name!r}: {v['dtype']}{v['shape']}{' (written)' if j >= first_out else ''}")
     if driver is not None:
-        _check_driver(plan, driver)
+        _check_driver(plan, driver, kernels)
 
 
 def _count(shape: list[int]) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
 
-def driver_steps(plan: dict) -> list[list[int]]:
+def _same_count(a: list, b: list) -> bool:
+    """Equal numbers of elements; shapes with symbolic dimensions are compared at each shape
+    the model runs at (:func:`instantiate`, check_kernels with ``env``), not here."""
+    if not all(isinstance(d, int) for d in [*a, *b]):
+        return True
+    return _count(a) == _count(b)
+
+
+def driver_steps(plan: dict, kernels: Mapping[str, Any] | None = None) -> list[list]:
     """[kernel index, argument count] per step: what the generated driver calls, in order
-    (kernels are indexed by sorted name)."""
+    (kernels are indexed by sorted name). In a plan with shape variables each step also lists
+    the positions, in the plan's ``vars``, of its kernel's variables (passed after the
+    arrays, from the driver's fourth table)."""
     index = {n: i for i, n in enumerate(sorted({st["kernel"] for st in plan["steps"]}))}
-    return [[index[st["kernel"]], len(st["args"])] for st in plan["steps"]]
+    if not plan.get("vars"):
+        return [[index[st["kernel"]], len(st["args"])] for st in plan["steps"]]
+    pos = {v: i for i, v in enumerate(plan["vars"])}
+    return [[index[st["kernel"]], len(st["args"]),
+             [pos[v] for v in kernels[st["kernel"]].manifest["vars"]]] for st in plan["steps"]]
 
 
-def _check_driver(plan: dict, driver: Any) -> None:
+def _check_driver(plan: dict, driver: Any, kernels: Mapping[str, Any]) -> None:
     m = driver.manifest
-    steps = driver_steps(plan)
+    steps = driver_steps(plan, kernels)
     n_kernels = len({s[0] for s in steps})
     n_args = sum(s[1] for s in steps)
     shapes = [a["shape"] for a in m["args"]]
-    _need(shapes == [[max(1, n_kernels)], [max(1, n_args)], [2]]
-          and [a["dtype"] for a in m["args"]] == ["int64"] * 3,
+    tables = [[max(1, n_kernels)], [max(1, n_args)], [2]]
+    if plan.get("vars"):
+        tables.append([len(plan["vars"])])
+    _need(shapes == tables and [a["dtype"] for a in m["args"]] == ["int64"] * len(tables),
           f"the graph driver takes tables {shapes}, but the plan has {n_kernels} kernels and "
           f"{n_args} arguments")
     recorded = m.get("steps")  # absent in drivers built before it was recorded
     _need(recorded is None or recorded == steps,
           "the graph driver was built for other steps than the plan's")
+
+
+# -- plans with shape variables (issue 19) -----------------------------------------------------
+
+
+def _dim(d: Any, known: tuple[str, ...], where: str):
+    """An int >= 0, or the parsed text of an expression of the plan's variables."""
+    from ._dims import DimError, DimExpr
+
+    if _is_count(d):
+        return d
+    try:
+        return DimExpr(d, known)
+    except DimError as e:
+        raise PlanError(f"{where}: {e}") from None
+
+
+def _check_symbolic_plan(plan: dict) -> None:
+    names = plan["vars"]
+    _need(isinstance(names, list) and all(isinstance(v, str) and v.isidentifier()
+                                          for v in names) and len(set(names)) == len(names),
+          f"plan vars {names!r} must be distinct identifiers")
+    known = tuple(names)
+    for key, typ in (("values", dict), ("storages", list), ("steps", list), ("inputs", list),
+                     ("outputs", list), ("lifetimes", dict)):
+        _need(isinstance(plan.get(key), typ), f"plan[{key!r}] must be a {typ.__name__}")
+    ids = set()
+    for st in plan["storages"]:
+        _need(isinstance(st, dict) and _is_count(st.get("id")) and st["id"] not in ids,
+              f"storage {st!r} must be an object with a new id")
+        ids.add(st["id"])
+        if st.get("kind") == "const":
+            _need(isinstance(st.get("const"), str), f"storage {st['id']}: const must name a "
+                                                    "weight")
+            continue
+        _need(st.get("kind") == "arena", f"storage {st['id']}: kind {st.get('kind')!r}")
+        _dim(st.get("nbytes"), known, f"storage {st['id']} nbytes")
+        life = plan["lifetimes"].get(str(st["id"]))
+        _need(isinstance(life, list) and len(life) == 2 and all(isinstance(t, int) for t in life),
+              f"storage {st['id']}: no lifetime [first, last] in plan['lifetimes']")
+    for name, v in plan["values"].items():
+        _need(isinstance(v, dict) and v.get("storage") in ids,
+              f"value {name!r} must be an object naming a storage of the plan")
+        _dtype(v.get("dtype"), f"value {name!r}")
+        _need(isinstance(v.get("shape"), list), f"value {name!r}: shape must be a list")
+        for d in v["shape"]:
+            _dim(d, known, f"value {name!r}")
+    for key in ("inputs", "outputs"):
+        for io in plan[key]:
+            _need(isinstance(io, dict) and io.get("name") in plan["values"],
+                  f"{key} entry {io!r} names no value of the plan")
+            v = plan["values"][io["name"]]
+            _need(io.get("shape") == v["shape"] and io.get("dtype") == v["dtype"],
+                  f"{key} entry {io['name']!r} disagrees with its value's shape or dtype")
+    for i, st in enumerate(plan["steps"]):
+        _check_step(i, st, plan["values"])
+
+
+def evaluate_shape(shape: list, env: Mapping[str, int], known: tuple[str, ...]) -> list[int]:
+    return [d if isinstance(d, int) else _dim(d, known, "shape").evaluate(env) for d in shape]
+
+
+def instantiate(plan: dict, env: Mapping[str, int]) -> dict:
+    """The plan of a model with shape variables at the sizes ``env`` (variable -> int): every
+    shape and size evaluated, the arena placed (runtime/_arena.py), checked as a static plan.
+    Its ``memory`` reports the arena, the naive sum and the lower bound at these sizes."""
+    from ._arena import place
+
+    known = tuple(plan["vars"])
+    out = {k: v for k, v in plan.items() if k not in ("vars", "lifetimes")}
+    out["values"] = {n: {**v, "shape": evaluate_shape(v["shape"], env, known)}
+                     for n, v in plan["values"].items()}
+    for key in ("inputs", "outputs"):
+        out[key] = [{**t, "shape": evaluate_shape(t["shape"], env, known)} for t in plan[key]]
+    sizes = {st["id"]: max(1, evaluate_shape([st["nbytes"]], env, known)[0])
+             for st in plan["storages"] if st["kind"] == "arena"}
+    _need(all(n >= 0 for n in sizes.values()), f"a negative size at {dict(env)}")
+    lifetimes = {sid: tuple(plan["lifetimes"][str(sid)]) for sid in sizes}
+    offsets, top, naive, lower = place(sizes, lifetimes)
+    out["storages"] = [st if st["kind"] == "const" else
+                       {**st, "nbytes": sizes[st["id"]], "offset": offsets[st["id"]]}
+                       for st in plan["storages"]]
+    out["arena_bytes"] = max(top, 64)
+    out["memory"] = {"arena_bytes": top, "naive_bytes": naive, "lower_bound_bytes": lower}
+    check_plan(out)
+    return out

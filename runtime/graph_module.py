@@ -65,10 +65,15 @@ class _Buffers:
     inputs copied in), the driver's argument table and status words, and each step's raw
     arguments for the interactive mode. Weights are shared, read-only, by every set."""
 
-    __slots__ = ("addr", "arena", "args", "driver_raw", "status", "steps", "views")
+    __slots__ = ("addr", "arena", "args", "driver_raw", "plan", "sizes", "status", "steps",
+                 "views")
 
-    def __init__(self, gm: GraphModule) -> None:
-        p = gm.plan
+    def __init__(self, gm: GraphModule, plan: dict | None = None,
+                 env: Mapping[str, int] | None = None) -> None:
+        # a model with shape variables: ``plan`` is the plan at the sizes ``env``
+        p = self.plan = gm.plan if plan is None else plan
+        env = env or {}
+        self.sizes = np.array([env[v] for v in gm._vars] or [0], dtype=np.int64)
         self.arena = _aligned_empty(int(p["arena_bytes"]))
         base = self.arena.ctypes.data
         storage_addr: dict[int, int] = {}
@@ -96,16 +101,18 @@ class _Buffers:
         self.steps = []
         for st in p["steps"]:
             k = gm.kernels[st["kernel"]]
-            self.steps.append((k.raw_function, tuple(self.addr[a] for a in st["args"]), st, k))
+            raw = tuple(self.addr[a] for a in st["args"]) + tuple(env[v] for v in k.vars)
+            self.steps.append((k.raw_function, raw, st, k))
         # graph: the argument table the driver reads (function table shared: read-only)
         flat = [self.addr[a] for st in p["steps"] for a in st["args"]]
         self.args = np.array(flat or [0], dtype=np.int64)
         self.status = np.zeros(2, dtype=np.int64)
         self.driver_raw = None
         if gm.driver is not None:
-            self.driver_raw = (gm.driver.raw_function,
-                               (gm._fns.ctypes.data, self.args.ctypes.data,
-                                self.status.ctypes.data))
+            tables = (gm._fns.ctypes.data, self.args.ctypes.data, self.status.ctypes.data)
+            if gm._vars:
+                tables += (self.sizes.ctypes.data,)
+            self.driver_raw = (gm.driver.raw_function, tables)
 
     def bind(self, slots: list[int], addr: int) -> None:
         # element by element: numpy's fancy-index assignment costs ~0.6 us per call, and run()
@@ -162,6 +169,7 @@ class GraphModule:
                 # constants are) copied once into the aligned buffer: was two full copies
                 buf[:] = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
                 self._const_arrays[name] = buf
+        self._vars: tuple[str, ...] = tuple(p.get("vars", ()))
         kernel_names = sorted({st["kernel"] for st in p["steps"]})
         self._kernel_index = {n: i for i, n in enumerate(kernel_names)}
         # a model built for another CPU can be saved, never run here (its code would die with
@@ -171,8 +179,13 @@ class GraphModule:
             (m.not_runnable_reason for m in modules if m.not_runnable_reason), None)
         self._fns = np.array([0 if self._not_runnable else self.kernels[n].function_address
                               for n in kernel_names] or [0], dtype=np.int64)
-        self._own = _Buffers(self)  # what the stateful API (set_input, run(), ...) works on
+        # what the stateful API (set_input, run(), ...) works on; a model with shape variables
+        # has none until its first run (then: the buffers of the latest run's shape)
+        self._own = _Buffers(self) if not self._vars else None
         self._spare: list[_Buffers] = []  # for concurrent run(**inputs); list ops are atomic
+        # shape variables: the buffer sets of the latest shapes, by their sizes (see _buffers)
+        self._pools: dict[tuple[int, ...], list[_Buffers]] = {}
+        self._pending: dict[str, np.ndarray] = {}  # set_input of a model with variables
         self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in p["inputs"]}
         self._outputs = [o["name"] for o in p["outputs"]]
         self._input_set: set[str] = set()
@@ -198,14 +211,19 @@ class GraphModule:
 
     @property
     def num_steps(self) -> int:
-        return len(self._own.steps)
+        return len(self.plan["steps"])
+
+    @property
+    def shape_vars(self) -> tuple[str, ...]:
+        """The model's shape variables (issue 19), sorted; () for a model of fixed shapes."""
+        return self._vars
 
     def input_info(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return {n: (s, d.name) for n, (s, d) in self._inputs.items()}
 
     def __repr__(self) -> str:
         return (f"<tensorlang.runtime.GraphModule {self.plan.get('name', '?')}: "
-                f"{len(self._own.steps)} steps, {len(self.kernels)} kernels, mode={self.mode}>")
+                f"{self.num_steps} steps, {len(self.kernels)} kernels, mode={self.mode}>")
 
     # -- inputs and outputs ---------------------------------------------------------------
 
@@ -219,6 +237,10 @@ class GraphModule:
             self._set_one(k, v)
 
     def _set_one(self, name: str, value: Any) -> None:
+        if self._vars:  # the buffers of a shape are known when every input is
+            self._pending[name] = np.array(self._checked_input(name, value))
+            self._input_set.add(name)
+            return
         np.copyto(self._own.views[name], self._checked_input(name, value))
         self._stale.pop(name, None)  # superseded: no later copy of an earlier array
         self._input_set.add(name)
@@ -238,12 +260,15 @@ class GraphModule:
         if value.dtype != dtype:
             raise InputError(f"input {name!r} must have dtype {dtype.name}, got "
                              f"{value.dtype.name} (convert with .astype('{dtype.name}'))")
-        if tuple(value.shape) != shape:
+        if self._vars:
+            _check_rank_and_fixed(name, shape, value.shape)
+        elif tuple(value.shape) != shape:
             raise InputError(f"input {name!r} must have shape {shape}, got {tuple(value.shape)}")
         return value
 
     def _describe_inputs(self) -> str:
-        return ", ".join(f"{n}: {d.name}{list(s)}" for n, (s, d) in self._inputs.items())
+        return ", ".join(f"{n}: {d.name}[{', '.join(map(str, s))}]"
+                         for n, (s, d) in self._inputs.items())
 
     def get_output(self, index: int | str = 0, copy: bool = True) -> np.ndarray:
         """Output ``index`` (position or name); a copy unless copy=False (then, after ``run()``,
@@ -260,6 +285,8 @@ class GraphModule:
             name = self._outputs[index]
         v = self._fresh.get(name)
         if v is None:
+            if self._own is None:
+                raise InputError("the model has not run yet: no output to get")
             v = self._own.views[name]
         return v.copy() if copy else v
 
@@ -308,6 +335,8 @@ class GraphModule:
     def _flush_stale(self) -> None:
         """Copy the inputs of the last run(**inputs) into the module's buffer (before a run()
         without inputs reads it)."""
+        if self._vars:  # (run() takes them from _stale and _pending: see _execute)
+            return
         stale, self._stale = self._stale, {}
         for name, value in stale.items():
             np.copyto(self._own.views[name], value)
@@ -345,25 +374,66 @@ class GraphModule:
         self._execute(mode)
         if not inputs:
             return None
-        return {n: self._own.views[n].copy() for n in self._outputs}
+        return {n: self.get_output(n) for n in self._outputs}
 
     def _run_private(self, mode: str, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One run given every input, on a buffer set checked out of the pool."""
         values = {k: self._checked_input(k, v) for k, v in inputs.items()}
+        env = self._bind(values) if self._vars else {}
+        spare = self._spare if not self._vars else self._pool(env)
         try:
-            b = self._spare.pop()
+            b = spare.pop()
         except IndexError:
-            b = _Buffers(self)
+            b = _Buffers(self) if not self._vars else self._new_buffers(env)
         try:
             outputs = (self._run_graph(b, values) if mode == "graph"
                        else self._run_interactive(b, values))
         finally:
-            self._spare.append(b)
+            spare.append(b)
+        if self._vars:
+            self._own = b  # (profile and the stateful API read the latest shape's buffers)
         # the stateful API sees this run as the latest (plain assignments: no torn state)
         self._stale = values
         self._input_set = set(values)
         self._fresh = outputs
         return dict(outputs)
+
+    # -- shape variables (issue 19) ------------------------------------------------------------
+
+    MAX_SHAPES = 8  # buffer sets kept for this many distinct shapes (the latest ones)
+
+    def _bind(self, values: Mapping[str, np.ndarray]) -> dict[str, int]:
+        """The shape variables' sizes from the inputs' shapes (``_solve_sizes``)."""
+        return _solve_sizes(self._vars, {n: self._inputs[n][0] for n in self._inputs}, values)
+
+    def _pool(self, env: Mapping[str, int]) -> list[_Buffers]:
+        """The spare buffer sets of this shape: made at its first run (the arena placed for
+        its sizes) and reused while it repeats; the oldest shape's dropped beyond MAX_SHAPES."""
+        key = tuple(env[v] for v in self._vars)
+        pool = self._pools.pop(key, None)
+        if pool is None:
+            pool = []
+            while len(self._pools) >= self.MAX_SHAPES:
+                self._pools.pop(next(iter(self._pools)))
+        self._pools[key] = pool  # (re)inserted last: the dict's order is the use order
+        return pool
+
+    def _new_buffers(self, env: Mapping[str, int]) -> _Buffers:
+        plan = _plan.instantiate(self.plan, env)
+        _plan.check_kernels(plan, self.kernels, None, env)
+        return _Buffers(self, plan, env)
+
+    def memory_at(self, **sizes: int) -> dict[str, int]:
+        """The arena at the given sizes of the shape variables: its bytes, the naive sum and
+        the lower bound (the most bytes live at one step). A model of fixed shapes: its one
+        plan's figures."""
+        if not self._vars:
+            return dict(self.plan.get("memory", {}))
+        missing = [v for v in self._vars if v not in sizes]
+        if missing or set(sizes) - set(self._vars):
+            raise InputError(f"memory_at needs a size for each of {list(self._vars)}, got "
+                             f"{sorted(sizes)}")
+        return _plan.instantiate(self.plan, sizes)["memory"]
 
     def _run_graph(self, b: _Buffers, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         bound = {}  # inputs the kernels read where the caller's arrays lie
@@ -401,6 +471,10 @@ class GraphModule:
 
     def _execute(self, mode: str) -> None:
         """Run on the module's own buffers (the stateful API)."""
+        if self._vars:
+            self._run_private(mode, {**self._stale, **self._pending})
+            self._pending = {}
+            return
         self._flush_stale()
         self._fresh = {}  # the module's buffer holds the latest outputs
         self._run_buffers(self._own, mode)
@@ -438,9 +512,7 @@ class GraphModule:
         (``plan["kernels"][name]["time_s"]``, until then the tuning record's or the roofline
         estimate) become these measurements (``time_source`` "profile"; a kernel run by
         several nodes: the median of theirs)."""
-        if self._inputs.keys() - self._input_set:
-            self.set_input(**{n: np.zeros(s, d) for n, (s, d) in self._inputs.items()
-                              if n not in self._input_set})
+        self._zeros_for_unset()
         self._execute("interactive")
         rows = []
         for fn, raw, st, k in self._own.steps:
@@ -466,9 +538,7 @@ class GraphModule:
                   ) -> TimingResult:
         """Time whole runs (inputs already set, else zeros) in ``mode``."""
         mode = mode or self.mode
-        if self._inputs.keys() - self._input_set:
-            self.set_input(**{n: np.zeros(s, d) for n, (s, d) in self._inputs.items()
-                              if n not in self._input_set})
+        self._zeros_for_unset()
         self._execute(mode)
         results = []
         for _ in range(repeat):
@@ -477,6 +547,16 @@ class GraphModule:
                 self._execute(mode)
             results.append((time.perf_counter() - t0) / number)
         return TimingResult.from_results(results, number)
+
+    def _zeros_for_unset(self) -> None:
+        unset = [n for n in self._inputs if n not in self._input_set]
+        if unset and self._vars:
+            raise InputError(f"inputs {unset} are not set; a model with shape variables "
+                             f"({', '.join(self._vars)}) needs them (set_input) to know its "
+                             "shapes")
+        if unset:
+            self.set_input(**{n: np.zeros(self._inputs[n][0], self._inputs[n][1])
+                              for n in unset})
 
     def dispatch_overhead(self, number: int = 200, repeat: int = 5) -> dict[str, float]:
         """Per-kernel dispatch cost of both modes, in seconds.
@@ -547,6 +627,56 @@ class GraphModule:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
         os.replace(tmp, path)
         return path
+
+
+def _check_rank_and_fixed(name: str, shape: tuple, got: tuple) -> None:
+    """An input of a model with shape variables: its rank and its fixed dimensions."""
+    if len(got) != len(shape) or any(isinstance(d, int) and d != g for d, g in zip(shape, got)):
+        raise InputError(f"input {name!r} must have shape [{', '.join(map(str, shape))}], got "
+                         f"{tuple(got)}")
+
+
+def _solve_sizes(names: tuple[str, ...], shapes: Mapping[str, tuple],
+                 values: Mapping[str, np.ndarray]) -> dict[str, int]:
+    """Each shape variable's size, read from the first input axis that is the variable alone,
+    else solved from an axis linear in it (``2 * n``); then every symbolic axis is checked. Two
+    inputs that disagree on a variable are refused naming it and both sizes."""
+    from ._dims import DimExpr
+
+    env: dict[str, int] = {}
+    seen: dict[str, str] = {}  # variable -> where its size was read
+    exprs = [(n, ax, DimExpr(d, names), values[n].shape[ax]) for n, shape in shapes.items()
+             for ax, d in enumerate(shape) if not isinstance(d, int)]
+    for n, ax, e, got in exprs:
+        if e.text in names and e.text not in env:
+            env[e.text], seen[e.text] = got, f"input {n!r} axis {ax}"
+    for n, ax, e, got in exprs:
+        try:
+            solved = e.solve(got, env)
+        except ValueError:
+            solved = None
+        if solved is not None and solved[1] >= 0:
+            env[solved[0]], seen[solved[0]] = solved[1], f"input {n!r} axis {ax} ({e.text})"
+    for n, ax, e, got in exprs:
+        _check_axis(n, ax, e, got, env, seen)
+    missing = [v for v in names if v not in env]
+    if missing:
+        raise InputError(f"cannot tell the size of {', '.join(missing)} from the inputs' shapes")
+    return env
+
+
+def _check_axis(n: str, ax: int, e, got: int, env: dict, seen: dict) -> None:
+    if any(v not in env for v in e.vars):
+        return
+    want = e.evaluate(env)
+    if want == got:
+        return
+    if e.text in env:
+        raise InputError(f"inputs disagree on {e.text}: {seen[e.text]} gives {want}, input "
+                         f"{n!r} axis {ax} has {got}")
+    sizes = ", ".join(f"{v} = {env[v]} (from {seen[v]})" for v in e.vars)
+    raise InputError(f"input {n!r} axis {ax} must be {e.text} = {want} with {sizes}, got "
+                     f"{got}")
 
 
 def _time_native(address: int, fn, raw: list[int], number: int) -> tuple[float, int]:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALIGN = 64
+from tensorlang.runtime._arena import ALIGN, place
+
+__all__ = ["ALIGN", "MemoryPlan", "check_no_overlap", "plan_memory", "validate_plan"]
 
 
 @dataclass
@@ -34,48 +36,13 @@ class MemoryPlan:
                 f"lower bound {self.lower_bound / 1e6:.2f} MB)")
 
 
-def _align(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
-
-
-def _bucket(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
 def plan_memory(sizes: dict[int, int], lifetimes: dict[int, tuple[int, int]],
                 reuse: bool = True) -> MemoryPlan:
     """``sizes``: storage id -> bytes; ``lifetimes``: storage id -> (first, last) step, inclusive.
-    With ``reuse=False`` every storage gets its own range (for debugging a suspected overlap)."""
-    asize = {s: _align(max(1, n)) for s, n in sizes.items()}
-    order = sorted(sizes, key=lambda s: (-_bucket(asize[s]), -asize[s], lifetimes[s][0], s))
-    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
-    offsets: dict[int, int] = {}
-    top = 0
-    for sid in order:
-        size = asize[sid]
-        first, last = lifetimes[sid]
-        if not reuse:
-            offsets[sid] = top
-            top += size
-            continue
-        busy = sorted((o, e) for o, e, f, la in placed if f <= last and first <= la)
-        best = None  # (gap size, offset)
-        cursor = 0
-        for o, e in busy:
-            if o - cursor >= size and (best is None or o - cursor < best[0]):
-                best = (o - cursor, cursor)
-            cursor = max(cursor, e)
-        off = best[1] if best is not None else cursor
-        offsets[sid] = off
-        placed.append((off, off + size, first, last))
-        top = max(top, off + size)
-    naive = sum(asize.values())
-    steps = sorted({t for f, la in lifetimes.values() for t in (f, la)})
-    lower = 0
-    for t in steps:
-        live = sum(asize[s] for s, (f, la) in lifetimes.items() if f <= t <= la)
-        lower = max(lower, live)
-    return MemoryPlan(offsets, top, naive, lower)
+    With ``reuse=False`` every storage gets its own range (for debugging a suspected overlap).
+    The placement is the runtime's (runtime/_arena.py), which also places the storages of a
+    model with symbolic shapes at the first run of each shape."""
+    return MemoryPlan(*place(sizes, lifetimes, reuse))
 
 
 def check_no_overlap(plan: MemoryPlan, sizes: dict[int, int],

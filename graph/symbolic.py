@@ -1,0 +1,273 @@
+"""Symbolic dimensions of graph values (issue 19: dynamic shapes).
+
+A value's shape is a tuple whose entries are ints or integer expressions of shape variables
+(``tl.var("batch")``, ``batch * seq``, ``seq // 2 + 1``). Every expression here is kept in one
+canonical form (:func:`dim`): a sum of products of variables and floor divisions/remainders
+with integer coefficients, terms in a fixed order. So two dimensions that are the same
+polynomial are the same expression, structurally (``batch * seq`` and ``seq * batch``), and
+shape inference can compare them with ``==`` as it compares ints. An expression that is a
+constant is an ``int``.
+
+The text of a dimension (:func:`dim_text`) is what the plan of a compiled model records and what
+the runtime evaluates (runtime/_dims.py: ``+ - * // %`` over the variable names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tensorlang.ir import expr as E
+
+from .ir import GraphError
+
+# a polynomial: {monomial: coefficient}; a monomial is a sorted tuple of atom keys, where an
+# atom is a variable or a floor division / remainder held whole
+_Poly = dict[tuple[str, ...], int]
+
+
+# tensorlang compares variables by identity; in a graph a shape variable is its name (as an
+# ONNX dim_param), so every dimension is rewritten over one Var per name
+_VARS: dict[str, E.Var] = {}
+
+
+def shape_var(name: str) -> E.Var:
+    """The graph's shape variable ``name`` (the same object for the same name)."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise GraphError(f"shape variable name {name!r} must be an identifier")
+    v = _VARS.get(name)
+    if v is None:
+        from tensorlang.te.tensor import var
+
+        v = _VARS.setdefault(name, var(name))
+    return v
+
+
+def is_symbolic(d: Any) -> bool:
+    return isinstance(d, E.Expr)
+
+
+def is_static(shape: Sequence[Any]) -> bool:
+    return not any(is_symbolic(d) for d in shape)
+
+
+def dim(d: Any) -> Any:
+    """``d`` in canonical form: an int, or an integer expression of shape variables."""
+    if isinstance(d, bool):
+        raise GraphError(f"dimension {d!r} is a bool, expected an int or a shape expression")
+    if isinstance(d, int):
+        return d
+    if isinstance(d, float):  # (an inference rule's float arithmetic, as int() took it)
+        return int(d)
+    if hasattr(d, "__index__") and not isinstance(d, E.Expr):
+        return int(d)
+    if not isinstance(d, E.Expr):
+        raise GraphError(f"dimension {d!r} is neither an int nor a shape expression")
+    atoms: dict[str, E.Expr] = {}
+    return _rebuild(_poly(d, atoms), atoms)
+
+
+def shape_of(shape: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(dim(d) for d in shape)
+
+
+def dim_text(d: Any) -> str:
+    return str(dim(d))
+
+
+def shape_json(shape: Sequence[Any]) -> list:
+    """A shape as a plan records it: ints stay ints, expressions become their text."""
+    return [d if isinstance(d, int) else dim_text(d) for d in shape]
+
+
+def variables(shape: Iterable[Any]) -> set[str]:
+    out: set[str] = set()
+    for d in shape:
+        if is_symbolic(d):
+            _collect_vars(d, out)
+    return out
+
+
+def _collect_vars(e: E.Expr, out: set[str]) -> None:
+    if isinstance(e, E.Var):
+        out.add(e.name)
+    elif isinstance(e, E.BinaryOp):
+        _collect_vars(e.a, out)
+        _collect_vars(e.b, out)
+
+
+def num_elements(shape: Sequence[Any]) -> Any:
+    n: Any = 1
+    for d in shape:
+        n = n * d
+    return dim(n)
+
+
+def evaluate(d: Any, env: Mapping[str, int]) -> int:
+    """The value of a dimension for the given sizes of its variables."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, E.Var):
+        if d.name not in env:
+            raise GraphError(f"shape variable {d.name!r} has no value")
+        return int(env[d.name])
+    if isinstance(d, E.Const):
+        return int(d.value)
+    if isinstance(d, E.BinaryOp) and type(d) in _OPS:
+        return _OPS[type(d)](evaluate(d.a, env), evaluate(d.b, env))
+    raise GraphError(f"dimension {d} is not an integer expression of shape variables")
+
+
+_OPS = {E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
+        E.FloorDiv: lambda a, b: a // b, E.FloorMod: lambda a, b: a % b}
+
+
+def broadcast(*shapes: Sequence[Any]) -> tuple[Any, ...]:
+    """numpy's broadcasting over symbolic dimensions: a 1 takes the other side; two
+    dimensions that are not 1 must be the same expression (a variable that might be 1 at
+    run time is not broadcast: ONNX exporters write such axes as 1)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[Any] = []
+    for axis in range(rank):
+        got: Any = 1
+        for s in shapes:
+            d = s[axis - rank + len(s)] if axis - rank + len(s) >= 0 else 1
+            d = dim(d)
+            if _is_one(d):
+                continue
+            if _is_one(got):
+                got = d
+            elif not same(got, d):
+                raise GraphError(f"shapes {', '.join(str(list(s)) for s in shapes)} do not "
+                                 "broadcast")
+        out.append(got)
+    return tuple(out)
+
+
+def _is_one(d: Any) -> bool:
+    return isinstance(d, int) and d == 1
+
+
+def same(a: Any, b: Any) -> bool:
+    """True when two dimensions are the same polynomial."""
+    a, b = dim(a), dim(b)
+    if isinstance(a, int) or isinstance(b, int):
+        return isinstance(a, int) and isinstance(b, int) and a == b
+    return E.structural_equal(a, b)
+
+
+# -- the canonical form ----------------------------------------------------------------------
+
+
+def _poly(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
+    if isinstance(e, E.Const):
+        return {(): int(e.value)} if int(e.value) else {}
+    if isinstance(e, E.Var):
+        atoms[e.name] = shape_var(e.name)
+        return {(e.name,): 1}
+    if isinstance(e, E.Add):
+        return _add(_poly(e.a, atoms), _poly(e.b, atoms), 1)
+    if isinstance(e, E.Sub):
+        return _add(_poly(e.a, atoms), _poly(e.b, atoms), -1)
+    if isinstance(e, E.Mul):
+        return _mul(_poly(e.a, atoms), _poly(e.b, atoms))
+    if isinstance(e, (E.FloorDiv, E.FloorMod)):
+        return _div_or_mod(e, atoms)
+    raise GraphError(f"dimension {e} is not an integer expression of shape variables "
+                     "(+ - * // % of ints and tl.var)")
+
+
+def _div_or_mod(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
+    num, den = _poly(e.a, atoms), _poly(e.b, atoms)
+    if set(den) <= {()} and den.get((), 0) > 0:
+        k = den.get((), 0)
+        if all(c % k == 0 for c in num.values()):  # exact: (4 * n) // 2 is 2 * n
+            return {m: c // k for m, c in num.items()} if isinstance(e, E.FloorDiv) else {}
+        if set(num) <= {()}:
+            c = num.get((), 0)
+            return {(): c // k if isinstance(e, E.FloorDiv) else c % k}
+    a, b = _as_expr(_rebuild(num, atoms)), _as_expr(_rebuild(den, atoms))
+    whole = a // b if isinstance(e, E.FloorDiv) else a % b
+    key = f"({whole})"
+    atoms[key] = whole
+    return {(key,): 1}
+
+
+def _as_expr(x: Any) -> E.Expr:
+    return E.const(x, "int64") if isinstance(x, int) else x
+
+
+def _add(a: _Poly, b: _Poly, sign: int) -> _Poly:
+    out = dict(a)
+    for m, c in b.items():
+        out[m] = out.get(m, 0) + sign * c
+    return {m: c for m, c in out.items() if c}
+
+
+def _mul(a: _Poly, b: _Poly) -> _Poly:
+    out: _Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb))
+            out[m] = out.get(m, 0) + ca * cb
+    return {m: c for m, c in out.items() if c}
+
+
+def _rebuild(p: _Poly, atoms: Mapping[str, E.Expr]) -> Any:
+    """The expression of a polynomial: terms by degree then name, constant last (``n + 1``)."""
+    if set(p) <= {()}:
+        return p.get((), 0)
+    out: Any = None
+    for m in sorted(p, key=lambda m: (m == (), -len(m), m)):
+        c = p[m]
+        term: Any = None
+        for key in m:
+            term = atoms[key] if term is None else term * atoms[key]
+        mag = abs(c)
+        term = E.const(mag, "int64") if term is None else (term if mag == 1 else term * mag)
+        if out is None:
+            out = term if c > 0 else E.const(0, "int64") - term
+        else:
+            out = out + term if c > 0 else out - term
+    return out
+
+
+def parse(text: Any) -> Any:
+    """A dimension from a plan's or a fused group's JSON: an int as it is, a text
+    (``"batch * seq"``) as its expression, variables made with tl.var."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    if not isinstance(text, str):
+        raise GraphError(f"dimension {text!r} is neither an int nor an expression's text")
+    import ast
+
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise GraphError(f"dimension {text!r} is not an expression") from None
+    return dim(_from_ast(tree, text))
+
+
+def parse_shape(shape: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(parse(d) for d in shape)
+
+
+def _from_ast(node: Any, text: str) -> Any:
+    import ast
+
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        return shape_var(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return 0 - _as_expr(_from_ast(node.operand, text))
+    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+           ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
+           ast.Mod: lambda a, b: a % b}
+    if isinstance(node, ast.BinOp) and type(node.op) in ops:
+        a, b = _from_ast(node.left, text), _from_ast(node.right, text)
+        if isinstance(a, int) and isinstance(b, int):
+            return ops[type(node.op)](a, b)
+        return ops[type(node.op)](_as_expr(a), _as_expr(b))
+    raise GraphError(f"dimension {text!r}: only ints, shape variables and + - * // % are "
+                     "allowed")
