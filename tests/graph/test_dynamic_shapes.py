@@ -5,12 +5,12 @@ refused naming the variable; the arena is placed per shape; save/load keeps the 
 
 import numpy as np
 import pytest
-
-import tensorlang as tl
-from tensorlang import graph, runtime
 from tensorlang.graph import symbolic as S
 from tensorlang.graph.ir import GraphError
 from tensorlang.runtime.graph_module import InputError
+
+import tensorlang as tl
+from tensorlang import graph, runtime
 
 BATCH, SEQ = tl.var("batch"), tl.var("seq")
 
