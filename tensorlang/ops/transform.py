@@ -8,7 +8,8 @@ import re
 
 from .. import te
 from ..ir import dtype as dt
-from ..ir.expr import as_int, const
+from ..ir.expr import Expr, as_int, const
+from ..ir.simplify import simplify
 from ..te.tensor import Tensor
 from ._base import (
     BROADCAST,
@@ -17,6 +18,8 @@ from ._base import (
     broadcast_shapes,
     check_int,
     check_tensor,
+    dim_equal,
+    dims_of,
     normalize_axes,
     normalize_axis,
     op_compute,
@@ -54,23 +57,51 @@ def _unravel(flat, shape):
     return tuple(reversed(idx))
 
 
+def _extent(op: str, arg: str, s, minimum: int):
+    """An int >= minimum, or a symbolic extent (an integer expression of shape variables)."""
+    if isinstance(s, Expr) and as_int(s) is None:
+        if not dt.is_int(s.dtype):
+            raise ValueError(f"{op}: {arg} entries must be integers, got {s!r} ({s.dtype})")
+        return simplify(s)
+    return check_int(op, arg, s, minimum)
+
+
+def _same_shape(a, b) -> bool:
+    return len(a) == len(b) and all(dim_equal(x, y) for x, y in zip(a, b))
+
+
+def _infer_minus_one(ns: list, total, newshape) -> list:
+    """numpy's -1 entry: total / the product of the others, which must divide it (for a
+    symbolic total: provably, e.g. (batch * seq * 768) / 768)."""
+    known = prod_of([s for s in ns if not (isinstance(s, int) and s == -1)])
+    if as_int(known) == 0:
+        raise ValueError(f"reshape: cannot infer -1 in {newshape!r} for {total} elements")
+    rest = simplify(const(total) % known if isinstance(total, int) else total % known)
+    if as_int(rest) != 0:
+        raise ValueError(f"reshape: cannot infer -1 in {newshape!r} for {total} elements"
+                         + ("" if as_int(total) is not None else
+                            f" (the other entries must divide the symbolic size {total!r})"))
+    q = simplify(const(total) // known if isinstance(total, int) else total // known)
+    ns[ns.index(-1)] = as_int(q) if as_int(q) is not None else q
+    return ns
+
+
 def reshape(x: Tensor, newshape) -> Tensor:
-    """numpy.reshape (row-major); one entry may be -1 (inferred)."""
+    """numpy.reshape (row-major); one entry may be -1 (inferred). Extents may be symbolic
+    (the new shape then says them as expressions of the same variables: (n, 64) ->
+    (n * 4, 16) or (-1, 16)); the element counts must be provably equal."""
     check_tensor("reshape", "x", x)
-    src = static_shape("reshape", "x", x)
+    src = dims_of("reshape", "x", x)
     newshape = tuple(newshape) if isinstance(newshape, (list, tuple)) else (newshape,)
     total = prod_of(src)
-    ns = [check_int("reshape", "newshape", s, -1) for s in newshape]
-    if ns.count(-1) > 1:
+    ns = [_extent("reshape", "newshape", s, -1) for s in newshape]
+    if sum(1 for s in ns if isinstance(s, int) and s == -1) > 1:
         raise ValueError(f"reshape: newshape {newshape!r} has more than one -1")
-    if -1 in ns:
-        known = prod_of([s for s in ns if s != -1])
-        if known == 0 or total % known:
-            raise ValueError(f"reshape: cannot infer -1 in {newshape!r} for {total} elements")
-        ns[ns.index(-1)] = total // known
-    if prod_of(ns) != total or 0 in ns:
+    if any(isinstance(s, int) and s == -1 for s in ns):
+        ns = _infer_minus_one(ns, total, newshape)
+    if not dim_equal(prod_of(ns), total) or any(as_int(s) == 0 for s in ns):
         raise ValueError(f"reshape: cannot reshape {src} ({total} elements) into {tuple(ns)}")
-    if tuple(ns) == src:
+    if _same_shape(ns, src):
         return op_compute("reshape", ns, lambda *i: x[i], INJECTIVE, newshape=list(ns))
 
     def f(*i):
@@ -89,8 +120,9 @@ def flatten(x: Tensor, axis: int = 1) -> Tensor:
     if not -x.ndim <= a <= x.ndim:
         raise ValueError(f"flatten: axis={axis} is out of range for rank {x.ndim}")
     a = a + x.ndim if a < 0 else a
-    src = static_shape("flatten", "x", x)
-    return reshape(x, (prod_of(src[:a]), prod_of(src[a:])))
+    src = dims_of("flatten", "x", x)
+    return reshape(x, tuple(s if isinstance(s, int) else simplify(s)
+                            for s in (prod_of(src[:a]), prod_of(src[a:]))))
 
 
 def squeeze(x: Tensor, axis=None) -> Tensor:
@@ -147,14 +179,15 @@ def concat(tensors, axis: int = 0) -> Tensor:
             raise ValueError(f"concat: tensors[{k}] is {t.ndim}-d {t.dtype}, tensors[0] is "
                              f"{t0.ndim}-d {t0.dtype}")
         for d in range(t0.ndim):
-            if d != ax and as_int(t.shape[d]) != as_int(t0.shape[d]):
-                raise ValueError(f"concat: tensors[{k}] has shape {static_shape('concat', 'x', t)}"
-                                 f", incompatible with {static_shape('concat', 'x', t0)} off "
+            if d != ax and not dim_equal(t.shape[d], t0.shape[d]):
+                raise ValueError(f"concat: tensors[{k}] has shape {dims_of('concat', 'x', t)}"
+                                 f", incompatible with {dims_of('concat', 'x', t0)} off "
                                  f"axis {ax}")
-    sizes = [static_shape("concat", "tensors", t)[ax] for t in tensors]
-    offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+    # symbolic extents along the axis too (a growing sequence): offsets are expressions
+    sizes = [dims_of("concat", "tensors", t)[ax] for t in tensors]
+    offsets = [_total(sizes[:k]) for k in range(len(sizes))]
     shape = list(t0.shape)
-    shape[ax] = sum(sizes)
+    shape[ax] = _total(sizes)
 
     def f(*i):
         # a select chain from the last input back: the first input whose range holds i[ax]
@@ -171,11 +204,17 @@ def concat(tensors, axis: int = 0) -> Tensor:
     return op_compute("concat", shape, f, INJECTIVE, axis=ax)
 
 
+def _total(sizes):
+    out = 0
+    for s in sizes:
+        out = out + s
+    return out if isinstance(out, int) else simplify(out)
+
+
 def strided_slice(x: Tensor, begin, end, steps=None, axes=None) -> Tensor:
     """ONNX Slice / numpy basic slicing: per listed axis `x[begin:end:step]` with numpy's
     clamping of out-of-range bounds and negative indices, and negative steps."""
     check_tensor("slice", "x", x)
-    src = static_shape("slice", "x", x)
     begin, end = list(begin), list(end)
     if len(begin) != len(end):
         raise ValueError(f"slice: begin and end have different lengths ({begin}, {end})")
@@ -186,6 +225,7 @@ def strided_slice(x: Tensor, begin, end, steps=None, axes=None) -> Tensor:
     axes = [normalize_axis("slice", "axes", a, x.ndim) for a in axes]
     if len(set(axes)) != len(axes):
         raise ValueError(f"slice: axes {axes} repeats an axis")
+    src = dims_of("slice", "x", x)
     start = [0] * x.ndim
     step = [1] * x.ndim
     shape = list(src)
@@ -193,8 +233,11 @@ def strided_slice(x: Tensor, begin, end, steps=None, axes=None) -> Tensor:
         st = check_int("slice", "steps", st)
         if st == 0:
             raise ValueError("slice: steps must be nonzero")
-        lo, hi, stp = slice(check_int("slice", "begin", b), check_int("slice", "end", e),
-                            st).indices(src[a])
+        b, e = check_int("slice", "begin", b), check_int("slice", "end", e)
+        if as_int(src[a]) is None:
+            start[a], step[a], shape[a] = _symbolic_slice(a, b, e, st, src[a])
+            continue
+        lo, hi, stp = slice(b, e, st).indices(src[a])
         n = len(range(lo, hi, stp))
         if n == 0:
             raise ValueError(f"slice: the slice {b}:{e}:{st} of axis {a} (extent {src[a]}) is "
@@ -208,6 +251,28 @@ def strided_slice(x: Tensor, begin, end, steps=None, axes=None) -> Tensor:
 
 
 slice_ = strided_slice
+SLICE_TO_END = 1 << 31  # an end at least this large means "to the end" (ONNX writes INT64_MAX)
+
+
+def _symbolic_slice(a: int, b: int, e: int, st: int, n):
+    """(start, step, extent) of begin:end:step on an axis of symbolic extent n. numpy clamps
+    the bounds to the axis, which needs its extent; here each bound is taken as written (a
+    negative end counts from the end, an end >= SLICE_TO_END is the end) and the kernel's entry
+    check refuses an axis too short for the reads. Steps and begin must be non-negative: a
+    begin counted from the end reads before the axis when it is shorter, which numpy clamps
+    (an extent min(n, -begin) that no kernel signature can say)."""
+    for what, v in (("step", st), ("begin", b)):
+        if v < 0:
+            raise ValueError(f"slice: a negative {what} on axis {a} needs a constant extent, got "
+                             f"the symbolic extent {n!r}")
+    lo = b
+    hi = n if e >= SLICE_TO_END else (e if e >= 0 else n + e)
+    count = (hi - lo + (st - 1)) // st
+    count = simplify(count) if isinstance(count, Expr) else count
+    if as_int(count) is not None and as_int(count) <= 0:
+        raise ValueError(f"slice: the slice {b}:{e}:{st} of axis {a} (extent {n!r}) is "
+                         "empty; empty tensors are not supported")
+    return lo, st, (as_int(count) if as_int(count) is not None else count)
 
 
 def split(x: Tensor, indices_or_sections, axis: int = 0) -> tuple:
@@ -245,7 +310,6 @@ def pad(x: Tensor, pad_width, mode: str = "constant", constant_value=0) -> Tenso
     """numpy.pad with pad_width as an int, (before, after), or one (before, after) per axis;
     modes 'constant', 'reflect' (mirror without repeating the edge) and 'edge'."""
     check_tensor("pad", "x", x)
-    src = static_shape("pad", "x", x)
     if mode not in ("constant", "reflect", "edge"):
         raise ValueError(f"pad: mode must be 'constant', 'reflect' or 'edge', got {mode!r}")
     pw = pad_width
@@ -258,11 +322,14 @@ def pad(x: Tensor, pad_width, mode: str = "constant", constant_value=0) -> Tenso
                          f"got {pad_width!r}")
     pw = [(check_int("pad", "pad_width", b, 0), check_int("pad", "pad_width", a, 0))
           for b, a in pw]
+    # an unpadded axis may be symbolic (the batch); a padded one needs its extent
+    src = dims_of("pad", "x", x, constant=[d for d, p in enumerate(pw) if p != (0, 0)],
+                  why="a padded axis")
     if mode == "reflect":
         for d, (b, a) in enumerate(pw):
             if (b or a) and src[d] < 2:
                 raise ValueError(f"pad: reflect needs extent >= 2 on padded axis {d}")
-    shape = [s + b + a for s, (b, a) in zip(src, pw)]
+    shape = [s + b + a if b or a else s for s, (b, a) in zip(src, pw)]
     cval = const(constant_value, x.dtype) if mode == "constant" else None
 
     def reflect(i, n):
@@ -326,10 +393,11 @@ take = gather
 def expand(x: Tensor, shape) -> Tensor:
     """ONNX Expand: broadcast x against `shape` (numpy rules in both directions)."""
     check_tensor("expand", "x", x)
-    shape = tuple(check_int("expand", "shape", s, 1) for s in shape)
+    shape = tuple(_extent("expand", "shape", s, 1) for s in shape)
     out = broadcast_shapes("expand", x.shape, shape)
     return op_compute("expand", out, lambda *i: x[broadcast_index(x, i)], BROADCAST,
-                      target_shape=[as_int(s) for s in out])
+                      target_shape=[as_int(s) if as_int(s) is not None else str(s)
+                                    for s in out])
 
 
 broadcast_to = expand

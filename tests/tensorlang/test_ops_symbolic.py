@@ -149,3 +149,103 @@ def test_symbolic_row_tile_is_partitioned():
     text = str(tl.lower(ops.default_schedule([out]), [x, w, out]))
     main = text.split("parallel for")[1]
     assert "max(n // 6, 0)" in main and "if " not in main, text
+
+
+# ----------------------------------------------------------------------------- data movement
+
+
+def test_reshape_split_and_merge_symbolic_rows():
+    n = tl.var("n")
+    x = tl.placeholder((n, 64), name="x")
+    check_sizes([x], ops.reshape(x, (n, 4, 16)), lambda a: a.reshape(-1, 4, 16), each())
+    check_sizes([x], ops.reshape(x, (-1, 16)), lambda a: a.reshape(-1, 16), each())
+    b, s = tl.var("batch"), tl.var("seq")
+    y = tl.placeholder((b, s, 24), name="y")
+    sizes = [{"batch": bb, "seq": ss} for bb, ss in ((1, 1), (2, 15), (3, 17))]
+    check_sizes([y], ops.reshape(y, (b * s, 24)), lambda a: a.reshape(-1, 24), sizes)
+    check_sizes([y], ops.reshape(y, (b, s, 2, 12)), lambda a: a.reshape(a.shape[:2] + (2, 12)),
+                sizes)
+    z = tl.placeholder((b * s, 24), name="z")
+    for v in sizes:
+        check_sizes([z], ops.reshape(z, (b, s, 24)), lambda a, v=v: a.reshape(
+            v["batch"], v["seq"], 24), [v], inputs=lambda v: [_rand((v["batch"] * v["seq"], 24))])
+
+
+def test_reshape_refusals_with_symbolic_extents():
+    n = tl.var("n")
+    x = tl.placeholder((n, 6), name="x")
+    with pytest.raises(ValueError, match=r"reshape: cannot infer -1 .* symbolic size"):
+        ops.reshape(x, (-1, 4))
+    with pytest.raises(ValueError, match="reshape: cannot reshape"):
+        ops.reshape(x, (n, 3))
+
+
+def test_flatten_transpose_expand_dims_symbolic_batch():
+    n = tl.var("n")
+    x = tl.placeholder((n, 3, 4, 5), name="x")
+    check_sizes([x], ops.flatten(x), lambda a: a.reshape(a.shape[0], -1), each())
+    check_sizes([x], ops.transpose(x, (0, 2, 1, 3)), lambda a: a.transpose(0, 2, 1, 3), each())
+    check_sizes([x], ops.expand_dims(x, 1), lambda a: a[:, None], each())
+    check_sizes([x], ops.squeeze(ops.expand_dims(x, 0), 0), lambda a: a, each())
+
+
+def test_concat_on_and_off_the_symbolic_axis():
+    n, m = tl.var("n"), tl.var("m")
+    x = tl.placeholder((n, 16), name="x")
+    y = tl.placeholder((n, 5), name="y")
+    check_sizes([x, y], ops.concat([x, y], 1), lambda a, b: np.concatenate([a, b], 1), each())
+    z = tl.placeholder((m, 16), name="z")
+    c = tl.placeholder((3, 16), name="c")
+    sizes = [{"n": a, "m": b} for a, b in ((1, 1), (2, 15), (17, 16), (100, 3))]
+    check_sizes([x, c, z], ops.concat([x, c, z], 0),
+                lambda a, b, d: np.concatenate([a, b, d], 0), sizes)
+
+
+def test_concat_refuses_mismatched_symbolic_extent():
+    n, m = tl.var("n"), tl.var("m")
+    x = tl.placeholder((n, 16), name="x")
+    y = tl.placeholder((m, 5), name="y")
+    with pytest.raises(ValueError, match="concat: tensors\\[1\\] has shape .* off axis 1"):
+        ops.concat([x, y], 1)
+
+
+def test_slice_symbolic_axes():
+    n = tl.var("n")
+    x = tl.placeholder((n, 20), name="x")
+    # the batch axis untouched, the constant axis clamped as numpy does
+    check_sizes([x], ops.strided_slice(x, [2], [100], [3], axes=[1]), lambda a: a[:, 2:100:3],
+                each())
+    # the first token of each sequence (BERT's pooler), the last rows, to the end
+    s = tl.var("seq")
+    y = tl.placeholder((2, s, 8), name="y")
+    sizes = each("seq", (2, 15, 16, 17, 100))
+    check_sizes([y], ops.strided_slice(y, [0], [1], axes=[1]), lambda a: a[:, 0:1], sizes)
+    check_sizes([y], ops.strided_slice(y, [2], [1 << 62], axes=[1]), lambda a: a[:, 2:],
+                sizes)
+    check_sizes([y], ops.strided_slice(y, [1], [-1], [2], axes=[1]), lambda a: a[:, 1:-1:2],
+                sizes)
+
+
+def test_slice_refuses_what_needs_the_extent_of_a_symbolic_axis():
+    n = tl.var("n")
+    x = tl.placeholder((n, 4), name="x")
+    with pytest.raises(ValueError, match=r"slice: a negative step on axis 0 needs a constant "
+                                         r"extent, got the symbolic extent n"):
+        ops.strided_slice(x, [-1], [-100], [-1], axes=[0])
+    with pytest.raises(ValueError, match=r"slice: a negative begin on axis 0 needs a constant "
+                                         r"extent, got the symbolic extent n"):
+        ops.strided_slice(x, [-2], [1 << 62], axes=[0])
+
+
+def test_pad_and_gather_with_symbolic_rows():
+    n = tl.var("n")
+    x = tl.placeholder((n, 6), name="x")
+    check_sizes([x], ops.pad(x, [(0, 0), (1, 2)]), lambda a: np.pad(a, [(0, 0), (1, 2)]), each())
+    with pytest.raises(ValueError, match=r"pad: dimension 0 of x must be a constant "
+                                         r"\(a padded axis\)"):
+        ops.pad(x, [(1, 0), (0, 0)])
+    # an embedding lookup: the token ids' extents symbolic, the table constant
+    table = tl.placeholder((30, 8), name="table")
+    ids = tl.placeholder((n,), dtype="int64", name="ids")
+    check_sizes([table, ids], ops.gather(table, ids, 0), lambda t, i: t[i], each(),
+                inputs=lambda v: [_rand((30, 8)), np.arange(v["n"], dtype="int64") % 30 - 7])
