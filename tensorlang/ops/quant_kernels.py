@@ -110,10 +110,11 @@ def dense_int8(a: Tensor, w_packed: Tensor, n: int, a_zero: int = 0, w_zero: int
     _check_dtype(op, "w_packed", w_packed, ("int8",))
     m, k = _static(op, "a", a)
     nb, kb, ob, ib = _static(op, "w_packed", w_packed)
-    if (ob, ib) != (OB, IB) or kb != _ceil(k, IB) or not (isinstance(n, int) and
-                                                          0 < n <= nb * OB and nb == _ceil(n, OB)):
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{op}: n (w's rows) must be a positive int, got {n!r}")
+    if (nb, kb, ob, ib) != (_ceil(n, OB), _ceil(k, IB), OB, IB):
         raise ValueError(f"{op}: w_packed {(nb, kb, ob, ib)} is not pack_dense_weight's layout "
-                         f"for n={n}, K={k} (expected {(_ceil(n, OB) if isinstance(n, int) else '?', _ceil(k, IB), OB, IB)})")
+                         f"for n={n}, K={k}: expected {(_ceil(n, OB), _ceil(k, IB), OB, IB)}")
     a_zero = _check_zero(op, "a_zero", a_zero, a.dtype)
     w_zero = _check_zero(op, "w_zero", w_zero, "int8")
     au, za = _as_uint8(op, a, kb * IB, a_zero)
@@ -203,7 +204,217 @@ def _vectorize_last(s, t: Tensor, parallel: bool = False) -> None:
         _, inner = st.split(axes[-1], 16)
         st.vectorize(inner)
     if parallel and len(axes) > 1:
-        st.parallel(axes[0])
+        # the outer axes together (an NCHW16c stage's batch of 1 alone would be one task)
+        st.parallel(st.fuse(*axes[:-2]) if len(axes) > 3 else axes[0])
 
 
-__all__ = ["dense_int8", "pack_dense_weight", "schedule_dense_int8"]
+# ----------------------------------------------------------------------------- conv2d
+
+
+def pack_conv_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """w [OC, C, KH, KW] int8 -> (packed [ceil(OC/16), ceil(C/16), KH, KW, 4, 16, 4] int8,
+    zero padded: OIHW[4i16o4i], element [oco, ico, y, x, icb, oci, ici] = w[16 oco + oci,
+    16 ico + 4 icb + ici, y, x]; sums [OC] int32 = sum over c, y, x of w[oc], for the zero-point
+    compensation). The 16 x 4 block of one (y, x, icb) is dot_u8s8_16x4's B."""
+    w = np.asarray(w)
+    if w.ndim != 4 or w.dtype != np.int8:
+        raise ValueError(f"pack_conv_weight: w must be a 4-D int8 array [OC, C, KH, KW], got "
+                         f"{w.ndim}-D {w.dtype}")
+    oc, c, kh, kw = w.shape
+    padded = np.zeros((_ceil(oc, OB) * OB, _ceil(c, OB) * OB, kh, kw), np.int8)
+    padded[:oc, :c] = w
+    blocks = padded.reshape(-1, OB, padded.shape[1] // OB, OB // IB, IB, kh, kw)
+    # axes: oco, oci, ico, icb, ici, y, x -> oco, ico, y, x, icb, oci, ici
+    packed = blocks.transpose(0, 2, 5, 6, 3, 1, 4)
+    return np.ascontiguousarray(packed), w.astype(np.int32).sum(axis=(1, 2, 3)).astype(np.int32)
+
+
+def _pad_shift(op: str, x: Tensor, pad: tuple, x_zero: int) -> tuple[Tensor, int]:
+    """x [N, C/16, H, W, 16] as uint8 (int8 shifted by 128), padded in H and W with the zero
+    point (a padded tap adds (zero - zero) * w = 0), and the zero point in uint8."""
+    n, cb, h, wd, c16 = _static(op, "x", x)
+    pt, pl, pb, pr = pad
+    shift = 128 if x.dtype == "int8" else 0
+    zero = x_zero + shift
+    if not shift and not any(pad):
+        return x, zero
+
+    def f(b, c, y, z, ci):
+        v = x[b, c, y - pt, z - pl, ci]
+        v = (v.astype("int32") + shift).astype("uint8") if shift else v
+        if not any(pad):
+            return v
+        inside = (y >= pt) & (y < h + pt) & (z >= pl) & (z < wd + pl)
+        return te.if_then_else(inside, v, te.const(zero, "uint8"))
+
+    return te.compute((n, cb, h + pt + pb, wd + pl + pr, c16), f, name=f"{x.name}_pad"), zero
+
+
+def conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0, x_zero: int = 0,
+                      w_sums: Tensor | None = None, name: str = "conv2d_int8") -> Tensor:
+    """y[n, oco, oy, ox, oci] = sum_{c, ky, kx} (x[n, c, oy*s + ky - pt, ox*s + kx - pl] -
+    x_zero) * w[16 oco + oci, c, ky, kx], int32, exact (pads count as x_zero: they add 0).
+
+    x: [N, ceil(C/16), H, W, 16] uint8 or int8 (NCHW16c; padded channels hold anything: their
+    packed weights are 0); w_packed: pack_conv_weight(w)[0] as a tensor; w_sums: [OC] int32
+    (pack_conv_weight's second result, over ceil(OC/16)*16 outputs padded with 0), read only
+    when the effective zero point (x_zero, +128 for int8) is not 0. Weights' zero point is 0
+    (symmetric, as onnxruntime's quantizer writes them). padding: int or (top, left, bottom,
+    right). Stages: x's padded uint8 copy, `name`.acc (the tensorized products), `name`."""
+    op = "conv2d_int8_nchwc"
+    _check_dtype(op, "x", x, ("uint8", "int8"))
+    _check_dtype(op, "w_packed", w_packed, ("int8",))
+    n, cb, h, wd, c16 = _static(op, "x", x)
+    ob, wcb, kh, kw, icb, oci, ici = _static(op, "w_packed", w_packed)
+    if c16 != OB or (wcb, icb, oci, ici) != (cb, OB // IB, OB, IB):
+        raise ValueError(f"{op}: x {x.shape} and w_packed {w_packed.shape} are not NCHW16c "
+                         "and pack_conv_weight's OIHW[4i16o4i] with the same channel blocks")
+    sh, sw = (stride, stride) if isinstance(stride, int) else tuple(stride)
+    pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+    if len(pad) != 4 or min(pad) < 0 or min(sh, sw) < 1:
+        raise ValueError(f"{op}: padding must be an int or 4 ints >= 0 and stride >= 1, got "
+                         f"{padding!r}, {stride!r}")
+    x_zero = _check_zero(op, "x_zero", x_zero, x.dtype)
+    xp, zero = _pad_shift(op, x, pad, x_zero)
+    oh = (h + pad[0] + pad[2] - kh) // sh + 1
+    ow = (wd + pad[1] + pad[3] - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ValueError(f"{op}: the kernel {kh}x{kw} does not fit the padded input")
+    if zero and (w_sums is None or _static(op, "w_sums", w_sums) != (ob * OB,)):
+        raise ValueError(f"{op}: a zero point of x ({zero} once in uint8) needs w_sums of "
+                         f"shape ({ob * OB},) (pack_conv_weight's sums, padded to 16s)")
+    rc = te.reduce_axis((0, cb), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    rb = te.reduce_axis((0, OB // IB), name="rb")
+    ri = te.reduce_axis((0, IB), name="ri")
+    acc = te.compute((n, ob, oh, ow, OB), lambda b, oc, y, z, o: te.sum(
+        xp[b, rc, y * sh + ry, z * sw + rx, rb * IB + ri].astype("int32")
+        * w_packed[oc, rc, ry, rx, rb, o, ri].astype("int32"), axis=[rc, ry, rx, rb, ri]),
+        name=name if not zero else f"{name}.acc")
+    if not zero:
+        return acc
+    return te.compute(acc.shape, lambda b, oc, y, z, o: acc[b, oc, y, z, o]
+                      - zero * w_sums[oc * OB + o], name=name)
+
+
+def schedule_conv2d_int8(s, y: Tensor, cols: int = 8, blocks: int = 2,
+                         parallel: bool = True) -> None:
+    """The default schedule: tiles of `cols` output columns x `blocks` 16-channel output blocks
+    (cols * blocks zmm accumulators over the whole reduction: input blocks, kernel rows and
+    columns, groups of 4 channels), the innermost 16 x 4 block one vpdpbusd; parallel over
+    output rows; the padded copy and the compensation vectorized by 16 channels."""
+    parts = _stages_before(y)
+    acc = y if y.op.reduce_axis else parts["acc"]
+    st = s[acc]
+    b, oc, oy, ox, o = st.op.axis
+    rc, ry, rx, rb, ri = st.op.reduce_axis
+    cols, blocks = _divisor(as_int(acc.shape[3]), cols), _divisor(as_int(acc.shape[1]), blocks)
+    oco, oci = st.split(oc, blocks)
+    oxo, oxi = st.split(ox, cols)
+    st.reorder(b, oco, oy, oxo, rc, ry, rx, rb, oxi, oci, o, ri)
+    st.unroll(oxi)
+    st.unroll(oci)
+    st.tensorize(o, dot_u8s8_16x4())
+    if parallel:
+        st.parallel(st.fuse(b, oco, oy))
+    for role, t in parts.items():
+        if role != "acc":
+            _vectorize_last(s, t, parallel=parallel)
+    if y is not acc:
+        _vectorize_last(s, y, parallel=parallel)
+
+
+# ----------------------------------------------------------------------------- depthwise
+
+
+def pack_depthwise_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """w [C, 1, KH, KW] int8 -> (packed [ceil(C/16), KH, KW, 16] int8, zero padded; sums [C]
+    int32 over the window, for the zero-point compensation)."""
+    w = np.asarray(w)
+    if w.ndim != 4 or w.shape[1] != 1 or w.dtype != np.int8:
+        raise ValueError(f"pack_depthwise_weight: w must be an int8 array [C, 1, KH, KW], got "
+                         f"{w.dtype} {w.shape}")
+    c, _, kh, kw = w.shape
+    padded = np.zeros((_ceil(c, OB) * OB, kh, kw), np.int8)
+    padded[:c] = w[:, 0]
+    packed = padded.reshape(-1, OB, kh, kw).transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(packed), w.astype(np.int32).sum(axis=(1, 2, 3)).astype(np.int32)
+
+
+def depthwise_conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0,
+                                x_zero: int = 0, w_sums: Tensor | None = None,
+                                name: str = "depthwise_int8") -> Tensor:
+    """y[n, cb, oy, ox, c] = sum_{ky, kx} (x[n, cb, oy*s + ky - pt, ox*s + kx - pl, c] - x_zero)
+    * w[16 cb + c, 0, ky, kx], int32, exact; x NCHW16c uint8 or int8, w_packed
+    pack_depthwise_weight(w)[0], w_sums its sums padded to ceil(C/16)*16 (read only when the
+    effective zero point is not 0). No channel reduction, so no vpdpbusd: 16 channels are one
+    vector of int32 multiply-adds. Stages: the padded uint8 copy, `name`.acc, `name`."""
+    op = "depthwise_conv2d_int8_nchwc"
+    _check_dtype(op, "x", x, ("uint8", "int8"))
+    _check_dtype(op, "w_packed", w_packed, ("int8",))
+    n, cb, h, wd, c16 = _static(op, "x", x)
+    wcb, kh, kw, wc16 = _static(op, "w_packed", w_packed)
+    if c16 != OB or (wcb, wc16) != (cb, OB):
+        raise ValueError(f"{op}: x {x.shape} and w_packed {w_packed.shape} are not NCHW16c and "
+                         "pack_depthwise_weight's [C/16, KH, KW, 16] with the same blocks")
+    sh, sw = (stride, stride) if isinstance(stride, int) else tuple(stride)
+    pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+    if len(pad) != 4 or min(pad) < 0 or min(sh, sw) < 1:
+        raise ValueError(f"{op}: padding must be an int or 4 ints >= 0 and stride >= 1, got "
+                         f"{padding!r}, {stride!r}")
+    x_zero = _check_zero(op, "x_zero", x_zero, x.dtype)
+    xp, zero = _pad_shift(op, x, pad, x_zero)
+    oh = (h + pad[0] + pad[2] - kh) // sh + 1
+    ow = (wd + pad[1] + pad[3] - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ValueError(f"{op}: the kernel {kh}x{kw} does not fit the padded input")
+    if zero and (w_sums is None or _static(op, "w_sums", w_sums) != (cb * OB,)):
+        raise ValueError(f"{op}: a zero point of x ({zero} once in uint8) needs w_sums of "
+                         f"shape ({cb * OB},)")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    acc = te.compute((n, cb, oh, ow, OB), lambda b, c, y, z, o: te.sum(
+        xp[b, c, y * sh + ry, z * sw + rx, o].astype("int32")
+        * w_packed[c, ry, rx, o].astype("int32"), axis=[ry, rx]),
+        name=name if not zero else f"{name}.acc")
+    if not zero:
+        return acc
+    return te.compute(acc.shape, lambda b, c, y, z, o: acc[b, c, y, z, o]
+                      - zero * w_sums[c * OB + o], name=name)
+
+
+def schedule_depthwise_int8(s, y: Tensor, cols: int = 8, parallel: bool = True) -> None:
+    """The default schedule: `cols` output columns of 16 channels (cols zmm int32
+    accumulators) over the window, the channels vectorized; parallel over channel blocks and
+    rows; the padded copy and the compensation vectorized."""
+    parts = _stages_before(y)
+    acc = y if y.op.reduce_axis else parts["acc"]
+    st = s[acc]
+    b, c, oy, ox, o = st.op.axis
+    ry, rx = st.op.reduce_axis
+    cols = _divisor(as_int(acc.shape[3]), cols)
+    oxo, oxi = st.split(ox, cols)
+    st.reorder(b, c, oy, oxo, ry, rx, oxi, o)
+    st.unroll(oxi)
+    st.vectorize(o)
+    if parallel:
+        st.parallel(st.fuse(b, c, oy))
+    for role, t in parts.items():
+        if role != "acc":
+            _vectorize_last(s, t, parallel=parallel)
+    if y is not acc:
+        _vectorize_last(s, y, parallel=parallel)
+
+
+__all__ = [
+    "conv2d_int8_nchwc",
+    "dense_int8",
+    "depthwise_conv2d_int8_nchwc",
+    "pack_conv_weight",
+    "pack_dense_weight",
+    "pack_depthwise_weight",
+    "schedule_conv2d_int8",
+    "schedule_dense_int8",
+    "schedule_depthwise_int8",
+]

@@ -136,3 +136,104 @@ def _np_ref(fn, arrays):
         return o.v if isinstance(o, _N) else o
 
     return fn(*[_N(a) for a in arrays]).v
+
+
+# ----------------------------------------------------------------------------- convolutions
+
+
+def _to_nchw16c(x):
+    n, c, h, w = x.shape
+    cp = -(-c // 16) * 16
+    xp = np.zeros((n, cp, h, w), x.dtype)
+    xp[:, :c] = x
+    return np.ascontiguousarray(xp.reshape(n, cp // 16, 16, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def _from_nchw16c(y, c):
+    n, cb, h, w, _ = y.shape
+    return y.transpose(0, 1, 4, 2, 3).reshape(n, cb * 16, h, w)[:, :c]
+
+
+def _conv_ref(x, w, stride, pad, x_zero, depthwise=False):
+    """int64 convolution of (x - x_zero) padded with zeros (= x padded with its zero point)."""
+    n, _c, h, wd = x.shape
+    oc, _, kh, kw = w.shape
+    xp = np.pad(x.astype(np.int64) - x_zero, ((0, 0), (0, 0), (pad[0], pad[2]), (pad[1], pad[3])))
+    oh = (h + pad[0] + pad[2] - kh) // stride + 1
+    ow = (wd + pad[1] + pad[3] - kw) // stride + 1
+    out = np.zeros((n, oc, oh, ow), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = xp[:, :, ky:ky + stride * oh:stride, kx:kx + stride * ow:stride]
+            tap = w[:, :, ky, kx].astype(np.int64)
+            out += patch * tap[None, :, 0, None, None] if depthwise else \
+                np.einsum("nchw,oc->nohw", patch, tap)
+    return out
+
+
+def _run_conv(kind, n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero, target="llvm"):
+    rng = np.random.default_rng(2)
+    x = _rand(rng, x_dtype, (n, c, h, wd))
+    depthwise = kind == "depthwise"
+    w = _rand(rng, np.int8, (c, 1, k, k) if depthwise else (oc, c, k, k))
+    w.flat[-5:] = -128
+    pack = qk.pack_depthwise_weight if depthwise else qk.pack_conv_weight
+    wp, sums = pack(w)
+    sums_p = np.zeros(-(-w.shape[0] // 16) * 16, np.int32)
+    sums_p[: w.shape[0]] = sums
+    xb = _to_nchw16c(x)
+    X = tl.placeholder(xb.shape, np.dtype(x_dtype).name, name="X")
+    W = tl.placeholder(wp.shape, "int8", name="W")
+    S = tl.placeholder(sums_p.shape, "int32", name="S")
+    make = qk.depthwise_conv2d_int8_nchwc if depthwise else qk.conv2d_int8_nchwc
+    Y = make(X, W, stride, pad, x_zero, S)
+    s = tl.create_schedule(Y)
+    (qk.schedule_depthwise_int8 if depthwise else qk.schedule_conv2d_int8)(s, Y)
+    uses_sums = x_zero != 0 or x_dtype == np.int8
+    args, arrays = ([X, W, S, Y], [xb, wp, sums_p]) if uses_sums else ([X, W, Y], [xb, wp])
+    f = tl.build(s, args, target=target)
+    y = np.empty(tuple(int(d.value) for d in Y.shape), np.int32)
+    f(*arrays, y)
+    ref = _conv_ref(x, w, stride, pad, x_zero, depthwise)
+    np.testing.assert_array_equal(_from_nchw16c(y, w.shape[0]), ref.astype(np.int32))
+    return f
+
+
+@pytest.mark.parametrize("n,c,h,wd,oc,k,stride,pad,x_dtype,x_zero", [
+    (1, 16, 8, 8, 32, 3, 1, (1, 1, 1, 1), np.uint8, 0),
+    (1, 20, 9, 7, 24, 3, 2, (1, 1, 1, 1), np.int8, -3),      # channel tails, stride 2, int8
+    (2, 32, 6, 6, 16, 1, 1, (0, 0, 0, 0), np.uint8, 5),      # 1x1, batch 2
+    (1, 3, 11, 10, 8, 5, 2, (2, 1, 0, 2), np.uint8, 255),    # 3 input channels, asym. pads
+])
+def test_conv2d_int8(n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero):
+    _run_conv("conv", n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero)
+
+
+def test_conv2d_int8_fallback():
+    f = _run_conv("conv", 1, 20, 9, 7, 24, 3, 2, (1, 1, 1, 1), np.int8, -3,
+                  target="llvm -mattr=-avx512vnni")
+    assert "vpdpbusd" not in f.get_source("asm")
+
+
+@pytest.mark.parametrize("n,c,h,wd,k,stride,pad,x_dtype,x_zero", [
+    (1, 16, 8, 8, 3, 1, (1, 1, 1, 1), np.uint8, 0),
+    (1, 20, 9, 7, 3, 2, (1, 1, 1, 1), np.int8, -3),
+    (2, 32, 7, 6, 5, 1, (2, 2, 2, 2), np.uint8, 9),
+])
+def test_depthwise_int8(n, c, h, wd, k, stride, pad, x_dtype, x_zero):
+    _run_conv("depthwise", n, c, h, wd, c, k, stride, pad, x_dtype, x_zero)
+
+
+def test_conv_refusals():
+    X = tl.placeholder((1, 1, 8, 8, 16), "uint8", name="X")
+    W = tl.placeholder((2, 1, 3, 3, 4, 16, 4), "int8", name="W")
+    with pytest.raises(ValueError, match="needs w_sums of shape \\(32,\\)"):
+        qk.conv2d_int8_nchwc(X, W, 1, 1, x_zero=4)
+    with pytest.raises(ValueError, match="are not NCHW16c"):
+        qk.conv2d_int8_nchwc(X, tl.placeholder((2, 2, 3, 3, 4, 16, 4), "int8", name="V"))
+    with pytest.raises(ValueError, match="does not fit the padded input"):
+        qk.conv2d_int8_nchwc(X, tl.placeholder((2, 1, 9, 9, 4, 16, 4), "int8", name="V"))
+    with pytest.raises(ValueError, match="pack_conv_weight: w must be a 4-D int8 array"):
+        qk.pack_conv_weight(np.zeros((4, 4, 3), np.int8))
+    with pytest.raises(ValueError, match=r"pack_depthwise_weight: w must be an int8 array \[C, 1"):
+        qk.pack_depthwise_weight(np.zeros((4, 2, 3, 3), np.int8))

@@ -18,7 +18,8 @@ def _dense(a_dtype="uint8", w_index=None, kb=4):
     ki = tl.reduce_axis((0, kb), name="ki")
     w_index = w_index or (lambda jo, ji: W[jo, ko, ji, ki])
     C = tl.compute((M, N // 16, 16), lambda i, jo, ji: tl.sum(
-        A[i, ko * kb + ki].astype("int32") * w_index(jo, ji).astype("int32"), axis=[ko, ki]), name="C")
+        A[i, ko * kb + ki].astype("int32") * w_index(jo, ji).astype("int32"), axis=[ko, ki]),
+        name="C")
     s = tl.create_schedule(C)
     i, jo, ji = s[C].op.axis
     s[C].reorder(i, jo, ko, ji, ki)
