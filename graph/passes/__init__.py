@@ -5,6 +5,9 @@ A pass is a pure function ``Graph -> Graph`` in a file of its own. ``PASSES`` is
 each one. Ordering constraints:
 
 - ``infer_types`` first: every later pass trusts the recorded shapes and dtypes.
+- ``fold_qdq`` right after ``infer_types`` and before ``fold_constants``: it reads the
+  integer weights under their DequantizeLinear nodes, which ``fold_constants`` would fold
+  into float constants (the ones it leaves are folded there).
 - ``fold_constants`` before ``eliminate_dead_code``: folding orphans the producers of the folded
   values (e.g. the Shape -> Gather chain feeding a Reshape), which DCE then removes.
 - ``eliminate_common_subexpr`` before ``simplify_algebra``: merged constants let more rewrites
@@ -45,6 +48,7 @@ from .convert_layout import convert_layout
 from .cse import eliminate_common_subexpr
 from .dead_code import eliminate_dead_code
 from .fold_constants import fold_constants
+from .fold_qdq import fold_qdq
 from .fold_scale import fold_scale_into_conv
 from .fuse_ops import fuse_ops
 from .infer_types import infer_types
@@ -55,6 +59,7 @@ from .sink_reshape import sink_reshape
 
 PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("infer_types", infer_types, 0),
+    ("fold_qdq", fold_qdq, 1),
     ("fold_constants", fold_constants, 1),
     ("eliminate_common_subexpr", eliminate_common_subexpr, 2),
     ("simplify_algebra", simplify_algebra, 1),
@@ -111,5 +116,5 @@ def describe() -> str:
 
 __all__ = ["PASSES", "conv1d_as_conv2d", "convert_layout", "describe",
            "eliminate_common_subexpr", "eliminate_dead_code", "fold_constants",
-           "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
+           "fold_qdq", "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
            "pack_dense_weights", "run_passes", "simplify_algebra", "sink_reshape"]

@@ -119,21 +119,25 @@ def dequantize_linear(x: Tensor, scale: Tensor, zero_point: Tensor | None = None
 
 def requantize(acc: Tensor, multiplier: Tensor, zero_point: Tensor | None = None,
                dtype: str | None = None, relu: bool = False) -> Tensor:
-    """An int32 accumulator (an integer conv/matmul's sum, bias included) requantized:
+    """An integer conv/matmul's accumulator (bias included) requantized:
     ``saturate(round_half_even(float32(acc) * multiplier) + zero_point)``, multiplier =
     x_scale * w_scale / y_scale (per tensor or per output channel). ``relu`` clamps below at
-    the zero point (a ReLU between the float op and its quantization)."""
+    the zero point (a ReLU between the float op and its quantization). ``acc`` is int32, or
+    float32 holding the exact integer sum (a float conv/matmul of small integers whose every
+    partial sum stays below 2**24, which the graph's fold_qdq pass proves before using it)."""
     op = "requantize"
     shape = _check_params(op, acc, multiplier, zero_point)
-    if acc.dtype != "int32":
-        raise ValueError(f"requantize: acc must be int32, got {acc.dtype}")
+    if acc.dtype not in ("int32", "float32"):
+        raise ValueError(f"requantize: acc must be int32 (or float32 holding integers), got "
+                         f"{acc.dtype}")
     out = _check_quant_dtype(op, "dtype", dtype or (zero_point.dtype if zero_point is not None
                                                     else "uint8"))
     fd = multiplier.dtype
     lo, hi = _limits(out)
 
     def f(*i):
-        q = te.round(te.cast(acc[i], fd) * _at(multiplier, i, fd))
+        a = acc[i] if acc.dtype == fd else te.cast(acc[i], fd)
+        q = te.round(a * _at(multiplier, i, fd))
         zero = _at(zero_point, i, fd)
         if relu:
             q = te.max(q, const(0.0, fd))

@@ -243,7 +243,8 @@ def test_library_refusals():
     with pytest.raises(ValueError, match=r"dtype must be one of int8, uint8, int16, uint16, "
                                          r"got int32"):
         tl.ops.quantize_linear(f, s, dtype="int32")
-    with pytest.raises(ValueError, match=r"requantize: acc must be int32, got float32"):
-        tl.ops.requantize(f, s)
+    with pytest.raises(ValueError, match=r"requantize: acc must be int32 \(or float32 holding "
+                                         r"integers\), got float64"):
+        tl.ops.requantize(tl.placeholder((4, 3), dtype="float64", name="f64"), s)
     with pytest.raises(ValueError, match=r"must broadcast to x's shape"):
         tl.ops.dequantize_linear(x, tl.placeholder((2, 4, 3), name="s3"))
