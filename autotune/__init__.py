@@ -17,6 +17,7 @@ configs of one task then share them (declared once, not once per candidate the s
 from . import callbacks as callback  # TVM's module name: autotvm.callback.progress_bar
 from .callbacks import log_to_file, progress_bar
 from .dask_measure import CpuMismatchError, DaskBuilder, DaskClusterError, DaskRunner
+from .evolution import EvolutionTuner
 from .features import N_FEATURES, extract_features, lower_for_features
 from .measure import (
                       BUILD_ERROR,
@@ -65,6 +66,7 @@ from .tuner import (
                       TuningWarning,
                       XGBTuner,
 )
+from .workload import WorkloadTask, structural_hash, workload
 
 __all__ = [
                       "BUILD_ERROR",
@@ -83,6 +85,7 @@ __all__ = [
                       "DaskClusterError",
                       "DaskRunner",
                       "DispatchContext",
+                      "EvolutionTuner",
                       "FallbackConfig",
                       "GATuner",
                       "GridSearchTuner",
@@ -99,6 +102,7 @@ __all__ = [
                       "Tuner",
                       "TuningError",
                       "TuningWarning",
+                      "WorkloadTask",
                       "XGBTuner",
                       "append_records",
                       "apply_history_best",
@@ -116,6 +120,8 @@ __all__ = [
                       "measure_option",
                       "pick_best",
                       "progress_bar",
+                      "structural_hash",
                       "template",
                       "tune_tasks",
+                      "workload",
 ]

@@ -367,8 +367,14 @@ def _is_placeholder(t) -> bool:
     return isinstance(t.op, PlaceholderOp)
 
 
-def create_task(name: str, args, target: str = "llvm") -> Task:
-    """The tuning task of template `name` on `args` (e.g. (1024, 1024, 1024, "float32"))."""
+def create_task(name, args, target: str = "llvm") -> Task:
+    """The tuning task of template `name` on `args` (e.g. (1024, 1024, 1024, "float32")), or,
+    for a function registered with ``@autotune.workload`` (or its name), a template-free task
+    whose space the sketch rules generate from its compute (workload.py)."""
+    from .workload import WorkloadTask, is_workload, workload_name
+
+    if is_workload(name) or (callable(name) and not isinstance(name, Template)):
+        return WorkloadTask(workload_name(name), args, target)
     return Task(name, args, target)
 
 

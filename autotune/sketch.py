@@ -1,0 +1,531 @@
+"""Sketches: schedule structures generated from the compute DAG by rules (Ansor's idea), their
+decisions left to the search (sketch_fill.py).
+
+Each compute of the DAG gets one role from what it computes and how it is read:
+
+    inline   no reduction, not an output, cheap (no math intrinsic) and read elementwise by
+             every consumer: always inlined into its consumers
+    choose   no reduction, not an output, but expensive or read at shifted / strided indices
+             (a padding, a stencil step, an exp feeding a reduction): a decision, inline or
+             computed (at the root or inside its consumer)
+    tile     a reduction with data reuse (some input is read without some spatial index:
+             matmul, convolutions): multi-level tiling "SSRSRS": spatial levels S0 S1, the
+             reduction's outer level R0, spatial S2, reduction R1, spatial S3 (the register
+             tile, its innermost loop vectorized). If it is an output, its sketches are a
+             cache_write accumulator computed inside the output's S0 or S1 tile, or in place;
+             if its only consumer is an elementwise output (bias, activation), that consumer is
+             tiled and the reduction computed inside it (the consumer fused into the tile)
+    reduce   a reduction without reuse (row sums, norms, softmax's max): spatial loops parallel,
+             and either the reduction inside (plain), the innermost spatial loop vectorized
+             around the reduction (vec_spatial), the reduction factored into a vector of
+             partial results (rfactor "rf_lanes"), or, when there is little spatial
+             parallelism, factored into parts computed in parallel (rfactor "rf_par")
+    spatial  everything else that is scheduled (outputs without reduction, computed "choose"
+             stages): tiled in two levels, outer loops fused and parallel, the last axis'
+             innermost loop vectorized
+
+A non-output stage that is computed (reduce, spatial) and has a single consumer stage may be
+computed at the root or inside its consumer's outer loop (a decision). Every decision is a knob:
+a filled sketch is a point of the task's ConfigSpace, and applying it calls the schedule
+primitives, whose legality checks refuse an illegal fill before it is featurized or built.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import ScheduleError
+from ..ir.expr import Call, Var
+from ..ir.functor import Visitor
+from . import sketch_fill as F
+
+
+class TileTooLarge(ScheduleError):
+    """A fill whose register tile exceeds sketch_fill.MAX_REGISTER_TILE elements: refused
+    before any primitive runs (not a legality refusal; the tuners count it apart)."""
+
+
+INLINE, CHOOSE, TILE, REDUCE, SPATIAL, SINK = "inline", "choose", "tile", "reduce", "spatial", \
+    "sink"
+
+
+@dataclass
+class Node:
+    """One compute of the DAG and what the rules made of it."""
+
+    op: object
+    pos: int  # position among the computes, topological: knob names use it
+    role: str = ""
+    is_output: bool = False
+    consumers: list = field(default_factory=list)  # ops reading it
+    fused_into: object = None  # TILE: the elementwise output tiled around it
+    sink_of: object = None  # SINK: the TILE op it hosts
+
+    @property
+    def prefix(self) -> str:
+        return f"s{self.pos}"
+
+
+@dataclass
+class Dag:
+    outputs: list
+    nodes: list  # Node, topological (producers first)
+    by_op: dict
+
+    def node(self, op) -> Node:
+        return self.by_op[id(op)]
+
+
+# --------------------------------------------------------------------------------- analysis
+def analyze(tensors) -> Dag:
+    from ..te.tensor import ComputeOp, PlaceholderOp
+
+    outputs = [t for t in tensors if not isinstance(t.op, PlaceholderOp)]
+    order, seen = [], set()
+    stack = [(t.op, False) for t in reversed(outputs)]
+    while stack:
+        op, done = stack.pop()
+        if id(op) in seen or isinstance(op, PlaceholderOp):
+            continue
+        if done:
+            seen.add(id(op))
+            order.append(op)
+            continue
+        if not isinstance(op, ComputeOp):
+            raise TypeError(f"template-free tuning: op {op.name} ({type(op).__name__}) is not "
+                             "a compute; only placeholders and tl.compute are supported")
+        stack.append((op, True))
+        stack.extend((t.op, False) for t in reversed(op.input_tensors))
+    out_ops = {id(t.op) for t in outputs}
+    nodes = [Node(op, n, is_output=id(op) in out_ops) for n, op in enumerate(order)]
+    by_op = {id(nd.op): nd for nd in nodes}
+    for nd in nodes:
+        for t in nd.op.input_tensors:
+            if id(t.op) in by_op and nd.op not in by_op[id(t.op)].consumers:
+                by_op[id(t.op)].consumers.append(nd.op)
+    dag = Dag(outputs, nodes, by_op)
+    for nd in nodes:
+        nd.role = _role(nd, dag)
+    for nd in nodes:
+        if nd.role == TILE:
+            _fuse_consumer(nd, dag)
+    return dag
+
+
+def _role(nd: Node, dag: Dag) -> str:
+    op = nd.op
+    if op.reduce_axis:
+        return TILE if _has_reuse(op) else REDUCE
+    if nd.is_output:
+        return SPATIAL
+    cheap = not _has_call(op.body)
+    if cheap and all(_reads_elementwise(dag.node(c).op, op) for c in nd.consumers):
+        return INLINE
+    return CHOOSE
+
+
+def _has_reuse(op) -> bool:
+    """Whether some input is read without one of the spatial indices: each of its elements
+    serves several outputs, which tiling keeps in registers and caches."""
+    spatial = {id(iv.var) for iv in op.axis}
+    for idx in _reads(op.body, None):
+        used = {id(v) for v in _vars(idx)}
+        if spatial - used:
+            return True
+    return False
+
+
+def _reads_elementwise(consumer, producer) -> bool:
+    return all(all(isinstance(i, Var) for i in idx) for idx in _reads(consumer.body, producer))
+
+
+def _reads(body, producer) -> list[tuple]:
+    """Index tuples of the reads in `body` (of `producer`'s tensors, or of any tensor)."""
+    found = []
+
+    class _R(Visitor):
+        def visit_TensorRead(self, r):
+            if producer is None or r.tensor.op is producer:
+                found.append(r.indices)
+            for i in r.indices:
+                self.visit(i)
+
+    v = _R()
+    for b in body:
+        v.visit(b)
+    return found
+
+
+def _vars(indices: tuple) -> list:
+    from ..ir.functor import collect_vars
+
+    return [v for i in indices for v in collect_vars(i)]
+
+
+def _has_call(body) -> bool:
+    found = []
+
+    class _C(Visitor):
+        def visit_Call(self, c: Call):
+            found.append(c)
+
+    v = _C()
+    for b in body:
+        v.visit(b)
+    return bool(found)
+
+
+def _fuse_consumer(nd: Node, dag: Dag) -> None:
+    """A tiled reduction whose only consumer is an elementwise output of its shape: that
+    output is tiled and hosts the reduction (the consumer is fused into the tile)."""
+    if nd.is_output or len(nd.consumers) != 1:
+        return
+    c = dag.node(nd.consumers[0])
+    if c.role != SPATIAL or c.sink_of is not None or len(c.op.axis) != len(nd.op.axis):
+        return
+    if [F.extent(a) for a in c.op.axis] != [F.extent(a) for a in nd.op.axis]:
+        return
+    axis_vars = tuple(iv.var for iv in c.op.axis)
+    if any(tuple(idx) != axis_vars for idx in _reads(c.op.body, nd.op)):
+        return
+    nd.fused_into = c.op
+    c.role, c.sink_of = SINK, nd.op
+
+
+def effective_consumers(nd: Node, dag: Dag) -> list:
+    """Consumer ops of a node, looking through those that are always inlined."""
+    out = []
+    for c in nd.consumers:
+        cn = dag.node(c)
+        more = effective_consumers(cn, dag) if cn.role == INLINE else [c]
+        out.extend(x for x in more if x not in out)
+    return out
+
+
+# --------------------------------------------------------------------------------- knobs
+# a space's size must stay a countable index (Python's len() and numpy's random integers)
+_MAX_SPACE = 1 << 60
+_CAPS: dict[int, tuple] = {}  # id(first output op) -> (op, cap of the split knobs)
+
+
+def declare_knobs(cfg, dag: Dag) -> None:
+    """Every decision of every sketch of the DAG (the same knobs whichever sketch a config
+    picks: a ConfigSpace is collected from one run). A DAG with many loops gets each tile
+    knob thinned to an evenly spaced subset, so that the space stays countable."""
+    _declare_all(cfg, dag, _split_cap(dag))
+
+
+def _split_cap(dag: Dag) -> int | None:
+    op = dag.outputs[0].op
+    hit = _CAPS.get(id(op))
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    from .space import ConfigSpace
+
+    probe = ConfigSpace()
+    _declare_all(probe, dag, None)
+    dims = probe.dims
+    cap = None
+    if math.prod(dims) > _MAX_SPACE:
+        split_dims = [len(k) for k in probe.knobs.values() if k.kind == "split"]
+        other = math.prod(len(k) for k in probe.knobs.values() if k.kind != "split")
+        budget = math.log2(_MAX_SPACE / other) / max(1, len(split_dims))
+        cap = max(2, int(2 ** budget))
+    if len(_CAPS) > 256:
+        _CAPS.clear()
+    _CAPS[id(op)] = (op, cap)
+    return cap
+
+
+def _declare_all(cfg, dag: Dag, cap: int | None) -> None:
+    for nd in dag.nodes:
+        p = nd.prefix
+        if nd.role == CHOOSE:
+            cfg.define_knob(F.knob(p, "inline"), [True, False], default=True)
+            _declare_spatial(cfg, nd, cap)
+        elif nd.role == SPATIAL:
+            _declare_spatial(cfg, nd, cap)
+        elif nd.role == TILE:
+            _declare_tile(cfg, nd, cap)
+        elif nd.role == REDUCE:
+            _declare_reduce(cfg, nd, cap)
+        if nd.role in (CHOOSE, REDUCE, TILE) and not nd.is_output and nd.fused_into is None \
+                and len(effective_consumers(nd, dag)) == 1:
+            F.declare_attach(cfg, p, ["root", "consumer"], "root")
+
+
+def _declare_spatial(cfg, nd: Node, cap: int | None) -> None:
+    axes = nd.op.axis
+    for a, iv in enumerate(axes):
+        last = a == len(axes) - 1
+        F.declare_tile(cfg, F.knob(nd.prefix, f"S{a}"), F.extent(iv), 3 if last else 2, last,
+                       cap)
+    F.declare_parallel(cfg, nd.prefix, list(range(len(axes), -1, -1)), len(axes))
+    F.declare_unroll(cfg, nd.prefix)
+
+
+def _declare_tile(cfg, nd: Node, cap: int | None) -> None:
+    p = nd.prefix
+    rules = ["cache", "plain"] if nd.is_output else (["fuse", "plain"] if nd.fused_into
+                                                     is not None else ["plain"])
+    cfg.define_knob(F.knob(p, "rule"), rules, default=rules[0])
+    axes = nd.op.axis
+    for a, iv in enumerate(axes):
+        F.declare_tile(cfg, F.knob(p, f"S{a}"), F.extent(iv), 4, a == len(axes) - 1, cap)
+    for r, iv in enumerate(nd.op.reduce_axis):
+        F.declare_reduce_tile(cfg, F.knob(p, f"R{r}"), F.extent(iv))
+    F.declare_parallel(cfg, p, [1, 2], 1)  # tiling levels S0 or S0+S1 in the parallel loop
+    cfg.define_knob(F.knob(p, "level"), [1, 0], default=1)  # accumulator inside S1 or S0
+    F.declare_unroll(cfg, p)
+
+
+def _declare_reduce(cfg, nd: Node, cap: int | None) -> None:
+    p = nd.prefix
+    op = nd.op
+    red = F.extent(op.reduce_axis[-1])
+    spatial = 1
+    for iv in op.axis:
+        spatial *= F.extent(iv)
+    rules = ["plain"]
+    if op.axis and F.extent(op.axis[-1]) > 1:
+        rules.append("vec_spatial")
+    single = op.num_outputs == 1
+    if single and F.lane_candidates(red):
+        rules.insert(0, "rf_lanes")
+    if single and spatial < 64 and F.part_candidates(red):
+        rules.append("rf_par")
+    # The rules leave legality to the dependence analysis: rfactor is offered to every
+    # single-output reduction, and refused by the check where the reducer is declared not
+    # commutative. Only the default (the fallback config, the runner's reference kernel)
+    # avoids a rule the reducer's declaration already rules out.
+    commutative = op.body[0].combiner.commutative
+    default = rules[0] if commutative else "plain"
+    cfg.define_knob(F.knob(p, "rule"), rules, default=default)
+    cfg.define_knob(F.knob(p, "lanes"), F.lane_candidates(red) or [1])
+    cfg.define_knob(F.knob(p, "parts"), F.part_candidates(red) or [1])
+    if op.axis:
+        last = F.extent(op.axis[-1])
+        F.declare_tile(cfg, F.knob(p, "V"), last, 2, True, cap)
+        cfg.define_knob(F.knob(p, "rows"), [r for r in (1, 2, 4, 8) if spatial % r == 0],
+                        default=1)
+    F.declare_parallel(cfg, p, [1, 0], 1)
+    F.declare_unroll(cfg, p)
+
+
+# --------------------------------------------------------------------------------- apply
+def apply(cfg, dag: Dag):
+    """The schedule of one filled sketch (primitives checked as they are called)."""
+    import tensorlang as tl
+
+    for nd in dag.nodes:
+        if nd.role == TILE:
+            _check_register_tile(cfg, nd)
+    s = tl.create_schedule(dag.outputs)
+    anchors: dict[int, tuple] = {}  # id(op) -> (stage, loop) its producers may attach at
+    for nd in reversed(dag.nodes):  # consumers first: their loops exist when producers attach
+        _apply_node(cfg, s, dag, nd, anchors)
+    return s
+
+
+def _apply_node(cfg, s, dag: Dag, nd: Node, anchors: dict) -> None:
+    p = nd.prefix
+    if nd.role == INLINE or (nd.role == CHOOSE and cfg[F.knob(p, "inline")].val):
+        s[nd.op].compute_inline()
+        return
+    host = _host(cfg, s, dag, nd, anchors)
+    if nd.role in (SPATIAL, CHOOSE):
+        anchors[id(nd.op)] = _spatial(cfg, s[nd.op], p, host is None)
+    elif nd.role == REDUCE:
+        anchors[id(nd.op)] = _reduce(cfg, s, nd, host is None)
+    elif nd.role == SINK:
+        anchors[id(nd.op)], anchors[id(nd.sink_of)] = _tile_fused(
+            cfg, s, dag.node(nd.sink_of), s[nd.op])
+    elif nd.role == TILE and nd.fused_into is None:
+        anchors[id(nd.op)] = _tile(cfg, s, nd, host is None)
+    elif nd.role == TILE and cfg[F.knob(p, "rule")].val == "plain":
+        # declined to fuse: the reduction runs at the root; its consumer was tiled already
+        anchors[id(nd.op)] = _tile_loops(cfg, s[nd.op], p, True)
+    if host is not None:
+        s[nd.op].compute_at(*host)
+
+
+def _check_register_tile(cfg, nd: Node) -> None:
+    n = F.register_tile(cfg, nd.prefix, len(nd.op.axis))
+    if n > F.MAX_REGISTER_TILE:
+        raise TileTooLarge(f"sketch of {nd.op.name}: register tile of {n} elements (more than "
+                           f"{F.MAX_REGISTER_TILE}: every FMA would spill)")
+
+
+def _host(cfg, s, dag: Dag, nd: Node, anchors: dict):
+    """(stage, loop) to compute this node at, or None for the root."""
+    name = F.knob(nd.prefix, "at")
+    try:
+        choice = cfg[name].val
+    except KeyError:
+        return None
+    if choice != "consumer":
+        return None
+    anchor = anchors.get(id(effective_consumers(nd, dag)[0]))
+    return anchor if anchor is not None and anchor[1] is not None else None
+
+
+def _split(cfg, st, name: str, iv) -> list:
+    return cfg[name].apply(None, st, iv)
+
+
+def _fuse_parallel(st, loops: list, parallel: bool):
+    if not loops:
+        return None
+    loop = st.fuse(*loops) if len(loops) > 1 else loops[0]
+    if parallel:
+        st.parallel(loop)
+    return loop
+
+
+def _unroll(cfg, st, p: str, loop) -> None:
+    depth = cfg[F.knob(p, "unroll")].val
+    if depth and loop is not None:
+        st.pragma(loop, "auto_unroll_max_step", depth)
+
+
+def _vectorize(st, loop, n: int) -> None:
+    if n > 1:
+        st.vectorize(loop)
+
+
+def _spatial(cfg, st, p: str, parallel: bool) -> tuple:
+    outer, inner = [], []
+    axes = list(st.op.axis)
+    for a, iv in enumerate(axes):
+        loops = _split(cfg, st, F.knob(p, f"S{a}"), iv)
+        outer.append(loops[0])
+        inner.extend(loops[1:])
+    st.reorder(*outer, *inner)
+    k = cfg[F.knob(p, "par")].val
+    fused = _fuse_parallel(st, outer[:k], parallel)
+    vec = cfg[F.knob(p, f"S{len(axes) - 1}")].size[-1]
+    _vectorize(st, inner[-1], vec)
+    _unroll(cfg, st, p, inner[0] if len(inner) > 1 else None)
+    return st, fused if fused is not None else outer[0]
+
+
+def _tile_loops(cfg, st, p: str, parallel: bool) -> tuple:
+    """SSRSRS on the stage itself; returns (stage, the loop producers attach at)."""
+    levels = [[], [], [], []]
+    for a, iv in enumerate(st.op.axis):
+        for lvl, loop in enumerate(_split(cfg, st, F.knob(p, f"S{a}"), iv)):
+            levels[lvl].append(loop)
+    r0, r1 = [], []
+    for r, iv in enumerate(st.op.reduce_axis):
+        lo, li = _split(cfg, st, F.knob(p, f"R{r}"), iv)
+        r0.append(lo)
+        r1.append(li)
+    st.reorder(*levels[0], *levels[1], *r0, *levels[2], *r1, *levels[3])
+    k = cfg[F.knob(p, "par")].val
+    fused = _fuse_parallel(st, levels[0] + (levels[1] if k == 2 else []), parallel)
+    _vectorize(st, levels[3][-1], cfg[F.knob(p, f"S{len(st.op.axis) - 1}")].size[-1])
+    _unroll(cfg, st, p, r0[0] if r0 else None)
+    return st, fused
+
+
+def _tile(cfg, s, nd: Node, parallel: bool) -> tuple:
+    p = nd.prefix
+    if cfg[F.knob(p, "rule")].val == "cache":
+        t = nd.op.output(0)
+        acc = s.cache_write(t, "local")
+        return _tile_fused(cfg, s, nd, s[t], s[acc])[1]
+    return _tile_loops(cfg, s[nd.op], p, parallel)
+
+
+def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
+    """The output stage tiled by the reduction's spatial factors, the reduction (or its
+    cache_write accumulator) computed inside its S0 or S1 tile and tiled R0 S2 R1 S3 there.
+    Returns the anchors (stage, loop) of the output's producers and of the reduction's."""
+    p = nd.prefix
+    if acc_st is None:
+        if cfg[F.knob(p, "rule")].val == "plain":
+            return _spatial_sink(cfg, out_st, p), None
+        acc_st = s[nd.op]
+    levels = [[], [], [], []]
+    for a, iv in enumerate(out_st.op.axis):
+        for lvl, loop in enumerate(_split(cfg, out_st, F.knob(p, f"S{a}"), iv)):
+            levels[lvl].append(loop)
+    out_st.reorder(*levels[0], *levels[1], *levels[2], *levels[3])
+    both = cfg[F.knob(p, "par")].val == 2
+    fused = _fuse_parallel(out_st, levels[0] + (levels[1] if both else []), True)
+    at = fused if both or cfg[F.knob(p, "level")].val == 0 else levels[1][-1]
+    n_last = len(out_st.op.axis) - 1
+    _vectorize(out_st, levels[3][-1], cfg[F.knob(p, f"S{n_last}")].size[-1])
+    acc_st.compute_at(out_st, at)
+    outer, inner = [], []
+    for a, iv in enumerate(acc_st.op.axis):
+        f3 = cfg[F.knob(p, f"S{a}")].size[-1]
+        lo, li = acc_st.split(iv, factor=f3)
+        outer.append(lo)
+        inner.append(li)
+    r0, r1 = [], []
+    for r, iv in enumerate(acc_st.op.reduce_axis):
+        lo, li = _split(cfg, acc_st, F.knob(p, f"R{r}"), iv)
+        r0.append(lo)
+        r1.append(li)
+    acc_st.reorder(*r0, *outer, *r1, *inner)
+    _vectorize(acc_st, inner[-1], cfg[F.knob(p, f"S{n_last}")].size[-1])
+    first = (r0 or outer)[0]
+    _unroll(cfg, acc_st, p, first)
+    return (out_st, fused), (acc_st, first)
+
+
+def _spatial_sink(cfg, out_st, p: str) -> tuple:
+    """A fusable consumer whose reduction declined to fuse: tiled by the reduction's S0/S1
+    factors (its own loops), parallel outer."""
+    levels = [[], [], [], []]
+    for a, iv in enumerate(out_st.op.axis):
+        for lvl, loop in enumerate(_split(cfg, out_st, F.knob(p, f"S{a}"), iv)):
+            levels[lvl].append(loop)
+    out_st.reorder(*levels[0], *levels[1], *levels[2], *levels[3])
+    fused = _fuse_parallel(out_st, levels[0], True)
+    _vectorize(out_st, levels[3][-1], cfg[F.knob(p, f"S{len(out_st.op.axis) - 1}")].size[-1])
+    return out_st, fused
+
+
+def _reduce(cfg, s, nd: Node, parallel: bool) -> tuple:
+    p = nd.prefix
+    rule = cfg[F.knob(p, "rule")].val
+    t = nd.op.output(0)
+    rf_stages = []
+    if rule == "rf_lanes":
+        st = s[t]
+        _, ki = st.split(st.op.reduce_axis[-1], factor=cfg[F.knob(p, "lanes")].val)
+        rf = s[s.rfactor(t, ki, factor_axis=len(st.op.axis))]
+        rf.reorder(*rf.op.reduce_axis, rf.op.axis[-1])
+        rf.vectorize(rf.op.axis[-1])
+        rf_stages.append(rf)
+    elif rule == "rf_par":
+        st = s[t]
+        ko, _ = st.split(st.op.reduce_axis[-1], nparts=cfg[F.knob(p, "parts")].val)
+        rf = s[s.rfactor(t, ko, factor_axis=0)]
+        return rf, _fuse_parallel(rf, list(rf.op.axis), True)
+    st = s[t]
+    axes = list(st.op.axis)
+    if not axes:
+        for rf in rf_stages:
+            rf.compute_at(st, st.op.reduce_axis[0])
+        return (rf_stages or [st])[0], None
+    if rule == "vec_spatial":
+        vo, vi = _split(cfg, st, F.knob(p, "V"), axes[-1])
+        st.reorder(*axes[:-1], vo, *st.op.reduce_axis, vi)
+        axes = axes[:-1] + [vo]
+        _vectorize(st, vi, cfg[F.knob(p, "V")].size[-1])
+    row = st.fuse(*axes) if len(axes) > 1 else axes[0]
+    rows = cfg[F.knob(p, "rows")].val
+    if rows > 1:
+        row, _ = st.split(row, factor=rows)
+    if parallel and cfg[F.knob(p, "par")].val:
+        st.parallel(row)
+    for rf in rf_stages:
+        rf.compute_at(st, row)
+    _unroll(cfg, st, p, row)
+    if rf_stages:  # the producers are read by the factored stage
+        return rf_stages[0], rf_stages[0].leaf_iter_vars[0]
+    return st, row

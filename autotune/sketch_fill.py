@@ -1,0 +1,151 @@
+"""The decisions of a sketch (what the sketch rules leave open), declared as knobs of the task's
+ConfigSpace, and the random fill of those decisions.
+
+A sketch (sketch.py) fixes the structure of a schedule: which stages are inlined, which get
+multi-level tiling with a cache_write accumulator, which reductions are factored. Its decisions
+are numbers: tile sizes (factorizations of each loop's extent, one factor per tiling level),
+the depth up to which inner loops are unrolled, the level at which an accumulator is computed
+inside its consumer, how many outer loops are fused into the parallel loop, the lanes of a
+factored reduction. Each is a knob named ``s<stage position>.<decision>``, positions counting
+the computes of the DAG in topological order (names never enter: a renamed tensor keeps its
+records). A filled sketch is a point of the space; random fill is a uniformly random point,
+which goes through the schedule primitives like any other, so the legality checks refuse the
+illegal ones before anything is built (`random_fill` counts them).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..ir.expr import as_int
+
+# inner loop trip counts below which the loops are unrolled (pragma auto_unroll_max_step)
+UNROLL_DEPTHS = (0, 16, 64, 512)
+# widest vector of a tile's innermost loop (4 zmm of float32: a loop of more lanes spills)
+MAX_VECTOR = 64
+# widest register-tile factor of the other axes (rows of accumulators)
+MAX_ROWS = 16
+# elements of the accumulator tile of one attach point (the two inner levels)
+MAX_TILE = 1024
+# elements of a register tile (the innermost level of every spatial axis): 32 zmm of float32.
+# Beyond it every FMA spills, and unrolled such a tile takes LLVM tens of seconds to compile
+MAX_REGISTER_TILE = 512
+
+
+def register_tile(cfg, prefix: str, n_axes: int) -> int:
+    return math.prod(cfg[knob(prefix, f"S{a}")].size[-1] for a in range(n_axes))
+
+
+def extent(iv) -> int:
+    n = as_int(iv.dom.extent)
+    if n is None:
+        raise ValueError(f"template-free tuning needs constant extents; loop {iv.name} has a "
+                         "symbolic one")
+    return n
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def largest_divisor(n: int, most: int) -> int:
+    return max(d for d in divisors(n) if d <= most)
+
+
+def knob(prefix: str, what: str) -> str:
+    return f"{prefix}.{what}"
+
+
+# --------------------------------------------------------------------------------- tiles
+def tile_candidates(n: int, levels: int, innermost: bool) -> list[list[int]]:
+    """The factorizations of a loop of extent n into `levels` loops (outermost first, exact:
+    no tail), its innermost factor a vector (innermost axis) or a few register rows."""
+    from .space import split_candidates
+
+    widest = MAX_VECTOR if innermost else MAX_ROWS
+    return [e.size for e in split_candidates(n, levels, "factors")
+            if e.size[-1] <= widest and math.prod(e.size[1:][-2:]) <= MAX_TILE]
+
+
+def declare_tile(cfg, name: str, n: int, levels: int, innermost: bool,
+                 cap: int | None = None) -> None:
+    """A split knob of tile_candidates; with `cap`, an evenly spaced subset of at most that
+    many of them, the default always among them (keeps the space's size countable when a DAG
+    has many loops)."""
+    default = default_tile(n, levels, innermost)
+    cands = tile_candidates(n, levels, innermost)
+    if cap is not None and len(cands) > cap:
+        step = len(cands) / cap
+        kept = [cands[int(k * step)] for k in range(cap)]
+        cands = kept if default in kept else [default, *kept[1:]]
+    cfg.define_split(name, n, num_outputs=levels, policy="candidate", candidate=cands,
+                     default=default)
+
+
+def default_tile(n: int, levels: int, innermost: bool) -> list[int]:
+    """A reasonable start: a vector (16 lanes) or 4 rows in the innermost level, the rest
+    outside (the tuner's first measured config)."""
+    inner = largest_divisor(n, 16 if innermost else 4)
+    return [-1] + [1] * (levels - 2) + [inner]
+
+
+def declare_reduce_tile(cfg, name: str, n: int) -> None:
+    cfg.define_split(name, n, num_outputs=2, policy="factors",
+                     default=[-1, largest_divisor(n, 4)])
+
+
+def declare_unroll(cfg, prefix: str) -> None:
+    cfg.define_knob(knob(prefix, "unroll"), list(UNROLL_DEPTHS), default=64)
+
+
+def declare_parallel(cfg, prefix: str, levels: list[int], default: int) -> None:
+    """How many outer loops (or tiling levels) are fused into the one parallel loop."""
+    cfg.define_knob(knob(prefix, "par"), levels, default=default)
+
+
+def declare_attach(cfg, prefix: str, choices: list, default) -> None:
+    cfg.define_knob(knob(prefix, "at"), choices, default=default)
+
+
+def lane_candidates(n: int) -> list[int]:
+    return [v for v in (16, 32, 64, 8) if n % v == 0 and n >= 2 * v]
+
+
+def part_candidates(n: int) -> list[int]:
+    return [p for p in (2, 4, 8, 16, 32) if n % p == 0 and n // p >= 16]
+
+
+# --------------------------------------------------------------------------------- random fill
+def random_point(space, rng) -> int:
+    """A uniformly random config index: each knob drawn independently (the space's size may
+    exceed what one random integer draws)."""
+    return space.index_from_point([int(rng.integers(d)) for d in space.dims])
+
+
+def random_fill(task, n: int, rng, max_tries: int | None = None) -> tuple[list[int], int]:
+    """Up to `n` distinct random legal configs of a template-free task, and how many random
+    fills the legality checks refused on the way (never built; fills refused for an oversized
+    register tile are skipped, not counted)."""
+    from .. import ScheduleError
+    from ..analysis import check_schedule
+    from .sketch import TileTooLarge
+
+    out: list[int] = []
+    refused = 0
+    tries = 0
+    limit = max_tries if max_tries is not None else 20 * max(n, 1)
+    while len(out) < n and tries < limit:
+        tries += 1
+        idx = random_point(task.config_space, rng)
+        if idx in out:
+            continue
+        try:
+            s, _ = task.instantiate(task.config_space.get(idx))
+            check_schedule(s)
+        except TileTooLarge:
+            continue
+        except ScheduleError:
+            refused += 1
+            continue
+        out.append(idx)
+    return out, refused

@@ -1,0 +1,125 @@
+"""Sketch rules and random fill: the roles the rules give the computes of a DAG, filled
+sketches that are legal and match numpy once built, illegal fills refused (counted, never
+built), oversized register tiles refused before lowering."""
+
+from __future__ import annotations
+
+import autotune_test_workloads as W
+import numpy as np
+import pytest
+from tensorlang.autotune import sketch
+from tensorlang.autotune.measure import ILLEGAL, MeasureInput, measure_batch
+from tensorlang.autotune.sketch_fill import random_fill
+
+import tensorlang as tl
+from tensorlang import autotune
+
+
+def _roles(tensors) -> dict:
+    return {nd.op.name: nd.role for nd in sketch.analyze(tensors).nodes}
+
+
+def test_roles_of_the_rules():
+    assert _roles(W.bmm_nt_bias_relu(2, 8, 8, 4)) == {"C": sketch.TILE, "D": sketch.SINK}
+    assert _roles(W.plain_conv2d(1, 3, 8, 8, 4, 3)) == {"P": sketch.CHOOSE, "Y": sketch.TILE}
+    assert _roles(W.attention(1, 8, 4)) == {
+        "S": sketch.TILE, "Mx": sketch.REDUCE, "E": sketch.CHOOSE, "Sm": sketch.REDUCE,
+        "Pr": sketch.INLINE, "O": sketch.TILE}
+    assert _roles(W.layer_norm(4, 16)) == {"total": sketch.REDUCE, "mean": sketch.INLINE,
+                                           "sq": sketch.REDUCE, "Y": sketch.SPATIAL}
+    assert _roles(W.stencil_chain(20)) == {"T0": sketch.CHOOSE, "T1": sketch.CHOOSE,
+                                           "T2": sketch.SPATIAL}
+    assert _roles(W.transpose(4, 8)) == {"Y": sketch.SPATIAL}
+
+
+def test_knobs_are_named_by_position_not_by_tensor_name():
+    space = autotune.create_task(W.bmm_nt_bias_relu, (2, 8, 16, 4)).config_space
+    assert set(space.knobs) == {"s0.rule", "s0.S0", "s0.S1", "s0.S2", "s0.R0", "s0.par",
+                                "s0.level", "s0.unroll"}
+    assert space.knobs["s0.rule"].entities[0].val == "fuse"
+
+
+def test_a_space_with_many_loops_stays_countable():
+    space = autotune.create_task(W.attention, (2, 32, 16)).config_space
+    assert 0 < len(space) <= 1 << 60
+
+
+def _check_builds(name: str, args: tuple, n_random: int, seed: int = 0) -> int:
+    """The fallback and `n_random` random legal fills of a workload, built and compared with
+    numpy; returns how many fills were refused on the way."""
+    task = autotune.create_task(name, args)
+    picked, refused = random_fill(task, n_random, np.random.default_rng(seed))
+    assert len(picked) == n_random
+    rng = np.random.default_rng(seed)
+    for idx in [task.config_space.fallback_index(), *picked]:
+        s, tensors = task.instantiate(task.config_space.get(idx))
+        f = tl.build(s, tensors)
+        n_in = len(tensors) - len(s.outputs)
+        ins = [rng.random([int(d.value) for d in t.shape], dtype=np.float32) - 0.25
+               for t in tensors[:n_in]]
+        out = np.zeros([int(d.value) for d in tensors[-1].shape], np.float32)
+        f(*ins, out)
+        ref = W.reference(name, args, ins)
+        np.testing.assert_allclose(out, ref, rtol=2e-4, atol=2e-4 * np.abs(ref).max(),
+                                   err_msg=f"{name} config {idx}")
+    return refused
+
+
+@pytest.mark.parametrize("name, args", [
+    ("bmm_nt_bias_relu", (2, 12, 32, 8)),
+    ("plain_conv2d", (1, 3, 10, 10, 8, 3, 2, 1)),
+    ("layer_norm", (6, 64)),
+    ("attention", (1, 16, 8)),
+])
+def test_filled_sketches_are_legal_and_match_numpy(name, args):
+    assert _check_builds(name, args, 2) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, args", [
+    ("plain_matmul", (48, 64, 32)),
+    ("grouped_conv2d", (1, 8, 8, 8, 8, 2)),
+    ("dw_conv2d", (1, 4, 9, 9)),
+    ("conv3d", (1, 2, 6, 6, 6, 4)),
+    ("row_sum", (8, 256)),
+    ("stencil_chain", (70,)),
+    ("transpose", (32, 48)),
+])
+def test_filled_sketches_of_every_workload_match_numpy(name, args):
+    assert _check_builds(name, args, 4) == 0
+
+
+def test_illegal_fills_are_refused_counted_and_never_built():
+    # a reducer declared not commutative: factoring its reduction (rfactor) reorders the
+    # combination, which the dependence analysis refuses
+    task = autotune.create_task(W.first_nonzero_2d, (4, 8, 32))
+    space = task.config_space
+    ents = dict(space.get(space.fallback_index()).entities)
+    assert ents["s0.rule"].val == "plain"  # the fallback is legal
+    ents["s0.rule"] = next(e for e in space.knobs["s0.rule"].entities if e.val == "rf_lanes")
+    bad = space.get(space.index_of(ents))
+    with pytest.raises(tl.ScheduleError, match="rfactor"):
+        task.instantiate(bad)
+    picked, refused = random_fill(task, 8, np.random.default_rng(0))
+    assert refused > 0 and len(picked) == 8
+    for idx in picked:
+        assert space.get(idx).entities["s0.rule"].val != "rf_lanes"
+    # measuring it: an "illegal schedule" record, from the builder, with no module built
+    opt = autotune.measure_option(autotune.LocalBuilder(1),
+                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
+    try:
+        res, = measure_batch(opt, [MeasureInput(task, bad)])
+    finally:
+        opt.close()
+    assert res.error == ILLEGAL and res.trace is None and not res.costs
+
+
+def test_an_oversized_register_tile_is_refused_before_lowering():
+    task = autotune.create_task(W.plain_matmul, (256, 256, 64))
+    space = task.config_space
+    ents = dict(space.get(space.fallback_index()).entities)
+    ents["s0.S0"] = next(e for e in space.knobs["s0.S0"].entities if e.size[-1] == 16)
+    ents["s0.S1"] = next(e for e in space.knobs["s0.S1"].entities if e.size[-1] == 64)
+    cfg = space.get(space.index_of(ents))
+    with pytest.raises(sketch.TileTooLarge, match="register tile of 1024 elements"):
+        task.instantiate(cfg)
