@@ -34,6 +34,10 @@ def _jsonable(v: Any) -> Any:
         return [_jsonable(x) for x in v]
     if isinstance(v, (bool, int, float, str)) or v is None:
         return v
+    from .symbolic import dim_text, is_symbolic
+
+    if is_symbolic(v):  # a symbolic dimension (a reshape's target): its text
+        return dim_text(v)
     raise GraphError(f"attribute value {v!r} ({type(v).__name__}) is not a number, string or "
                      "list of them")
 

@@ -155,6 +155,50 @@ def transformer_block(seq: int = 16, hidden: int = 64, heads: int = 4, ffn: int 
     return m.model("transformer_block", [("x", [1, seq, hidden])], [y])
 
 
+def bert_encoder(batch="batch", seq="seq", hidden: int = 64, heads: int = 4, ffn: int = 128,
+                 layers: int = 2, fused_layer_norm: bool = False):
+    """A BERT-style encoder as exporters write it with dynamic axes (issue 19): inputs
+    ``x`` [batch, seq, hidden] (dims may be names: dim_param) and an additive attention mask
+    [batch, 1, 1, seq]; per layer self-attention whose head split/merge are Reshapes with 0
+    (copy) and -1, a residual, layer norm (written out as ReduceMean/Sub/Pow/Sqrt/Div as
+    opset < 17 exports do, or LayerNormalization), a GELU feed-forward."""
+    m = _M(8)
+    dh = hidden // heads
+
+    def proj(v, n_in, n_out):
+        return m.op("Add", [m.op("MatMul", [v, m.w((n_in, n_out))]), m.w((n_out,), 0.1)])
+
+    def heads_of(v):
+        v = m.op("Reshape", [v, m.const(np.array([0, 0, heads, dh], np.int64))])
+        return m.op("Transpose", [v], perm=[0, 2, 1, 3])  # [b, h, seq, dh]
+
+    def norm(v):
+        gamma, beta = m.w((hidden,), 0.1), m.w((hidden,), 0.1)
+        if fused_layer_norm:
+            return m.op("LayerNormalization", [v, gamma, beta], axis=-1, epsilon=1e-5)
+        d = m.op("Sub", [v, m.op("ReduceMean", [v], axes=[-1])])
+        var = m.op("ReduceMean", [m.op("Pow", [d, m.const(np.float32(2))])], axes=[-1])
+        sd = m.op("Sqrt", [m.op("Add", [var, m.const(np.float32(1e-5))])])
+        return m.op("Add", [m.op("Mul", [m.op("Div", [d, sd]), gamma]), beta])
+
+    x = "x"
+    for _ in range(layers):
+        q, k, v = (heads_of(proj(x, hidden, hidden)) for _ in range(3))
+        kt = m.op("Transpose", [k], perm=[0, 1, 3, 2])
+        s = m.op("Mul", [m.op("MatMul", [q, kt]), m.const(np.float32(1 / np.sqrt(dh)))])
+        p = m.op("Softmax", [m.op("Add", [s, "mask"])], axis=-1)
+        o = m.op("Transpose", [m.op("MatMul", [p, v])], perm=[0, 2, 1, 3])
+        o = m.op("Reshape", [o, m.const(np.array([0, 0, -1], np.int64))])
+        h = norm(m.op("Add", [x, proj(o, hidden, hidden)]))
+        f = proj(h, hidden, ffn)
+        g = m.op("Mul", [m.op("Mul", [f, m.const(np.float32(0.5))]),
+                         m.op("Add", [m.op("Erf", [m.op("Div", [f, m.const(
+                             np.float32(np.sqrt(2)))])]), m.const(np.float32(1.0))])])
+        x = norm(m.op("Add", [h, proj(g, ffn, hidden)]))
+    return m.model("bert_encoder", [("x", [batch, seq, hidden]), ("mask", [batch, 1, 1, seq])],
+                   [x], opset=13 if not fused_layer_norm else 17)
+
+
 def resnet50(batch: int = 1, size: int = 224, classes: int = 1000, width: int = 64):
     """ResNet-50's layer structure (bottlenecks [3, 4, 6, 3], conv+bn+relu, strided 3x3, 1x1
     projections, residual adds, max pool, global average pool, Gemm) with random weights; the
@@ -181,4 +225,4 @@ def resnet50(batch: int = 1, size: int = 224, classes: int = 1000, width: int = 
 
 ZOO = {"mlp": mlp, "small_cnn": small_cnn, "depthwise_separable": depthwise_separable,
        "inverted_residual": inverted_residual, "transformer_block": transformer_block,
-       "resnet50": resnet50}
+       "resnet50": resnet50, "bert_encoder": bert_encoder}

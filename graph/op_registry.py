@@ -29,7 +29,7 @@ from tensorlang.ops.patterns import (  # the one definition of the kinds; fusion
 from tensorlang.ops.transform import BLOCKED_LAYOUT
 
 from .ir import GraphError
-from .symbolic import broadcast, is_static, shape_of
+from .symbolic import broadcast, is_static, num_elements, parse_shape, same, shape_of
 
 # Graph ops named as a library op but fused differently from the library compute's kind, and
 # why (every other such op has the library definition's kind: register() checks it).
@@ -570,8 +570,8 @@ register("argmin", REDUCE, 1, _arg_infer, _arg_ref(np.argmin))
 
 def _reshape_infer(types, attrs):
     xs, xt = types[0]
-    shape = tuple(attrs["shape"])
-    if int(np.prod(shape, dtype=np.int64)) != int(np.prod(xs, dtype=np.int64)):
+    shape = parse_shape(attrs["shape"])  # symbolic dimensions are written as their text
+    if not same(num_elements(shape), num_elements(xs)):
         raise GraphError(f"cannot reshape {list(xs)} into {list(shape)}")
     return [(shape, xt)]
 

@@ -32,7 +32,7 @@ from . import op_registry as R
 from .fused_group import group_of, kernel_attrs, kernel_label
 from .ir import Graph
 from .report import BuildError, KernelInfo, TunedRecordFailure
-from .symbolic import shape_json
+from .symbolic import shape_json, variables
 
 # the exceptions that mean "this schedule cannot be built", as opposed to a bug (module doc)
 REFUSALS = (TensorlangError, ValueError)
@@ -219,7 +219,17 @@ def _compile_kernel(op, attrs, in_types, out_types, target, tuning, found, name)
         mod._graph_build_s = time.perf_counter() - t0  # for the build report
         return mod, sched_name, _report_fallbacks(name, sched_name, errors, found)
     raise BuildError(f"cannot compile {kernel_label(op, attrs, in_types)} ({_short(attrs)}) for "
-                     f"inputs {[f'{t}{list(s)}' for s, t in in_types]}:\n  " + "\n  ".join(errors))
+                     f"inputs {[f'{t}{list(s)}' for s, t in in_types]}:\n  " + "\n  ".join(errors)
+                     + _symbolic_hint(in_types, out_types))
+
+
+def _symbolic_hint(in_types, out_types) -> str:
+    """A workload with symbolic dimensions that no schedule builds: the way out today."""
+    names = variables(d for s, _ in [*in_types, *out_types] for d in s)
+    if not names:
+        return ""
+    return (f"\n(the kernel has symbolic dimensions {', '.join(sorted(names))}; fix them to "
+            "build it: graph.from_onnx(model, shapes={...}) or a Builder input of fixed shape)")
 
 
 def _record_note(found) -> str:

@@ -103,6 +103,29 @@ def num_elements(shape: Sequence[Any]) -> Any:
     return dim(n)
 
 
+def quotient(a: Any, b: Any) -> Any:
+    """a // b where b divides a exactly as a polynomial (``batch * seq * 64`` by ``seq * 4``
+    is ``batch * 16``), else the floor division held whole (an int when both are ints)."""
+    a, b = dim(a), dim(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    atoms: dict[str, E.Expr] = {}
+    num, den = _poly(_as_expr(a), atoms), _poly(_as_expr(b), atoms)
+    if len(den) == 1:
+        (dm, dc), = den.items()
+        out: _Poly = {}
+        for m, c in num.items():
+            rest = list(m)
+            if c % dc or any(rest.count(k) < dm.count(k) for k in set(dm)):
+                break
+            for k in dm:
+                rest.remove(k)
+            out[tuple(rest)] = c // dc
+        else:
+            return _rebuild(out, atoms)
+    return dim(_as_expr(a) // _as_expr(b))
+
+
 def evaluate(d: Any, env: Mapping[str, int]) -> int:
     """The value of a dimension for the given sizes of its variables."""
     if isinstance(d, int):

@@ -12,12 +12,14 @@ unsupported operator is listed in one :class:`UnsupportedOperatorError`.
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .. import symbolic as S
 from ..builder import Builder
 from ..ir import Graph, GraphError, Value, freeze
 from .onnx_context import (
@@ -246,7 +248,7 @@ def _matmul(c, ins, a):
     if B.is_constant and len(B.shape) == 2 and len(A.shape) >= 2:
         # a (batched) activation times a weight matrix: one dense over the flattened rows
         lead = A.shape[:-1]
-        rows = int(np.prod(lead))
+        rows = S.num_elements(lead)
         A2 = c.op("reshape", [A], shape=[rows, A.shape[-1]]) if len(A.shape) != 2 else A
         y = c.op("dense", [A2, B])
         return [c.op("reshape", [y], shape=list(lead) + [B.shape[1]])
@@ -360,15 +362,21 @@ def _arg(c, ins, a):
 @_conv("Reshape")
 def _reshape(c, ins, a):
     x = ins[0]
-    shape = [int(v) for v in c.const_array(ins[1], "the target shape of Reshape")]
+    shape = [S.dim(v) for v in c.const_array(ins[1], "the target shape of Reshape")]
     allowzero = a.get("allowzero", 0)
     out = []
     for i, s in enumerate(shape):
-        out.append(x.shape[i] if s == 0 and not allowzero else s)
-    if -1 in out:
-        known = int(np.prod([s for s in out if s != -1]))
-        out[out.index(-1)] = x.size // max(known, 1)
+        out.append(x.shape[i] if _is(s, 0) and not allowzero else s)
+    wild = [i for i, s in enumerate(out) if _is(s, -1)]
+    if wild:
+        known = S.num_elements([s for i, s in enumerate(out) if i != wild[0]])
+        out[wild[0]] = S.quotient(x.size, known) if not _is(known, 0) else 0
     return [c.op("reshape", [x], shape=out)]
+
+
+def _is(d, k: int) -> bool:
+    """A dimension that is the int k (a symbolic one never is)."""
+    return isinstance(d, int) and d == k
 
 
 @_conv("Flatten")
@@ -376,8 +384,9 @@ def _flatten(c, ins, a):
     x = ins[0]
     axis = a.get("axis", 1)
     axis = axis + len(x.shape) if axis < 0 else axis  # in [-r, r]
-    lead = int(np.prod(x.shape[:axis])) if axis else 1
-    return [c.op("reshape", [x], shape=[lead, x.size // max(lead, 1)])]
+    lead = S.num_elements(x.shape[:axis])
+    rest = S.num_elements(x.shape[axis:])
+    return [c.op("reshape", [x], shape=[lead, rest])]
 
 
 def _axes(c, ins, a, what: str):
@@ -419,7 +428,7 @@ def _transpose(c, ins, a):
 
 @_conv("Concat")
 def _concat(c, ins, a):
-    vals = [v for v in ins if v is not None and v.size > 0] or [ins[0]]
+    vals = [v for v in ins if v is not None and not _is(v.size, 0)] or [ins[0]]
     return [c.op("concat", vals, axis=int(a["axis"]))]
 
 
@@ -516,6 +525,7 @@ def _d2s(c, ins, a):
 
 @_conv("Shape")
 def _shape(c, ins, a):
+    _static_shape_of(c, ins[0], "Shape")
     shape = np.array(ins[0].shape, dtype=np.int64)
     start, end = a.get("start", 0), a.get("end", None)
     return [c.b.const(shape[start:end], name="shape")]
@@ -523,7 +533,16 @@ def _shape(c, ins, a):
 
 @_conv("Size")
 def _size(c, ins, a):
+    _static_shape_of(c, ins[0], "Size")
     return [c.b.const(np.array(ins[0].size, dtype=np.int64), name="size")]
+
+
+def _static_shape_of(c, v: Value, what: str) -> None:
+    if not v.is_static:
+        raise OnnxImportError(
+            f"node {c.node_name!r} ({what}): the shape of {v.name!r} ({v.type_str()}) has "
+            "symbolic dimensions, and a shape tensor computed at run time is not supported "
+            "yet; give the inputs' sizes, e.g. from_onnx(model, shapes={...})")
 
 
 @_conv("Constant")
@@ -672,8 +691,10 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     ``Loop``/``Scan`` with a static trip count is unrolled. What cannot be imported after that is
     listed, every node of it, in one :class:`UnsupportedOperatorError`.
 
-    ``shapes``: input name -> shape, for inputs with symbolic dimensions (e.g. a batch axis).
-    Raises :class:`OnnxImportError` for malformed models and dynamic shapes."""
+    Inputs with symbolic dimensions (``dim_param``, or unnamed dynamic ones) keep them as shape
+    variables: the graph is built once and runs at any sizes (issue 19). ``shapes``: input
+    name -> shape, to fix them instead (ints; a name makes that axis the variable of that
+    name). Raises :class:`OnnxImportError` for malformed models."""
     m = _load(model)
     opset = _model_opset(m)
     gp = m.graph
@@ -922,9 +943,9 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> Non
         if not tt.HasField("elem_type"):
             raise OnnxImportError(f"input {inp.name!r} is not a tensor")
         if inp.name in shapes:
-            shape = tuple(int(s) for s in shapes.pop(inp.name))
+            shape = tuple(_given_dim(s) for s in shapes.pop(inp.name))
         else:
-            shape = _static_shape(inp.name, tt.shape.dim)
+            shape = _input_shape(inp.name, tt.shape.dim)
         try:
             dtype = _np_dtype(tt.elem_type)
         except OnnxImportError as e:
@@ -934,19 +955,31 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> Non
         raise OnnxImportError(f"shapes given for unknown inputs {sorted(shapes)}")
 
 
-def _static_shape(name: str, dims) -> list[int]:
-    """An input's declared shape, or OnnxImportError naming the input and each dimension that
-    is symbolic or unknown (tensorlang compiles for static shapes)."""
-    shape = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in dims]
-    if None not in shape:
-        return shape
-    shown = [s if s is not None else (d.dim_param or "?") for s, d in zip(shape, dims)]
-    missing = ", ".join(f"dimension {k} ({d.dim_param or 'unknown'!r})"
-                        for k, (s, d) in enumerate(zip(shape, dims)) if s is None)
-    example = tuple(s if s is not None else 1 for s in shape)
-    raise OnnxImportError(
-        f"input {name!r} of shape {shown} needs a static shape: {missing} is not known; "
-        f"give its shape, e.g. from_onnx(model, shapes={{{name!r}: {example}}})")
+def _input_shape(name: str, dims) -> tuple:
+    """An input's declared shape: a ``dim_param`` is the shape variable of that name (issue 19:
+    the graph is built once for every size), an unnamed dynamic dimension the variable
+    ``<input>_<axis>``. Names that are not identifiers are made so (``batch size`` ->
+    ``batch_size``)."""
+    out = []
+    for k, d in enumerate(dims):
+        if d.HasField("dim_value") and d.dim_value > 0:
+            out.append(int(d.dim_value))
+        else:
+            out.append(S.shape_var(_var_name(d.dim_param or f"{name}_{k}")))
+    return tuple(out)
+
+
+def _var_name(text: str) -> str:
+    name = re.sub(r"\W", "_", text)
+    return name if name.isidentifier() else f"d_{name}"
+
+
+def _given_dim(d):
+    """A dimension given with ``shapes=``: an int fixes it (specialises the build), a name
+    makes it that shape variable."""
+    if isinstance(d, str):
+        return S.shape_var(_var_name(d))
+    return int(d)
 
 
 def _internal_names(b: Builder, gp) -> dict[str, str]:

@@ -16,10 +16,9 @@ dense (0.09 ms as its own kernel) and both residual adds join the dense kernels'
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import op_registry as R
 from ..ir import Graph, Node, Value
+from ..symbolic import num_elements, same
 from .rewrite import Emitter, rebuild
 
 
@@ -82,7 +81,7 @@ def sink_reshape(g: Graph) -> Graph:
         if base is None:
             return None
         inner = _source(base)
-        if int(np.prod(inner.shape)) != int(np.prod(out.shape)):
+        if not same(num_elements(inner.shape), num_elements(out.shape)):
             return None
         new_ins = [inner if v is base else operand(v, inner, out) for v in ins]
         if any(v is None for v in new_ins):

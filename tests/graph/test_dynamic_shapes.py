@@ -128,3 +128,97 @@ def test_unknown_variable_in_a_value_is_refused():
     bad = Graph([Node("n", "relu", [g.inputs[0]], [out])], g.inputs, [out])
     with pytest.raises(GraphError, match="uses other: no graph input's shape does"):
         graph_shape_vars(bad)
+
+
+# -- ONNX models with dim_param (dynamic axes) -----------------------------------------------
+
+ort = pytest.importorskip("onnxruntime")
+onnx_helper = pytest.importorskip("onnx.helper")
+
+
+def _ort(model):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_onnx_dim_params_become_shape_variables():
+    from onnx import TensorProto
+
+    x = onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "T"])
+    y = onnx_helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = onnx_helper.make_model(onnx_helper.make_graph(
+        [onnx_helper.make_node("Relu", ["x"], ["y"])], "m", [x], [y]),
+        opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    g = graph.from_onnx(model)
+    assert str(g.inputs[0].type_str()) == "float32[N, 3, T]"
+    # shapes= still specialises: a fixed build
+    fixed = graph.from_onnx(model, shapes={"x": (2, 3, 5)})
+    assert fixed.inputs[0].shape == (2, 3, 5)
+    named = graph.from_onnx(model, shapes={"x": ("batch", 3, 7)})
+    assert named.inputs[0].type_str() == "float32[batch, 3, 7]"
+
+
+def _shape_model():
+    """Flatten at axis 2 and a Reshape with 0 (copy) and -1 over [b, 4, s]."""
+    from onnx import TensorProto, numpy_helper
+
+    nodes = [onnx_helper.make_node("Flatten", ["x"], ["f"], axis=2),
+             onnx_helper.make_node("Reshape", ["x", "target"], ["r"]),
+             onnx_helper.make_node("Relu", ["r"], ["y"]),
+             onnx_helper.make_node("Sigmoid", ["f"], ["z"])]
+    g = onnx_helper.make_graph(
+        nodes, "shapes",
+        [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 4, "s"])],
+        [onnx_helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "yz"],
+        [numpy_helper.from_array(np.array([0, -1, 2], np.int64), "target")])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    return model
+
+
+def test_reshape_and_flatten_keep_symbolic_dims():
+    model = _shape_model()
+    g = graph.from_onnx(model, name="shapes")
+    types = {v.name: v.type_str() for v in g.outputs}
+    assert types == {"y": "float32[b, s * 2, 2]", "z": "float32[b * 4, s]"}
+    gm = graph.build(g)
+    sess = _ort(model)
+    for b, s in [(1, 2), (3, 6)]:
+        x = np.random.default_rng(s).standard_normal((b, 4, s)).astype("float32")
+        got, want = gm.run(x=x), dict(zip("yz", sess.run(None, {"x": x})))
+        for k in "yz":
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=1e-6)
+    with pytest.raises(InputError, match=r"input 'x' must have shape \[b, 4, s\]"):
+        gm.run(x=np.zeros((2, 3, 4), "float32"))
+
+
+def test_mlp_with_a_dynamic_batch_matches_onnxruntime():
+    from tensorlang.graph import model_zoo
+
+    model = model_zoo.mlp(batch="batch")
+    gm = graph.build(graph.from_onnx(model))
+    sess = _ort(model)
+    for b in (1, 5, 8):
+        x = np.random.default_rng(b).standard_normal((b, 64)).astype("float32")
+        np.testing.assert_allclose(gm.run(x=x)[model.graph.output[0].name],
+                                   sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_bert_style_encoder_one_build_every_size():
+    """Dynamic batch and sequence: attention heads split/merged by Reshapes with 0 and -1,
+    an additive mask broadcast over heads and queries, written-out layer norm, GELU."""
+    from tensorlang.graph import model_zoo
+
+    model = model_zoo.bert_encoder(layers=1, hidden=32, heads=2, ffn=64)
+    gm = graph.build(graph.from_onnx(model))
+    assert gm.shape_vars == ("batch", "seq")
+    sess = _ort(model)
+    out = model.graph.output[0].name
+    for b, s in [(1, 8), (3, 13), (2, 64)]:
+        rng = np.random.default_rng(b * s)
+        x = rng.standard_normal((b, s, 32)).astype("float32")
+        mask = np.where(rng.random((b, 1, 1, s)) < 0.2, -1e4, 0).astype("float32")
+        want = sess.run(None, {"x": x, "mask": mask})[0]
+        np.testing.assert_allclose(gm.run(x=x, mask=mask)[out], want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(InputError, match="inputs disagree on seq"):
+        gm.run(x=x, mask=mask[..., :-1].copy())
