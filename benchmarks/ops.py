@@ -258,20 +258,30 @@ GROUPED_CONVS = (
     ("RegNetX-400MF", 64, 28, 64, 3, 4, 1, 1),
     ("ShuffleNet g4 1x1", 136, 28, 136, 1, 4, 1, 0),
     ("ShuffleNet g3 1x1", 240, 28, 60, 1, 3, 1, 0),
+    ("ShuffleNet g3 1x1", 60, 28, 240, 1, 3, 1, 0),
+    ("ShuffleNet g4 1x1", 272, 28, 68, 1, 4, 1, 0),
+    ("ShuffleNet g8 1x1", 384, 28, 96, 1, 8, 1, 0),
+    ("ShuffleNet g2 1x1", 200, 28, 50, 1, 2, 1, 0),
+    ("ShuffleNet g3 1x1", 480, 14, 120, 1, 3, 1, 0),
+    ("ShuffleNet g3 1x1", 960, 7, 240, 1, 3, 1, 0),
+    ("SqueezeNet conv10", 512, 13, 1000, 1, 1, 1, 0),
 )
 
 
 def _grouped_conv_rows(f32, tt, torch):
     """Grouped convolutions, NCHW in and out like the peers. Where 16 or 8 divides the output
     channels per group the weight is packed as a graph packs it (pack_conv_weights) for the
-    oc-blocked kernel; the others (ResNeXt's 4, ShuffleNet's 34 and 20 per group) run the
-    plain NCHW schedule."""
+    oc-blocked kernel; ResNeXt's 4 per group runs the plain NCHW schedule. Every stride-1 1x1
+    row (ShuffleNet's, and SqueezeNet's groups=1 conv to 1000 channels, which 16 does not
+    divide) runs the pixels path (a matmul per group over the plane's pixels), packed weights
+    or not."""
     F = torch.nn.functional if torch else None
     for name, c, hw, oc, k, g, stride, pad in GROUPED_CONVS:
         x, w = f32(1, c, hw, hw), f32(oc, c // g, k, k)
         tx, tw = tt(x, w)
         oh = (hw + 2 * pad - k) // stride + 1
-        ob = ops.nn.grouped_conv_block(oc // g)
+        # as graph.passes.pack_conv_weights packs: groups=1 only in blocks of 16
+        ob = ops.nn.grouped_conv_block(oc // g) if g > 1 else (16 if oc % 16 == 0 else 0)
         wo = (np.ascontiguousarray(w.reshape(oc // ob, ob, c // g, k, k).transpose(0, 2, 3, 4, 1))
               if ob else w)
         X, W = tl.placeholder(x.shape, name="X"), tl.placeholder(wo.shape, name="W")

@@ -59,6 +59,9 @@ CONV_NCHW_SCHEDULE = AnchorSchedule(S.schedule_conv2d_nchw, (
     knob("unroll_kw", bool, False, "the kernel-width loop unrolled (blocked path)"),
     knob("oc_outer", (bool, type(None)), None, "oc blocks outside the rows (None: by weights)"),
     knob("parallel", bool, True, "tasks on the thread pool"),
+    knob("pixel_rows", int, 0, "output channels of the register tile (1x1 pixels path; "
+         "0: by OC/groups)"),
+    knob("pixel_vectors", int, 4, "16-pixel vectors of the register tile (1x1 pixels path)"),
 ))
 WINDOW_SCHEDULE = AnchorSchedule(S.schedule_spatial_window, (
     knob("parallel", bool, True, "the (n, channel) loop on the thread pool"),
@@ -241,9 +244,13 @@ def _define_conv() -> None:
            lambda x, w: ref.conv2d_nchw(x, w, 2, 1, groups=2), rtol=1e-4, atol=1e-4),
         # grouped on the oc-blocked path: 16 output channels per group (one block each)
         ex([(1, 8, 9, 11), (32, 4, 3, 3)], lambda x, w: N.conv2d_nchw(x, w, 1, 1, groups=2),
-           lambda x, w: ref.conv2d_nchw(x, w, 1, 1, groups=2), rtol=1e-4, atol=1e-4)],
+           lambda x, w: ref.conv2d_nchw(x, w, 1, 1, groups=2), rtol=1e-4, atol=1e-4),
+        # 1x1 grouped, 5 output channels per group, 7x7 pixels: the pixels path with tails
+        ex([(1, 6, 7, 7), (15, 2, 1, 1)], lambda x, w: N.conv2d_nchw(x, w, groups=3),
+           lambda x, w: ref.conv2d_nchw(x, w, groups=3), rtol=1e-4, atol=1e-4)],
         schedule=CONV_NCHW_SCHEDULE,
-        parts={"block": ("conv2d_nchw_block", OUT_ELEMWISE_FUSABLE)})
+        parts={"block": ("conv2d_nchw_block", OUT_ELEMWISE_FUSABLE),
+               "pixels": ("conv2d_nchw_pixels", OUT_ELEMWISE_FUSABLE)})
     define("conv2d_weight_layout", N.pack_conv_weight, INJECTIVE, [
         ex([(32, 4, 3, 3)], N.pack_conv_weight, lambda w: ref.pack_conv_weight(w, 16))],
         aliases=("pack_conv_weight",))

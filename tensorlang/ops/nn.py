@@ -400,11 +400,14 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
         return depthwise_conv2d_nchw(x, w, stride, (pt, pl, pb, pr), dilation, out_dtype)
     oh, ow = _out_hw(op, h, wd, kh, kw, win)
     d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
+    attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw], "groups": g}
+    if (kh, kw, sh, sw) == (1, 1, 1, 1) and not any((pt, pl, pb, pr)) and \
+            out_layout == "NCHW" and (g > 1 or not oc_blocked):
+        return _pointwise_conv_nchw(x, w, d, attrs)
     xp = _pad_nchw(x, pt, pl, pb, pr)
     rc = te.reduce_axis((0, cpg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw], "groups": g}
     if oc_blocked:
         wp = w if packed is not None else pack_conv_weight(w, wb)
         ob = as_int(wp.shape[4])
@@ -436,6 +439,31 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
                       * _read(w, (o, rc, ry, rx), d), axis=[rc, ry, rx])
 
     return op_compute(op, (n, oc, oh, ow), f, OUT_ELEMWISE_FUSABLE, **attrs)
+
+
+def _pointwise_conv_nchw(x: Tensor, w: Tensor, d: str, attrs: dict) -> Tensor:
+    """A 1x1, stride-1, unpadded conv2d_nchw off the oc-blocked path (output channels per group
+    not a multiple of 8: ShuffleNet's 20, 17 or 34; or groups=1 with OC not a multiple of 16:
+    SqueezeNet's 1000): per group a matmul [OC/g, C/g] x [C/g, H*W]. The accumulation stage
+    (`conv2d_nchw_pixels`) is [N, OC, H*W], so its schedule vectorizes the pixels of a plane
+    whatever the row width (the reads x[b, c, p // W, p % W] flatten to x's contiguous plane)
+    and tiles output channels x whole vectors of pixels; a 4-D stage would be tiled in boxes of
+    rows, and vectorized along rows of 28, 14 or 7 columns (4-lane vectors or scalar tails)."""
+    n, _, h, wd = static_shape("conv2d_nchw", "x", x)
+    ws = static_shape("conv2d_nchw", "w", w)
+    ob = ws[4] if w.ndim == 5 else 0  # packed by pack_conv_weight: [OC/ob, C/g, 1, 1, ob]
+    oc, cpg = (ws[0] * ob if ob else ws[0]), ws[1]
+    ocpg, g = oc // attrs["groups"], attrs["groups"]
+    rc = te.reduce_axis((0, cpg), name="rc")
+
+    def fp(b, o, p):
+        ch = rc if g == 1 else (o // ocpg) * cpg + rc
+        wi = (o // ob, rc, 0, 0, o % ob) if ob else (o, rc, 0, 0)
+        return te.sum(_read(x, (b, ch, p // wd, p % wd), d) * _read(w, wi, d), axis=rc)
+
+    pix = op_compute("conv2d_nchw_pixels", (n, oc, h * wd), fp, OUT_ELEMWISE_FUSABLE, **attrs)
+    return op_compute("conv2d_nchw", (n, oc, h, wd), lambda b, o, y, z: pix[b, o, y * wd + z],
+                      OUT_ELEMWISE_FUSABLE, **attrs)
 
 
 def depthwise_conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,

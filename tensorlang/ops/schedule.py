@@ -519,16 +519,22 @@ def _schedule_pad_input(s, cs) -> None:
 def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int = 4,
                          tile_ow: int = 32, oc_vectors: int = 2, reg_ow: int = 14,
                          unroll_kw: bool = False, oc_outer: bool | None = None,
-                         parallel: bool = True) -> None:
+                         parallel: bool = True, pixel_rows: int = 0,
+                         pixel_vectors: int = 4) -> None:
     """NCHW conv. With the oc-blocked accumulator stage (conv2d_nchw's fast path, groups=1):
-    schedule_conv2d_nchw_blocked with its knobs (oc_vectors ... oc_outer). Otherwise (groups, odd channel
-    counts) a plain tile of tile_oc output channels x a row segment of tile_ow columns,
-    vectorized along the output row (input rows are contiguous for stride 1), weights
-    broadcast; OW is split by the widest vector width that divides it."""
+    schedule_conv2d_nchw_blocked with its knobs (oc_vectors ... oc_outer). A 1x1 conv off that
+    path (its pixels stage): schedule_conv2d_pixels (pixel_rows, pixel_vectors). Otherwise
+    (groups, odd channel counts) a plain tile of tile_oc output channels x a row segment of
+    tile_ow columns, vectorized along the output row (input rows are contiguous for stride 1),
+    weights broadcast; OW is split by the widest vector width that divides it."""
     if _conv_block_stage(s, c) is not None:
         schedule_conv2d_nchw_blocked(s, c, out, oc_vectors=oc_vectors, reg_ow=reg_ow,
                                      unroll_kw=unroll_kw, oc_outer=oc_outer,
                                      parallel=parallel)
+        return
+    if _conv_part(s, c, "pixels") is not None:
+        schedule_conv2d_pixels(s, c, out, rows=pixel_rows, vectors=pixel_vectors,
+                               parallel=parallel)
         return
     comp, out = _accumulator(s, c, out)
     o = s[out]
@@ -559,11 +565,82 @@ def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int =
 
 def _conv_block_stage(s, c: Tensor):
     """The `conv2d_nchw_block` stage that the NCHW conv output `c` reads, or None."""
+    return _conv_part(s, c, "block")
+
+
+def _conv_part(s, c: Tensor, role: str):
+    """The stage of conv2d_nchw's part `role` that its output `c` reads, or None."""
     for t in s[c].op.input_tensors:
         st = s.stage_map.get(t.op)
-        if st is not None and part_role(st.op) == "block":
+        if st is not None and part_role(st.op) == role:
             return st
     return None
+
+
+PIXEL_ACCUMULATORS = 24  # zmm accumulators of a pixels tile: 8 of the 32 left for loads
+
+
+def pixel_tile(ocpg: int, rows: int = 0, vectors: int = 4) -> tuple[int, int]:
+    """(rows, vectors) of schedule_conv2d_pixels' register tile for OC/g = ocpg. rows 0: the
+    divisor r of ocpg (a tile never straddles two groups, and a ragged row tile would leave
+    guards in the reduction loop) with the most FMAs per load (r * v FMAs for r broadcasts and
+    v vector loads, v = min(vectors, 24 // r)): 17 per group -> 17 x 1, 20 -> 5 x 4, 12 -> 6 x
+    4, 1000 -> 5 x 4. Else rows as matmul_row_tile takes it."""
+    v = max(1, vectors)
+    if rows > 0:
+        r = matmul_row_tile(ocpg, rows)
+        return r, max(1, min(v, PIXEL_ACCUMULATORS // r))
+
+    def fmas_per_load(r):
+        vr = min(v, PIXEL_ACCUMULATORS // r)
+        return r * vr / (r + vr)
+
+    r = max((d for d in _divisors(ocpg) if d <= PIXEL_ACCUMULATORS), key=fmas_per_load)
+    return r, min(v, PIXEL_ACCUMULATORS // r)
+
+
+def schedule_conv2d_pixels(s, c: Tensor, out: Tensor | None = None, rows: int = 0,
+                           vectors: int = 4, parallel: bool = True) -> None:
+    """A 1x1 conv as a matmul per group, [OC/g, C/g] x [C/g, pixels] (conv2d_nchw's pixels
+    stage): a register tile of `rows` output channels of one group (the largest divisor of
+    OC/g not above the knob) x `vectors` zmm of consecutive pixels of the plane, accumulated
+    over the group's input channels with one weight broadcast per row and one input vector
+    load per column vector, then stored to the NCHW output (or its elementwise tail) as whole
+    vectors. The pixel loop is split by 16 * vectors with a guarded last tile (H*W = 196, 49:
+    loop_partition cuts it off the serial pixel loop). Tasks are (group, row tile) pairs, the
+    pixel tiles inside: a task's weights stay in registers/L1 and it streams its group's
+    input plane (C/g * H*W * 4 bytes, L2-sized) once."""
+    pix = _conv_part(s, c, "pixels")
+    if out is None or out is c:
+        out = c
+    else:
+        s[c].compute_inline()  # the tail reads the tile through the 4-D view
+    o = s[out]
+    n, oc, oh, ow = o.op.axis
+    groups = int(pix.op.attrs.get("groups", 1))
+    ocpg = _ext(oc) // groups
+    r, v = pixel_tile(ocpg, rows, vectors)
+    outer = [n]
+    if groups > 1:
+        grp, oc = o.split(oc, factor=ocpg)
+        outer.append(grp)
+    oco, oci = o.split(oc, factor=r)
+    outer.append(oco)
+    hwo, hwi = o.split(o.fuse(oh, ow), factor=LANES * v)
+    hwv, hwl = o.split(hwi, factor=LANES)
+    o.reorder(*outer, hwo, oci, hwv, hwl)
+    o.vectorize(hwl)
+    o.unroll(hwv)
+    o.unroll(oci)
+    pix.compute_at(o, hwo)
+    _, po, pp = pix.op.axis
+    ppv, ppl = pix.split(pp, factor=LANES)
+    pix.reorder(*pix.op.reduce_axis, po, ppv, ppl)
+    pix.vectorize(ppl)
+    pix.unroll(ppv)
+    pix.unroll(po)
+    if parallel:
+        o.parallel(o.fuse(*outer))
 
 
 def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vectors: int = 2,
@@ -1102,6 +1179,7 @@ __all__ = [
     "schedule_conv2d_nchw",
     "schedule_conv2d_nchw_blocked",
     "schedule_conv2d_nchwc",
+    "schedule_conv2d_pixels",
     "schedule_injective",
     "schedule_layer_norm",
     "schedule_matmul",

@@ -66,7 +66,8 @@ def _block_stage(out):
 # 16, 32, 8 (a ymm block) and 24 (8-blocks, three per group) output channels
 CASES = [
     (8, 32, 2, 3, 1, 1, 1, 9),               # AlexNet-style: 2 groups of 16
-    (12, 48, 3, 1, 1, 0, 1, 10),             # ShuffleNet-style 1x1, 3 groups of 16
+    (12, 48, 3, 1, 2, 0, 1, 10),             # 1x1 at stride 2, 3 groups of 16 (at stride 1
+    #                                          the pixels path: test_grouped_conv_pixels.py)
     (16, 64, 2, 5, 1, 2, 1, 11),             # 5x5, pad 2, odd width
     (32, 32, 4, 3, 2, 1, 1, 13),             # RegNet-style, stride 2, 8 per group
     (24, 96, 4, 3, (2, 1), (0, 1, 2, 1), (1, 2), 12),  # asymmetric everything, 24 per group
