@@ -4,7 +4,7 @@ activations' zero point), conv2d vs ConvInteger (uint8 NCHW x int8 OIHW -> int32
 QLinearConv (the same plus requantization to uint8: slightly more work than ours), depthwise
 vs both with group = C.
 
-Ours reads NCHW16c activations and packed weights (a graph keeps the blocked layout between
+Ours reads NCHW16c activations (NCHW4c for 3 input channels) and packed weights (a graph keeps the blocked layout between
 convs and packs constant weights at build time): the layout transform is not timed; onnxruntime
 gets NCHW. Every contender's result is checked equal (int32) before timing.
 
@@ -75,12 +75,13 @@ def dense_case(m, n, k, a_zero=7):
     return f"dense {m}x{n}x{k}", 2 * m * n * k, ours, {"MatMulInteger": ort}
 
 
-def _nchw16c(x):
+def _blocked(x, cb=16):
+    """NCHW -> NCHW[cb]c, channels zero padded."""
     n, c, h, w = x.shape
-    cp = -(-c // 16) * 16
+    cp = -(-c // cb) * cb
     xp = np.zeros((n, cp, h, w), x.dtype)
     xp[:, :c] = x
-    return np.ascontiguousarray(xp.reshape(n, cp // 16, 16, h, w).transpose(0, 1, 3, 4, 2))
+    return np.ascontiguousarray(xp.reshape(n, cp // cb, cb, h, w).transpose(0, 1, 3, 4, 2))
 
 
 def conv_case(c, hw, oc, k, stride, depthwise=False, x_zero=3):
@@ -90,10 +91,11 @@ def conv_case(c, hw, oc, k, stride, depthwise=False, x_zero=3):
     pad = k // 2
     x = rng.integers(0, 256, (1, c, hw, hw), dtype=np.uint8)
     w = rng.integers(-127, 128, (c, 1, k, k) if depthwise else (oc, c, k, k), dtype=np.int8)
-    wp, sums = (qk.pack_depthwise_weight if depthwise else qk.pack_conv_weight)(w)
+    cb = 4 if c <= 4 and not depthwise else 16  # an image's 3 channels: blocks of 4
+    wp, sums = qk.pack_depthwise_weight(w) if depthwise else qk.pack_conv_weight(w, cb)
     sums_p = np.zeros(-(-w.shape[0] // 16) * 16, np.int32)
     sums_p[:w.shape[0]] = sums
-    xb = _nchw16c(x)
+    xb = _blocked(x, cb)
     X = tl.placeholder(xb.shape, "uint8", name="X")
     Wt = tl.placeholder(wp.shape, "int8", name="W")
     S = tl.placeholder(sums_p.shape, "int32", name="S")

@@ -214,19 +214,23 @@ def _vectorize_last(s, t: Tensor, parallel: bool = False) -> None:
 # ----------------------------------------------------------------------------- conv2d
 
 
-def pack_conv_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """w [OC, C, KH, KW] int8 -> (packed [ceil(OC/16), ceil(C/16), KH, KW, 4, 16, 4] int8,
-    zero padded: OIHW[4i16o4i], element [oco, ico, y, x, icb, oci, ici] = w[16 oco + oci,
-    16 ico + 4 icb + ici, y, x]; sums [OC] int32 = sum over c, y, x of w[oc], for the zero-point
-    compensation). The 16 x 4 block of one (y, x, icb) is dot_u8s8_16x4's B."""
+def pack_conv_weight(w: np.ndarray, in_block: int = OB) -> tuple[np.ndarray, np.ndarray]:
+    """w [OC, C, KH, KW] int8 -> (packed [ceil(OC/16), ceil(C/cb), KH, KW, cb/4, 16, 4] int8,
+    zero padded: OIHW[cb/4 i 16o 4i] with cb = in_block (16; 4 or 8 for a conv of few input
+    channels, e.g. an image's 3: a 16-channel block would multiply 13 zeros), element
+    [oco, ico, y, x, icb, oci, ici] = w[16 oco + oci, cb ico + 4 icb + ici, y, x]; sums [OC]
+    int32 = sum over c, y, x of w[oc], for the zero-point compensation). The 16 x 4 block of
+    one (y, x, icb) is dot_u8s8_16x4's B."""
     w = np.asarray(w)
     if w.ndim != 4 or w.dtype != np.int8:
         raise ValueError(f"pack_conv_weight: w must be a 4-D int8 array [OC, C, KH, KW], got "
                          f"{w.ndim}-D {w.dtype}")
+    if in_block not in (4, 8, 16):
+        raise ValueError(f"pack_conv_weight: in_block must be 4, 8 or 16, got {in_block!r}")
     oc, c, kh, kw = w.shape
-    padded = np.zeros((_ceil(oc, OB) * OB, _ceil(c, OB) * OB, kh, kw), np.int8)
+    padded = np.zeros((_ceil(oc, OB) * OB, _ceil(c, in_block) * in_block, kh, kw), np.int8)
     padded[:oc, :c] = w
-    blocks = padded.reshape(-1, OB, padded.shape[1] // OB, OB // IB, IB, kh, kw)
+    blocks = padded.reshape(-1, OB, padded.shape[1] // in_block, in_block // IB, IB, kh, kw)
     # axes: oco, oci, ico, icb, ici, y, x -> oco, ico, y, x, icb, oci, ici
     packed = blocks.transpose(0, 2, 5, 6, 3, 1, 4)
     return np.ascontiguousarray(packed), w.astype(np.int32).sum(axis=(1, 2, 3)).astype(np.int32)
@@ -258,8 +262,9 @@ def conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0, x_zero: 
     """y[n, oco, oy, ox, oci] = sum_{c, ky, kx} (x[n, c, oy*s + ky - pt, ox*s + kx - pl] -
     x_zero) * w[16 oco + oci, c, ky, kx], int32, exact (pads count as x_zero: they add 0).
 
-    x: [N, ceil(C/16), H, W, 16] uint8 or int8 (NCHW16c; padded channels hold anything: their
-    packed weights are 0); w_packed: pack_conv_weight(w)[0] as a tensor; w_sums: [OC] int32
+    x: [N, ceil(C/cb), H, W, cb] uint8 or int8 (NCHW16c, or cb = 8 or 4 for few input channels;
+    padded channels hold anything: their packed weights are 0); w_packed:
+    pack_conv_weight(w, in_block=cb)[0] as a tensor; the output is NCHW16c whatever cb; w_sums: [OC] int32
     (pack_conv_weight's second result, over ceil(OC/16)*16 outputs padded with 0), read only
     when the effective zero point (x_zero, +128 for int8) is not 0. Weights' zero point is 0
     (symmetric, as onnxruntime's quantizer writes them). padding: int or (top, left, bottom,
@@ -269,9 +274,10 @@ def conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0, x_zero: 
     _check_dtype(op, "w_packed", w_packed, ("int8",))
     n, cb, h, wd, c16 = _static(op, "x", x)
     ob, wcb, kh, kw, icb, oci, ici = _static(op, "w_packed", w_packed)
-    if c16 != OB or (wcb, icb, oci, ici) != (cb, OB // IB, OB, IB):
-        raise ValueError(f"{op}: x {x.shape} and w_packed {w_packed.shape} are not NCHW16c "
-                         "and pack_conv_weight's OIHW[4i16o4i] with the same channel blocks")
+    if c16 not in (4, 8, 16) or (wcb, icb, oci, ici) != (cb, c16 // IB, OB, IB):
+        raise ValueError(f"{op}: x {x.shape} and w_packed {w_packed.shape} are not NCHW[cb]c "
+                         "(cb 16, 8 or 4) and pack_conv_weight's OIHW[cb/4 i 16o 4i] with the "
+                         "same channel blocks")
     sh, sw = (stride, stride) if isinstance(stride, int) else tuple(stride)
     pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
     if len(pad) != 4 or min(pad) < 0 or min(sh, sw) < 1:
@@ -289,7 +295,7 @@ def conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0, x_zero: 
     rc = te.reduce_axis((0, cb), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
-    rb = te.reduce_axis((0, OB // IB), name="rb")
+    rb = te.reduce_axis((0, c16 // IB), name="rb")
     ri = te.reduce_axis((0, IB), name="ri")
     acc = te.compute((n, ob, oh, ow, OB), lambda b, oc, y, z, o: te.sum(
         xp[b, rc, y * sh + ry, z * sw + rx, rb * IB + ri].astype("int32")

@@ -141,12 +141,12 @@ def _np_ref(fn, arrays):
 # ----------------------------------------------------------------------------- convolutions
 
 
-def _to_nchw16c(x):
+def _to_nchw16c(x, cb=16):
     n, c, h, w = x.shape
-    cp = -(-c // 16) * 16
+    cp = -(-c // cb) * cb
     xp = np.zeros((n, cp, h, w), x.dtype)
     xp[:, :c] = x
-    return np.ascontiguousarray(xp.reshape(n, cp // 16, 16, h, w).transpose(0, 1, 3, 4, 2))
+    return np.ascontiguousarray(xp.reshape(n, cp // cb, cb, h, w).transpose(0, 1, 3, 4, 2))
 
 
 def _from_nchw16c(y, c):
@@ -171,17 +171,16 @@ def _conv_ref(x, w, stride, pad, x_zero, depthwise=False):
     return out
 
 
-def _run_conv(kind, n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero, target="llvm"):
+def _run_conv(kind, n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero, target="llvm", cb=16):
     rng = np.random.default_rng(2)
     x = _rand(rng, x_dtype, (n, c, h, wd))
     depthwise = kind == "depthwise"
     w = _rand(rng, np.int8, (c, 1, k, k) if depthwise else (oc, c, k, k))
     w.flat[-5:] = -128
-    pack = qk.pack_depthwise_weight if depthwise else qk.pack_conv_weight
-    wp, sums = pack(w)
+    wp, sums = qk.pack_depthwise_weight(w) if depthwise else qk.pack_conv_weight(w, cb)
     sums_p = np.zeros(-(-w.shape[0] // 16) * 16, np.int32)
     sums_p[: w.shape[0]] = sums
-    xb = _to_nchw16c(x)
+    xb = _to_nchw16c(x, cb)
     X = tl.placeholder(xb.shape, np.dtype(x_dtype).name, name="X")
     W = tl.placeholder(wp.shape, "int8", name="W")
     S = tl.placeholder(sums_p.shape, "int32", name="S")
@@ -209,6 +208,13 @@ def test_conv2d_int8(n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero):
     _run_conv("conv", n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero)
 
 
+@pytest.mark.parametrize("cb", [4, 8])
+def test_conv2d_int8_small_input_blocks(cb):
+    """Few input channels (an image's 3) in blocks of 4 or 8: the output stays NCHW16c."""
+    _run_conv("conv", 1, 3 if cb == 4 else 10, 13, 12, 20, 7, 2, (3, 3, 3, 3), np.uint8, 9,
+              cb=cb)
+
+
 def test_conv2d_int8_fallback():
     f = _run_conv("conv", 1, 20, 9, 7, 24, 3, 2, (1, 1, 1, 1), np.int8, -3,
                   target="llvm -mattr=-avx512vnni")
@@ -229,7 +235,7 @@ def test_conv_refusals():
     W = tl.placeholder((2, 1, 3, 3, 4, 16, 4), "int8", name="W")
     with pytest.raises(ValueError, match="needs w_sums of shape \\(32,\\)"):
         qk.conv2d_int8_nchwc(X, W, 1, 1, x_zero=4)
-    with pytest.raises(ValueError, match="are not NCHW16c"):
+    with pytest.raises(ValueError, match=r"are not NCHW\[cb\]c"):
         qk.conv2d_int8_nchwc(X, tl.placeholder((2, 2, 3, 3, 4, 16, 4), "int8", name="V"))
     with pytest.raises(ValueError, match="does not fit the padded input"):
         qk.conv2d_int8_nchwc(X, tl.placeholder((2, 1, 9, 9, 4, 16, 4), "int8", name="V"))
