@@ -20,7 +20,7 @@ import math
 from ..ir.expr import as_int
 
 # inner loop trip counts below which the loops are unrolled (pragma auto_unroll_max_step)
-UNROLL_DEPTHS = (0, 16, 64, 512)
+UNROLL_DEPTHS = (0, 16, 64, 256)
 # widest vector of a tile's innermost loop (4 zmm of float32: a loop of more lanes spills)
 MAX_VECTOR = 64
 # widest register-tile factor of the other axes (rows of accumulators)

@@ -1,0 +1,105 @@
+"""EvolutionTuner: mutation and crossover over the sketch decisions, legality checked before
+features, refusals counted, a real (small) tuning run that never measures a config twice."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import autotune_test_workloads as W
+import numpy as np
+import pytest
+
+from tensorlang import autotune
+
+
+def _tuner(workload, args, seed=0, **kw):
+    return autotune.EvolutionTuner(autotune.create_task(workload, args), seed=seed, **kw)
+
+
+def _changed(space, a: int, b: int) -> list[str]:
+    return [n for n, x, y in zip(space.knobs, space.point(a), space.point(b)) if x != y]
+
+
+def test_mutation_changes_one_decision_and_moves_a_tile_factor_between_two_levels():
+    t = _tuner(W.plain_matmul, (64, 128, 32))
+    space = t.space
+    idx = space.fallback_index()
+    split_moves = 0
+    for _ in range(200):
+        child = t.mutate(idx)
+        changed = _changed(space, idx, child)
+        assert len(changed) == 1
+        knob = space.knobs[changed[0]]
+        if knob.kind == "split":
+            old = space.get(idx).entities[knob.name].size
+            new = space.get(child).entities[knob.name].size
+            # the outer factor is the extent over the inner ones: it moves with their product
+            levels_old = [math.prod(old[1:])] + old[1:]
+            levels_new = [math.prod(new[1:])] + new[1:]
+            assert sum(x != y for x, y in zip(levels_old, levels_new)) == 2
+            split_moves += 1
+    assert split_moves > 50
+
+
+def test_crossover_takes_each_stage_from_one_parent():
+    t = _tuner(W.layer_norm, (8, 64))
+    space = t.space
+    rng = np.random.default_rng(3)
+    from tensorlang.autotune.sketch_fill import random_point
+
+    a, b = random_point(space, rng), random_point(space, rng)
+    stages = {n.split(".")[0] for n in space.knobs}
+    assert len(stages) >= 3
+    for _ in range(20):
+        child = t.crossover(a, b)
+        for stage in stages:
+            names = [n for n in space.knobs if n.split(".")[0] == stage]
+            pos = [list(space.knobs).index(n) for n in names]
+            pc, pa, pb = space.point(child), space.point(a), space.point(b)
+            assert all(pc[d] == pa[d] for d in pos) or all(pc[d] == pb[d] for d in pos)
+
+
+def test_search_returns_only_legal_candidates_and_counts_the_refused():
+    t = _tuner(W.first_nonzero_2d, (4, 8, 32), population=32, search_ratio=0.0)
+    ranked = t._search(16)
+    assert ranked
+    assert t.refused > 0  # random fills that factor the non-commutative reduction
+    refused = [i for i, f in t._feat.items() if f is None]
+    assert len(refused) == t.refused
+    for i in refused:  # never ranked, never to be measured
+        assert i not in ranked and i in t.visited
+        assert t.space.get(i).entities["s0.rule"].val in ("rf_lanes", "rf_par")
+    for i in ranked:
+        assert t._legal.get(i) is True
+
+
+def test_evolution_tuner_rejects_bad_arguments():
+    task = autotune.create_task(W.plain_matmul, (16, 16, 16))
+    with pytest.raises(ValueError, match="crossover_prob and mutation_prob must be in"):
+        autotune.EvolutionTuner(task, crossover_prob=1.5)
+    with pytest.raises(ValueError, match="population must be >= 2"):
+        autotune.EvolutionTuner(task, population=1)
+
+
+@pytest.mark.slow  # ~15 s idle, builds 12 kernels (test_workload.py's fixture tunes 4)
+def test_tuning_a_workload_logs_distinct_configs_and_resumes(tmp_path):
+    log = tmp_path / "ln.jsonl"
+    task = autotune.create_task(W.layer_norm, (16, 64))
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=2, repeat=2, timeout=10))
+    try:
+        t = autotune.EvolutionTuner(task, batch_size=4, seed=0, search_ratio=0.0)
+        t.tune(8, opt, callbacks=[autotune.log_to_file(log)])
+        recs = [json.loads(x) for x in log.read_text().splitlines()]
+        assert len(recs) == 8 and t.best_flops > 0
+        configs = {json.dumps(r["config"]["entity"], sort_keys=True) for r in recs}
+        assert len(configs) == 8
+        again = autotune.EvolutionTuner(task, batch_size=4, seed=1, search_ratio=0.0)
+        again.load_history(autotune.load_records(log))
+        again.tune(4, opt, callbacks=[autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    configs = {json.dumps(r["config"]["entity"], sort_keys=True) for r in recs}
+    assert len(recs) == 12 and len(configs) == 12
