@@ -21,6 +21,7 @@ import numpy as np
 
 from . import op_registry as R
 from .ir import Graph, GraphError, Node, Value
+from .symbolic import fold_symbolic
 
 
 def _jsonable(v: Any) -> Any:
@@ -128,6 +129,8 @@ class Builder:
         return v
 
     def const(self, data: Any, name: str = "const", dtype: Any = None) -> Value:
+        if isinstance(data, np.ndarray) and data.dtype == object:  # a symbolic shape tensor
+            return Value(self._fresh(name), data.shape, dtype or "int64", data=data)
         arr = np.asarray(data, dtype=dtype)
         if arr.dtype == np.float64 and dtype is None and not isinstance(data, np.ndarray):
             arr = arr.astype(np.float32)  # Python floats: the graph's default float type
@@ -146,16 +149,23 @@ class Builder:
         out_types = R.infer_types(op, in_types, attrs, node_name)
         layout = inputs[0].layout if inputs and len(out_types[0][0]) == len(inputs[0].shape) \
             else ""
+        symbolic = any(v.is_symbolic_constant for v in inputs)
+        if symbolic and not (self.fold and all(v.is_constant for v in inputs)):
+            raise GraphError(f"{op} node {node_name!r} reads a shape computed from symbolic "
+                             "dimensions at run time, which is not supported: give the "
+                             "inputs' sizes (from_onnx(model, shapes=...))")
         if self.fold and inputs and all(v.is_constant for v in inputs) and \
                 R.get_op(op).ref is not None:
-            arrays = R.evaluate(op, [v.data for v in inputs], attrs)
+            arrays = (R.evaluate(op, [v.data for v in inputs], attrs) if not symbolic else
+                      fold_symbolic(op, [v.data for v in inputs], attrs, node_name))
             outs = []
             for i, (arr, (shape, dtype)) in enumerate(zip(arrays, out_types)):
                 if arr.shape != shape:
                     raise GraphError(f"{op} node {node_name!r}: folded shape {arr.shape} differs "
                                      f"from the inferred {shape}")
                 base = outputs[i] if outputs else node_name
-                outs.append(Value(self._fresh(base), shape, dtype, data=arr.astype(dtype)))
+                arr = arr if arr.dtype == object else arr.astype(dtype)
+                outs.append(Value(self._fresh(base), shape, dtype, data=arr))
             return outs[0] if len(outs) == 1 else tuple(outs)
         outs = []
         for i, (shape, dtype) in enumerate(out_types):

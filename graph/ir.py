@@ -61,6 +61,24 @@ def _dim(d: Any) -> Any:
     return dim(d)
 
 
+def _symbolic_data(name: str, data: np.ndarray, want: np.dtype,
+                   shape: tuple) -> np.ndarray:
+    """A shape tensor whose elements are symbolic dimensions (ONNX's Shape of a value with
+    shape variables, and what is computed from it at import): an object array of ints and
+    expressions, declared as an integer tensor. The importer folds it into the attributes of
+    the ops that read shapes (Reshape's target); a kernel never reads it (Builder.op refuses)."""
+    from .symbolic import dim
+
+    if want.kind not in "iu":
+        raise GraphError(f"constant {name!r}: symbolic dimensions in a {want.name} tensor")
+    if data.shape != shape:
+        raise GraphError(f"constant {name!r}: data shape {data.shape} != {shape}")
+    out = np.empty(data.shape, dtype=object)
+    out.reshape(-1)[:] = [dim(d) for d in data.reshape(-1)]
+    out.flags.writeable = False
+    return out
+
+
 def _constant_data(name: str, data: Any, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     """A constant's array: read-only, C-contiguous, of exactly ``dtype`` (native byte order).
 
@@ -69,6 +87,8 @@ def _constant_data(name: str, data: Any, dtype: str, shape: tuple[int, ...]) -> 
     is: a big model's weights are never copied. Any other array -- a user's writable array
     above all, which they may change after building the graph -- is copied."""
     want = np.dtype(dtype)
+    if isinstance(data, np.ndarray) and data.dtype == object:
+        return _symbolic_data(name, data, want, shape)
     shared = (isinstance(data, np.ndarray) and data.dtype == want
               and data.flags.c_contiguous and _never_written(data))
     if not shared:
@@ -113,6 +133,11 @@ class Value:
     @property
     def is_constant(self) -> bool:
         return self.data is not None
+
+    @property
+    def is_symbolic_constant(self) -> bool:
+        """A constant shape tensor holding symbolic dimensions (see ``_symbolic_data``)."""
+        return self.data is not None and self.data.dtype == object
 
     @property
     def is_static(self) -> bool:

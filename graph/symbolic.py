@@ -294,3 +294,61 @@ def _from_ast(node: Any, text: str) -> Any:
         return ops[type(node.op)](_as_expr(a), _as_expr(b))
     raise GraphError(f"dimension {text!r}: only ints, shape variables and + - * // % are "
                      "allowed")
+
+
+# -- shape tensors holding symbolic dimensions (ONNX Shape -> Gather -> Concat -> Reshape) -------
+
+_FOLD_ELEMENTWISE = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
+                     "multiply": lambda a, b: a * b, "divide": lambda a, b: quotient(a, b),
+                     "maximum": lambda a, b: _int_only(max, a, b),
+                     "minimum": lambda a, b: _int_only(min, a, b)}
+# ops that only move elements: their numpy references work on object arrays as they are
+_FOLD_MOVES = ("gather", "concat", "reshape", "slice", "transpose", "expand", "tile")
+
+
+def _int_only(fn, a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return fn(a, b)
+    raise GraphError(f"cannot compare {a} and {b}: the result depends on the sizes")
+
+
+def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
+    """Fold an op over shape tensors some of whose elements are symbolic dimensions (object
+    arrays): element moves (gather, concat, reshape/unsqueeze/squeeze, slice), integer
+    arithmetic (exact division: dims are not negative), casts between integer types, and
+    equality (true only for the same expression: a variable is not assumed equal to a
+    number). Anything else is a GraphError naming the op; the result is an int64 array when no
+    symbolic element is left."""
+    import numpy as np
+
+    from . import op_registry as R
+
+    objs = [np.asarray(a, dtype=object) for a in arrays]
+    if op in _FOLD_MOVES:  # (indices and other int arrays as they are)
+        out = R.evaluate(op, [np.asarray(a) for a in arrays], attrs)[0]
+    elif op == "cast" and np.dtype(attrs.get("dtype", "int64")).kind in "iu":
+        out = objs[0].copy()
+    elif op in _FOLD_ELEMENTWISE:
+        fn = _FOLD_ELEMENTWISE[op]
+        a, b = np.broadcast_arrays(*objs)
+        out = np.array([dim(fn(x, y)) for x, y in zip(a.reshape(-1), b.reshape(-1))],
+                       dtype=object).reshape(a.shape)
+    elif op in ("equal", "not_equal"):
+        a, b = np.broadcast_arrays(*objs)
+        eq = np.array([same(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))]).reshape(
+            a.shape)
+        return [eq if op == "equal" else ~eq]
+    elif op == "where":
+        c, a, b = np.broadcast_arrays(*objs)
+        out = np.where(c.astype(bool), a, b)
+    else:
+        raise GraphError(f"{op} node {node!r}: cannot compute {op} of a shape with symbolic "
+                         "dimensions at import; give the inputs' sizes "
+                         "(from_onnx(model, shapes=...))")
+    out = np.asarray(out, dtype=object)
+    flat = [dim(d) for d in out.reshape(-1)]
+    if all(isinstance(d, int) for d in flat):
+        return [np.array(flat, dtype=np.int64).reshape(out.shape)]
+    res = np.empty(out.shape, dtype=object)
+    res.reshape(-1)[:] = flat
+    return [res]

@@ -294,7 +294,8 @@ def _schedule_model(a, tasks, budgets: dict, opt, n_workloads: int) -> dict:
 
 def _shape_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shape", action="append", default=[],
-                   help="input shape for symbolic dims: name=1,3,224,224 (repeatable)")
+                   help="fix an input's symbolic dims: name=1,3,224,224 (repeatable); without "
+                        "it they stay shape variables (one build for every size)")
 
 
 def _load_model(path: str, shape_items: list[str]):

@@ -525,24 +525,24 @@ def _d2s(c, ins, a):
 
 @_conv("Shape")
 def _shape(c, ins, a):
-    _static_shape_of(c, ins[0], "Shape")
-    shape = np.array(ins[0].shape, dtype=np.int64)
+    # symbolic dimensions make a shape tensor of expressions, folded on through Gather,
+    # Concat, Unsqueeze, arithmetic... into the ops that read shapes (symbolic.fold_symbolic)
+    shape = _shape_tensor(ins[0].shape)
     start, end = a.get("start", 0), a.get("end", None)
     return [c.b.const(shape[start:end], name="shape")]
 
 
 @_conv("Size")
 def _size(c, ins, a):
-    _static_shape_of(c, ins[0], "Size")
-    return [c.b.const(np.array(ins[0].size, dtype=np.int64), name="size")]
+    return [c.b.const(_shape_tensor([ins[0].size]).reshape(()), name="size")]
 
 
-def _static_shape_of(c, v: Value, what: str) -> None:
-    if not v.is_static:
-        raise OnnxImportError(
-            f"node {c.node_name!r} ({what}): the shape of {v.name!r} ({v.type_str()}) has "
-            "symbolic dimensions, and a shape tensor computed at run time is not supported "
-            "yet; give the inputs' sizes, e.g. from_onnx(model, shapes={...})")
+def _shape_tensor(dims) -> np.ndarray:
+    if all(isinstance(d, int) for d in dims):
+        return np.array(dims, dtype=np.int64)
+    out = np.empty(len(dims), dtype=object)
+    out[:] = list(dims)
+    return out
 
 
 @_conv("Constant")

@@ -222,3 +222,73 @@ def test_bert_style_encoder_one_build_every_size():
         np.testing.assert_allclose(gm.run(x=x, mask=mask)[out], want, rtol=1e-4, atol=1e-4)
     with pytest.raises(InputError, match="inputs disagree on seq"):
         gm.run(x=x, mask=mask[..., :-1].copy())
+
+
+def _chain_model(use_shape_at_run_time: bool = False):
+    """x [b, s, 8] reshaped to [b, s * 2, 4] by the chain exporters write for x.view(b, -1, 4)
+    with a dynamic batch: Shape -> Gather -> Mul/Div -> Unsqueeze -> Concat -> Reshape."""
+    from onnx import TensorProto, numpy_helper
+
+    def node(op, ins, out, **kw):
+        return onnx_helper.make_node(op, ins, [out], **kw)
+
+    consts = {"i0": np.array(0, np.int64), "i1": np.array(1, np.int64),
+              "four": np.array([4], np.int64), "k4": np.array(4, np.int64),
+              "k2": np.array(2, np.int64), "ax": np.array([0], np.int64)}
+    nodes = [node("Shape", ["x"], "shp"), node("Gather", ["shp", "i0"], "b", axis=0),
+             node("Gather", ["shp", "i1"], "s", axis=0), node("Mul", ["s", "k4"], "s4"),
+             node("Div", ["s4", "k2"], "s2"), node("Unsqueeze", ["b", "ax"], "ub"),
+             node("Unsqueeze", ["s2", "ax"], "us"),
+             node("Concat", ["ub", "us", "four"], "target", axis=0),
+             node("Reshape", ["x", "target"], "r"), node("Relu", ["r"], "y")]
+    if use_shape_at_run_time:  # the size as data: a kernel would read it
+        nodes += [node("Cast", ["s"], "sf", to=TensorProto.FLOAT), node("Add", ["y", "sf"], "z")]
+    out = "z" if use_shape_at_run_time else "y"
+    g = onnx_helper.make_graph(
+        nodes, "chain",
+        [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", 8])],
+        [onnx_helper.make_tensor_value_info(out, TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    return model
+
+
+def test_shape_gather_concat_reshape_chain_folds_symbolically():
+    model = _chain_model()
+    g = graph.from_onnx(model)
+    assert g.outputs[0].type_str() == "float32[b, s * 2, 4]"
+    assert g.op_counts() == {"relu": 1, "reshape": 1}  # the chain left no node
+    gm = graph.build(g)
+    sess = _ort(model)
+    for b, s in [(1, 3), (4, 5)]:
+        x = np.random.default_rng(s).standard_normal((b, s, 8)).astype("float32")
+        np.testing.assert_array_equal(gm.run(x=x)["y"], sess.run(None, {"x": x})[0])
+
+
+def test_symbolic_shape_read_at_run_time_is_refused():
+    with pytest.raises(graph.OnnxImportError, match="cannot compute cast of a shape with "
+                                                    "symbolic dimensions at import"):
+        graph.from_onnx(_chain_model(use_shape_at_run_time=True))
+    gb = graph.Builder("run_time_shape", fold=True)
+    shape = np.empty(2, dtype=object)
+    shape[:] = [S.shape_var("b"), 4]
+    with pytest.raises(GraphError, match="reads a shape computed from symbolic dimensions at "
+                                         "run time"):
+        gb.add(gb.input("n", (2,), "int64"), gb.const(shape))
+    # with the sizes given the same model imports (the shape is a constant)
+    fixed = graph.from_onnx(_chain_model(use_shape_at_run_time=True), shapes={"x": (2, 3, 8)})
+    assert fixed.outputs[0].shape == (2, 6, 4)
+
+
+def test_fold_symbolic_refuses_what_depends_on_sizes():
+    shape = np.empty(2, dtype=object)
+    shape[:] = [S.shape_var("b"), 4]
+    got = S.fold_symbolic("multiply", [shape, np.array([2, 2], np.int64)], {}, "n")[0]
+    assert list(got) == [S.dim(BATCH * 0 + S.shape_var("b") * 2), 8]
+    eq = S.fold_symbolic("equal", [shape, np.array([4, 4], np.int64)], {}, "n")[0]
+    assert eq.tolist() == [False, True]
+    with pytest.raises(GraphError, match=r"cannot compare b and 3"):
+        S.fold_symbolic("maximum", [shape, np.array([3, 3], np.int64)], {}, "n")
+    with pytest.raises(GraphError, match="cannot compute exp of a shape"):
+        S.fold_symbolic("exp", [shape], {}, "n")
