@@ -186,6 +186,8 @@ class GraphModule:
         # shape variables: the buffer sets of the latest shapes, by their sizes (see _buffers)
         self._pools: dict[tuple[int, ...], list[_Buffers]] = {}
         self._pending: dict[str, np.ndarray] = {}  # set_input of a model with variables
+        self._env_of: dict[tuple, dict[str, int]] = {}  # inputs' shapes -> sizes (_bind)
+        self._axes: list | None = None  # the inputs' symbolic axes, parsed once (_bind)
         self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in p["inputs"]}
         self._outputs = [o["name"] for o in p["outputs"]]
         self._input_set: set[str] = set()
@@ -403,8 +405,22 @@ class GraphModule:
     MAX_SHAPES = 8  # buffer sets kept for this many distinct shapes (the latest ones)
 
     def _bind(self, values: Mapping[str, np.ndarray]) -> dict[str, int]:
-        """The shape variables' sizes from the inputs' shapes (``_solve_sizes``)."""
-        return _solve_sizes(self._vars, {n: self._inputs[n][0] for n in self._inputs}, values)
+        """The shape variables' sizes from the inputs' shapes (``_solve_sizes``), remembered
+        by the inputs' shapes: a shape that repeats costs a dict look-up."""
+        key = tuple(values[n].shape for n in self._inputs)
+        env = self._env_of.get(key)
+        if env is None:
+            if self._axes is None:
+                from ._dims import DimExpr
+
+                self._axes = [(n, ax, DimExpr(d, self._vars))
+                              for n, (shape, _) in self._inputs.items()
+                              for ax, d in enumerate(shape) if not isinstance(d, int)]
+            env = _solve_sizes(self._vars, self._axes, values)
+            if len(self._env_of) >= 4 * self.MAX_SHAPES:
+                self._env_of.clear()
+            self._env_of[key] = env
+        return env
 
     def _pool(self, env: Mapping[str, int]) -> list[_Buffers]:
         """The spare buffer sets of this shape: made at its first run (the arena placed for
@@ -636,17 +652,15 @@ def _check_rank_and_fixed(name: str, shape: tuple, got: tuple) -> None:
                          f"{tuple(got)}")
 
 
-def _solve_sizes(names: tuple[str, ...], shapes: Mapping[str, tuple],
-                 values: Mapping[str, np.ndarray]) -> dict[str, int]:
+def _solve_sizes(names: tuple[str, ...], axes: list, values: Mapping[str, np.ndarray],
+                 ) -> dict[str, int]:
     """Each shape variable's size, read from the first input axis that is the variable alone,
     else solved from an axis linear in it (``2 * n``); then every symbolic axis is checked. Two
-    inputs that disagree on a variable are refused naming it and both sizes."""
-    from ._dims import DimExpr
-
+    inputs that disagree on a variable are refused naming it and both sizes. ``axes``: (input,
+    axis, its DimExpr) for every symbolic axis of the inputs."""
     env: dict[str, int] = {}
     seen: dict[str, str] = {}  # variable -> where its size was read
-    exprs = [(n, ax, DimExpr(d, names), values[n].shape[ax]) for n, shape in shapes.items()
-             for ax, d in enumerate(shape) if not isinstance(d, int)]
+    exprs = [(n, ax, e, values[n].shape[ax]) for n, ax, e in axes]
     for n, ax, e, got in exprs:
         if e.text in names and e.text not in env:
             env[e.text], seen[e.text] = got, f"input {n!r} axis {ax}"
