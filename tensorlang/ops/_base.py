@@ -8,7 +8,8 @@ Every library compute carries `tag` = the operator's (or internal stage's) name,
 from __future__ import annotations
 
 from ..ir import dtype as dt
-from ..ir.expr import Expr, Var, as_int
+from ..ir.expr import Expr, Var, as_int, const
+from ..te.intrin import cast as _cast
 from ..te.tensor import Tensor, compute
 from .definition import DefinitionError, OpDefinition, lookup_tag
 from .patterns import (  # noqa: F401 - the kinds, re-exported for the op modules
@@ -192,6 +193,22 @@ def result_dtype(op: str, *tensors) -> str:
         return dt.canonical(np.result_type(*dts).name)
     except TypeError as e:  # pragma: no cover - every canonical dtype promotes
         raise ValueError(f"{op}: cannot promote dtypes {dts}: {e}") from None
+
+
+def reciprocal_count(extents, dtype: str):
+    """1 / the product of the extents as a `dtype` expression: a constant, or for symbolic
+    extents (a sequence) the division of the cast count, once per kernel call (it is invariant
+    in every loop)."""
+    n, sym = 1, None
+    for e in extents:
+        v = as_int(e)
+        if v is None:
+            sym = e if sym is None else sym * e
+        else:
+            n *= v
+    if sym is None:
+        return const(1.0 / n, dtype)
+    return const(1.0 / n, dtype) / _cast(sym, dtype)
 
 
 def prod_of(shape) -> int:

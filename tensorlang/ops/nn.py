@@ -27,6 +27,7 @@ from ._base import (
     is_one,
     normalize_axis,
     op_compute,
+    reciprocal_count,
     result_dtype,
     static_shape,
 )
@@ -366,7 +367,7 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
     check_tensor(op, "w", w)
     if x.ndim != 4 or w.ndim not in (4, 5):
         raise ValueError(f"{op}: x and w must be 4-D, got {x.ndim}-D and {w.ndim}-D")
-    n, c, h, wd = static_shape(op, "x", x)
+    n, c, h, wd = dims_of(op, "x", x, constant=(1, 2, 3), why="channels and spatial extents")
     packed = None
     if w.ndim == 5:
         obn, cpg, kh, kw, ob = static_shape(op, "w", w)
@@ -474,7 +475,7 @@ def depthwise_conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
     check_tensor(op, "w", w)
     if x.ndim != 4 or w.ndim != 4:
         raise ValueError(f"{op}: x and w must be 4-D")
-    n, c, h, wd = static_shape(op, "x", x)
+    n, c, h, wd = dims_of(op, "x", x, constant=(1, 2, 3), why="channels and spatial extents")
     oc, one, kh, kw = static_shape(op, "w", w)
     if one != 1 or oc % c:
         raise ValueError(f"{op}: w must be [C * multiplier, 1, KH, KW] for C={c}, got "
@@ -507,7 +508,7 @@ def depthwise_conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1
     check_tensor(op, "w", w)
     if x.ndim != 5 or w.ndim != 5:
         raise ValueError(f"{op}: x and w must be 5-D, got {x.ndim}-D and {w.ndim}-D")
-    n, cbn, h, wd, cb = static_shape(op, "x", x)
+    n, cbn, h, wd, cb = dims_of(op, "x", x, constant=(1, 2, 3, 4), why="channels and spatial extents")
     wcbn, one, kh, kw, wcb = static_shape(op, "w", w)
     if (wcbn, one, wcb) != (cbn, 1, cb):
         raise ValueError(f"{op}: w must be [{cbn}, 1, KH, KW, {cb}] for x {(n, cbn, h, wd, cb)},"
@@ -545,7 +546,7 @@ def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
     check_tensor(op, "w", w)
     if x.ndim != 5 or w.ndim != 6:
         raise ValueError(f"{op}: x must be 5-D and w 6-D, got {x.ndim}-D and {w.ndim}-D")
-    n, cbn, _, _, cb = static_shape(op, "x", x)
+    n, cbn, _, _, cb = dims_of(op, "x", x, constant=(1, 2, 3, 4), why="channels and spatial extents")
     obn, wcbn, kh, kw, wcb, ob = static_shape(op, "w", w)
     if (wcbn, wcb) != (cbn, cb):
         raise ValueError(f"{op}: w's input channel blocks {(wcbn, wcb)} do not match x's "
@@ -573,7 +574,7 @@ def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     check_tensor(op, "x", x)
     if x.ndim not in (4, 5):
         raise ValueError(f"{op}: x must be 4-D NCHW or 5-D NCHW[x]c, got {x.ndim}-D")
-    n, c, h, wd = static_shape(op, "x", x)[:4]
+    n, c, h, wd = dims_of(op, "x", x, constant=range(1, x.ndim), why="channels and spatial extents")[:4]
     kh, kw = int_tuple(op, "kernel_size", kernel_size, 2, 1)
     win = _window(op, (kh, kw) if stride is None else stride, padding, dilation)
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
@@ -647,7 +648,7 @@ def _global_pool(op, x, reducer, scale):
     check_tensor(op, "x", x)
     if x.ndim not in (4, 5):
         raise ValueError(f"{op}: x must be 4-D NCHW or 5-D NCHW[x]c, got {x.ndim}-D")
-    n, c, h, wd = static_shape(op, "x", x)[:4]
+    n, c, h, wd = dims_of(op, "x", x, constant=range(1, x.ndim), why="channels and spatial extents")[:4]
     ry = te.reduce_axis((0, h), name="ry")
     rx = te.reduce_axis((0, wd), name="rx")
     inv = const(1.0 / (h * wd), x.dtype) if scale else None
@@ -679,7 +680,7 @@ def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor
     op = "batch_norm"
     check_tensor(op, "x", x)
     ax = normalize_axis(op, "axis", axis, x.ndim)
-    c = static_shape(op, "x", x)[ax]
+    c = dims_of(op, "x", x, constant=(ax,), why="the channels")[ax]
     for name, t in (("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var)):
         check_tensor(op, name, t)
         if static_shape(op, name, t) != (c,):
@@ -708,7 +709,7 @@ def lrn(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
     if x.ndim < 2:
         raise ValueError(f"{op}: x must be at least 2-D (N, C, ...)")
     size = check_int(op, "size", size, 1)
-    c = static_shape(op, "x", x)[1]
+    c = dims_of(op, "x", x, constant=(1,), why="the channels")[1]
     lo = (size - 1) // 2
     r = te.reduce_axis((0, size), name="r")
 
@@ -781,21 +782,19 @@ def layer_norm(x: Tensor, gamma: Tensor | None = None, beta: Tensor | None = Non
     shape x.shape[axis:], or broadcastable to it)."""
     op = "layer_norm"
     ax = _row_reduce_setup(op, x, axis)
-    shp = static_shape(op, "x", x)
+    shp = dims_of(op, "x", x)
     norm = shp[ax:]
     for name, t in (("gamma", gamma), ("beta", beta)):
         if t is not None:
             check_tensor(op, name, t)
-            ts = static_shape(op, name, t)
-            if len(ts) > len(norm) or broadcast_shapes(op, norm, ts) != tuple(norm):
+            ts = dims_of(op, name, t)
+            if len(ts) > len(norm) or not all(
+                    dim_equal(a, b) for a, b in zip(broadcast_shapes(op, norm, ts), norm)):
                 raise ValueError(f"{op}: {name} of shape {ts} does not broadcast to the "
                                  f"normalized shape {norm}")
     if not isinstance(epsilon, (int, float)) or epsilon < 0:
         raise ValueError(f"{op}: epsilon must be a non-negative number, got {epsilon!r}")
-    n = 1
-    for s in norm:
-        n *= s
-    inv = const(1.0 / n, x.dtype)
+    inv = reciprocal_count(norm, x.dtype)
     red_shape = shp[:ax] + (1,) * len(norm)
 
     def axes():

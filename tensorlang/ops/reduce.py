@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import te
 from ..ir import dtype as dt
-from ..ir.expr import as_int, const
+from ..ir.expr import const
 from ..te.tensor import Tensor
 from ._base import (
     ELEMWISE,
@@ -17,6 +17,7 @@ from ._base import (
     normalize_axes,
     normalize_axis,
     op_compute,
+    reciprocal_count,
     scan_axis,
 )
 
@@ -92,14 +93,8 @@ def mean(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     separate division stage is needed); integer inputs give float64 like numpy."""
     check_tensor("mean", "x", x)
     axes = normalize_axes("mean", "axis", axis, x.ndim)
-    n = 1
-    for d in axes:
-        e = as_int(x.shape[d])
-        if e is None:
-            raise ValueError(f"mean: axis {d} needs a constant extent, got {x.shape[d]!r}")
-        n *= e
     d = x.dtype if dt.is_float(x.dtype) else "float64"
-    inv = const(1.0 / n, d)
+    inv = reciprocal_count([x.shape[a] for a in axes], d)
     return _reduce("mean", x, axis, keepdims, te.sum, pre=lambda v: v * inv, out_dtype=d)
 
 

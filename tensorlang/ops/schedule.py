@@ -42,6 +42,12 @@ LANES = 16  # fp32 lanes of one zmm register
 STREAMING_BYTES = 16 << 20
 
 
+# What a schedule assumes of a symbolic extent (batch, sequence) when it sizes work: the common
+# range of a sequence or batch * seq is tens to thousands, so a symbolic loop counts as 64
+# iterations (enough to run an elementwise op over a 768-wide row on the thread pool).
+SYMBOLIC_EXTENT = 64
+
+
 def _stream_if_big(st, loop) -> None:
     """Non-temporal stores for a kernel output of at least STREAMING_BYTES (the pragma at
     `loop`, the stage's outermost loop)."""
@@ -66,9 +72,12 @@ def _largest_divisor(n: int, limit: int, multiple_of: int = 1) -> int:
     return 0
 
 
-def _vector_lanes(n: int, want: int = LANES) -> int:
+def _vector_lanes(n: int | None, want: int = LANES) -> int:
     """Lanes for vectorizing a loop of extent n: 16 when it divides, else the widest power of two
-    that does (so no scalar tail), else 16 with a scalar tail."""
+    that does (so no scalar tail), else 16 with a scalar tail (also for a symbolic extent,
+    None: whole vectors, then the tail)."""
+    if n is None:
+        return want
     for v in (want, 8, 4):
         if v <= want and n % v == 0:
             return v
@@ -95,17 +104,23 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
     n = _ext(inner)
     total = 1
     for a in axes:
-        total *= _ext(a) or 1
+        total *= _ext(a) or SYMBOLIC_EXTENT
     outer = axes[:-1]
-    if n is not None and n >= 4:
+    if n is None or n >= 4:
         v = _vector_lanes(n, lanes)
-        if v and n > v:
+        if v and (n is None or n > v):
             io, ii = st.split(inner, factor=v)
             st.vectorize(ii)
             outer = outer + [io]
         elif v == n:
             st.vectorize(inner)
     if total >= parallel_min and outer:
+        if len(outer) > 1 and any(_ext(a) is None for a in outer[1:]):
+            # fusing a loop of symbolic extent into one outside it recovers each index by a
+            # division by that extent (not constant-folded, and not affine, so also checked at
+            # run time): per vector if the vector loop is fused too. Fuse only the axes above
+            # the row, whose indices are then divided once per row.
+            outer = axes[:-1] if len(axes) > 1 else outer
         fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
         st.parallel(fused)
         _stream_if_big(st, fused)
@@ -175,9 +190,11 @@ def _reduce_rows(s, red: Tensor, lanes: int = 64):
         return None
     k = st.op.reduce_axis[0]
     n = _ext(k)
-    if n is None or n < 2 * LANES:
+    if n is not None and n < 2 * LANES:
         return None
-    lanes = lanes if n % lanes == 0 else (LANES if n % LANES == 0 else 0)
+    # a symbolic extent (a sequence): whole groups of `lanes`, the rest guarded (split off by
+    # loop_partition into a scalar tail)
+    lanes = lanes if n is None or n % lanes == 0 else (LANES if n % LANES == 0 else 0)
     if not lanes:
         return None
     _ko, ki = st.split(k, factor=lanes)
@@ -910,7 +927,7 @@ def schedule_softmax(s, out: Tensor) -> None:
     row, lanes = _row_parallel_output(o)
     _stream_if_big(o, row)
     ecol = ex.op.axis[-1]
-    if lanes and _ext(ecol) > lanes:
+    if lanes and (_ext(ecol) or lanes + 1) > lanes:
         _, eci = ex.split(ecol, factor=lanes)
         ex.vectorize(eci)
     _attach_row_stages(s, o, row, (sm, ex, mx), reductions=(mx, sm))
@@ -923,7 +940,7 @@ def _row_parallel_output(o):
     row = o.fuse(*rows) if len(rows) > 1 else rows[0]
     col = o.op.axis[-1]
     lanes = _vector_lanes(_ext(col))
-    if lanes and _ext(col) > lanes:
+    if lanes and (_ext(col) or lanes + 1) > lanes:
         _, ci = o.split(col, factor=lanes)
         o.vectorize(ci)
     elif lanes:

@@ -249,3 +249,167 @@ def test_pad_and_gather_with_symbolic_rows():
     ids = tl.placeholder((n,), dtype="int64", name="ids")
     check_sizes([table, ids], ops.gather(table, ids, 0), lambda t, i: t[i], each(),
                 inputs=lambda v: [_rand((30, 8)), np.arange(v["n"], dtype="int64") % 30 - 7])
+
+
+# ----------------------------------------------------------------------------- rows and reductions
+
+
+def _softmax(a, axis=-1):
+    e = np.exp(a - a.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+def test_softmax_symbolic_rows_and_row_length():
+    """An attention's softmax: rows (batch * heads * seq) and the row length (seq) symbolic;
+    the row is reduced in whole 64-lane groups, then a guarded tail."""
+    b, s = tl.var("batch"), tl.var("seq")
+    x = tl.placeholder((b, 2, s, s), name="x")
+    sizes = [{"batch": bb, "seq": ss} for bb, ss in ((1, 1), (2, 2), (1, 15), (1, 16), (2, 17),
+                                                      (1, 100), (1, 129))]
+    check_sizes([x], ops.softmax(x), _softmax, sizes)
+
+
+def test_softmax_with_mask_add_symbolic():
+    b, s = tl.var("batch"), tl.var("seq")
+    x = tl.placeholder((b, 2, s, s), name="x")
+    mask = tl.placeholder((b, 1, 1, s), name="mask")
+    sizes = [{"batch": bb, "seq": ss} for bb, ss in ((1, 1), (2, 15), (1, 17), (2, 100))]
+    check_sizes([x, mask], ops.softmax(ops.add(x, mask)), lambda a, m: _softmax(a + m), sizes)
+
+
+def test_layer_norm_symbolic_rows_and_normalized_axis():
+    b, s = tl.var("batch"), tl.var("seq")
+    x = tl.placeholder((b, s, 48), name="x")
+    g = tl.placeholder((48,), name="g")
+    be = tl.placeholder((48,), name="be")
+
+    def ref(a, g, be, axes=(-1,)):
+        m = a.mean(axes, keepdims=True)
+        v = ((a - m) ** 2).mean(axes, keepdims=True)
+        return (a - m) / np.sqrt(v + 1e-5) * g + be
+
+    sizes = [{"batch": bb, "seq": ss} for bb, ss in ((1, 1), (2, 2), (1, 15), (2, 17), (1, 100))]
+    check_sizes([x, g, be], ops.layer_norm(x, g, be), ref, sizes, rtol=1e-4, atol=1e-4)
+    y = tl.placeholder((3, s), name="y")
+    check_sizes([y], ops.layer_norm(y), lambda a: ref(a, 1, 0), each("seq", (1, 2, 15, 16, 17,
+                                                                            100, 129)),
+                rtol=1e-4, atol=1e-4)
+
+
+def test_mean_over_symbolic_and_constant_axes():
+    n = tl.var("n")
+    x = tl.placeholder((4, n), name="x")
+    check_sizes([x], ops.mean(x, axis=-1, keepdims=True), lambda a: a.mean(-1, keepdims=True),
+                each(), rtol=1e-5, atol=1e-6)
+    y = tl.placeholder((n, 3, 40), name="y")
+    check_sizes([y], ops.mean(y, axis=(0, 2)), lambda a: a.mean((0, 2)), each(), rtol=1e-5,
+                atol=1e-6)
+    check_sizes([y], ops.sum(y, axis=-1), lambda a: a.sum(-1), each(), rtol=1e-5, atol=1e-5)
+
+
+def test_elementwise_broadcast_gelu_erf_symbolic():
+    b, s = tl.var("batch"), tl.var("seq")
+    x = tl.placeholder((b, s, 40), name="x")
+    bias = tl.placeholder((40,), name="bias")
+    from math import erf
+
+    verf = np.vectorize(erf)
+    sizes = [{"batch": bb, "seq": ss} for bb, ss in ((1, 1), (2, 2), (1, 15), (2, 17), (1, 100))]
+    check_sizes([x, bias], ops.gelu(ops.add(x, bias)),
+                lambda a, c: 0.5 * (a + c) * (1 + verf((a + c) / np.sqrt(2))), sizes,
+                rtol=1e-5, atol=1e-5)
+    check_sizes([x], ops.erf(x), verf, sizes, rtol=1e-5, atol=1e-5)
+    col = tl.placeholder((b, s, 1), name="col")
+    check_sizes([x, col], ops.multiply(ops.subtract(x, col), col),
+                lambda a, c: (a - c) * c, sizes)
+    row = tl.placeholder((s,), name="row")  # the symbolic axis innermost: vector + tail
+    check_sizes([row], ops.tanh(row), np.tanh, each("seq"), rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- CNN ops, symbolic batch
+
+BATCHES = each("n", (1, 2, 3))
+
+
+def _conv_case(x_shape, w_shape, stride=1, padding=0, groups=1, relu=False):
+    from tensorlang.ops import references as ref
+
+    n = tl.var("n")
+    x = tl.placeholder((n, *x_shape), name="x")
+    w = tl.placeholder(w_shape, name="w")
+    out = ops.conv2d_nchw(x, w, stride=stride, padding=padding, groups=groups)
+
+    def want(a, b):
+        y = ref.conv2d_nchw(a, b, stride, padding, groups=groups)
+        return np.maximum(y, 0) if relu else y
+
+    check_sizes([x, w], ops.relu(out) if relu else out, want, BATCHES, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding,groups,relu", [
+    ((16, 6, 6), (32, 16, 3, 3), 1, 1, 1, True),  # the oc-blocked path, relu fused
+    ((3, 9, 9), (16, 3, 3, 3), 2, 1, 1, False),  # a stem conv
+    ((8, 5, 5), (12, 4, 3, 3), 1, 1, 2, False),  # plain grouped
+    ((16, 5, 5), (16, 1, 3, 3), 1, 1, 16, False),  # depthwise
+], ids=["blocked_relu", "stem_stride2", "grouped", "depthwise"])
+def test_conv2d_nchw_symbolic_batch(x_shape, w_shape, stride, padding, groups, relu):
+    _conv_case(x_shape, w_shape, stride, padding, groups, relu)
+
+
+def test_conv2d_nchwc_and_depthwise_nchwc_symbolic_batch():
+    from tensorlang.ops import references as ref
+
+    n = tl.var("n")
+    x = tl.placeholder((n, 1, 6, 6, 16), name="x")
+    w = tl.placeholder((2, 1, 3, 3, 16, 16), name="w")
+    check_sizes([x, w], ops.conv2d_nchwc(x, w, padding=1), (
+        lambda a, b: ref.to_nchwc(ref.conv2d_nchw(ref.from_nchwc(a), _unblock_w(b), 1, 1), 16)),
+        BATCHES, rtol=1e-4, atol=1e-4)
+    wd = tl.placeholder((1, 1, 3, 3, 16), name="wd")
+    check_sizes([x, wd], ops.depthwise_conv2d_nchwc(x, wd, padding=1),
+                lambda a, b: ref.to_nchwc(ref.conv2d_nchw(
+                    ref.from_nchwc(a), b.transpose(0, 4, 1, 2, 3).reshape(16, 1, 3, 3), 1, 1,
+                    groups=16), 16), BATCHES, rtol=1e-4, atol=1e-4)
+
+
+def _unblock_w(b):
+    """[O/ob, I/ib, KH, KW, ib, ob] -> OIHW."""
+    obn, ibn, kh, kw, ib, ob = b.shape
+    return b.transpose(0, 5, 1, 4, 2, 3).reshape(obn * ob, ibn * ib, kh, kw)
+
+
+def test_pooling_and_batch_norm_symbolic_batch():
+    from tensorlang.ops import references as ref
+
+    n = tl.var("n")
+    x = tl.placeholder((n, 16, 7, 7), name="x")
+    check_sizes([x], ops.max_pool2d(x, 3, 2, 1), lambda a: ref.pool2d(a, 3, 2, 1, "max"),
+                BATCHES)
+    check_sizes([x], ops.avg_pool2d(x, 2, 2), lambda a: ref.pool2d(a, 2, 2, 0, "avg"), BATCHES)
+    check_sizes([x], ops.global_avg_pool2d(x), lambda a: a.mean((2, 3), keepdims=True), BATCHES)
+    check_sizes([x], ops.global_max_pool2d(x), lambda a: a.max((2, 3), keepdims=True), BATCHES)
+    xb = tl.placeholder((n, 1, 7, 7, 16), name="xb")  # blocked NCHW16c
+    check_sizes([xb], ops.max_pool2d(xb, 3, 2, 1), lambda a: ref.to_nchwc(
+        ref.pool2d(ref.from_nchwc(a), 3, 2, 1, "max"), 16), BATCHES)
+    check_sizes([xb], ops.global_avg_pool2d(xb), lambda a: a.mean((2, 3), keepdims=True),
+                BATCHES)
+    g, b, m, v = (tl.placeholder((16,), name=nm) for nm in "gbmv")
+    check_sizes([x, g, b, m, v], ops.batch_norm(x, g, b, m, v),
+                lambda a, g, b, m, v: ref.batch_norm(a, g, b, m, v), BATCHES, rtol=1e-4,
+                atol=1e-4, inputs=lambda s: [_rand((s["n"], 16, 7, 7))] + [
+                    _rand((16,), seed=i) for i in range(3)] + [
+                    np.abs(_rand((16,), seed=4)) + 0.1])
+
+
+def test_cnn_ops_refuse_symbolic_channels_and_spatial_extents():
+    n, c, h = tl.var("n"), tl.var("c"), tl.var("h")
+    w = tl.placeholder((16, 8, 3, 3), name="w")
+    with pytest.raises(ValueError, match=r"conv2d_nchw: dimension 1 of x must be a constant "
+                                         r"\(channels and spatial extents\), got the symbolic "
+                                         r"extent c"):
+        ops.conv2d_nchw(tl.placeholder((n, c, 8, 8), name="x"), w)
+    with pytest.raises(ValueError, match=r"max_pool2d: dimension 2 of x must be a constant"):
+        ops.max_pool2d(tl.placeholder((n, 8, h, 8), name="x"), 2)
+    with pytest.raises(ValueError, match=r"global_avg_pool2d: dimension 3 of x must be a "
+                                         r"constant"):
+        ops.global_avg_pool2d(tl.placeholder((n, 8, 8, h), name="x"))

@@ -236,7 +236,8 @@ def _provably_le(x, y) -> bool:
 
 def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
     """(head, tail) of a loop of symbolic extent cut where its first linear tail guard may fail
-    (the head without those guards), or None when no guard conjunct is such a tail."""
+    (the head without those guards; the head alone when they never fail), or None when no
+    guard conjunct is such a tail."""
     var, inside = loop.loop_var, _defined_inside(loop.body)
     cuts, proven, refused = [], [], []
     for cond, ranges in _guards(loop.body, var, an):
@@ -259,6 +260,8 @@ def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
         elif not _provably_le(cut, c):
             cut = E.Min(*E.binary_operands(cut, c))
     end = simplify(E.Add(*E.binary_operands(loop.min, loop.extent)))
+    if _provably_le(end, cut):  # the guards hold in every iteration (`i0 - n < 0` in range(n))
+        return (loop.replace(body=_DropConjuncts(proven).visit(loop.body)),)
     if not _provably_le(cut, end):
         cut = E.Min(*E.binary_operands(cut, end))
     lo, hi = E.binary_operands(cut, loop.min)
