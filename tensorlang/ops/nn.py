@@ -149,7 +149,8 @@ def matmul_prepacked(a: Tensor, bp: Tensor, n: int) -> Tensor:
     if a.ndim != 2 or bp.ndim != 3:
         raise ValueError(f"matmul_prepacked: a must be 2-D and bp 3-D [N/16, K, 16], got "
                          f"{a.ndim}-D and {bp.ndim}-D")
-    (m, ka), (nb, kb, bn) = static_shape(op, "a", a), static_shape(op, "bp", bp)
+    m, ka = dims_of("matmul_prepacked", "a", a, constant=(1,), why="K, the packed weight's")
+    nb, kb, bn = static_shape(op, "bp", bp)
     n = check_int("matmul_prepacked", "n", n, 1)
     if ka != kb or bn != PACK_BLOCK or nb != -(-n // bn):
         raise ValueError(f"matmul_prepacked: bp {(nb, kb, bn)} is not B [{ka}, {n}] packed "

@@ -413,3 +413,19 @@ def test_cnn_ops_refuse_symbolic_channels_and_spatial_extents():
     with pytest.raises(ValueError, match=r"global_avg_pool2d: dimension 3 of x must be a "
                                          r"constant"):
         ops.global_avg_pool2d(tl.placeholder((n, 8, 8, h), name="x"))
+
+
+def test_matmul_prepacked_symbolic_rows():
+    """The graph's dense with a constant weight packed at build time (pack_dense_weights)."""
+    from tensorlang.ops import references as ref
+
+    n = tl.var("n")
+    a = tl.placeholder((n, 32), name="a")
+    bp = tl.placeholder((3, 32, 16), name="bp")  # B [32, 40] in panels of 16 columns
+    b = _rand((32, 40), seed=7)
+    check_sizes([a, bp], ops.matmul_prepacked(a, bp, 40), lambda x, _p: x @ b, each(),
+                rtol=1e-4, atol=1e-4,
+                inputs=lambda v: [_rand((v["n"], 32)), ref.pack_matmul_weight(b)])
+    with pytest.raises(ValueError, match=r"matmul_prepacked: dimension 1 of a must be a "
+                                         r"constant \(K, the packed weight's\)"):
+        ops.matmul_prepacked(tl.placeholder((n, tl.var("k")), name="a2"), bp, 40)
