@@ -196,3 +196,32 @@ def test_user_declared_intrinsic():
     _jo, ji = s2[R2].split(s2[R2].op.axis[1], 8)
     with pytest.raises(tl.ScheduleError, match="is a Add, the nest has"):
         s2[R2].tensorize(ji, add8)
+
+
+def _flat_nest(b_index):
+    """The flattened loop IR of C[j] += int32(A[k]) * int32(B[b_index(j, k)]) over j < 16,
+    k < 4, the j loop marked for dot_u8s8_16x4 (what the tensorize pass sees)."""
+    from tensorlang.ir import expr as E
+    from tensorlang.ir import stmt as S
+
+    A = S.Buffer("A", (4,), "uint8")
+    B = S.Buffer("B", (64,), "int8")
+    C = S.Buffer("C", (16,), "int32")
+    j, k = E.Var("j", "int64"), E.Var("k", "int64")
+    value = E.Load(C, (j,)) + E.Cast("int32", E.Load(A, (k,))) * \
+        E.Cast("int32", E.Load(B, (b_index(j, k),)))
+    inner = S.For(k, E.const(0), E.const(4), "serial", S.Store(C, (j,), value))
+    return S.For(j, E.const(0), E.const(16), "serial", inner,
+                 (("tensorize", "dot_u8s8_16x4"),))
+
+
+def test_lowering_pass_rechecks_flat_addresses():
+    """The pass matches again on the real buffers: B laid out [4 inputs, 16 outputs] is
+    refused there, showing the nest; [16, 4] becomes one call with the bases at 0."""
+    from tensorlang.lower.passes.tensorize import tensorize_loops
+
+    with pytest.raises(tl.ScheduleError, match=r"B\[k \* 16 \+ j\] moves by \(1, 16\) elements"
+                       r"(.|\n)*loop nest:(.|\n)*intrinsic:"):
+        tensorize_loops(_flat_nest(lambda j, k: k * 16 + j))
+    out = tensorize_loops(_flat_nest(lambda j, k: j * 4 + k))
+    assert "tl.dot_u8s8x4_i32x16" in repr(out) and "for" not in repr(out)
