@@ -172,7 +172,7 @@ def _symbolic_plan(g: Graph, target, kernels: KernelSelection, storage: StorageA
 def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
           mode: str = "graph", opt_level: int = 2, memory_reuse: bool = True,
           inplace: bool = True, dump_ir: str | None = None,
-          report: BuildReport | None = None):
+          report: BuildReport | None = None, specialize: dict | None = None):
     """Compile a graph into a :class:`tensorlang.runtime.GraphModule`.
 
     ``tuning_log``: a tuning log (JSON lines); workloads with a record use the tuned schedule,
@@ -180,7 +180,9 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     that fails to build is reported too (a warning naming it, ``report.tuned_failures``).
     ``mode``: "graph" (one native call per run) or "interactive" (kernels called from Python,
     ``gm.profile()``). ``report``: a :class:`BuildReport` to fill (the steps, pass times,
-    kernels, memory plan)."""
+    kernels, memory plan). ``specialize``: shape variable -> sizes (``{"seq": [128, 512]}``);
+    for a graph with shape variables, a build specialised to each combination of them is made
+    too and a run whose inputs give those sizes runs on it (:mod:`.specialize`)."""
     from tensorlang.runtime.graph_module import MODES, GraphModule
 
     from tensorlang.codegen.target import Target
@@ -212,9 +214,20 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     plan = _timed(rep, "make plan", lambda: make_plan(passes.graph, tgt, kernels, storage,
                                                       rep.memory, shape_vars))
     gm = GraphModule(plan, kernels.modules, driver, storage.constants, mode=mode)
+    if specialize:
+        options = {"target": target, "tuning_log": tuning_log, "mode": mode,
+                   "opt_level": opt_level, "memory_reuse": memory_reuse, "inplace": inplace}
+        _add_variants(gm, g, specialize, options)
     rep.total_s = time.perf_counter() - t_start
     gm.build_report = rep
     return gm
+
+
+def _add_variants(gm, g: Graph, specialize: dict, options: dict) -> None:
+    from .specialize import specialise, variants
+
+    for env in variants(specialize, gm.shape_vars):
+        gm.add_variant(env, build(specialise(g, env), **options))
 
 
 def _timed(rep: BuildReport, name: str, step) -> Any:

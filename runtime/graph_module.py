@@ -188,6 +188,8 @@ class GraphModule:
         self._pending: dict[str, np.ndarray] = {}  # set_input of a model with variables
         self._env_of: dict[tuple, dict[str, int]] = {}  # inputs' shapes -> sizes (_bind)
         self._axes: list | None = None  # the inputs' symbolic axes, parsed once (_bind)
+        # builds specialised to some sizes of the variables (add_variant), in the order added
+        self._variants: list[tuple[dict[str, int], GraphModule]] = []
         self._inputs = {i["name"]: (tuple(i["shape"]), np.dtype(i["dtype"])) for i in p["inputs"]}
         self._outputs = [o["name"] for o in p["outputs"]]
         self._input_set: set[str] = set()
@@ -382,6 +384,11 @@ class GraphModule:
         """One run given every input, on a buffer set checked out of the pool."""
         values = {k: self._checked_input(k, v) for k, v in inputs.items()}
         env = self._bind(values) if self._vars else {}
+        variant = self._variant_for(env) if self._variants else None
+        if variant is not None:
+            outputs = variant._run_private(mode, values)
+            self._stale, self._input_set, self._fresh = values, set(values), outputs
+            return dict(outputs)
         spare = self._spare if not self._vars else self._pool(env)
         try:
             b = spare.pop()
@@ -438,6 +445,33 @@ class GraphModule:
         plan = _plan.instantiate(self.plan, env)
         _plan.check_kernels(plan, self.kernels, None, env)
         return _Buffers(self, plan, env)
+
+    def add_variant(self, sizes: Mapping[str, int], variant: GraphModule) -> None:
+        """Run the inputs whose shapes give these sizes of the shape variables on ``variant``
+        (a build of the same model specialised to them: ``graph.build(g, specialize=...)``);
+        the first variant added whose sizes all match is taken, else this module runs."""
+        sizes = dict(sizes)
+        if not sizes or set(sizes) - set(self._vars) or not all(
+                isinstance(n, int) and n >= 0 for n in sizes.values()):
+            raise ValueError(f"a variant's sizes must give some of {list(self._vars)} as ints "
+                             f">= 0, got {sizes}")
+        theirs = {n: d for n, (_, d) in variant._inputs.items()}
+        if theirs != {n: d for n, (_, d) in self._inputs.items()} or \
+                variant._outputs != self._outputs:
+            raise ValueError("a variant must have the model's inputs (names, dtypes) and "
+                             "outputs")
+        self._variants.append((sizes, variant))
+
+    @property
+    def variants(self) -> list[dict[str, int]]:
+        """The sizes of the specialised variants (``add_variant``), in dispatch order."""
+        return [dict(s) for s, _ in self._variants]
+
+    def _variant_for(self, env: Mapping[str, int]) -> GraphModule | None:
+        for sizes, variant in self._variants:
+            if all(env[v] == n for v, n in sizes.items()):
+                return variant
+        return None
 
     def memory_at(self, **sizes: int) -> dict[str, int]:
         """The arena at the given sizes of the shape variables: its bytes, the naive sum and
@@ -624,6 +658,8 @@ class GraphModule:
             k.save(tmp / "kernels" / f"{name}.tlm")
         if self.driver is not None:
             self.driver.save(tmp / "driver.tlm")
+        for i, (_, variant) in enumerate(self._variants):
+            variant.save(tmp / "variants" / f"v{i}")
         manifest = {
             "format": GRAPH_ARTIFACT_FORMAT,
             "kind": "tensorlang-graph",
@@ -633,6 +669,8 @@ class GraphModule:
             "required_features": required,
             "kernels": sorted(self.kernels),
             "has_driver": self.driver is not None,
+            "variants": [{"sizes": sizes, "path": f"variants/v{i}"}
+                         for i, (sizes, _) in enumerate(self._variants)],
             # checked at load: a flipped byte, a truncated file or files swapped between
             # kernels are refused before anything is loaded
             "files": {f.relative_to(tmp).as_posix(): _sha256_file(f)
@@ -808,10 +846,19 @@ def load(path: str | os.PathLike, mode: str = "graph") -> GraphModule:
     kernels = {n: art.module(f"kernels/{n}.tlm") for n in man["kernels"]}
     driver = art.module("driver.tlm") if man["has_driver"] else None
     try:
-        return GraphModule(plan, kernels, driver, constants, mode=mode)
+        gm = GraphModule(plan, kernels, driver, constants, mode=mode)
     except _plan.PlanError as e:
         raise ArtifactError(f"{art.path}: the plan and its kernels or weights disagree: {e}"
                             ) from None
+    for v in man.get("variants", []):  # (absent in artifacts saved before variants existed)
+        if not (isinstance(v, dict) and isinstance(v.get("sizes"), dict)
+                and v.get("path") in (f"variants/v{i}" for i in range(len(man["variants"])))):
+            raise ArtifactError(f"{art.path / 'manifest.json'}: variant entry {v!r} is malformed")
+        try:
+            gm.add_variant(v["sizes"], load(art.path / v["path"], mode=mode))
+        except ValueError as e:
+            raise ArtifactError(f"{art.path / v['path']}: {e}") from None
+    return gm
 
 
 def _check_build_fields(path: Path, man: dict) -> None:

@@ -292,3 +292,26 @@ def test_fold_symbolic_refuses_what_depends_on_sizes():
         S.fold_symbolic("maximum", [shape, np.array([3, 3], np.int64)], {}, "n")
     with pytest.raises(GraphError, match="cannot compute exp of a shape"):
         S.fold_symbolic("exp", [shape], {}, "n")
+
+
+def test_specialised_variants_are_dispatched_by_size(tmp_path):
+    g = _model()
+    gm = graph.build(g, specialize={"seq": [4]})
+    assert gm.variants == [{"seq": 4}]
+    (_, variant), = gm._variants
+    assert variant.shape_vars == ("batch",)  # batch stays symbolic in the seq=4 build
+    loaded = runtime.load(gm.save(tmp_path / "v.tlpkg"))
+    assert loaded.variants == [{"seq": 4}]
+    names = [v.name for v in g.outputs]
+    for b, s in [(2, 4), (3, 5), (1, 4)]:
+        x, y = _inputs(b, s, seed=s)
+        assert (gm._variant_for({"batch": b, "seq": s}) is not None) == (s == 4)
+        for m in (gm, loaded):
+            got = m.run(x=x, y=y)
+            for name, want in zip(names, _reference(x, y)):
+                np.testing.assert_allclose(got[name], want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(GraphError, match=r"specialize names \['len'\], which are not shape "
+                                         r"variables of the graph"):
+        graph.build(g, specialize={"len": [4]})
+    with pytest.raises(GraphError, match=r"specialize\['seq'\] must be sizes"):
+        graph.build(g, specialize={"seq": [-1]})
