@@ -62,8 +62,6 @@ STAGE_NAMES = {
     "double_buffer": f"Stage.double_buffer {GPU_ONLY} (shared-memory prefetch)",
     "storage_align": "Stage.storage_align is not supported: buffers are 64-byte aligned and "
                      "rows are not padded; pad the shape in the compute instead",
-    "tensorize": "Stage.tensorize is not supported (no tensor intrinsics): s[T].vectorize(loop) "
-                 "emits explicit vector code",
     "prefetch": "Stage.prefetch is not supported: pack the operand into a compute "
                 "(opt_gemm's array packing) or cache_read it at a loop with compute_at",
     "transform_layout": "Stage.transform_layout is not supported: declare the packed layout as "
