@@ -453,10 +453,12 @@ def _quant(op: str, ins: list, a: dict):
         return O.quantize_linear(ins[0], ins[1], zero, a["dtype"])
     if op == "dequantize_linear":
         return O.dequantize_linear(ins[0], ins[1], zero)
+    if op == "dense_integer":
+        return O.dense_integer(ins[0], ins[1], ins[2], a["n"], ins[3] if len(ins) > 3 else None)
     return O.requantize(ins[0], ins[1], zero, a["dtype"], bool(a.get("relu", False)))
 
 
-QUANT_OPS = ("quantize_linear", "dequantize_linear", "requantize")
+QUANT_OPS = (*R.QUANT_OPS, "dense_integer")
 # ops whose node has several outputs, lowered to one tensor per output
 MULTI_OUTPUT_OPS = {
     "topk": lambda ins, a: O.topk(ins[0], a["k"], a["axis"] % ins[0].ndim,

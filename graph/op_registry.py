@@ -1092,6 +1092,24 @@ def _requant_ref(xs, a):
                            bool(a.get("relu", False)))]
 
 
+def _dense_integer_infer(types, attrs):
+    (a, at), (w, wt) = types[0], types[1]
+    if len(a) != 2 or at not in ("uint8", "int8") or wt != "int8":
+        raise GraphError(f"dense_integer needs a 2-D uint8/int8 a and a packed int8 weight, "
+                         f"got {at}{list(a)} and {wt}{list(w)}")
+    return [((a[0], attrs["n"]), "int32")]
+
+
+def _dense_integer_ref(xs, a):
+    from tensorlang.ops.quant import dense_integer_ref
+
+    return [dense_integer_ref(xs[0], xs[1], xs[2], a["n"], xs[3] if len(xs) > 3 else None)]
+
+
+# a [M, K] u8/s8 x pack_dense_weight(w) (+ its column sums, a's run-time zero point): the
+# library's VNNI int8 product (ONNX MatMulInteger with a constant int8 weight)
+register("dense_integer", OPAQUE, (3, 4), _dense_integer_infer, _dense_integer_ref)
+QUANT_OPS = ("quantize_linear", "dequantize_linear", "requantize")
 register("quantize_linear", BROADCAST, (2, 3), _quant_infer, _quant_ref)
 register("dequantize_linear", BROADCAST, (2, 3), _dequant_infer, _dequant_ref)
 register("requantize", BROADCAST, (2, 3), _quant_infer, _requant_ref)

@@ -154,9 +154,35 @@ def _int_conv(c, ins, a, zx: Value | None, zw: Value | None) -> Value:
 def _int_matmul(c, A: Value, B: Value, za: Value | None, zb: Value | None) -> Value:
     if len(A.shape) < 2 or len(B.shape) < 2:
         raise _refuse(c, "1-D operands are not supported; A and B must be at least 2-D")
+    if _on_int8_kernel(A, B, za, zb):
+        return _dense_integer(c, A, B, za)
     ai = _widened(c, A, za, len(A.shape) - 2, "A")  # A's zero point: per row
     bi = _widened(c, B, zb, len(B.shape) - 1, "B")  # B's: per column
     return CONVERTERS["MatMul"](c, [ai, bi], {})[0]
+
+
+def _on_int8_kernel(A: Value, B: Value, za: Value | None, zb: Value | None) -> bool:
+    """A product the library's VNNI kernel takes: a constant 2-D int8 weight with no zero
+    point (quantize_dynamic's and quantize_static's symmetric weights) and one zero point for
+    A, constant or computed at run time (DynamicQuantizeLinear's)."""
+    return (B.is_constant and len(B.shape) == 2 and B.dtype == "int8" and
+            A.dtype in _QTYPES[:2] and (zb is None or (zb.is_constant and not zb.data.any()))
+            and (za is None or (za.dtype == A.dtype and int(np.prod(za.shape)) == 1)))
+
+
+def _dense_integer(c, A: Value, B: Value, za: Value | None) -> Value:
+    from tensorlang.ops.quant_kernels import pack_dense_weight
+
+    k, n = B.shape
+    rows = int(np.prod(A.shape[:-1]))
+    a2 = A if len(A.shape) == 2 else c.op("reshape", [A], shape=[rows, k])
+    packed, colsum = pack_dense_weight(np.ascontiguousarray(B.data.T))
+    ins = [a2, c.b.const(packed, name=f"{B.name}_packed"),
+           c.b.const(colsum, name=f"{B.name}_colsum")]
+    if za is not None:
+        ins.append(za if len(za.shape) == 0 else c.op("reshape", [za], shape=[]))
+    y = c.op("dense_integer", ins, n=int(n))
+    return y if len(A.shape) == 2 else c.op("reshape", [y], shape=[*A.shape[:-1], n])
 
 
 @_conv("ConvInteger")

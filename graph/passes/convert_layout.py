@@ -37,6 +37,8 @@ The layout then flows forward through every op that works in it unchanged:
   value and a constant that is a scalar or per channel (re-laid out at build time), or a
   blocked value and an NCHW value of the same shape (which is converted);
 - max/avg pooling and global pooling (their windows are over H and W; the block rides along).
+- quantize / dequantize / requantize by constant scales and zero points, per tensor or per
+  channel (re-laid out like a binary op's constant; issue 22).
 - an inference batch norm with constant statistics (DenseNet's and pre-activation ResNets'
   batch norms after a concat or an add, which fold_scale_into_conv cannot fold into a conv),
   as x * s + t with per-channel constants re-laid out for the block;
@@ -270,6 +272,10 @@ class _LayoutConverter:
             y = self.binary(n, ins, out, blocks, block)
             if y is not None:
                 return [y]
+        if n.op in R.QUANT_OPS:
+            y = self.quant(n, ins, out, block)
+            if y is not None:
+                return [y]
         if n.op == "concat":
             y = self.concat(n, ins, out, blocks)
             if y is not None:
@@ -324,6 +330,19 @@ class _LayoutConverter:
             else:
                 return None
         return self.node(n.name, n.op, pair, n.attrs, layout, self.named(out, layout))
+
+    def quant(self, n: Node, ins: list[Value], out: Value, block: int) -> Value | None:
+        """A (de/re)quantization of a blocked value by constants per tensor or per channel,
+        run blocked (issue 22: fold_qdq's requantize then fuses into its conv's kernel), or
+        None."""
+        x = ins[0]
+        if _block_of(x) != block:
+            return None
+        params = [self.channel_constant(v, _channels(x), block) for v in ins[1:]]
+        if any(p is None for p in params):
+            return None
+        layout = blocked_layout(block)
+        return self.node(n.name, n.op, [x, *params], n.attrs, layout, self.named(out, layout))
 
     def concat(self, n: Node, ins: list[Value], out: Value, blocks: list) -> Value | None:
         """A concat of 4-D values run blocked, or None when no block divides every input's

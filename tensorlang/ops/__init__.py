@@ -25,7 +25,13 @@ from .elemwise import *
 from .indexing import *
 from .nn import *
 from .patterns import Pattern  # noqa: F401
-from .quant import dequantize_linear, per_axis_shape, quantize_linear, requantize  # noqa: F401
+from .quant import (  # noqa: F401
+    dense_integer,
+    dequantize_linear,
+    per_axis_shape,
+    quantize_linear,
+    requantize,
+)
 from .reduce import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: F401
 from .resize import resize  # noqa: F401
 from .schedule import default_schedule  # noqa: F401

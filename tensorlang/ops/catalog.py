@@ -463,6 +463,17 @@ def _define_quant() -> None:
            lambda a, m, z: Q.requantize(a, E.multiply(pos(m), 0.001), z, relu=True),
            lambda a, m, z: Q.requantize_ref(a, np_pos(m) * np.float32(0.001), z, relu=True),
            low=-300, high=300)])
+    # a [5, 40] uint8 times a packed [20, 40] weight: 2 column blocks, 10 groups of 4
+    define("dense_integer", Q.dense_integer, OPAQUE, [
+        ex([((5, 40), "uint8"), ((2, 10, 16, 4), "int8"), ((20,), "int32"), ((1,), "uint8")],
+           lambda a, w, c, z: Q.dense_integer(a, w, c, 20, z),
+           lambda a, w, c, z: Q.dense_integer_ref(a, w, c, 20, z), low=0, high=120),
+        # int8 a (shifted into uint8), K = 38 (padded to 40), no zero point
+        ex([((3, 38), "int8"), ((1, 10, 16, 4), "int8"), ((9,), "int32")],
+           lambda a, w, c: Q.dense_integer(a, w, c, 9),
+           lambda a, w, c: Q.dense_integer_ref(a, w, c, 9), low=-120, high=120)],
+        schedule=CompositeSchedule(Q.schedule_dense_integer, keeps=("acc", "u8")),
+        parts={"acc": ("dense_integer_acc", OPAQUE), "u8": ("dense_integer_u8", OPAQUE)})
 
 
 def _quiet(f):

@@ -17,8 +17,9 @@ import numpy as np
 
 from .. import te
 from ..ir import dtype as dt
-from ..ir.expr import const
+from ..ir.expr import as_int, const
 from ..te.tensor import Tensor
+from . import quant_kernels as QK
 from ._base import BROADCAST, ELEMWISE, broadcast_index, broadcast_shapes, check_tensor, op_compute
 
 # the integer types a quantized tensor may have (ONNX QuantizeLinear's outputs up to int16)
@@ -146,6 +147,80 @@ def requantize(acc: Tensor, multiplier: Tensor, zero_point: Tensor | None = None
     return op_compute(op, shape, f, _kind(acc, multiplier, zero_point), relu=bool(relu))
 
 
+def dense_integer(a: Tensor, w_packed: Tensor, w_colsum: Tensor, n: int,
+                  a_zero: Tensor | None = None) -> Tensor:
+    """ONNX MatMulInteger with a constant int8 weight: ``y[i, j] = sum_k (a[i, k] - a_zero) *
+    w[j, k]`` exactly in int32, [M, n]. ``w_packed`` / ``w_colsum`` are
+    ``quant_kernels.pack_dense_weight(w)`` of the weight as [n, K]; ``a_zero`` a one-element
+    tensor of a's type read at run time (DynamicQuantizeLinear's zero point), or None.
+
+    The products are quant_kernels.dense_int8's (the same compute, so its schedule and the
+    vpdpbusd intrinsic apply: a uint8 copy of a when a is int8, shifted by 128, or K is not a
+    multiple of 4), declared here as this op's parts so the graph's default schedule places
+    them; the zero point (run time, + 128 for int8) is compensated as ``zero * w_colsum[j]``."""
+    op = "dense_integer"
+    check_tensor(op, "a", a)
+    if a.dtype not in ("uint8", "int8") or a.ndim != 2:
+        raise ValueError(f"{op}: a must be a 2-D uint8 or int8 tensor, got {a.dtype}{a.ndim}-D")
+    m, k = (as_int(d) for d in a.shape)
+    nb, kb, ob, ib = (as_int(d) for d in check_tensor(op, "w_packed", w_packed).shape)
+    if w_packed.dtype != "int8" or (nb, kb, ob, ib) != (-(-n // 16), -(-k // 4), 16, 4):
+        raise ValueError(f"{op}: w_packed must be pack_dense_weight's int8 [{-(-n // 16)}, "
+                         f"{-(-k // 4)}, 16, 4] for n={n}, K={k}, got {w_packed.dtype}"
+                         f"{[nb, kb, ob, ib]}")
+    check_tensor(op, "w_colsum", w_colsum)
+    if a_zero is not None and (check_tensor(op, "a_zero", a_zero).dtype != a.dtype or
+                               tuple(as_int(d) for d in a_zero.shape) not in ((1,), ())):
+        raise ValueError(f"{op}: a_zero must be one {a.dtype} element, got {a_zero.dtype}"
+                         f"{list(a_zero.shape)}")
+    shift = 128 if a.dtype == "int8" else 0
+    au = a if shift == 0 and k == kb * 4 else _as_uint8(a, kb * 4, shift)
+    ko, ki = te.reduce_axis((0, kb), name="ko"), te.reduce_axis((0, 4), name="ki")
+    acc = op_compute("dense_integer_acc", (m, nb, 16), lambda i, jo, ji: te.sum(
+        au[i, ko * 4 + ki].astype("int32") * w_packed[jo, ko, ji, ki].astype("int32"),
+        axis=[ko, ki]), "opaque", name="dense_integer.acc")
+
+    def f(i, j):
+        v = acc[i, j // 16, j % 16]
+        zero = const(shift, "int32")
+        if a_zero is not None:
+            zero = te.cast(a_zero[(0,) * a_zero.ndim], "int32") + zero
+        return v if a_zero is None and not shift else v - zero * w_colsum[j]
+
+    return op_compute(op, (m, n), f, "opaque")
+
+
+def _as_uint8(a: Tensor, kp: int, shift: int) -> Tensor:
+    """a in uint8 (int8 shifted by 128) with its reduction axis zero padded to kp."""
+    k = as_int(a.shape[1])
+
+    def f(i, kk):
+        v = (a[i, kk].astype("int32") + shift).astype("uint8") if shift else a[i, kk]
+        return te.if_then_else(kk < k, v, const(0, "uint8")) if kp != k else v
+
+    return op_compute("dense_integer_u8", (as_int(a.shape[0]), kp), f, "opaque",
+                      name="dense_integer.u8")
+
+
+def schedule_dense_integer(s, out: Tensor) -> None:
+    """dense_integer's schedule: quant_kernels' dense_int8 schedule (tiles of 16 zmm
+    accumulators, the innermost 16 x 4 block one vpdpbusd) on its stages."""
+    QK.schedule_dense_int8(s, out)
+
+
+def dense_integer_ref(a, w_packed, w_colsum, n, a_zero=None) -> np.ndarray:
+    """What dense_integer computes from its inputs: the shifted uint8 products minus the
+    (shifted) zero point times w_colsum, which equals sum_k (a - a_zero) * w when w_colsum
+    holds w's sums (pack_dense_weight's)."""
+    a = np.asarray(a)
+    shift = 128 if a.dtype == np.int8 else 0
+    wp = np.asarray(w_packed)
+    w = wp.transpose(0, 2, 1, 3).reshape(wp.shape[0] * wp.shape[2], -1)[:n, :a.shape[-1]]
+    y = (a.astype(np.int64) + shift) @ w.astype(np.int64).T
+    zero = shift + (0 if a_zero is None else int(np.asarray(a_zero).reshape(-1)[0]))
+    return (y - zero * np.asarray(w_colsum, np.int64)).astype(np.int32)
+
+
 def per_axis_shape(param_len: int, rank: int, axis: int) -> tuple[int, ...]:
     """The shape a per-axis parameter of ``param_len`` entries takes to broadcast along
     ``axis`` of a rank-``rank`` tensor: [C] + [1] * (rank - axis - 1)."""
@@ -219,5 +294,5 @@ def conv_integer_ref(x, w, x_zero=0, w_zero=0, strides=(1, 1), pads=(0, 0, 0, 0)
     return out.astype(np.int32)
 
 
-__all__ = ["QUANT_DTYPES", "dequantize_linear", "per_axis_shape", "quantize_linear",
-           "requantize"]
+__all__ = ["QUANT_DTYPES", "dense_integer", "dequantize_linear", "per_axis_shape",
+           "quantize_linear", "requantize"]

@@ -163,6 +163,20 @@ def test_matmul_integer_with_per_column_zero_points():
     _check_exact(m, {"a": a})
 
 
+@pytest.mark.parametrize("a_dtype,k", [("uint8", 64), ("int8", 37)])
+def test_matmul_integer_on_the_int8_kernel(a_dtype, k):
+    """A constant int8 weight without zero point runs on the library's VNNI product
+    (dense_integer: packed weight, zero point compensated with its column sums); int8 A is
+    shifted into uint8 and a K that is not a multiple of 4 zero padded inside it."""
+    lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
+    a = RNG.integers(lo, hi, (2, 9, k)).astype(a_dtype)
+    b = RNG.integers(-128, 128, (k, 33)).astype(np.int8)
+    m = _model("MatMulInteger", [("a", a)], ["int32"],
+               [("b", b), ("az", np.asarray(_zeros(1, a_dtype)[0]))])
+    assert "dense_integer" in [n.op for n in graph.from_onnx(m).nodes]
+    _check_exact(m, {"a": a})
+
+
 def test_matmul_integer_both_at_run_time():
     a = RNG.integers(0, 256, (6, 20)).astype(np.uint8)
     b = RNG.integers(0, 256, (20, 9)).astype(np.uint8)
