@@ -1,5 +1,6 @@
 """Tuning callbacks: cb(tuner, inputs, results) after each batch; optional start(tuner) and
-close() hooks around a tune() call."""
+close() hooks around a tune() call, and stream(tuner, input, result) as each candidate of a
+batch finishes."""
 
 from __future__ import annotations
 
@@ -81,7 +82,9 @@ class progress_bar:
 
 
 class log_to_file:
-    """Append each batch's records to a JSON-lines file, flushed to disk per batch.
+    """Append each candidate's record to a JSON-lines file as soon as it is measured, flushed
+    to disk (a tuner streams results to it: a driver killed mid-batch loses only the
+    candidates in flight); records that were not streamed are appended after the batch.
 
     protocol: TVM's argument; "json" (the only protocol: one JSON record per line, tensorlang's
     own record format, which TVM's logs are not)."""
@@ -94,6 +97,28 @@ class log_to_file:
             raise TypeError(f"log_to_file: expected a file path, got {type(path).__name__} "
                             "(TVM also takes an open file; here, give its path)")
         self.path = os.fspath(path)
+        self._streamed: set[int] = set()  # ids of this batch's results already written
+
+    def stream(self, tuner, inp, result) -> None:
+        """Write one candidate's record now (called as the candidate finishes)."""
+        append_records(self.path, [make_record(inp, result)])
+        self._streamed.add(id(result))
 
     def __call__(self, tuner, inputs, results) -> None:
-        append_records(self.path, [make_record(i, r) for i, r in zip(inputs, results)])
+        streamed, self._streamed = self._streamed, set()
+        append_records(self.path, [make_record(i, r) for i, r in zip(inputs, results)
+                                   if id(r) not in streamed])
+
+
+def streamer(tuner, inputs, callbacks):
+    """measure_batch's on_result for a batch: each callback's stream(tuner, input, result) as
+    the candidate finishes (None when no callback streams)."""
+    streams = [cb.stream for cb in callbacks if hasattr(cb, "stream")]
+    if not streams:
+        return None
+
+    def on_result(n, result):
+        for stream in streams:
+            stream(tuner, inputs[n], result)
+
+    return on_result

@@ -17,9 +17,12 @@ from starting (writer preference), so a kernel is never timed while the compiler
 
 A worker that dies mid-candidate: the dask scheduler gives its tasks to another worker (up to
 its ``distributed.scheduler.allowed-failures``, default 3), after which the candidate is a
-"run error" (or "build error") naming the worker deaths. Every candidate yields one result,
-which the tuner's callbacks append to the log; a killed driver leaves the log of its finished
-batches, and resuming measures the rest.
+"run error" (or "build error") naming the worker deaths; a candidate whose measuring workers
+all left (restarted workers come back at new addresses) is sent to those there are, up to
+allowed-failures times (the driver's setting), then is a run error too. Every candidate yields one result,
+handed to the tuner as it comes back, which appends it to the log then (log_to_file streams):
+a killed driver leaves a log of every candidate that had finished, and resuming measures the
+rest.
 
 CPU checks: the task's target is resolved on the driver ("llvm" is the driver's CPU); builds
 compile for exactly that CPU and those features on whatever machine they run, and only workers
@@ -38,6 +41,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 
 from tensorlang.errors import TensorlangError
 
@@ -416,6 +420,13 @@ class DaskBuilder:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
+def _allowed_failures() -> int:
+    """How many times a candidate may lose its workers (dask's allowed-failures, here)."""
+    import dask
+
+    return int(dask.config.get("distributed.scheduler.allowed-failures", 3))
+
+
 def _result_or_error(fut, kind: str) -> dict:
     """A finished future's dict; a task whose workers kept dying is a typed error of `kind`;
     any other failure of the task is the cluster's, not the candidate's."""
@@ -512,9 +523,11 @@ class DaskRunner:
         return matching
 
     # ---------------------------------------------------------------- measuring
-    def measure_batch(self, builder, inputs: list[MeasureInput]) -> list[MeasureResult]:
+    def measure_batch(self, builder, inputs: list[MeasureInput],
+                      on_result=None) -> list[MeasureResult]:
         """Build and measure a batch: each candidate's measurement starts as soon as it is
-        built, on any free measuring worker. One result per input, in order."""
+        built, on any free measuring worker. One result per input, in order; on_result(index,
+        result), when given, as each one comes back (measure.measure_batch)."""
         if not isinstance(builder, DaskBuilder):
             builder = _LocalBuilds(builder)
         cpus = [builder.resolve(inp.task.target) for inp in inputs]
@@ -522,16 +535,23 @@ class DaskRunner:
         built = builder.submit(inputs)
         specs: dict = {}
         jobs = [self._job(inp, cpu, specs) for inp, cpu in zip(inputs, cpus)]
-        futures = [self._submit(b, job, targets[job["target"]]) for b, job in zip(built, jobs)]
+        pending = {n: (self._submit(b, job, targets[job["target"]]), targets[job["target"]])
+                   for n, (b, job) in enumerate(zip(built, jobs))}
         del built  # the scheduler keeps each build until its measurement has its module
         results: list[MeasureResult | None] = [None] * len(inputs)
         requeued: set[int] = set()
-        pending = {n: (f, targets[job["target"]]) for n, (f, job) in
-                   enumerate(zip(futures, jobs))}
+        orphaned: Counter = Counter()  # how often each candidate's measuring workers all left
+
+        def finish(n: int, result: MeasureResult) -> None:
+            results[n] = result
+            if on_result is not None:
+                on_result(n, result)
+
         while pending:
             done = self._wait_some([f for f, _ in pending.values()])
             if not done:  # workers left: send what only they could measure to the others
-                self._resend_orphans(pending, builder, inputs, jobs)
+                for n, result in self._resend_orphans(pending, builder, inputs, jobs, orphaned):
+                    finish(n, result)
                 continue
             for n in [n for n, (f, _) in pending.items() if f in done]:
                 fut, _ = pending.pop(n)
@@ -546,9 +566,8 @@ class DaskRunner:
                     self._identities = (frozenset(), {})
                     pending[n] = self._resend(builder, inputs[n], jobs[n])
                     continue
-                results[n] = MeasureResult(r.get("costs") or [], r.get("error"),
-                                           r.get("msg", ""), r.get("time", 0.0), time.time(),
-                                           r.get("trace"))
+                finish(n, MeasureResult(r.get("costs") or [], r.get("error"), r.get("msg", ""),
+                                        r.get("time", 0.0), time.time(), r.get("trace")))
         return results  # type: ignore[return-value]
 
     def _resend(self, builder, inp: MeasureInput, job: dict) -> tuple:
@@ -556,14 +575,31 @@ class DaskRunner:
         workers = self.measuring_workers(job["cpu"])
         return self._submit(builder.submit([inp])[0], job, workers), workers
 
-    def _resend_orphans(self, pending: dict, builder, inputs: list, jobs: list) -> None:
+    def _resend_orphans(self, pending: dict, builder, inputs: list, jobs: list,
+                        orphaned: Counter) -> list[tuple[int, MeasureResult]]:
         """Measurements restricted to workers that have all left (a restarted worker comes
-        back at another address) are cancelled and sent to the measuring workers there are."""
+        back at another address) are cancelled and sent to the measuring workers there are.
+        The scheduler's count of worker deaths starts again with each new task, so a candidate
+        that kills every worker it runs on, on a cluster of allowed-failures workers or fewer,
+        would go round for ever: past allowed-failures resends it is a run error (returned as
+        (index, result), taken out of `pending`)."""
         connected = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        limit = _allowed_failures()
+        given_up = []
         for n, (fut, workers) in list(pending.items()):
-            if not connected.intersection(workers):
-                fut.cancel()
-                pending[n] = self._resend(builder, inputs[n], jobs[n])
+            if connected.intersection(workers):
+                continue
+            fut.cancel()
+            if orphaned[n] >= limit:
+                del pending[n]
+                given_up.append((n, MeasureResult(
+                    [], RUN_ERROR, f"every measuring worker it was sent to died or left ("
+                    f"{orphaned[n] + 1} sends; distributed.scheduler.allowed-failures is "
+                    f"{limit})", 0.0, time.time(), None)))
+                continue
+            orphaned[n] += 1
+            pending[n] = self._resend(builder, inputs[n], jobs[n])
+        return given_up
 
     def _job(self, inp: MeasureInput, cpu: tuple[dict, str], specs: dict) -> dict:
         t = inp.task

@@ -483,10 +483,15 @@ def _dask_measurer(what: str) -> type:
     return DaskBuilder if what == "builder" else DaskRunner
 
 
-def measure_batch(option: MeasureOption, inputs: list[MeasureInput]) -> list[MeasureResult]:
-    """Build and run a batch of candidates; never raises for a bad candidate."""
+def measure_batch(option: MeasureOption, inputs: list[MeasureInput],
+                  on_result=None) -> list[MeasureResult]:
+    """Build and run a batch of candidates; never raises for a bad candidate.
+
+    on_result(index, result), when given, is called as each candidate's result is known, in
+    the order they finish, so that a log can hold every finished candidate at once (a driver
+    killed mid-batch loses only those in flight)."""
     if isinstance(option.runner, _dask_measurer("runner")):  # measures many at once
-        return option.runner.measure_batch(option.builder, inputs)
+        return option.runner.measure_batch(option.builder, inputs, on_result)
     results: list[MeasureResult | None] = [None] * len(inputs)
     # configs are instantiated in the builder processes only, under the builder's timeout
     # (an illegal one comes back as such at once); never here, where a template that hangs
@@ -496,13 +501,13 @@ def measure_batch(option: MeasureOption, inputs: list[MeasureInput]) -> list[Mea
     for n, b in zip(to_build, builds):
         if b.error:
             results[n] = MeasureResult([], b.error, b.error_msg, b.time, time.time(), b.trace)
-            continue
-        t0 = time.perf_counter()
-        err, msg, costs = option.runner.run_one(inputs[n].task, b.path)
-        results[n] = MeasureResult(costs, err, msg, b.time + time.perf_counter() - t0,
-                                   time.time(), b.trace)
-        try:
-            os.unlink(b.path)
-        except OSError:
-            pass
+        else:
+            t0 = time.perf_counter()
+            err, msg, costs = option.runner.run_one(inputs[n].task, b.path)
+            results[n] = MeasureResult(costs, err, msg, b.time + time.perf_counter() - t0,
+                                       time.time(), b.trace)
+            with contextlib.suppress(OSError):
+                os.unlink(b.path)
+        if on_result is not None:
+            on_result(n, results[n])
     return results  # type: ignore[return-value]

@@ -24,6 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import TensorlangError
+from .callbacks import streamer
 from .features import FeaturePool, config_features
 from .measure import (
     BUILD_ERROR,
@@ -189,7 +190,7 @@ class Tuner:
             self.visited.update(idxs)
             inputs = [MeasureInput(self.task, self.space.get(i)) for i in idxs]
             t0 = time.perf_counter()
-            results = measure_batch(measure_option, inputs)
+            results = measure_batch(measure_option, inputs, streamer(self, inputs, callbacks))
             self.time_measure += time.perf_counter() - t0
             inputs, results = self._with_settled(inputs, results)
             if self._account(inputs, results):

@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import signal
+import subprocess
+import sys
 import time
+from collections import Counter
 
 import pytest
 from tensorlang.autotune.measure import BuildResult, MeasureOption
@@ -252,6 +256,78 @@ def test_resume_counts_the_log_and_measures_nothing_twice(tmp_path):
     assert [c["trials"] for c in curve] == [4, 8, 12, 14, 18, 22]
     times = [c["time"] for c in curve]
     assert times == sorted(times) and times[0] > 0
+
+
+def test_records_stream_into_the_log_as_each_candidate_finishes(tmp_path):
+    """Before each candidate is timed, every candidate finished before it is in the log (not
+    only at the end of its round), and none twice."""
+    tasks = tasks_of(64, 128)
+    log = tmp_path / "m.jsonl"
+    sched = scheduler(tasks, log, by_n(n64=improving(1), n128=improving(2)),
+                      flatten_rounds=50)
+    runner = sched.measure_option.runner
+    timed = runner.run_one
+    logged_before = []
+
+    def run_one(task, path):
+        logged_before.append(len(autotune.load_records(log)) if log.exists() else 0)
+        return timed(task, path)
+
+    runner.run_one = run_one
+    sched.tune(n_trial=10)
+    assert logged_before == list(range(10))
+    records = autotune.load_records(log)
+    assert len(records) == 10
+    assert len({(r.key, r.config["index"]) for r in records}) == 10
+
+
+_KILLED_DRIVER = """
+import sys
+
+from tensorlang import autotune
+
+if __name__ == "__main__":
+    tasks = [autotune.create_task("matmul", (m, 64, 64, "float32"), target="llvm")
+             for m in (64, 32)]
+    option = autotune.measure_option(autotune.LocalBuilder(n_parallel=2, timeout=30),
+                                     autotune.LocalRunner(number=1, repeat=2, min_repeat_ms=100,
+                                                          timeout=60))
+    autotune.TaskScheduler(tasks, log_file=sys.argv[1], measure_option=option, tuner="random",
+                           round_trials=4, seed=0, progress=False).tune(n_trial=8)
+    option.close()
+"""
+
+
+def test_a_driver_killed_mid_round_resumes_without_measuring_twice(tmp_path):
+    """A driver SIGKILLed in the middle of a round (real builds and measurements): its log
+    holds the round's finished candidates, whole; run again, the scheduler measures only the
+    rest: every trial of the budget in the log exactly once."""
+    script, log = tmp_path / "driver.py", tmp_path / "killed.jsonl"
+    script.write_text(_KILLED_DRIVER)
+    cmd = [sys.executable, str(script), str(log)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and log.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, proc.communicate()[0].decode()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    text = log.read_text()
+    # each candidate's measurement takes >= 200 ms: the first round (4) was not done
+    assert text.endswith("\n") and 1 <= text.count("\n") < 4, text
+    killed = {(r.key, r.config["index"]) for r in autotune.load_records(log)}
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    records = autotune.load_records(log)
+    trials = Counter((r.key, r.config["index"]) for r in records)
+    assert len(records) == 8 and set(trials.values()) == {1}, trials
+    assert killed <= set(trials)
+    assert all(r.result["error"] in (None, autotune.ILLEGAL) for r in records)
+    assert {r.key for r in records if r.valid} == {
+        autotune.create_task("matmul", (m, 64, 64, "float32"), target="llvm").key
+        for m in (64, 32)}
 
 
 def test_a_truncated_curve_line_of_a_killed_run_is_skipped(tmp_path):
