@@ -293,4 +293,7 @@ def depthwise_conv2d(N: int, C: int, H: int, W: int, KH: int, KW: int, stride: i
     return s, [x, w, y]
 
 
+# the int8 kernels' templates (dense_int8, conv2d_int8_nchwc) register with these
+from . import int8_templates  # noqa: F401
+
 __all__ = ["batch_matmul", "conv2d_nchwc", "dense", "depthwise_conv2d", "matmul"]
