@@ -148,7 +148,7 @@ def test_symbolic_row_tile_is_partitioned():
     out = ops.dense(x, w)
     text = str(tl.lower(ops.default_schedule([out]), [x, w, out]))
     main = text.split("parallel for")[1]
-    assert "max(n // 6, 0)" in main and "if " not in main, text
+    assert "max(n // 4, 0)" in main and "if " not in main, text
 
 
 # ----------------------------------------------------------------------------- data movement
@@ -429,3 +429,18 @@ def test_matmul_prepacked_symbolic_rows():
     with pytest.raises(ValueError, match=r"matmul_prepacked: dimension 1 of a must be a "
                                          r"constant \(K, the packed weight's\)"):
         ops.matmul_prepacked(tl.placeholder((n, tl.var("k")), name="a2"), bp, 40)
+
+
+@pytest.mark.parametrize("knobs", [{"fit_rows": False}, {"tile_m": 6, "tile_n": 32},
+                                   {"rows_outer": True}, {"k_outer": False}])
+def test_dense_symbolic_rows_under_the_schedule_knobs(knobs):
+    n = tl.var("n")
+    x = tl.placeholder((n, 32), name="x")
+    w = tl.placeholder((40, 32), name="w")
+    out = ops.dense(x, w)
+    f = tl.build(ops.default_schedule([out], knobs=knobs), [x, w, out], name="sym_knobs")
+    for m in (1, 7, 17):
+        a, b = _rand((m, 32)), _rand((40, 32), seed=1)
+        got = np.full((m, 40), np.nan, "float32")
+        f(a, b, got)
+        np.testing.assert_allclose(got, a @ b.T, rtol=1e-4, atol=1e-4, err_msg=f"{knobs} {m}")
