@@ -8,13 +8,21 @@ from .ir import Graph
 
 
 def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
-                  blocks=None) -> list:
+                  blocks=None, sizes: dict | None = None) -> list:
     """One ``autotune`` task per distinct tunable kernel workload of ``g`` after the graph passes
     (fused groups included), with ``weight`` = how many kernels share it; tune them with
     ``autotune.tune_tasks(tasks, n_trial, log)`` and build with ``graph.build(g,
     tuning_log=log)``. ``blocks`` (e.g. ``(16, 8)``): also tune the conv kernels in each of
-    these activation blocks; the build then gives each conv the block of its fastest record."""
+    these activation blocks; the build then gives each conv the block of its fastest record.
+
+    A graph with shape variables (issue 19) is tuned at representative sizes: ``sizes`` gives
+    each variable one (``{"batch": 8, "seq": 128}``) and the tasks are those of the graph
+    specialised to them; ``graph.build(g, specialize={"batch": [8], "seq": [128]},
+    tuning_log=log)`` then runs those sizes on the tuned kernels (the symbolic kernels keep
+    their default schedules)."""
     from .control_flow import has_control_flow, plain_graphs
+
+    g = _at_sizes(g, sizes)
     from .tuning import extract_tasks as _extract
 
     if not has_control_flow(g):
@@ -28,3 +36,21 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
             else:
                 merged[t.args] = t
     return list(merged.values())
+
+
+def _at_sizes(g: Graph, sizes: dict | None) -> Graph:
+    from .build import graph_shape_vars
+    from .ir import GraphError
+
+    names = graph_shape_vars(g)
+    if not names and not sizes:
+        return g
+    missing = [v for v in names if v not in (sizes or {})]
+    if missing:
+        raise GraphError(f"graph {g.name!r} has shape variables {list(names)}: tune it at "
+                         f"representative sizes, extract_tasks(g, sizes={{...}}) giving "
+                         f"{', '.join(missing)}")
+    from .specialize import specialise, variants
+
+    (env,) = variants({v: [n] for v, n in sizes.items()}, names)
+    return specialise(g, env)

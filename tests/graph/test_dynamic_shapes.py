@@ -315,3 +315,20 @@ def test_specialised_variants_are_dispatched_by_size(tmp_path):
         graph.build(g, specialize={"len": [4]})
     with pytest.raises(GraphError, match=r"specialize\['seq'\] must be sizes"):
         graph.build(g, specialize={"seq": [-1]})
+
+
+def test_tasks_of_a_symbolic_graph_are_extracted_at_given_sizes():
+    from tensorlang.graph import model_zoo
+    from tensorlang.graph.specialize import specialise
+
+    g = graph.from_onnx(model_zoo.mlp(batch="batch"))
+    with pytest.raises(GraphError, match=r"has shape variables \['batch'\]: tune it at "
+                                         r"representative sizes.*giving batch"):
+        graph.extract_tasks(g)
+    # the tasks are those of the graph specialised to the sizes, so a log tuned from them names
+    # the kernels of graph.build(g, specialize=...)'s variant at those sizes
+    fixed = specialise(g, {"batch": 8})
+    assert fixed.inputs[0].shape == (8, 64)
+    tasks = graph.extract_tasks(g, sizes={"batch": 8})
+    assert len(tasks) == 3
+    assert sorted(t.args for t in tasks) == sorted(t.args for t in graph.extract_tasks(fixed))
