@@ -110,7 +110,22 @@ class Stage:
 
     def _record(self, kind: str, loops: list, **args):
         """Append a step, run the legality check, and undo the step if it is refused."""
+        self._check_tensorized(kind, loops)
         return self.schedule._record(self, kind, loops, args)
+
+    def _check_tensorized(self, kind: str, loops: list) -> None:
+        """A tensorized region (Stage.tensorize) was matched as it stands: a later step that
+        changes or annotates one of its loops is refused (it would leave the intrinsic on a
+        loop nest that no longer matches, or on a loop that no longer exists)."""
+        for pos, iv in enumerate(self.leaf_iter_vars):
+            names = [v for k, v in self.pragmas.get(iv, ()) if k == "tensorize"]
+            if names:
+                region = self.leaf_iter_vars[pos:]
+                hit = [lv.name for lv in loops if lv in region]
+                if hit:
+                    raise ScheduleError(f"{kind} on stage {self.name}: loop {hit[0]} is in the "
+                                        f"region tensorized as {names[0]} (from loop "
+                                        f"{iv.name} inwards), which cannot change")
 
     # ------------------------------------------------------------------ lookups
     def _leaf(self, iv, primitive: str) -> IterVar:

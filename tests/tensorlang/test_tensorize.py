@@ -225,3 +225,16 @@ def test_lowering_pass_rechecks_flat_addresses():
         tensorize_loops(_flat_nest(lambda j, k: k * 16 + j))
     out = tensorize_loops(_flat_nest(lambda j, k: j * 4 + k))
     assert "tl.dot_u8s8x4_i32x16" in repr(out) and "for" not in repr(out)
+
+
+def test_tensorized_region_is_frozen():
+    s, args, ji, (ko, ki) = _dense()
+    C = args[2]
+    s[C].tensorize(ji, dot_u8s8_16x4())
+    with pytest.raises(tl.ScheduleError, match=r"split on stage C: loop ki is in the region "
+                       r"tensorized as dot_u8s8_16x4 \(from loop ji inwards\)"):
+        s[C].split(ki, 2)
+    with pytest.raises(tl.ScheduleError, match="unroll on stage C: loop ji is in the region"):
+        s[C].unroll(ji)
+    s[C].unroll(ko)  # outside the region: fine
+    _run(s, args)
