@@ -431,7 +431,13 @@ def _define_onnx_misc() -> None:
                "candidate_value": ("topk_candidate_value", OPAQUE),
                "rank": ("topk_rank", REDUCE), "index": ("topk_index", REDUCE),
                "list_init": ("topk_list_init", OPAQUE), "list_step": ("topk_list_step", OPAQUE),
-               "list_place": ("topk_list_place", REDUCE), "list": ("topk_list", OPAQUE)})
+               "list_place": ("topk_list_place", REDUCE), "list": ("topk_list", OPAQUE),
+               "block_lanes": ("topk_block_lanes", REDUCE,
+                               AnchorSchedule(S.schedule_topk_block_lanes)),
+               "block_best": ("topk_block_best", REDUCE),
+               "block_order": ("topk_block_order", REDUCE), "blocks": ("topk_blocks", REDUCE),
+               "filtered": ("topk_filtered", OPAQUE),
+               "filtered_index": ("topk_filtered_index", OPAQUE)})
 
 
 def _define_quant() -> None:

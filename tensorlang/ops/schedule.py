@@ -1050,6 +1050,17 @@ def _schedule_scan_stage(st) -> None:
         st.vectorize(inner)
 
 
+def schedule_topk_block_lanes(s, t: Tensor, out: Tensor | None = None) -> None:
+    """topk's per-lane block bests [..., blocks, L]: the block's vectors reduced outside the
+    L lanes, which are one vector (contiguous in x), the rows x blocks on the thread pool."""
+    st = s[t]
+    *outer, lane = st.op.axis
+    row = st.fuse(*outer) if len(outer) > 1 else outer[0]
+    st.reorder(row, *st.op.reduce_axis, lane)
+    st.vectorize(lane)
+    st.parallel(row)
+
+
 # ----------------------------------------------------------------------------- dispatch
 
 
@@ -1210,4 +1221,5 @@ __all__ = [
     "schedule_reduce",
     "schedule_softmax",
     "schedule_spatial_window",
+    "schedule_topk_block_lanes",
 ]

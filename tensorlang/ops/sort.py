@@ -13,7 +13,10 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     """ONNX TopK: (values, indices) of the k largest (smallest) elements along `axis`, sorted,
     ties broken by the lower index first (ONNX's rule).
 
-    Two ways, neither with data-dependent control flow. Mostly a running top-k list per row
+    No data-dependent control flow. Where k is small next to the axis, first through blocks
+    (_filtered_indices: the k best are among the elements of the k blocks with the best
+    bests), which leaves two shorter selections; each selection is one of two ways. Mostly a
+    running top-k list per row
     (_insertion_indices: n*k steps, a vector across rows). Where its state (every step's list:
     n*rows*k indices) would leave the caches (over INSERTION_MAX_BYTES), or for fewer than 4
     rows and k > 4, by ranks: an element's rank is the number of elements ahead of it in that
@@ -29,11 +32,89 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     k = check_int("topk", "k", k, 0)
     if k > n:
         raise ValueError(f"topk: k={k} is larger than the axis ({n} elements)")
+    return _values_at(x, _topk_indices(x, ax, n, k, largest), ax, k, largest)
+
+
+def _topk_indices(x, ax: int, n: int, k: int, largest: bool) -> Tensor:
+    """The int64 indices of the k best along `ax`, in order: through the best blocks when
+    that saves work (_filter_block), else by the running list or by ranks."""
+    b = _filter_block(n, k)
+    if b:
+        return _filtered_indices(x, ax, n, k, b, largest)
     if _insertion_fits(x, ax, n, k):
-        return _values_at(x, _insertion_indices(x, ax, n, k, largest), ax, k, largest)
-    b = _block(n, k)
-    cand_val, cand_idx = _candidates(x, ax, n, k, b, largest)
-    return _select(x, cand_val, cand_idx, ax, k, largest)
+        return _insertion_indices(x, ax, n, k, largest)
+    cand_val, cand_idx = _candidates(x, ax, n, k, _block(n, k), largest)
+    return _rank_indices(cand_val, cand_idx, ax, k, largest)
+
+
+# The k best elements lie in the k blocks whose best elements are best (block ties: the lower
+# block first): an element outside them has k blocks' best elements ahead of it. So the k best
+# of n are the k best of the k*b elements of those blocks, found from the nb = n/b block bests
+# (one pass, a vector op when 8 divides b): the list's work n*k becomes about n/4 + nb*k +
+# (k*b)*k, smallest near b = sqrt(n/k); taken when it is under half. Only blocks that divide
+# n: a padded last block could put a padding slot among the k best when NaNs (which rank
+# nowhere) fill a row, and its index would be past the axis.
+FILTER_MAX_BLOCK = 512
+
+
+def _filter_cost(n: int, k: int, b: int) -> float:
+    return (n / 4 if b % 8 == 0 else n) + (n // b) * k + k * b * k
+
+
+def _filter_block(n: int, k: int) -> int:
+    """The block b of the two-level selection (_filtered_indices), 0 when it saves too little
+    (k close to n, short axes, no divisor of n that fits)."""
+    options = [b for b in range(2, min(n, FILTER_MAX_BLOCK) + 1)
+               if n % b == 0 and n // b >= 2 * k and k * b * 2 <= n]
+    if k < 1 or not options:
+        return 0
+    b = min(options, key=lambda b: _filter_cost(n, k, b))
+    return b if _filter_cost(n, k, b) <= n * k / 2 else 0
+
+
+def _block_best(x, ax: int, n: int, b: int, largest: bool) -> Tensor:
+    """The best element of each block of b along `ax` ("block_best"). On the last axis with b
+    a multiple of 8, through "block_lanes": per block, the best of each of L = 16 (or 8)
+    lanes over the block's b / L vectors, a vector op (schedule_topk_block_lanes), then the
+    best of the L lanes; else one reduction per block."""
+    pick = te.max if largest else te.min
+    shape = _at(tuple(x.shape), ax, n // b)
+    lanes = next((v for v in (16, 8) if b % v == 0), 0)
+    if ax != x.ndim - 1 or not lanes:
+        m = te.reduce_axis((0, b), name="m")
+        return op_compute("topk_block_best", shape,
+                          lambda *i: pick(x[_at(i, ax, i[ax] * b + m.var)], axis=m), REDUCE)
+    mo = te.reduce_axis((0, b // lanes), name="mo")
+    per_lane = op_compute("topk_block_lanes", (*shape, lanes), lambda *i: pick(
+        x[(*i[:-2], i[-2] * b + mo.var * lanes + i[-1])], axis=mo), REDUCE, lanes=lanes)
+    lane = te.reduce_axis((0, lanes), name="lane")
+    return op_compute("topk_block_best", shape,
+                      lambda *i: pick(per_lane[(*i, lane.var)], axis=lane), REDUCE)
+
+
+def _filtered_indices(x, ax: int, n: int, k: int, b: int, largest: bool) -> Tensor:
+    """The k best through their blocks: each block's best (_block_best), the k best blocks
+    (their indices by a top-k of the block bests, put back in index order: "block_order",
+    "blocks"), their k*b elements as candidates in index order ("filtered"), the k best
+    candidates, mapped back to x's indices ("filtered_index")."""
+    best = _block_best(x, ax, n, b, largest)
+    blocks = _topk_indices(best, ax, n // b, k, largest)
+    r = te.reduce_axis((0, k), name="r")
+    before = op_compute("topk_block_order", tuple(blocks.shape), lambda *i: te.sum(
+        te.cast(blocks[_at(i, ax, r.var)] < blocks[i], "int32"), axis=r), REDUCE)
+    q = te.reduce_axis((0, k), name="q")
+    chosen = op_compute("topk_blocks", tuple(blocks.shape), lambda *i: te.sum(
+        te.select(before[_at(i, ax, q.var)] == te.cast(i[ax], "int32"),
+                  blocks[_at(i, ax, q.var)], const(0, "int64")), axis=q), REDUCE)
+
+    def source(i, c):  # candidate c's index in x
+        return chosen[_at(i, ax, c // b)] * b + te.cast(c % b, "int64")
+
+    cand = op_compute("topk_filtered", _at(tuple(x.shape), ax, k * b),
+                      lambda *i: x[_at(i, ax, source(i, i[ax]))], OPAQUE)
+    inner = _topk_indices(cand, ax, k * b, k, largest)
+    return op_compute("topk_filtered_index", tuple(inner.shape),
+                      lambda *i: source(i, inner[i]), OPAQUE, name="topk_indices")
 
 
 # Measured (one thread, [rows, n] float32, ranks -> insertion, ms): [8,1000] k=10 0.218 ->
@@ -171,7 +252,7 @@ def _candidates(x, ax, n, k, b, largest):
     return val, idx
 
 
-def _select(x, val, idx, ax, k, largest):
+def _rank_indices(val, idx, ax, k, largest):
     c = as_int(val.shape[ax])
     t = te.reduce_axis((0, c), name="t")
 
@@ -181,15 +262,14 @@ def _select(x, val, idx, ax, k, largest):
 
     ranks = op_compute("topk_rank", val.shape, rank, REDUCE)
     s = te.reduce_axis((0, c), name="s")
-    out_shape = _at(tuple(x.shape), ax, k)
+    out_shape = _at(tuple(val.shape), ax, k)
 
     def index(*r):
         # exactly one candidate has rank r: its index is the sum over the matching ranks
         return te.sum(te.select(ranks[_at(r, ax, s.var)] == te.cast(r[ax], "int64"),
                                 idx[_at(r, ax, s.var)], const(0, "int64")), axis=s)
 
-    indices = op_compute("topk_index", out_shape, index, REDUCE, name="topk_indices")
-    return _values_at(x, indices, ax, k, largest)
+    return op_compute("topk_index", out_shape, index, REDUCE, name="topk_indices")
 
 
 def _values_at(x, indices, ax, k, largest):

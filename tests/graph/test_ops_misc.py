@@ -314,10 +314,14 @@ def test_topk_running_list_ties_and_extremes(shape, axis, k, dtype, largest):
 
 
 def test_topk_big_state_takes_ranks():
-    """Where every step's list would not stay in the caches (8 x 8000 x 300 indices), the
-    ranks' path is taken; the result is the same."""
-    assert not _takes_insertion((8, 8000), 1, 300)
-    assert _takes_insertion((8, 4000), 1, 200)
+    """Where every step's list would not stay in the caches (8 x 8000 x 300 indices), a list
+    over the whole axis is not built (the ranks', or topk's block path first); the result is
+    the same."""
+    from tensorlang import te
+    from tensorlang.ops import sort as SO
+
+    assert not SO._insertion_fits(te.placeholder((8, 8000), name="x"), 1, 8000, 300)
+    assert SO._insertion_fits(te.placeholder((8, 4000), name="x"), 1, 4000, 200)
     x = np.random.default_rng(19).integers(-100, 100, (8, 8000)).astype(np.float32)
     kk = onnx.numpy_helper.from_array(np.array([300], np.int64), "k")
     m = _model("TopK", [("x", TP.FLOAT, (8, 8000))],
