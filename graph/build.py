@@ -91,7 +91,7 @@ def plan_arena(storage: StorageAssignment, reuse: bool) -> MemoryPlan:
     formulas of the shape variables until then): nothing placed here."""
     arena = [st for st in storage.storages if st.kind == "arena"]
     if not all(isinstance(st.nbytes, int) for st in arena):
-        return MemoryPlan({}, 0, 0, 0)
+        return MemoryPlan({}, 0, 0, 0, per_shape=True)
     return plan_memory({st.id: st.nbytes for st in arena},
                        {st.id: storage.lifetimes[st.id] for st in arena}, reuse=reuse)
 
@@ -241,7 +241,9 @@ def _timed(rep: BuildReport, name: str, step) -> Any:
 
 def _describe_other(out) -> str:
     if isinstance(out, ExecutionPlan):
-        return f"{len(out.steps)} steps, {len(out.kernels)} kernels, arena {out.arena_bytes} B"
+        arena = f"arena {out.arena_bytes} B" if not out.vars else \
+            f"arena placed per shape of {', '.join(out.vars)}"
+        return f"{len(out.steps)} steps, {len(out.kernels)} kernels, {arena}"
     return f"{getattr(out, 'name', type(out).__name__)}: {len(out.manifest['steps'])} calls"
 
 

@@ -30,8 +30,11 @@ class MemoryPlan:
     arena_bytes: int
     naive_bytes: int  # every storage separately
     lower_bound: int  # the largest sum of live bytes at any one step
+    per_shape: bool = False  # symbolic sizes: placed by the runtime at each new shape
 
     def describe(self) -> str:
+        if self.per_shape:
+            return "symbolic sizes: the arena is placed at the first run of each shape"
         return (f"arena {self.arena_bytes / 1e6:.2f} MB (naive {self.naive_bytes / 1e6:.2f} MB, "
                 f"lower bound {self.lower_bound / 1e6:.2f} MB)")
 
