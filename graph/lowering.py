@@ -453,12 +453,18 @@ def _quant(op: str, ins: list, a: dict):
         return O.quantize_linear(ins[0], ins[1], zero, a["dtype"])
     if op == "dequantize_linear":
         return O.dequantize_linear(ins[0], ins[1], zero)
+    if op == "qlinear_conv2d":
+        sums, bias = R.qlinear_conv_extras(ins, a)
+        return O.qlinear_conv2d(ins[0], ins[1], sums, bias, ins[2], ins[3], a["oc"],
+                                tuple(a["strides"]), tuple(a["pads"]), a["x_zero"], a["dtype"],
+                                bool(a.get("relu", False)))
     if op == "dense_integer":
-        return O.dense_integer(ins[0], ins[1], ins[2], a["n"], ins[3] if len(ins) > 3 else None)
+        return O.dense_integer(ins[0], ins[1], ins[2] if len(ins) > 2 else None, a["n"],
+                               ins[3] if len(ins) > 3 else None)
     return O.requantize(ins[0], ins[1], zero, a["dtype"], bool(a.get("relu", False)))
 
 
-QUANT_OPS = (*R.QUANT_OPS, "dense_integer")
+QUANT_OPS = (*R.QUANT_OPS, "dense_integer", "qlinear_conv2d")
 # ops whose node has several outputs, lowered to one tensor per output
 MULTI_OUTPUT_OPS = {
     "topk": lambda ins, a: O.topk(ins[0], a["k"], a["axis"] % ins[0].ndim,

@@ -1103,12 +1103,45 @@ def _dense_integer_infer(types, attrs):
 def _dense_integer_ref(xs, a):
     from tensorlang.ops.quant import dense_integer_ref
 
-    return [dense_integer_ref(xs[0], xs[1], xs[2], a["n"], xs[3] if len(xs) > 3 else None)]
+    return [dense_integer_ref(xs[0], xs[1], xs[2] if len(xs) > 2 else None, a["n"],
+                              xs[3] if len(xs) > 3 else None)]
 
 
-# a [M, K] u8/s8 x pack_dense_weight(w) (+ its column sums, a's run-time zero point): the
-# library's VNNI int8 product (ONNX MatMulInteger with a constant int8 weight)
-register("dense_integer", OPAQUE, (3, 4), _dense_integer_infer, _dense_integer_ref)
+# a [M, K] u8/s8 x pack_dense_weight(w) (+ its column sums when a zero point or int8 a needs
+# them, a's run-time zero point): the library's VNNI int8 product (ONNX MatMulInteger with a
+# constant int8 weight)
+register("dense_integer", OPAQUE, (2, 4), _dense_integer_infer, _dense_integer_ref)
+def _qlinear_conv_infer(types, attrs):
+    (x, xt), (w, _) = types[0], types[1]
+    p, (sh, sw) = attrs["pads"], attrs["strides"]
+    if len(x) != 4 or xt not in ("uint8", "int8") or len(w) != 7:
+        raise GraphError(f"qlinear_conv2d needs an NCHW uint8/int8 x and a packed weight, got "
+                         f"{xt}{list(x)} and {list(w)}")
+    oh = (x[2] + p[0] + p[2] - w[2]) // sh + 1
+    ow = (x[3] + p[1] + p[3] - w[3]) // sw + 1
+    return [((x[0], attrs["oc"], oh, ow), attrs["dtype"])]
+
+
+def _qlinear_conv_ref(xs, a):
+    from tensorlang.ops.quant import qlinear_conv2d_ref
+
+    sums, bias = qlinear_conv_extras(xs, a)
+    return [qlinear_conv2d_ref(xs[0], xs[1], sums, bias, xs[2], xs[3], a["oc"],
+                               tuple(a["strides"]), tuple(a["pads"]), a["x_zero"], a["dtype"],
+                               bool(a.get("relu", False)))]
+
+
+def qlinear_conv_extras(ins: list, a: dict) -> tuple:
+    """(weight sums or None, bias or None) of a qlinear_conv2d node's inputs: x, packed weight,
+    multiplier [OC], y zero point, then the sums when attrs["sums"] (a nonzero effective x
+    zero point), then the int32 bias when attrs["bias"] (a kernel has no unused inputs)."""
+    rest = list(ins[4:])
+    sums = rest.pop(0) if a.get("sums") else None
+    return sums, (rest.pop(0) if a.get("bias") else None)
+
+
+# a QLinearConv (or a QDQ conv folded by fold_qdq) as one kernel on the VNNI product
+register("qlinear_conv2d", OPAQUE, (4, 6), _qlinear_conv_infer, _qlinear_conv_ref)
 QUANT_OPS = ("quantize_linear", "dequantize_linear", "requantize")
 register("quantize_linear", BROADCAST, (2, 3), _quant_infer, _quant_ref)
 register("dequantize_linear", BROADCAST, (2, 3), _dequant_infer, _dequant_ref)

@@ -177,8 +177,9 @@ def _dense_integer(c, A: Value, B: Value, za: Value | None) -> Value:
     rows = int(np.prod(A.shape[:-1]))
     a2 = A if len(A.shape) == 2 else c.op("reshape", [A], shape=[rows, k])
     packed, colsum = pack_dense_weight(np.ascontiguousarray(B.data.T))
-    ins = [a2, c.b.const(packed, name=f"{B.name}_packed"),
-           c.b.const(colsum, name=f"{B.name}_colsum")]
+    ins = [a2, c.b.const(packed, name=f"{B.name}_packed")]
+    if za is not None or A.dtype == "int8":  # the column sums compensate a zero point
+        ins.append(c.b.const(colsum, name=f"{B.name}_colsum"))
     if za is not None:
         ins.append(za if len(za.shape) == 0 else c.op("reshape", [za], shape=[]))
     y = c.op("dense_integer", ins, n=int(n))
@@ -223,15 +224,49 @@ def _requantized(c, acc: Value, m: np.ndarray, zy: Value | None, axis: int, out:
     return c.op("requantize", ins, dtype=out)
 
 
+def _conv_on_int8_kernel(x: Value, zx: Value | None, w: Value, zw: Value | None,
+                         a: dict) -> bool:
+    """A QLinearConv the library's int8 kernel (qlinear_conv2d) runs whole: 2-D, one group, no
+    dilation, explicit pads, a constant int8 weight without zero point, one constant x zero
+    point."""
+    return (len(x.shape) == 4 and x.dtype in _QTYPES[:2] and w.is_constant and
+            w.dtype == "int8" and (zw is None or (zw.is_constant and not zw.data.any())) and
+            (zx is None or (zx.is_constant and zx.data.size == 1)) and
+            int(a.get("group", 1)) == 1 and all(d == 1 for d in a.get("dilations", [1, 1])) and
+            a.get("auto_pad", "NOTSET") in ("NOTSET", ""))
+
+
+def _qconv_int8(c, x, zx, w, m: np.ndarray, zy: Value | None, bias, a: dict, out: str):
+    from tensorlang.ops.quant import pack_qconv_weight
+
+    oc = w.shape[0]
+    packed, sums = pack_qconv_weight(w.data)
+    zero = zy if zy is not None else c.b.const(np.zeros((), out), name=f"{c.node_name}_yz")
+    x_zero = 0 if zx is None else int(zx.data.reshape(-1)[0])
+    with_sums = x_zero != 0 or x.dtype == "int8"  # the effective (uint8) zero point is not 0
+    ins = [x, c.b.const(packed, name=f"{w.name}_packed"),
+           c.b.const(np.broadcast_to(m, (oc,)).copy(), name=f"{c.node_name}_multiplier"),
+           zero if len(zero.shape) == 0 else c.op("reshape", [zero], shape=[])]
+    ins += [c.b.const(sums, name=f"{w.name}_sums")] if with_sums else []
+    ins += [bias] if bias is not None else []
+    return c.op("qlinear_conv2d", ins, oc=int(oc), strides=list(a.get("strides", [1, 1])),
+                pads=list(a.get("pads", [0, 0, 0, 0])), x_zero=x_zero, dtype=out,
+                sums=with_sums, bias=bias is not None)
+
+
 @_conv("QLinearConv")
 def _qlinear_conv(c, ins, a):
     x, sx, zx, w, sw, zw, sy, zy = ins[:8]
     bias = ins[8] if len(ins) > 8 else None
     _check_zero_dtype(c, zy, _QTYPES, "y_zero_point")
+    if bias is not None and bias.dtype != "int32":
+        raise _refuse(c, f"the bias must be int32, got {bias.dtype}")
+    if _conv_on_int8_kernel(x, zx, w, zw, a):
+        m = _multiplier(c, sx, sw, sy, "QLinearConv's")
+        return [_qconv_int8(c, x, zx, w, m, zy, bias, a,
+                            zy.dtype if zy is not None else "uint8")]
     acc = _int_conv(c, [x, w], a, zx, zw)
     if bias is not None:
-        if bias.dtype != "int32":
-            raise _refuse(c, f"the bias must be int32, got {bias.dtype}")
         acc = c.op("add", [acc, c.op("reshape", [bias], shape=[bias.shape[0], 1, 1])])
     m = _multiplier(c, sx, sw, sy, "QLinearConv's")
     out = zy.dtype if zy is not None else "uint8"

@@ -15,7 +15,9 @@ so our results are onnxruntime's integer arithmetic, not a float approximation o
 requantization is an elementwise tail that fuses into the conv's kernel (with a following
 residual add's dequantize / add / quantize when they fuse too).
 
-The product runs in float32 when that is exact: every term is an integer and every partial sum
+A 2-D conv of one group without dilation (the common case) runs whole on the library's int8
+kernel (``qlinear_conv2d``: VNNI products, bias and requantization in one kernel, uint8/int8
+in and out). Other products run in float32 when that is exact: every term is an integer and every partial sum
 is bounded by ``max|xq - zx| * sum_k |wq - zw| + |bq|`` per output channel; below 2**24 every
 float32 addition is exact in any order, so the float conv's accumulator *is* the int32 sum, at
 the speed of the float kernels (checked per node at build time from the constant weights).
@@ -151,10 +153,42 @@ def _exact_in_float(x_dtype: str, zx: int, ints: np.ndarray, axis: int, bias) ->
     return bool(bound.max() < EXACT_LIMIT)
 
 
+def _on_int8_kernel(p: Node, ints: np.ndarray) -> bool:
+    """A conv the library's int8 kernel runs whole (qlinear_conv2d): 2-D, one group, no
+    dilation, weights that are int8 after their zero point is taken off."""
+    a = p.attrs
+    return (p.op == "conv" and ints.ndim == 4 and a.get("groups", 1) == 1 and
+            all(d == 1 for d in a["dilations"]) and ints.min() >= -128 and ints.max() <= 127)
+
+
+def _emit_qconv(em: Emitter, q: Node, m: dict, xq: Value, zx: int) -> Value:
+    from tensorlang.ops.quant import pack_qconv_weight
+
+    p, (ints, sw, _) = m["p"], m["w"]
+    name, oc = p.name, ints.shape[0]
+    packed, sums = pack_qconv_weight(ints.astype(np.int8))
+    mult = (np.float32(m["x"][1].reshape(-1)[0]) * sw) / np.float32(m["sy"].reshape(-1)[0])
+    ins = [xq, Value(f"{name}_wpacked", packed.shape, "int8", data=packed),
+           Value(f"{name}_multiplier", (oc,), "float32",
+                 data=np.broadcast_to(mult.astype(np.float32), (oc,)).copy()),
+           Value(f"{name}_y_zero", (), m["out_dtype"], data=m["zy"].reshape(()))]
+    with_sums = zx != 0 or xq.dtype == "int8"  # the effective (uint8) zero point is not 0
+    if with_sums:
+        ins.append(Value(f"{name}_wsums", sums.shape, "int32", data=sums))
+    if m["bias"] is not None:
+        ins.append(Value(f"{name}_bint", (oc,), "int32", data=m["bias"].astype(np.int32)))
+    attrs = {"oc": int(oc), "strides": list(p.attrs["strides"]), "pads": list(p.attrs["pads"]),
+             "x_zero": zx, "dtype": m["out_dtype"], "relu": m["relu"], "sums": with_sums,
+             "bias": m["bias"] is not None}
+    return em.emit(f"{name}_int8", "qlinear_conv2d", ins, attrs, q.outputs)[0]
+
+
 def _emit(em: Emitter, q: Node, m: dict, new: dict) -> Value:
     p, (xq, sx, zx), (ints, sw, axis) = m["p"], m["x"], m["w"]
     xq = new.get(id(xq), xq)
     zx = 0 if zx is None else int(zx.reshape(-1)[0])
+    if _on_int8_kernel(p, ints):
+        return _emit_qconv(em, q, m, xq, zx)
     exact = _exact_in_float(xq.dtype, zx, ints, axis, m["bias"])
     acc_t = "float32" if exact else "int32"
     name = p.name

@@ -29,6 +29,7 @@ from .quant import (  # noqa: F401
     dense_integer,
     dequantize_linear,
     per_axis_shape,
+    qlinear_conv2d,
     quantize_linear,
     requantize,
 )

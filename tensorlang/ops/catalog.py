@@ -480,6 +480,32 @@ def _define_quant() -> None:
            lambda a, w, c: Q.dense_integer_ref(a, w, c, 9), low=-120, high=120)],
         schedule=CompositeSchedule(Q.schedule_dense_integer, keeps=("acc", "u8")),
         parts={"acc": ("dense_integer_acc", OPAQUE), "u8": ("dense_integer_u8", OPAQUE)})
+    # 5 input channels in one block of 8 (3 zero-point channels), 20 outputs (2 blocks); int8
+    # x strided with asymmetric pads and relu, no bias
+    define("qlinear_conv2d", Q.qlinear_conv2d, OPAQUE, [
+        ex([((1, 5, 6, 7), "uint8"), ((2, 1, 3, 3, 2, 16, 4), "int8"), ((32,), "int32"),
+            ((20,), "int32"), (20,), ((1,), "uint8")],
+           lambda x, w, ws, b, m, z: Q.qlinear_conv2d(x, w, ws, b, _small(m), z, 20, 1, 1, 60),
+           lambda x, w, ws, b, m, z: Q.qlinear_conv2d_ref(x, w, ws, b, _np_small(m), z, 20, 1,
+                                                          1, 60), low=0, high=120),
+        ex([((1, 16, 7, 8), "int8"), ((1, 1, 3, 3, 4, 16, 4), "int8"), ((16,), "int32"),
+            (16,), ((1,), "int8")],
+           lambda x, w, ws, m, z: Q.qlinear_conv2d(x, w, ws, None, _small(m), z, 16, 2,
+                                                   (0, 1, 2, 1), -3, "int8", relu=True),
+           lambda x, w, ws, m, z: Q.qlinear_conv2d_ref(x, w, ws, None, _np_small(m), z, 16, 2,
+                                                       (0, 1, 2, 1), -3, "int8", relu=True),
+           low=-100, high=100)],
+        schedule=CompositeSchedule(Q.schedule_qlinear_conv2d, keeps=("acc", "pad")),
+        parts={"acc": ("qlinear_conv2d_acc", OPAQUE), "pad": ("qlinear_conv2d_pad", OPAQUE)})
+
+
+def _small(m):
+    """|m| * 1e-5: a requantization multiplier from a random input."""
+    return E.multiply(E.abs(m), 1e-5)
+
+
+def _np_small(m):
+    return np.abs(m) * np.float32(1e-5)
 
 
 def _quiet(f):

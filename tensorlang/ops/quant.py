@@ -147,7 +147,7 @@ def requantize(acc: Tensor, multiplier: Tensor, zero_point: Tensor | None = None
     return op_compute(op, shape, f, _kind(acc, multiplier, zero_point), relu=bool(relu))
 
 
-def dense_integer(a: Tensor, w_packed: Tensor, w_colsum: Tensor, n: int,
+def dense_integer(a: Tensor, w_packed: Tensor, w_colsum: Tensor | None, n: int,
                   a_zero: Tensor | None = None) -> Tensor:
     """ONNX MatMulInteger with a constant int8 weight: ``y[i, j] = sum_k (a[i, k] - a_zero) *
     w[j, k]`` exactly in int32, [M, n]. ``w_packed`` / ``w_colsum`` are
@@ -168,7 +168,8 @@ def dense_integer(a: Tensor, w_packed: Tensor, w_colsum: Tensor, n: int,
         raise ValueError(f"{op}: w_packed must be pack_dense_weight's int8 [{-(-n // 16)}, "
                          f"{-(-k // 4)}, 16, 4] for n={n}, K={k}, got {w_packed.dtype}"
                          f"{[nb, kb, ob, ib]}")
-    check_tensor(op, "w_colsum", w_colsum)
+    if w_colsum is None and (a_zero is not None or a.dtype == "int8"):
+        raise ValueError(f"{op}: w_colsum is needed with a zero point or an int8 a")
     if a_zero is not None and (check_tensor(op, "a_zero", a_zero).dtype != a.dtype or
                                tuple(as_int(d) for d in a_zero.shape) not in ((1,), ())):
         raise ValueError(f"{op}: a_zero must be one {a.dtype} element, got {a_zero.dtype}"
@@ -218,7 +219,143 @@ def dense_integer_ref(a, w_packed, w_colsum, n, a_zero=None) -> np.ndarray:
     w = wp.transpose(0, 2, 1, 3).reshape(wp.shape[0] * wp.shape[2], -1)[:n, :a.shape[-1]]
     y = (a.astype(np.int64) + shift) @ w.astype(np.int64).T
     zero = shift + (0 if a_zero is None else int(np.asarray(a_zero).reshape(-1)[0]))
-    return (y - zero * np.asarray(w_colsum, np.int64)).astype(np.int32)
+    if zero:
+        y = y - zero * np.asarray(w_colsum, np.int64)
+    return y.astype(np.int32)
+
+
+def qlinear_conv2d(x: Tensor, w_packed: Tensor, w_sums: Tensor | None, bias: Tensor | None,
+                   multiplier: Tensor, y_zero: Tensor, oc: int, stride=1, padding=0,
+                   x_zero: int = 0, out_dtype: str = "uint8", relu: bool = False) -> Tensor:
+    """A quantized 2-D conv (ONNX QLinearConv, groups 1, no dilation), NCHW in and out, in one
+    kernel: ``y = saturate(round((acc + bias) * multiplier) + y_zero)`` per output channel with
+    ``acc = sum (x - x_zero) * w`` exact in int32 on the VNNI product.
+
+    x: [N, C, H, W] uint8/int8; w_packed: ``quant_kernels.pack_conv_weight(w, cb)[0]``
+    ([ceil(OC/16), ceil(C/cb), KH, KW, cb/4, 16, 4] int8, cb 16, or 8/4 for few channels);
+    w_sums: [ceil(OC/16)*16] int32, the weights' sums (compensating the zero point, + 128 for
+    int8 x; None when that is 0); bias: [OC] int32 or None; multiplier: [OC] float32 (x_scale * w_scale / y_scale);
+    y_zero: one element of out_dtype. Stages: x's padded uint8 copy in NCHW[cb]c (pads hold the
+    zero point, so they add nothing), the products (quant_kernels.conv2d_int8_nchwc's compute,
+    declared as this op's part so its schedule tensorizes it), then the requantization."""
+    op = "qlinear_conv2d"
+    check_tensor(op, "x", x)
+    if x.dtype not in ("uint8", "int8") or x.ndim != 4:
+        raise ValueError(f"{op}: x must be a 4-D uint8 or int8 tensor, got {x.dtype} "
+                         f"{x.ndim}-D")
+    out_dtype = _check_quant_dtype(op, "out_dtype", out_dtype)
+    n, c, h, wd = (as_int(d) for d in x.shape)
+    ob, cbn, kh, kw, icb, o16, i4 = (as_int(d) for d in w_packed.shape)
+    cb = icb * 4
+    if w_packed.dtype != "int8" or (o16, i4) != (16, 4) or cb not in (4, 8, 16) or \
+            cbn != -(-c // cb) or ob != -(-oc // 16):
+        raise ValueError(f"{op}: w_packed {list(w_packed.shape)} is not pack_conv_weight's "
+                         f"layout for {oc} output and {c} input channels")
+    sh, sw = (stride, stride) if isinstance(stride, int) else tuple(stride)
+    pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+    shift = 128 if x.dtype == "int8" else 0
+    zero = int(x_zero) + shift
+    if zero and w_sums is None:
+        raise ValueError(f"{op}: w_sums is needed with a zero point ({zero} in uint8)")
+    xb = _padded_blocks(x, cbn, cb, pad, shift, zero)
+    oh, ow = (h + pad[0] + pad[2] - kh) // sh + 1, (wd + pad[1] + pad[3] - kw) // sw + 1
+    rc, ry, rx = (te.reduce_axis((0, e), name=nm) for e, nm in ((cbn, "rc"), (kh, "ry"),
+                                                                   (kw, "rx")))
+    rb, ri = te.reduce_axis((0, icb), name="rb"), te.reduce_axis((0, 4), name="ri")
+    acc = op_compute("qlinear_conv2d_acc", (n, ob, oh, ow, 16), lambda b, o, y, z, oi: te.sum(
+        xb[b, rc, y * sh + ry, z * sw + rx, rb * 4 + ri].astype("int32")
+        * w_packed[o, rc, ry, rx, rb, oi, ri].astype("int32"), axis=[rc, ry, rx, rb, ri]),
+        "opaque", name="qlinear_conv2d.acc")
+    lo, hi = _limits(out_dtype)
+
+    def f(b, o, y, z):
+        a = acc[b, o // 16, y, z, o % 16]
+        if zero:
+            a = a - const(zero, "int32") * w_sums[o]
+        if bias is not None:
+            a = a + bias[o]
+        q = te.round(te.cast(a, "float32") * multiplier[o])
+        if relu:
+            q = te.max(q, const(0.0, "float32"))
+        return _saturate(q, _at(y_zero, (0,) * y_zero.ndim, "float32"), lo, hi, "float32",
+                         out_dtype)
+
+    return op_compute(op, (n, oc, oh, ow), f, "opaque")
+
+
+def _padded_blocks(x: Tensor, cbn: int, cb: int, pad: tuple, shift: int, zero: int) -> Tensor:
+    """x [N, C, H, W] as uint8 [N, C/cb, H + pads, W + pads, cb] (int8 shifted by 128); pads
+    hold the zero point (they add (zero - zero) * w = 0 once compensated), the channels past C
+    hold 0 (they add nothing, whatever the packed weights hold there)."""
+    n, c, h, wd = (as_int(d) for d in x.shape)
+    pt, pl, pb, pr = pad
+
+    def f(b, cc, y, z, ci):
+        ch = cc * cb + ci
+        v = x[b, ch, y - pt, z - pl]
+        v = (v.astype("int32") + shift).astype("uint8") if shift else v
+        inside = (y >= pt) & (y < h + pt) & (z >= pl) & (z < wd + pl)
+        if cbn * cb == c:
+            return te.if_then_else(inside, v, const(zero, "uint8"))
+        return te.if_then_else(ch < c, te.if_then_else(inside, v, const(zero, "uint8")),
+                               const(0, "uint8"))
+
+    return op_compute("qlinear_conv2d_pad", (n, cbn, h + pt + pb, wd + pl + pr, cb), f,
+                      "opaque", name="qlinear_conv2d.pad")
+
+
+def schedule_qlinear_conv2d(s, out: Tensor) -> None:
+    """qlinear_conv2d's schedule: quant_kernels' conv schedule on the products (8 columns x 2
+    output blocks of zmm accumulators, 16 x 4 blocks as vpdpbusd) and the padded copy; the
+    requantization vectorized along the output columns, parallel over (n, channels)."""
+    acc = next(t for t in out.op.input_tensors if t.op.reduce_axis)
+    QK.schedule_conv2d_int8(s, acc)
+    st = s[out]
+    b, o, _, z = st.op.axis
+    width = as_int(out.shape[3])
+    lanes = max(d for d in range(1, min(width, 16) + 1) if width % d == 0)
+    if lanes > 1:
+        _, zi = st.split(z, lanes)
+        st.vectorize(zi)
+    st.parallel(st.fuse(b, o))
+
+
+def pack_qconv_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An int8 conv weight [OC, C, KH, KW] for qlinear_conv2d: (pack_conv_weight's layout with
+    an input block that fits C: 4, 8 or 16; the per-channel sums padded to a multiple of 16)."""
+    c = w.shape[1]
+    packed, _ = QK.pack_conv_weight(w, 4 if c <= 4 else 8 if c <= 8 else 16)
+    sums = np.zeros(packed.shape[0] * 16, np.int32)
+    sums[:w.shape[0]] = w.astype(np.int64).reshape(w.shape[0], -1).sum(axis=1)
+    return packed, sums
+
+
+def unpack_conv_weight(w_packed: np.ndarray, oc: int, c: int) -> np.ndarray:
+    """pack_conv_weight's layout back to [OC, C, KH, KW] (for references and tests)."""
+    ob, cbn, kh, kw, icb, o16, i4 = w_packed.shape
+    w = np.asarray(w_packed).transpose(0, 5, 1, 4, 6, 2, 3)
+    return w.reshape(ob * o16, cbn * icb * i4, kh, kw)[:oc, :c]
+
+
+def qlinear_conv2d_ref(x, w_packed, w_sums, bias, multiplier, y_zero, oc, stride=1,
+                       padding=0, x_zero=0, out_dtype="uint8", relu=False) -> np.ndarray:
+    """What qlinear_conv2d computes from its inputs (w_sums as given: the weights' sums make
+    it ONNX's QLinearConv)."""
+    x = np.asarray(x)
+    shift = 128 if x.dtype == np.int8 else 0
+    zero = int(x_zero) + shift
+    w = unpack_conv_weight(np.asarray(w_packed), oc, x.shape[1]).astype(np.int64)
+    pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+    st = (stride, stride) if isinstance(stride, int) else tuple(stride)
+    acc = conv_integer_ref(x.astype(np.int64) + shift, w.astype(np.int64), zero, 0, st,
+                           pad).astype(np.int64)
+    if zero:
+        acc += zero * (w.reshape(oc, -1).sum(axis=1) - np.asarray(w_sums, np.int64)[:oc]
+                       ).reshape(1, -1, 1, 1)
+    if bias is not None:
+        acc += np.asarray(bias, np.int64).reshape(1, -1, 1, 1)
+    return requantize_ref(acc.astype(np.float32), np.asarray(multiplier).reshape(1, -1, 1, 1),
+                          np.asarray(y_zero).reshape(()), out_dtype, relu)
 
 
 def per_axis_shape(param_len: int, rank: int, axis: int) -> tuple[int, ...]:
@@ -295,4 +432,4 @@ def conv_integer_ref(x, w, x_zero=0, w_zero=0, strides=(1, 1), pads=(0, 0, 0, 0)
 
 
 __all__ = ["QUANT_DTYPES", "dense_integer", "dequantize_linear", "per_axis_shape",
-           "quantize_linear", "requantize"]
+           "qlinear_conv2d", "quantize_linear", "requantize"]

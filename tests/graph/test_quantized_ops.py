@@ -131,14 +131,20 @@ def _qconv_inits(x_dtype, w_dtype, oc, cg, k, per_channel):
 
 
 @pytest.mark.parametrize("x_dtype,per_channel,group,stride", [
-    ("uint8", True, 1, 1), ("uint8", False, 1, 2), ("int8", True, 1, 1), ("uint8", True, 8, 1)])
+    ("uint8", True, 1, 1), ("uint8", False, 1, 2), ("int8", True, 1, 1), ("uint8", True, 8, 1),
+    ("uint8", True, 1, 3)])
 def test_qlinear_conv(x_dtype, per_channel, group, stride):
     c, oc = 8, 8 if group > 1 else 16
     x = RNG.integers(-128 if x_dtype == "int8" else 0, 128 if x_dtype == "int8" else 256,
                      (1, c, 9, 9)).astype(x_dtype)
     inits = _qconv_inits(x_dtype, "int8", oc, c // group, 3, per_channel)
+    if stride == 3:  # x's zero point 0 and no bias: the kernel without compensation
+        inits = [(n, np.uint8(0) if n == "xz" else a) for n, a in inits if n != "b"]
     m = _model("QLinearConv", [("x", x)], [x_dtype], inits, pads=[1, 1, 1, 1],
                strides=[stride, stride], group=group)
+    # one group: the library's int8 kernel runs it whole; grouped: the widened int32 conv
+    on_kernel = "qlinear_conv2d" in [n.op for n in graph.from_onnx(m).nodes]
+    assert on_kernel == (group == 1)
     _check_exact(m, {"x": x})
 
 
@@ -163,16 +169,17 @@ def test_matmul_integer_with_per_column_zero_points():
     _check_exact(m, {"a": a})
 
 
-@pytest.mark.parametrize("a_dtype,k", [("uint8", 64), ("int8", 37)])
-def test_matmul_integer_on_the_int8_kernel(a_dtype, k):
+@pytest.mark.parametrize("a_dtype,k,zero", [("uint8", 64, True), ("int8", 37, True),
+                                           ("uint8", 16, False)])
+def test_matmul_integer_on_the_int8_kernel(a_dtype, k, zero):
     """A constant int8 weight without zero point runs on the library's VNNI product
     (dense_integer: packed weight, zero point compensated with its column sums); int8 A is
     shifted into uint8 and a K that is not a multiple of 4 zero padded inside it."""
     lo, hi = (0, 256) if a_dtype == "uint8" else (-128, 128)
     a = RNG.integers(lo, hi, (2, 9, k)).astype(a_dtype)
     b = RNG.integers(-128, 128, (k, 33)).astype(np.int8)
-    m = _model("MatMulInteger", [("a", a)], ["int32"],
-               [("b", b), ("az", np.asarray(_zeros(1, a_dtype)[0]))])
+    inits = [("b", b)] + ([("az", np.asarray(_zeros(1, a_dtype)[0]))] if zero else [])
+    m = _model("MatMulInteger", [("a", a)], ["int32"], inits)
     assert "dense_integer" in [n.op for n in graph.from_onnx(m).nodes]
     _check_exact(m, {"a": a})
 

@@ -18,7 +18,8 @@ RNG = np.random.default_rng(8)
 
 
 def _qdq_model(kind: str, w: np.ndarray, relu: bool = False, bias: bool = True,
-               x_shape=(1, 8, 7, 7), extra_reader: bool = False, out_zero: int = 100):
+               x_shape=(1, 8, 7, 7), extra_reader: bool = False, out_zero: int = 100,
+               group: int = 1):
     """Q(x) -> DQ -> conv/gemm/matmul(DQ(w) per channel, DQ(b)) [-> relu] -> Q -> DQ."""
     oc = w.shape[0] if kind in ("conv", "gemm") else w.shape[1]
     sx, sy = np.float32(0.05), np.float32(0.2)
@@ -36,7 +37,7 @@ def _qdq_model(kind: str, w: np.ndarray, relu: bool = False, bias: bool = True,
              helper.make_node("DequantizeLinear", ["bq", "sb"], ["bf"], axis=0)]
     ins = ["xf", "wf"] + (["bf"] if bias and kind != "matmul" else [])
     if kind == "conv":
-        nodes.append(helper.make_node("Conv", ins, ["y"], pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node("Conv", ins, ["y"], pads=[1, 1, 1, 1], group=group))
     elif kind == "gemm":
         nodes.append(helper.make_node("Gemm", ins, ["y"], transB=1))
     else:
@@ -76,22 +77,29 @@ def _acc_dtype(model) -> str:
 
 
 @pytest.mark.parametrize("relu", [False, True])
-def test_conv_becomes_an_exact_float_product_requantized(relu):
-    w = RNG.integers(-128, 128, (16, 8, 3, 3)).astype(np.int8)
+def test_conv_runs_on_the_int8_kernel(relu):
+    w = RNG.integers(-128, 128, (20, 8, 3, 3)).astype(np.int8)
     m = _qdq_model("conv", w, relu=relu, out_zero=0 if relu else 100)
+    assert _folded_ops(m) == ["quantize_linear", "qlinear_conv2d", "dequantize_linear"]
+    _assert_exact(m, (1, 8, 7, 7))
+
+
+def test_grouped_conv_becomes_an_exact_float_product_requantized():
+    w = RNG.integers(-128, 128, (16, 4, 3, 3)).astype(np.int8)
+    m = _qdq_model("conv", w, group=2)
     ops = _folded_ops(m)
     assert ops.count("requantize") == 1 and "relu" not in ops
-    assert _acc_dtype(m) == "float32"  # 127 * 72 * 128 + 500 < 2**24
+    assert _acc_dtype(m) == "float32"  # 127 * 36 * 128 + 500 < 2**24
     _assert_exact(m, (1, 8, 7, 7))
 
 
 def test_conv_whose_sums_may_pass_2_pow_24_runs_in_int32():
-    # 128 x 9 weights, most -128: max |x - 120| * sum |w| ~ 135 * 147000 > 2**24
+    # 2 groups of 128 x 9 weights, most -128: max |x - 120| * sum |w| ~ 135 * 147000 > 2**24
     w = np.full((16, 128, 3, 3), -128, np.int8)
     w[:, :, 1, 1] = RNG.integers(-128, 128, (16, 128)).astype(np.int8)
-    m = _qdq_model("conv", w, x_shape=(1, 128, 5, 5))
+    m = _qdq_model("conv", w, x_shape=(1, 256, 5, 5), group=2)
     assert _acc_dtype(m) == "int32"
-    _assert_exact(m, (1, 128, 5, 5))
+    _assert_exact(m, (1, 256, 5, 5))
 
 
 @pytest.mark.parametrize("kind", ["gemm", "matmul"])
