@@ -13,7 +13,8 @@ either runtime spin for a while after a call); rounds alternate ours / onnxrunti
 rotating, and the median over rounds is reported with the best round. GOPS = 2 * multiply-adds
 per second; % of the int8 VNNI peak that benchmarks/peak.py measures in the same run.
 
-    python benchmarks/int8_ops.py [--rounds 7] [--threads 0] [--only dense,conv]"""
+    python benchmarks/int8_ops.py [--rounds 7] [--threads 0] [--only dense,conv]
+        [--target "llvm -mattr=-avx512vnni"]   # ours on the fallback (no VNNI)"""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def dense_case(m, n, k, a_zero=7):
     Y = qk.dense_int8(A, W, n, a_zero, 0, CS)
     s = tl.create_schedule(Y)
     qk.schedule_dense_int8(s, Y, parallel=ARGS.threads != 1)
-    f = tl.build(s, [A, W, CS, Y])
+    f = tl.build(s, [A, W, CS, Y], target=ARGS.target)
     y = np.empty((m, n), np.int32)
     ours = lambda: f(a, wp, colsum, y)
     node = helper.make_node("MatMulInteger", ["a", "b", "za"], ["y"])
@@ -104,7 +105,7 @@ def conv_case(c, hw, oc, k, stride, depthwise=False, x_zero=3):
     s = tl.create_schedule(Y)
     (qk.schedule_depthwise_int8 if depthwise else qk.schedule_conv2d_int8)(
         s, Y, parallel=ARGS.threads != 1)
-    f = tl.build(s, [X, Wt, S, Y])
+    f = tl.build(s, [X, Wt, S, Y], target=ARGS.target)
     y = np.empty(tuple(int(d.value) for d in Y.shape), np.int32)
     ours = lambda: f(xb, wp, sums_p, y)
     attrs = {"strides": [stride] * 2, "pads": [pad] * 4, "group": c if depthwise else 1}
@@ -171,11 +172,14 @@ def main():
     p.add_argument("--number", type=int, default=20)
     p.add_argument("--threads", type=int, default=0, help="0: all cores (both runtimes)")
     p.add_argument("--only", default="dense,conv,depthwise")
+    p.add_argument("--target", default="llvm",
+                   help="ours' target: 'llvm -mattr=-avx512vnni' times the fallback")
     ARGS = p.parse_args()
     res = peak.measure_peak(kind="vnni")
     key = "1 core" if ARGS.threads == 1 else "all cores"
     print(f"CPU {res['cpu']}; int8 VNNI peak ({key}) best {res[key][0]:.0f} GOPS; "
           f"load {os.getloadavg()[0]:.1f}; threads {ARGS.threads or 'all'}; "
+          f"ours built for {ARGS.target!r}; "
           f"{time.strftime('%Y-%m-%d %H:%M')}", flush=True)
     for kind in ARGS.only.split(","):
         for args in CASES[kind]:
