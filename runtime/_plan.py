@@ -9,6 +9,7 @@ before any address is computed; ``load`` reports a failure as an ArtifactError n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -293,11 +294,14 @@ def _check_step(i: int, st: Any, values: dict) -> None:
     _need(isinstance(st, dict), f"step {i} must be an object")
     _need(isinstance(st.get("kernel"), str), f"step {i}: kernel must be a name")
     args = st.get("args")
-    _need(isinstance(args, list) and all(isinstance(a, str) and a in values for a in args),
-          f"step {i}: args {args!r} must name values of the plan")
+    # (if, not _need: the messages are formatted only on failure; a model of shape variables
+    # checks its plan at every new shape)
+    if not (isinstance(args, list) and all(isinstance(a, str) and a in values for a in args)):
+        raise PlanError(f"step {i}: args {args!r} must name values of the plan")
     n_out = st.get("n_out")
-    _need(_is_count(n_out) and 1 <= n_out <= len(args),
-          f"step {i}: n_out {n_out!r} must be between 1 and its {len(args)} arguments")
+    if not (_is_count(n_out) and 1 <= n_out <= len(args)):
+        raise PlanError(f"step {i}: n_out {n_out!r} must be between 1 and its {len(args)} "
+                        "arguments")
 
 
 def check_constants(plan: dict, constants: Mapping[str, Any]) -> None:
@@ -320,10 +324,13 @@ def check_kernels(plan: dict, kernels: Mapping[str, Any], driver: Any,
     variables runs only in a plan with those variables; its arrays' sizes are compared at the
     sizes ``env`` (a plan of one shape, :func:`instantiate`), their other properties always."""
     values = plan["values"]
+    manifests: dict[str, dict] = {}  # (Module.manifest is a copy each time)
     for i, st in enumerate(plan["steps"]):
         k = kernels.get(st["kernel"])
         _need(k is not None, f"step {i} runs kernel {st['kernel']!r}, which is not loaded")
-        m = k.manifest
+        m = manifests.get(st["kernel"])
+        if m is None:
+            m = manifests[st["kernel"]] = k.manifest
         known = tuple(plan.get("vars", ())) if env is None else tuple(env)
         _need(set(m["vars"]) <= set(known),
               f"kernel {st['kernel']!r} takes shape variables {m['vars']}, but the plan has "
@@ -347,7 +354,7 @@ def check_kernels(plan: dict, kernels: Mapping[str, Any], driver: Any,
 
 
 def _count(shape: list[int]) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)
 
 
 def _same_count(a: list, b: list) -> bool:
@@ -391,16 +398,25 @@ def _check_driver(plan: dict, driver: Any, kernels: Mapping[str, Any]) -> None:
 # -- plans with shape variables (issue 19) -----------------------------------------------------
 
 
+_PARSED: dict[tuple, Any] = {}  # (text, variables) -> DimExpr: texts repeat across shapes
+
+
 def _dim(d: Any, known: tuple[str, ...], where: str):
     """An int >= 0, or the parsed text of an expression of the plan's variables."""
     from ._dims import DimError, DimExpr
 
     if _is_count(d):
         return d
+    got = _PARSED.get((d, known)) if isinstance(d, str) else None
+    if got is not None:
+        return got
     try:
-        return DimExpr(d, known)
+        got = DimExpr(d, known)
     except DimError as e:
         raise PlanError(f"{where}: {e}") from None
+    if len(_PARSED) < 100_000:
+        _PARSED[(d, known)] = got
+    return got
 
 
 def _check_symbolic_plan(plan: dict) -> None:
