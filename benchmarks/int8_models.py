@@ -7,7 +7,8 @@ values within one / two quantization steps of onnxruntime's).
     python benchmarks/int8_models.py --models cnn --rounds 11 --number 20
 
 Models (tests/graph/quantized_models.py builds them; the benchmark's sizes are larger than the
-tests'): ``cnn``, a ResNet-style CNN at 56x56 (widths 64, 128, two basic blocks each) quantized
+tests'): ``resnet50`` (``--models resnet50``: graph.model_zoo's ResNet-50 at 224x224, 2 random
+calibration inputs; minutes to build), ``cnn``, a ResNet-style CNN at 56x56 (widths 64, 128, two basic blocks each) quantized
 by ``quantize_static`` (QDQ, per-channel int8 weights, uint8 activations, 8 random calibration
 inputs); ``encoder``, a BERT-style encoder (seq 128, hidden 256, 4 heads, FFN 1024, 2 layers)
 quantized by ``quantize_dynamic``.
@@ -35,12 +36,24 @@ sys.path.insert(0, HERE)
 import quantized_models as qm
 from models import OrtPeer, interleaved
 
+
+def _zoo_resnet50():
+    from tensorlang.graph import model_zoo
+
+    return model_zoo.resnet50()  # its input is "x" [1, 3, 224, 224]
+
+
 MODELS = {
     "cnn": (lambda: qm.resnet_cnn(size=56, widths=(64, 128), blocks=2),
             lambda f: qm.quantize_static_qdq(f, calib=8), (1, 3, 56, 56)),
     "encoder": (lambda: qm.bert_encoder(seq=128, hidden=256, heads=4, ffn=1024, layers=2),
                 qm.quantize_dynamic_int8, (128, 256)),
+    # graph.model_zoo's ResNet-50 (224x224, bottleneck blocks), quantized as the cnn
+    "resnet50": (_zoo_resnet50, lambda f: qm.quantize_static_qdq(f, calib=2),
+                 (1, 3, 224, 224)),
 }
+
+
 
 
 def _accuracy(q, got: np.ndarray, want: np.ndarray) -> tuple:

@@ -269,3 +269,20 @@ def test_library_refusals():
         tl.ops.requantize(tl.placeholder((4, 3), dtype="float64", name="f64"), s)
     with pytest.raises(ValueError, match=r"must broadcast to x's shape"):
         tl.ops.dequantize_linear(x, tl.placeholder((2, 4, 3), name="s3"))
+
+
+@pytest.mark.parametrize("target", ["llvm -mattr=-avx512vnni",
+                                    "llvm -mattr=-avx512vnni,-avx512bw"])
+def test_int8_kernels_without_vnni_stay_exact(target):
+    """A CPU without AVX-512 VNNI (simulated by the target string) runs the kernels' fallback
+    (vpmaddwd, or plain widening without AVX-512BW): the same integers as onnxruntime."""
+    x = RNG.integers(0, 256, (1, 8, 6, 6)).astype(np.uint8)
+    m = _model("QLinearConv", [("x", x)], ["uint8"], _qconv_inits("uint8", "int8", 16, 8, 3, True),
+               pads=[1, 1, 1, 1])
+    gm = graph.build(graph.from_onnx(m), target=target)
+    np.testing.assert_array_equal(gm.run(x=x)["y0"], ort_run(m, {"x": x})["y0"])
+    a = RNG.integers(0, 256, (5, 24)).astype(np.uint8)
+    m = _model("MatMulInteger", [("a", a)], ["int32"],
+               [("b", RNG.integers(-128, 128, (24, 20)).astype(np.int8)), ("az", np.uint8(9))])
+    gm = graph.build(graph.from_onnx(m), target=target)
+    np.testing.assert_array_equal(gm.run(a=a)["y0"], ort_run(m, {"a": a})["y0"])
