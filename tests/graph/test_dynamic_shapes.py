@@ -332,3 +332,21 @@ def test_tasks_of_a_symbolic_graph_are_extracted_at_given_sizes():
     tasks = graph.extract_tasks(g, sizes={"batch": 8})
     assert len(tasks) == 3
     assert sorted(t.args for t in tasks) == sorted(t.args for t in graph.extract_tasks(fixed))
+
+
+def test_cnn_with_a_dynamic_batch_matches_onnxruntime():
+    """conv/bn/relu, pooling, a residual add, global pool, Flatten, Gemm, Softmax over a
+    symbolic batch. opt_level 1: NCHW convs (the blocked layout's layout_transform does not take
+    a symbolic batch yet)."""
+    from tensorlang.graph import model_zoo
+
+    model = model_zoo.small_cnn(batch="batch")
+    g = graph.from_onnx(model)
+    assert g.inputs[0].type_str() == "float32[batch, 3, 16, 16]"
+    gm = graph.build(g, opt_level=1)
+    sess = _ort(model)
+    out = model.graph.output[0].name
+    for b in (1, 3, 8):
+        x = np.random.default_rng(b).standard_normal((b, 3, 16, 16)).astype("float32")
+        np.testing.assert_allclose(gm.run(x=x)[out], sess.run(None, {"x": x})[0],
+                                   rtol=1e-4, atol=1e-5)
