@@ -286,8 +286,9 @@ def _qlinear_matmul(c, ins, a):
 @_conv("DynamicQuantizeLinear")
 def _dynamic_quantize(c, ins, a):
     """uint8 with a scale and zero point from the run-time range of x (widened to hold 0):
-    scale = (max(x, 0) - min(x, 0)) / 255, zero point = saturate(round(-min / scale)),
-    y = saturate(round(x / scale) + zero point), as the ONNX specification writes it."""
+    scale = (max(x, 0) - min(x, 0)) / 255 (1 for an all-zero x, as onnxruntime), zero point =
+    saturate(round(-min / scale)), y = saturate(round(x / scale) + zero point), as the ONNX
+    specification writes it."""
     x = ins[0]
     if x.dtype != "float32":
         raise _refuse(c, f"x must be float32, got {x.dtype}")
@@ -295,8 +296,11 @@ def _dynamic_quantize(c, ins, a):
     zero = c.b.const(np.float32(0.0), name=f"{c.node_name}_zero")
     hi = c.op("maximum", [c.op("reduce_max", [x], axes=axes, keepdims=0), zero])
     lo = c.op("minimum", [c.op("reduce_min", [x], axes=axes, keepdims=0), zero])
-    scale = c.op("divide", [c.op("subtract", [hi, lo]),
-                            c.b.const(np.float32(255.0), name=f"{c.node_name}_255")])
+    span = c.op("subtract", [hi, lo])
+    scale = c.op("divide", [span, c.b.const(np.float32(255.0), name=f"{c.node_name}_255")])
+    # an all-zero x has no range: scale 1 (onnxruntime's choice), not 0 (x / 0 is NaN)
+    scale = c.op("where", [c.op("equal", [span, zero]),
+                           c.b.const(np.float32(1.0), name=f"{c.node_name}_one"), scale])
     zp = c.op("quantize_linear", [c.op("negative", [lo]), scale], dtype="uint8")
     y = c.op("quantize_linear", [x, scale, zp], dtype="uint8")
     return [y, scale, zp]

@@ -199,9 +199,10 @@ def test_conv_integer():
     _check_exact(m, {"x": x})
 
 
-@pytest.mark.parametrize("shift", [0.0, 3.0])  # around zero; all positive (min widened to 0)
+@pytest.mark.parametrize("shift", [0.0, 3.0, None])  # around 0; all positive; all zero
 def test_dynamic_quantize_linear(shift):
-    x = (RNG.standard_normal((4, 3, 10)) + shift).astype(np.float32)
+    x = (RNG.standard_normal((4, 3, 10)) + (shift or 0)).astype(np.float32)
+    x = x if shift is not None else np.zeros_like(x)
     _check_exact(_model("DynamicQuantizeLinear", [("x", x)], ["uint8", "float32", "uint8"], []),
                  {"x": x})
 
