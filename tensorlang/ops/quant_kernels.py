@@ -160,7 +160,7 @@ def _stages_before(y: Tensor) -> dict[str, Tensor]:
 
 
 def schedule_dense_int8(s, y: Tensor, rows: int = 4, blocks: int = 4,
-                        parallel: bool = True) -> None:
+                        parallel: bool = True, out: Tensor | None = None) -> None:
     """The default schedule: the output in tiles of `rows` x `blocks` 16-wide column blocks,
     column tiles outermost (parallel), each tile's products computed at its row tile
     (compute_at: a [rows, blocks, 16] int32 buffer, no [M, N] intermediate) with the whole
@@ -169,12 +169,16 @@ def schedule_dense_int8(s, y: Tensor, rows: int = 4, blocks: int = 4,
     row tile reads them. Measured one thread, loaded machine, best of 7 rounds: 128x768x768
     466 GOPS (98% of the VNNI peak; 445 with the products in an [M, N] buffer, which also
     cost 1.5 MB at N = 3072). Chunking K by 64 groups (16 KB of weights, L1) was slower: each
-    chunk stores and reloads the accumulators (128x3072x768: 124 vs 147 GOPS)."""
+    chunk stores and reloads the accumulators (128x3072x768: 124 vs 147 GOPS).
+
+    out: an elementwise tail of y of y's shape (requantization, bias, relu, residual add),
+    which then owns the tiles (the stages between y and out inlined): each tile of products
+    is compensated and finished while in registers."""
     parts = _stages_before(y)
     acc = parts["acc"]
     m, nb = as_int(acc.shape[0]), as_int(acc.shape[1])
     rows, blocks = _divisor(m, rows), _divisor(nb, blocks)
-    ys = s[y]
+    ys = s[_tail_host(s, y, acc, out)]
     i, j = ys.op.axis
     io, ii = ys.split(i, rows)
     jo, ji = ys.split(j, blocks * OB)
@@ -312,30 +316,83 @@ def conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0, x_zero: 
 
 
 def schedule_conv2d_int8(s, y: Tensor, cols: int = 8, blocks: int = 2,
-                         parallel: bool = True) -> None:
+                         parallel: bool = True, out: Tensor | None = None) -> None:
     """The default schedule: tiles of `cols` output columns x `blocks` 16-channel output blocks
     (cols * blocks zmm accumulators over the whole reduction: input blocks, kernel rows and
     columns, groups of 4 channels), the innermost 16 x 4 block one vpdpbusd; parallel over
-    output rows; the padded copy and the compensation vectorized by 16 channels."""
+    (batch, channel tiles, rows); the padded copy vectorized by 16 channels.
+
+    out: an elementwise tail of y of y's shape (requantization, bias, relu, a residual add:
+    the graph's fused group), or None. The tail (or y's compensation when there is none) is
+    the stage that owns the tiles: the products are computed at its column tile into a
+    [blocks, cols, 16] int32 buffer and each tile is finished (compensated, requantized) while
+    it is in registers; the stages between y and out are inlined."""
     parts = _stages_before(y)
     acc = y if y.op.reduce_axis else parts["acc"]
     st = s[acc]
-    b, oc, oy, ox, o = st.op.axis
-    rc, ry, rx, rb, ri = st.op.reduce_axis
     cols, blocks = _divisor(as_int(acc.shape[3]), cols), _divisor(as_int(acc.shape[1]), blocks)
-    oco, oci = st.split(oc, blocks)
-    oxo, oxi = st.split(ox, cols)
-    st.reorder(b, oco, oy, oxo, rc, ry, rx, rb, oxi, oci, o, ri)
+    host = _tail_host(s, y, acc, out)
+    if host is None:  # the products are the output: tile them in place
+        b, oc, oy, ox, o = st.op.axis
+        rc, ry, rx, rb, ri = st.op.reduce_axis
+        oco, oci = st.split(oc, blocks)
+        oxo, oxi = st.split(ox, cols)
+        st.reorder(b, oco, oy, oxo, rc, ry, rx, rb, oxi, oci, o, ri)
+        outer = (b, oco, oy)
+    else:
+        outer = _tile_host(s, host, acc, cols, blocks)
+        b, oci, oy, oxi, o = st.op.axis
+        st.reorder(*st.op.reduce_axis[:4], b, oci, oy, oxi, o, st.op.reduce_axis[4])
     st.unroll(oxi)
     st.unroll(oci)
     st.tensorize(o, dot_u8s8_16x4())
     if parallel:
-        st.parallel(st.fuse(b, oco, oy))
+        s[host or acc].parallel(s[host or acc].fuse(*outer))
     for role, t in parts.items():
         if role != "acc":
             _vectorize_last(s, t, parallel=parallel)
-    if y is not acc:
-        _vectorize_last(s, y, parallel=parallel)
+
+
+def _tail_host(s, y: Tensor, acc: Tensor, out: Tensor | None) -> Tensor | None:
+    """The stage that owns a convolution's tiles: `out` (the stages between it and y inlined),
+    else y's compensation, else None (y is the products themselves)."""
+    if out is None or out is y:
+        return None if y is acc else y
+    if tuple(as_int(d) for d in out.shape) != tuple(as_int(d) for d in y.shape) or \
+            out.op.reduce_axis:
+        raise ValueError(f"schedule of {y.op.name}: out must be an elementwise tail of y's "
+                         f"shape {y.shape}, got {out.op.name} {out.shape}")
+    todo, seen = [out], set()
+    while todo:
+        t = todo.pop()
+        for u in getattr(t.op, "input_tensors", ()):
+            if u.op in seen or not hasattr(u.op, "body") or u is acc or \
+                    not _reads(u, y):
+                continue
+            seen.add(u.op)
+            s[u].compute_inline()
+            todo.append(u)
+    return out
+
+
+def _reads(t: Tensor, y: Tensor) -> bool:
+    """Whether t is y or reads it (through any stages)."""
+    if t.op is y.op:
+        return True
+    return any(_reads(u, y) for u in getattr(t.op, "input_tensors", ()))
+
+
+def _tile_host(s, host: Tensor, acc: Tensor, cols: int, blocks: int) -> tuple:
+    """Tile the NCHW16c host stage (channel blocks x columns, the 16 channels vectorized) and
+    compute `acc` at its column tile; returns the host's outer loops (to parallelize)."""
+    hs = s[host]
+    b, oc, oy, ox, o = hs.op.axis
+    oco, oci = hs.split(oc, blocks)
+    oxo, oxi = hs.split(ox, cols)
+    hs.reorder(b, oco, oy, oxo, oci, oxi, o)
+    hs.vectorize(o)
+    s[acc].compute_at(hs, oxo)
+    return b, oco, oy
 
 
 # ----------------------------------------------------------------------------- depthwise
@@ -397,27 +454,34 @@ def depthwise_conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0
                       - zero * w_sums[c * OB + o], name=name)
 
 
-def schedule_depthwise_int8(s, y: Tensor, cols: int = 8, parallel: bool = True) -> None:
+def schedule_depthwise_int8(s, y: Tensor, cols: int = 8, parallel: bool = True,
+                            out: Tensor | None = None) -> None:
     """The default schedule: `cols` output columns of 16 channels (cols zmm int32
     accumulators) over the window, the channels vectorized; parallel over channel blocks and
-    rows; the padded copy and the compensation vectorized."""
+    rows; the padded copy vectorized. out: an elementwise tail of y's shape that owns the
+    tiles (see schedule_conv2d_int8)."""
     parts = _stages_before(y)
     acc = y if y.op.reduce_axis else parts["acc"]
     st = s[acc]
-    b, c, oy, ox, o = st.op.axis
-    ry, rx = st.op.reduce_axis
     cols = _divisor(as_int(acc.shape[3]), cols)
-    oxo, oxi = st.split(ox, cols)
-    st.reorder(b, c, oy, oxo, ry, rx, oxi, o)
+    host = _tail_host(s, y, acc, out)
+    ry, rx = st.op.reduce_axis
+    if host is None:
+        b, c, oy, ox, o = st.op.axis
+        oxo, oxi = st.split(ox, cols)
+        st.reorder(b, c, oy, oxo, ry, rx, oxi, o)
+        outer = (b, c, oy)
+    else:
+        outer = _tile_host(s, host, acc, cols, 1)
+        b, c, oy, oxi, o = st.op.axis
+        st.reorder(ry, rx, b, c, oy, oxi, o)
     st.unroll(oxi)
     st.vectorize(o)
     if parallel:
-        st.parallel(st.fuse(b, c, oy))
+        s[host or acc].parallel(s[host or acc].fuse(*outer))
     for role, t in parts.items():
         if role != "acc":
             _vectorize_last(s, t, parallel=parallel)
-    if y is not acc:
-        _vectorize_last(s, y, parallel=parallel)
 
 
 __all__ = [

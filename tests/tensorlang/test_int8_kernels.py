@@ -243,3 +243,82 @@ def test_conv_refusals():
         qk.pack_conv_weight(np.zeros((4, 4, 3), np.int8))
     with pytest.raises(ValueError, match=r"pack_depthwise_weight: w must be an int8 array \[C, 1"):
         qk.pack_depthwise_weight(np.zeros((4, 2, 3, 3), np.int8))
+
+
+# ----------------------------------------------------------------------------- fused tails
+
+
+def _requantize(y, scale, zero, residual=None):
+    """A requantization tail as a graph fuses it: (y [+ residual]) * scale, rounded, relu'd,
+    plus the zero point, saturated to uint8."""
+    def f(*i):
+        v = y[i] if residual is None else y[i] + residual[i]
+        q = tl.round(v.astype("float32") * scale) + zero
+        return tl.max(tl.min(q, tl.const(255.0, "float32")), tl.const(0.0, "float32")) \
+            .astype("uint8")
+
+    return tl.compute(y.shape, f, name="requant")
+
+
+def _requantize_ref(acc, scale, zero):
+    return np.clip(np.round(acc.astype(np.float32) * np.float32(scale)) + zero, 0, 255) \
+        .astype(np.uint8)
+
+
+def test_dense_with_fused_requantize():
+    m, n, k = 8, 40, 36
+    rng = np.random.default_rng(3)
+    a = _rand(rng, np.uint8, (m, k))
+    w = _rand(rng, np.int8, (n, k))
+    wp, colsum = qk.pack_dense_weight(w)
+    A = tl.placeholder((m, k), "uint8", name="A")
+    W = tl.placeholder(wp.shape, "int8", name="W")
+    CS = tl.placeholder((n,), "int32", name="CS")
+    Y = qk.dense_int8(A, W, n, 11, 0, CS)
+    Q = _requantize(Y, 0.0005, 100)
+    s = tl.create_schedule(Q)
+    qk.schedule_dense_int8(s, Y, out=Q)
+    f = tl.build(s, [A, W, CS, Q])
+    q = np.empty((m, n), np.uint8)
+    f(a, wp, colsum, q)
+    acc = (a.astype(np.int64) - 11) @ w.astype(np.int64).T
+    np.testing.assert_array_equal(q, _requantize_ref(acc, 0.0005, 100))
+    assert "allocate dense_int8.acc" in str(tl.lower(s, [A, W, CS, Q]))  # a tile, not [M, N]
+
+
+@pytest.mark.parametrize("depthwise,x_zero", [(False, 0), (False, 7), (True, 0), (True, 7)])
+def test_conv_with_fused_requantize_and_residual(depthwise, x_zero):
+    rng = np.random.default_rng(4)
+    c, h, oc = 32, 9, 32
+    x = _rand(rng, np.uint8, (1, c, h, h))
+    w = _rand(rng, np.int8, (c, 1, 3, 3) if depthwise else (oc, c, 3, 3))
+    wp, sums = qk.pack_depthwise_weight(w) if depthwise else qk.pack_conv_weight(w)
+    xb = _to_nchw16c(x)
+    X = tl.placeholder(xb.shape, "uint8", name="X")
+    W = tl.placeholder(wp.shape, "int8", name="W")
+    S = tl.placeholder((oc,), "int32", name="S")
+    make = qk.depthwise_conv2d_int8_nchwc if depthwise else qk.conv2d_int8_nchwc
+    Y = make(X, W, 1, 1, x_zero, S)
+    R = tl.placeholder(tuple(int(d.value) for d in Y.shape), "int32", name="R")
+    Q = _requantize(Y, 0.001, 128, residual=R)
+    s = tl.create_schedule(Q)
+    (qk.schedule_depthwise_int8 if depthwise else qk.schedule_conv2d_int8)(s, Y, out=Q)
+    args = [X, W, S, R, Q] if x_zero else [X, W, R, Q]
+    f = tl.build(s, args)
+    r = rng.integers(-50000, 50000, tuple(int(d.value) for d in Y.shape), dtype=np.int32)
+    q = np.empty(r.shape, np.uint8)
+    f(*([xb, wp, sums, r, q] if x_zero else [xb, wp, r, q]))
+    acc = _conv_ref(x, w, 1, (1, 1, 1, 1), x_zero, depthwise)
+    acc_b = _to_nchw16c(acc.astype(np.int64)) + r
+    np.testing.assert_array_equal(q, _requantize_ref(acc_b, 0.001, 128))
+
+
+def test_fused_tail_refused_when_not_elementwise():
+    A = tl.placeholder((4, 8), "uint8", name="A")
+    W = tl.placeholder((1, 2, 16, 4), "int8", name="W")
+    Y = qk.dense_int8(A, W, 16)
+    k = tl.reduce_axis((0, 16), name="k")
+    T = tl.compute((4,), lambda i: tl.sum(Y[i, k], axis=k), name="T")
+    s = tl.create_schedule(T)
+    with pytest.raises(ValueError, match="out must be an elementwise tail of y's shape"):
+        qk.schedule_dense_int8(s, Y, out=T)
