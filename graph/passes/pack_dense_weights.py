@@ -44,8 +44,6 @@ def pack_dense_weights(g: Graph) -> Graph:
         x, w = ins[0], ins[1]
         if not w.is_constant or len(w.shape) != 2:
             return None
-        if not x.is_static:  # (issue 19) matmul_prepacked takes fixed rows only, for now
-            return None
         if id(w) not in packed:
             data = pack_kn(w.data)
             packed[id(w)] = Value(f"{w.name}_{LAYOUT}", data.shape, w.dtype, layout=LAYOUT,
