@@ -156,6 +156,12 @@ def test_onnx_dim_params_become_shape_variables():
     assert fixed.inputs[0].shape == (2, 3, 5)
     named = graph.from_onnx(model, shapes={"x": ("batch", 3, 7)})
     assert named.inputs[0].type_str() == "float32[batch, 3, 7]"
+    # an unnamed dynamic dimension is <input>_<axis>, made an identifier
+    x = onnx_helper.make_tensor_value_info("in.1", TensorProto.FLOAT, [None, 3])
+    model.graph.input.pop()
+    model.graph.input.append(x)
+    model.graph.node[0].input[0] = "in.1"
+    assert graph.from_onnx(model).inputs[0].type_str() == "float32[in_1_0, 3]"
 
 
 def _shape_model():
@@ -350,3 +356,28 @@ def test_cnn_with_a_dynamic_batch_matches_onnxruntime():
         x = np.random.default_rng(b).standard_normal((b, 3, 16, 16)).astype("float32")
         np.testing.assert_allclose(gm.run(x=x)[out], sess.run(None, {"x": x})[0],
                                    rtol=1e-4, atol=1e-5)
+
+
+def test_runs_at_different_sizes_from_several_threads(built):
+    import threading
+
+    g, gm = built
+    names = [v.name for v in g.outputs]
+    errors: list = []
+
+    def worker(b, s):
+        try:
+            for k in range(6):
+                x, y = _inputs(b, s + k % 2, seed=b * 10 + k)
+                got = gm.run(x=x, y=y)
+                for name, want in zip(names, _reference(x, y)):
+                    np.testing.assert_allclose(got[name], want, rtol=1e-6, atol=1e-6)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(b, s)) for b, s in [(1, 3), (2, 9), (5, 3)]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
