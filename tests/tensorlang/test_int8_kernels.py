@@ -57,8 +57,8 @@ def test_dense_u8s8_targets(target):
     (5, 40, 13, np.uint8, 3, -2),     # K % 4 != 0, N % 16 != 0, both zero points
     (3, 16, 4, np.int8, 0, 0),        # int8 activations: shifted into uint8
     (7, 33, 30, np.int8, -5, 7),
-    (1, 17, 255, np.uint8, 255, -128),
-    (16, 64, 128, np.uint8, 128, 0),
+    pytest.param(1, 17, 255, np.uint8, 255, -128, marks=pytest.mark.slow),
+    pytest.param(16, 64, 128, np.uint8, 128, 0, marks=pytest.mark.slow),
 ])
 def test_dense_zero_points_and_shapes(m, n, k, a_dtype, a_zero, w_zero):
     _dense(m, n, k, a_dtype, a_zero, w_zero)
@@ -201,14 +201,16 @@ def _run_conv(kind, n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero, target="ll
 @pytest.mark.parametrize("n,c,h,wd,oc,k,stride,pad,x_dtype,x_zero", [
     (1, 16, 8, 8, 32, 3, 1, (1, 1, 1, 1), np.uint8, 0),
     (1, 20, 9, 7, 24, 3, 2, (1, 1, 1, 1), np.int8, -3),      # channel tails, stride 2, int8
-    (2, 32, 6, 6, 16, 1, 1, (0, 0, 0, 0), np.uint8, 5),      # 1x1, batch 2
-    (1, 3, 11, 10, 8, 5, 2, (2, 1, 0, 2), np.uint8, 255),    # 3 input channels, asym. pads
+    pytest.param(2, 32, 6, 6, 16, 1, 1, (0, 0, 0, 0), np.uint8, 5,  # 1x1, batch 2
+                 marks=pytest.mark.slow),
+    pytest.param(1, 3, 11, 10, 8, 5, 2, (2, 1, 0, 2), np.uint8, 255,  # 3 channels, asym. pads
+                 marks=pytest.mark.slow),
 ])
 def test_conv2d_int8(n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero):
     _run_conv("conv", n, c, h, wd, oc, k, stride, pad, x_dtype, x_zero)
 
 
-@pytest.mark.parametrize("cb", [4, 8])
+@pytest.mark.parametrize("cb", [4, pytest.param(8, marks=pytest.mark.slow)])
 def test_conv2d_int8_small_input_blocks(cb):
     """Few input channels (an image's 3) in blocks of 4 or 8: the output stays NCHW16c."""
     _run_conv("conv", 1, 3 if cb == 4 else 10, 13, 12, 20, 7, 2, (3, 3, 3, 3), np.uint8, 9,
@@ -224,7 +226,7 @@ def test_conv2d_int8_fallback():
 @pytest.mark.parametrize("n,c,h,wd,k,stride,pad,x_dtype,x_zero", [
     (1, 16, 8, 8, 3, 1, (1, 1, 1, 1), np.uint8, 0),
     (1, 20, 9, 7, 3, 2, (1, 1, 1, 1), np.int8, -3),
-    (2, 32, 7, 6, 5, 1, (2, 2, 2, 2), np.uint8, 9),
+    pytest.param(2, 32, 7, 6, 5, 1, (2, 2, 2, 2), np.uint8, 9, marks=pytest.mark.slow),
 ])
 def test_depthwise_int8(n, c, h, wd, k, stride, pad, x_dtype, x_zero):
     _run_conv("depthwise", n, c, h, wd, c, k, stride, pad, x_dtype, x_zero)
@@ -286,7 +288,9 @@ def test_dense_with_fused_requantize():
     assert "allocate dense_int8.acc" in str(tl.lower(s, [A, W, CS, Q]))  # a tile, not [M, N]
 
 
-@pytest.mark.parametrize("depthwise,x_zero", [(False, 0), (False, 7), (True, 0), (True, 7)])
+@pytest.mark.parametrize("depthwise,x_zero", [
+    pytest.param(False, 0, marks=pytest.mark.slow), (False, 7), (True, 0),
+    pytest.param(True, 7, marks=pytest.mark.slow)])
 def test_conv_with_fused_requantize_and_residual(depthwise, x_zero):
     rng = np.random.default_rng(4)
     c, h, oc = 32, 9, 32
