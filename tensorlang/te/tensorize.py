@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 from ..errors import ScheduleError
 from ..ir import expr as E
@@ -164,11 +164,11 @@ class _Mismatch(Exception):
 
 
 class _ExprMatcher:
-    """Walks the intrinsic's expression and the nest's side by side. `address(read, side)`
-    gives a read's flat loop coefficients; tensors (or buffers) are bound one to one."""
+    """Walks the intrinsic's expression and the nest's side by side; `leaf(ours, theirs)`
+    matches an operand pair (a read or a load: its dtype, binding and address) and says
+    whether it was one. Tensors (or buffers) are bound one to one."""
 
-    def __init__(self, address: Callable, leaf: Callable):
-        self.address = address
+    def __init__(self, leaf: Callable):
         self.leaf = leaf  # (intr_node, nest_node) -> True when both are bound operands
         self.binding: dict = {}
 
@@ -289,7 +289,7 @@ def _match_bodies(op, roots: dict, nest_vars: tuple, intrin: TensorIntrin) -> No
                             f"intrinsic's {a!r} by {want}")
         return True
 
-    m = _ExprMatcher(address, leaf)
+    m = _ExprMatcher(leaf)
     m.match(ours, theirs)
     # the output too: the region's stores must walk it as the intrinsic's do
     out_idx = tuple(simplify(roots.get(iv.var, iv.var)) for iv in op.axis)
@@ -330,6 +330,7 @@ def _dot_16x4_impl(ins, outs) -> S.Stmt:
                    E.Call("int32x16", DOT_U8S8, (acc, av, bv)))
 
 
+@cache  # one object: the lowering pass caches its template per intrinsic
 def dot_u8s8_16x4(a_dtype: str = "uint8") -> TensorIntrin:
     """C[j] += sum_k int32(A[k]) * int32(B[j, k]) for j < 16, k < 4: A four bytes (uint8, one
     group of the reduction, read once and broadcast), B 16 rows of 4 int8 (64 contiguous

@@ -97,7 +97,7 @@ def _match(loop: S.For, intrin: TensorIntrin) -> tuple[list, list]:
         access(a, b, a.buffer, b.buffer, a.indices[0], b.indices[0])
         return True
 
-    m = _ExprMatcher(None, leaf)
+    m = _ExprMatcher(leaf)
     access(t_store, store, t_store.buffer, store.buffer, t_store.indices[0], store.indices[0])
     m.match(t_store.value, store.value)
     zero = {v: E.const(0, v.dtype) for v in theirs_v}
