@@ -812,6 +812,32 @@ class FunctionEmitter:
                                           ir.Constant(vt, None)]))
         return self._concat_lanes(parts, n)
 
+    def _masked_store(self, s) -> None:
+        """A contiguous vector store of the lanes in its (vector) predicate only: the masked
+        tail of a vector loop over a symbolic extent (lower/passes/vectorize.py). Split into
+        register-wide parts without AVX-512, as _masked_load is."""
+        buf, idx_e = s.buffer, s.indices[0]
+        if not (isinstance(idx_e, E.Ramp) and E.as_int(idx_e.stride) == 1) or \
+                dt.is_bool(buf.dtype):
+            raise LoweringError(f"codegen: a masked store to {buf.name} must be a contiguous "
+                                "vector of a numeric type")
+        mt, align = memory_type(buf.dtype), dt.storage_bytes(buf.dtype)
+        val, mask = self.expr(s.value), self.expr(s.predicate)
+        n = mask.type.count
+        ptr = self._address(buf, self.expr(idx_e.base))
+        reg_lanes = max(1, self.cg.vector_bits // (8 * align))
+        width = n if self.cg.avx512 else min(reg_lanes, 1 << (n - 1).bit_length())
+        vt = ir.VectorType(mt, width)
+        fn = self.cg.declare(f"llvm.masked.store.v{width}{_suffix(mt)}.p0", ir.VoidType(),
+                             [vt, PTR, I32, ir.VectorType(I1, width)])
+        for lo in range(0, n, width):
+            part = _LaneSlicer(self.b).take(val, [min(lo + i, n - 1) for i in range(width)]) \
+                if (lo, width) != (0, n) else val
+            part_ptr = ptr if lo == 0 else self.b.gep(ptr, [ir.Constant(I64, lo)],
+                                                      inbounds=True, source_etype=mt)
+            self.b.call(fn, [part, part_ptr, ir.Constant(I32, align),
+                             self._mask_lanes(mask, lo, width)])
+
     def _mask_lanes(self, mask: ir.Value, lo: int, width: int) -> ir.Value:
         """Lanes lo, lo + 1, ... of `mask` as a `width`-lane mask, false past its end."""
         n = mask.type.count
@@ -855,6 +881,9 @@ class FunctionEmitter:
         self.stmt(s.body)
 
     def s_Store(self, s):
+        if s.predicate is not None and dt.lanes(s.predicate.dtype) > 1:
+            self._masked_store(s)
+            return
         if s.predicate is not None:
             self.s_IfThenElse(S.IfThenElse(s.predicate, s.replace(predicate=None)))
             return

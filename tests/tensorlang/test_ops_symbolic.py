@@ -45,7 +45,9 @@ def check_sizes(ins, out, ref, sizes_list, rtol=2e-5, atol=2e-5, inputs=None):
     for sizes in sizes_list:
         arrays = (inputs(sizes) if inputs else
                   [_rand(_dims(t, sizes), t.dtype, seed=i) for i, t in enumerate(ins)])
-        got = np.full(_dims(out, sizes), np.nan, out.dtype)
+        # a sentinel, so that an element the kernel does not write is noticed
+        got = np.full(_dims(out, sizes), np.nan if out.dtype.startswith("float") else -12345,
+                      out.dtype)
         f(*arrays, got)
         np.testing.assert_allclose(got, ref(*arrays), rtol=rtol, atol=atol,
                                    err_msg=f"sizes {sizes}")
@@ -444,3 +446,45 @@ def test_dense_symbolic_rows_under_the_schedule_knobs(knobs):
         got = np.full((m, 40), np.nan, "float32")
         f(a, b, got)
         np.testing.assert_allclose(got, a @ b.T, rtol=1e-4, atol=1e-4, err_msg=f"{knobs} {m}")
+
+
+# ----------------------------------------------------------------------------- masked vector tails
+
+
+def test_runtime_tail_is_one_masked_vector_and_writes_nothing_past_the_end():
+    n = tl.var("n")
+    x = tl.placeholder((n,), name="x")
+    out = ops.tanh(x)
+    s = ops.default_schedule([out])
+    text = str(tl.lower(s, [x, out]))
+    assert "select(" in text and "for i0.inner" not in text, text  # no scalar tail loop
+    f = tl.build(s, [x, out], name="masked_tail")
+    for m in SIZES:
+        a = _rand((m + 16,))
+        buf = np.full(m + 16, 7.0, "float32")
+        f(a[:m], buf[:m])
+        np.testing.assert_allclose(buf[:m], np.tanh(a[:m]), rtol=1e-5, atol=1e-6)
+        assert (buf[m:] == 7.0).all(), m
+
+
+def test_integer_division_keeps_the_scalar_tail():
+    """A masked-off lane would divide by the 0 its masked load gives (a trap on x86)."""
+    n = tl.var("n")
+    a = tl.placeholder((n,), dtype="int32", name="a")
+    b = tl.placeholder((n,), dtype="int32", name="b")
+    out = ops.mod(a, b)
+    assert "for i0.inner" in str(tl.lower(ops.default_schedule([out]), [a, b, out]))
+    check_sizes([a, b], out, np.mod, each(), inputs=lambda v: [
+        np.arange(v["n"], dtype="int32") * 7 - 20, np.arange(v["n"], dtype="int32") % 5 + 1])
+
+
+def test_attention_scores_small_sequence_uses_masked_panels():
+    """q . k^T at a sequence shorter than a vector: the last column panel is masked vectors."""
+    b, s = tl.var("batch"), tl.var("seq")
+    q = tl.placeholder((b, 2, s, 16), name="q")
+    kt = tl.placeholder((b, 2, 16, s), name="kt")
+    out = ops.batch_matmul(q, kt)
+    text = str(tl.lower(ops.default_schedule([out]), [q, kt, out]))
+    assert "select(" in text, text
+    check_sizes([q, kt], out, np.matmul, [{"batch": 1, "seq": v} for v in (1, 3, 8, 31)],
+                rtol=1e-4, atol=1e-4)

@@ -5,7 +5,9 @@ The loop variable becomes Ramp(min, 1, N); every expression that depends on it b
 An access whose flat index is affine in the loop variable with stride 1 becomes a contiguous
 vector load/store; stride 0 a scalar (broadcast); anything else a gather. A guard that depends on
 the loop variable (the tail of a non-dividing split) is split: the vector body runs when the guard
-holds for the first and the last lane (affine guards are monotone), the scalar loop otherwise.
+holds for the first and the last lane (affine guards are monotone), the scalar loop otherwise --
+or, for a guard on a shape variable (a tail known only at run time) over a body of stores, the
+vector body again with its stores and their loads masked by the guard's lanes.
 Loops whose body cannot be vectorized (inner loops, allocations, scattered stores) stay scalar,
 and say so in an annotation."""
 
@@ -16,7 +18,7 @@ from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect_vars, substitute
 from ...ir.packed import ExternCall
-from ...ir.simplify import simplify, to_linear
+from ...ir.simplify import Analyzer, simplify, to_linear
 
 
 class _CannotVectorize(Exception):
@@ -145,8 +147,16 @@ def _monotone_guard(cond, var) -> bool:
 
 
 class _Vectorize(Mutator):
+    def __init__(self):
+        super().__init__()
+        self.loops: dict = {}  # the loops around the current statement: var -> (lo, hi)
+
     def visit_For(self, s: S.For):
+        lo, hi = Analyzer(self.loops).bound(s.min)
+        ext_hi = Analyzer(self.loops).bound(s.extent)[1]
+        self.loops[s.loop_var] = (lo, hi + ext_hi - 1)
         body = self.visit(s.body)
+        del self.loops[s.loop_var]
         if s.kind != "vectorized":
             return s if body is s.body else s.replace(body=body)
         n = E.as_int(s.extent)
@@ -168,7 +178,12 @@ class _Vectorize(Mutator):
                     ("vectorize_failed", "body not vectorizable"),))
             first = substitute(body.condition, {s.loop_var: s.min})
             last = substitute(body.condition, {s.loop_var: simplify(s.min + (n - 1))})
-            return S.IfThenElse(simplify(first & last), vec, serial)
+            # a tail whose length is known only at run time (its guard reads a shape
+            # variable) runs masked; constant tails keep the scalar loop the schedules were
+            # tuned with
+            runtime_tail = bool(collect_vars(body.condition) - self.loops.keys() - {s.loop_var})
+            masked = _masked_tail(s, body, n, self.loops) if runtime_tail else None
+            return S.IfThenElse(simplify(first & last), vec, serial if masked is None else masked)
         vec = self._vectorize(s, body, n)
         return vec if vec is not None else serial.replace(
             annotations=s.annotations + (("vectorize_failed", "body not vectorizable"),))
@@ -179,6 +194,110 @@ class _Vectorize(Mutator):
             return _Vectorizer(s.loop_var, s.min, n).visit(body)
         except _CannotVectorize:
             return None
+
+
+def _stores_only(s) -> bool:
+    """A statement made only of stores whose indices read no memory (what a masked tail may
+    run: each store's loads are under its mask, and nothing else executes)."""
+    if isinstance(s, S.SeqStmt):
+        return all(_stores_only(x) for x in s.stmts)
+    if not isinstance(s, S.Store) or s.predicate is not None:
+        return False
+    found = []
+
+    class _Loads(Mutator):
+        def visit_Load(self, e):
+            found.append(e)
+            return e
+
+    _Loads().visit(s.indices[0])
+    return not found and not _divides_by_data(s.value)
+
+
+def _divides_by_data(e) -> bool:
+    """An integer division by a non-constant: a masked-off lane divides by the 0 its masked
+    load gives (a trap on x86), so such a body keeps the scalar tail."""
+    found = []
+
+    class _Div(Mutator):
+        def _div(self, x):
+            if dt.is_int(x.dtype) and E.as_int(x.b) is None:
+                found.append(x)
+            return self.generic(x)
+
+        visit_Div = visit_FloorDiv = visit_FloorMod = _div
+
+    _Div().visit(e)
+    return bool(found)
+
+
+class _MaskedVectorizer(_Vectorizer):
+    """The vector body of a guarded tail with its memory accesses masked by the guard's lanes:
+    each load as select(mask, load, 0) (codegen masks a load under a select) and each store
+    written for the lanes in the mask only, so a vector loop over a symbolic extent has no
+    scalar tail (an attention's q . k^T at seq = 8 is all tail).
+
+    A constant-size stack buffer that the loop ranges keep every lane inside (a register
+    tile's accumulator, an rfactor's partial sums) is read whole and written whole, the lanes
+    off the mask written back with the value read: a masked access to it would keep LLVM from
+    holding the tile in registers (1.2 vs 50 GFLOP/s). Its reads are bound before the store
+    (let), so no select masks them."""
+
+    def __init__(self, var, start, lanes, mask, ranges: dict):
+        super().__init__(var, start, lanes)
+        self.mask, self.ranges = mask, ranges
+        self.reads: list = []  # (let var, load) of the scratch reads of the current store
+
+    def _scratch(self, buf, idx) -> bool:
+        size = buf.const_elements() if buf.scope in ("stack", "local") else None
+        if size is None or not isinstance(idx, E.Ramp) or E.as_int(idx.stride) != 1:
+            return False
+        lo, hi = Analyzer(self.ranges).bound(idx.base)
+        return lo >= 0 and hi + self.n <= size
+
+    def _read(self, load):
+        for v, seen in self.reads:
+            if seen.buffer is load.buffer and E.structural_equal(seen.indices, load.indices):
+                return v
+        v = E.Var(f"{load.buffer.name}_lanes", load.dtype)
+        self.reads.append((v, load))
+        return v
+
+    def visit_Load(self, e):
+        out = super().visit_Load(e)
+        if _lanes(out) == 1:
+            return out
+        if self._scratch(out.buffer, out.indices[0]):
+            return self._read(out)
+        return E.Select(self.mask, out, E.Broadcast(E.const(0, dt.element(out.dtype)), self.n))
+
+    def visit_Store(self, s):
+        self.reads = []
+        out = super().visit_Store(s)
+        if out is s or _lanes(out.indices[0]) == 1:
+            raise _CannotVectorize("a store every lane makes")
+        if self._scratch(out.buffer, out.indices[0]):
+            old = self._read(E.Load(out.buffer, out.indices))
+            stmt = S.Store(out.buffer, out.indices, E.Select(self.mask, out.value, old))
+        else:
+            stmt = S.Store(out.buffer, out.indices, out.value, self.mask)
+        for v, load in reversed(self.reads):
+            stmt = S.LetStmt(v, load, stmt)
+        return stmt
+
+
+def _masked_tail(s: S.For, body: S.IfThenElse, n: int, ranges: dict):
+    """The guarded vector loop `s` as one masked vector body, or None where it cannot be one
+    (a body that is not stores alone, a lane-invariant store). ranges: the enclosing loops'."""
+    if not _stores_only(body.then_case):
+        return None
+    try:
+        mask = _bcast(_Vectorizer(s.loop_var, s.min, n).visit(body.condition), n)
+        if dt.element(mask.dtype) != "bool":
+            return None
+        return _MaskedVectorizer(s.loop_var, s.min, n, mask, ranges).visit(body.then_case)
+    except (_CannotVectorize, TypeError, ValueError):
+        return None
 
 
 def vectorize_loops(body: S.Stmt) -> S.Stmt:
