@@ -3,10 +3,11 @@
 trials each, then the best record re-measured against the peers.
 
 Per workload: the best kernel's GFLOP/s (re-measured here, median over interleaved rounds
-after 0.2 s pauses, as benchmarks/ops.py), the search's wall time, the candidates the
-legality checks refused (and the oversized register tiles skipped), and ratio = peer time /
-our time (> 1: ours faster) against numpy and onnxruntime (one-node models where ONNX has the
-op). For matmul and the 3x3 conv the bar is the library's hand schedule (tl.ops.matmul,
+after 0.2 s pauses, as benchmarks/ops.py), the tuning's wall time (search, builds and
+measurements), the candidates checked (instantiated with the legality checks on), those the
+checks refused (and the oversized register tiles skipped), the trials that failed (build
+timeouts, ...), and ratio = peer time / our time (> 1: ours faster) against numpy and
+onnxruntime (one-node models where ONNX has the op). For matmul and the 3x3 conv the bar is the library's hand schedule (tl.ops.matmul,
 tl.ops.conv2d_nchw with packed weights, default schedules).
 
     python benchmarks/autoschedule.py [--trials 64] [--only plain_matmul,row_sum] [--rounds 5]
@@ -189,7 +190,7 @@ def main() -> None:
     os.makedirs(a.logdir, exist_ok=True)
     only = set(filter(None, a.only.split(",")))
     print(f"# trials {a.trials}; load {os.getloadavg()}; {time.strftime('%Y-%m-%d %H:%M')}")
-    print("| workload | ms | GFLOP/s | search s | checked | refused | oversized | failed "
+    print("| workload | ms | GFLOP/s | tuning wall s | checked | refused | oversized | failed "
           "trials | vs hand | vs numpy | vs ort | max rel err |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, args, spec in CASES:
