@@ -183,6 +183,10 @@ class _Vectorize(Mutator):
             # tuned with
             runtime_tail = bool(collect_vars(body.condition) - self.loops.keys() - {s.loop_var})
             masked = _masked_tail(s, body, n, self.loops) if runtime_tail else None
+            if masked is not None and _falls_with_lanes(body.condition, s.loop_var):
+                # no lane holds when the first does not: a vector wholly past the end (3 of a
+                # 64-column tile's 4 at seq = 8) is skipped, not run masked
+                masked = S.IfThenElse(simplify(first), masked)
             return S.IfThenElse(simplify(first & last), vec, serial if masked is None else masked)
         vec = self._vectorize(s, body, n)
         return vec if vec is not None else serial.replace(
@@ -194,6 +198,23 @@ class _Vectorize(Mutator):
             return _Vectorizer(s.loop_var, s.min, n).visit(body)
         except _CannotVectorize:
             return None
+
+
+def _falls_with_lanes(cond, var) -> bool:
+    """Every conjunct of cond can only turn false as var grows (`var * c + rest < k`, c > 0):
+    then cond false at the first lane is false at every lane."""
+    for c in E.conjuncts(cond):
+        if var not in collect_vars(c):
+            continue
+        if type(c) in (E.LT, E.LE):
+            aff = _affine_coef(c.a - c.b, var)
+        elif type(c) in (E.GT, E.GE):
+            aff = _affine_coef(c.b - c.a, var)
+        else:
+            return False
+        if aff is None or aff[0] <= 0:
+            return False
+    return True
 
 
 def _stores_only(s) -> bool:
