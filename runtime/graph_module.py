@@ -705,9 +705,14 @@ def _solve_sizes(names: tuple[str, ...], axes: list, values: Mapping[str, np.nda
     for n, ax, e, got in exprs:
         try:
             solved = e.solve(got, env)
-        except ValueError:
-            solved = None
-        if solved is not None and solved[1] >= 0:
+        except ValueError:  # no integer value gives it: a size the model cannot take
+            raise InputError(f"input {n!r} axis {ax} must be {e.text} for some integer "
+                             f"{' and '.join(v for v in e.vars if v not in env)}, got {got}"
+                             ) from None
+        if solved is not None and solved[1] < 0:
+            raise InputError(f"input {n!r} axis {ax} must be {e.text}, got {got}: that needs "
+                             f"{solved[0]} = {solved[1]} < 0")
+        if solved is not None:
             env[solved[0]], seen[solved[0]] = solved[1], f"input {n!r} axis {ax} ({e.text})"
     for n, ax, e, got in exprs:
         _check_axis(n, ax, e, got, env, seen)

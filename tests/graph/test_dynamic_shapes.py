@@ -381,3 +381,27 @@ def test_runs_at_different_sizes_from_several_threads(built):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_sizes_a_model_cannot_take_are_refused():
+    """An axis that is an expression of a variable: solved from the input, checked, and a size
+    no integer value gives is refused naming the expression."""
+    n = S.shape_var("n")
+    gb = graph.Builder("pairs")
+    x = gb.input("x", (n * 2, 3))
+    y = gb.input("y", (n + 1, 3))
+    g = gb.build([gb.relu(x), gb.sigmoid(y)])
+    gm = graph.build(g)
+    got = gm.run(x=np.ones((6, 3), "float32"), y=np.zeros((4, 3), "float32"))
+    assert got[g.outputs[0].name].shape == (6, 3) and got[g.outputs[1].name].shape == (4, 3)
+    with pytest.raises(InputError, match=r"input 'x' axis 0 must be n \* 2 for some integer n, "
+                                         r"got 5"):
+        gm.run(x=np.ones((5, 3), "float32"), y=np.zeros((3, 3), "float32"))
+    with pytest.raises(InputError, match=r"input 'y' axis 0 must be n \+ 1 = 4 with n = 3 "
+                                         r"\(from input 'x' axis 0 \(n \* 2\)\), got 5"):
+        gm.run(x=np.ones((6, 3), "float32"), y=np.zeros((5, 3), "float32"))
+    gb = graph.Builder("single")
+    one = graph.build(gb.build([gb.relu(gb.input("y", (n + 1, 3)))]))
+    with pytest.raises(InputError, match=r"input 'y' axis 0 must be n \+ 1, got 0: that needs "
+                                         r"n = -1 < 0"):
+        one.run(y=np.zeros((0, 3), "float32"))
