@@ -437,7 +437,10 @@ def _define_onnx_misc() -> None:
                "block_best": ("topk_block_best", REDUCE),
                "block_order": ("topk_block_order", REDUCE), "blocks": ("topk_blocks", REDUCE),
                "filtered": ("topk_filtered", OPAQUE),
-               "filtered_index": ("topk_filtered_index", OPAQUE)})
+               "filtered_index": ("topk_filtered_index", OPAQUE),
+               "full_rank": ("topk_full_rank", REDUCE, AnchorSchedule(S.schedule_topk_full)),
+               "full_index": ("topk_full_index", REDUCE, AnchorSchedule(S.schedule_topk_full)),
+               "full": ("topk_full", OPAQUE)})
 
 
 def _define_quant() -> None:

@@ -1064,6 +1064,21 @@ def schedule_topk_block_lanes(s, t: Tensor, out: Tensor | None = None) -> None:
     st.parallel(row)
 
 
+def schedule_topk_full(s, t: Tensor, out: Tensor | None = None) -> None:
+    """topk's full ranks (an element's rank: a count over the axis) and their inversion
+    (position r: a sum over the axis): the reduction outside 16 consecutive outputs, which are
+    one vector (contiguous reads of the axis; the reduced element is broadcast), 2 vectors a
+    step for two independent chains; rows x vector pairs on the thread pool."""
+    st = s[t]
+    *outer, inner = st.op.axis
+    io, ii = st.split(inner, factor=LANES)
+    ioo, ioi = st.split(io, factor=2)
+    st.reorder(*outer, ioo, *st.op.reduce_axis, ioi, ii)
+    st.vectorize(ii)
+    st.unroll(ioi)
+    st.parallel(st.fuse(*outer, ioo))
+
+
 # ----------------------------------------------------------------------------- dispatch
 
 
@@ -1225,4 +1240,5 @@ __all__ = [
     "schedule_softmax",
     "schedule_spatial_window",
     "schedule_topk_block_lanes",
+    "schedule_topk_full",
 ]

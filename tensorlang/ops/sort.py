@@ -38,10 +38,14 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
 def _topk_indices(x, ax: int, n: int, k: int, largest: bool) -> Tensor:
     """The int64 indices of the k best along `ax`, in order: through the best blocks when
     that saves work (_filter_block), else by the running list or by ranks."""
-    b = _filter_block(n, k)
+    vector, rows = ax == x.ndim - 1, _rows(x, ax)
+    b = _filter_block(n, k, vector, rows)
     if b:
         return _filtered_indices(x, ax, n, k, b, largest)
-    if _insertion_fits(x, ax, n, k):
+    costs = (_list_cost(n, k, rows), _rank_cost(n, k, vector), _blocked_rank_cost(n, k))
+    if costs[1] < min(costs[0], costs[2]):
+        return _full_rank_indices(x, ax, n, k, largest)
+    if costs[0] <= costs[2]:
         return _insertion_indices(x, ax, n, k, largest)
     cand_val, cand_idx = _candidates(x, ax, n, k, _block(n, k), largest)
     return _rank_indices(cand_val, cand_idx, ax, k, largest)
@@ -50,26 +54,92 @@ def _topk_indices(x, ax: int, n: int, k: int, largest: bool) -> Tensor:
 # The k best elements lie in the k blocks whose best elements are best (block ties: the lower
 # block first): an element outside them has k blocks' best elements ahead of it. So the k best
 # of n are the k best of the k*b elements of those blocks, found from the nb = n/b block bests
-# (one pass, a vector op when 8 divides b): the list's work n*k becomes about n/4 + nb*k +
-# (k*b)*k, smallest near b = sqrt(n/k); taken when it is under half. Only blocks that divide
-# n: a padded last block could put a padding slot among the k best when NaNs (which rank
-# nowhere) fill a row, and its index would be past the axis.
+# (one pass, a vector op when 8 divides b): two shorter selections instead of one, taken when
+# the estimate (_selection_cost) is under half. Only blocks that divide n: a padded last block
+# could put a padding slot among the k best when NaNs fill a row, its index past the axis.
 FILTER_MAX_BLOCK = 512
+# Estimated ns per row of each way (one thread, Zen 4, measured with each way forced on
+# [1,1000] k=100/1000, [8,256] k=256, [8,1000] k=10/300, [8,4000] k=50, [80,400] k=5, [80,1050]
+# k=100): the running list ~0.6 ns per slot update (n*k), 5x that once its state leaves the
+# caches (over 16 MB: 3.2 ns at 80 x 1050 x 100); full ranks (last axis only: a vector over
+# it) ~0.12 ns per compare (n*n + n*k) up to n = 1024, ~0.4 beyond ([8,4000]: 0.37); a block
+# pass ~0.05 ns per element as a vector op, 0.5 as scalar reductions.
+LIST_NS, LIST_SPILL_NS, LIST_SPILL_BYTES = 0.6, 3.0, 16 << 20
+RANK_NS, RANK_LONG_NS, RANK_LONG_N = 0.12, 0.4, 1024
+BLOCKED_RANK_NS = 0.25
+RANK_MIN_N = 64
 
 
-def _filter_cost(n: int, k: int, b: int) -> float:
-    return (n / 4 if b % 8 == 0 else n) + (n // b) * k + k * b * k
+def _list_cost(n: int, k: int, rows: int) -> float:
+    if not _list_allowed(n, k, rows):
+        return float("inf")
+    spill = n * k * rows * 4 > LIST_SPILL_BYTES
+    return n * k * (LIST_SPILL_NS if spill else LIST_NS)
 
 
-def _filter_block(n: int, k: int) -> int:
+def _blocked_rank_cost(n: int, k: int) -> float:
+    """The ranks in blocks (_candidates, _rank_indices), scalar reductions: 0.12 ns a
+    comparison at [1,1000] k=100 (712k of them in 0.088 ms), counted as 0.25 (slower on
+    longer axes: [8,4000] k=200 through them took 3x the vector ranks)."""
+    return BLOCKED_RANK_NS * _block_compares(n, k, _block(n, k))
+
+
+def _rank_cost(n: int, k: int, vector: bool) -> float:
+    if not vector or n < RANK_MIN_N:  # a few vectors: the scalar tail is much of the work
+        return float("inf")
+    return (n * n + n * k) * (RANK_NS if n <= RANK_LONG_N else RANK_LONG_NS)
+
+
+def _selection_cost(n: int, k: int, vector: bool, rows: int) -> float:
+    return min(_list_cost(n, k, rows), _rank_cost(n, k, vector), _blocked_rank_cost(n, k))
+
+
+def _filter_cost(n: int, k: int, b: int, vector: bool, rows: int) -> float:
+    return (n * (0.05 if b % 8 == 0 and vector else 0.5)
+            + _selection_cost(n // b, k, vector, rows) + _selection_cost(k * b, k, vector, rows))
+
+
+def _filter_block(n: int, k: int, vector: bool = True, rows: int = 1) -> int:
     """The block b of the two-level selection (_filtered_indices), 0 when it saves too little
     (k close to n, short axes, no divisor of n that fits)."""
     options = [b for b in range(2, min(n, FILTER_MAX_BLOCK) + 1)
                if n % b == 0 and n // b >= 2 * k and k * b * 2 <= n]
     if k < 1 or not options:
         return 0
-    b = min(options, key=lambda b: _filter_cost(n, k, b))
-    return b if _filter_cost(n, k, b) <= n * k / 2 else 0
+
+    def cost(b):
+        return _filter_cost(n, k, b, vector, rows)
+
+    b = min(options, key=cost)
+    return b if cost(b) <= _selection_cost(n, k, vector, rows) / 2 else 0
+
+
+def _is_nan(v):
+    return v != v  # noqa: PLR0124 - NaN is the one value unequal to itself
+
+
+def _full_rank_indices(x, ax: int, n: int, k: int, largest: bool) -> Tensor:
+    """Every element's rank among all of the axis ("full_rank": n compares each, a vector
+    over the axis), then output position r takes the element of rank r ("full_index": n
+    compares each). A NaN is put ahead of every number and NaNs in index order, so the ranks
+    stay a permutation (ONNX leaves NaN's place unspecified; an index must stay valid)."""
+    t = te.reduce_axis((0, n), name="t")
+
+    def rank(*i):
+        w, v = x[_at(i, ax, t.var)], x[i]
+        ahead = _ahead(w, t.var, v, i[ax], largest)
+        if x.dtype.startswith("float"):
+            wn, vn = _is_nan(w), _is_nan(v)
+            ahead = ahead | (wn & (~vn | (t.var < i[ax])))
+        return te.sum(te.cast(ahead, "int32"), axis=t)
+
+    ranks = op_compute("topk_full_rank", tuple(x.shape), rank, REDUCE)
+    j = te.reduce_axis((0, n), name="j")
+    pos = op_compute("topk_full_index", _at(tuple(x.shape), ax, k), lambda *r: te.sum(
+        te.select(ranks[_at(r, ax, j.var)] == te.cast(r[ax], "int32"), te.cast(j.var, "int32"),
+                  const(0, "int32")), axis=j), REDUCE)
+    return op_compute("topk_full", tuple(pos.shape), lambda *r: te.cast(pos[r], "int64"),
+                      OPAQUE, name="topk_indices")
 
 
 def _block_best(x, ax: int, n: int, b: int, largest: bool) -> Tensor:
@@ -127,11 +197,19 @@ INSERTION_MAX_BYTES = 32 << 20  # the scan keeps every step's list: n*rows*k int
 INSERTION_MAX_K_FEW_ROWS = 4
 
 
-def _insertion_fits(x, ax: int, n: int, k: int) -> bool:
+def _rows(x, ax: int) -> int:
     rows = 1
     for d, extent in enumerate(x.shape):
         if d != ax:
             rows *= as_int(extent) if as_int(extent) is not None else 1 << 40
+    return rows
+
+
+def _insertion_fits(x, ax: int, n: int, k: int) -> bool:
+    return _list_allowed(n, k, _rows(x, ax))
+
+
+def _list_allowed(n: int, k: int, rows: int) -> bool:
     small = rows >= 4 or k <= INSERTION_MAX_K_FEW_ROWS
     return k >= 1 and n >= 2 and small and n * rows * k * 4 <= INSERTION_MAX_BYTES
 
@@ -187,17 +265,19 @@ def _insertion_indices(x, ax, n, k, largest):
 
 
 
-def _block(n: int, k: int) -> int:
-    """The block that needs the fewest comparisons: 2 n b (ranks in blocks, candidates) +
-    C^2 (candidate ranks) + C k (selection), C = ceil(n / b) min(k, b) candidates."""
-    def cost(b):
-        c = -(-n // b) * min(b, k)
-        return 2 * n * b + c * c + c * k
+def _block_compares(n: int, k: int, b: int) -> int:
+    """The ranks' comparisons with blocks of b: 2 n b (ranks in blocks, candidates) + C^2
+    (candidate ranks) + C k (selection), C = ceil(n / b) min(k, b) candidates."""
+    c = -(-n // b) * min(b, k)
+    return 2 * n * b + c * c + c * k
 
+
+def _block(n: int, k: int) -> int:
+    """The block that needs the fewest comparisons (_block_compares)."""
     if n <= 256:  # measured: below this the extra stages cost more than they save
         return n
     options = [b for b in (16, 32, 64, 128, 256, 512, 1024) if b < n] + [n]
-    return min(options, key=cost)
+    return min(options, key=lambda b: _block_compares(n, k, b))
 
 
 def _at(i, ax, j):
