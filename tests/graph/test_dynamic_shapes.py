@@ -405,3 +405,35 @@ def test_sizes_a_model_cannot_take_are_refused():
     with pytest.raises(InputError, match=r"input 'y' axis 0 must be n \+ 1, got 0: that needs "
                                          r"n = -1 < 0"):
         one.run(y=np.zeros((0, 3), "float32"))
+
+
+def test_cli_compiles_once_and_runs_at_any_size(tmp_path):
+    import subprocess
+    import sys
+
+    import onnx
+    from onnx import TensorProto
+
+    x = onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2])
+    y = onnx_helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = onnx_helper.make_model(onnx_helper.make_graph(
+        [onnx_helper.make_node("Relu", ["x"], ["y"])], "m", [x], [y]),
+        opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    onnx.save(model, tmp_path / "m.onnx")
+
+    def cli(*argv):
+        return subprocess.run([sys.executable, "-m", "tensorlang.cli", *argv],
+                              capture_output=True, text=True, timeout=300, check=False)
+
+    pkg = str(tmp_path / "m.tlpkg")
+    proc = cli("compile", str(tmp_path / "m.onnx"), "-o", pkg)
+    assert proc.returncode == 0, proc.stderr
+    for n in (3, 7):
+        np.save(tmp_path / f"x{n}.npy", -np.ones((n, 2), np.float32))
+        proc = cli("run", pkg, "--input", f"x={tmp_path / f'x{n}.npy'}")
+        assert proc.returncode == 0 and f"y: float32[{n}, 2] mean=0" in proc.stdout, proc.stderr
+    np.save(tmp_path / "bad.npy", np.ones((3, 5), np.float32))
+    proc = cli("run", pkg, "--input", f"x={tmp_path / 'bad.npy'}")
+    assert proc.returncode != 0 and r"input 'x' must have shape [n, 2]" in proc.stderr
+    assert "Traceback" not in proc.stderr
