@@ -147,6 +147,7 @@ def workloads(torch):
         ours = _ours(ops.conv2d_nchwc(XB, WB, padding=pad), [XB, WB], [xb, wb])
         yield ("  same, NCHW16c in/out (no transform)", flops, 0, ours, dict(peers, check=False))
     yield from _grouped_conv_rows(f32, tt, torch)
+    yield from _topk_rows(f32, torch)
     x, w = f32(1, 256, 28, 28), f32(256, 1, 3, 3)
     tx, tw = tt(x, w)
     X, W = tl.placeholder(x.shape, name="X"), tl.placeholder(w.shape, name="W")
@@ -293,6 +294,71 @@ def _grouped_conv_rows(f32, tt, torch):
                                                            "strides": [stride] * 2}, {"w": w}),
                 "torch": torch and (lambda tx=tx, tw=tw, s=stride, p=pad, g=g:
                                     F.conv2d(tx, tw, stride=s, padding=p, groups=g))})
+
+
+# TopK of classifier outputs and of detection heads (YOLO-style: 80 classes x 8400 anchors)
+TOPKS = ((1, 1000, 1), (1, 1000, 5), (1, 1000, 100), (1, 1000, 1000), (80, 8400, 1),
+         (80, 8400, 5), (80, 8400, 100))
+
+
+def _ort_topk(x, k):
+    """onnxruntime's TopK (last axis, largest, sorted): a callable returning the indices."""
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, x.shape)], [
+        helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
+        helper.make_tensor_value_info("i", TensorProto.INT64, None)],
+        initializer=[onnx.numpy_helper.from_array(np.array([k], np.int64), "k")])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = THREADS
+    sess = ort.InferenceSession(helper.make_model(g, opset_imports=[helper.make_opsetid(
+        "", 17)]).SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return lambda: sess.run(["i"], {"x": x})[0]
+
+
+def _topk_rows(f32, torch):
+    """TopK (values and indices, the indices compared), built when its row runs (a build
+    takes seconds). numpy's peer: argpartition, then a sort of the k."""
+    for rows, n, k in TOPKS:
+        x = f32(rows, n)
+
+        def build(x=x, k=k):
+            X = tl.placeholder(x.shape, name="X")
+            v, i = ops.topk(X, k)
+            f = tl.build(ops.default_schedule([v, i]), [X, v, i], name="bench")
+            rv, ri = tl.runtime.empty(x.shape[:1] + (k,), "float32"), \
+                tl.runtime.empty(x.shape[:1] + (k,), "int64")
+            return lambda: (f(x, rv, ri), ri)[1]
+
+        def numpy_topk(x=x, k=k):
+            part = np.argpartition(-x, k - 1, axis=1)[:, :k] if k < x.shape[1] else \
+                np.broadcast_to(np.arange(x.shape[1]), x.shape)
+            order = np.argsort(-np.take_along_axis(x, part, 1), axis=1, kind="stable")
+            return np.take_along_axis(part, order, 1)
+
+        def torch_topk(x=x, k=k):
+            return torch.topk(torch.from_numpy(x), k, dim=1).indices
+
+        yield (f"topk [{rows},{n}] k={k}", 0, x.nbytes, _lazy(build),
+               {"numpy": numpy_topk, "ort": _ort_topk(x, k), "torch": torch and torch_topk})
+
+
+def _lazy(build):
+    """A contender built on its first call."""
+    fn = []
+
+    def run():
+        if not fn:
+            fn.append(build())
+        return fn[0]()
+
+    return run
 
 
 def openblas_kernel() -> str:
