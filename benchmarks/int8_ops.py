@@ -4,9 +4,9 @@ activations' zero point), conv2d vs ConvInteger (uint8 NCHW x int8 OIHW -> int32
 QLinearConv (the same plus requantization to uint8: slightly more work than ours), depthwise
 vs both with group = C.
 
-Ours reads NCHW16c activations (NCHW4c for 3 input channels) and packed weights (a graph keeps the blocked layout between
-convs and packs constant weights at build time): the layout transform is not timed; onnxruntime
-gets NCHW. Every contender's result is checked equal (int32) before timing.
+Ours reads NCHW16c activations (NCHW4c for 3 input channels) and packed weights (a graph keeps
+the blocked layout between convs and packs constant weights at build time): the layout
+transform is not timed; onnxruntime gets NCHW. Every contender's result is checked equal (int32) before timing.
 
 Each round times each contender as the median of `number` calls after a pause (worker threads of
 either runtime spin for a while after a call); rounds alternate ours / onnxruntime, the order

@@ -272,8 +272,9 @@ def conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0, x_zero: 
 
     x: [N, ceil(C/cb), H, W, cb] uint8 or int8 (NCHW16c, or cb = 8 or 4 for few input channels;
     padded channels hold anything: their packed weights are 0); w_packed:
-    pack_conv_weight(w, in_block=cb)[0] as a tensor; the output is NCHW16c whatever cb; w_sums: [OC] int32
-    (pack_conv_weight's second result, over ceil(OC/16)*16 outputs padded with 0), read only
+    pack_conv_weight(w, in_block=cb)[0] as a tensor; the output is NCHW16c whatever cb;
+    w_sums: [OC] int32 (pack_conv_weight's second result, over ceil(OC/16)*16 outputs padded
+    with 0), read only
     when the effective zero point (x_zero, +128 for int8) is not 0. Weights' zero point is 0
     (symmetric, as onnxruntime's quantizer writes them). padding: int or (top, left, bottom,
     right). Stages: x's padded uint8 copy, `name`.acc (the tensorized products), `name`."""
