@@ -103,3 +103,20 @@ def test_tuning_a_workload_logs_distinct_configs_and_resumes(tmp_path):
     recs = [json.loads(x) for x in log.read_text().splitlines()]
     configs = {json.dumps(r["config"]["entity"], sort_keys=True) for r in recs}
     assert len(recs) == 12 and len(configs) == 12
+
+
+def test_records_of_the_same_workload_at_other_sizes_train_the_model():
+    from tensorlang.autotune.sketch_fill import random_fill
+
+    from tensorlang.version import __version__
+
+    other = autotune.create_task(W.layer_norm, (32, 64))
+    picked, _ = random_fill(other, 8, np.random.default_rng(0))
+    recs = [autotune.Record(other.workload, other.target, other.config_space.get(i).to_json(),
+                            None, {"costs": [1e-5 * (k + 1)], "error": None},
+                            0.0, __version__) for k, i in enumerate(picked)]
+    t = _tuner(W.layer_norm, (16, 64))
+    t.load_history(recs)
+    assert len(t._tx) == 8 and not t._x  # other sizes: transfer rows, none of its own
+    assert t._model is not None
+    assert max(t._ty) == 1.0  # throughput normalized to the other workload's best
