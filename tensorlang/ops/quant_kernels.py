@@ -76,20 +76,31 @@ def pack_dense_weight(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(packed), w.astype(np.int32).sum(axis=1).astype(np.int32)
 
 
-def _as_uint8(op: str, a: Tensor, kp: int, a_zero: int) -> tuple[Tensor, int]:
-    """a as uint8 with its reduction axis padded to kp (zeros: they add nothing, the zero
-    point's compensation counts the real K only) and the zero point that goes with it."""
+def _as_uint8(op: str, a: Tensor, kp: int, a_zero: int, mp: int | None = None
+              ) -> tuple[Tensor, int]:
+    """a as uint8 with its reduction axis padded to kp and (2-D a) its rows to mp (zeros:
+    they add nothing, the zero point's compensation counts the real K only; padded rows are
+    computed and never read) and the zero point that goes with it."""
     *lead, k = _static(op, "a", a)
-    if a.dtype == "uint8" and k == kp:
+    mp = lead[0] if mp is None else mp
+    if a.dtype == "uint8" and k == kp and mp == lead[0]:
         return a, a_zero
     shift = 128 if a.dtype == "int8" else 0
 
     def f(*idx):
         v = (a[idx].astype("int32") + shift).astype("uint8")
-        return te.if_then_else(idx[-1] < k, v, te.const(0, "uint8")) if kp != k else v
+        inside = [c for c in (idx[-1] < k if kp != k else None,
+                              idx[0] < lead[0] if mp != lead[0] else None) if c is not None]
+        if not inside:
+            return v
+        cond = inside[0] if len(inside) == 1 else inside[0] & inside[1]
+        return te.if_then_else(cond, v, te.const(0, "uint8"))
 
-    # reading a[.., k >= K] is guarded: out of the select's taken branch, proven in bounds
-    return te.compute((*lead, kp), f, name=f"{a.name}_u8"), a_zero + shift
+    # reading a out of its shape is guarded: out of the select's taken branch, proven in bounds
+    return te.compute((mp, *lead[1:], kp), f, name=f"{a.name}_u8"), a_zero + shift
+
+
+ROWS = 4  # the row tile dense_int8's products are padded for (schedule_dense_int8's default)
 
 
 # ----------------------------------------------------------------------------- dense
@@ -117,7 +128,10 @@ def dense_int8(a: Tensor, w_packed: Tensor, n: int, a_zero: int = 0, w_zero: int
                          f"for n={n}, K={k}: expected {(_ceil(n, OB), _ceil(k, IB), OB, IB)}")
     a_zero = _check_zero(op, "a_zero", a_zero, a.dtype)
     w_zero = _check_zero(op, "w_zero", w_zero, "int8")
-    au, za = _as_uint8(op, a, kb * IB, a_zero)
+    # rows padded to the row tile when M is not a multiple of it (M < 4 is its own tile): a
+    # tile of the products is then never cut by a guard, which the tensorized nest refuses
+    mp = m if m % ROWS == 0 or m < ROWS else _ceil(m, ROWS) * ROWS
+    au, za = _as_uint8(op, a, kb * IB, a_zero, mp)
     if za != 0:
         if w_colsum is None:
             raise ValueError(f"{op}: a zero point of a ({za} once shifted into uint8) needs "
@@ -127,7 +141,7 @@ def dense_int8(a: Tensor, w_packed: Tensor, n: int, a_zero: int = 0, w_zero: int
             raise ValueError(f"{op}: w_colsum must have shape ({n},), got {w_colsum.shape}")
     ko = te.reduce_axis((0, kb), name="ko")
     ki = te.reduce_axis((0, IB), name="ki")
-    acc = te.compute((m, nb, OB), lambda i, jo, ji: te.sum(
+    acc = te.compute((mp, nb, OB), lambda i, jo, ji: te.sum(
         au[i, ko * IB + ki].astype("int32") * w_packed[jo, ko, ji, ki].astype("int32"),
         axis=[ko, ki]), name=f"{name}.acc")
     rows = None
