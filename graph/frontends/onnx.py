@@ -374,6 +374,18 @@ def _reshape(c, ins, a):
     return [c.op("reshape", [x], shape=out)]
 
 
+def _ints(c, arr: np.ndarray, what: str) -> list:
+    """The ints of a constant that must be numbers at import: a shape tensor still holding
+    symbolic dimensions is refused naming the node (its size would vary at run time)."""
+    flat = arr.reshape(-1).tolist()
+    if arr.dtype == object and not all(isinstance(v, int) for v in flat):
+        raise OnnxImportError(
+            f"node {c.node_name!r} ({c.op_type}): {what} depends on symbolic dimensions "
+            f"({', '.join(map(str, flat))}), which is not supported; give the inputs' sizes "
+            "(from_onnx(model, shapes=...))")
+    return [int(v) for v in flat]
+
+
 def _is(d, k: int) -> bool:
     """A dimension that is the int k (a symbolic one never is)."""
     return isinstance(d, int) and d == k
@@ -506,13 +518,13 @@ def _gather(c, ins, a):
 
 @_conv("Expand")
 def _expand(c, ins, a):
-    shape = [int(v) for v in c.const_array(ins[1], "the shape of Expand")]
+    shape = [S.dim(v) for v in c.const_array(ins[1], "the shape of Expand")]
     return [c.op("expand", ins[:1], shape=shape)]
 
 
 @_conv("Tile")
 def _tile(c, ins, a):
-    reps = [int(v) for v in c.const_array(ins[1], "the repeats of Tile")]
+    reps = _ints(c, c.const_array(ins[1], "the repeats of Tile"), "the repeats of Tile")
     return [c.op("tile", ins[:1], repeats=reps)]
 
 
@@ -567,7 +579,8 @@ def _constant(c, ins, a):
 def _const_of_shape(c, ins, a):
     from onnx import numpy_helper
 
-    shape = [int(v) for v in c.const_array(ins[0], "the shape of ConstantOfShape")]
+    shape = _ints(c, c.const_array(ins[0], "the shape of ConstantOfShape"),
+                  "the shape of ConstantOfShape")
     value = numpy_helper.to_array(a["value"]).reshape(-1) if "value" in a else \
         np.zeros(1, np.float32)
     return [c.b.const(np.full(shape, value[0], dtype=value.dtype), name="const")]
@@ -576,6 +589,7 @@ def _const_of_shape(c, ins, a):
 @_conv("Range")
 def _range(c, ins, a):
     s, l, d = (c.const_array(v, "Range bounds") for v in ins[:3])
+    _ints(c, np.concatenate([a.reshape(-1) for a in (s, l, d)]), "Range's bounds")
     return [c.b.const(np.arange(s.item(), l.item(), d.item()).astype(s.dtype), name="range")]
 
 

@@ -437,3 +437,41 @@ def test_cli_compiles_once_and_runs_at_any_size(tmp_path):
     proc = cli("run", pkg, "--input", f"x={tmp_path / 'bad.npy'}")
     assert proc.returncode != 0 and r"input 'x' must have shape [n, 2]" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _expand_model(constant_of_shape: bool = False):
+    """x [b, 1, 4] expanded to the shape of y [b, s, 4] (Shape -> Expand), added to y; or a
+    ConstantOfShape of that shape (its size would vary at run time: refused)."""
+    from onnx import TensorProto
+
+    nodes = [onnx_helper.make_node("Shape", ["y"], ["shp"])]
+    if constant_of_shape:
+        nodes += [onnx_helper.make_node("ConstantOfShape", ["shp"], ["e"]),
+                  onnx_helper.make_node("Add", ["e", "y"], ["z"])]
+    else:
+        nodes += [onnx_helper.make_node("Expand", ["x", "shp"], ["e"]),
+                  onnx_helper.make_node("Add", ["e", "y"], ["z"])]
+    g = onnx_helper.make_graph(
+        nodes, "expand",
+        [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 1, 4]),
+         onnx_helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "s", 4])],
+        [onnx_helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    return model
+
+
+def test_expand_to_a_symbolic_shape():
+    model = _expand_model()
+    g = graph.from_onnx(model)
+    assert g.outputs[0].type_str() == "float32[b, s, 4]"
+    gm = graph.build(g)
+    sess = _ort(model)
+    for b, s in [(1, 3), (2, 5)]:
+        rng = np.random.default_rng(s)
+        feeds = {"x": rng.standard_normal((b, 1, 4)).astype("float32"),
+                 "y": rng.standard_normal((b, s, 4)).astype("float32")}
+        np.testing.assert_allclose(gm.run(**feeds)["z"], sess.run(None, feeds)[0], rtol=1e-6)
+    with pytest.raises(graph.OnnxImportError, match=r"the shape of ConstantOfShape depends on "
+                                                    r"symbolic dimensions \(b, s, 4\)"):
+        graph.from_onnx(_expand_model(constant_of_shape=True))
