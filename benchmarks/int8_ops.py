@@ -1,8 +1,8 @@
 """int8 kernels (ops/quant_kernels.py, default schedules, no tuning) against onnxruntime's int8
 operators on the same integers: dense vs MatMulInteger (uint8 x int8 -> int32, with the
-activations' zero point), conv2d vs ConvInteger (uint8 NCHW x int8 OIHW -> int32) and
-QLinearConv (the same plus requantization to uint8: slightly more work than ours), depthwise
-vs both with group = C.
+activations' zero point), conv2d vs ConvInteger (uint8 NCHW x int8 OIHW -> int32), and conv2d
+with the requantization to uint8 fused (schedule's out=) vs QLinearConv; depthwise likewise
+with group = C.
 
 Ours reads NCHW16c activations (NCHW4c for 3 input channels) and packed weights (a graph keeps
 the blocked layout between convs and packs constant weights at build time): the layout
@@ -85,7 +85,45 @@ def _blocked(x, cb=16):
     return np.ascontiguousarray(xp.reshape(n, cp // cb, cb, h, w).transpose(0, 1, 3, 4, 2))
 
 
+def _requantize(y, multiplier: float, zero: int):
+    """QLinearConv's output step on our int32 result, as a fused tail: round half to even of
+    acc * multiplier (float32), plus the zero point, saturated to uint8."""
+    def f(*i):
+        q = tl.round(y[i].astype("float32") * tl.const(multiplier, "float32")) + float(zero)
+        return tl.max(tl.min(q, tl.const(255.0, "float32")), tl.const(0.0, "float32")) \
+            .astype("uint8")
+
+    return tl.compute(y.shape, f, name="requantize")
+
+
+def _conv_kernel(xb, wp, sums_p, stride, pad, x_zero, depthwise, requant):
+    """Ours: the conv (int32) or the conv with the requantization fused (uint8)."""
+    X = tl.placeholder(xb.shape, "uint8", name="X")
+    Wt = tl.placeholder(wp.shape, "int8", name="W")
+    S = tl.placeholder(sums_p.shape, "int32", name="S")
+    make = qk.depthwise_conv2d_int8_nchwc if depthwise else qk.conv2d_int8_nchwc
+    Y = make(X, Wt, stride, pad, x_zero, S)
+    out = _requantize(Y, QSCALE, QZERO) if requant else Y
+    s = tl.create_schedule(out)
+    (qk.schedule_depthwise_int8 if depthwise else qk.schedule_conv2d_int8)(
+        s, Y, parallel=ARGS.threads != 1, out=out)
+    f = tl.build(s, [X, Wt, S, out], target=ARGS.target)
+    res = np.empty(tuple(int(d.value) for d in Y.shape), out.dtype)
+    return (lambda: f(xb, wp, sums_p, res)), res
+
+
+XS, WS, YS, QZERO = 0.02, 0.01, 0.5, 128
+QSCALE = float(np.float32(XS) * np.float32(WS) / np.float32(YS))
+
+
+def _from_blocked(y, c):
+    return y.transpose(0, 1, 4, 2, 3).reshape(1, -1, *y.shape[2:4])[:, :c]
+
+
 def conv_case(c, hw, oc, k, stride, depthwise=False, x_zero=3):
+    """Two rows: ours (int32) vs ConvInteger, ours with the requantization fused (uint8) vs
+    QLinearConv (both as the same integers, the second within 1 step: float rounding of the
+    scale)."""
     from onnx import TensorProto, helper
 
     rng = np.random.default_rng(1)
@@ -97,35 +135,27 @@ def conv_case(c, hw, oc, k, stride, depthwise=False, x_zero=3):
     sums_p = np.zeros(-(-w.shape[0] // 16) * 16, np.int32)
     sums_p[:w.shape[0]] = sums
     xb = _blocked(x, cb)
-    X = tl.placeholder(xb.shape, "uint8", name="X")
-    Wt = tl.placeholder(wp.shape, "int8", name="W")
-    S = tl.placeholder(sums_p.shape, "int32", name="S")
-    make = qk.depthwise_conv2d_int8_nchwc if depthwise else qk.conv2d_int8_nchwc
-    Y = make(X, Wt, stride, pad, x_zero, S)
-    s = tl.create_schedule(Y)
-    (qk.schedule_depthwise_int8 if depthwise else qk.schedule_conv2d_int8)(
-        s, Y, parallel=ARGS.threads != 1)
-    f = tl.build(s, [X, Wt, S, Y], target=ARGS.target)
-    y = np.empty(tuple(int(d.value) for d in Y.shape), np.int32)
-    ours = lambda: f(xb, wp, sums_p, y)
+    ours, y = _conv_kernel(xb, wp, sums_p, stride, pad, x_zero, depthwise, False)
+    ours_q, yq = _conv_kernel(xb, wp, sums_p, stride, pad, x_zero, depthwise, True)
     attrs = {"strides": [stride] * 2, "pads": [pad] * 4, "group": c if depthwise else 1}
     conv = helper.make_node("ConvInteger", ["x", "w", "zx"], ["y"], **attrs)
     inits = [("w", w), ("zx", np.array(x_zero, np.uint8))]
-    peers = {"ConvInteger": _session([conv], [("x", x)], inits)}
+    conv_int = _session([conv], [("x", x)], inits)
     ours()
-    ref = peers["ConvInteger"]()
-    got = y.transpose(0, 1, 4, 2, 3).reshape(1, -1, *y.shape[2:4])[:, :w.shape[0]]
-    assert np.array_equal(got, ref), "conv: ours != ConvInteger"
-    # QLinearConv (grouped for the depthwise): the same products plus requantization
+    assert np.array_equal(_from_blocked(y, w.shape[0]), conv_int()), "ours != ConvInteger"
     q = helper.make_node("QLinearConv", ["x", "xs", "zx", "w", "ws", "zw", "ys", "zy"], ["y"],
                          **attrs)
-    qinits = [("xs", np.array(0.02, np.float32)), ("zx", np.array(x_zero, np.uint8)),
-              ("w", w), ("ws", np.array(0.01, np.float32)), ("zw", np.array(0, np.int8)),
-              ("ys", np.array(0.5, np.float32)), ("zy", np.array(128, np.uint8))]
-    peers["QLinearConv"] = _session([q], [("x", x)], qinits, out_type=TensorProto.UINT8)
-    what = "depthwise" if depthwise else "conv"
+    qinits = [("xs", np.array(XS, np.float32)), ("zx", np.array(x_zero, np.uint8)),
+              ("w", w), ("ws", np.array(WS, np.float32)), ("zw", np.array(0, np.int8)),
+              ("ys", np.array(YS, np.float32)), ("zy", np.array(QZERO, np.uint8))]
+    qconv = _session([q], [("x", x)], qinits, out_type=TensorProto.UINT8)
+    ours_q()
+    diff = np.abs(_from_blocked(yq, w.shape[0]).astype(int) - qconv().astype(int))
+    assert diff.max() <= 1, f"ours + requantize vs QLinearConv: {diff.max()} steps apart"
+    what = f"{'depthwise' if depthwise else 'conv'} {c}x{hw}^2->{w.shape[0]} k{k} s{stride}"
     macs = (1 if depthwise else c) * y.shape[1] * 16 * y.shape[2] * y.shape[3] * k * k
-    return f"{what} {c}x{hw}^2->{w.shape[0]} k{k} s{stride}", 2 * macs, ours, peers
+    return [(what, 2 * macs, ours, {"ConvInteger": conv_int}),
+            (f"{what} +requant", 2 * macs, ours_q, {"QLinearConv": qconv})]
 
 
 def _median_time(fn, number: int) -> float:
@@ -149,7 +179,7 @@ def measure(name, ops, ours, peers, peak_gops):
     med = {c: statistics.median(v) for c, v in rounds.items()}
     best = {c: min(v) for c, v in rounds.items()}
     gops = ops / med["ours"] / 1e9
-    row = (f"{name:32s} ours {med['ours'] * 1e3:8.3f} ms (best {best['ours'] * 1e3:7.3f}) "
+    row = (f"{name:40s} ours {med['ours'] * 1e3:8.3f} ms (best {best['ours'] * 1e3:7.3f}) "
            f"{gops:6.0f} GOPS {100 * gops / peak_gops:5.1f}% of peak")
     for p in peers:
         row += f" | {p} {med[p] * 1e3:8.3f} ms ratio {med[p] / med['ours']:5.2f}" \
@@ -184,10 +214,11 @@ def main():
     for kind in ARGS.only.split(","):
         for args in CASES[kind]:
             if kind == "dense":
-                case = dense_case(*args)
+                cases = [dense_case(*args)]
             else:
-                case = conv_case(*args, depthwise=kind == "depthwise")
-            measure(*case, res[key][0])
+                cases = conv_case(*args, depthwise=kind == "depthwise")
+            for case in cases:
+                measure(*case, res[key][0])
     print(f"load after {os.getloadavg()[0]:.1f}")
 
 
