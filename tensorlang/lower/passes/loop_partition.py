@@ -160,9 +160,12 @@ def _tail_cut(c, var, ranges: dict, inside: set):
     if lin is None:
         return None
     a, rest_max, outside = 0, lin.const, E.const(0, lin.dtype)
+    step = 1  # the guard reads var // step (a fused loop's outer index: `f // 56 - n < 0`)
     for t, coef in lin.terms.values():
-        if t is var:
-            a = coef
+        if t is var or (type(t) is E.FloorDiv and t.a is var and (E.as_int(t.b) or 0) > 0):
+            if a:
+                return None
+            a, step = coef, (1 if t is var else E.as_int(t.b))
         elif t in ranges:
             lo, hi = ranges[t]
             edge = hi if coef > 0 else lo
@@ -176,7 +179,8 @@ def _tail_cut(c, var, ranges: dict, inside: set):
     if a <= 0:
         return None
     num = E.Sub(E.const(a - 1 - rest_max, lin.dtype), outside)
-    return simplify(num if a == 1 else E.FloorDiv(num, E.const(a, lin.dtype)))
+    cut = num if a == 1 else E.FloorDiv(num, E.const(a, lin.dtype))
+    return simplify(cut if step == 1 else E.Mul(cut, E.const(step, lin.dtype)))
 
 
 def _defined_inside(body) -> set:
