@@ -647,6 +647,9 @@ def schedule_conv2d_pixels(s, c: Tensor, out: Tensor | None = None, rows: int = 
     groups = int(pix.op.attrs.get("groups", 1))
     ocpg = _ext(oc) // groups
     r, v = pixel_tile(ocpg, rows, vectors)
+    if _ext(pix.op.axis[2]) != _ext(oh) * _ext(ow):
+        _schedule_padded_pixels(s, pix, o, groups, r, v, parallel)
+        return
     outer = [n]
     if groups > 1:
         grp, oc = o.split(oc, factor=ocpg)
@@ -668,6 +671,35 @@ def schedule_conv2d_pixels(s, c: Tensor, out: Tensor | None = None, rows: int = 
     pix.unroll(po)
     if parallel:
         o.parallel(o.fuse(*outer))
+
+
+def _schedule_padded_pixels(s, pix, o, groups: int, r: int, v: int, parallel: bool) -> None:
+    """The pixels stage padded to whole vectors: computed at the root, its register tile
+    (r channels x v vectors, the last pixel tile guarded a vector at a time) accumulated in a
+    cache_write stage; the NCHW output (or its tail) then reads the plane back, vectorized."""
+    acc = s[s.cache_write(pix.op.output(0), "local")]
+    pix = s[pix.op.output(0)]
+    n, pc, pp = pix.op.axis
+    outer = [n]
+    if groups > 1:
+        grp, pc = pix.split(pc, factor=_ext(pc) // groups)
+        outer.append(grp)
+    pco, pci = pix.split(pc, factor=r)
+    outer.append(pco)
+    ppo, ppi = pix.split(pp, factor=LANES * v)
+    ppv, ppl = pix.split(ppi, factor=LANES)
+    pix.reorder(*outer, ppo, pci, ppv, ppl)
+    acc.compute_at(pix, ppo)
+    _, ao, ap = acc.op.axis
+    apv, apl = acc.split(ap, factor=LANES)
+    acc.reorder(*acc.op.reduce_axis, ao, apv, apl)
+    acc.vectorize(apl)
+    acc.unroll(apv)
+    acc.unroll(ao)
+    pix.vectorize(ppl)
+    if parallel:
+        pix.parallel(pix.fuse(*outer))
+    schedule_injective(s, o.op.output(0))
 
 
 def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vectors: int = 2,

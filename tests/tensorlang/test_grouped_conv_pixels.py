@@ -121,3 +121,22 @@ def test_pixels_knobs_are_checked():
     out = ops.conv2d_nchw(X, W, groups=2)
     with pytest.raises(TypeError, match="pixel_rows"):
         ops.default_schedule(out, knobs={"pixel_rows": 2.5})
+
+
+def test_padded_plane_with_a_fused_tail():
+    """169 pixels (SqueezeNet's 13x13): the stage is padded to 11 whole vectors (the pad a
+    masked load of the plane's last vector), then read back through the bias + relu."""
+    x, wt, b = rand((1, 40, 13, 13)), rand((24, 40, 1, 1)), rand((24,))
+    X, W, B = ph(x, "X"), ph(wt, "W"), ph(b, "B")
+    conv = ops.conv2d_nchw(X, W)
+    pix = next(t for t in conv.op.input_tensors if t.op.tag == "conv2d_nchw_pixels")
+    assert [int(d.value) for d in pix.shape] == [1, 24, 176]
+    y = ops.relu(ops.add(conv, ops.reshape(B, (24, 1, 1))))
+    ref = np.maximum(pointwise_ref(x, wt, 1) + b.reshape(24, 1, 1), 0)
+    check(y, [X, W, B], [x, wt, b], ref, **TOL)
+
+
+def test_which_planes_are_padded():
+    from tensorlang.ops.nn import _padded_pixels
+
+    assert [_padded_pixels(p) for p in (169, 15, 784, 196, 49, 81)] == [176, 16, 784, 196, 49, 81]
