@@ -457,7 +457,8 @@ def _quant(op: str, ins: list, a: dict):
         sums, bias = R.qlinear_conv_extras(ins, a)
         return O.qlinear_conv2d(ins[0], ins[1], sums, bias, ins[2], ins[3], a["oc"],
                                 tuple(a["strides"]), tuple(a["pads"]), a["x_zero"], a["dtype"],
-                                bool(a.get("relu", False)))
+                                bool(a.get("relu", False)), bool(a.get("layout")),
+                                bool(a.get("out_layout")))
     if op == "dense_integer":
         return O.dense_integer(ins[0], ins[1], ins[2] if len(ins) > 2 else None, a["n"],
                                ins[3] if len(ins) > 3 else None)

@@ -1114,12 +1114,16 @@ register("dense_integer", OPAQUE, (2, 4), _dense_integer_infer, _dense_integer_r
 def _qlinear_conv_infer(types, attrs):
     (x, xt), (w, _) = types[0], types[1]
     p, (sh, sw) = attrs["pads"], attrs["strides"]
+    x = unblocked_shape(x, attrs.get("layout"))  # NCHW16c in (convert_layout), else NCHW
     if len(x) != 4 or xt not in ("uint8", "int8") or len(w) != 7:
         raise GraphError(f"qlinear_conv2d needs an NCHW uint8/int8 x and a packed weight, got "
                          f"{xt}{list(x)} and {list(w)}")
     oh = (x[2] + p[0] + p[2] - w[2]) // sh + 1
     ow = (x[3] + p[1] + p[3] - w[3]) // sw + 1
-    return [((x[0], attrs["oc"], oh, ow), attrs["dtype"])]
+    oc = attrs["oc"]
+    if attrs.get("out_layout"):
+        return [((x[0], oc // 16, oh, ow, 16), attrs["dtype"])]
+    return [((x[0], oc, oh, ow), attrs["dtype"])]
 
 
 def _qlinear_conv_ref(xs, a):
@@ -1128,7 +1132,8 @@ def _qlinear_conv_ref(xs, a):
     sums, bias = qlinear_conv_extras(xs, a)
     return [qlinear_conv2d_ref(xs[0], xs[1], sums, bias, xs[2], xs[3], a["oc"],
                                tuple(a["strides"]), tuple(a["pads"]), a["x_zero"], a["dtype"],
-                               bool(a.get("relu", False)))]
+                               bool(a.get("relu", False)), bool(a.get("layout")),
+                               bool(a.get("out_layout")))]
 
 
 def qlinear_conv_extras(ins: list, a: dict) -> tuple:

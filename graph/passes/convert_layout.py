@@ -39,6 +39,9 @@ The layout then flows forward through every op that works in it unchanged:
 - max/avg pooling and global pooling (their windows are over H and W; the block rides along).
 - quantize / dequantize / requantize by constant scales and zero points, per tensor or per
   channel (re-laid out like a binary op's constant; issue 22).
+
+A quantized conv (``qlinear_conv2d``, issue 22) reads NCHW16c when its input channels are a
+multiple of 16 and writes NCHW16c when its output channels are (``qconv``).
 - an inference batch norm with constant statistics (DenseNet's and pre-activation ResNets'
   batch norms after a concat or an add, which fold_scale_into_conv cannot fold into a conv),
   as x * s + t with per-channel constants re-laid out for the block;
@@ -255,6 +258,8 @@ class _LayoutConverter:
                 {"layout", "out_layout"} & n.attrs.keys():
             return None  # placed by an earlier run (the pass is idempotent)
         out = n.outputs[0] if len(n.outputs) == 1 else None
+        if n.op == "qlinear_conv2d" and not {"layout", "out_layout"} & n.attrs.keys():
+            return self.qconv(n, ins, out)
         how = _blocked_conv(n, ins, self.preferred(n))
         if how is not None:
             return [self.conv(n, ins, out, *how)]
@@ -330,6 +335,23 @@ class _LayoutConverter:
             else:
                 return None
         return self.node(n.name, n.op, pair, n.attrs, layout, self.named(out, layout))
+
+    def qconv(self, n: Node, ins: list[Value], out: Value) -> list[Value] | None:
+        """A quantized conv (issue 22) reads NCHW16c when its input channels are a multiple of
+        16 and writes NCHW16c when its outputs are: the uint8 values between quantized convs
+        stay blocked (an NCHW side costs the kernel a transposing pass over the tensor)."""
+        blocked_in = _channels(ins[0]) % 16 == 0
+        blocked_out = n.attrs["oc"] % 16 == 0
+        if not (blocked_in or blocked_out):
+            return self.unblock_all(n, ins)
+        x = self.blocked(ins[0], 16) if blocked_in else self.plain(ins[0])
+        attrs = dict(n.attrs)
+        if blocked_in:
+            attrs["layout"] = blocked_layout(16)
+        layout = blocked_layout(16) if blocked_out else ""
+        if blocked_out:
+            attrs["out_layout"] = layout
+        return [self.node(n.name, n.op, [x, *ins[1:]], attrs, layout, self.named(out, layout))]
 
     def quant(self, n: Node, ins: list[Value], out: Value, block: int) -> Value | None:
         """A (de/re)quantization of a blocked value by constants per tensor or per channel,

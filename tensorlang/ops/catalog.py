@@ -497,6 +497,14 @@ def _define_quant() -> None:
                                                    (0, 1, 2, 1), -3, "int8", relu=True),
            lambda x, w, ws, m, z: Q.qlinear_conv2d_ref(x, w, ws, None, _np_small(m), z, 16, 2,
                                                        (0, 1, 2, 1), -3, "int8", relu=True),
+           low=-100, high=100),
+        # NCHW16c in and out (the graph's blocked values), int8 x padded, 32 outputs
+        ex([((1, 1, 5, 6, 16), "int8"), ((2, 1, 3, 3, 4, 16, 4), "int8"), ((32,), "int32"),
+            (32,), ((1,), "uint8")],
+           lambda x, w, ws, m, z: Q.qlinear_conv2d(x, w, ws, None, _small(m), z, 32, 1, 1, 5,
+                                                   blocked_in=True, blocked_out=True),
+           lambda x, w, ws, m, z: Q.qlinear_conv2d_ref(x, w, ws, None, _np_small(m), z, 32, 1,
+                                                       1, 5, blocked_in=True, blocked_out=True),
            low=-100, high=100)],
         schedule=CompositeSchedule(Q.schedule_qlinear_conv2d, keeps=("acc", "pad")),
         parts={"acc": ("qlinear_conv2d_acc", OPAQUE), "pad": ("qlinear_conv2d_pad", OPAQUE)})

@@ -226,7 +226,8 @@ def dense_integer_ref(a, w_packed, w_colsum, n, a_zero=None) -> np.ndarray:
 
 def qlinear_conv2d(x: Tensor, w_packed: Tensor, w_sums: Tensor | None, bias: Tensor | None,
                    multiplier: Tensor, y_zero: Tensor, oc: int, stride=1, padding=0,
-                   x_zero: int = 0, out_dtype: str = "uint8", relu: bool = False) -> Tensor:
+                   x_zero: int = 0, out_dtype: str = "uint8", relu: bool = False,
+                   blocked_in: bool = False, blocked_out: bool = False) -> Tensor:
     """A quantized 2-D conv (ONNX QLinearConv, groups 1, no dilation), NCHW in and out, in one
     kernel: ``y = saturate(round((acc + bias) * multiplier) + y_zero)`` per output channel with
     ``acc = sum (x - x_zero) * w`` exact in int32 on the VNNI product.
@@ -237,14 +238,26 @@ def qlinear_conv2d(x: Tensor, w_packed: Tensor, w_sums: Tensor | None, bias: Ten
     int8 x; None when that is 0); bias: [OC] int32 or None; multiplier: [OC] float32 (x_scale * w_scale / y_scale);
     y_zero: one element of out_dtype. Stages: x's padded uint8 copy in NCHW[cb]c (pads hold the
     zero point, so they add nothing), the products (quant_kernels.conv2d_int8_nchwc's compute,
-    declared as this op's part so its schedule tensorizes it), then the requantization."""
+    declared as this op's part so its schedule tensorizes it), then the requantization.
+    blocked_in: x is already NCHW16c [N, C/16, H, W, 16] (the copy reads 16 channels at once,
+    and is skipped for unpadded uint8); blocked_out: the result is NCHW16c [N, OC/16, OH, OW,
+    16] (OC a multiple of 16), written as the products lie. Between convs the graph keeps
+    blocked uint8 values: an NCHW side costs a transposing pass over the tensor (measured 1x1
+    64 -> 256 at 56x56, loaded machine: the NCHW copy in and out took ~20x the products)."""
     op = "qlinear_conv2d"
     check_tensor(op, "x", x)
-    if x.dtype not in ("uint8", "int8") or x.ndim != 4:
-        raise ValueError(f"{op}: x must be a 4-D uint8 or int8 tensor, got {x.dtype} "
-                         f"{x.ndim}-D")
+    if x.dtype not in ("uint8", "int8") or x.ndim != (5 if blocked_in else 4):
+        raise ValueError(f"{op}: x must be a uint8 or int8 tensor in "
+                         f"{'NCHW16c' if blocked_in else 'NCHW'}, got {x.dtype} {x.ndim}-D")
+    if (blocked_in and as_int(x.shape[4]) != 16) or (blocked_out and oc % 16):
+        raise ValueError(f"{op}: blocked input and output are NCHW16c (x's last axis 16, "
+                         f"{oc} output channels a multiple of 16)")
     out_dtype = _check_quant_dtype(op, "out_dtype", out_dtype)
-    n, c, h, wd = (as_int(d) for d in x.shape)
+    if blocked_in:
+        n, cx, h, wd, b16 = (as_int(d) for d in x.shape)
+        c = cx * b16
+    else:
+        n, c, h, wd = (as_int(d) for d in x.shape)
     ob, cbn, kh, kw, icb, o16, i4 = (as_int(d) for d in w_packed.shape)
     cb = icb * 4
     if w_packed.dtype != "int8" or (o16, i4) != (16, 4) or cb not in (4, 8, 16) or \
@@ -257,7 +270,10 @@ def qlinear_conv2d(x: Tensor, w_packed: Tensor, w_sums: Tensor | None, bias: Ten
     zero = int(x_zero) + shift
     if zero and w_sums is None:
         raise ValueError(f"{op}: w_sums is needed with a zero point ({zero} in uint8)")
-    xb = _padded_blocks(x, cbn, cb, pad, shift, zero)
+    if blocked_in:
+        xb = _padded_from_blocks(x, pad, shift, zero)
+    else:
+        xb = _padded_blocks(x, cbn, cb, pad, shift, zero)
     oh, ow = (h + pad[0] + pad[2] - kh) // sh + 1, (wd + pad[1] + pad[3] - kw) // sw + 1
     rc, ry, rx = (te.reduce_axis((0, e), name=nm) for e, nm in ((cbn, "rc"), (kh, "ry"),
                                                                    (kw, "rx")))
@@ -268,8 +284,9 @@ def qlinear_conv2d(x: Tensor, w_packed: Tensor, w_sums: Tensor | None, bias: Ten
         "opaque", name="qlinear_conv2d.acc")
     lo, hi = _limits(out_dtype)
 
-    def f(b, o, y, z):
-        a = acc[b, o // 16, y, z, o % 16]
+    def requant(b, ob_, y, z, oi):
+        o = ob_ * 16 + oi
+        a = acc[b, ob_, y, z, oi]
         if zero:
             a = a - const(zero, "int32") * w_sums[o]
         if bias is not None:
@@ -280,7 +297,28 @@ def qlinear_conv2d(x: Tensor, w_packed: Tensor, w_sums: Tensor | None, bias: Ten
         return _saturate(q, _at(y_zero, (0,) * y_zero.ndim, "float32"), lo, hi, "float32",
                          out_dtype)
 
-    return op_compute(op, (n, oc, oh, ow), f, "opaque")
+    if blocked_out:
+        return op_compute(op, (n, oc // 16, oh, ow, 16), requant, "opaque")
+    return op_compute(op, (n, oc, oh, ow),
+                      lambda b, o, y, z: requant(b, o // 16, y, z, o % 16), "opaque")
+
+
+def _padded_from_blocks(x: Tensor, pad: tuple, shift: int, zero: int) -> Tensor:
+    """An NCHW16c x as uint8 with its pads (holding the zero point); x itself when it is
+    uint8 and unpadded."""
+    if not shift and not any(pad):
+        return x
+    n, cbn, h, wd, cb = (as_int(d) for d in x.shape)
+    pt, pl, pb, pr = pad
+
+    def f(b, cc, y, z, ci):
+        v = x[b, cc, y - pt, z - pl, ci]
+        v = (v.astype("int32") + shift).astype("uint8") if shift else v
+        inside = (y >= pt) & (y < h + pt) & (z >= pl) & (z < wd + pl)
+        return te.if_then_else(inside, v, const(zero, "uint8"))
+
+    return op_compute("qlinear_conv2d_pad", (n, cbn, h + pt + pb, wd + pl + pr, cb), f,
+                      "opaque", name="qlinear_conv2d.pad")
 
 
 def _padded_blocks(x: Tensor, cbn: int, cb: int, pad: tuple, shift: int, zero: int) -> Tensor:
@@ -311,6 +349,11 @@ def schedule_qlinear_conv2d(s, out: Tensor) -> None:
     acc = next(t for t in out.op.input_tensors if t.op.reduce_axis)
     QK.schedule_conv2d_int8(s, acc)
     st = s[out]
+    if out.ndim == 5:  # NCHW16c: 16 channels per vector, as the products lie
+        b, o, y, z, oi = st.op.axis
+        st.vectorize(oi)
+        st.parallel(st.fuse(b, o, y))
+        return
     b, o, _, z = st.op.axis
     width = as_int(out.shape[3])
     lanes = max(d for d in range(1, min(width, 16) + 1) if width % d == 0)
@@ -338,10 +381,19 @@ def unpack_conv_weight(w_packed: np.ndarray, oc: int, c: int) -> np.ndarray:
 
 
 def qlinear_conv2d_ref(x, w_packed, w_sums, bias, multiplier, y_zero, oc, stride=1,
-                       padding=0, x_zero=0, out_dtype="uint8", relu=False) -> np.ndarray:
+                       padding=0, x_zero=0, out_dtype="uint8", relu=False, blocked_in=False,
+                       blocked_out=False) -> np.ndarray:
     """What qlinear_conv2d computes from its inputs (w_sums as given: the weights' sums make
     it ONNX's QLinearConv)."""
     x = np.asarray(x)
+    if blocked_in:
+        n, cb, h, w_, b = x.shape
+        x = x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w_)
+    if blocked_out:
+        y = qlinear_conv2d_ref(x, w_packed, w_sums, bias, multiplier, y_zero, oc, stride,
+                               padding, x_zero, out_dtype, relu)
+        n, _, oh, ow = y.shape
+        return np.ascontiguousarray(y.reshape(n, oc // 16, 16, oh, ow).transpose(0, 1, 3, 4, 2))
     shift = 128 if x.dtype == np.int8 else 0
     zero = int(x_zero) + shift
     w = unpack_conv_weight(np.asarray(w_packed), oc, x.shape[1]).astype(np.int64)

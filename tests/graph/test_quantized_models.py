@@ -10,11 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from graph_testing import ort
+from tensorlang.graph.passes import run_passes
 
 from tensorlang import graph
 
 qm = pytest.importorskip("quantized_models")
 pytest.importorskip("onnxruntime.quantization")
+
+
+def ops_count(model, op_type: str) -> int:
+    return sum(n.op_type == op_type for n in model.graph.node)
 
 
 def _ort(model, x):
@@ -38,6 +43,11 @@ def test_static_qdq_cnn_within_one_step(cnn):
     q, gm = cnn
     ops = {n.op_type for n in q.graph.node}
     assert {"QuantizeLinear", "DequantizeLinear", "Conv", "Add"} <= ops
+    # every conv on the int8 kernel; the 16-channel ones read and write NCHW16c uint8
+    convs = [n for n in run_passes(graph.from_onnx(q), 2).nodes if n.op == "qlinear_conv2d"]
+    assert len(convs) == ops_count(q, "Conv")
+    assert {(n.attrs.get("layout"), n.attrs.get("out_layout")) for n in convs} == {
+        (None, None), (None, "NCHW16c"), ("NCHW16c", "NCHW16c")}
     step = qm.output_step(q)
     assert step is not None and step > 0
     rng = np.random.default_rng(3)
