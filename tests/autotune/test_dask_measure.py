@@ -153,14 +153,14 @@ with Client(sys.argv[1]) as client:
     task = autotune.create_task("matmul", (64, 64, 64, "float32"), target="llvm")
     # >= 200 ms per measurement, one at a time on this machine: records come apart
     runner = autotune.DaskRunner(client, number=1, repeat=2, min_repeat_ms=100, timeout=60)
-    option = autotune.measure_option(autotune.DaskBuilder(client, timeout=30), runner)
-    autotune.tune_tasks([task], n_trial=12, log_file=sys.argv[2], tuner="random",
-                        measure_option=option, batch_size=6, progress=False, seed=2)
+    option = autotune.measure_option(autotune.DaskBuilder(client, timeout=120), runner)
+    autotune.tune_tasks([task], n_trial=8, log_file=sys.argv[2], tuner="random",
+                        measure_option=option, batch_size=4, progress=False, seed=2)
 """
 
 
 def test_a_killed_driver_resumes_from_its_log(client, tmp_path):
-    """The driver SIGKILLed in the middle of its first batch of 6: the log holds the
+    """The driver SIGKILLed in the middle of its first batch of 4: the log holds the
     candidates that had come back (streamed, whole lines); rerun, it measures the rest."""
     script, log = tmp_path / "driver.py", tmp_path / "driver.jsonl"
     script.write_text(_DRIVER)
@@ -175,12 +175,12 @@ def test_a_killed_driver_resumes_from_its_log(client, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     text = log.read_text()
-    assert text.endswith("\n") and 1 <= text.count("\n") < 6, text
+    assert text.endswith("\n") and 1 <= text.count("\n") < 4, text
     killed = {r.config["index"] for r in autotune.load_records(str(log))}
     done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     task = autotune.create_task("matmul", ARGS, target="llvm")
-    records = _check_log(str(log), task, 12)
+    records = _check_log(str(log), task, 8)
     assert killed <= {r.config["index"] for r in records}
 
 

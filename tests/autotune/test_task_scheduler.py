@@ -298,6 +298,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # two driver processes, each starting builders and a measuring process
 def test_a_driver_killed_mid_round_resumes_without_measuring_twice(tmp_path):
     """A driver SIGKILLed in the middle of a round (real builds and measurements): its log
     holds the round's finished candidates, whole; run again, the scheduler measures only the
