@@ -8,7 +8,7 @@ from .ir import Graph
 
 
 def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
-                  blocks=None, sizes: dict | None = None) -> list:
+                  blocks=None, sizes: dict | None = None, template_free: bool = False) -> list:
     """One ``autotune`` task per distinct tunable kernel workload of ``g`` after the graph passes
     (fused groups included), with ``weight`` = how many kernels share it; tune them with
     ``autotune.tune_tasks(tasks, n_trial, log)`` and build with ``graph.build(g,
@@ -19,14 +19,22 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
     each variable one (``{"batch": 8, "seq": 128}``) and the tasks are those of the graph
     specialised to them; ``graph.build(g, specialize={"batch": [8], "seq": [128]},
     tuning_log=log)`` then runs those sizes on the tuned kernels (the symbolic kernels keep
-    their default schedules)."""
+    their default schedules).
+
+    ``template_free`` (issue 20): also a template-free task (autotune's sketch rules) for every
+    kernel no template tunes (:mod:`.tuning_free`); the build applies their records too."""
     from .control_flow import has_control_flow, plain_graphs
 
     g = _at_sizes(g, sizes)
     from .tuning import extract_tasks as _extract
 
     if not has_control_flow(g):
-        return _extract(g, target, opt_level, blocks)
+        tasks = _extract(g, target, opt_level, blocks)
+        if template_free:
+            from .tuning_free import extract_free_tasks
+
+            tasks += extract_free_tasks(g, target, opt_level)
+        return tasks
     # a run-time If: the tasks of every piece and branch the build compiles, merged by workload
     merged: dict = {}
     for part in plain_graphs(g):

@@ -269,7 +269,9 @@ class GraphTuning:
         self.last_untuned = False
         args = template_args(op, attrs, in_types, out_types)
         if not self._is_tunable(args, op, attrs, in_types, out_types):
-            return None
+            from .tuning_free import free_config  # a template-free record (issue 20), or None
+
+            return free_config(self.history, self.target, args)
         cfg = self.history.query(self.target, TEMPLATE, args)
         key = autotune.task.workload_key(TEMPLATE, args)
         if key not in self.history.applied:
@@ -292,9 +294,10 @@ class GraphTuning:
 
     @staticmethod
     def schedule_of(found) -> tuple:
-        """(schedule, args) for what :meth:`config_for` found: the record replayed."""
-        args, cfg, _config = found
-        return autotune.get_template(TEMPLATE).run_with(cfg, args)
+        """(schedule, args) for what :meth:`config_for` found: the record replayed (by the
+        template-free workload when found names it)."""
+        args, cfg, _config, *workload = found
+        return autotune.get_template(workload[0] if workload else TEMPLATE).run_with(cfg, args)
 
     def schedule_for(self, op: str, attrs: dict, in_types, out_types):
         """((schedule, args), config json) for a tuned kernel, or None."""

@@ -1,0 +1,85 @@
+"""Template-free tasks for the graph kernels no template tunes (issue 20): softmax, norms,
+reductions, elementwise chains, fused groups without a conv / dense anchor.
+
+The workload ``graph_kernel_free`` rebuilds a kernel's computes from the same description as the
+``graph_kernel`` template (op, attributes, input and output types, JSON strings) and leaves its
+schedule to the sketch rules (autotune/sketch.py). ``graph.extract_tasks(g,
+template_free=True)`` adds one such task per distinct untemplated kernel; ``graph.build(g,
+tuning_log=...)`` replays their best records (GraphTuning.config_for asks
+:func:`free_config`)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+from tensorlang import autotune
+
+from . import op_registry as R
+from .ir import Graph
+from .tuning import _anchor_op, _parse, _types, is_tunable, template_args
+
+WORKLOAD = "graph_kernel_free"
+
+
+@autotune.workload(name=WORKLOAD)
+def graph_kernel_free(op: str, attrs: str, in_types: str, out_types: str):
+    from .lowering import lower
+
+    ins, outs = lower(*_parse((op, attrs, in_types, out_types)))
+    return [*ins, *outs]
+
+
+class FreeGraphTask(autotune.WorkloadTask):
+    """A template-free task for one graph kernel workload (``weight``, ``nodes``, ``op`` and
+    ``layout`` as GraphTask's)."""
+
+    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = ""):
+        super().__init__(WORKLOAD, args, target)
+        self.op = op
+        self.nodes = list(nodes)
+        self.layout = layout
+
+    @property
+    def weight(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        return f"<FreeGraphTask {self.op} weight={self.weight} space={len(self.config_space)}>"
+
+
+def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> list:
+    """One template-free task per distinct kernel of ``g`` (after the graph passes) that no
+    template tunes. Kernels the sketch rules cannot schedule (an extern call, a symbolic
+    extent) are left to their default schedule, named in one warning."""
+    from .passes import run_passes
+
+    found: dict[tuple, tuple[str, list[str], str]] = {}
+    for n in run_passes(g, opt_level).nodes:
+        if R.get_op(n.op).alias:
+            continue
+        in_types, out_types = _types(n)
+        args = template_args(n.op, n.attrs, in_types, out_types)
+        if args in found:
+            found[args][1].append(n.name)
+        elif not is_tunable(n.op, n.attrs, in_types, out_types):
+            found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout)
+    tasks, skipped = [], []
+    for args, (op, nodes, layout) in found.items():
+        try:
+            tasks.append(FreeGraphTask(args, target, op, nodes, layout))
+        except (TypeError, ValueError) as e:  # TemplateError is a ValueError
+            skipped.append(f"{nodes[0]} ({op}: {e})")
+    if skipped:
+        warnings.warn(f"extract_tasks: {len(skipped)} kernel(s) without a template-free task "
+                      f"(default schedule): {'; '.join(skipped)[:500]}", stacklevel=3)
+    return tasks
+
+
+def free_config(history, target: str, args: tuple):
+    """(args, config, config json, workload name) of a kernel's best template-free record in
+    ``history`` (an ApplyHistoryBest), or None."""
+    cfg = history.query(target, WORKLOAD, args)
+    if autotune.task.workload_key(WORKLOAD, args) not in history.applied:
+        return None
+    return args, cfg, json.dumps(cfg.to_json(), sort_keys=True), WORKLOAD
