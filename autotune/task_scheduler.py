@@ -20,8 +20,9 @@ Every task gets one round first (heaviest, by w_i x FLOPs, first); then the task
 expected decrease, except that with probability ``epsilon`` a random live task (exploration).
 A task stops when its best improved by less than ``min_improvement`` over its last
 ``flatten_rounds`` rounds (flattened), or its space is exhausted, or it reached
-``max_trials_per_task``. Records already in the log count (trials and best) and are never
-measured again, so ``tune`` resumes a killed run. After each round the estimated latency is
+``max_trials_per_task``. Each candidate's record is appended to the log as it finishes (the
+tuners stream to log_to_file), and records already in the log count (trials and best) and are
+never measured again, so ``tune`` resumes a killed run, losing only the candidates in flight. After each round the estimated latency is
 printed and one JSON line is appended to ``<log>.curve.jsonl``: round, its task, its new
 trials, trials in all, time (seconds spent in rounds, earlier runs' included), estimated
 latency (null while a task has no valid record), each task's best (seconds, or null).

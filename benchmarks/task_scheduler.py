@@ -99,8 +99,8 @@ def _arrays(f):
             for a in f.manifest["args"]]
 
 
-def time_builds(builds: dict, x: np.ndarray, rounds: int) -> dict[str, float]:
-    """Median seconds per run of each build, interleaved round by round."""
+def time_builds(builds: dict, x: np.ndarray, rounds: int) -> dict[str, list[float]]:
+    """Seconds per run of each build in each round, the builds interleaved round by round."""
     times: dict[str, list[float]] = {k: [] for k in builds}
     number = 5
     for _ in range(rounds):
@@ -111,7 +111,27 @@ def time_builds(builds: dict, x: np.ndarray, rounds: int) -> dict[str, float]:
             for _ in range(number):
                 gm.run(x=x)
             times[k].append((time.perf_counter() - t0) / number)
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
+
+
+def spread(values: list[float]) -> float:
+    """Interquartile range over the median: how far apart the rounds of one build are."""
+    if len(values) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(values, n=4)
+    return (q3 - q1) / statistics.median(values)
+
+
+def reached_at(by_fraction: dict[float, float], target: float) -> str:
+    """The first budget share at which a value is at or below `target`."""
+    reached = [f for f in FRACTIONS if by_fraction[f] <= target]
+    return f"at {int(reached[0] * 100)}% of the budget" if reached else "not within the budget"
+
+
+def load_and_cpu() -> str:
+    from tensorlang.codegen.target import Target
+
+    return f"CPU {Target.host().cpu}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
 
 
 def build(g, log: str | None):
@@ -161,10 +181,12 @@ def main() -> None:
     for k, gm in builds.items():  # every tuned build computes what the untuned one does
         for name, v in gm.run(x=x).items():
             np.testing.assert_allclose(v, ref[name], rtol=1e-3, atol=1e-4, err_msg=str(k))
-    measured = time_builds(builds, x, a.rounds)
+    print(f"timing: {load_and_cpu()}", flush=True)
+    rounds = time_builds(builds, x, a.rounds)
+    measured = {k: statistics.median(v) for k, v in rounds.items()}
     print(f"\n## ResNet-50-shaped model (1x3x{a.size}x{a.size}, width {a.width}), {len(tasks)} "
           f"tasks, budget {a.budget} trials ({a.tuner}); untuned "
-          f"{measured['untuned'] * 1e3:.2f} ms\n")
+          f"{measured['untuned'] * 1e3:.2f} ms; {load_and_cpu()} after timing\n")
     print("| strategy | " + " | ".join(f"{int(f * 100)}% measured (estimated) ms"
                                        for f in FRACTIONS) + " | trials used | tuning wall s |")
     print("|---|" + "---|" * len(FRACTIONS) + "---|---|")
@@ -172,16 +194,23 @@ def main() -> None:
         cells = [f"{measured[(name, f)] * 1e3:.2f} ({estimates[(name, f)] * 1e3:.2f})"
                  for f in FRACTIONS]
         print(f"| {name} | " + " | ".join(cells) + f" | {used[name]} | {walls[name]:.0f} |")
+    print(f"\ntiming spread (IQR / median over {a.rounds} rounds, medians above): "
+          + ", ".join(f"{k if isinstance(k, str) else f'{k[0]} {int(k[1] * 100)}%'} "
+                      f"{spread(v) * 100:.1f}%" for k, v in rounds.items()))
     target = measured[("heaviest-first", 1.0)]
-    reached = [f for f in FRACTIONS if measured[("scheduler", f)] <= target]
-    print(f"\nscheduler reaches heaviest-first's final latency ({target * 1e3:.2f} ms, measured) "
-          + (f"at {int(reached[0] * 100)}% of the budget" if reached else "not within the budget")
+    print(f"scheduler reaches heaviest-first's final latency ({target * 1e3:.2f} ms, measured) "
+          + reached_at({f: measured[("scheduler", f)] for f in FRACTIONS}, target)
           + " (target: at 50% or less)")
+    goal = estimates[("heaviest-first", 1.0)]
+    print(f"scheduler reaches heaviest-first's final estimate ({goal * 1e3:.3f} ms, sum of "
+          "weight x best kernel time) "
+          + reached_at({f: estimates[("scheduler", f)] for f in FRACTIONS}, goal))
     curve = logs["scheduler"] + ".curve.jsonl"
     with open(curve) as f:
-        rounds = [json.loads(line) for line in f]
-    last = rounds[-1]["estimated_latency"] if rounds else None
-    print(f"scheduler: {len(rounds)} rounds; its estimate after the last (tuned kernels only) "
+        curve_rounds = [json.loads(line) for line in f]
+    last = curve_rounds[-1]["estimated_latency"] if curve_rounds else None
+    print(f"scheduler: {len(curve_rounds)} rounds; its estimate after the last (tuned kernels "
+          "only) "
           + (f"{last * 1e3:.3f} ms" if last is not None else "n/a (tasks not reached)")
           + f"; curve {curve}")
 
