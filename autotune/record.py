@@ -8,8 +8,9 @@ One line per measurement:
      "result": {"costs": [0.0081, ...], "error": null, "error_msg": "", "all_cost": 0.9},
      "timestamp": 1700000000.0, "version": "0.1.0"}
 
-Lines are appended and flushed once per batch, so a killed job loses at most the batch in flight
-(and possibly leaves a truncated last line, which load_records skips with a warning).
+Tuners append and flush each candidate's line as it finishes (log_to_file streams), so a killed
+job loses at most the candidates in flight (and possibly leaves a truncated last line, which
+load_records skips with a warning).
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def load_records(source) -> list[Record]:
 
 
 def append_records(path, records: Iterable[Record]) -> None:
-    """Append records and flush them to disk (one write per batch)."""
+    """Append records and flush them to disk (one write per call)."""
     text = "".join(r.dumps() + "\n" for r in records)
     if not text:
         return

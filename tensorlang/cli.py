@@ -460,7 +460,7 @@ def _error_line(e: BaseException) -> str:
 
 def main(argv=None) -> int:
     """Run one subcommand. A user error is one line on stderr and exit status 2, Ctrl-C one
-    line and 130 (what a tuning log holds stays: it is appended per batch); --debug shows the
+    line and 130 (what a tuning log holds stays: it is appended per candidate); --debug shows the
     traceback instead."""
     ap = _Parser(prog="tensorlang", description=__doc__.splitlines()[0])
     ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
