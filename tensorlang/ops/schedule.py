@@ -192,8 +192,11 @@ def _reduce_rows(s, red: Tensor, lanes: int = 64):
     n = _ext(k)
     if n is not None and n < 2 * LANES:
         return None
-    # a symbolic extent (a sequence): whole groups of `lanes`, the rest guarded (split off by
-    # loop_partition into a scalar tail)
+    # a symbolic extent (a sequence): whole vectors, then a masked one (loop_partition and
+    # vectorize); one vector of partial results, not 4: a short row (seq = 8) would pay for
+    # folding 64 partials
+    if n is None:
+        lanes = LANES
     lanes = lanes if n is None or n % lanes == 0 else (LANES if n % LANES == 0 else 0)
     if not lanes:
         return None
@@ -966,6 +969,13 @@ def schedule_softmax(s, out: Tensor) -> None:
         _generic_opaque(s, out)
         return
     mx, ex, sm = parts
+    if _ext(ex.op.axis[-1]) is None:
+        # a row of symbolic length: a row buffer of exp would be a heap allocation per row
+        # (its size is not a constant); exp is computed twice instead, in the sum and the output
+        ex.compute_inline()
+        row, _ = _row_parallel_output(o)
+        _attach_row_stages(s, o, row, (sm, mx), reductions=(mx, sm))
+        return
     row, lanes = _row_parallel_output(o)
     _stream_if_big(o, row)
     ecol = ex.op.axis[-1]
@@ -977,8 +987,24 @@ def schedule_softmax(s, out: Tensor) -> None:
 
 def _row_parallel_output(o):
     """The output of a row-wise composite (softmax, layer norm): leading axes fused into one
-    parallel row loop, the last axis vectorized. Returns (row loop, lanes or 0)."""
+    parallel row loop, the last axis vectorized. Returns (row loop, lanes or 0). Row axes
+    after a symbolic one below the first stay serial loops inside the parallel one, and the
+    row loop returned is the innermost: fused, each row's index would be divided by the
+    symbolic extent (an attention's [batch, heads, seq, seq] softmax: fused over batch and
+    heads, the seq rows inside)."""
     rows = list(o.op.axis[:-1])
+    cut = next((d for d in range(1, len(rows)) if _ext(rows[d]) is None), len(rows))
+    if cut < len(rows):
+        par = o.fuse(*rows[:cut]) if cut > 1 else rows[0]
+        col = o.op.axis[-1]
+        lanes = _vector_lanes(_ext(col))
+        if lanes and (_ext(col) or lanes + 1) > lanes:
+            _, ci = o.split(col, factor=lanes)
+            o.vectorize(ci)
+        elif lanes:
+            o.vectorize(col)
+        o.parallel(par)
+        return rows[-1], lanes
     row = o.fuse(*rows) if len(rows) > 1 else rows[0]
     col = o.op.axis[-1]
     lanes = _vector_lanes(_ext(col))
