@@ -127,8 +127,9 @@ def _role(nd: Node, dag: Dag) -> str:
 
 def _has_reuse(op) -> bool:
     """Whether some input is read without one of the spatial indices: each of its elements
-    serves several outputs, which tiling keeps in registers and caches."""
-    spatial = {id(iv.var) for iv in op.axis}
+    serves several outputs, which tiling keeps in registers and caches. An axis of extent 1
+    (a kept dimension) serves one output only."""
+    spatial = {id(iv.var) for iv in op.axis if F.extent(iv) > 1}
     for idx in _reads(op.body, None):
         used = {id(v) for v in _vars(idx)}
         if spatial - used:
