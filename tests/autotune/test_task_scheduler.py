@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import signal
 import subprocess
@@ -329,6 +330,37 @@ def test_a_driver_killed_mid_round_resumes_without_measuring_twice(tmp_path):
     assert {r.key for r in records if r.valid} == {
         autotune.create_task("matmul", (m, 64, 64, "float32"), target="llvm").key
         for m in (64, 32)}
+
+
+@pytest.mark.slow  # two tensorlang processes with their builders and measuring process
+def test_ctrl_c_mid_batch_leaves_a_log_to_resume_from(tmp_path):
+    """`tensorlang tune` interrupted as a terminal's Ctrl-C does (SIGINT to the whole process
+    group) in the middle of its batch of 8: exit status 130, the log holds the candidates that
+    finished, whole; the same command again measures only the rest."""
+    log = tmp_path / "interrupted.jsonl"
+    cmd = [sys.executable, "-m", "tensorlang.cli", "tune", "matmul", "--args",
+           "64,64,64,float32", "--trials", "8", "--tuner", "random", "--seed", "0",
+           "--log", str(log), "--number", "1", "--repeat", "2", "--min-repeat-ms", "100"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and log.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, proc.communicate()[0].decode()[-2000:]
+    os.killpg(proc.pid, signal.SIGINT)
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 130, out[-2000:]
+    text = log.read_text()
+    assert text.endswith("\n") and 1 <= text.count("\n") < 8, text
+    interrupted = autotune.load_records(log)
+    assert all(r.result["error"] in (None, autotune.ILLEGAL) for r in interrupted)
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    records = autotune.load_records(log)
+    assert len(records) == 8 and len({r.config["index"] for r in records}) == 8
+    assert records[:len(interrupted)] == interrupted
 
 
 def test_a_truncated_curve_line_of_a_killed_run_is_skipped(tmp_path):
