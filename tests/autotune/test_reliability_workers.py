@@ -4,6 +4,7 @@ ended; Ctrl-C stops a tuning run with one line and exit status 130, keeping its 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -132,14 +133,28 @@ def test_workers_die_with_a_sigkilled_tuning_run(tmp_path, in_thread):
         proc.communicate()
 
 
+@contextlib.contextmanager
+def _sigint_not_ignored():
+    # A shell without job control starts background commands (`pytest &`, nohup) with SIGINT
+    # ignored, and a child inherits an ignored signal: Python then installs no KeyboardInterrupt
+    # handler and the Ctrl-C this test sends would be lost. A handled signal is reset to the
+    # default in the child, as in a terminal's foreground job.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_stops_tune_with_one_line_and_keeps_the_log(tmp_path):
     log = tmp_path / "cli.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tensorlang.cli", "tune", "matmul", "--args", "48,48,48,float32",
-         "--trials", "10000", "--log", str(log), "--number", "1", "--repeat", "1",
-         "--n-parallel", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    with _sigint_not_ignored():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tensorlang.cli", "tune", "matmul", "--args",
+             "48,48,48,float32", "--trials", "10000", "--log", str(log), "--number", "1",
+             "--repeat", "1", "--n-parallel", "2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while not (log.exists() and log.read_text().count("\n") >= 16):
