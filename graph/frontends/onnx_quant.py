@@ -2,11 +2,16 @@
 QLinearConv, QLinearMatMul, MatMulInteger, ConvInteger and DynamicQuantizeLinear; registered
 into :data:`onnx.CONVERTERS` when the importer module loads.
 
-Integer products are exact: the 8-bit operands are widened to int32 with their zero points
-subtracted (``cast`` then ``subtract``; a constant weight is widened at import), and the
-graph's conv / dense / matmul accumulate in int32. QLinearConv and QLinearMatMul requantize
-that accumulator the way onnxruntime does (``requantize``: the float32 product with
-x_scale * w_scale / y_scale, rounded half to even, plus the output zero point, saturated).
+Integer products are exact. With a constant int8 weight without zero point (what
+onnxruntime's quantizers write) they run on the library's VNNI kernels: MatMulInteger /
+QLinearMatMul on ``dense_integer`` (A's zero point, constant or computed at run time by
+DynamicQuantizeLinear, compensated with the weight's column sums) and a QLinearConv of one
+group without dilation on ``qlinear_conv2d`` (products, bias and requantization in one
+kernel). Otherwise the 8-bit operands are widened to int32 with their zero points subtracted
+(``cast`` then ``subtract``; a constant weight is widened at import) and the graph's conv /
+dense / matmul accumulate in int32. QLinearConv and QLinearMatMul requantize the accumulator
+the way onnxruntime does (the float32 product with x_scale * w_scale / y_scale, rounded half
+to even, plus the output zero point, saturated).
 
 A DequantizeLinear of a constant (a QDQ model's weights and biases) stays a node here, not a
 folded constant, so that the ``fold_qdq`` pass sees the integer weight and its scale;
