@@ -789,6 +789,17 @@ def _import_node(ctx: _Ctx, i: int, n) -> None:
     _bind(ctx, n, outs)
 
 
+def _symbolic_note(ins: list) -> str:
+    """For a converter that failed on inputs with symbolic dimensions (issue 19): which, and the
+    way out."""
+    sym = [v for v in ins if isinstance(v, Value) and not v.is_static]
+    if not sym:
+        return ""
+    shapes = ", ".join(f"{v.name}: {v.type_str()}" for v in sym)
+    return (f" (its inputs have symbolic dimensions, {shapes}; if this operator cannot take "
+            "them, give the inputs' sizes: from_onnx(model, shapes={...}))")
+
+
 def _convert(ctx: _Ctx, n, ins: list) -> list:
     """The node's converter, its errors as OnnxImportError naming the node."""
     try:
@@ -797,7 +808,7 @@ def _convert(ctx: _Ctx, n, ins: list) -> list:
         if isinstance(e, OnnxImportError):
             raise
         raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}, opset {ctx.opset}): "
-                              f"{e}") from None
+                              f"{e}{_symbolic_note(ins)}") from None
     used = [o for o in n.output if o]
     if len(outs) < len(used):
         needed = [o for o in n.output[len(outs):] if o]

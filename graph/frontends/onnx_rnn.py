@@ -108,6 +108,10 @@ class _Rnn:
             x = c.op("transpose", [x], perm=[1, 0, 2])
         self.x = x
         self.T, self.B, self.I = x.shape
+        if not isinstance(self.T, int):  # (issue 19) the steps are unrolled at import
+            raise _refuse(c, f"input {ins[0].name!r} has a symbolic sequence length "
+                             f"'{self.T}': the steps are unrolled at import, so give its size "
+                             f"(from_onnx(model, shapes={{{ins[0].name!r}: ...}}))")
         if self.T < 1:
             raise _refuse(c, "X has no time steps")
         self.w = self._weight(ins, 1, "W")

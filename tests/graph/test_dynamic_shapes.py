@@ -475,3 +475,21 @@ def test_expand_to_a_symbolic_shape():
     with pytest.raises(graph.OnnxImportError, match=r"the shape of ConstantOfShape depends on "
                                                     r"symbolic dimensions \(b, s, 4\)"):
         graph.from_onnx(_expand_model(constant_of_shape=True))
+
+
+def test_a_converter_that_cannot_take_symbolic_dims_says_so():
+    """Split of a symbolic axis into equal parts is not supported: the error names the node,
+    the inputs' symbolic shapes and the way out."""
+    from onnx import TensorProto
+
+    g = onnx_helper.make_graph(
+        [onnx_helper.make_node("Split", ["x"], ["y1", "y2"], axis=0, num_outputs=2)], "split",
+        [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 4])],
+        [onnx_helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("y1", "y2")])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    with pytest.raises(graph.OnnxImportError, match=r"node 'Split_0' \(Split, opset 18\): .*its "
+                                                    r"inputs have symbolic dimensions, x: "
+                                                    r"float32\[b, 4\].*shapes="):
+        graph.from_onnx(model)
+    assert graph.from_onnx(model, shapes={"x": (6, 4)}).outputs[0].shape == (3, 4)
