@@ -17,7 +17,8 @@ residual add's dequantize / add / quantize when they fuse too).
 
 A 2-D conv of one group without dilation (the common case) runs whole on the library's int8
 kernel (``qlinear_conv2d``: VNNI products, bias and requantization in one kernel, uint8/int8
-in and out). Other products run in float32 when that is exact: every term is an integer and every partial sum
+in and out); a Gemm / MatMul of a 2-D activation on ``dense_integer`` (VNNI products), its
+bias added in int32, then ``requantize``. Other products run in float32 when that is exact: every term is an integer and every partial sum
 is bounded by ``max|xq - zx| * sum_k |wq - zw| + |bq|`` per output channel; below 2**24 every
 float32 addition is exact in any order, so the float conv's accumulator *is* the int32 sum, at
 the speed of the float kernels (checked per node at build time from the constant weights).
@@ -183,12 +184,49 @@ def _emit_qconv(em: Emitter, q: Node, m: dict, xq: Value, zx: int) -> Value:
     return em.emit(f"{name}_int8", "qlinear_conv2d", ins, attrs, q.outputs)[0]
 
 
+def _emit_qdense(em: Emitter, q: Node, m: dict, xq: Value, zx: int) -> Value:
+    """A 2-D product with an int8 weight [K, N] on dense_integer, bias added in int32, then
+    requantized per column."""
+    from tensorlang.ops.quant_kernels import pack_dense_weight
+
+    p, ints = m["p"], m["w"][0]
+    name, n = p.name, ints.shape[1]
+    packed, colsum = pack_dense_weight(np.ascontiguousarray(ints.T.astype(np.int8)))
+    ins = [xq, Value(f"{name}_wpacked", packed.shape, "int8", data=packed)]
+    if zx != 0 or xq.dtype == "int8":  # the column sums compensate the zero point
+        ins.append(Value(f"{name}_colsum", colsum.shape, "int32", data=colsum))
+    if zx != 0:
+        ins.append(Value(f"{name}_x_zero", (), xq.dtype, data=np.asarray(zx, xq.dtype)))
+    out = p.outputs[0]
+    acc, = em.emit(f"{name}_int8", "dense_integer", ins, {"n": int(n)},
+                   [Value(f"{out.name}_acc", out.shape, "int32")])
+    if m["bias"] is not None:
+        b = Value(f"{name}_bint", (n,), "int32", data=m["bias"].astype(np.int32))
+        acc, = em.emit(f"{name}_bias", "add", [acc, b], {},
+                       [Value(f"{out.name}_biased", out.shape, "int32")])
+    return _requantize(em, q, m, name, acc)
+
+
+def _requantize(em: Emitter, q: Node, m: dict, name: str, acc: Value) -> Value:
+    p, sw = m["p"], m["w"][1]
+    mult = (np.float32(m["x"][1].reshape(-1)[0]) * sw) / np.float32(m["sy"].reshape(-1)[0])
+    shape = _channel_shape(mult.size, len(acc.shape), p.op)
+    mv = Value(f"{name}_multiplier", shape, "float32", data=mult.astype(np.float32).reshape(shape))
+    zy = Value(f"{name}_y_zero", (), m["out_dtype"], data=m["zy"].reshape(()))
+    y, = em.emit(f"{name}_requantize", "requantize", [acc, mv, zy],
+                 {"dtype": m["out_dtype"], "relu": m["relu"]}, q.outputs)
+    return y
+
+
 def _emit(em: Emitter, q: Node, m: dict, new: dict) -> Value:
-    p, (xq, sx, zx), (ints, sw, axis) = m["p"], m["x"], m["w"]
+    p, (xq, _, zx), (ints, _, axis) = m["p"], m["x"], m["w"]
     xq = new.get(id(xq), xq)
     zx = 0 if zx is None else int(zx.reshape(-1)[0])
     if _on_int8_kernel(p, ints):
         return _emit_qconv(em, q, m, xq, zx)
+    if p.op in ("dense", "matmul") and ints.ndim == 2 and len(xq.shape) == 2 and \
+            ints.min() >= -128 and ints.max() <= 127:
+        return _emit_qdense(em, q, m, xq, zx)
     exact = _exact_in_float(xq.dtype, zx, ints, axis, m["bias"])
     acc_t = "float32" if exact else "int32"
     name = p.name
@@ -200,13 +238,7 @@ def _emit(em: Emitter, q: Node, m: dict, new: dict) -> Value:
     out = p.outputs[0]
     acc, = em.emit(f"{name}_int", p.op, ins, p.attrs,
                    [Value(f"{out.name}_acc", out.shape, acc_t)])
-    mult = (np.float32(sx.reshape(-1)[0]) * sw) / np.float32(m["sy"].reshape(-1)[0])
-    shape = _channel_shape(mult.size, len(out.shape), p.op)
-    mv = Value(f"{name}_multiplier", shape, "float32", data=mult.astype(np.float32).reshape(shape))
-    zy = Value(f"{name}_y_zero", (), m["out_dtype"], data=m["zy"].reshape(()))
-    y, = em.emit(f"{name}_requantize", "requantize", [acc, mv, zy],
-                 {"dtype": m["out_dtype"], "relu": m["relu"]}, q.outputs)
-    return y
+    return _requantize(em, q, m, name, acc)
 
 
 def _shifted(em: Emitter, name: str, xq: Value, zx: int, acc_t: str) -> Value:

@@ -84,6 +84,13 @@ def test_conv_runs_on_the_int8_kernel(relu):
     _assert_exact(m, (1, 8, 7, 7))
 
 
+def test_matmul_of_a_3d_activation_becomes_an_exact_float_product():
+    w = RNG.integers(-128, 128, (40, 12)).astype(np.int8)
+    m = _qdq_model("matmul", w, x_shape=(2, 5, 40))
+    assert "dense_integer" not in _folded_ops(m) and _acc_dtype(m) == "float32"
+    _assert_exact(m, (2, 5, 40))
+
+
 def test_grouped_conv_becomes_an_exact_float_product_requantized():
     w = RNG.integers(-128, 128, (16, 4, 3, 3)).astype(np.int8)
     m = _qdq_model("conv", w, group=2)
@@ -106,7 +113,8 @@ def test_conv_whose_sums_may_pass_2_pow_24_runs_in_int32():
 def test_gemm_and_matmul(kind):
     w = RNG.integers(-128, 128, (12, 40) if kind == "gemm" else (40, 12)).astype(np.int8)
     m = _qdq_model(kind, w, x_shape=(5, 40))
-    assert _folded_ops(m).count("requantize") == 1
+    ops = _folded_ops(m)
+    assert ops.count("requantize") == 1 and "dense_integer" in ops  # the VNNI product
     _assert_exact(m, (5, 40))
 
 
