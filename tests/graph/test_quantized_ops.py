@@ -287,3 +287,26 @@ def test_int8_kernels_without_vnni_stay_exact(target):
                [("b", RNG.integers(-128, 128, (24, 20)).astype(np.int8)), ("az", np.uint8(9))])
     gm = graph.build(graph.from_onnx(m), target=target)
     np.testing.assert_array_equal(gm.run(a=a)["y0"], ort_run(m, {"a": a})["y0"])
+
+
+def test_int8_kernel_ops_refuse_bad_arguments():
+    a = tl.placeholder((4, 40), dtype="uint8", name="a")
+    wp = tl.placeholder((2, 10, 16, 4), dtype="int8", name="wp")
+    with pytest.raises(ValueError, match=r"w_packed must be pack_dense_weight's int8 \[1, 10, "
+                                         r"16, 4\] for n=9, K=40, got int8\[2, 10, 16, 4\]"):
+        tl.ops.dense_integer(a, wp, None, 9)
+    z = tl.placeholder((1,), dtype="uint8", name="z")
+    with pytest.raises(ValueError, match=r"w_colsum is needed with a zero point or an int8 a"):
+        tl.ops.dense_integer(a, wp, None, 20, z)
+    with pytest.raises(ValueError, match=r"a must be a 2-D uint8 or int8 tensor, got float32"):
+        tl.ops.dense_integer(tl.placeholder((4, 40), name="f"), wp, None, 20)
+    x = tl.placeholder((1, 16, 5, 5), dtype="uint8", name="x")
+    w = tl.placeholder((2, 1, 3, 3, 4, 16, 4), dtype="int8", name="w")
+    m = tl.placeholder((20,), name="m")
+    with pytest.raises(ValueError, match=r"20 output channels a multiple of 16"):
+        tl.ops.qlinear_conv2d(x, w, None, None, m, z, 20, blocked_out=True)
+    with pytest.raises(ValueError, match=r"w_packed \[2, 1, 3, 3, 4, 16, 4\] is not "
+                                         r"pack_conv_weight's layout for 40 output"):
+        tl.ops.qlinear_conv2d(x, w, None, None, m, z, 40)
+    with pytest.raises(ValueError, match=r"w_sums is needed with a zero point \(3 in uint8\)"):
+        tl.ops.qlinear_conv2d(x, w, None, None, m, z, 20, x_zero=3)
