@@ -123,6 +123,7 @@ def test_batch_matmul_attention_shapes():
     check_sizes([p, v], ops.batch_matmul(p, v), np.matmul, sizes, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_batch_matmul_transposed_broadcast_batch():
     s = tl.var("seq")
     a = tl.placeholder((3, 8, s), name="a")
@@ -433,8 +434,11 @@ def test_matmul_prepacked_symbolic_rows():
         ops.matmul_prepacked(tl.placeholder((n, tl.var("k")), name="a2"), bp, 40)
 
 
-@pytest.mark.parametrize("knobs", [{"fit_rows": False}, {"tile_m": 6, "tile_n": 32},
-                                   {"rows_outer": True}, {"k_outer": False}])
+@pytest.mark.parametrize("knobs", [
+    {"fit_rows": False},
+    pytest.param({"tile_m": 6, "tile_n": 32}, marks=pytest.mark.slow),
+    pytest.param({"rows_outer": True}, marks=pytest.mark.slow),
+    pytest.param({"k_outer": False}, marks=pytest.mark.slow)])
 def test_dense_symbolic_rows_under_the_schedule_knobs(knobs):
     n = tl.var("n")
     x = tl.placeholder((n, 32), name="x")
