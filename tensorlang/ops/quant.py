@@ -344,16 +344,17 @@ def _padded_blocks(x: Tensor, cbn: int, cb: int, pad: tuple, shift: int, zero: i
 
 def schedule_qlinear_conv2d(s, out: Tensor) -> None:
     """qlinear_conv2d's schedule: quant_kernels' conv schedule on the products (8 columns x 2
-    output blocks of zmm accumulators, 16 x 4 blocks as vpdpbusd) and the padded copy; the
-    requantization vectorized along the output columns, parallel over (n, channels)."""
+    output blocks of zmm accumulators, 16 x 4 blocks as vpdpbusd) and the padded copy; a
+    blocked requantization is its tail (out=), an NCHW one a pass of its own vectorized along
+    the output columns, parallel over (n, channels)."""
     acc = next(t for t in out.op.input_tensors if t.op.reduce_axis)
+    if out.ndim == 5:
+        # NCHW16c, as the products lie: the requantization owns the tiles, each tile of
+        # products finished while it is in registers (never stored as int32)
+        QK.schedule_conv2d_int8(s, acc, out=out)
+        return
     QK.schedule_conv2d_int8(s, acc)
     st = s[out]
-    if out.ndim == 5:  # NCHW16c: 16 channels per vector, as the products lie
-        b, o, y, z, oi = st.op.axis
-        st.vectorize(oi)
-        st.parallel(st.fuse(b, o, y))
-        return
     b, o, _, z = st.op.axis
     width = as_int(out.shape[3])
     lanes = max(d for d in range(1, min(width, 16) + 1) if width % d == 0)
