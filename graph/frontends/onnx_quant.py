@@ -121,7 +121,8 @@ def _dequantize(c, ins, a):
     if z is not None and z.dtype != x.dtype:
         raise _refuse(c, f"the zero point ({z.dtype}) and x ({x.dtype}) differ in type")
     s, z = _scale_zero(c, x, s, z, _axis(c, a, len(x.shape), s, z), "the")
-    fold, c.b.fold = c.b.fold, not x.is_constant  # a constant's dequantization: see above
+    # a constant's dequantization stays a node (module doc); nothing else changes
+    fold, c.b.fold = c.b.fold, c.b.fold and not x.is_constant
     try:
         return [c.op("dequantize_linear", [x, s] + ([z] if z is not None else []))]
     finally:
