@@ -46,9 +46,11 @@ CASES = [
     ((3, 1000), 1, 1, "float32", False),    # k = 1
     ((2, 3000), 1, 12, "int32", True),      # integers with their extremes, 3 rows
     ((2, 990), 1, 7, "int64", False),       # blocks that 8 does not divide: one reduction each
-    ((1200, 3), 0, 6, "float32", True),     # the first axis
+    pytest.param((1200, 3), 0, 6, "float32", True,  # the first axis (the middle one is
+                 marks=pytest.mark.slow),             # the same path, faster to build)
     ((2, 1500, 3), 1, 4, "float32", False),  # a middle axis
-    ((2, 24000), 1, 3, "float32", True),    # blocks of blocks: the candidates filtered again
+    pytest.param((2, 24000), 1, 3, "float32", True,  # blocks of blocks: the candidates
+                 marks=pytest.mark.slow),              # filtered again (7 s to build)
 ]
 
 
