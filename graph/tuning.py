@@ -35,6 +35,7 @@ from tensorlang.te.tensor import ComputeOp
 from . import op_registry as R
 from .fused_group import FUSED, group_of, kernel_attrs
 from .ir import Graph
+from .symbolic import parse_shape, shape_json
 
 TEMPLATE = "graph_kernel"
 MAX_REGISTER_TILE = 48  # accumulator vectors (as autotune's conv2d_nchwc template)
@@ -107,14 +108,15 @@ def tuned_anchor(outs):
 
 def template_args(op: str, attrs: dict, in_types, out_types) -> tuple:
     """The template arguments naming one kernel's workload (JSON strings, names stripped)."""
-    types = lambda ts: json.dumps([[list(s), t] for s, t in ts])
+    # (a symbolic dimension as its text, issue 19)
+    types = lambda ts: json.dumps([[shape_json(s), t] for s, t in ts])
     return (op, json.dumps(kernel_attrs(op, attrs, in_types), sort_keys=True), types(in_types),
             types(out_types))
 
 
 def _parse(args):
     op, attrs, ins, outs = args
-    to_types = lambda s: [(tuple(sh), t) for sh, t in json.loads(s)]
+    to_types = lambda s: [(parse_shape(sh), t) for sh, t in json.loads(s)]
     return op, json.loads(attrs), to_types(ins), to_types(outs)
 
 

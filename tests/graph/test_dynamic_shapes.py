@@ -493,3 +493,17 @@ def test_a_converter_that_cannot_take_symbolic_dims_says_so():
                                                     r"float32\[b, 4\].*shapes="):
         graph.from_onnx(model)
     assert graph.from_onnx(model, shapes={"x": (6, 4)}).outputs[0].shape == (3, 4)
+
+
+def test_build_with_a_tuning_log(tmp_path):
+    """A symbolic graph built with a tuning log (was a TypeError from json): its tunable
+    kernels without a record are reported untuned and use the default schedules."""
+    from tensorlang.graph import model_zoo
+
+    log = tmp_path / "empty.jsonl"
+    log.write_text("")
+    g = graph.from_onnx(model_zoo.mlp(batch="batch"))
+    with pytest.warns(UserWarning, match="3 tunable kernels have no record"):
+        gm = graph.build(g, tuning_log=str(log))
+    x = np.ones((3, 64), "float32")
+    assert gm.run(x=x)[gm.output_names[0]].shape == (3, 10)
