@@ -443,7 +443,7 @@ def _define_onnx_misc() -> None:
                "filtered_index": ("topk_filtered_index", OPAQUE),
                "full_rank": ("topk_full_rank", REDUCE, AnchorSchedule(S.schedule_topk_full)),
                "full_index": ("topk_full_index", REDUCE, AnchorSchedule(S.schedule_topk_full)),
-               "full": ("topk_full", OPAQUE)})
+               "full": ("topk_full", OPAQUE), "full_key": ("topk_full_key", OPAQUE)})
 
 
 def _define_quant() -> None:

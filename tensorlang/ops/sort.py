@@ -121,16 +121,19 @@ def _is_nan(v):
 def _full_rank_indices(x, ax: int, n: int, k: int, largest: bool) -> Tensor:
     """Every element's rank among all of the axis ("full_rank": n compares each, a vector
     over the axis), then output position r takes the element of rank r ("full_index": n
-    compares each). A NaN is put ahead of every number and NaNs in index order, so the ranks
-    stay a permutation (ONNX leaves NaN's place unspecified; an index must stay valid)."""
+    compares each). A NaN ranks as the best value, an infinity ("full_key": one pass), ties by
+    index, so the ranks stay a permutation (ONNX leaves NaN's place unspecified; an index must
+    stay valid); the values output keep the NaN. (NaN tests inside the compares instead:
+    [1,1000] k=1000 0.198 ms against 0.180, [8,256] k=256 0.103 against 0.082.)"""
+    key = x
+    if x.dtype.startswith("float"):
+        best = const(float("inf") if largest else float("-inf"), x.dtype)
+        key = op_compute("topk_full_key", tuple(x.shape),
+                         lambda *i: te.select(_is_nan(x[i]), best, x[i]), OPAQUE)
     t = te.reduce_axis((0, n), name="t")
 
     def rank(*i):
-        w, v = x[_at(i, ax, t.var)], x[i]
-        ahead = _ahead(w, t.var, v, i[ax], largest)
-        if x.dtype.startswith("float"):
-            wn, vn = _is_nan(w), _is_nan(v)
-            ahead = ahead | (wn & (~vn | (t.var < i[ax])))
+        ahead = _ahead(key[_at(i, ax, t.var)], t.var, key[i], i[ax], largest)
         return te.sum(te.cast(ahead, "int32"), axis=t)
 
     ranks = op_compute("topk_full_rank", tuple(x.shape), rank, REDUCE)
