@@ -268,6 +268,12 @@ class ApplyHistoryBest(DispatchContext):
         self._chosen[k] = cfg
         return cfg
 
+    def records_of(self, target, name) -> list[list[Record]]:
+        """The valid records of template ``name`` for ``target``, one list per workload, best
+        first (the graph layer looks for a kernel tuned at other sizes, issue 19)."""
+        return [recs for (_, t), recs in self._by_key.items()
+                if t == target and recs[0].workload.get("name") == name]
+
     def best(self, target, name, args) -> Record | None:
         """The record :meth:`query` would apply to the workload, or None; reports nothing (to
         compare records before choosing what to build)."""

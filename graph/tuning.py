@@ -19,6 +19,7 @@ This is the whole integration: nothing in ``tensorlang.autotune`` knows about gr
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 
 from tensorlang import autotune
@@ -34,8 +35,8 @@ from tensorlang.te.tensor import ComputeOp
 
 from . import op_registry as R
 from .fused_group import FUSED, group_of, kernel_attrs
-from .ir import Graph
-from .symbolic import parse_shape, shape_json
+from .ir import Graph, GraphError
+from .symbolic import evaluate, is_static, parse, parse_shape, shape_json
 
 TEMPLATE = "graph_kernel"
 MAX_REGISTER_TILE = 48  # accumulator vectors (as autotune's conv2d_nchwc template)
@@ -112,6 +113,37 @@ def template_args(op: str, attrs: dict, in_types, out_types) -> tuple:
     types = lambda ts: json.dumps([[shape_json(s), t] for s, t in ts])
     return (op, json.dumps(kernel_attrs(op, attrs, in_types), sort_keys=True), types(in_types),
             types(out_types))
+
+
+def sizes_matching(sym_args, args) -> int | None:
+    """The elements of a concrete workload's types when the one with shape variables
+    (``sym_args``: template arguments, attributes and types as JSON; a fused group's member
+    types are in its attributes) becomes it for some sizes of the variables, else None."""
+    pairs: list = []
+    if not all(_unify(json.loads(a), json.loads(b), pairs) for a, b in zip(sym_args, args)):
+        return None
+    env = {d: g for d, g in pairs if d.isidentifier()}
+    try:
+        if any(evaluate(parse(d), env) != g for d, g in pairs):
+            return None
+    except GraphError:  # a variable only inside expressions: no size read for it
+        return None
+    return sum(math.prod(sh) for sh, _ in json.loads(args[-2]) + json.loads(args[-1]))
+
+
+def _unify(a, b, pairs: list) -> bool:
+    """``a`` (JSON with symbolic dimensions as text) equals ``b`` (JSON with ints there);
+    collects the (dimension text, int) pairs."""
+    if isinstance(a, str) and isinstance(b, int) and not isinstance(b, bool):
+        pairs.append((a, b))
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_unify(a[k], b[k], pairs) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_unify(x, y, pairs) for x, y in zip(a, b))
+    return a == b
 
 
 def _parse(args):
@@ -274,11 +306,41 @@ class GraphTuning:
             from .tuning_free import free_config  # a template-free record (issue 20), or None
 
             return free_config(self.history, self.target, args)
+        if not all(is_static(sh) for sh, _ in [*in_types, *out_types]):
+            found = self._tuned_at_a_size(args)
+            if found is not None:
+                return found
         cfg = self.history.query(self.target, TEMPLATE, args)
         key = autotune.task.workload_key(TEMPLATE, args)
         if key not in self.history.applied:
             self.untuned.append(key)
             self.last_untuned = True
+            return None
+        return args, cfg, json.dumps(cfg.to_json(), sort_keys=True)
+
+    def _tuned_at_a_size(self, args):
+        """A kernel with shape variables (issue 19): the record of the same kernel tuned at
+        some sizes of them (op and attributes equal, types equal once the variables are given
+        those sizes), its config replayed on the symbolic compute; the record tuned at the most
+        elements when there are several. None when there is none, or its config is not in the
+        symbolic kernel's space."""
+        from tensorlang.version import __version__
+
+        best, most = None, -1
+        for recs in self.history.records_of(self.target, TEMPLATE):
+            r = recs[0]
+            rec_args = r.workload.get("args") or []
+            if r.version != __version__ or len(rec_args) != 4 or rec_args[0] != args[0]:
+                continue
+            size = sizes_matching(args[1:], rec_args[1:])
+            if size is not None and size > most:
+                best, most = r, size
+        if best is None:
+            return None
+        task = autotune.create_task(TEMPLATE, args, self.target)
+        try:
+            cfg = task.config_space.from_json(best.config)
+        except ValueError:
             return None
         return args, cfg, json.dumps(cfg.to_json(), sort_keys=True)
 

@@ -507,3 +507,46 @@ def test_build_with_a_tuning_log(tmp_path):
         gm = graph.build(g, tuning_log=str(log))
     x = np.ones((3, 64), "float32")
     assert gm.run(x=x)[gm.output_names[0]].shape == (3, 10)
+
+
+@pytest.mark.slow  # a tuning run (measurements in subprocesses): ~12 s on the loaded machine
+def test_records_tuned_at_one_size_apply_to_the_symbolic_kernel(tmp_path):
+    """Tuned at batch 8 (extract_tasks(sizes=)), the symbolic build replays the record on its
+    kernel with a symbolic batch (fused groups' member types unified too), at every size."""
+    from tensorlang.graph import model_zoo
+
+    from tensorlang import autotune
+
+    model = model_zoo.mlp(batch="batch")
+    g = graph.from_onnx(model)
+    tasks = graph.extract_tasks(g, sizes={"batch": 8})
+    log = str(tmp_path / "mlp.jsonl")
+    autotune.tune_tasks(tasks[:1], n_trial=1, log_file=log)
+    gm = graph.build(g, tuning_log=log)
+    tuned = [k for k in gm.build_report.kernels if k.tuned]
+    assert len(tuned) == 1 and tuned[0].schedule == "tuned"
+    assert gm.kernels[tuned[0].name].vars == ("batch",)
+    sess = _ort(model)
+    for b in (1, 8, 13):
+        x = np.random.default_rng(b).standard_normal((b, 64)).astype("float32")
+        np.testing.assert_allclose(gm.run(x=x)[model.graph.output[0].name],
+                                   sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_sizes_matching_unifies_symbolic_and_concrete_workloads():
+    from tensorlang.graph.tuning import sizes_matching
+
+    sym = ('{"units": 4}', '[[["b", 8], "float32"]]', '[[["b", 4], "float32"]]')
+    assert sizes_matching(sym, ('{"units": 4}', '[[[3, 8], "float32"]]',
+                                '[[[3, 4], "float32"]]')) == 36
+    # the same variable at two sizes, another attribute, another dtype: no match
+    assert sizes_matching(sym, ('{"units": 4}', '[[[3, 8], "float32"]]',
+                                '[[[2, 4], "float32"]]')) is None
+    assert sizes_matching(sym, ('{"units": 5}', '[[[3, 8], "float32"]]',
+                                '[[[3, 4], "float32"]]')) is None
+    assert sizes_matching(sym, ('{"units": 4}', '[[[3, 8], "float16"]]',
+                                '[[[3, 4], "float32"]]')) is None
+    # an expression checked against the sizes its variables take elsewhere
+    expr = ('{}', '[[["b", "b * 2"], "float32"]]', '[[["b"], "float32"]]')
+    assert sizes_matching(expr, ('{}', '[[[3, 6], "float32"]]', '[[[3], "float32"]]')) == 21
+    assert sizes_matching(expr, ('{}', '[[[3, 5], "float32"]]', '[[[3], "float32"]]')) is None
