@@ -170,8 +170,14 @@ class Program:
             if arr.dtype != dtype:
                 raise InputError(f"input {k!r} must have dtype {dtype.name}, got "
                                  f"{arr.dtype.name} (convert with .astype('{dtype.name}'))")
-            if arr.shape != shape:
-                raise InputError(f"input {k!r} must have shape {shape}, got {arr.shape}")
+            if all(isinstance(d, int) for d in shape):
+                if arr.shape != shape:
+                    raise InputError(f"input {k!r} must have shape {shape}, got {arr.shape}")
+            elif len(arr.shape) != len(shape) or any(
+                    isinstance(d, int) and d != n for d, n in zip(shape, arr.shape)):
+                # shape variables (issue 19): the pieces read their sizes and check them
+                raise InputError(f"input {k!r} must have shape [{', '.join(map(str, shape))}], "
+                                 f"got {arr.shape}")
             table[k] = arr
         return table
 

@@ -550,3 +550,25 @@ def test_sizes_matching_unifies_symbolic_and_concrete_workloads():
     expr = ('{}', '[[["b", "b * 2"], "float32"]]', '[[["b"], "float32"]]')
     assert sizes_matching(expr, ('{}', '[[[3, 6], "float32"]]', '[[[3], "float32"]]')) == 21
     assert sizes_matching(expr, ('{}', '[[[3, 5], "float32"]]', '[[[3], "float32"]]')) is None
+
+
+def test_run_time_if_with_a_symbolic_batch():
+    """A model with an If on a run-time condition (tests/graph/test_control_flow.py's gate:
+    before / then / else / after pieces) and a dim_param batch, its branches' outputs too: one
+    build, both branches at three batch sizes vs onnxruntime."""
+    from test_control_flow import _gate_model
+
+    m = _gate_model()
+    for vi in [*m.graph.input, *m.graph.output,
+               *[o for n in m.graph.node for a in n.attribute if a.HasField("g")
+                 for o in a.g.output]]:
+        vi.type.tensor_type.shape.dim[0].dim_param = "b"
+    gm = graph.build(graph.from_onnx(m))
+    sess = _ort(m)
+    for b in (1, 2, 5):
+        x = np.random.default_rng(b).standard_normal((b, 8)).astype("float32")
+        for feed in (np.abs(x), -np.abs(x)):  # both branches
+            np.testing.assert_allclose(gm.run(x=feed)["out"], sess.run(None, {"x": feed})[0],
+                                       rtol=1e-5, atol=1e-6)
+    with pytest.raises(InputError, match=r"input 'x' must have shape \[b, 8\]"):
+        gm.run(x=np.zeros((2, 7), "float32"))
