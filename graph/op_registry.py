@@ -1109,8 +1109,9 @@ def _dense_integer_ref(xs, a):
 
 # a [M, K] u8/s8 x pack_dense_weight(w) (+ its column sums when a zero point or int8 a needs
 # them, a's run-time zero point): the library's VNNI int8 product (ONNX MatMulInteger with a
-# constant int8 weight)
-register("dense_integer", OPAQUE, (2, 4), _dense_integer_infer, _dense_integer_ref)
+# constant int8 weight); its elementwise tail (dequantization, bias, activation) fuses in
+register("dense_integer", OUT_ELEMWISE_FUSABLE, (2, 4), _dense_integer_infer,
+         _dense_integer_ref)
 def _qlinear_conv_infer(types, attrs):
     (x, xt), (w, _) = types[0], types[1]
     p, (sh, sw) = attrs["pads"], attrs["strides"]

@@ -476,7 +476,7 @@ def _define_quant() -> None:
            lambda a, m, z: Q.requantize_ref(a, np_pos(m) * np.float32(0.001), z, relu=True),
            low=-300, high=300)])
     # a [5, 40] uint8 times a packed [20, 40] weight: 2 column blocks, 10 groups of 4
-    define("dense_integer", Q.dense_integer, OPAQUE, [
+    define("dense_integer", Q.dense_integer, OUT_ELEMWISE_FUSABLE, [
         ex([((5, 40), "uint8"), ((2, 10, 16, 4), "int8"), ((20,), "int32"), ((1,), "uint8")],
            lambda a, w, c, z: Q.dense_integer(a, w, c, 20, z),
            lambda a, w, c, z: Q.dense_integer_ref(a, w, c, 20, z), low=0, high=120),
@@ -484,7 +484,10 @@ def _define_quant() -> None:
         ex([((3, 38), "int8"), ((1, 10, 16, 4), "int8"), ((9,), "int32")],
            lambda a, w, c: Q.dense_integer(a, w, c, 9),
            lambda a, w, c: Q.dense_integer_ref(a, w, c, 9), low=-120, high=120)],
-        schedule=CompositeSchedule(Q.schedule_dense_integer, keeps=("acc", "u8")),
+        schedule=AnchorSchedule(Q.schedule_dense_integer, (
+            knob("rows", int, 4, "rows of the register tile"),
+            knob("blocks", int, 4, "16-column blocks of the register tile"),
+            knob("parallel", bool, True, "column tiles on the thread pool"))),
         parts={"acc": ("dense_integer_acc", OPAQUE), "u8": ("dense_integer_u8", OPAQUE)})
     # 5 input channels in one block of 8 (3 zero-point channels), 20 outputs (2 blocks); int8
     # x strided with asymmetric pads and relu, no bias

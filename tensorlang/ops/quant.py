@@ -20,7 +20,15 @@ from ..ir import dtype as dt
 from ..ir.expr import as_int, const
 from ..te.tensor import Tensor
 from . import quant_kernels as QK
-from ._base import BROADCAST, ELEMWISE, broadcast_index, broadcast_shapes, check_tensor, op_compute
+from ._base import (
+    BROADCAST,
+    ELEMWISE,
+    OUT_ELEMWISE_FUSABLE,
+    broadcast_index,
+    broadcast_shapes,
+    check_tensor,
+    op_compute,
+)
 
 # the integer types a quantized tensor may have (ONNX QuantizeLinear's outputs up to int16)
 QUANT_DTYPES = ("int8", "uint8", "int16", "uint16")
@@ -188,7 +196,7 @@ def dense_integer(a: Tensor, w_packed: Tensor, w_colsum: Tensor | None, n: int,
             zero = te.cast(a_zero[(0,) * a_zero.ndim], "int32") + zero
         return v if a_zero is None and not shift else v - zero * w_colsum[j]
 
-    return op_compute(op, (m, n), f, "opaque")
+    return op_compute(op, (m, n), f, OUT_ELEMWISE_FUSABLE)
 
 
 def _as_uint8(a: Tensor, kp: int, shift: int) -> Tensor:
@@ -203,10 +211,24 @@ def _as_uint8(a: Tensor, kp: int, shift: int) -> Tensor:
                       name="dense_integer.u8")
 
 
-def schedule_dense_integer(s, out: Tensor) -> None:
-    """dense_integer's schedule: quant_kernels' dense_int8 schedule (tiles of 16 zmm
-    accumulators, the innermost 16 x 4 block one vpdpbusd) on its stages."""
-    QK.schedule_dense_int8(s, out)
+def schedule_dense_integer(s, y: Tensor, out: Tensor | None = None, rows: int = 4,
+                           blocks: int = 4, parallel: bool = True) -> None:
+    """dense_integer's anchor schedule: quant_kernels' dense_int8 schedule (tiles of rows x
+    blocks zmm accumulators, the innermost 16 x 4 block one vpdpbusd) on its stages, with
+    ``out``, an elementwise tail of y's shape (the graph's fused dequantization, bias,
+    activation), finishing each tile in registers. A tail of another shape is a pass of its
+    own after the products."""
+    same = out is not None and tuple(as_int(d) for d in out.shape) == tuple(
+        as_int(d) for d in y.shape) and not out.op.reduce_axis
+    QK.schedule_dense_int8(s, y, rows, blocks, parallel, out=out if same else None)
+    if out is not None and not same:
+        st = s[out]
+        axes = list(st.op.axis)
+        if as_int(out.shape[-1]) >= 16:
+            _, inner = st.split(axes[-1], 16)
+            st.vectorize(inner)
+        if parallel and len(axes) > 1:
+            st.parallel(axes[0])
 
 
 def dense_integer_ref(a, w_packed, w_colsum, n, a_zero=None) -> np.ndarray:
