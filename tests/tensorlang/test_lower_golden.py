@@ -97,9 +97,8 @@ def f(X: float32[n], Z: float32[n] (out)):
     for i.inner in range(4):
       Z[i.outer * 4 + i.inner] = exp(X[i.outer * 4 + i.inner])
   for i.outer in range(max(n // 4, 0), (n + 3) // 4):
-    for i.inner in range(4):
-      if i.outer * 4 + i.inner - n < 0:
-        Z[i.outer * 4 + i.inner] = exp(X[i.outer * 4 + i.inner])"""
+    for i.inner in range(min(4, n - i.outer * 4)):
+      Z[i.outer * 4 + i.inner] = exp(X[i.outer * 4 + i.inner])"""
 
 
 def test_rfactor():
