@@ -152,6 +152,9 @@ def test_symbolic_row_tile_is_partitioned():
     text = str(tl.lower(ops.default_schedule([out]), [x, w, out]))
     main = text.split("parallel for")[1]
     assert "max(n // 4, 0)" in main and "if " not in main, text
+    # the last tile runs its valid rows only (a serial row loop, not 4 rows behind branches)
+    tail = text.split("parallel for")[2]
+    assert "range(min(4, n - " in tail and "if " not in tail, text
 
 
 # ----------------------------------------------------------------------------- data movement
