@@ -55,8 +55,7 @@ def _zeros(n, dtype):
 # ---------------------------------------------------------------------------- Q / DQ
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int8"])
-@pytest.mark.parametrize("axis", [None, 1, -1])
+@pytest.mark.parametrize("dtype,axis", [("uint8", None), ("int8", 1), ("uint8", -1)])
 def test_quantize_linear(dtype, axis):
     x = (RNG.standard_normal((2, 6, 3, 5)) * 2).astype(np.float32)
     n = 1 if axis is None else x.shape[axis]
@@ -85,8 +84,7 @@ def test_quantize_linear_without_zero_point_is_uint8():
                  {"x": x})
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int8"])
-@pytest.mark.parametrize("axis", [None, 0, 2])
+@pytest.mark.parametrize("dtype,axis", [("int8", None), ("uint8", 0), ("int8", 2)])
 def test_dequantize_linear(dtype, axis):
     x = RNG.integers(0 if dtype == "uint8" else -128, 128 if dtype == "int8" else 256,
                      (3, 4, 7)).astype(dtype)
@@ -272,8 +270,9 @@ def test_library_refusals():
         tl.ops.dequantize_linear(x, tl.placeholder((2, 4, 3), name="s3"))
 
 
-@pytest.mark.parametrize("target", ["llvm -mattr=-avx512vnni",
-                                    "llvm -mattr=-avx512vnni,-avx512bw"])
+@pytest.mark.parametrize("target", [
+    "llvm -mattr=-avx512vnni",
+    pytest.param("llvm -mattr=-avx512vnni,-avx512bw", marks=pytest.mark.slow)])
 def test_int8_kernels_without_vnni_stay_exact(target):
     """A CPU without AVX-512 VNNI (simulated by the target string) runs the kernels' fallback
     (vpmaddwd, or plain widening without AVX-512BW): the same integers as onnxruntime."""
