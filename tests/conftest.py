@@ -10,9 +10,11 @@ start (tuning workers, fresh-interpreter checks) inherit it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +38,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         os.environ[_CACHE_ENV] = old
     shutil.rmtree(_saved.pop("dir"), ignore_errors=True)
 
+
+
+@pytest.fixture(autouse=True)
+def _cpu_share(request: pytest.FixtureRequest):
+    """Under pytest-xdist, a test marked ``cpus_to_itself`` runs alone: every test holds a
+    shared lock on one file of the run, such a test an exclusive one (it waits for the tests
+    running in the other processes to end, and they wait for it)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        yield
+        return
+    exclusive = request.node.get_closest_marker("cpus_to_itself") is not None
+    with open(Path(tempfile.gettempdir()) / f"tl-test-cpus-{run}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

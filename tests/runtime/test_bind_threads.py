@@ -20,6 +20,7 @@ from test_threadpool import _run_pfill, _run_script
 pytestmark = [
     pytest.mark.skipif(threadpool.machine() != "x86_64", reason="test kernels use x86 intrinsics"),
     pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity"),
+    pytest.mark.cpus_to_itself,  # where a worker wakes depends on the other CPU being idle
 ]
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 
