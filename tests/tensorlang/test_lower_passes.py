@@ -85,6 +85,32 @@ def test_loop_partition_removes_tail_guards_from_the_main_loop():
     np.testing.assert_array_equal(c, a * 2)
 
 
+def test_symbolic_cuts_leave_the_tail_pieces_inner_loops_guarded():
+    """Two symbolic splits, rows outside columns: the rows' head gets its columns cut (main
+    block and column tail), the rows' tail (the last partial row tile) keeps its column guard:
+    three copies of the body, not four (nested cuts doubled the code per level)."""
+    m, n = tl.var("m"), tl.var("n")
+    A = tl.placeholder((m, n), name="A")
+    C = tl.compute((m, n), lambda i, j: A[i, j] * 2.0, name="C")
+    s = tl.create_schedule(C)
+    s[C].tile(C.op.axis[0], C.op.axis[1], 4, 8)
+    func = tl.lower(s, [A, C])
+    stores = []
+
+    class Stores(Visitor):
+        def visit_Store(self, st):
+            stores.append(st)
+
+    Stores().visit(func.body)
+    assert len(stores) == 3
+    f = tl.build(s, [A, C])
+    for shape in ((1, 1), (5, 9), (8, 16), (13, 7)):
+        a = np.random.rand(*shape).astype("float32")
+        c = np.full(shape, np.nan, "float32")
+        f(a, c)
+        np.testing.assert_array_equal(c, a * 2)
+
+
 @pytest.mark.parametrize("vector", [False, True])
 def test_loads_under_a_select_stay_in_bounds(vector):
     # the padding reads X[i - 16] only where the select takes it; unmasked, lane i = 0 would
