@@ -279,6 +279,10 @@ def _declare_tile(cfg, nd: Node, cap: int | None) -> None:
     F.declare_parallel(cfg, p, [1, 2], 1)  # tiling levels S0 or S0+S1 in the parallel loop
     cfg.define_knob(F.knob(p, "level"), [1, 0], default=1)  # accumulator inside S1 or S0
     F.declare_unroll(cfg, p)
+    # the axis whose register-tile loop is innermost and vectorized: the last by default, but
+    # where the last is read strided or padded (NCHW convs), another (the channels) may win
+    wide = [a for a, iv in reversed(list(enumerate(axes))) if F.extent(iv) > 1]
+    cfg.define_knob(F.knob(p, "vec"), wide or [len(axes) - 1], default=(wide or [-1])[0])
 
 
 def _declare_reduce(cfg, nd: Node, cap: int | None) -> None:
@@ -395,6 +399,21 @@ def _vectorize(st, loop, n: int) -> None:
         st.vectorize(loop)
 
 
+def _vector_axis(cfg, p: str, n_axes: int) -> int:
+    return cfg[F.knob(p, "vec")].val % n_axes
+
+
+def _vector_last(cfg, p: str, loops: list) -> list:
+    """A tile's innermost loops (one per spatial axis), the vector axis' last."""
+    v = _vector_axis(cfg, p, len(loops))
+    return [x for a, x in enumerate(loops) if a != v] + [loops[v]]
+
+
+def _vectorize_tile(cfg, st, p: str, loops: list) -> None:
+    v = _vector_axis(cfg, p, len(loops))
+    _vectorize(st, loops[v], cfg[F.knob(p, f"S{v}")].size[-1])
+
+
 def _spatial(cfg, st, p: str, parallel: bool) -> tuple:
     outer, inner = [], []
     axes = list(st.op.axis)
@@ -422,10 +441,10 @@ def _tile_loops(cfg, st, p: str, parallel: bool) -> tuple:
         lo, li = _split(cfg, st, F.knob(p, f"R{r}"), iv)
         r0.append(lo)
         r1.append(li)
-    st.reorder(*levels[0], *levels[1], *r0, *levels[2], *r1, *levels[3])
+    st.reorder(*levels[0], *levels[1], *r0, *levels[2], *r1, *_vector_last(cfg, p, levels[3]))
     k = cfg[F.knob(p, "par")].val
     fused = _fuse_parallel(st, levels[0] + (levels[1] if k == 2 else []), parallel)
-    _vectorize(st, levels[3][-1], cfg[F.knob(p, f"S{len(st.op.axis) - 1}")].size[-1])
+    _vectorize_tile(cfg, st, p, levels[3])
     _unroll(cfg, st, p, r0[0] if r0 else None)
     return st, fused
 
@@ -452,12 +471,11 @@ def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
     for a, iv in enumerate(out_st.op.axis):
         for lvl, loop in enumerate(_split(cfg, out_st, F.knob(p, f"S{a}"), iv)):
             levels[lvl].append(loop)
-    out_st.reorder(*levels[0], *levels[1], *levels[2], *levels[3])
+    out_st.reorder(*levels[0], *levels[1], *levels[2], *_vector_last(cfg, p, levels[3]))
     both = cfg[F.knob(p, "par")].val == 2
     fused = _fuse_parallel(out_st, levels[0] + (levels[1] if both else []), True)
     at = fused if both or cfg[F.knob(p, "level")].val == 0 else levels[1][-1]
-    n_last = len(out_st.op.axis) - 1
-    _vectorize(out_st, levels[3][-1], cfg[F.knob(p, f"S{n_last}")].size[-1])
+    _vectorize_tile(cfg, out_st, p, levels[3])
     acc_st.compute_at(out_st, at)
     outer, inner = [], []
     for a, iv in enumerate(acc_st.op.axis):
@@ -470,8 +488,8 @@ def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
         lo, li = _split(cfg, acc_st, F.knob(p, f"R{r}"), iv)
         r0.append(lo)
         r1.append(li)
-    acc_st.reorder(*r0, *outer, *r1, *inner)
-    _vectorize(acc_st, inner[-1], cfg[F.knob(p, f"S{n_last}")].size[-1])
+    acc_st.reorder(*r0, *outer, *r1, *_vector_last(cfg, p, inner))
+    _vectorize_tile(cfg, acc_st, p, inner)
     first = (r0 or outer)[0]
     _unroll(cfg, acc_st, p, first)
     return (out_st, fused), (acc_st, first)
@@ -484,9 +502,9 @@ def _spatial_sink(cfg, out_st, p: str) -> tuple:
     for a, iv in enumerate(out_st.op.axis):
         for lvl, loop in enumerate(_split(cfg, out_st, F.knob(p, f"S{a}"), iv)):
             levels[lvl].append(loop)
-    out_st.reorder(*levels[0], *levels[1], *levels[2], *levels[3])
+    out_st.reorder(*levels[0], *levels[1], *levels[2], *_vector_last(cfg, p, levels[3]))
     fused = _fuse_parallel(out_st, levels[0], True)
-    _vectorize(out_st, levels[3][-1], cfg[F.knob(p, f"S{len(out_st.op.axis) - 1}")].size[-1])
+    _vectorize_tile(cfg, out_st, p, levels[3])
     return out_st, fused
 
 

@@ -35,7 +35,7 @@ def test_roles_of_the_rules():
 def test_knobs_are_named_by_position_not_by_tensor_name():
     space = autotune.create_task(W.bmm_nt_bias_relu, (2, 8, 16, 4)).config_space
     assert set(space.knobs) == {"s0.rule", "s0.S0", "s0.S1", "s0.S2", "s0.R0", "s0.par",
-                                "s0.level", "s0.unroll"}
+                                "s0.level", "s0.unroll", "s0.vec"}
     assert space.knobs["s0.rule"].entities[0].val == "fuse"
 
 
