@@ -188,6 +188,25 @@ def test_pragma_auto_unroll():
     assert_close(out, a * 2)
 
 
+def test_pragma_auto_unroll_counts_a_loops_whole_trip_count():
+    """A loop is unrolled when its extent times its body's steps is within the limit: an inner
+    loop of 1024 under a limit of 64 stays a loop (it was unrolled whole, judged by its body's
+    one step alone, and the vectorized reduction's 4096 unrolled statements then overflowed
+    Python's recursion in the build)."""
+    X = tl.placeholder((64, 1024), name="X")
+    k = tl.reduce_axis((0, 1024), name="k")
+    Y = tl.compute((64,), lambda i: tl.sum(X[i, k], axis=k), name="Y")
+    s = tl.create_schedule(Y)
+    io, ii = s[Y].split(Y.op.axis[0], factor=4)
+    s[Y].reorder(io, k, ii)
+    s[Y].vectorize(ii)
+    s[Y].pragma(io, "auto_unroll_max_step", 64)
+    assert "for k in range(1024)" in str(tl.lower(s, [X, Y]))
+    x = rand((64, 1024))
+    (y,) = build_run(s, [X], [Y], [x], name="auto_unroll_whole_trip")
+    assert_close(y, x.sum(1))
+
+
 @pytest.mark.parametrize("parallel", [False, True])
 def test_pragma_nontemporal_streams_output_stores(parallel):
     """The output's vector stores bypass the caches where the address is aligned to the vector

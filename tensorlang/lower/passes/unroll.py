@@ -50,8 +50,8 @@ class _Unroll(Mutator):
         n = E.as_int(s.extent)
         want = s.kind == "unrolled"
         if not want and s.kind == "serial" and self.auto_limit and n is not None:
-            steps = _steps(body)
-            want = steps is not None and steps <= self.auto_limit
+            steps = _steps(body)  # of one iteration: the loop's total is n times that
+            want = steps is not None and n * steps <= self.auto_limit
         if want:
             if n is None:
                 raise LoweringError(f"unroll: loop {s.loop_var.name} has a non-constant extent "
