@@ -171,4 +171,8 @@ def test_ctrl_c_stops_tune_with_one_line_and_keeps_the_log(tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     records = log.read_text().splitlines()
     assert len(records) >= 16 and all(json.loads(r)["workload"] for r in records)
+    # a worker ends by its death signal once the run has exited: that takes a moment
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not [p for p in workers if _alive(p)]
