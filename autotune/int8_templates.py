@@ -5,7 +5,8 @@ fallback config is each schedule's default. Registered when autotune/templates.p
 
 Tile candidates keep the accumulators within 24 of the 32 zmm registers (the broadcast input
 and the weight vectors need the rest) and are written "rows x blocks" strings, so a record
-reads as the tile it ran."""
+reads as the tile it ran. Depthwise has no channel reduction for vpdpbusd: its knob is the
+number of output columns whose 16-channel int32 accumulators stay in registers."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .task import computes_once, get_config, template
 
 _DENSE_TILES = ("4x4", "2x8", "4x6", "6x4", "8x2", "3x8", "1x16", "2x4", "4x2")
 _CONV_TILES = ("8x2", "7x2", "14x1", "4x4", "16x1", "6x3", "4x3", "12x2", "4x2")
+_DEPTHWISE_COLS = (8, 7, 14, 4, 16, 12, 2)
 
 
 def _tile(text: str) -> tuple[int, int]:
@@ -103,4 +105,46 @@ def conv2d_int8_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int,
     return s, [x, wp, y]
 
 
-__all__ = ["conv2d_int8_nchwc", "conv_int8_reference", "dense_int8"]
+def depthwise_int8_reference(x, wp, stride=1, padding=0):
+    """x [N, C/16, H, W, 16] uint8, wp [C/16, KH, KW, 16] -> int32 NCHW16c (zero points 0)."""
+    _, kh, kw, _ = wp.shape
+    n, cb, h, wd, _ = x.shape
+    xs = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (padding, padding), (padding, padding),
+                                     (0, 0)))
+    oh = (h + 2 * padding - kh) // stride + 1
+    ow = (wd + 2 * padding - kw) // stride + 1
+    out = np.zeros((n, cb, oh, ow, 16), np.int64)
+    for y in range(kh):
+        for z in range(kw):
+            patch = xs[:, :, y:y + stride * oh:stride, z:z + stride * ow:stride, :]
+            out += patch * wp[None, :, None, None, y, z, :].astype(np.int64)
+    return out.astype(np.int32)
+
+
+@template("depthwise_conv2d_int8_nchwc", flop=lambda N, C, H, W, KH, KW, stride=1, padding=0:
+          2.0 * N * C * KH * KW * ((H + 2 * padding - KH) // stride + 1)
+          * ((W + 2 * padding - KW) // stride + 1))
+def depthwise_conv2d_int8_nchwc(N: int, C: int, H: int, W: int, KH: int, KW: int,
+                                stride: int = 1, padding: int = 0):
+    """y = depthwise_conv2d_int8_nchwc(uint8 x NCHW16c, packed int8 w), zero points 0; C a
+    multiple of 16. Knobs: cols (output columns held in registers; a divisor of the output
+    width is taken, as the default schedule does), parallel."""
+    from tensorlang.ops import quant_kernels as qk
+
+    cfg = get_config()
+
+    def declare():
+        x = tl.placeholder((N, C // 16, H, W, 16), "uint8", name="x")
+        wp = tl.placeholder((C // 16, KH, KW, 16), "int8", name="w_packed")
+        return [x, wp, qk.depthwise_conv2d_int8_nchwc(x, wp, stride, padding)]
+
+    x, wp, y = computes_once(declare)
+    cfg.define_knob("cols", list(_DEPTHWISE_COLS), default=_DEPTHWISE_COLS[0])
+    cfg.define_knob("parallel", [1, 0], default=1)
+    s = tl.create_schedule(y)
+    qk.schedule_depthwise_int8(s, y, cols=cfg["cols"].val, parallel=bool(cfg["parallel"].val))
+    return s, [x, wp, y]
+
+
+__all__ = ["conv2d_int8_nchwc", "conv_int8_reference", "dense_int8",
+           "depthwise_conv2d_int8_nchwc", "depthwise_int8_reference"]

@@ -47,3 +47,22 @@ def test_conv2d_int8_template_space():
     from tensorlang.autotune.int8_templates import conv_int8_reference
 
     _check_all(task, [x, wp], conv_int8_reference(x, wp, 1, 1))
+
+
+def test_depthwise_int8_template_space():
+    """Every cols x parallel config of a 3x3 stride-2 depthwise conv matches the reference, and
+    the fallback is the library's default schedule."""
+    from tensorlang.autotune.int8_templates import depthwise_int8_reference
+
+    from tensorlang.ops import quant_kernels as qk
+
+    task = autotune.create_task("depthwise_conv2d_int8_nchwc", (1, 32, 15, 15, 3, 3, 2, 1))
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, (1, 2, 15, 15, 16), dtype=np.uint8)
+    wp = rng.integers(-128, 128, (2, 3, 3, 16), dtype=np.int8)
+    space = _check_all(task, [x, wp], depthwise_int8_reference(x, wp, 2, 1))
+    assert len(space) == 14
+    _, args = task.instantiate(autotune.FallbackConfig())
+    s = tl.create_schedule(args[-1])
+    qk.schedule_depthwise_int8(s, args[-1])
+    assert str(tl.lower(s, args)) == str(tl.lower(*task.instantiate(autotune.FallbackConfig())))
