@@ -420,8 +420,9 @@ def layout_transform(x: Tensor, src_layout: str, dst_layout: str) -> Tensor:
         return int(m.group(1))
 
     sb, db = parse(src_layout, "src_layout"), parse(dst_layout, "dst_layout")
-    shp = static_shape("layout_transform", "x", x)
     want = 4 if sb is None else 5
+    shp = dims_of("layout_transform", "x", x, constant=(1,) if len(x.shape) != 5 else (1, 4),
+                  why="the channels and their block")
     if len(shp) != want or (sb is not None and shp[4] != sb):
         raise ValueError(f"layout_transform: x of shape {shp} is not in layout {src_layout}")
     if sb is None:

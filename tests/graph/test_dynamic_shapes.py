@@ -342,14 +342,17 @@ def test_tasks_of_a_symbolic_graph_are_extracted_at_given_sizes():
 
 def test_cnn_with_a_dynamic_batch_matches_onnxruntime():
     """conv/bn/relu, pooling, a residual add, global pool, Flatten, Gemm, Softmax over a
-    symbolic batch. opt_level 1: NCHW convs (the blocked layout's layout_transform does not take
-    a symbolic batch yet)."""
+    symbolic batch, with every optimization: the convs run blocked (NCHW16c), so the
+    layout_transform back to NCHW takes the symbolic batch too."""
     from tensorlang.graph import model_zoo
 
     model = model_zoo.small_cnn(batch="batch")
     g = graph.from_onnx(model)
     assert g.inputs[0].type_str() == "float32[batch, 3, 16, 16]"
-    gm = graph.build(g, opt_level=1)
+    gm = graph.build(g)
+    kernels = list(gm.plan["kernels"].values())
+    assert any("conv" in k["ops"] and k["layout"] == "NCHW16c" for k in kernels)
+    assert any(k["ops"] == ["layout_transform"] for k in kernels)
     sess = _ort(model)
     out = model.graph.output[0].name
     for b in (1, 3, 8):
