@@ -3,6 +3,7 @@
     python benchmarks/dynamic_shapes.py                     # encoder and MLP, default sizes
     python benchmarks/dynamic_shapes.py --models encoder --sizes 1x8,4x128 --rounds 5
     python benchmarks/dynamic_shapes.py --threads 1          # one thread each (ours and ORT)
+    python benchmarks/dynamic_shapes.py --models cnn --sizes 1x1,2x1,4x1,8x1   # batch only
 
 For each model (graph.model_zoo, inputs with dim_params) the symbolic build is made once; then
 at each size a build specialised to that size (``from_onnx(model, shapes=...)``) is made, and
@@ -34,7 +35,11 @@ MODELS = {
     # 4 dense layers 256 wide: dims batch (the size's seq is ignored)
     "mlp": lambda: __import__("tensorlang.graph.model_zoo", fromlist=["x"]).mlp(
         batch="batch", sizes=(256, 512, 256, 10)),
+    # ResNet-50's layer structure at 64x64, width 16: dims batch (the size's seq is ignored)
+    "cnn": lambda: __import__("tensorlang.graph.model_zoo", fromlist=["x"]).resnet50(
+        batch="batch", size=64, classes=100, width=16),
 }
+BATCH_ONLY = ("mlp", "cnn")
 
 
 THREADS = [0]  # --threads: ours and onnxruntime's (0: their defaults, every core)
@@ -44,6 +49,8 @@ def _inputs(name: str, b: int, s: int, hidden: int = 128) -> dict[str, np.ndarra
     rng = np.random.default_rng(b * 1000 + s)
     if name == "mlp":
         return {"x": rng.standard_normal((b, 256)).astype("float32")}
+    if name == "cnn":
+        return {"x": rng.standard_normal((b, 3, 64, 64)).astype("float32")}
     mask = np.where(rng.random((b, 1, 1, s)) < 0.1, -1e4, 0).astype("float32")
     return {"x": rng.standard_normal((b, s, hidden)).astype("float32"), "mask": mask}
 
@@ -86,7 +93,7 @@ def _one_size(name, model, gm_sym, b, s, rounds, number, pause):
     ratio = statistics.median(a / f for a, f in zip(times["sym"], times["fix"]))
     vs_ort = statistics.median(a / o for a, o in zip(times["sym"], times["ort"]))
     mem = gm_sym.memory_at(**_sizes(gm_sym, b, s))
-    return {"size": f"{b}x{s}" if name != "mlp" else f"{b}",
+    return {"size": f"{b}x{s}" if name not in BATCH_ONLY else f"{b}",
             "sym_ms": 1e3 * statistics.median(times["sym"]),
             "fix_ms": 1e3 * statistics.median(times["fix"]),
             "ort_ms": 1e3 * statistics.median(times["ort"]), "ratio": ratio, "vs_ort": vs_ort,
@@ -112,7 +119,7 @@ def run_model(name: str, sizes, rounds: int, number: int, pause: float) -> None:
           f"{'bound MB':>9} {'max err':>8}")
     seen = set()
     for b, s in sizes:
-        if name == "mlp" and b in seen:
+        if name in BATCH_ONLY and b in seen:
             continue
         seen.add(b)
         r = _one_size(name, model, gm_sym, b, s, rounds, number, pause)
