@@ -279,6 +279,24 @@ def _pad_shift(op: str, x: Tensor, pad: tuple, x_zero: int) -> tuple[Tensor, int
     return te.compute((n, cb, h + pt + pb, wd + pl + pr, c16), f, name=f"{x.name}_pad"), zero
 
 
+def _padded_window(op: str, x: Tensor, hw: tuple, khw: tuple, stride, padding, x_zero):
+    """(the padded, zero-point-shifted input, the effective zero point, (stride h, w), (out h,
+    w)) of a conv window, with stride, padding and zero point checked."""
+    sh, sw = (stride, stride) if isinstance(stride, int) else tuple(stride)
+    pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+    if len(pad) != 4 or min(pad) < 0 or min(sh, sw) < 1:
+        raise ValueError(f"{op}: padding must be an int or 4 ints >= 0 and stride >= 1, got "
+                         f"{padding!r}, {stride!r}")
+    x_zero = _check_zero(op, "x_zero", x_zero, x.dtype)
+    xp, zero = _pad_shift(op, x, pad, x_zero)
+    (h, wd), (kh, kw) = hw, khw
+    oh = (h + pad[0] + pad[2] - kh) // sh + 1
+    ow = (wd + pad[1] + pad[3] - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ValueError(f"{op}: the kernel {kh}x{kw} does not fit the padded input")
+    return xp, zero, (sh, sw), (oh, ow)
+
+
 def conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0, x_zero: int = 0,
                       w_sums: Tensor | None = None, name: str = "conv2d_int8") -> Tensor:
     """y[n, oco, oy, ox, oci] = sum_{c, ky, kx} (x[n, c, oy*s + ky - pt, ox*s + kx - pl] -
@@ -301,17 +319,8 @@ def conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0, x_zero: 
         raise ValueError(f"{op}: x {x.shape} and w_packed {w_packed.shape} are not NCHW[cb]c "
                          "(cb 16, 8 or 4) and pack_conv_weight's OIHW[cb/4 i 16o 4i] with the "
                          "same channel blocks")
-    sh, sw = (stride, stride) if isinstance(stride, int) else tuple(stride)
-    pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
-    if len(pad) != 4 or min(pad) < 0 or min(sh, sw) < 1:
-        raise ValueError(f"{op}: padding must be an int or 4 ints >= 0 and stride >= 1, got "
-                         f"{padding!r}, {stride!r}")
-    x_zero = _check_zero(op, "x_zero", x_zero, x.dtype)
-    xp, zero = _pad_shift(op, x, pad, x_zero)
-    oh = (h + pad[0] + pad[2] - kh) // sh + 1
-    ow = (wd + pad[1] + pad[3] - kw) // sw + 1
-    if oh < 1 or ow < 1:
-        raise ValueError(f"{op}: the kernel {kh}x{kw} does not fit the padded input")
+    xp, zero, (sh, sw), (oh, ow) = _padded_window(op, x, (h, wd), (kh, kw), stride, padding,
+                                                  x_zero)
     if zero and (w_sums is None or _static(op, "w_sums", w_sums) != (ob * OB,)):
         raise ValueError(f"{op}: a zero point of x ({zero} once in uint8) needs w_sums of "
                          f"shape ({ob * OB},) (pack_conv_weight's sums, padded to 16s)")
@@ -443,17 +452,8 @@ def depthwise_conv2d_int8_nchwc(x: Tensor, w_packed: Tensor, stride=1, padding=0
     if c16 != OB or (wcb, wc16) != (cb, OB):
         raise ValueError(f"{op}: x {x.shape} and w_packed {w_packed.shape} are not NCHW16c and "
                          "pack_depthwise_weight's [C/16, KH, KW, 16] with the same blocks")
-    sh, sw = (stride, stride) if isinstance(stride, int) else tuple(stride)
-    pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
-    if len(pad) != 4 or min(pad) < 0 or min(sh, sw) < 1:
-        raise ValueError(f"{op}: padding must be an int or 4 ints >= 0 and stride >= 1, got "
-                         f"{padding!r}, {stride!r}")
-    x_zero = _check_zero(op, "x_zero", x_zero, x.dtype)
-    xp, zero = _pad_shift(op, x, pad, x_zero)
-    oh = (h + pad[0] + pad[2] - kh) // sh + 1
-    ow = (wd + pad[1] + pad[3] - kw) // sw + 1
-    if oh < 1 or ow < 1:
-        raise ValueError(f"{op}: the kernel {kh}x{kw} does not fit the padded input")
+    xp, zero, (sh, sw), (oh, ow) = _padded_window(op, x, (h, wd), (kh, kw), stride, padding,
+                                                  x_zero)
     if zero and (w_sums is None or _static(op, "w_sums", w_sums) != (cb * OB,)):
         raise ValueError(f"{op}: a zero point of x ({zero} once in uint8) needs w_sums of "
                          f"shape ({cb * OB},)")
