@@ -184,13 +184,14 @@ def is_tunable(op: str, attrs: dict, in_types, out_types) -> bool:
     return tuned_anchor(outs) is not None
 
 
-class GraphTask(autotune.Task):
-    """An autotune task for one graph kernel workload; ``weight`` nodes of the graph share it,
-    ``nodes`` names them, ``op`` is the anchor's graph op (conv, dense, ...), ``layout`` its
-    output's ("" for plain layouts, "NCHW16c" ...)."""
+class GraphKernelTask:
+    """What a task for a graph kernel adds to its autotune task kind: ``weight`` nodes of the
+    graph share it, ``nodes`` names them, ``op`` is the anchor's graph op (conv, dense, ...),
+    ``layout`` its output's ("" for plain layouts, "NCHW16c" ...)."""
 
-    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = ""):
-        super().__init__(TEMPLATE, args, target)
+    def __init__(self, workload, args, target: str, op: str, nodes: list[str],
+                 layout: str = ""):
+        super().__init__(workload, args, target)
         self.op = op
         self.nodes = list(nodes)
         self.layout = layout
@@ -201,8 +202,16 @@ class GraphTask(autotune.Task):
 
     def __repr__(self) -> str:
         layout = f" {self.layout}" if self.layout else ""
-        return (f"<GraphTask {self.op}{layout} weight={self.weight} "
+        return (f"<{type(self).__name__} {self.op}{layout} weight={self.weight} "
                 f"space={len(self.config_space)}>")
+
+
+class GraphTask(GraphKernelTask, autotune.Task):
+    """An autotune task for one graph kernel workload, tuned by the ``graph_kernel`` template
+    (see GraphKernelTask)."""
+
+    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = ""):
+        super().__init__(TEMPLATE, args, target, op, nodes, layout)
 
 
 def _anchor_op(n) -> str:

@@ -17,7 +17,7 @@ from tensorlang import autotune
 
 from . import op_registry as R
 from .ir import Graph
-from .tuning import _anchor_op, _parse, _types, is_tunable, template_args
+from .tuning import GraphKernelTask, _anchor_op, _parse, _types, is_tunable, template_args
 
 WORKLOAD = "graph_kernel_free"
 
@@ -30,22 +30,11 @@ def graph_kernel_free(op: str, attrs: str, in_types: str, out_types: str):
     return [*ins, *outs]
 
 
-class FreeGraphTask(autotune.WorkloadTask):
-    """A template-free task for one graph kernel workload (``weight``, ``nodes``, ``op`` and
-    ``layout`` as GraphTask's)."""
+class FreeGraphTask(GraphKernelTask, autotune.WorkloadTask):
+    """A template-free task for one graph kernel workload (see GraphKernelTask)."""
 
     def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = ""):
-        super().__init__(WORKLOAD, args, target)
-        self.op = op
-        self.nodes = list(nodes)
-        self.layout = layout
-
-    @property
-    def weight(self) -> int:
-        return len(self.nodes)
-
-    def __repr__(self) -> str:
-        return f"<FreeGraphTask {self.op} weight={self.weight} space={len(self.config_space)}>"
+        super().__init__(WORKLOAD, args, target, op, nodes, layout)
 
 
 def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> list:

@@ -996,16 +996,17 @@ def _row_parallel_output(o):
     cut = next((d for d in range(1, len(rows)) if _ext(rows[d]) is None), len(rows))
     if cut < len(rows):
         par = o.fuse(*rows[:cut]) if cut > 1 else rows[0]
-        col = o.op.axis[-1]
-        lanes = _vector_lanes(_ext(col))
-        if lanes and (_ext(col) or lanes + 1) > lanes:
-            _, ci = o.split(col, factor=lanes)
-            o.vectorize(ci)
-        elif lanes:
-            o.vectorize(col)
+        lanes = _vectorize_columns(o)
         o.parallel(par)
         return rows[-1], lanes
     row = o.fuse(*rows) if len(rows) > 1 else rows[0]
+    lanes = _vectorize_columns(o)
+    o.parallel(row)
+    return row, lanes
+
+
+def _vectorize_columns(o) -> int:
+    """Vectorize stage o's last axis (split by the vector's lanes when longer); the lanes."""
     col = o.op.axis[-1]
     lanes = _vector_lanes(_ext(col))
     if lanes and (_ext(col) or lanes + 1) > lanes:
@@ -1013,8 +1014,7 @@ def _row_parallel_output(o):
         o.vectorize(ci)
     elif lanes:
         o.vectorize(col)
-    o.parallel(row)
-    return row, lanes
+    return lanes
 
 
 def _attach_row_stages(s, o, row, stages, reductions) -> None:
