@@ -187,6 +187,7 @@ class GraphModule:
         self._pools: dict[tuple[int, ...], list[_Buffers]] = {}
         self._pending: dict[str, np.ndarray] = {}  # set_input of a model with variables
         self._env_of: dict[tuple, dict[str, int]] = {}  # inputs' shapes -> sizes (_bind)
+        self._shapes_ok: set[tuple] = set()  # (input, shape) whose rank and fixed dims passed
         self._axes: list | None = None  # the inputs' symbolic axes, parsed once (_bind)
         # builds specialised to some sizes of the variables (add_variant), in the order added
         self._variants: list[tuple[dict[str, int], GraphModule]] = []
@@ -265,7 +266,11 @@ class GraphModule:
             raise InputError(f"input {name!r} must have dtype {dtype.name}, got "
                              f"{value.dtype.name} (convert with .astype('{dtype.name}'))")
         if self._vars:
-            _check_rank_and_fixed(name, shape, value.shape)
+            if (name, value.shape) not in self._shapes_ok:  # (a repeated shape: a set look-up)
+                _check_rank_and_fixed(name, shape, value.shape)
+                if len(self._shapes_ok) >= 64 * self.MAX_SHAPES:
+                    self._shapes_ok.clear()
+                self._shapes_ok.add((name, value.shape))
         elif tuple(value.shape) != shape:
             raise InputError(f"input {name!r} must have shape {shape}, got {tuple(value.shape)}")
         return value
