@@ -148,9 +148,9 @@ class _RandomReader:
     """A CalibrationDataReader over a few random inputs (onnxruntime.quantization's protocol:
     get_next returns a feed dict, then None)."""
 
-    def __init__(self, shape, count: int, seed: int) -> None:
+    def __init__(self, name: str, shape, count: int, seed: int) -> None:
         rng = np.random.default_rng(seed)
-        self.feeds = iter([{"x": rng.standard_normal(shape).astype(np.float32)}
+        self.feeds = iter([{name: rng.standard_normal(shape).astype(np.float32)}
                            for _ in range(count)])
 
     def get_next(self):
@@ -175,7 +175,7 @@ def quantize_static_qdq(model: onnx.ModelProto, calib: int = 4, seed: int = 1,
     )
 
     reader = type("Reader", (_RandomReader, CalibrationDataReader), {})(
-        _input_shape(model), calib, seed)
+        model.graph.input[0].name, _input_shape(model), calib, seed)
     with tempfile.TemporaryDirectory() as d:
         src, dst = os.path.join(d, "f.onnx"), os.path.join(d, "q.onnx")
         onnx.save(model, src)
