@@ -15,6 +15,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from killed_driver import kill_after_first_record
 
 distributed = pytest.importorskip("distributed")
 
@@ -165,16 +166,7 @@ def test_a_killed_driver_resumes_from_its_log(client, tmp_path):
     script, log = tmp_path / "driver.py", tmp_path / "driver.jsonl"
     script.write_text(_DRIVER)
     cmd = [sys.executable, str(script), client.scheduler.address, str(log)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and proc.poll() is None:
-        if log.exists() and log.read_text().count("\n") >= 1:
-            break
-        time.sleep(0.005)
-    assert proc.poll() is None, proc.communicate()[0].decode()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    text = log.read_text()
+    text = kill_after_first_record(cmd, log)
     assert text.endswith("\n") and 1 <= text.count("\n") < 4, text
     killed = {r.config["index"] for r in autotune.load_records(str(log))}
     done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 
 import pytest
+from killed_driver import kill_after_first_record
 from tensorlang.autotune.measure import BuildResult, MeasureOption
 
 import tensorlang as tl
@@ -307,16 +308,7 @@ def test_a_driver_killed_mid_round_resumes_without_measuring_twice(tmp_path):
     script, log = tmp_path / "driver.py", tmp_path / "killed.jsonl"
     script.write_text(_KILLED_DRIVER)
     cmd = [sys.executable, str(script), str(log)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and proc.poll() is None:
-        if log.exists() and log.read_text().count("\n") >= 1:
-            break
-        time.sleep(0.005)
-    assert proc.poll() is None, proc.communicate()[0].decode()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    text = log.read_text()
+    text = kill_after_first_record(cmd, log)
     # each candidate's measurement takes >= 200 ms: the first round (4) was not done
     assert text.endswith("\n") and 1 <= text.count("\n") < 4, text
     killed = {(r.key, r.config["index"]) for r in autotune.load_records(log)}
