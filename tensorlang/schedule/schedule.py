@@ -23,7 +23,6 @@ from ..te.tensor import (
     Tensor,
     TensorRead,
     read_tensors,
-    substitute_read,
 )
 from .opaque_stage import FixedStage, attach_scan_bodies, stage_for
 from .relations import leaf_extents, root_values
@@ -260,10 +259,15 @@ class Schedule:
         self.stage_map[op] = st
         return st
 
-    def cache_read(self, tensor: Tensor, scope: str, readers) -> Tensor:
+    def cache_read(self, tensor: Tensor, scope: str, readers, layout=None) -> Tensor:
         """Copy `tensor` into a new stage that `readers` read instead:
 
-            C = f(A)   ==>   A.local = A;  C = f(A.local)   (then compute_at A.local somewhere)"""
+            C = f(A)   ==>   A.local = A;  C = f(A.local)   (then compute_at A.local somewhere)
+
+        layout: the copy's storage order, a permutation of the tensor's dimensions (outermost
+        first; default: as the tensor). W[o, c, kh, kw] copied with layout=(1, 2, 3, 0) is
+        stored W.local[c, kh, kw, o], so a loop vectorized over o reads it contiguously (the
+        weight panel packing of a conv, computed inside the o tile loop)."""
         if not isinstance(tensor, Tensor):
             raise TypeError(f"cache_read: expected a tensor, got {type(tensor).__name__}")
         if not isinstance(scope, str):
@@ -278,35 +282,45 @@ class Schedule:
         for rs in reader_stages:
             if tensor not in rs.op.input_tensors:
                 raise ScheduleError(f"cache_read: stage {rs.name} does not read {tensor.name}")
-        out = self._cache_read(tensor, scope, reader_stages)
-        self.trace.append(Step("cache_read", tensor.name, [],
-                               {"scope": scope, "readers": [r.name for r in reader_stages]}))
+        perm = _layout_permutation(tensor, layout)
+        out = self._cache_read(tensor, scope, reader_stages, perm)
+        args = {"scope": scope, "readers": [r.name for r in reader_stages]}
+        if perm != tuple(range(len(perm))):
+            args["layout"] = list(perm)
+        self.trace.append(Step("cache_read", tensor.name, [], args))
         return out
 
-    def _cache_read(self, tensor, scope, reader_stages):
+    def _cache_read(self, tensor, scope, reader_stages, perm: tuple):
         name = self._unique_stage_name(f"{tensor.name}.{scope}")
-        axis = tuple(IterVar(Var(f"ax{d}"), Range(const(0), s), "spatial")
-                     for d, s in enumerate(tensor.shape))
-        op = ComputeOp(name, axis, (), (TensorRead(tensor, tuple(a.var for a in axis)),),
+        # storage position p holds the tensor's dimension perm[p]
+        axis = tuple(IterVar(Var(f"ax{p}"), Range(const(0), tensor.shape[d]), "spatial")
+                     for p, d in enumerate(perm))
+        src = [None] * len(perm)
+        for p, d in enumerate(perm):
+            src[d] = axis[p].var
+        op = ComputeOp(name, axis, (), (TensorRead(tensor, tuple(src)),),
                        attrs={"scope": scope})
         first = min(reader_stages, key=self.stage_index)
         self._insert_stage(op, first)
         new_t = op.output(0)
         for rs in reader_stages:
             old = rs.op
-            body = tuple(substitute_read(b, {tensor: new_t}) for b in old.body)
+            body = tuple(_PermutedRead(tensor, new_t, perm).visit(b) for b in old.body)
             new_op = ComputeOp(old.name, old.axis, old.reduce_axis, body, old.tag, old.attrs,
                                [t.name for t in old.outputs], old.axis_copies)
             rs.op = new_op
             self.stage_map[new_op] = rs
         return new_t
 
-    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
+    def cache_write(self, tensor: Tensor, scope: str, layout=None) -> Tensor:
         """Compute into a new stage and copy the result out:
 
             C = sum(...)   ==>   C.local = sum(...);  C = C.local
 
-        Call it before transforming the stage of `tensor`."""
+        Call it before transforming the stage of `tensor`. layout: the accumulator's storage
+        order, a permutation of the output's dimensions (default: as the output): an NCHW
+        conv's tile vectorized over the channels accumulates in [n, h, w, c] order
+        (layout=(0, 2, 3, 1)), its vectors contiguous, and the copy out transposes."""
         if not isinstance(tensor, Tensor):
             raise TypeError(f"cache_write: expected a tensor, got {type(tensor).__name__}")
         if not isinstance(scope, str):
@@ -320,18 +334,25 @@ class Schedule:
         if st.op.num_outputs > 1:
             raise ScheduleError(f"cache_write on stage {st.name}: multi-output computes are "
                                 "not supported")
-        out = self._cache_write(st, scope)
-        self.trace.append(Step("cache_write", st.name, [], {"scope": scope}))
+        perm = _layout_permutation(tensor, layout)
+        out = self._cache_write(st, scope, perm)
+        args = {"scope": scope}
+        if perm != tuple(range(len(perm))):
+            args["layout"] = list(perm)
+        self.trace.append(Step("cache_write", st.name, [], args))
         return out
 
-    def _cache_write(self, st: Stage, scope: str) -> Tensor:
+    def _cache_write(self, st: Stage, scope: str, perm: tuple) -> Tensor:
         old = st.op
         name = self._unique_stage_name(f"{st.name}.{scope}")
-        cache_op = ComputeOp(name, old.axis, old.reduce_axis, old.body, old.tag,
-                             dict(old.attrs, scope=scope), axis_copies=old.axis_copies)
+        # the body names its axes by variable: permuting them permutes the storage only
+        cache_op = ComputeOp(name, tuple(old.axis[d] for d in perm), old.reduce_axis, old.body,
+                             old.tag, dict(old.attrs, scope=scope),
+                             axis_copies=old.axis_copies)
         self._insert_stage(cache_op, st)
         axis = tuple(IterVar(Var(iv.name), iv.dom, "spatial") for iv in old.axis)
-        copy = ComputeOp(st.name, axis, (), (cache_op.output(0)[tuple(a.var for a in axis)],),
+        copy = ComputeOp(st.name, axis, (), (cache_op.output(0)[tuple(axis[d].var
+                                                                      for d in perm)],),
                          old.tag, old.attrs, [t.name for t in old.outputs])
         st._replace_op(copy, f"cache_write moved the reduction to stage {name} (schedule it "
                              f"on s[{name}])")
@@ -453,10 +474,10 @@ class Schedule:
         if step.kind == "cache_read":
             t = self.tensor_by_name(step.stage)
             readers = [self.stage_by_name(n).op.output(0) for n in step.args["readers"]]
-            return self.cache_read(t, step.args["scope"], readers)
+            return self.cache_read(t, step.args["scope"], readers, step.args.get("layout"))
         if step.kind == "cache_write":
             return self.cache_write(self.stage_by_name(step.stage).op.output(0),
-                                    step.args["scope"])
+                                    step.args["scope"], step.args.get("layout"))
         st = self.stage_by_name(step.stage)
         if step.kind == "compute_at":
             # the recorded loop belongs to the host stage, not to the stage being attached
@@ -518,6 +539,34 @@ class Schedule:
         for step in steps:
             self.apply_step(step)
         return self
+
+
+def _layout_permutation(tensor: Tensor, layout) -> tuple:
+    n = len(tensor.shape)
+    if layout is None:
+        return tuple(range(n))
+    if not isinstance(layout, (list, tuple)) or \
+            sorted(d for d in layout if isinstance(d, int)) != list(range(n)):
+        raise ValueError(f"cache_read/cache_write: layout must be a permutation of {tensor.name}'s "
+                         f"{n} dimensions (a list of 0..{n - 1}), got {layout!r}")
+    return tuple(layout)
+
+
+class _PermutedRead(Mutator):
+    """Reads of `old` become reads of its copy `new`, whose storage position p holds old's
+    dimension perm[p]."""
+
+    def __init__(self, old: Tensor, new: Tensor, perm: tuple):
+        super().__init__()
+        self.old, self.new, self.perm = old, new, perm
+
+    def visit_TensorRead(self, r):
+        idx = tuple(self.visit(i) for i in r.indices)
+        if r.tensor is not self.old:
+            if all(a is b for a, b in zip(idx, r.indices)):
+                return r
+            return TensorRead(r.tensor, idx)
+        return TensorRead(self.new, tuple(idx[d] for d in self.perm))
 
 
 def create_schedule(outputs, check: bool = True) -> Schedule:
