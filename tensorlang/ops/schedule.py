@@ -338,14 +338,17 @@ def matmul_col_tile(n: int | None, tile_n: int = 64, lanes: int = LANES) -> int:
 
 def matmul_takes_row_reduction(op, tile_m: int = 6) -> bool:
     """True when schedule_matmul schedules the (untransformed) stage of the compute op `op` as
-    k-vectorized dot products instead of the register tile: few rows, both operands contiguous
-    along k (dense's [N, K] weight, unpacked below 12 rows), where the tile would read B's
-    columns as gathers of stride K (1x2048 . [1000, 2048] measured 1.70 -> 0.10 ms). Its knobs
-    then do not apply."""
+    k-vectorized dot products instead of the register tile: both operands contiguous along k
+    (dense's [N, K] weight, unpacked below 12 rows or 16 columns) and few rows, where the tile
+    would read B's columns as gathers of stride K (1x2048 . [1000, 2048] measured 1.70 -> 0.10
+    ms), or fewer columns than a vector, where the tile is scalar whatever the rows (a
+    classifier's [M, 256] . [10, 256], 1 thread, us, tile / dot products: M=1 34 / 3.7, M=64
+    60 / 15, M=1024 474 / 184; M symbolic or not). Its knobs then do not apply."""
     kext = _ext(op.reduce_axis[0]) if len(op.reduce_axis) == 1 else None
-    rows = _ext(op.axis[-2])
-    return bool(rows is not None and rows < 2 * tile_m and op.num_outputs == 1 and
-                _reduce_rows_ok(op) and kext and kext % LANES == 0 and kext >= 2 * LANES)
+    rows, cols = _ext(op.axis[-2]), _ext(op.axis[-1])
+    few = (rows is not None and rows < 2 * tile_m) or (cols is not None and cols < LANES)
+    return bool(few and op.num_outputs == 1 and _reduce_rows_ok(op) and kext and
+                kext % LANES == 0 and kext >= 2 * LANES)
 
 
 def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
@@ -384,6 +387,12 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
     if pack is not None and m is not None and m < 2 * tile_m:
         pack.compute_inline()
         pack = None
+    if m is None and not wide:
+        # a narrow N under a symbolic M: the guarded last tile indexes its accumulator by a
+        # run-time row count, so it stays in memory, scalar; fewer rows keep that tail short
+        # (a classifier's [M, 256] . [256, 10] prepacked, 1 thread, 4 / 2 rows: M=1 10.5 / 3.2
+        # us, M=64 13.5 / 14.2, M=1024 185 / 194)
+        tile_m = min(tile_m, 2)
     tm = matmul_row_tile(m, tile_m) if fit_rows else min(tile_m, m or tile_m)
     tn = matmul_col_tile(n, tile_n, lanes)
     jo, ji = o.split(j, factor=tn)

@@ -437,6 +437,27 @@ def test_matmul_prepacked_symbolic_rows():
         ops.matmul_prepacked(tl.placeholder((n, tl.var("k")), name="a2"), bp, 40)
 
 
+def test_narrow_dense_symbolic_rows():
+    """Fewer output columns than a vector (a classifier's 10): the unpacked weight takes the
+    k-vectorized dot products at any rows, the prepacked one a 2-row tile whose guarded last
+    tile is short; both exact at every size."""
+    from tensorlang.ops import references as ref
+    from tensorlang.ops import schedule as S
+
+    n = tl.var("n")
+    x = tl.placeholder((n, 64), name="x")
+    w = tl.placeholder((10, 64), name="w")
+    out = ops.dense(x, w)
+    assert S.matmul_takes_row_reduction(out.op)
+    assert not S.matmul_takes_row_reduction(ops.dense(x, tl.placeholder((16, 64))).op)
+    check_sizes([x, w], out, lambda x, w: x @ w.T, each(), rtol=1e-4, atol=1e-4)
+    bp = tl.placeholder((1, 64, 16), name="bp")
+    b = _rand((64, 10), seed=3)
+    check_sizes([x, bp], ops.matmul_prepacked(x, bp, 10), lambda x, _p: x @ b, each(),
+                rtol=1e-4, atol=1e-4,
+                inputs=lambda v: [_rand((v["n"], 64)), ref.pack_matmul_weight(b)])
+
+
 @pytest.mark.parametrize("knobs", [
     {"fit_rows": False},
     pytest.param({"tile_m": 6, "tile_n": 32}, marks=pytest.mark.slow),
