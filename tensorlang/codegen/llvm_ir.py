@@ -624,6 +624,8 @@ class FunctionEmitter:
         args = [self.expr(a) for a in e.args]
         if e.name == dot_intrinsics.DOT_U8S8:
             return dot_intrinsics.emit_dot_u8s8(self.cg, self.b, *args)
+        if e.name == "reinterpret":  # the same bits as a type of the same width (a sort key)
+            return self.b.bitcast(args[0], llvm_type(e.dtype))
         if not dt.is_float(e.dtype):
             if e.name == "abs":
                 v = args[0]

@@ -15,7 +15,7 @@ from ..ir.functor import Mutator, collect_vars
 from ..ir.packed import PackedCall
 from ..ir.simplify import Analyzer, simplify
 from ..schedule.stage import Split
-from ..te.extern import ExternOp, as_c_call
+from ..te.extern import ExternOp, IRBody, as_c_call
 from ..te.scan import ScanOp
 from ..te.tensor import PlaceholderOp, Reduce, Tensor, TensorRead
 from .bound import axis_values
@@ -272,6 +272,9 @@ class LoopNestBuilder:
         The function must be registered now, and accept the arguments: a kernel that could
         only fail at its first call is refused here."""
         call = st.op.call
+        if isinstance(call, IRBody):  # loop IR of its own (ops/sort_kernel.py)
+            return call.build([self._buffer_for_read(t) for t in st.op.input_tensors],
+                              [self._buffer_for_read(t) for t in st.op.outputs])
         c_call = as_c_call(call, st.name)  # a C function: called directly (extern_c)
         if c_call is None:
             check_packed_call(st.name, call)

@@ -55,7 +55,7 @@ class ExternOp(Operation):
         self.body: tuple = ()
 
     @property
-    def call(self) -> PackedCall | ExternCall:
+    def call(self) -> PackedCall | ExternCall | IRBody:
         return self.body[0]
 
     def __repr__(self) -> str:
@@ -83,6 +83,26 @@ def call_packed(name: str, *args) -> PackedCall:
                             f"or float scalar, got {e.dtype}")
         out.append(e)
     return PackedCall(name, tuple(out), ())
+
+
+class IRBody:
+    """The body of a tl.extern given as loop IR (TVM's extern with an ir_builder body): code
+    with data-dependent control flow (a sort, a selection) that no compute can state.
+    ``build(ins, outs)`` returns the statement filling the outputs' buffers from the inputs'
+    (one S.Buffer per tensor, indexed per dimension), called when the kernel is lowered; it
+    must read only the inputs and write only the outputs and its own allocations. `name`
+    names it in messages."""
+
+    def __init__(self, name: str, build: Callable):
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"IRBody: name must be a non-empty str, got {name!r}")
+        if not callable(build):
+            raise TypeError(f"IRBody {name}: build must be callable: build(ins, outs)")
+        self.name = name
+        self.build = build
+
+    def __repr__(self) -> str:
+        return f"IRBody({self.name!r})"
 
 
 class ExternStatusCall:
@@ -203,7 +223,9 @@ def _dtypes(dtype, n: int, inputs: list, name: str) -> list:
     return [dt.canonical(d) for d in given]
 
 
-def _checked_call(call, op: ExternOp) -> PackedCall | ExternCall:
+def _checked_call(call, op: ExternOp) -> PackedCall | ExternCall | IRBody:
+    if isinstance(call, IRBody):  # loop IR: it writes what it builds
+        return call
     if isinstance(call, ExternCall):  # a value call: no tensor passed, so no output either
         call = ExternStatusCall(call.dtype, call.symbol, call.args, call.library)
     if not isinstance(call, (PackedCall, ExternStatusCall)):
@@ -275,4 +297,4 @@ def packed_as_c_call(call: PackedCall, symbol: str, library: str | None,
     return status_call(symbol, args, call.written, library, stage)
 
 
-__all__ = ["ExternOp", "ExternStatusCall", "call_extern", "call_packed", "extern"]
+__all__ = ["ExternOp", "ExternStatusCall", "IRBody", "call_extern", "call_packed", "extern"]

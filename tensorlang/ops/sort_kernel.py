@@ -1,0 +1,290 @@
+"""TopK's sorting kernel: a stable LSD radix sort of each row, written as loop IR (a tl.extern
+with an IRBody, ops/sort.py chooses it): what no compute can say, since the place an element
+goes depends on the data.
+
+Per row (the elements along the axis): each element becomes an unsigned key whose order is the
+wanted order (best first: largest or smallest), then 8 bits of the key at a time, lowest first,
+the (key, index) pairs are scattered into 256 buckets in order (a counting sort). Each pass is
+stable and the pairs start in index order, so equal keys keep the lower index first: ONNX's tie
+rule, with no comparison of indices. A float NaN takes the best key of its sign-less kind
+(+inf for largest, -inf for smallest), as the ranks' NaN pre-pass does in ops/sort.py, so the
+indices stay a permutation. The histograms of every pass come from one read of the row; a pass
+whose digit is the same for the whole row (the top bytes of small ints, the exponent byte of
+values of one binade) only copies. Cost per row: one read of the row plus, per byte of the
+dtype, a scatter of n pairs; independent of k, which only sets how many indices are written.
+"""
+
+from __future__ import annotations
+
+from ..ir import dtype as dt
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..te.extern import IRBody, extern
+from ..te.tensor import Tensor
+
+RADIX_BITS = 8
+BUCKETS = 1 << RADIX_BITS
+# dtypes the kernel sorts (float16 computes in float32 elsewhere: the ranks paths keep it)
+KEY_DTYPES = {"float32": "uint32", "float64": "uint64", "int8": "uint32", "int16": "uint32",
+              "int32": "uint32", "int64": "uint64", "uint8": "uint32", "uint16": "uint32",
+              "uint32": "uint32", "uint64": "uint64"}
+# rows x n elements from which the rows are sorted on the thread pool
+PARALLEL_ELEMENTS = 1 << 14
+
+
+def supports(dtype: str) -> bool:
+    return dtype in KEY_DTYPES
+
+
+def radix_topk_indices(x: Tensor, ax: int, n: int, k: int, largest: bool) -> Tensor:
+    """The int64 indices of the k best elements along `ax`, best first, ties by the lower
+    index: [..., k, ...] in x's other axes."""
+    shape = tuple(x.shape[:ax]) + (k,) + tuple(x.shape[ax + 1:])
+
+    def build(ins, outs):
+        return _sort_rows(ins[0], outs[0], ax, n, k, largest)
+
+    body = IRBody("topk_radix", build)
+    return extern(shape, [x], lambda ins, outs: body, name="topk_radix", dtype="int64",
+                  attrs={"k": k, "axis": ax, "largest": largest})
+
+
+def _c(value, dtype: str = "int64") -> E.Const:
+    return E.const(value, dtype)
+
+
+def _at(idx: tuple, ax: int, t) -> tuple:
+    return idx[:ax] + (t,) + idx[ax + 1:]
+
+
+def _row_index(r: E.Var, shape: tuple, ax: int) -> tuple:
+    """Row r's position in every axis but `ax` (row-major over those axes); a placeholder 0 at
+    `ax`."""
+    out: list = []
+    rest = r
+    extents = [int(E.as_int(d)) for d in shape]
+    for d in reversed(range(len(shape))):
+        if d == ax:
+            out.append(_c(0))
+            continue
+        out.append(rest % _c(extents[d]))
+        rest = rest // _c(extents[d])
+    return tuple(reversed(out))
+
+
+def _key(v: E.Expr, dtype: str, largest: bool) -> E.Expr:
+    """An unsigned key of v whose ascending order is the wanted order (best first)."""
+    kt = KEY_DTYPES[dtype]
+    bits = dt.bits(dtype)
+    top = 1 << (dt.bits(kt) - 1)
+    ones = (1 << dt.bits(kt)) - 1
+    if dt.is_float(dtype):
+        best = float("inf") if largest else float("-inf")
+        # NaN: the best key; -0.0: +0.0's (equal values rank by index)
+        v = E.Select(v != v, E.const(best, dtype),  # noqa: PLR0124 - NaN test
+                     E.Select(v == E.const(0.0, dtype), E.const(0.0, dtype), v))
+        u = E.Call(kt, "reinterpret", (v,))
+        # negative: all bits flipped; positive: the sign bit set (ascending unsigned order)
+        key = E.Select(u >= E.const(top, kt), E.const(ones, kt) - u, u + E.const(top, kt))
+    elif dt.is_unsigned(dtype):
+        key = v.astype(kt)
+    elif bits == 64:  # two's complement shifted by half the range: ascending unsigned order
+        key = v.astype(kt) + E.const(top, kt)
+    else:
+        key = (v.astype("int64") + E.const(1 << (bits - 1), "int64")).astype(kt)
+    if largest:  # descending: the complement within the dtype's width
+        key = E.const((1 << bits) - 1, kt) - key
+    return key
+
+
+def _digit(key: E.Expr, p: int) -> E.Expr:
+    kt = key.dtype
+    shifted = key // E.const(1 << (RADIX_BITS * p), kt) if p else key
+    return (shifted % E.const(BUCKETS, kt)).astype("int64")
+
+
+def _buf(name: str, n: int, dtype: str) -> S.Buffer:
+    return S.Buffer(name, (_c(n, "int64"),), dtype, "local")
+
+
+def _for(name: str, extent, body_fn, kind: str = "serial") -> S.Stmt:
+    v = E.Var(name, "int64")
+    extent = _c(extent) if isinstance(extent, int) else extent
+    return S.For(v, _c(0), extent, kind, body_fn(v))
+
+
+def _load(b: S.Buffer, i) -> E.Load:
+    return E.Load(b, (i,))
+
+
+def _store(b: S.Buffer, i, value) -> S.Store:
+    return S.Store(b, (i,), value)
+
+
+class _Row:
+    """The scratch of one row: keys and indices twice (a pass reads one pair, writes the
+    other), the histograms of every pass, and scalars (SUM, BOUND, COUNT, POS)."""
+
+    SUM, BOUND, COUNT, POS = 0, 1, 2, 3
+
+    def __init__(self, n: int, kt: str, passes: int):
+        self.n, self.passes = n, passes
+        self.keys = (_buf("topk_keys_a", n, kt), _buf("topk_keys_b", n, kt))
+        self.idx = (_buf("topk_idx_a", n, "int32"), _buf("topk_idx_b", n, "int32"))
+        self.hist = _buf("topk_hist", passes * BUCKETS, "int32")
+        self.scalars = _buf("topk_scalars", 4, "int32")
+
+    def allocate(self, body: S.Stmt) -> S.Stmt:
+        for b in (*self.keys, *self.idx, self.hist, self.scalars):
+            body = S.Allocate(b, body)
+        return body
+
+    def get(self, which: int) -> E.Expr:
+        return _load(self.scalars, _c(which))
+
+    def set(self, which: int, value: E.Expr) -> S.Stmt:
+        return _store(self.scalars, _c(which), value)
+
+
+def _count_digits(row: _Row, key: E.Expr) -> list:
+    """hist[p][digit p of key] += 1 for every pass p (key: an expression without let-bound
+    values, so that the interval analysis proves the digit's read in bounds)."""
+    out = []
+    for p in range(row.passes):
+        slot = _c(p * BUCKETS) + _digit(key, p)
+        out.append(_store(row.hist, slot, _load(row.hist, slot) + _c(1, "int32")))
+    return out
+
+
+def _zero_histograms(row: _Row) -> S.Stmt:
+    return _for("topk_h0", row.passes * BUCKETS, lambda d: _store(row.hist, d, _c(0, "int32")))
+
+
+def _read(row: _Row, x: S.Buffer, base: tuple, ax: int, largest: bool) -> S.Stmt:
+    """Keys and indices in index order (pair 0), and every pass's histogram, from one read of
+    the row."""
+    def element(t):
+        # the value and its key as lets: a load inside a select's branch is made safe by its
+        # own select of the index, which would chain the loads
+        v, key = E.Var("topk_x", x.dtype), E.Var("topk_key", KEY_DTYPES[x.dtype])
+        return S.LetStmt(v, E.Load(x, _at(base, ax, t)), S.LetStmt(key, _key(
+            v, x.dtype, largest), S.seq(
+                _store(row.keys[0], t, key), _store(row.idx[0], t, t.astype("int32")),
+                *_count_digits(row, _load(row.keys[0], t)))))
+
+    return S.seq(_zero_histograms(row), _for("topk_t", row.n, element))
+
+
+def _pass(row: _Row, p: int, src: int, count: E.Expr) -> S.Stmt:
+    """Counting-sort pass p (digit p) of the first `count` pairs of pair `src` into the other
+    pair: a copy when every element has the same digit."""
+    sk, si = row.keys[src], row.idx[src]
+    dk, di = row.keys[1 - src], row.idx[1 - src]
+    hb = _c(p * BUCKETS)
+    same = _load(row.hist, hb + _digit(_load(sk, _c(0)), p)) == count.astype("int32")
+    copy = _for(f"topk_c{p}", count, lambda t: S.seq(
+        _store(dk, t, _load(sk, t)), _store(di, t, _load(si, t))))
+
+    def start(d):  # bucket d's first slot: the exclusive prefix sum of the counts
+        c = E.Var("topk_count", "int32")
+        return S.LetStmt(c, _load(row.hist, hb + d), S.seq(
+            _store(row.hist, hb + d, row.get(row.SUM)),
+            row.set(row.SUM, row.get(row.SUM) + c)))
+
+    def scatter(t):
+        slot = hb + _digit(_load(sk, t), p)
+        pos = E.Var("topk_pos", "int32")
+        at = pos.astype("int64")
+        return S.LetStmt(pos, _load(row.hist, slot), S.seq(
+            _store(dk, at, _load(sk, t)), _store(di, at, _load(si, t)),
+            _store(row.hist, slot, pos + _c(1, "int32"))))
+
+    sort = S.seq(row.set(row.SUM, _c(0, "int32")), _for(f"topk_d{p}", BUCKETS, start),
+                 _for(f"topk_s{p}", count, scatter))
+    return S.IfThenElse(same, copy, sort)
+
+
+def _sort(row: _Row, src: int, count: E.Expr) -> tuple:
+    """Every pass over the first `count` pairs of pair `src`: the statements, and the pair
+    that holds the sorted result."""
+    passes = [_pass(row, p, (src + p) % 2, count) for p in range(row.passes)]
+    return S.seq(*passes), (src + row.passes) % 2
+
+
+def _boundary(row: _Row, k: int) -> S.Stmt:
+    """From the top digit's histogram: BOUND, the bucket holding the k-th best key, and COUNT,
+    how many keys lie in it or before it (the candidates: every key after it has k ahead)."""
+    top = _c((row.passes - 1) * BUCKETS)
+    kk = _c(k, "int32")
+
+    def bucket(d):
+        c = E.Var("topk_in", "int32")
+        before = row.get(row.SUM)
+        here = (before < kk) & (before + c >= kk)
+        return S.LetStmt(c, _load(row.hist, top + d), S.seq(
+            S.IfThenElse(here, S.seq(row.set(row.BOUND, d.astype("int32")),
+                                     row.set(row.COUNT, before + c))),
+            row.set(row.SUM, before + c)))
+
+    return S.seq(row.set(row.SUM, _c(0, "int32")), row.set(row.BOUND, _c(BUCKETS - 1, "int32")),
+                 row.set(row.COUNT, _c(row.n, "int32")), _for("topk_b", BUCKETS, bucket))
+
+
+def _compact(row: _Row) -> S.Stmt:
+    """The candidates, in index order, into pair 1 (branch-free: every pair is written at POS,
+    which moves on past a candidate only), with their histograms."""
+    top = row.passes - 1
+
+    def element(t):
+        pos = row.get(row.POS).astype("int64")
+        keep = _digit(_load(row.keys[0], t), top) <= row.get(row.BOUND).astype("int64")
+        return S.seq(_store(row.keys[1], pos, _load(row.keys[0], t)),
+                     _store(row.idx[1], pos, t.astype("int32")),
+                     row.set(row.POS, row.get(row.POS) + keep.astype("int32")))
+
+    def count(t):
+        return S.seq(*_count_digits(row, _load(row.keys[1], t)))
+
+    c = E.Var("topk_candidates", "int64")
+    return S.seq(row.set(row.POS, _c(0, "int32")), _for("topk_f", row.n, element),
+                 _zero_histograms(row),
+                 S.LetStmt(c, row.get(row.COUNT).astype("int64"), _for("topk_g", c, count)))
+
+
+def _write(out: S.Buffer, base: tuple, ax: int, k: int, idx: S.Buffer) -> S.Stmt:
+    return _for("topk_j", k, lambda j: S.Store(out, _at(base, ax, j), _load(idx, j).astype(
+        "int64")))
+
+
+# Sort only the candidates (the keys up to the bucket of the k-th best by the top digit) when
+# they are at most this fraction of the row: filtering costs about one more read.
+FILTER_FRACTION = 0.5
+
+
+def _sort_rows(x: S.Buffer, out: S.Buffer, ax: int, n: int, k: int, largest: bool) -> S.Stmt:
+    shape = tuple(x.shape)
+    rows = 1
+    for d, extent in enumerate(shape):
+        rows *= int(E.as_int(extent)) if d != ax else 1
+    passes = dt.bits(x.dtype) // RADIX_BITS
+    kind = "parallel" if rows > 1 and rows * n >= PARALLEL_ELEMENTS else "serial"
+
+    def row_body(r):
+        row = _Row(n, KEY_DTYPES[x.dtype], passes)
+        base = _row_index(r, shape, ax)
+        full, final = _sort(row, 0, _c(n))
+        whole = S.seq(full, _write(out, base, ax, k, row.idx[final]))
+        if k * 2 > n:  # at least half the row is wanted: no filter can pay
+            return row.allocate(S.seq(_read(row, x, base, ax, largest), whole))
+        c = E.Var("topk_c", "int64")
+        some, final_c = _sort(row, 1, c)
+        filtered = S.seq(_compact(row), S.LetStmt(c, row.get(row.COUNT).astype("int64"), S.seq(
+            some, _write(out, base, ax, k, row.idx[final_c]))))
+        small = row.get(row.COUNT) <= _c(int(n * FILTER_FRACTION), "int32")
+        return row.allocate(S.seq(_read(row, x, base, ax, largest), _boundary(row, k),
+                                  S.IfThenElse(small, filtered, whole)))
+
+    return _for("topk_row", rows, row_body, kind)
+
+
+__all__ = ["radix_topk_indices", "supports"]
