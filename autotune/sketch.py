@@ -272,17 +272,48 @@ def _declare_tile(cfg, nd: Node, cap: int | None) -> None:
                                                      is not None else ["plain"])
     cfg.define_knob(F.knob(p, "rule"), rules, default=rules[0])
     axes = nd.op.axis
+    # the axis whose register-tile loop is innermost and vectorized: the last by default, but
+    # where the last is read strided or padded (NCHW convs), another (the channels) may win
+    wide = [a for a, iv in reversed(list(enumerate(axes))) if F.extent(iv) > 1]
     for a, iv in enumerate(axes):
-        F.declare_tile(cfg, F.knob(p, f"S{a}"), F.extent(iv), 4, a == len(axes) - 1, cap)
+        # any axis that may be the vector may have a vector's width (2 zmm of channels)
+        F.declare_tile(cfg, F.knob(p, f"S{a}"), F.extent(iv), 4, a == len(axes) - 1, cap,
+                       vector=a == len(axes) - 1 or a in wide)
     for r, iv in enumerate(nd.op.reduce_axis):
         F.declare_reduce_tile(cfg, F.knob(p, f"R{r}"), F.extent(iv))
     F.declare_parallel(cfg, p, [1, 2], 1)  # tiling levels S0 or S0+S1 in the parallel loop
     cfg.define_knob(F.knob(p, "level"), [1, 0], default=1)  # accumulator inside S1 or S0
     F.declare_unroll(cfg, p)
-    # the axis whose register-tile loop is innermost and vectorized: the last by default, but
-    # where the last is read strided or padded (NCHW convs), another (the channels) may win
-    wide = [a for a, iv in reversed(list(enumerate(axes))) if F.extent(iv) > 1]
     cfg.define_knob(F.knob(p, "vec"), wide or [len(axes) - 1], default=(wide or [-1])[0])
+    _declare_pack(cfg, nd)
+
+
+def _declare_pack(cfg, nd: Node) -> None:
+    """Operand packing: which reused input (by position among the op's inputs; -1: none) is
+    copied, inside the tile loops, into a buffer whose innermost dimension is the one the
+    vector axis indexes (B of a matmul into [K, nb] panels, a conv's weights into [IC, KH,
+    KW, ob]), and where: at the parallel outer tile loop or at the accumulator's tile."""
+    if nd.fused_into is None and not nd.is_output:
+        return  # a reduction tiled at the root ("plain" only): no accumulator to pack for
+    cands = [-1] + packable_inputs(nd.op)
+    cfg.define_knob(F.knob(nd.prefix, "pack"), cands, default=-1)
+    cfg.define_knob(F.knob(nd.prefix, "pack_at"), ["outer", "tile"], default="outer")
+
+
+def packable_inputs(op) -> list[int]:
+    """Positions (in op.input_tensors) of the placeholders the op reads with reuse: read
+    without one of its spatial indices, each element serving several outputs."""
+    from ..te.tensor import PlaceholderOp
+
+    spatial = {id(iv.var) for iv in op.axis if F.extent(iv) > 1}
+    out = []
+    for n, t in enumerate(op.input_tensors):
+        if not isinstance(t.op, PlaceholderOp):
+            continue
+        reads = _reads(op.body, t.op)
+        if reads and any(spatial - {id(v) for v in _vars(idx)} for idx in reads):
+            out.append(n)
+    return out
 
 
 def _declare_reduce(cfg, nd: Node, cap: int | None) -> None:
@@ -453,7 +484,10 @@ def _tile(cfg, s, nd: Node, parallel: bool) -> tuple:
     p = nd.prefix
     if cfg[F.knob(p, "rule")].val == "cache":
         t = nd.op.output(0)
-        acc = s.cache_write(t, "local")
+        # the vector axis' storage innermost: the accumulator's vectors are contiguous
+        v = _vector_axis(cfg, p, len(nd.op.axis))
+        order = [a for a in range(len(nd.op.axis)) if a != v] + [v]
+        acc = s.cache_write(t, "local", layout=order if order[-1] != len(order) - 1 else None)
         return _tile_fused(cfg, s, nd, s[t], s[acc])[1]
     return _tile_loops(cfg, s[nd.op], p, parallel)
 
@@ -467,6 +501,7 @@ def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
         if cfg[F.knob(p, "rule")].val == "plain":
             return _spatial_sink(cfg, out_st, p), None
         acc_st = s[nd.op]
+    pack = _cache_operand(cfg, s, nd, acc_st)
     levels = [[], [], [], []]
     for a, iv in enumerate(out_st.op.axis):
         for lvl, loop in enumerate(_split(cfg, out_st, F.knob(p, f"S{a}"), iv)):
@@ -477,8 +512,11 @@ def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
     at = fused if both or cfg[F.knob(p, "level")].val == 0 else levels[1][-1]
     _vectorize_tile(cfg, out_st, p, levels[3])
     acc_st.compute_at(out_st, at)
+    if pack is not None:
+        pack.compute_at(out_st, fused if cfg[F.knob(p, "pack_at")].val == "outer" else at)
+        _vectorize(pack, pack.op.axis[-1], 2)
     outer, inner = [], []
-    for a, iv in enumerate(acc_st.op.axis):
+    for a, iv in enumerate(_axes_in_order(acc_st, nd.op)):
         f3 = cfg[F.knob(p, f"S{a}")].size[-1]
         lo, li = acc_st.split(iv, factor=f3)
         outer.append(lo)
@@ -493,6 +531,29 @@ def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
     first = (r0 or outer)[0]
     _unroll(cfg, acc_st, p, first)
     return (out_st, fused), (acc_st, first)
+
+
+def _axes_in_order(st, op) -> list:
+    """The stage's spatial axes in the order of `op`'s (an accumulator stored in another
+    layout keeps op's axis objects, permuted)."""
+    pos = {id(iv): n for n, iv in enumerate(op.axis)}
+    return sorted(st.op.axis, key=lambda iv: pos[id(iv)])
+
+
+def _cache_operand(cfg, s, nd: Node, acc_st):
+    """The pack decision applied: the chosen reused input copied (cache_read) for the
+    accumulator, the dimensions its vector axis indexes stored innermost. Returns the copy's
+    stage (attached by the caller), or None."""
+    which = cfg[F.knob(nd.prefix, "pack")].val
+    if which < 0:
+        return None
+    src = nd.op.input_tensors[which]
+    vec = nd.op.axis[_vector_axis(cfg, nd.prefix, len(nd.op.axis))].var
+    idx = _reads(nd.op.body, src.op)[0]
+    inner = [d for d, e in enumerate(idx) if any(v is vec for v in _vars((e,)))]
+    order = [d for d in range(len(idx)) if d not in inner] + inner
+    layout = order if order != list(range(len(idx))) else None
+    return s[s.cache_read(src, "local", [acc_st.op.output(0)], layout=layout)]
 
 
 def _spatial_sink(cfg, out_st, p: str) -> tuple:

@@ -57,23 +57,26 @@ def knob(prefix: str, what: str) -> str:
 
 
 # --------------------------------------------------------------------------------- tiles
-def tile_candidates(n: int, levels: int, innermost: bool) -> list[list[int]]:
+def tile_candidates(n: int, levels: int, vector: bool) -> list[list[int]]:
     """The factorizations of a loop of extent n into `levels` loops (outermost first, exact:
-    no tail), its innermost factor a vector (innermost axis) or a few register rows."""
+    no tail), its innermost factor a vector (an axis that may be vectorized) or a few
+    register rows."""
     from .space import split_candidates
 
-    widest = MAX_VECTOR if innermost else MAX_ROWS
+    widest = MAX_VECTOR if vector else MAX_ROWS
     return [e.size for e in split_candidates(n, levels, "factors")
             if e.size[-1] <= widest and math.prod(e.size[1:][-2:]) <= MAX_TILE]
 
 
 def declare_tile(cfg, name: str, n: int, levels: int, innermost: bool,
-                 cap: int | None = None) -> None:
+                 cap: int | None = None, vector: bool | None = None) -> None:
     """A split knob of tile_candidates; with `cap`, an evenly spaced subset of at most that
     many of them, the default always among them (keeps the space's size countable when a DAG
-    has many loops)."""
+    has many loops). innermost: the axis vectorized by default (its default innermost factor
+    a vector); vector: whether it may be vectorized (its innermost factor up to a vector's
+    width; default: innermost)."""
     default = default_tile(n, levels, innermost)
-    cands = tile_candidates(n, levels, innermost)
+    cands = tile_candidates(n, levels, innermost if vector is None else vector)
     if cap is not None and len(cands) > cap:
         step = len(cands) / cap
         kept = [cands[int(k * step)] for k in range(cap)]

@@ -4,6 +4,8 @@ built), oversized register tiles refused before lowering."""
 
 from __future__ import annotations
 
+import json
+
 import autotune_test_workloads as W
 import numpy as np
 import pytest
@@ -35,7 +37,7 @@ def test_roles_of_the_rules():
 def test_knobs_are_named_by_position_not_by_tensor_name():
     space = autotune.create_task(W.bmm_nt_bias_relu, (2, 8, 16, 4)).config_space
     assert set(space.knobs) == {"s0.rule", "s0.S0", "s0.S1", "s0.S2", "s0.R0", "s0.par",
-                                "s0.level", "s0.unroll", "s0.vec"}
+                                "s0.level", "s0.unroll", "s0.vec", "s0.pack", "s0.pack_at"}
     assert space.knobs["s0.rule"].entities[0].val == "fuse"
 
 
@@ -123,3 +125,88 @@ def test_an_oversized_register_tile_is_refused_before_lowering():
     cfg = space.get(space.index_of(ents))
     with pytest.raises(sketch.TileTooLarge, match="register tile of 1024 elements"):
         task.instantiate(cfg)
+
+
+def _config(task, **vals):
+    """The fallback config with some knobs set (`s0_pack=1` sets knob "s0.pack"; a list value
+    picks the split candidate of those factors)."""
+    space = task.config_space
+    ents = dict(space.get(space.fallback_index()).entities)
+    for key, want in vals.items():
+        knob = space.knobs[key.replace("_", ".", 1)]
+        ents[knob.name] = next(e for e in knob.entities
+                               if (e.size if knob.kind == "split" else e.val) == want)
+    return space.get(space.index_of(ents))
+
+
+def _build_and_compare(name, args, task, cfg):
+    return _run_against_numpy(name, args, *task.instantiate(cfg))
+
+
+def _run_against_numpy(name, args, s, tensors):
+    text = str(tl.lower(s, tensors))
+    rng = np.random.default_rng(0)
+    ins = [rng.random([int(d.value) for d in t.shape], dtype=np.float32) - 0.25
+           for t in tensors[:-1]]
+    out = np.zeros([int(d.value) for d in tensors[-1].shape], np.float32)
+    tl.build(s, tensors)(*ins, out)
+    ref = W.reference(name, args, ins)
+    np.testing.assert_allclose(out, ref, rtol=2e-4, atol=2e-4 * np.abs(ref).max())
+    return text
+
+
+def test_packable_operands_are_the_reused_inputs():
+    task = autotune.create_task(W.plain_matmul, (48, 64, 32))
+    assert [e.val for e in task.config_space.knobs["s0.pack"].entities] == [-1, 0, 1]
+    task = autotune.create_task(W.plain_conv2d, (1, 8, 10, 10, 16, 3, 1, 1))
+    # the padded input P is a computed stage, the weights the one reused placeholder
+    assert [e.val for e in task.config_space.knobs["s1.pack"].entities] == [-1, 1]
+
+
+@pytest.mark.parametrize("vals, buffers", [
+    # B packed into [K, 16] panels inside the parallel tile loop (j the vector)
+    ({"s0_pack": 1, "s0_S1": [-1, 1, 1, 16], "s0_vec": 1}, ["B.local: float32[32, 16]"]),
+    # A packed per row block, transposed (i the vector: A[i, k] stored [k, i]), in the tile;
+    # the accumulator stored with i innermost
+    ({"s0_pack": 0, "s0_pack_at": "tile", "s0_S0": [-1, 1, 2, 8], "s0_vec": 0},
+     ["A.local: float32[32, 16]", "C.local: float32[16, 16]"]),
+])
+def test_packed_matmul_sketches_are_legal_and_match_numpy(vals, buffers):
+    task = autotune.create_task(W.plain_matmul, (48, 64, 32))
+    text = _build_and_compare("plain_matmul", (48, 64, 32), task, _config(task, **vals))
+    for b in buffers:
+        assert b in text
+
+
+def test_packed_conv_sketch_vectorizes_the_channels():
+    args = (1, 8, 10, 10, 16, 3, 1, 1)
+    task = autotune.create_task(W.plain_conv2d, args)
+    cfg = _config(task, s1_pack=1, s1_vec=1, s1_S1=[-1, 1, 1, 8], s1_S3=[-1, 1, 1, 5])
+    text = _build_and_compare("plain_conv2d", args, task, cfg)
+    # weights packed [IC, KH, KW, 8 channels]; accumulator [n, y, x, 8 channels]
+    assert "W.local: float32[8, 3, 3, 8]" in text
+    assert "Y.local: float32[1, 2, 5, 8]" in text
+    assert "Y.local[ramp(8, 1, 8)] = Y.local[ramp(8, 1, 8)] + " in text  # vector FMAs
+
+
+def test_a_replayed_packing_record_reproduces_it(tmp_path):
+    from tensorlang.autotune.record import append_records, make_record
+
+    args = (48, 64, 32)
+    task = autotune.create_task(W.plain_matmul, args)
+    cfg = _config(task, s0_pack=1, s0_S1=[-1, 1, 1, 16])
+    opt = autotune.measure_option(autotune.LocalBuilder(1),
+                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
+    try:
+        res, = measure_batch(opt, [MeasureInput(task, cfg)])
+    finally:
+        opt.close()
+    assert res.error is None, res.error_msg
+    log = tmp_path / "mm.jsonl"
+    append_records(log, [make_record(MeasureInput(task, cfg), res)])
+    with autotune.apply_history_best(str(log)):
+        s, tensors = task.instantiate()
+    assert any(st["kind"] == "cache_read" for st in json.loads(s.trace.dumps()))
+    want, _ = task.instantiate(cfg)
+    assert s.trace.dumps() == want.trace.dumps()
+    assert "B.local: float32[32, 16]" in _run_against_numpy("plain_matmul", args, s, tensors)
