@@ -187,14 +187,19 @@ def is_tunable(op: str, attrs: dict, in_types, out_types) -> bool:
 class GraphKernelTask:
     """What a task for a graph kernel adds to its autotune task kind: ``weight`` nodes of the
     graph share it, ``nodes`` names them, ``op`` is the anchor's graph op (conv, dense, ...),
-    ``layout`` its output's ("" for plain layouts, "NCHW16c" ...)."""
+    ``layout`` its output's ("" for plain layouts, "NCHW16c" ...). ``warm_args``: the
+    kernel's arguments that are in cache when the graph calls it (its non-constant inputs, just
+    written by the kernels before it); a runner with ``flush_cache`` evicts the others (the
+    weights, which the rest of the model has evicted since its last call) before each timed
+    call, so that the record times the kernel as the graph runs it."""
 
     def __init__(self, workload, args, target: str, op: str, nodes: list[str],
-                 layout: str = ""):
+                 layout: str = "", warm_args: Sequence[int] = ()):
         super().__init__(workload, args, target)
         self.op = op
         self.nodes = list(nodes)
         self.layout = layout
+        self.warm_args = tuple(warm_args)
 
     @property
     def weight(self) -> int:
@@ -210,8 +215,9 @@ class GraphTask(GraphKernelTask, autotune.Task):
     """An autotune task for one graph kernel workload, tuned by the ``graph_kernel`` template
     (see GraphKernelTask)."""
 
-    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = ""):
-        super().__init__(TEMPLATE, args, target, op, nodes, layout)
+    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = "",
+                 warm_args: Sequence[int] = ()):
+        super().__init__(TEMPLATE, args, target, op, nodes, layout, warm_args)
 
 
 def _anchor_op(n) -> str:
@@ -243,7 +249,7 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
     conv's block from its records (:func:`choose_blocks`); None: the blocks by channel count."""
     from .passes import run_passes
 
-    found: dict[tuple, tuple[str, list[str], str]] = {}
+    found: dict[tuple, tuple[str, list[str], str, tuple[int, ...]]] = {}
     for block in blocks or [None]:
         for n in run_passes(g, opt_level, options=_layout_options(block)).nodes:
             if R.get_op(n.op).alias:
@@ -254,8 +260,14 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
                 if n.name not in found[args][1]:
                     found[args][1].append(n.name)
             elif is_tunable(n.op, n.attrs, in_types, out_types):
-                found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout)
+                found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout, _warm_args(n))
     return [GraphTask(args, target, *found[args]) for args in found]
+
+
+def _warm_args(n) -> tuple[int, ...]:
+    """The kernel arguments (its inputs, then outputs) in cache when the graph calls ``n``: the
+    inputs that are not constants."""
+    return tuple(i for i, v in enumerate(n.inputs) if not v.is_constant)
 
 
 def _convs_in(n) -> list[str]:
