@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import op_registry as R
+from . import symbolic as S
 from .ir import Graph, GraphError, Node, Value
 from .symbolic import fold_symbolic
 
@@ -154,7 +155,10 @@ class Builder:
             raise GraphError(f"{op} node {node_name!r} reads a shape computed from symbolic "
                              "dimensions at run time, which is not supported: give the "
                              "inputs' sizes (from_onnx(model, shapes=...))")
-        if self.fold and inputs and all(v.is_constant for v in inputs) and \
+        # an output of symbolic shape (a constant broadcast to the input's size) is computed
+        # at run time: a constant's size is fixed
+        sized = all(not S.variables(shape) for shape, _ in out_types)
+        if self.fold and inputs and all(v.is_constant for v in inputs) and sized and \
                 R.get_op(op).ref is not None:
             arrays = (R.evaluate(op, [v.data for v in inputs], attrs) if not symbolic else
                       fold_symbolic(op, [v.data for v in inputs], attrs, node_name))

@@ -530,6 +530,8 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
         y = O.expand(ins[0], out_shape)
     elif op == "tile":
         y = _tile(ins[0], attrs)
+    elif op == "arange_like":
+        y = O.arange_like(ins[0], attrs["start"], attrs["delta"])
     elif op == "depth_to_space":
         y = _depth_to_space(ins[0], attrs)
     elif op in VISION_OPS:

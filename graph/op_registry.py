@@ -726,6 +726,17 @@ def _tile_infer(types, attrs):
 register("tile", INJECTIVE, 1, _tile_infer, lambda xs, a: [np.tile(xs[0], a["repeats"])])
 
 
+def _arange_like_infer(types, attrs):
+    xs, xt = types[0]
+    if len(xs) != 1:
+        raise GraphError(f"arange_like needs a 1-D input, got {list(xs)}")
+    return [(xs, xt)]
+
+
+register("arange_like", INJECTIVE, 1, _arange_like_infer, lambda xs, a: [
+    (a["start"] + a["delta"] * np.arange(xs[0].shape[0])).astype(xs[0].dtype)])
+
+
 def _depth_to_space_infer(types, attrs):
     (n, c, h, w), xt = types[0]
     b = attrs["blocksize"]

@@ -579,18 +579,41 @@ def _constant(c, ins, a):
 def _const_of_shape(c, ins, a):
     from onnx import numpy_helper
 
-    shape = _ints(c, c.const_array(ins[0], "the shape of ConstantOfShape"),
-                  "the shape of ConstantOfShape")
+    arr = c.const_array(ins[0], "the shape of ConstantOfShape").reshape(-1)
     value = numpy_helper.to_array(a["value"]).reshape(-1) if "value" in a else \
         np.zeros(1, np.float32)
-    return [c.b.const(np.full(shape, value[0], dtype=value.dtype), name="const")]
+    if arr.dtype != object:
+        return [c.b.const(np.full([int(v) for v in arr], value[0], dtype=value.dtype),
+                          name="const")]
+    # a shape of symbolic dimensions (a mask or zeros the size of the input): the value
+    # broadcast to it at run time
+    one = c.b.const(np.full((1,) * len(arr), value[0], dtype=value.dtype), name="fill")
+    return [c.op("expand", [one], shape=[S.dim(v) for v in arr])]
 
 
 @_conv("Range")
 def _range(c, ins, a):
     s, l, d = (c.const_array(v, "Range bounds") for v in ins[:3])
-    _ints(c, np.concatenate([a.reshape(-1) for a in (s, l, d)]), "Range's bounds")
-    return [c.b.const(np.arange(s.item(), l.item(), d.item()).astype(s.dtype), name="range")]
+    if l.dtype != object:
+        _ints(c, np.concatenate([a.reshape(-1) for a in (s, l, d)]), "Range's bounds")
+        return [c.b.const(np.arange(s.item(), l.item(), d.item()).astype(s.dtype),
+                          name="range")]
+    return [_symbolic_range(c, s, l, d)]
+
+
+def _symbolic_range(c, s: np.ndarray, l: np.ndarray, d: np.ndarray):
+    """Range up to a symbolic limit (position ids 0 .. seq - 1): its length is an expression
+    of the shape variables, ceil((limit - start) / delta) for delta > 0. A symbolic start or
+    delta, and a negative delta (whose length would be max(0, ...) of the sizes), are refused."""
+    start, delta = _ints(c, np.concatenate([s.reshape(-1), d.reshape(-1)]),
+                         "Range's start and delta")
+    if delta <= 0:
+        raise OnnxImportError(f"node {c.node_name!r} (Range): a symbolic limit needs a "
+                              f"positive delta, got {delta}")
+    n = S.dim((l.reshape(-1)[0] - start + (delta - 1)) // delta)
+    dtype = np.dtype(s.dtype) if s.dtype != object else np.dtype(np.int64)
+    like = c.op("expand", [c.b.const(np.zeros(1, dtype), name="zero")], shape=[n])
+    return c.op("arange_like", [like], start=start, delta=delta)
 
 
 # ---------------------------------------------------------------------------- driver

@@ -17,6 +17,8 @@ def fold_constants(g: Graph) -> Graph:
     def visit(n: Node, ins: list[Value]):
         if not ins or not all(v.is_constant for v in ins) or R.get_op(n.op).ref is None:
             return None
+        if not all(v.is_static for v in n.outputs):
+            return None  # (a constant broadcast to a run-time size)
         if sum(v.nbytes for v in n.outputs) > MAX_FOLDED_BYTES:
             return None
         arrays = R.evaluate(n.op, [v.data for v in ins], n.attrs)

@@ -193,6 +193,9 @@ def _define_transform() -> None:
     define("expand", T.expand, BROADCAST, [
         ex([(1, 7)], lambda x: T.expand(x, (3, 7)), lambda a: np.broadcast_to(a, (3, 7)))],
         aliases=("broadcast_to",))
+    define("arange_like", T.arange_like, INJECTIVE, [
+        ex([((9,), "int64")], lambda x: T.arange_like(x, 3, -2),
+           lambda a: 3 - 2 * np.arange(9))])
     define("layout_transform", T.layout_transform, INJECTIVE, [
         ex([(1, 32, 5, 8)], lambda x: T.layout_transform(x, "NCHW", "NCHW16c"),
            lambda a: ref.to_nchwc(a, 16)),

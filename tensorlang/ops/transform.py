@@ -402,6 +402,24 @@ def expand(x: Tensor, shape) -> Tensor:
 
 broadcast_to = expand
 
+
+def arange_like(x: Tensor, start: int = 0, delta: int = 1) -> Tensor:
+    """start + delta * i along the 1-D x (ONNX Range whose length is x's: a symbolic one, the
+    sequence's); x gives only the length (its values are read under a false condition, so
+    that it stays the op's argument)."""
+    check_tensor("arange_like", "x", x)
+    if x.ndim != 1:
+        raise ValueError(f"arange_like: x must be 1-D, got {x.ndim}-D")
+    if not dt.is_int(x.dtype):
+        raise ValueError(f"arange_like: x must have an integer dtype, got {x.dtype}")
+    for arg, v in (("start", start), ("delta", delta)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"arange_like: {arg} must be an int, got {v!r}")
+    d = x.dtype
+    return op_compute("arange_like", x.shape, lambda i: te.select(
+        i < 0, x[i], const(start, d) + const(delta, d) * i.astype(d)), INJECTIVE,
+        start=start, delta=delta)
+
 BLOCKED_LAYOUT = re.compile(r"^NCHW(\d+)c$")  # NCHW<x>c
 
 
@@ -465,6 +483,7 @@ def kernel_layout_transform(w: Tensor, ic_block: int, oc_block: int) -> Tensor:
 
 
 __all__ = [
+    "arange_like",
     "broadcast_to",
     "concat",
     "expand",

@@ -445,12 +445,13 @@ def test_cli_compiles_once_and_runs_at_any_size(tmp_path):
 
 def _expand_model(constant_of_shape: bool = False):
     """x [b, 1, 4] expanded to the shape of y [b, s, 4] (Shape -> Expand), added to y; or a
-    ConstantOfShape of that shape (its size would vary at run time: refused)."""
+    ConstantOfShape of that shape (2.5 everywhere) added to y."""
     from onnx import TensorProto
 
     nodes = [onnx_helper.make_node("Shape", ["y"], ["shp"])]
     if constant_of_shape:
-        nodes += [onnx_helper.make_node("ConstantOfShape", ["shp"], ["e"]),
+        value = onnx_helper.make_tensor("v", TensorProto.FLOAT, [1], [2.5])
+        nodes += [onnx_helper.make_node("ConstantOfShape", ["shp"], ["e"], value=value),
                   onnx_helper.make_node("Add", ["e", "y"], ["z"])]
     else:
         nodes += [onnx_helper.make_node("Expand", ["x", "shp"], ["e"]),
@@ -465,8 +466,9 @@ def _expand_model(constant_of_shape: bool = False):
     return model
 
 
-def test_expand_to_a_symbolic_shape():
-    model = _expand_model()
+@pytest.mark.parametrize("constant_of_shape", [False, True])
+def test_expand_and_constant_of_shape_to_a_symbolic_shape(constant_of_shape):
+    model = _expand_model(constant_of_shape)
     g = graph.from_onnx(model)
     assert g.outputs[0].type_str() == "float32[b, s, 4]"
     gm = graph.build(g)
@@ -476,9 +478,71 @@ def test_expand_to_a_symbolic_shape():
         feeds = {"x": rng.standard_normal((b, 1, 4)).astype("float32"),
                  "y": rng.standard_normal((b, s, 4)).astype("float32")}
         np.testing.assert_allclose(gm.run(**feeds)["z"], sess.run(None, feeds)[0], rtol=1e-6)
-    with pytest.raises(graph.OnnxImportError, match=r"the shape of ConstantOfShape depends on "
-                                                    r"symbolic dimensions \(b, s, 4\)"):
-        graph.from_onnx(_expand_model(constant_of_shape=True))
+
+
+def _range_model(start: int, delta: int, dtype):
+    """Position ids up to the sequence length, as exports compute them: Range(start,
+    Shape(x)[1], delta), cast to float: one output, and x plus the ids (when as long as a row)."""
+    from onnx import TensorProto, numpy_helper
+
+    ty = {np.int64: TensorProto.INT64, np.int32: TensorProto.INT32}[dtype]
+    consts = [numpy_helper.from_array(np.array(v, dtype), n)
+              for n, v in (("start", start), ("delta", delta))]
+    nodes = [onnx_helper.make_node("Shape", ["x"], ["shp"]),
+             onnx_helper.make_node("Gather", ["shp", "one"], ["seq"], axis=0),
+             onnx_helper.make_node("Cast", ["seq"], ["limit"], to=ty),
+             onnx_helper.make_node("Range", ["start", "limit", "delta"], ["ids"]),
+             onnx_helper.make_node("Cast", ["ids"], ["f"], to=TensorProto.FLOAT)]
+    outs = [onnx_helper.make_tensor_value_info("f", TensorProto.FLOAT, None)]
+    if start == 0 and delta == 1:
+        nodes.append(onnx_helper.make_node("Add", ["x", "f"], ["y"]))
+        outs.append(onnx_helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
+    g = onnx_helper.make_graph(
+        nodes, "range", [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s"])],
+        outs, initializer=consts + [numpy_helper.from_array(np.array(1, np.int64), "one")])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("start,delta,dtype", [(0, 1, np.int64), (3, 2, np.int32)])
+def test_range_up_to_a_symbolic_length(start, delta, dtype):
+    """Range(0, seq, 1) is seq long and Range(3, seq, 2) (seq - 2) // 2: each matches
+    onnxruntime at every length from the start on."""
+    model = _range_model(start, delta, dtype)
+    gm = graph.build(graph.from_onnx(model))
+    sess = _ort(model)
+    for b, s in [(1, start + 1), (2, 4), (2, 7), (3, 64)]:
+        x = np.random.default_rng(s).standard_normal((b, s)).astype("float32")
+        got, want = gm.run(x=x), sess.run(None, {"x": x})
+        assert got["f"].shape == want[0].shape == (len(range(start, s, delta)),)
+        for g, w in zip(got.values(), want):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+    if start > 1:  # a limit below the start: a negative length, refused at run time
+        with pytest.raises(ValueError, match=r"value 'f': shape \[-1\] must be a list "
+                                                    r"of ints >= 0"):
+            gm.run(x=np.zeros((1, 1), "float32"))
+
+
+def test_range_refuses_a_symbolic_start():
+    from onnx import TensorProto, numpy_helper
+
+    nodes = [onnx_helper.make_node("Shape", ["x"], ["shp"]),
+             onnx_helper.make_node("Gather", ["shp", "zero"], ["s"], axis=0),
+             onnx_helper.make_node("Range", ["s", "s", "one"], ["y"])]
+    g = onnx_helper.make_graph(
+        nodes, "range", [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b"])],
+        [onnx_helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+        initializer=[numpy_helper.from_array(np.array(0, np.int64), "zero"),
+                     numpy_helper.from_array(np.array(1, np.int64), "one")])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
+    with pytest.raises(graph.OnnxImportError, match=r"Range's start and delta depends on "
+                                                    r"symbolic dimensions \(b, 1\)"):
+        graph.from_onnx(model)
+    model = _range_model(9, -2, np.int64)
+    with pytest.raises(graph.OnnxImportError, match=r"\(Range\): a symbolic limit needs a "
+                                                    r"positive delta, got -2"):
+        graph.from_onnx(model)
 
 
 def test_a_converter_that_cannot_take_symbolic_dims_says_so():

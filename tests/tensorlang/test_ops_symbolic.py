@@ -516,3 +516,18 @@ def test_attention_scores_small_sequence_uses_masked_panels():
     assert "select(" in text, text
     check_sizes([q, kt], out, np.matmul, [{"batch": 1, "seq": v} for v in (1, 3, 8, 31)],
                 rtol=1e-4, atol=1e-4)
+
+
+def test_arange_like_symbolic_length_and_misuse():
+    """ONNX Range up to a symbolic limit: start + delta * i over the length of x."""
+    n = tl.var("n")
+    x = tl.placeholder((n,), "int32", name="x")
+    check_sizes([x], ops.arange_like(x, 5, 3), lambda a: (5 + 3 * np.arange(len(a))).astype(
+        "int32"), each())
+    with pytest.raises(ValueError, match=r"arange_like: x must be 1-D, got 2-D"):
+        ops.arange_like(tl.placeholder((n, 2), "int32"))
+    with pytest.raises(ValueError, match=r"arange_like: x must have an integer dtype, got "
+                                         r"float32"):
+        ops.arange_like(tl.placeholder((n,)))
+    with pytest.raises(TypeError, match=r"arange_like: delta must be an int, got 0.5"):
+        ops.arange_like(x, 0, 0.5)
