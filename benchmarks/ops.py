@@ -298,7 +298,7 @@ def _grouped_conv_rows(f32, tt, torch):
 
 # TopK of classifier outputs and of detection heads (YOLO-style: 80 classes x 8400 anchors)
 TOPKS = ((1, 1000, 1), (1, 1000, 5), (1, 1000, 100), (1, 1000, 1000), (80, 8400, 1),
-         (80, 8400, 5), (80, 8400, 100))
+         (80, 8400, 5), (80, 8400, 100), (80, 8400, 8400), (8, 8000, 300))
 
 
 def _ort_topk(x, k):

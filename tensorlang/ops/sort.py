@@ -15,7 +15,10 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     """ONNX TopK: (values, indices) of the k largest (smallest) elements along `axis`, sorted,
     ties broken by the lower index first (ONNX's rule).
 
-    No data-dependent control flow. Where k is small next to the axis, first through blocks
+    Where it is estimated cheaper (_radix_wins: mostly k above ~5-10), a stable radix sort
+    of each row written as loop IR (ops/sort_kernel.py, a tl.extern), with data-dependent
+    stores. Else by computes, with no data-dependent control flow. Where k is small next to
+    the axis, first through blocks
     (_filtered_indices: the k best are among the elements of the k blocks with the best
     bests), which leaves two shorter selections; each selection is one of two ways. Mostly a
     running top-k list per row

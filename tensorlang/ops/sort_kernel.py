@@ -19,11 +19,13 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.simplify import simplify
 from ..te.extern import IRBody, extern
 from ..te.tensor import Tensor
 
 RADIX_BITS = 8
 BUCKETS = 1 << RADIX_BITS
+SPLIT = 4  # histograms of the first read's top digit, interleaved (see _read)
 # dtypes the kernel sorts (float16 computes in float32 elsewhere: the ranks paths keep it)
 KEY_DTYPES = {"float32": "uint32", "float64": "uint64", "int8": "uint32", "int16": "uint32",
               "int32": "uint32", "int64": "uint64", "uint8": "uint32", "uint16": "uint32",
@@ -57,18 +59,24 @@ def _at(idx: tuple, ax: int, t) -> tuple:
     return idx[:ax] + (t,) + idx[ax + 1:]
 
 
+def _extent(d) -> E.Expr:
+    return _c(d) if isinstance(d, int) else d.astype("int64")
+
+
 def _row_index(r: E.Var, shape: tuple, ax: int) -> tuple:
-    """Row r's position in every axis but `ax` (row-major over those axes); a placeholder 0 at
-    `ax`."""
+    """Row r's position in every axis but `ax` (row-major over those axes, constant or
+    symbolic extents); a placeholder 0 at `ax`."""
     out: list = []
     rest = r
-    extents = [int(E.as_int(d)) for d in shape]
+    outer = [d for d in range(len(shape)) if d != ax]
     for d in reversed(range(len(shape))):
         if d == ax:
             out.append(_c(0))
-            continue
-        out.append(rest % _c(extents[d]))
-        rest = rest // _c(extents[d])
+        elif d == outer[0]:  # the outermost: what is left (r < rows)
+            out.append(rest)
+        else:
+            out.append(rest % _extent(shape[d]))
+            rest = rest // _extent(shape[d])
     return tuple(reversed(out))
 
 
@@ -132,10 +140,11 @@ class _Row:
         self.keys = (_buf("topk_keys_a", n, kt), _buf("topk_keys_b", n, kt))
         self.idx = (_buf("topk_idx_a", n, "int32"), _buf("topk_idx_b", n, "int32"))
         self.hist = _buf("topk_hist", passes * BUCKETS, "int32")
+        self.top = _buf("topk_top", SPLIT * BUCKETS, "int32")
         self.scalars = _buf("topk_scalars", 4, "int32")
 
     def allocate(self, body: S.Stmt) -> S.Stmt:
-        for b in (*self.keys, *self.idx, self.hist, self.scalars):
+        for b in (*self.keys, *self.idx, self.hist, self.top, self.scalars):
             body = S.Allocate(b, body)
         return body
 
@@ -161,29 +170,47 @@ def _zero_histograms(row: _Row) -> S.Stmt:
 
 
 def _read(row: _Row, x: S.Buffer, base: tuple, ax: int, largest: bool) -> S.Stmt:
-    """Keys and indices in index order (pair 0), and every pass's histogram, from one read of
-    the row."""
+    """The keys in index order (pair 0's keys; its indices are implied: t at t) and the top
+    digit's histogram, from one read of the row. The top digit (sign and exponent of a float) takes few values, so consecutive
+    elements often count into one bucket: SPLIT histograms (by t % SPLIT) keep those
+    increments independent."""
+    top = row.passes - 1
+
     def element(t):
         # the value and its key as lets: a load inside a select's branch is made safe by its
         # own select of the index, which would chain the loads
         v, key = E.Var("topk_x", x.dtype), E.Var("topk_key", KEY_DTYPES[x.dtype])
+        slot = (t % _c(SPLIT)) * _c(BUCKETS) + _digit(_load(row.keys[0], t), top)
         return S.LetStmt(v, E.Load(x, _at(base, ax, t)), S.LetStmt(key, _key(
             v, x.dtype, largest), S.seq(
-                _store(row.keys[0], t, key), _store(row.idx[0], t, t.astype("int32")),
-                *_count_digits(row, _load(row.keys[0], t)))))
+                _store(row.keys[0], t, key), _store(row.top, slot, _load(row.top, slot) + _c(1, "int32")))))
 
-    return S.seq(_zero_histograms(row), _for("topk_t", row.n, element))
+    zero = _for("topk_z", SPLIT * BUCKETS, lambda d: _store(row.top, d, _c(0, "int32")))
+    return S.seq(zero, _for("topk_t", row.n, element))
 
 
-def _pass(row: _Row, p: int, src: int, count: E.Expr) -> S.Stmt:
+def _count(row: _Row, pair: int, count: E.Expr) -> S.Stmt:
+    """Every pass's histogram of the first `count` keys of pair `pair`."""
+    def element(t):
+        return S.seq(*_count_digits(row, _load(row.keys[pair], t)))
+
+    return S.seq(_zero_histograms(row), _for(f"topk_g{pair}", count, element))
+
+
+def _pass(row: _Row, p: int, src: int, count: E.Expr, in_order: bool) -> S.Stmt:
     """Counting-sort pass p (digit p) of the first `count` pairs of pair `src` into the other
-    pair: a copy when every element has the same digit."""
+    pair: a copy when every element has the same digit. in_order: the source pairs are the
+    row in index order (pair t holds index t: not read)."""
     sk, si = row.keys[src], row.idx[src]
     dk, di = row.keys[1 - src], row.idx[1 - src]
+
+    def index(t):
+        return t.astype("int32") if in_order else _load(si, t)
+
     hb = _c(p * BUCKETS)
     same = _load(row.hist, hb + _digit(_load(sk, _c(0)), p)) == count.astype("int32")
     copy = _for(f"topk_c{p}", count, lambda t: S.seq(
-        _store(dk, t, _load(sk, t)), _store(di, t, _load(si, t))))
+        _store(dk, t, _load(sk, t)), _store(di, t, index(t))))
 
     def start(d):  # bucket d's first slot: the exclusive prefix sum of the counts
         c = E.Var("topk_count", "int32")
@@ -196,7 +223,7 @@ def _pass(row: _Row, p: int, src: int, count: E.Expr) -> S.Stmt:
         pos = E.Var("topk_pos", "int32")
         at = pos.astype("int64")
         return S.LetStmt(pos, _load(row.hist, slot), S.seq(
-            _store(dk, at, _load(sk, t)), _store(di, at, _load(si, t)),
+            _store(dk, at, _load(sk, t)), _store(di, at, index(t)),
             _store(row.hist, slot, pos + _c(1, "int32"))))
 
     sort = S.seq(row.set(row.SUM, _c(0, "int32")), _for(f"topk_d{p}", BUCKETS, start),
@@ -204,24 +231,27 @@ def _pass(row: _Row, p: int, src: int, count: E.Expr) -> S.Stmt:
     return S.IfThenElse(same, copy, sort)
 
 
-def _sort(row: _Row, src: int, count: E.Expr) -> tuple:
+def _sort(row: _Row, src: int, count: E.Expr, in_order: bool) -> tuple:
     """Every pass over the first `count` pairs of pair `src`: the statements, and the pair
     that holds the sorted result."""
-    passes = [_pass(row, p, (src + p) % 2, count) for p in range(row.passes)]
+    passes = [_pass(row, p, (src + p) % 2, count, in_order and p == 0)
+              for p in range(row.passes)]
     return S.seq(*passes), (src + row.passes) % 2
 
 
 def _boundary(row: _Row, k: int) -> S.Stmt:
     """From the top digit's histogram: BOUND, the bucket holding the k-th best key, and COUNT,
     how many keys lie in it or before it (the candidates: every key after it has k ahead)."""
-    top = _c((row.passes - 1) * BUCKETS)
     kk = _c(k, "int32")
 
     def bucket(d):
         c = E.Var("topk_in", "int32")
         before = row.get(row.SUM)
         here = (before < kk) & (before + c >= kk)
-        return S.LetStmt(c, _load(row.hist, top + d), S.seq(
+        count = _load(row.top, d)
+        for part in range(1, SPLIT):
+            count = count + _load(row.top, _c(part * BUCKETS) + d)
+        return S.LetStmt(c, count, S.seq(
             S.IfThenElse(here, S.seq(row.set(row.BOUND, d.astype("int32")),
                                      row.set(row.COUNT, before + c))),
             row.set(row.SUM, before + c)))
@@ -242,13 +272,9 @@ def _compact(row: _Row) -> S.Stmt:
                      _store(row.idx[1], pos, t.astype("int32")),
                      row.set(row.POS, row.get(row.POS) + keep.astype("int32")))
 
-    def count(t):
-        return S.seq(*_count_digits(row, _load(row.keys[1], t)))
-
     c = E.Var("topk_candidates", "int64")
     return S.seq(row.set(row.POS, _c(0, "int32")), _for("topk_f", row.n, element),
-                 _zero_histograms(row),
-                 S.LetStmt(c, row.get(row.COUNT).astype("int64"), _for("topk_g", c, count)))
+                 S.LetStmt(c, row.get(row.COUNT).astype("int64"), _count(row, 1, c)))
 
 
 def _write(out: S.Buffer, base: tuple, ax: int, k: int, idx: S.Buffer) -> S.Stmt:
@@ -262,22 +288,26 @@ FILTER_FRACTION = 0.5
 
 
 def _sort_rows(x: S.Buffer, out: S.Buffer, ax: int, n: int, k: int, largest: bool) -> S.Stmt:
-    shape = tuple(x.shape)
-    rows = 1
+    shape = tuple(E.as_int(d) if E.as_int(d) is not None else d for d in x.shape)
+    rows = _c(1)
     for d, extent in enumerate(shape):
-        rows *= int(E.as_int(extent)) if d != ax else 1
+        rows = rows * _extent(extent) if d != ax else rows
     passes = dt.bits(x.dtype) // RADIX_BITS
-    kind = "parallel" if rows > 1 and rows * n >= PARALLEL_ELEMENTS else "serial"
+    known = E.as_int(simplify(rows))
+    rows = _c(known) if known is not None else rows
+    # a symbolic count of rows is taken as many (the pool splits what there is)
+    kind = "serial" if known is not None and (known == 1 or known * n < PARALLEL_ELEMENTS) \
+        else "parallel"
 
     def row_body(r):
         row = _Row(n, KEY_DTYPES[x.dtype], passes)
         base = _row_index(r, shape, ax)
-        full, final = _sort(row, 0, _c(n))
-        whole = S.seq(full, _write(out, base, ax, k, row.idx[final]))
+        full, final = _sort(row, 0, _c(n), True)
+        whole = S.seq(_count(row, 0, _c(n)), full, _write(out, base, ax, k, row.idx[final]))
         if k * 2 > n:  # at least half the row is wanted: no filter can pay
             return row.allocate(S.seq(_read(row, x, base, ax, largest), whole))
         c = E.Var("topk_c", "int64")
-        some, final_c = _sort(row, 1, c)
+        some, final_c = _sort(row, 1, c, False)
         filtered = S.seq(_compact(row), S.LetStmt(c, row.get(row.COUNT).astype("int64"), S.seq(
             some, _write(out, base, ax, k, row.idx[final_c]))))
         small = row.get(row.COUNT) <= _c(int(n * FILTER_FRACTION), "int32")

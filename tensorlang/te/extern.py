@@ -25,7 +25,13 @@ raised as a KernelError naming the function and the code. tl.call_extern also ca
 function per element inside a tl.compute (``lambda i: tl.call_extern("float32", "f", A[i])``
 for ``float f(float)``), in any loop, parallel and vectorized ones included. A name registered
 with ``tl.register_func(name, library=..., symbol=...)`` calls its C function the same way
-through tl.call_packed. runtime/extern_c.py has the conventions and how symbols are found."""
+through tl.call_packed. runtime/extern_c.py has the conventions and how symbols are found.
+
+The library's own kernels with data-dependent control flow (TopK's radix sort, ops/sort_kernel.py)
+give the body as loop IR instead (TVM's extern with an ir_builder body): fcompute returns an
+``IRBody(name, build)`` and lowering calls ``build(in_buffers, out_buffers)`` for the statement
+(loops, ifs on loaded values, its own allocations), compiled into the kernel like any other: no
+library to find when a saved kernel is loaded."""
 
 from __future__ import annotations
 

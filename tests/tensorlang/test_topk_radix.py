@@ -165,3 +165,19 @@ def _ort_run(model, feeds):
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     return dict(zip(names, sess.run(names, feeds)))
+
+
+def test_symbolic_rows():
+    """A symbolic count of rows (issue 19's shape variables): the kernel's row loop runs to
+    the bound size."""
+    b = tl.var("batch")
+    X = tl.placeholder((b, 300), name="X")
+    with _forced(True):
+        v, i = tl.ops.topk(X, 20)
+    assert isinstance(i.op, ExternOp)
+    f = tl.build(tl.ops.default_schedule([v, i]), [X, v, i])
+    for rows in (1, 5):
+        a = data((rows, 300), "float32")
+        gv, gi = np.zeros((rows, 20), np.float32), np.zeros((rows, 20), np.int64)
+        f(a, gv, gi)
+        np.testing.assert_array_equal(gi, reference(a, 20, 1, True))
