@@ -1,0 +1,199 @@
+"""A whole model tuned with template-free tasks (issue 20): latency untuned, tuned with the
+template tasks only, and tuned with the template tasks plus a template-free task for every
+kernel no template covers (`graph.extract_tasks(g, template_free=True)`), against onnxruntime.
+
+Models: ``shufflenet`` (ShuffleNet-v1-style, built here: 1x1 group convs with 4 groups, channel
+shuffles as Reshape-Transpose-Reshape, 3x3 depthwise convs, stride-2 units that concat an
+average-pooled shortcut; 224^2 input) and ``transformer`` (graph.model_zoo.transformer_block).
+
+Tuning: every task with the EvolutionTuner, ``--trials`` each, batches of 16; the template
+tasks' records go to ``tmpl.jsonl``, which is copied to ``all.jsonl`` before the template-free
+tasks append theirs, so the two tuned builds differ only by the template-free records.
+Latency: each round times every contender (``gm.run`` / ``sess.run`` on the same input,
+median of ``--number`` calls after a warm-up) with 0.2 s pauses, rotating the order; the
+figures are medians over the rounds. Outputs are checked against onnxruntime first.
+
+    python benchmarks/tune_free_model.py [--model shufflenet] [--trials 32] [--rounds 7]
+        [--logdir /tmp/tune_free_model] [--phase all|templates|free|measure]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import time
+
+import numpy as np
+from tensorlang.graph import model_zoo
+from tensorlang.graph.tuning_free import FreeGraphTask
+
+from tensorlang import autotune, graph
+
+PAUSE_S = 0.2
+GROUPS = 4
+
+
+def _shuffle(m, x, c: int, hw: int):
+    """ShuffleNet's channel shuffle: [1, g, c/g, h, w] -> swap the group axes -> [1, c, h, w]."""
+    x = m.op("Reshape", [x, m.const(np.array([1, GROUPS, c // GROUPS, hw, hw], np.int64))])
+    x = m.op("Transpose", [x], perm=[0, 2, 1, 3, 4])
+    return m.op("Reshape", [x, m.const(np.array([1, c, hw, hw], np.int64))])
+
+
+def _unit(m, x, cin: int, cout: int, hw: int, stride: int, first: bool = False):
+    """One ShuffleNet v1 unit at input size hw; returns (output, output size)."""
+    branch_out = cout - cin if stride == 2 else cout
+    mid = cout // 4
+    y = m.conv_bn(x, cin, mid, 1, groups=1 if first else GROUPS)
+    y = _shuffle(m, y, mid, hw)
+    y = m.conv_bn(y, mid, mid, 3, stride=stride, groups=mid, relu=False)
+    y = m.conv_bn(y, mid, branch_out, 1, groups=GROUPS, relu=False)
+    if stride == 1:
+        return m.op("Relu", [m.op("Add", [y, x])]), hw
+    sc = m.op("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+    return m.op("Relu", [m.op("Concat", [y, sc], axis=1)]), hw // 2
+
+
+def shufflenet(size: int = 224, classes: int = 1000, repeats=(3, 3)):
+    """A ShuffleNet-v1-style network (g = 4): stem, two stages (240 and 480 channels)."""
+    m = model_zoo._M(11)
+    x = m.conv_bn("x", 3, 24, 3, stride=2)
+    x = m.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+    hw, cin = size // 4, 24
+    for stage, cout in enumerate((240, 480)):
+        x, hw = _unit(m, x, cin, cout, hw, 2, first=stage == 0)
+        for _ in range(repeats[stage]):
+            x, hw = _unit(m, x, cout, cout, hw, 1)
+        cin = cout
+    x = m.op("Flatten", [m.op("GlobalAveragePool", [x])], axis=1)
+    y = m.op("Gemm", [x, m.w((classes, cin)), m.w((classes,), 0.1)], transB=1)
+    return m.model("shufflenet_g4", [("x", [1, 3, size, size])], [y])
+
+
+MODELS = {"shufflenet": shufflenet,
+          "transformer": lambda: model_zoo.transformer_block(128, 256, 4, 1024)}
+
+
+def _tune_group(tasks: list, trials: int, log: str, seed: int) -> dict:
+    opt = autotune.measure_option(autotune.LocalBuilder(n_parallel=2, timeout=40),
+                                  autotune.LocalRunner(number=3, repeat=3, timeout=10))
+    stats = {"tasks": len(tasks), "trials": 0, "refused": 0, "failed": 0, "wall": 0.0}
+    try:
+        for task in tasks:
+            t0 = time.perf_counter()
+            tuner = autotune.EvolutionTuner(task, batch_size=16, seed=seed)
+            tuner.tune(trials, opt, callbacks=[autotune.log_to_file(log)])
+            stats["wall"] += time.perf_counter() - t0
+            stats["trials"] += sum(r.key == task.key for r in autotune.load_records(log))
+            stats["refused"] += tuner.refused
+            stats["failed"] += sum(tuner.errors.values())
+            print(f"#   {task.name} {getattr(task, 'op', '')} {task.nodes[:2]}: "
+                  f"{tuner.best_flops / 1e9:.1f} GFLOP/s, {time.perf_counter() - t0:.0f} s",
+                  flush=True)
+    finally:
+        opt.close()
+    return stats
+
+
+def _build(g, log: str | None):
+    rep = graph.BuildReport()
+    t0 = time.perf_counter()
+    gm = graph.build(g, tuning_log=log, report=rep)
+    tuned = sum(k.tuned for k in rep.kernels)
+    print(f"# build with {log}: {time.perf_counter() - t0:.0f} s, {tuned} of "
+          f"{len(rep.kernels)} kernels tuned, {len(rep.tuned_failures)} records not used",
+          flush=True)
+    return gm
+
+
+def _ort_session(model):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = os.cpu_count()
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+
+
+def _median_time(fn, number: int) -> float:
+    time.sleep(PAUSE_S)
+    fn()
+    times = []
+    for _ in range(number):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _first(outputs) -> np.ndarray:
+    return np.asarray(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs[0])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=sorted(MODELS), default="shufflenet")
+    ap.add_argument("--trials", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--number", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--logdir", default="tune_free_model_logs")
+    ap.add_argument("--phase", choices=["all", "templates", "free", "measure"], default="all",
+                    help="tune the template tasks only, then (a second run) the template-free "
+                         "ones only, then measure: each part under ~8 minutes")
+    a = ap.parse_args()
+    os.makedirs(a.logdir, exist_ok=True)
+    tmpl_log = os.path.join(a.logdir, f"{a.model}-tmpl.jsonl")
+    all_log = os.path.join(a.logdir, f"{a.model}-all.jsonl")
+    model = MODELS[a.model]()
+    g = graph.from_onnx(model)
+    tasks = graph.extract_tasks(g, template_free=True)
+    free = [t for t in tasks if isinstance(t, FreeGraphTask)]
+    tmpl = [t for t in tasks if not isinstance(t, FreeGraphTask)]
+    print(f"# {a.model}: {len(tmpl)} template tasks, {len(free)} template-free tasks "
+          f"({', '.join(sorted({t.op for t in free}))}); load {os.getloadavg()}; "
+          f"{time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+    if a.phase in ("all", "templates"):
+        for p in (tmpl_log, all_log):
+            if os.path.exists(p):
+                os.remove(p)
+        st = _tune_group(tmpl, a.trials, tmpl_log, a.seed)
+        print(f"# template tasks: {st}", flush=True)
+    if a.phase in ("all", "free"):
+        shutil.copyfile(tmpl_log, all_log)
+        sf = _tune_group(free, a.trials, all_log, a.seed)
+        print(f"# template-free tasks: {sf}", flush=True)
+    if a.phase in ("templates", "free"):
+        return
+    x = np.random.default_rng(0).standard_normal(
+        [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]).astype(np.float32)
+    sess = _ort_session(model)
+    ref = sess.run(None, {"x": x})[0]
+    gms = {"untuned": _build(g, None), "templates": _build(g, tmpl_log),
+           "templates+free": _build(g, all_log)}
+    contenders = {k: (lambda gm=gm: gm.run(x=x)) for k, gm in gms.items()}
+    contenders["onnxruntime"] = lambda: sess.run(None, {"x": x})
+    for k, gm in gms.items():
+        err = np.abs(_first(gm.run(x=x)) - ref).max() / (np.abs(ref).max() + 1e-30)
+        print(f"# {k}: max |ours - onnxruntime| / max |onnxruntime| = {err:.1e}", flush=True)
+    times = {k: [] for k in contenders}
+    for r in range(a.rounds):
+        order = list(contenders)
+        order = order[r % len(order):] + order[:r % len(order)]
+        for k in order:
+            times[k].append(_median_time(contenders[k], a.number))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"# load after {os.getloadavg()}")
+    print("| build | ms | vs untuned | onnxruntime time / ours |")
+    print("|---|---|---|---|")
+    for k, v in med.items():
+        print(f"| {k} | {v * 1e3:.3f} | {med['untuned'] / v:.2f} | "
+              f"{med['onnxruntime'] / v:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
