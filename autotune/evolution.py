@@ -5,7 +5,8 @@ visited set, records, progress bar, resume) with two differences:
 
 - every candidate is instantiated with the legality checks on (the primitives' islpy checks and
   the whole-schedule check) *before* its features are computed: an illegal fill is refused
-  there, counted (`refused`), never featurized, ranked, built or measured;
+  there, counted (`refused`), never featurized, ranked, built or measured; a fill whose
+  schedule (its trace) another config already gave is dropped the same way (`duplicates`);
 - the search is a genetic algorithm over the decisions: a population seeded with the best
   measured configs and random legal fills; children by crossover (each stage's decisions taken
   from one parent: the knobs ``s<k>.*`` travel together) and mutation (a tile size moved
@@ -18,6 +19,7 @@ It works on template tasks too (their knobs are grouped by name prefix the same 
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import numpy as np
@@ -50,7 +52,11 @@ class EvolutionTuner(XGBTuner):
         self.crossover_prob = crossover_prob
         self.mutation_prob = mutation_prob
         self.search_stats.update(refused=0, oversized=0, generations=0,
-                                 feature_errors=0)
+                                 feature_errors=0, duplicates=0)
+        # trace digest -> the first config whose schedule it is: decisions a sketch ignores
+        # (the packing of a stage tiled without an accumulator...) give the same schedule
+        # under another index, which would be measured again as a new candidate
+        self._schedules: dict[bytes, int] = {}
         self._groups = _knob_groups(list(self.space.knobs))
         self._split_moves: dict[tuple[str, int], list[int]] = {}
 
@@ -85,11 +91,22 @@ class EvolutionTuner(XGBTuner):
             return None
         except TemplateTimeout as e:
             return e
+        if self._is_duplicate(idx, s):
+            return None
         try:
             return extract_features(lower_for_features(s, args))
         except Exception:  # noqa: BLE001 - a legal schedule the lowering rejects: not ranked
             self.search_stats["feature_errors"] += 1
             return None
+
+    def _is_duplicate(self, idx: int, s) -> bool:
+        """Whether another config already gave this schedule (counted; never ranked or
+        measured again: the first one stands for it)."""
+        digest = hashlib.blake2b(s.trace.dumps().encode(), digest_size=16).digest()
+        if self._schedules.setdefault(digest, idx) == idx:
+            return False
+        self.search_stats["duplicates"] += 1
+        return True
 
     def _random_unvisited(self, n: int, exclude: set | None = None) -> list[int]:
         exclude = exclude or set()

@@ -65,13 +65,32 @@ def test_search_returns_only_legal_candidates_and_counts_the_refused():
     ranked = t._search(16)
     assert ranked
     assert t.refused > 0  # random fills that factor the non-commutative reduction
-    refused = [i for i, f in t._feat.items() if f is None]
+    dropped = [i for i, f in t._feat.items() if f is None]
+    refused = [i for i in dropped
+               if t.space.get(i).entities["s0.rule"].val in ("rf_lanes", "rf_par")]
     assert len(refused) == t.refused
-    for i in refused:  # never ranked, never to be measured
+    # the others gave a schedule an earlier config gave (decisions the sketch ignores)
+    assert len(dropped) - len(refused) == t.search_stats["duplicates"]
+    for i in dropped:  # never ranked, never to be measured
         assert i not in ranked and i in t.visited
-        assert t.space.get(i).entities["s0.rule"].val in ("rf_lanes", "rf_par")
     for i in ranked:
         assert t._legal.get(i) is True
+
+
+def test_a_config_giving_an_already_seen_schedule_is_dropped_as_a_duplicate():
+    t = _tuner(W.plain_matmul, (64, 128, 32))
+    space = t.space
+    ents = dict(space.get(space.fallback_index()).entities)
+    ents["s0.rule"] = next(e for e in space.knobs["s0.rule"].entities if e.val == "plain")
+    same = []
+    for pack in space.knobs["s0.pack"].entities:  # no accumulator: nothing to pack for
+        ents["s0.pack"] = pack
+        same.append(space.index_of(ents))
+    assert len(set(same)) == 3
+    t.featurize(same)
+    assert t._feat[same[0]] is not None
+    assert all(t._feat[i] is None and i in t.visited for i in same[1:])
+    assert t.search_stats["duplicates"] == 2 and t.refused == 0
 
 
 def test_evolution_tuner_rejects_bad_arguments():
