@@ -6,9 +6,14 @@ own estimate (sum of weight x best kernel time) from its curve file.
 
     python benchmarks/task_scheduler.py [--budget 2000] [--size 224] [--width 64]
                                         [--tuner xgb] [--rounds 7] [--dir DIR]
+                                        [--steps tune-heaviest-first,tune-scheduler,time]
 
-Needs a quiet machine: both tunings and the timings share the cores. A tiny run that proves the
-script works: --budget 60 --size 56 --width 16 --tuner random --round-trials 2.
+Both strategies measure candidates as the model runs them (model_measure_option: caches evicted
+before each timed call, a task's non-constant inputs read back); the last lines compare each
+task's best record with its kernel's time inside a run of the built model (fidelity). The
+thread count is the runtime's (TENSORLANG_NUM_THREADS). Needs a quiet machine: both tunings and
+the timings share the cores. A tiny run that proves the script works: --budget 60 --size 56
+--width 16 --tuner random --round-trials 2.
 """
 
 from __future__ import annotations
@@ -22,18 +27,21 @@ import time
 import warnings
 
 import numpy as np
+from tensorlang.autotune.measure import _cold_costs
+from tensorlang.autotune.task_scheduler import model_measure_option
 from tensorlang.graph import model_zoo
 
-from tensorlang import autotune, graph
+from tensorlang import autotune, graph, runtime
 
 FRACTIONS = (0.25, 0.5, 1.0)
+STEPS = ("tune-heaviest-first", "tune-scheduler", "time")
 PAUSE_S = 0.3  # between two timed builds: a previous run's worker threads may still spin
 
 
 def measure_option():
-    return autotune.measure_option(
-        builder=autotune.LocalBuilder(n_parallel=os.cpu_count()),
-        runner=autotune.LocalRunner(number=2, repeat=3, min_repeat_ms=20, timeout=10))
+    """Both strategies measure as the model runs its kernels: each call from evicted caches,
+    the task's non-constant inputs read back first (TaskScheduler's default)."""
+    return model_measure_option(repeat=10, n_parallel=os.cpu_count())
 
 
 def heaviest_first(tasks, budget: int, log: str, tuner: str, seed: int) -> float:
@@ -83,14 +91,57 @@ def estimate_from_log(tasks, log: str, default: dict[str, float]) -> float:
 
 
 def default_times(tasks) -> dict[str, float]:
-    """Each task's default schedule (the template's fallback config), timed once."""
+    """Each task's default schedule (the template's fallback config), timed as the runner
+    times a candidate (its evict_bytes streamed through the caches, its warm_args read back)."""
     import tensorlang as tl
 
     out = {}
     for t in tasks:
         f = tl.build(*t.instantiate(autotune.FallbackConfig()), name="default")
-        out[t.key] = f.time_evaluator(number=3, repeat=3)(*_arrays(f)).median
+        out[t.key] = statistics.mean(_cold_costs(f, _arrays(f), 1, 10, 0.0, t.warm_args,
+                                                 t.evict_bytes))
     return out
+
+
+def in_run_times(gm, x: np.ndarray, runs: int = 15) -> dict[str, float]:
+    """Node -> seconds of its kernel inside a run: every step of the model called once, in
+    order, each call timed on its own (the caches as the kernels before it leave them), the
+    median over `runs` runs. Their sum is a run's time less the driver's."""
+    from tensorlang.runtime.graph_module import _time_native
+
+    gm.run(x=x)  # sets the model's own buffers, which the steps read and write
+    gm.set_input(x=x)
+    steps = gm._own.steps  # (function, raw arguments, step, kernel module) in run order
+    per = {st["node"]: [] for _fn, _raw, st, _k in steps}
+    for _ in range(runs):
+        for fn, raw, st, k in steps:
+            per[st["node"]].append(_time_native(k.function_address, fn, list(raw), 1)[0])
+    return {node: statistics.median(v) for node, v in per.items()}
+
+
+def fidelity(tasks, log: str, gm, x: np.ndarray) -> str:
+    """Each task's best record against its kernel's time inside a run of the model built from
+    `log` (the median over its nodes), weighted sums, and the worst task."""
+    best: dict[str, float] = {}
+    for r in autotune.load_records(log):
+        if r.valid:
+            best[r.key] = min(best.get(r.key, float("inf")), r.cost)
+    in_run = in_run_times(gm, x)
+    rec_sum = run_sum = 0.0
+    ratios = []
+    for t in tasks:
+        if t.key not in best:
+            continue
+        mine = statistics.median(in_run[n] for n in t.nodes)
+        rec_sum += t.weight * best[t.key]
+        run_sum += t.weight * mine
+        ratios.append((best[t.key] / mine, t))
+    lo, hi = min(ratios, key=lambda p: p[0]), max(ratios, key=lambda p: p[0])
+    return (f"records {rec_sum * 1e3:.3f} ms vs in-run {run_sum * 1e3:.3f} ms (weighted, "
+            f"{len(ratios)} tasks; all steps in a run {sum(in_run.values()) * 1e3:.3f} ms); "
+            f"record / in-run per task {lo[0]:.2f} ({lo[1].op} {lo[1].nodes[0]}) to "
+            f"{hi[0]:.2f} ({hi[1].op} {hi[1].nodes[0]}), median "
+            f"{statistics.median(p[0] for p in ratios):.2f}")
 
 
 def _arrays(f):
@@ -131,7 +182,8 @@ def reached_at(by_fraction: dict[float, float], target: float) -> str:
 def load_and_cpu() -> str:
     from tensorlang.codegen.target import Target
 
-    return f"CPU {Target.host().cpu}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+    return (f"CPU {Target.host().cpu}, {os.cpu_count()} cores, {runtime.get_num_threads()} "
+            f"threads, load {os.getloadavg()[0]:.1f}")
 
 
 def build(g, log: str | None):
@@ -151,7 +203,13 @@ def main() -> None:
                     help="the scheduler's trials per round (every task gets one round first)")
     ap.add_argument("--rounds", type=int, default=7, help="timing rounds (median)")
     ap.add_argument("--dir", default=None, help="where the logs go (default: a temp dir)")
+    ap.add_argument("--steps", default=",".join(STEPS),
+                    help="comma-separated, of " + ", ".join(STEPS) + " (a tuning step resumes "
+                    "its log in --dir: run them one at a time to keep each run short)")
     a = ap.parse_args()
+    steps = a.steps.split(",")
+    if not set(steps) <= set(STEPS):
+        ap.error(f"--steps: {sorted(set(steps) - set(STEPS))} not among {list(STEPS)}")
     out = a.dir or tempfile.mkdtemp(prefix="tl-bench-sched-")
     os.makedirs(out, exist_ok=True)
     model = model_zoo.resnet50(1, a.size, 1000, a.width)
@@ -162,10 +220,21 @@ def main() -> None:
           f"{a.tuner}, logs in {out}", flush=True)
     logs = {"heaviest-first": os.path.join(out, "heaviest_first.jsonl"),
             "scheduler": os.path.join(out, "scheduler.jsonl")}
-    walls = {"heaviest-first": heaviest_first(tasks, a.budget, logs["heaviest-first"],
-                                              a.tuner, a.seed),
-             "scheduler": scheduled(tasks, a.budget, logs["scheduler"], a.tuner, a.seed,
-                                    a.round_trials)}
+    walls_file = os.path.join(out, "walls.json")
+    walls = {}
+    if os.path.exists(walls_file):  # tuning seconds of the steps run before
+        with open(walls_file) as f:
+            walls = json.load(f)
+    if "tune-heaviest-first" in steps:
+        walls["heaviest-first"] = walls.get("heaviest-first", 0.0) + heaviest_first(
+            tasks, a.budget, logs["heaviest-first"], a.tuner, a.seed)
+    if "tune-scheduler" in steps:
+        walls["scheduler"] = walls.get("scheduler", 0.0) + scheduled(
+            tasks, a.budget, logs["scheduler"], a.tuner, a.seed, a.round_trials)
+    with open(walls_file, "w") as f:
+        json.dump(walls, f)
+    if "time" not in steps:
+        return
     defaults = default_times(tasks)
     builds = {"untuned": build(g, None)}
     estimates = {}
@@ -193,7 +262,8 @@ def main() -> None:
     for name in logs:
         cells = [f"{measured[(name, f)] * 1e3:.2f} ({estimates[(name, f)] * 1e3:.2f})"
                  for f in FRACTIONS]
-        print(f"| {name} | " + " | ".join(cells) + f" | {used[name]} | {walls[name]:.0f} |")
+        print(f"| {name} | " + " | ".join(cells) + f" | {used[name]} | "
+              f"{walls.get(name, float('nan')):.0f} |")
     print(f"\ntiming spread (IQR / median over {a.rounds} rounds, medians above): "
           + ", ".join(f"{k if isinstance(k, str) else f'{k[0]} {int(k[1] * 100)}%'} "
                       f"{spread(v) * 100:.1f}%" for k, v in rounds.items()))
@@ -205,6 +275,8 @@ def main() -> None:
     print(f"scheduler reaches heaviest-first's final estimate ({goal * 1e3:.3f} ms, sum of "
           "weight x best kernel time) "
           + reached_at({f: estimates[("scheduler", f)] for f in FRACTIONS}, goal))
+    for name, log in logs.items():
+        print(f"fidelity, {name} 100%: " + fidelity(tasks, log, builds[(name, 1.0)], x))
     curve = logs["scheduler"] + ".curve.jsonl"
     with open(curve) as f:
         curve_rounds = [json.loads(line) for line in f]

@@ -502,3 +502,17 @@ def test_cli_tunes_a_model_within_a_trial_budget(tmp_path, capsys):
     assert len(autotune.load_records(log)) == 5
     curve = [json.loads(x) for x in (tmp_path / "cnn.jsonl.curve.jsonl").read_text().splitlines()]
     assert [c["trials"] for c in curve] == [3, 5]
+
+
+def test_by_default_each_trial_is_timed_from_the_caches_a_model_run_leaves(tmp_path):
+    """Without a measure option the scheduler measures as a model runs its kernels
+    (model_measure_option): each of 10 repeats one call after the caches were flushed, so
+    every record holds 10 costs (a back-to-back runner's repeats are 3)."""
+    task = autotune.create_task("test_scheduler_knob", (4096, 2), "llvm")
+    task.warm_args = (0,)
+    log = tmp_path / "default.jsonl"
+    autotune.TaskScheduler([task], log_file=log, tuner="grid", round_trials=2,
+                           progress=False).tune(n_trial=2)
+    records = autotune.load_records(log)
+    assert len(records) == 2 and all(r.valid and len(r.result["costs"]) == 10
+                                     for r in records)
