@@ -292,12 +292,14 @@ def _declare_pack(cfg, nd: Node) -> None:
     """Operand packing: which reused input (by position among the op's inputs; -1: none) is
     copied, inside the tile loops, into a buffer whose innermost dimension is the one the
     vector axis indexes (B of a matmul into [K, nb] panels, a conv's weights into [IC, KH,
-    KW, ob]), and where: at the parallel outer tile loop or at the accumulator's tile."""
+    KW, ob]), and where: at the parallel outer tile loop, at the accumulator's tile, or once
+    per panel (the outer tile loops of the axes indexing the operand parallel, the others
+    inside them)."""
     if nd.fused_into is None and not nd.is_output:
         return  # a reduction tiled at the root ("plain" only): no accumulator to pack for
     cands = [-1] + packable_inputs(nd.op)
     cfg.define_knob(F.knob(nd.prefix, "pack"), cands, default=-1)
-    cfg.define_knob(F.knob(nd.prefix, "pack_at"), ["outer", "tile"], default="outer")
+    cfg.define_knob(F.knob(nd.prefix, "pack_at"), ["outer", "tile", "panel"], default="outer")
 
 
 def packable_inputs(op) -> list[int]:
@@ -501,19 +503,23 @@ def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
         if cfg[F.knob(p, "rule")].val == "plain":
             return _spatial_sink(cfg, out_st, p), None
         acc_st = s[nd.op]
-    pack = _cache_operand(cfg, s, nd, acc_st)
+    pack, panel = _cache_operand(cfg, s, nd, acc_st)
+    pack_at = cfg[F.knob(p, "pack_at")].val if pack is not None else None
     levels = [[], [], [], []]
     for a, iv in enumerate(out_st.op.axis):
         for lvl, loop in enumerate(_split(cfg, out_st, F.knob(p, f"S{a}"), iv)):
             levels[lvl].append(loop)
-    out_st.reorder(*levels[0], *levels[1], *levels[2], *_vector_last(cfg, p, levels[3]))
-    both = cfg[F.knob(p, "par")].val == 2
-    fused = _fuse_parallel(out_st, levels[0] + (levels[1] if both else []), True)
-    at = fused if both or cfg[F.knob(p, "level")].val == 0 else levels[1][-1]
+    if pack_at == "panel" and panel:
+        fused, at = _panel_loops(cfg, p, out_st, levels, panel)
+    else:
+        out_st.reorder(*levels[0], *levels[1], *levels[2], *_vector_last(cfg, p, levels[3]))
+        both = cfg[F.knob(p, "par")].val == 2
+        fused = _fuse_parallel(out_st, levels[0] + (levels[1] if both else []), True)
+        at = fused if both or cfg[F.knob(p, "level")].val == 0 else levels[1][-1]
     _vectorize_tile(cfg, out_st, p, levels[3])
     acc_st.compute_at(out_st, at)
     if pack is not None:
-        pack.compute_at(out_st, fused if cfg[F.knob(p, "pack_at")].val == "outer" else at)
+        pack.compute_at(out_st, at if pack_at == "tile" else fused)
         _vectorize(pack, pack.op.axis[-1], 2)
     outer, inner = [], []
     for a, iv in enumerate(_axes_in_order(acc_st, nd.op)):
@@ -533,6 +539,20 @@ def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
     return (out_st, fused), (acc_st, first)
 
 
+def _panel_loops(cfg, p: str, out_st, levels: list, panel: list) -> tuple:
+    """The outer tile loops of the axes that index the packed operand (a matmul's column
+    panels, a conv's output-channel blocks) fused and parallel, the other outer tile loops
+    inside them: the operand is packed once per panel, whatever the tiles of the other axes
+    (tl.ops.matmul's loop order). Returns (the panel loop, the accumulator's host loop)."""
+    rest = [x for a, x in enumerate(levels[0]) if a not in panel]
+    out_st.reorder(*(levels[0][a] for a in panel), *rest, *levels[1], *levels[2],
+                   *_vector_last(cfg, p, levels[3]))
+    fused = _fuse_parallel(out_st, [levels[0][a] for a in panel], True)
+    if cfg[F.knob(p, "level")].val == 0:
+        return fused, (rest or [fused])[-1]
+    return fused, levels[1][-1]
+
+
 def _axes_in_order(st, op) -> list:
     """The stage's spatial axes in the order of `op`'s (an accumulator stored in another
     layout keeps op's axis objects, permuted)."""
@@ -543,17 +563,21 @@ def _axes_in_order(st, op) -> list:
 def _cache_operand(cfg, s, nd: Node, acc_st):
     """The pack decision applied: the chosen reused input copied (cache_read) for the
     accumulator, the dimensions its vector axis indexes stored innermost. Returns the copy's
-    stage (attached by the caller), or None."""
+    stage (attached by the caller) or None, and the positions of the spatial axes that index
+    the operand (its panels: packed once each under pack_at "panel")."""
     which = cfg[F.knob(nd.prefix, "pack")].val
     if which < 0:
-        return None
+        return None, []
     src = nd.op.input_tensors[which]
     vec = nd.op.axis[_vector_axis(cfg, nd.prefix, len(nd.op.axis))].var
     idx = _reads(nd.op.body, src.op)[0]
     inner = [d for d, e in enumerate(idx) if any(v is vec for v in _vars((e,)))]
     order = [d for d in range(len(idx)) if d not in inner] + inner
     layout = order if order != list(range(len(idx))) else None
-    return s[s.cache_read(src, "local", [acc_st.op.output(0)], layout=layout)]
+    used = {id(v) for v in _vars(idx)}
+    panel = [a for a, iv in enumerate(nd.op.axis) if id(iv.var) in used and F.extent(iv) > 1]
+    copy = s.cache_read(src, "local", [acc_st.op.output(0)], layout=layout)
+    return s[copy], panel
 
 
 def _spatial_sink(cfg, out_st, p: str) -> tuple:

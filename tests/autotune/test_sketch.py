@@ -170,6 +170,9 @@ def test_packable_operands_are_the_reused_inputs():
     # the accumulator stored with i innermost
     ({"s0_pack": 0, "s0_pack_at": "tile", "s0_S0": [-1, 1, 2, 8], "s0_vec": 0},
      ["A.local: float32[32, 16]", "C.local: float32[16, 16]"]),
+    # once per column panel: the panel loop parallel, the row tiles inside it
+    ({"s0_pack": 1, "s0_pack_at": "panel", "s0_S1": [-1, 1, 1, 16], "s0_vec": 1},
+     ["parallel for j.outer.outer.outer in range(4):\n    allocate B.local: float32[32, 16]"]),
 ])
 def test_packed_matmul_sketches_are_legal_and_match_numpy(vals, buffers):
     task = autotune.create_task(W.plain_matmul, (48, 64, 32))
