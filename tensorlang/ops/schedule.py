@@ -387,12 +387,6 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
     if pack is not None and m is not None and m < 2 * tile_m:
         pack.compute_inline()
         pack = None
-    if m is None and not wide:
-        # a narrow N under a symbolic M: the guarded last tile indexes its accumulator by a
-        # run-time row count, so it stays in memory, scalar; fewer rows keep that tail short
-        # (a classifier's [M, 256] . [256, 10] prepacked, 1 thread, 4 / 2 rows: M=1 10.5 / 3.2
-        # us, M=64 13.5 / 14.2, M=1024 185 / 194)
-        tile_m = min(tile_m, 2)
     tm = matmul_row_tile(m, tile_m) if fit_rows else min(tile_m, m or tile_m)
     tn = matmul_col_tile(n, tile_n, lanes)
     jo, ji = o.split(j, factor=tn)

@@ -144,7 +144,8 @@ def test_gemm_symbolic_rows():
 
 def test_symbolic_row_tile_is_partitioned():
     """The register tile's guarded rows over a symbolic M are split off into a tail loop: the
-    main loop's k loop has no guard (a guard per row there halved the speed)."""
+    main loop's k loop has no guard (a guard per row there halved the speed), and the tail's
+    copies have constant rows (a run-time row count kept the accumulators in memory)."""
     n = tl.var("n")
     x = tl.placeholder((n, 64), name="x")
     w = tl.placeholder((48, 64), name="w")
@@ -152,9 +153,14 @@ def test_symbolic_row_tile_is_partitioned():
     text = str(tl.lower(ops.default_schedule([out]), [x, w, out]))
     main = text.split("parallel for")[1]
     assert "max(n // 4, 0)" in main and "if " not in main, text
-    # the last tile runs its valid rows only (a serial row loop, not 4 rows behind branches)
+    # the last tile is copied for each count of rows left (1-3), each copy with its rows
+    # constant (no guard, no row loop of run-time extent), and the body as it was last
     tail = text.split("parallel for")[2]
-    assert "range(min(4, n - " in tail and "if " not in tail, text
+    copies = tail.split("else:")
+    assert len(copies) == 4, text
+    for k, copy in enumerate(copies[:3], 1):
+        assert f"if n - i.outer * 4 == {k}:" in copy and "min(" not in copy, text
+    assert "range(min(4, n - " in copies[3] and "if " not in copies[3], text
 
 
 # ----------------------------------------------------------------------------- data movement
