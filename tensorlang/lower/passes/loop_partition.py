@@ -24,7 +24,10 @@ at a symbolic point instead, for the tail guards linear in its variable (`io * 6
 a register tile's rows): `a * io + rest < 0` holds for every value of the inner loops exactly
 while io < (a - 1 - max(rest)) // a, so the head piece drops those conjuncts (the simplifier
 cannot prove them over a symbolic range) and the tail piece keeps them (issue 19: a dense over
-`n` rows with 6 guarded rows in its k loop ran at half the speed of the static kernel)."""
+`n` rows with 6 guarded rows in its k loop ran at half the speed of the static kernel). When
+the tail tile allocates (an accumulator) and its rows are `n - a * io` for a shape variable n
+and a <= 4, the tail is copied per count of rows left with n replaced by `a * io + k`: its
+rows are then constants, and the accumulators stay in registers (_specialize_rows)."""
 
 from __future__ import annotations
 
