@@ -91,7 +91,7 @@ def _radix_cost(dtype: str, n: int) -> float:
 
 
 def _radix_wins(dtype: str, n: int, k: int, vector: bool, rows: int) -> bool:
-    if not sort_kernel.supports(dtype) or k < 1:
+    if not sort_kernel.supports(dtype) or k < 1 or n >= 1 << 31:  # int32 indices inside
         return False
     if FORCE_RADIX is not None:
         return FORCE_RADIX

@@ -131,9 +131,10 @@ def _store(b: S.Buffer, i, value) -> S.Store:
 
 class _Row:
     """The scratch of one row: keys and indices twice (a pass reads one pair, writes the
-    other), the histograms of every pass, and scalars (SUM, BOUND, COUNT, POS)."""
+    other), the histograms of every pass, the first read's top digit (SPLIT of them), the
+    next digit's of the candidates, and scalars (SUM, BOUND, COUNT, POS, BEFORE)."""
 
-    SUM, BOUND, COUNT, POS = 0, 1, 2, 3
+    SUM, BOUND, COUNT, POS, BEFORE = 0, 1, 2, 3, 4
 
     def __init__(self, n: int, kt: str, passes: int):
         self.n, self.passes = n, passes
@@ -141,10 +142,11 @@ class _Row:
         self.idx = (_buf("topk_idx_a", n, "int32"), _buf("topk_idx_b", n, "int32"))
         self.hist = _buf("topk_hist", passes * BUCKETS, "int32")
         self.top = _buf("topk_top", SPLIT * BUCKETS, "int32")
-        self.scalars = _buf("topk_scalars", 4, "int32")
+        self.scalars = _buf("topk_scalars", 5, "int32")
+        self.next = _buf("topk_next", BUCKETS, "int32")
 
     def allocate(self, body: S.Stmt) -> S.Stmt:
-        for b in (*self.keys, *self.idx, self.hist, self.top, self.scalars):
+        for b in (*self.keys, *self.idx, self.hist, self.top, self.next, self.scalars):
             body = S.Allocate(b, body)
         return body
 
@@ -239,42 +241,95 @@ def _sort(row: _Row, src: int, count: E.Expr, in_order: bool) -> tuple:
     return S.seq(*passes), (src + row.passes) % 2
 
 
-def _boundary(row: _Row, k: int) -> S.Stmt:
-    """From the top digit's histogram: BOUND, the bucket holding the k-th best key, and COUNT,
-    how many keys lie in it or before it (the candidates: every key after it has k ahead)."""
-    kk = _c(k, "int32")
-
+def _boundary(row: _Row, counts, k: E.Expr, name: str) -> S.Stmt:
+    """From a histogram (counts(d): bucket d's count): BOUND, the bucket holding the k-th best
+    key, BEFORE and COUNT, how many keys lie before it and up to it (every key after it has k
+    ahead)."""
     def bucket(d):
         c = E.Var("topk_in", "int32")
         before = row.get(row.SUM)
-        here = (before < kk) & (before + c >= kk)
-        count = _load(row.top, d)
-        for part in range(1, SPLIT):
-            count = count + _load(row.top, _c(part * BUCKETS) + d)
-        return S.LetStmt(c, count, S.seq(
+        here = (before < k) & (before + c >= k)
+        return S.LetStmt(c, counts(d), S.seq(
             S.IfThenElse(here, S.seq(row.set(row.BOUND, d.astype("int32")),
+                                     row.set(row.BEFORE, before),
                                      row.set(row.COUNT, before + c))),
             row.set(row.SUM, before + c)))
 
     return S.seq(row.set(row.SUM, _c(0, "int32")), row.set(row.BOUND, _c(BUCKETS - 1, "int32")),
-                 row.set(row.COUNT, _c(row.n, "int32")), _for("topk_b", BUCKETS, bucket))
+                 row.set(row.BEFORE, _c(0, "int32")), row.set(row.COUNT, _c(row.n, "int32")),
+                 _for(name, BUCKETS, bucket))
 
 
-def _compact(row: _Row) -> S.Stmt:
-    """The candidates, in index order, into pair 1 (branch-free: every pair is written at POS,
-    which moves on past a candidate only), with their histograms."""
-    top = row.passes - 1
+def _top_counts(row: _Row):
+    def counts(d):
+        total = _load(row.top, d)
+        for part in range(1, SPLIT):
+            total = total + _load(row.top, _c(part * BUCKETS) + d)
+        return total
+
+    return counts
+
+
+def _compact(row: _Row, src: int, count: E.Expr, keep, index, extra=()) -> S.Stmt:
+    """The pairs of pair `src` (the first `count`) for which keep(key) holds, in order, into the
+    other pair (branch-free: every pair is written at POS, which moves on past a kept one
+    only). extra(t, key): more statements per element."""
+    sk, dk, di = row.keys[src], row.keys[1 - src], row.idx[1 - src]
 
     def element(t):
         pos = row.get(row.POS).astype("int64")
-        keep = _digit(_load(row.keys[0], t), top) <= row.get(row.BOUND).astype("int64")
-        return S.seq(_store(row.keys[1], pos, _load(row.keys[0], t)),
-                     _store(row.idx[1], pos, t.astype("int32")),
-                     row.set(row.POS, row.get(row.POS) + keep.astype("int32")))
+        key = _load(sk, t)
+        return S.seq(_store(dk, pos, key), _store(di, pos, index(t)),
+                     *[f(t, key) for f in extra],
+                     row.set(row.POS, row.get(row.POS) + keep(key).astype("int32")))
 
-    c = E.Var("topk_candidates", "int64")
-    return S.seq(row.set(row.POS, _c(0, "int32")), _for("topk_f", row.n, element),
-                 S.LetStmt(c, row.get(row.COUNT).astype("int64"), _count(row, 1, c)))
+    return S.seq(row.set(row.POS, _c(0, "int32")), _for(f"topk_f{src}", count, element))
+
+
+def _filtered(row: _Row, k: int, out_write) -> S.Stmt:
+    """After _boundary on the top digit: the candidates (top digit up to BOUND) into pair 1,
+    counting the next digit of those in BOUND's bucket; a second boundary on that digit
+    narrows them into pair 0 (top digit before BOUND, or at BOUND with the next digit up to
+    the second bound); their histograms, the sort, the output."""
+    top = row.passes - 1
+    bound = row.get(row.BOUND).astype("int64")
+    if row.passes == 1:  # one digit: the candidates are final
+        c = E.Var("topk_c", "int64")
+        some, final = _sort(row, 1, c, False)
+        return S.seq(
+            _compact(row, 0, _c(row.n), lambda key: _digit(key, top) <= bound,
+                     lambda t: t.astype("int32")),
+            S.LetStmt(c, row.get(row.COUNT).astype("int64"),
+                      S.seq(_count(row, 1, c), some, out_write(row.idx[final]))))
+
+    def count_next(t, key):
+        slot = _digit(key, top - 1)
+        at = (_digit(key, top) == bound).astype("int32")
+        return _store(row.next, slot, _load(row.next, slot) + at)
+
+    zero = _for("topk_z2", BUCKETS, lambda d: _store(row.next, d, _c(0, "int32")))
+    c1, c2 = E.Var("topk_c1", "int64"), E.Var("topk_c2", "int64")
+    b1, b2 = E.Var("topk_b1", "int64"), E.Var("topk_b2", "int64")
+    before = E.Var("topk_before", "int32")  # keys before BOUND's bucket: all kept
+
+    def keep2(key):
+        d = _digit(key, top)
+        return (d < b1) | ((d == b1) & (_digit(key, top - 1) <= b2))
+
+    some, final = _sort(row, 0, c2, False)
+    second = S.seq(
+        _compact(row, 1, c1, keep2, lambda t: _load(row.idx[1], t)),
+        _count(row, 0, c2), some, out_write(row.idx[final]))
+    return S.seq(
+        zero,
+        _compact(row, 0, _c(row.n), lambda key: _digit(key, top) <= bound,
+                 lambda t: t.astype("int32"), (count_next,)),
+        S.LetStmt(c1, row.get(row.COUNT).astype("int64"), S.LetStmt(b1, bound, S.LetStmt(
+            before, row.get(row.BEFORE), S.seq(
+                _boundary(row, lambda d: _load(row.next, d), _c(k, "int32") - before,
+                          "topk_b2"),
+                S.LetStmt(c2, (before + row.get(row.COUNT)).astype("int64"),
+                          S.LetStmt(b2, row.get(row.BOUND).astype("int64"), second)))))))
 
 
 def _write(out: S.Buffer, base: tuple, ax: int, k: int, idx: S.Buffer) -> S.Stmt:
@@ -306,13 +361,14 @@ def _sort_rows(x: S.Buffer, out: S.Buffer, ax: int, n: int, k: int, largest: boo
         whole = S.seq(_count(row, 0, _c(n)), full, _write(out, base, ax, k, row.idx[final]))
         if k * 2 > n:  # at least half the row is wanted: no filter can pay
             return row.allocate(S.seq(_read(row, x, base, ax, largest), whole))
-        c = E.Var("topk_c", "int64")
-        some, final_c = _sort(row, 1, c, False)
-        filtered = S.seq(_compact(row), S.LetStmt(c, row.get(row.COUNT).astype("int64"), S.seq(
-            some, _write(out, base, ax, k, row.idx[final_c]))))
+        def out_write(idx):
+            return _write(out, base, ax, k, idx)
+
         small = row.get(row.COUNT) <= _c(int(n * FILTER_FRACTION), "int32")
-        return row.allocate(S.seq(_read(row, x, base, ax, largest), _boundary(row, k),
-                                  S.IfThenElse(small, filtered, whole)))
+        return row.allocate(S.seq(
+            _read(row, x, base, ax, largest),
+            _boundary(row, _top_counts(row), _c(k, "int32"), "topk_b"),
+            S.IfThenElse(small, _filtered(row, k, out_write), whole)))
 
     return _for("topk_row", rows, row_body, kind)
 
