@@ -54,7 +54,7 @@ class EvolutionTuner(XGBTuner):
         self.search_stats.update(refused=0, oversized=0, generations=0,
                                  feature_errors=0, duplicates=0)
         # trace digest -> the first config whose schedule it is: decisions a sketch ignores
-        # (the packing of a stage tiled without an accumulator...) give the same schedule
+        # (the level of an accumulator in a tile rule without one...) give the same schedule
         # under another index, which would be measured again as a new candidate
         self._schedules: dict[bytes, int] = {}
         self._groups = _knob_groups(list(self.space.knobs))

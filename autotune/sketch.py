@@ -383,7 +383,7 @@ def _apply_node(cfg, s, dag: Dag, nd: Node, anchors: dict) -> None:
         anchors[id(nd.op)] = _tile(cfg, s, nd, host is None)
     elif nd.role == TILE and cfg[F.knob(p, "rule")].val == "plain":
         # declined to fuse: the reduction runs at the root; its consumer was tiled already
-        anchors[id(nd.op)] = _tile_loops(cfg, s[nd.op], p, True)
+        anchors[id(nd.op)] = _tile_loops(cfg, s, nd, True)
     if host is not None:
         s[nd.op].compute_at(*host)
 
@@ -463,8 +463,13 @@ def _spatial(cfg, st, p: str, parallel: bool) -> tuple:
     return st, fused if fused is not None else outer[0]
 
 
-def _tile_loops(cfg, st, p: str, parallel: bool) -> tuple:
-    """SSRSRS on the stage itself; returns (stage, the loop producers attach at)."""
+def _tile_loops(cfg, s, nd: Node, parallel: bool) -> tuple:
+    """SSRSRS on the stage itself (its operand packed if so decided); returns (stage, the
+    loop producers attach at)."""
+    p = nd.prefix
+    st = s[nd.op]
+    pack, panel = _cache_operand(cfg, s, nd, st)
+    by_panel = pack is not None and panel and cfg[F.knob(p, "pack_at")].val == "panel"
     levels = [[], [], [], []]
     for a, iv in enumerate(st.op.axis):
         for lvl, loop in enumerate(_split(cfg, st, F.knob(p, f"S{a}"), iv)):
@@ -474,11 +479,17 @@ def _tile_loops(cfg, st, p: str, parallel: bool) -> tuple:
         lo, li = _split(cfg, st, F.knob(p, f"R{r}"), iv)
         r0.append(lo)
         r1.append(li)
-    st.reorder(*levels[0], *levels[1], *r0, *levels[2], *r1, *_vector_last(cfg, p, levels[3]))
+    first = [levels[0][a] for a in panel] if by_panel else []
+    outer = first + [x for x in levels[0] if x not in first]
+    st.reorder(*outer, *levels[1], *r0, *levels[2], *r1, *_vector_last(cfg, p, levels[3]))
     k = cfg[F.knob(p, "par")].val
-    fused = _fuse_parallel(st, levels[0] + (levels[1] if k == 2 else []), parallel)
+    fused = _fuse_parallel(st, first or levels[0] + (levels[1] if k == 2 else []), parallel)
     _vectorize_tile(cfg, st, p, levels[3])
     _unroll(cfg, st, p, r0[0] if r0 else None)
+    if pack is not None:
+        tile = cfg[F.knob(p, "pack_at")].val == "tile" and k == 1
+        pack.compute_at(st, levels[1][-1] if tile else fused)
+        _vectorize(pack, pack.op.axis[-1], 2)
     return st, fused
 
 
@@ -491,7 +502,7 @@ def _tile(cfg, s, nd: Node, parallel: bool) -> tuple:
         order = [a for a in range(len(nd.op.axis)) if a != v] + [v]
         acc = s.cache_write(t, "local", layout=order if order[-1] != len(order) - 1 else None)
         return _tile_fused(cfg, s, nd, s[t], s[acc])[1]
-    return _tile_loops(cfg, s[nd.op], p, parallel)
+    return _tile_loops(cfg, s, nd, parallel)
 
 
 def _tile_fused(cfg, s, nd: Node, out_st, acc_st=None) -> tuple:
@@ -565,7 +576,10 @@ def _cache_operand(cfg, s, nd: Node, acc_st):
     accumulator, the dimensions its vector axis indexes stored innermost. Returns the copy's
     stage (attached by the caller) or None, and the positions of the spatial axes that index
     the operand (its panels: packed once each under pack_at "panel")."""
-    which = cfg[F.knob(nd.prefix, "pack")].val
+    try:
+        which = cfg[F.knob(nd.prefix, "pack")].val
+    except KeyError:  # a reduction tiled inside its consumer: no packing decision
+        return None, []
     if which < 0:
         return None, []
     src = nd.op.input_tensors[which]

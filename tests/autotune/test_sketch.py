@@ -173,6 +173,9 @@ def test_packable_operands_are_the_reused_inputs():
     # once per column panel: the panel loop parallel, the row tiles inside it
     ({"s0_pack": 1, "s0_pack_at": "panel", "s0_S1": [-1, 1, 1, 16], "s0_vec": 1},
      ["parallel for j.outer.outer.outer in range(4):\n    allocate B.local: float32[32, 16]"]),
+    # the tile rule without an accumulator packs too
+    ({"s0_rule": "plain", "s0_pack": 1, "s0_pack_at": "panel", "s0_S1": [-1, 1, 1, 16]},
+     ["parallel for j.outer.outer.outer in range(4):\n    allocate B.local: float32[32, 16]"]),
 ])
 def test_packed_matmul_sketches_are_legal_and_match_numpy(vals, buffers):
     task = autotune.create_task(W.plain_matmul, (48, 64, 32))
