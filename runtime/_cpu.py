@@ -115,3 +115,27 @@ def missing_flags(required: list[str]) -> list[str] | None:
     if have is None:
         return None
     return [f for f in required if f not in have]
+
+
+@functools.lru_cache(maxsize=4)
+def last_level_cache_bytes(default: int = 32 << 20,
+                           root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The size of one instance of this CPU's last-level cache (Linux sysfs: the highest-level
+    cache of CPU 0, e.g. a Zen 4 CCD's 32 MB L3), or ``default`` when it cannot be read."""
+    from pathlib import Path
+
+    best_level, size = 0, None
+    for d in sorted(Path(root).glob("index*")):
+        try:
+            level = int((d / "level").read_text())
+            text = (d / "size").read_text().strip().upper()
+        except (OSError, ValueError):
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        try:
+            value = int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+        except ValueError:
+            continue
+        if level > best_level and value > 0:
+            best_level, size = level, value
+    return size or default

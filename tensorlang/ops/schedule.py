@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.expr import as_int
+from ..runtime._cpu import last_level_cache_bytes
 from ..schedule import create_schedule
 from ..te.scan import ScanOp, scan_of
 from ..te.tensor import ComputeOp, Tensor
@@ -36,10 +37,11 @@ from .definition import (
 
 LANES = 16  # fp32 lanes of one zmm register
 # Outputs at least this big are written with non-temporal stores (pragma "nontemporal"): half
-# of this machine's 32 MB L3, so they would not stay cached for a reader anyway, and bypassing
-# the caches saves reading every line before it is written (softmax 4096x1024, 16 MB: 0.59 ->
-# 0.44 ms; relu(a*b+c) on 64 MB: see docs/benchmarks_history.md).
-STREAMING_BYTES = 16 << 20
+# of the host's last-level cache (16 MB of a Zen 4 CCD's 32 MB L3), so they would not stay
+# cached for a reader anyway, and bypassing the caches saves reading every line before it is
+# written (softmax 4096x1024, 16 MB: 0.59 -> 0.44 ms; relu(a*b+c) on 64 MB: see
+# docs/benchmarks_history.md).
+STREAMING_BYTES = last_level_cache_bytes() // 2
 
 
 # What a schedule assumes of a symbolic extent (batch, sequence) when it sizes work: the common

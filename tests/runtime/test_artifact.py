@@ -185,3 +185,18 @@ def test_module_refuses_target_this_cpu_lacks():
                 lambda: m.function_address, lambda: m.time_evaluator()(a, a, c)):
         with pytest.raises(ArtifactError, match="compiled for aarch64"):
             run()
+
+
+def test_last_level_cache_size_from_sysfs(tmp_path):
+    """The streaming-store threshold reads the host's last-level cache: the highest level
+    listed, sizes in K/M; unreadable or malformed entries are skipped, none left: the
+    default."""
+    from tensorlang.runtime._cpu import last_level_cache_bytes
+
+    for name, level, size in (("index0", "1", "48K"), ("index2", "2", "1024K"),
+                              ("index3", "3", "32768K"), ("index4", "x", "9M")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "level").write_text(level + "\n")
+        (tmp_path / name / "size").write_text(size + "\n")
+    assert last_level_cache_bytes(7, str(tmp_path)) == 32 << 20
+    assert last_level_cache_bytes(7, str(tmp_path / "none")) == 7
