@@ -381,6 +381,7 @@ class Schedule:
         st = self[tensor]
         if isinstance(st, FixedStage):
             st.refuse("rfactor", "its op cannot be replaced")
+        st._check_not_tensorized("rfactor")
         axis = st._leaf(axis, "rfactor")
         if axis.kind != "reduce":
             raise ScheduleError(f"rfactor on stage {st.name}: loop {axis.name} is not a "

@@ -127,6 +127,17 @@ class Stage:
                                         f"region tensorized as {names[0]} (from loop "
                                         f"{iv.name} inwards), which cannot change")
 
+    def _check_not_tensorized(self, kind: str) -> None:
+        """A primitive that replaces the stage's op (rfactor) would drop a tensorized region
+        matched against the old one: refused, naming the order that works."""
+        for iv, pragmas in self.pragmas.items():
+            names = [v for k, v in pragmas if k == "tensorize"]
+            if names:
+                raise ScheduleError(f"{kind} on stage {self.name}: the stage is tensorized as "
+                                    f"{names[0]} (from loop {iv.name} inwards), and {kind} "
+                                    f"replaces its computation; call {kind} first, then "
+                                    "tensorize")
+
     # ------------------------------------------------------------------ lookups
     def _leaf(self, iv, primitive: str) -> IterVar:
         if not isinstance(iv, IterVar):

@@ -238,3 +238,16 @@ def test_tensorized_region_is_frozen():
         s[C].unroll(ji)
     s[C].unroll(ko)  # outside the region: fine
     _run(s, args)
+
+
+def test_rfactor_after_tensorize_is_refused():
+    """rfactor replaces the stage's computation: the tensorized region matched against the old
+    one would be dropped silently (the kernel then ran without the intrinsic)."""
+    s, args, ji, (ko, _ki) = _dense()
+    C = args[2]
+    s[C].tensorize(ji, dot_u8s8_16x4())
+    with pytest.raises(tl.ScheduleError, match=r"rfactor on stage C: the stage is tensorized as "
+                       r"dot_u8s8_16x4 \(from loop ji inwards\), and rfactor replaces its "
+                       r"computation; call rfactor first, then tensorize"):
+        s.rfactor(C, ko)
+    _run(s, args)  # the schedule is as it was: tensorized, exact
