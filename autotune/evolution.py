@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from .sketch_fill import random_point
+from .sketch_fill import random_point, structural_variants
 from .space import SplitEntity
 from .timelimit import TemplateTimeout
 from .tuner import XGBTuner
@@ -57,6 +57,7 @@ class EvolutionTuner(XGBTuner):
         # (the level of an accumulator in a tile rule without one...) give the same schedule
         # under another index, which would be measured again as a new candidate
         self._schedules: dict[bytes, int] = {}
+        self._variants: list[int] | None = None  # structural variants not yet measured
         self._groups = _knob_groups(list(self.space.knobs))
         self._split_moves: dict[tuple[str, int], list[int]] = {}
 
@@ -118,6 +119,28 @@ class EvolutionTuner(XGBTuner):
             if i not in self.visited and i not in exclude and i not in out:
                 out.append(i)
         return out
+
+    # ---------------------------------------------------------------- batches
+    def next_batch(self, n: int) -> list[int]:
+        """The first batches measure the fallback and the structural variants of a
+        template-free task (sketch_fill.structural_variants), so that the model has seen
+        every tile rule, vector axis and packing measured before it ranks; then the search."""
+        if self._variants is None:
+            self._variants = structural_variants(self.space) \
+                if getattr(self.task, "template_free", False) else []
+        batch: list[int] = []
+        if self._variants and not self.trials and self.include_fallback:
+            fb = self.space.fallback_index()
+            if fb not in self.visited and self._is_legal(fb):
+                batch.append(fb)
+        while self._variants and len(batch) < n:
+            i = self._variants.pop(0)
+            if i not in self.visited and i not in batch and self.features(i) is not None \
+                    and self._is_legal(i):
+                batch.append(i)
+        if len(batch) < n:
+            batch += [i for i in super().next_batch(n - len(batch)) if i not in batch]
+        return batch
 
     # ---------------------------------------------------------------- search
     def _search(self, n: int) -> list[int]:

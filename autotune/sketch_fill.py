@@ -15,6 +15,7 @@ illegal ones before anything is built (`random_fill` counts them).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from ..ir.expr import as_int
@@ -116,6 +117,51 @@ def lane_candidates(n: int) -> list[int]:
 
 def part_candidates(n: int) -> list[int]:
     return [p for p in (2, 4, 8, 16, 32) if n % p == 0 and n // p >= 16]
+
+
+# --------------------------------------------------------------------------------- structures
+# the decisions that choose a sketch's structure rather than its sizes
+STRUCTURE = ("rule", "vec", "pack", "pack_at")
+
+
+def structural_variants(space) -> list[int]:
+    """The fallback config under each combination of one stage's structural decisions (its
+    tile rule, vector axis, packed operand and where it is packed), the other decisions at
+    their defaults; a new vector axis gets a vector's register tile (up to 16 lanes) and the
+    former one 4 rows. Ansor's initial population samples every sketch; here the sketches are
+    decisions, and a uniformly random fill of the other decisions (tile sizes) makes most
+    fills of a good structure slow, so the model would learn the structure is."""
+    base = dict(space.get(space.fallback_index()).entities)
+    stages: dict[str, list[str]] = {}
+    for name in space.knobs:
+        stage, what = name.split(".", 1)
+        if what in STRUCTURE:
+            stages.setdefault(stage, []).append(name)
+    out: list[int] = []
+    for stage, names in stages.items():
+        for combo in itertools.product(*(space.knobs[n].entities for n in names)):
+            ents = {**base, **dict(zip(names, combo))}
+            pack, at = knob(stage, "pack"), knob(stage, "pack_at")
+            if pack in ents and ents[pack].val == -1 and ents[at] != base[at]:
+                continue  # nothing packed: where is moot
+            vec = knob(stage, "vec")
+            if vec in ents and ents[vec] != base[vec]:
+                _retile(space, ents, stage, ents[vec].val, base[vec].val)
+            idx = space.index_of(ents)
+            if idx not in out:
+                out.append(idx)
+    return out
+
+
+def _retile(space, ents: dict, stage: str, new: int, old: int) -> None:
+    for axis, widest in ((new, 16), (old, 4)):
+        k = space.knobs.get(knob(stage, f"S{axis}"))
+        if k is None:
+            continue
+        inner_only = [e for e in k.entities
+                      if all(f == 1 for f in e.size[1:-1]) and e.size[-1] <= widest]
+        if inner_only:
+            ents[k.name] = max(inner_only, key=lambda e: e.size[-1])
 
 
 # --------------------------------------------------------------------------------- random fill

@@ -93,6 +93,24 @@ def test_a_config_giving_an_already_seen_schedule_is_dropped_as_a_duplicate():
     assert t.search_stats["duplicates"] == 1 and t.refused == 0
 
 
+def test_the_first_batches_measure_every_structure_of_the_sketch():
+    from tensorlang.autotune.sketch_fill import structural_variants
+
+    t = _tuner(W.plain_matmul, (64, 128, 32))
+    space = t.space
+    variants = structural_variants(space)
+    seen = {(e["s0.rule"].val, e["s0.vec"].val, e["s0.pack"].val, e["s0.pack_at"].val)
+            for e in (space.get(i).entities for i in variants)}
+    # 2 rules x 2 vector axes x (nothing packed, or A or B packed at one of 3 places)
+    assert len(seen) == len(variants) == 28
+    first = t.next_batch(16)
+    assert first[0] == space.fallback_index()
+    assert first[1:] == [i for i in variants if i != first[0]][:15]
+    t.visited.update(first)  # as the tuning loop does once they are measured
+    second = t.next_batch(16)
+    assert set(variants) <= set(first) | set(second)
+
+
 def test_evolution_tuner_rejects_bad_arguments():
     task = autotune.create_task(W.plain_matmul, (16, 16, 16))
     with pytest.raises(ValueError, match="crossover_prob and mutation_prob must be in"):
