@@ -374,8 +374,8 @@ class _LazyModule:
         return cls._classes[name]
 
 
-def _OutputsOnly(m):
-    return _LazyModule.get("OutputsOnly")(m)
+def _OutputsOnly(m, keywords: tuple[str, ...] = ()):
+    return _LazyModule.get("OutputsOnly")(m, keywords)
 
 
 def _define_torch_classes() -> dict:
@@ -385,12 +385,14 @@ def _define_torch_classes() -> dict:
     class OutputsOnly(nn.Module):
         """A model's tensor outputs (a dict's values, a HF ModelOutput's tensors) as a tuple."""
 
-        def __init__(self, inner, **fixed):
+        def __init__(self, inner, keywords=(), **fixed):
             super().__init__()
-            self.inner, self.fixed = inner, fixed
+            self.inner, self.keywords, self.fixed = inner, keywords, fixed
 
         def forward(self, *args):
-            out = self.inner(*args, **self.fixed)
+            # keywords: the inputs passed by name (GPT2's second parameter is the KV cache)
+            named = dict(zip(self.keywords, args))
+            out = self.inner(*args[len(named):], **named, **self.fixed)
             if isinstance(out, torch.Tensor):
                 return out
             if isinstance(out, dict):
@@ -522,8 +524,11 @@ def _hf_gpt2():
 
     cfg = GPT2Config(vocab_size=4000, n_positions=256, n_embd=256, n_layer=4, n_head=4,
                      use_cache=False, attn_implementation="eager")
-    ids, _ = _text_args(cfg.vocab_size, pad=0)
-    return _OutputsOnly(GPT2Model(cfg)), ["input_ids"], (ids,), []
+    # with an attention mask: without one, transformers looks for packed sequences in the
+    # position ids (torch.diff), which the TorchScript exporter cannot export
+    ids, mask = _text_args(cfg.vocab_size)
+    names = ("input_ids", "attention_mask")
+    return _OutputsOnly(GPT2Model(cfg), names), list(names), (ids, mask), []
 
 
 def _hf_vit():
