@@ -77,17 +77,24 @@ BLOCKED_RANK_NS = 0.25
 RANK_MIN_N = 64
 
 
-# The radix sort (ops/sort_kernel.py), per row and byte of the dtype: a scatter of the row
-# (~RADIX_NS an element) and a prefix sum over the 256 buckets (~RADIX_BUCKET_NS each).
-# Measured one thread, float32, load ~5 on the 2-core Zen 4: [1,1000] k=1000 13 us (3.2 ns an
-# element and byte), [8,8000] k=300 0.26 ms on 2 threads. Taken where it beats the cheapest
-# computed way, the block filter's two shorter selections included.
-RADIX_NS, RADIX_BUCKET_NS = 2.5, 1.5
+# The radix sort (ops/sort_kernel.py), per row and byte of the dtype: a scatter of what it
+# sorts (~RADIX_NS an element) and a prefix sum over the 256 buckets (~RADIX_BUCKET_NS each);
+# where k <= n / 2 the kernel first filters the row (~RADIX_FILTER_NS an element: the read and
+# two compactions) and sorts only the candidates (~2k of them on spread-out data). Measured one
+# thread, float32, on the 2-core Zen 4 (load 2-5): [1,1000] k=1000 9-13 us, [1,8400] k=100
+# 24 us, [8,8000] k=300 0.22 ms. Taken where it beats the cheapest computed way, the block
+# filter's two shorter selections included.
+RADIX_NS, RADIX_BUCKET_NS, RADIX_FILTER_NS = 2.5, 1.5, 2.5
 FORCE_RADIX: bool | None = None  # tests and measurements: True/False overrides the rule
 
 
-def _radix_cost(dtype: str, n: int) -> float:
-    return (dt.bits(dtype) // 8) * (RADIX_NS * n + RADIX_BUCKET_NS * sort_kernel.BUCKETS)
+def _radix_cost(dtype: str, n: int, k: int) -> float:
+    def sort(m):
+        return (dt.bits(dtype) // 8) * (RADIX_NS * m + RADIX_BUCKET_NS * sort_kernel.BUCKETS)
+
+    if 2 * k > n:
+        return sort(n)
+    return RADIX_FILTER_NS * n + sort(2 * k)
 
 
 def _radix_wins(dtype: str, n: int, k: int, vector: bool, rows: int) -> bool:
@@ -95,7 +102,7 @@ def _radix_wins(dtype: str, n: int, k: int, vector: bool, rows: int) -> bool:
         return False
     if FORCE_RADIX is not None:
         return FORCE_RADIX
-    radix = _radix_cost(dtype, n)
+    radix = _radix_cost(dtype, n, k)
     b = _filter_block(n, k, vector, rows)
     other = _filter_cost(n, k, b, vector, rows) if b else _selection_cost(n, k, vector, rows)
     return radix < other

@@ -302,10 +302,10 @@ def _filtered(row: _Row, k: int, out_write) -> S.Stmt:
             S.LetStmt(c, row.get(row.COUNT).astype("int64"),
                       S.seq(_count(row, 1, c), some, out_write(row.idx[final]))))
 
-    def count_next(t, key):
+    def count_next(t, key):  # a branch: few keys are in the boundary bucket, as a rule
         slot = _digit(key, top - 1)
-        at = (_digit(key, top) == bound).astype("int32")
-        return _store(row.next, slot, _load(row.next, slot) + at)
+        return S.IfThenElse(_digit(key, top) == bound, _store(
+            row.next, slot, _load(row.next, slot) + _c(1, "int32")))
 
     zero = _for("topk_z2", BUCKETS, lambda d: _store(row.next, d, _c(0, "int32")))
     c1, c2 = E.Var("topk_c1", "int64"), E.Var("topk_c2", "int64")
