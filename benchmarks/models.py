@@ -50,6 +50,9 @@ def _make_model(name: str):
         "mobilenet_v2_block": lambda: model_zoo.inverted_residual(1, 56, 24, 6),
         # BERT-base-sized encoder block: seq 128, hidden 768, 12 heads, FFN 3072
         "transformer_768": lambda: model_zoo.transformer_block(128, 768, 12, 3072),
+        # ShuffleNet v1 at 224x224 (grouped 1x1 convs, channel shuffles), groups 3 and 8
+        "shufflenet_v1_g3": lambda: model_zoo.shufflenet_v1(1, 224, 3),
+        "shufflenet_v1_g8": lambda: model_zoo.shufflenet_v1(1, 224, 8),
     }
     if name in extra:
         return extra[name]()

@@ -223,6 +223,49 @@ def resnet50(batch: int = 1, size: int = 224, classes: int = 1000, width: int = 
     return m.model("resnet50", [("x", [batch, 3, size, size])], [y])
 
 
+def shufflenet_v1(batch: int = 1, size: int = 224, groups: int = 3, units=(4, 8, 4),
+                  classes: int = 1000):
+    """ShuffleNet v1's structure (Zhang et al. 2017, groups 3: stages of 240, 480 and 960
+    channels; groups 8: 384, 768, 1536): units of a grouped 1x1 conv to a quarter of the
+    channels, a channel shuffle (Reshape, Transpose, Reshape), a 3x3 depthwise conv and a
+    grouped 1x1 conv back, with a residual add, or at each stage's first (stride-2) unit a
+    3x3 average pool of the input concatenated on the channels. The stem's 24 channels are too
+    few to group: the first unit's first conv has groups=1, as in the paper."""
+    widths = {1: 144, 2: 200, 3: 240, 4: 272, 8: 384}
+    if groups not in widths:
+        raise ValueError(f"shufflenet_v1: groups must be one of {sorted(widths)}, got {groups}")
+    m = _M(11)
+    x = m.conv_bn("x", 3, 24, 3, stride=2)
+    x = m.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    cin, hw = 24, (size // 2 + 1) // 2
+    for stage, n_units in enumerate(units):
+        cout = widths[groups] * 2 ** stage
+        for u in range(n_units):
+            x, hw = _shuffle_unit(m, x, cin, cout, hw, groups, first=u == 0,
+                                  group_in=not (stage == 0 and u == 0))
+            cin = cout
+    x = m.op("Flatten", [m.op("GlobalAveragePool", [x])], axis=1)
+    y = m.op("Gemm", [x, m.w((classes, cin)), m.w((classes,), 0.1)], transB=1)
+    return m.model("shufflenet_v1", [("x", [batch, 3, size, size])], [y])
+
+
+def _shuffle_unit(m: _M, x: str, cin: int, cout: int, hw: int, groups: int, first: bool,
+                  group_in: bool) -> tuple[str, int]:
+    """One ShuffleNet v1 unit (see shufflenet_v1); returns its output and its side."""
+    branch = cout - cin if first else cout
+    mid = cout // 4
+    y = m.conv_bn(x, cin, mid, 1, groups=groups if group_in else 1)
+    y = m.op("Reshape", [y, m.const(np.array([0, groups, mid // groups, hw, hw], np.int64))])
+    y = m.op("Transpose", [y], perm=[0, 2, 1, 3, 4])
+    y = m.op("Reshape", [y, m.const(np.array([0, mid, hw, hw], np.int64))])
+    y = m.conv_bn(y, mid, mid, 3, stride=2 if first else 1, groups=mid, relu=False)
+    y = m.conv_bn(y, mid, branch, 1, groups=groups, relu=False)
+    if not first:
+        return m.op("Relu", [m.op("Add", [y, x])]), hw
+    sc = m.op("AveragePool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    return m.op("Relu", [m.op("Concat", [sc, y], axis=1)]), (hw + 1) // 2
+
+
 ZOO = {"mlp": mlp, "small_cnn": small_cnn, "depthwise_separable": depthwise_separable,
        "inverted_residual": inverted_residual, "transformer_block": transformer_block,
        "resnet50": resnet50}  # (bert_encoder has symbolic dims by default: not listed, as

@@ -15,7 +15,13 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from graph_testing import assert_close, ort_run
-from tensorlang.graph.passes import convert_layout, infer_types, pack_conv_weights
+from tensorlang.graph.passes import (
+    convert_layout,
+    eliminate_dead_code,
+    infer_types,
+    pack_conv_weights,
+    run_passes,
+)
 
 from tensorlang import graph
 
@@ -88,3 +94,64 @@ def test_pack_conv_weights_packs_grouped_convs_a_block_divides():
     g = infer_types(pack_conv_weights(infer_types(graph.from_onnx(model))))
     assert [n.attrs.get("weight_layout") for n in _grouped_nodes(g)] == [
         "OIHW16o", None, "OIHW8o"]
+
+
+def _shufflenet_v1():
+    from tensorlang.graph import model_zoo
+
+    # groups 3: the units' second 1x1 convs have 72 and 80 output channels per group (8 and
+    # 16 divide them), their first 20; planes of 8x8, then 4x4 pixels
+    return model_zoo.shufflenet_v1(1, 32, 3, units=(2, 1), classes=10)
+
+
+def _after_convert_layout(g):
+    """g after the passes up to convert_layout (batch norms folded into the convs first)."""
+    seen = {}
+    run_passes(g, on_pass=lambda name, before, after: seen.setdefault(name, after))
+    return eliminate_dead_code(seen["convert_layout"])
+
+
+def test_shufflenet_v1_grouped_1x1_stay_nchw_and_match_onnxruntime():
+    """A grouped 1x1 conv runs on conv2d_nchw's pixels path (NCHW in and out) even where a
+    block divides its groups' output channels, and the residual add after it runs NCHW (in
+    the conv's kernel) though the shortcut arrives blocked."""
+    model = _shufflenet_v1()
+    g = _after_convert_layout(graph.from_onnx(model))
+    one_by_one = [n for n in _grouped_nodes(g) if n.inputs[1].shape[2:] == (1, 1)]
+    assert len(one_by_one) == 5 and any((n.inputs[1].shape[0] // 3) % 16 == 0
+                                        for n in one_by_one)
+    assert all({"out_layout", "layout"}.isdisjoint(n.attrs) for n in one_by_one)
+    adds = [n for n in g.nodes if n.op == "add"]
+    assert len(adds) == 1 and all(n.outputs[0].layout in (None, "") for n in adds)
+    feeds = {"x": _rand(1, 3, 32, 32)}
+    got = graph.build(graph.from_onnx(model)).run(**feeds)
+    for out, ref in ort_run(model, feeds).items():
+        assert_close(got[out], ref)
+
+
+def _add_layouts(g):
+    add, = [n for n in g.nodes if n.op == "add"]
+    return [v.layout or "NCHW" for v in (*add.inputs, *add.outputs)]
+
+
+def test_add_of_an_nchw_conv_and_a_blocked_value_runs_nchw():
+    """Where an NCHW conv computes one operand of an add (for that add alone) and the other
+    arrives blocked, the add runs NCHW, the blocked operand converted: fusion then puts the
+    add in the conv's kernel. Where a blocked conv computes the blocked operand for the add
+    alone, the add stays blocked (in that conv's kernel)."""
+    for shortcut_read_twice in (True, False):
+        b = graph.Builder()
+        x = b.input("x", (1, 32, 6, 6))
+        w3 = b.const(_rand(32, 32, 3, 3) * 0.1)
+        w1 = b.const(_rand(32, 16, 1, 1) * 0.3)
+        blocked = b.relu(b.conv(x, w3, pads=[1, 1, 1, 1]))
+        # a grouped 1x1 conv with 16 output channels per group: the pixels path, NCHW
+        pixels = b.conv(blocked if shortcut_read_twice else x, w1, groups=2)
+        y = b.add(pixels, blocked)
+        g = infer_types(convert_layout(infer_types(b.build(y))))
+        want = ["NCHW"] * 3 if shortcut_read_twice else ["NCHW16c"] * 3
+        assert _add_layouts(g) == want
+        feeds = {"x": _rand(1, 32, 6, 6)}
+        ref = graph.build(b.build(y), opt_level=0).run(**feeds)
+        for name, got in graph.build(b.build(y)).run(**feeds).items():
+            assert_close(got, ref[name])
