@@ -334,8 +334,7 @@ def _measure_task(built: dict, job: dict) -> dict:
 
     load_template(job["template"])
     task = create_task(job["name"], job["args"], job["target"])
-    # a graph task's cache state (measure.py's flushed timing)
-    task.warm_args, task.evict_bytes = tuple(job.get("warm", ())), job.get("evict")
+    task.warm_args = tuple(job.get("warm", ()))  # a graph task's cache state (measure.py)
     state = _worker_state()
     path = os.path.join(state.dir, f"run-{uuid.uuid4().hex}.tlm")
     with open(path, "wb") as f:
@@ -611,8 +610,7 @@ class DaskRunner:
             reference = self._reference_bytes.get(t.key)
         return {"template": spec, "name": t.name, "args": list(t.args), "target": cpu[1],
                 "cpu": cpu[0], "runner": self.settings, "reference": reference,
-                "warm": list(getattr(t, "warm_args", ()) or ()),
-                "evict": getattr(t, "evict_bytes", None)}
+                "warm": list(getattr(t, "warm_args", ()) or ())}
 
     def _submit(self, built, job: dict, workers: list[str]):
         return self.client.submit(_measure_task, built, job, pure=False,

@@ -92,14 +92,13 @@ def estimate_from_log(tasks, log: str, default: dict[str, float]) -> float:
 
 def default_times(tasks) -> dict[str, float]:
     """Each task's default schedule (the template's fallback config), timed as the runner
-    times a candidate (its evict_bytes streamed through the caches, its warm_args read back)."""
+    times a candidate (from evicted caches, its warm_args read back)."""
     import tensorlang as tl
 
     out = {}
     for t in tasks:
         f = tl.build(*t.instantiate(autotune.FallbackConfig()), name="default")
-        out[t.key] = statistics.mean(_cold_costs(f, _arrays(f), 1, 10, 0.0, t.warm_args,
-                                                 t.evict_bytes))
+        out[t.key] = statistics.mean(_cold_costs(f, _arrays(f), 1, 10, 0.0, t.warm_args))
     return out
 
 
@@ -119,9 +118,10 @@ def in_run_times(gm, x: np.ndarray, runs: int = 15) -> dict[str, float]:
     return {node: statistics.median(v) for node, v in per.items()}
 
 
-def fidelity(tasks, log: str, gm, x: np.ndarray) -> str:
+def fidelity(tasks, log: str, gm, x: np.ndarray, per_task: bool = False) -> str:
     """Each task's best record against its kernel's time inside a run of the model built from
-    `log` (the median over its nodes), weighted sums, and the worst task."""
+    `log` (the median over its nodes): weighted sums and the extreme tasks, and with
+    `per_task` one line per task."""
     best: dict[str, float] = {}
     for r in autotune.load_records(log):
         if r.valid:
@@ -129,19 +129,23 @@ def fidelity(tasks, log: str, gm, x: np.ndarray) -> str:
     in_run = in_run_times(gm, x)
     rec_sum = run_sum = 0.0
     ratios = []
-    for t in tasks:
+    rows = []
+    for n, t in enumerate(tasks):
         if t.key not in best:
             continue
-        mine = statistics.median(in_run[n] for n in t.nodes)
+        mine = statistics.median(in_run[node] for node in t.nodes)
         rec_sum += t.weight * best[t.key]
         run_sum += t.weight * mine
         ratios.append((best[t.key] / mine, t))
+        rows.append(f"  task {n:2d} {t.op} x{t.weight} ({t.nodes[0]}): record "
+                    f"{best[t.key] * 1e6:.1f} us, in-run {mine * 1e6:.1f} us")
     lo, hi = min(ratios, key=lambda p: p[0]), max(ratios, key=lambda p: p[0])
     return (f"records {rec_sum * 1e3:.3f} ms vs in-run {run_sum * 1e3:.3f} ms (weighted, "
             f"{len(ratios)} tasks; all steps in a run {sum(in_run.values()) * 1e3:.3f} ms); "
             f"record / in-run per task {lo[0]:.2f} ({lo[1].op} {lo[1].nodes[0]}) to "
             f"{hi[0]:.2f} ({hi[1].op} {hi[1].nodes[0]}), median "
-            f"{statistics.median(p[0] for p in ratios):.2f}")
+            f"{statistics.median(p[0] for p in ratios):.2f}"
+            + ("\n" + "\n".join(rows) if per_task else ""))
 
 
 def _arrays(f):
@@ -206,6 +210,8 @@ def main() -> None:
     ap.add_argument("--steps", default=",".join(STEPS),
                     help="comma-separated, of " + ", ".join(STEPS) + " (a tuning step resumes "
                     "its log in --dir: run them one at a time to keep each run short)")
+    ap.add_argument("--per-task", action="store_true",
+                    help="one fidelity line per task (record vs in-run time)")
     a = ap.parse_args()
     steps = a.steps.split(",")
     if not set(steps) <= set(STEPS):
@@ -276,7 +282,8 @@ def main() -> None:
           "weight x best kernel time) "
           + reached_at({f: estimates[("scheduler", f)] for f in FRACTIONS}, goal))
     for name, log in logs.items():
-        print(f"fidelity, {name} 100%: " + fidelity(tasks, log, builds[(name, 1.0)], x))
+        print(f"fidelity, {name} 100%: "
+              + fidelity(tasks, log, builds[(name, 1.0)], x, a.per_task))
     curve = logs["scheduler"] + ".curve.jsonl"
     with open(curve) as f:
         curve_rounds = [json.loads(line) for line in f]

@@ -189,21 +189,17 @@ class GraphKernelTask:
     graph share it, ``nodes`` names them, ``op`` is the anchor's graph op (conv, dense, ...),
     ``layout`` its output's ("" for plain layouts, "NCHW16c" ...). ``warm_args``: the
     kernel's arguments that are in cache when the graph calls it (its non-constant inputs, just
-    written by the kernels before it); ``evict_bytes``: how many bytes the rest of the model
-    touches between two calls of it (None: unknown). A runner with ``flush_cache`` streams that
-    many bytes through the caches before each timed call and reads the warm arguments back, so
-    that the record times the kernel with the caches a model run leaves it: a model whose
-    weights fit in the caches keeps them there, a larger one streams them from memory."""
+    written by the kernels before it); a runner with ``flush_cache`` evicts the others (the
+    weights, which the rest of the model has evicted since its last call) before each timed
+    call, so that the record times the kernel as the graph runs it."""
 
     def __init__(self, workload, args, target: str, op: str, nodes: list[str],
-                 layout: str = "", warm_args: Sequence[int] = (),
-                 evict_bytes: int | None = None):
+                 layout: str = "", warm_args: Sequence[int] = ()):
         super().__init__(workload, args, target)
         self.op = op
         self.nodes = list(nodes)
         self.layout = layout
         self.warm_args = tuple(warm_args)
-        self.evict_bytes = evict_bytes
 
     @property
     def weight(self) -> int:
@@ -220,8 +216,8 @@ class GraphTask(GraphKernelTask, autotune.Task):
     (see GraphKernelTask)."""
 
     def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = "",
-                 warm_args: Sequence[int] = (), evict_bytes: int | None = None):
-        super().__init__(TEMPLATE, args, target, op, nodes, layout, warm_args, evict_bytes)
+                 warm_args: Sequence[int] = ()):
+        super().__init__(TEMPLATE, args, target, op, nodes, layout, warm_args)
 
 
 def _anchor_op(n) -> str:
@@ -253,11 +249,9 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
     conv's block from its records (:func:`choose_blocks`); None: the blocks by channel count."""
     from .passes import run_passes
 
-    found: dict[tuple, tuple[str, list[str], str, tuple[int, ...], int | None]] = {}
+    found: dict[tuple, tuple[str, list[str], str, tuple[int, ...]]] = {}
     for block in blocks or [None]:
-        laid_out = run_passes(g, opt_level, options=_layout_options(block))
-        touched = _bytes_of(laid_out.values())
-        for n in laid_out.nodes:
+        for n in run_passes(g, opt_level, options=_layout_options(block)).nodes:
             if R.get_op(n.op).alias:
                 continue
             in_types, out_types = _types(n)
@@ -266,9 +260,7 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
                 if n.name not in found[args][1]:
                     found[args][1].append(n.name)
             elif is_tunable(n.op, n.attrs, in_types, out_types):
-                own = _bytes_of([*n.inputs, *n.outputs])
-                found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout, _warm_args(n),
-                               None if touched is None or own is None else touched - own)
+                found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout, _warm_args(n))
     return [GraphTask(args, target, *found[args]) for args in found]
 
 
@@ -276,18 +268,6 @@ def _warm_args(n) -> tuple[int, ...]:
     """The kernel arguments (its inputs, then outputs) in cache when the graph calls ``n``: the
     inputs that are not constants."""
     return tuple(i for i, v in enumerate(n.inputs) if not v.is_constant)
-
-
-def _bytes_of(values) -> int | None:
-    """The bytes of these values (each once; None when a shape is symbolic): what a run of a
-    graph touches is about its values' bytes, constants included."""
-    seen: dict[int, int] = {}
-    for v in values:
-        nbytes = v.nbytes
-        if not isinstance(nbytes, int):
-            return None
-        seen[id(v)] = nbytes
-    return sum(seen.values())
 
 
 def _convs_in(n) -> list[str]:
