@@ -176,12 +176,17 @@ def _inference_batch_norm():
 
 
 def float64_reference(path: Path, feed: dict) -> dict:
-    """The model's outputs evaluated in float64 by onnx's reference evaluator (numpy; a third
-    implementation, for when ours and onnxruntime's float32 outputs disagree)."""
+    """The outputs of the model at ``path`` evaluated in float64 by onnx's reference evaluator
+    (numpy; a third implementation, for when ours and onnxruntime's float32 outputs disagree)."""
     import onnx
+
+    return float64_outputs(onnx.load(str(path)), feed)
+
+
+def float64_outputs(model, feed: dict) -> dict:
+    """float64_reference for an ONNX ModelProto."""
     from onnx.reference import ReferenceEvaluator
 
-    model = onnx.load(str(path))
     names = [o.name for o in model.graph.output]
     feed64 = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in feed.items()}
     with np.errstate(all="ignore"):

@@ -34,12 +34,24 @@ COMMITTED = sorted(Path(p).name[:-len(".onnx")] for p in glob.glob(str(DATA / "*
 AWAITING_OPS: dict[str, str] = {}
 
 
+def _bench_module(name: str):
+    """benchmarks/NAME.py, imported once (real_models imports export_models by name)."""
+    if name not in sys.modules:
+        if name == "real_models":
+            _bench_module("export_models")
+        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod  # its dataclasses look their module up
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
+
+
 def _export_models():
-    spec = importlib.util.spec_from_file_location("export_models", BENCH / "export_models.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("export_models", mod)  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return sys.modules["export_models"]
+    return _bench_module("export_models")
 
 
 def _max_rel_error(got: dict, ref: dict) -> float:
@@ -53,6 +65,19 @@ def _max_rel_error(got: dict, ref: dict) -> float:
     return worst
 
 
+def _closer_to_float64(model, feed: dict, out: dict, ref: dict, err: float) -> float:
+    """Ours vs a float64 evaluation of the model, where ours is off onnxruntime by more than
+    RTOL: a match only if within RTOL of it and no further than onnxruntime (which is the less
+    accurate side on ocr_det_ppocrv4's sigmoid map)."""
+    real_models = _bench_module("real_models")
+    exact = real_models.float64_outputs(model, feed)
+    ours, theirs = _max_rel_error(out, exact), _max_rel_error(ref, exact)
+    assert ours <= RTOL and ours <= theirs, (
+        f"max relative error {err:.2e} > {RTOL} vs onnxruntime; vs float64: ours {ours:.2e}, "
+        f"onnxruntime {theirs:.2e}")
+    return ours
+
+
 def check_model(model, feed: dict, tmp_path) -> float:
     """Import, build, compare with onnxruntime, save/load: the max relative error."""
     g = graph.from_onnx(model, shapes={k: v.shape for k, v in feed.items()})
@@ -60,7 +85,8 @@ def check_model(model, feed: dict, tmp_path) -> float:
     out = gm.run(**feed)
     ref = ort_run(model, feed)
     err = _max_rel_error(out, ref)
-    assert err <= RTOL, f"max relative error {err:.2e} > {RTOL}"
+    if err > RTOL:
+        err = _closer_to_float64(model, feed, out, ref, err)
     gm.save(tmp_path / "m.tlpkg")
     again = runtime.load(tmp_path / "m.tlpkg").run(**feed)
     for k in out:
