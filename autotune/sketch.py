@@ -14,7 +14,13 @@ Each compute of the DAG gets one role from what it computes and how it is read:
              tile, its innermost loop vectorized). If it is an output, its sketches are a
              cache_write accumulator computed inside the output's S0 or S1 tile, or in place;
              if its only consumer is an elementwise output (bias, activation), that consumer is
-             tiled and the reduction computed inside it (the consumer fused into the tile)
+             tiled and the reduction computed inside it (the consumer fused into the tile).
+             A reused placeholder operand may be packed (a decision): copied by a cache_read
+             whose layout stores innermost the dimensions the vector axis indexes (B of a
+             matmul into [K, nb] panels, a conv's weights into [IC, KH, KW, ob]), at the
+             parallel outer loop, at the accumulator's tile, or once per panel (the outer
+             loops of the axes that index it parallel, the others inside: tl.ops.matmul's
+             order); the accumulator is stored with the vector axis innermost
     reduce   a reduction without reuse (row sums, norms, softmax's max): spatial loops parallel,
              and either the reduction inside (plain), the innermost spatial loop vectorized
              around the reduction (vec_spatial), the reduction factored into a vector of
@@ -296,7 +302,7 @@ def _declare_pack(cfg, nd: Node) -> None:
     per panel (the outer tile loops of the axes indexing the operand parallel, the others
     inside them)."""
     if nd.fused_into is None and not nd.is_output:
-        return  # a reduction tiled at the root ("plain" only): no accumulator to pack for
+        return  # a non-output reduction tiled on its own (attention's scores): not packed
     cands = [-1] + packable_inputs(nd.op)
     cfg.define_knob(F.knob(nd.prefix, "pack"), cands, default=-1)
     cfg.define_knob(F.knob(nd.prefix, "pack_at"), ["outer", "tile", "panel"], default="outer")
