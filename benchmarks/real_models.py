@@ -7,14 +7,17 @@ schedules, against onnxruntime.
     python benchmarks/real_models.py                         # the whole corpus (a long run)
     python benchmarks/real_models.py --models zoo_,hf_bert   # name filters
     python benchmarks/real_models.py --skip-build-time --rounds 3   # quicker
+    python benchmarks/real_models.py --threads 1 --skip-build-time  # one thread per side
 
 Per model: import time; build time in a child process with an empty kernel cache (cold) and
 again with that cache (warm); max relative error of every output vs onnxruntime (max |diff| /
 max |reference| per output, the worst output; where that is over 1e-4, both are compared with
 a float64 evaluation by onnx's reference evaluator, and the model matches if ours is within 1e-4
 of it and no further than onnxruntime's); latency of ``gm.run`` vs ``sess.run`` with 2
-threads each, the peers alternating with a pause between turns (so that neither side's
-spinning threads slow the other), medians over the rounds and the median of per-round ratios;
+threads each (``--threads N``: ours through the runtime's thread setting, and
+TENSORLANG_NUM_THREADS in the build children; onnxruntime's intra_op_num_threads), the
+peers alternating with a pause between turns (so that neither side's spinning threads slow
+the other), medians over the rounds and the median of per-round ratios;
 save/load (the loaded package's outputs bit-identical to the built module's). A model that
 fails prints the stage and one line (exception class and message), and the table goes on.
 Exports are cached (``--cache``); a torch entry that is not cached needs torch to export it.
@@ -37,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_models  # the corpus, beside this file
 
-THREADS = 2
+THREADS = 2  # per side; main sets it from --threads before anything is built or timed
 MATCH_RTOL = 1e-4
 
 
@@ -350,11 +353,14 @@ def summary(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
+    global THREADS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=None, help="comma-separated name filters")
     ap.add_argument("--cache", default=str(export_models.DEFAULT_CACHE),
                     help="exported models (made by export_models.py when missing)")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=THREADS,
+                    help="threads per side (ours and onnxruntime's intra-op pool)")
     ap.add_argument("--pause", type=float, default=0.25, help="seconds after each peer's turn")
     ap.add_argument("--skip-build-time", action="store_true", help="no cold/warm build children")
     ap.add_argument("--import-only", action="store_true",
@@ -365,6 +371,9 @@ def main(argv=None) -> int:
     if a.build_child:
         _build_child(*a.build_child)
         return 0
+    if a.threads < 1:
+        ap.error(f"--threads must be at least 1, got {a.threads}")
+    THREADS = a.threads
     from tensorlang import runtime
 
     runtime.set_num_threads(THREADS)
