@@ -172,23 +172,26 @@ def _zero_histograms(row: _Row) -> S.Stmt:
 
 
 def _read(row: _Row, x: S.Buffer, base: tuple, ax: int, largest: bool) -> S.Stmt:
-    """The keys in index order (pair 0's keys; its indices are implied: t at t) and the top
-    digit's histogram, from one read of the row. The top digit (sign and exponent of a float) takes few values, so consecutive
-    elements often count into one bucket: SPLIT histograms (by t % SPLIT) keep those
-    increments independent."""
+    """The keys in index order (pair 0's keys; its indices are implied: t at t), then the top
+    digit's histogram: two loops, so that the keys' loop (selects and a bitcast per element)
+    can be vectorized. The top digit (sign and exponent of a float) takes few values, so
+    consecutive elements often count into one bucket: SPLIT histograms (by t % SPLIT) keep
+    those increments independent."""
     top = row.passes - 1
 
-    def element(t):
-        # the value and its key as lets: a load inside a select's branch is made safe by its
-        # own select of the index, which would chain the loads
-        v, key = E.Var("topk_x", x.dtype), E.Var("topk_key", KEY_DTYPES[x.dtype])
+    def key(t):
+        # the value as a let: a load inside a select's branch is made safe by its own select
+        # of the index, which would chain the loads
+        v = E.Var("topk_x", x.dtype)
+        return S.LetStmt(v, E.Load(x, _at(base, ax, t)),
+                         _store(row.keys[0], t, _key(v, x.dtype, largest)))
+
+    def count(t):
         slot = (t % _c(SPLIT)) * _c(BUCKETS) + _digit(_load(row.keys[0], t), top)
-        return S.LetStmt(v, E.Load(x, _at(base, ax, t)), S.LetStmt(key, _key(
-            v, x.dtype, largest), S.seq(
-                _store(row.keys[0], t, key), _store(row.top, slot, _load(row.top, slot) + _c(1, "int32")))))
+        return _store(row.top, slot, _load(row.top, slot) + _c(1, "int32"))
 
     zero = _for("topk_z", SPLIT * BUCKETS, lambda d: _store(row.top, d, _c(0, "int32")))
-    return S.seq(zero, _for("topk_t", row.n, element))
+    return S.seq(zero, _for("topk_t", row.n, key), _for("topk_u", row.n, count))
 
 
 def _count(row: _Row, pair: int, count: E.Expr) -> S.Stmt:
