@@ -147,6 +147,7 @@ def workloads(torch):
         ours = _ours(ops.conv2d_nchwc(XB, WB, padding=pad), [XB, WB], [xb, wb])
         yield ("  same, NCHW16c in/out (no transform)", flops, 0, ours, dict(peers, check=False))
     yield from _grouped_conv_rows(f32, tt, torch)
+    yield from _shuffle_rows(f32, tt, torch)
     yield from _topk_rows(f32, torch)
     x, w = f32(1, 256, 28, 28), f32(256, 1, 3, 3)
     tx, tw = tt(x, w)
@@ -294,6 +295,35 @@ def _grouped_conv_rows(f32, tt, torch):
                                                            "strides": [stride] * 2}, {"w": w}),
                 "torch": torch and (lambda tx=tx, tw=tw, s=stride, p=pad, g=g:
                                     F.conv2d(tx, tw, stride=s, padding=p, groups=g))})
+
+
+# ShuffleNet's channel shuffles (groups, channels per group, H=W) and a residual add + relu on
+# planes whose rows are not whole 16-lane vectors (masked constant tails)
+SHUFFLES = ((4, 34, 28), (4, 68, 14), (4, 136, 7), (3, 40, 13))
+TAIL_ADDS = ((272, 14), (1000, 13), (544, 7))
+
+
+def _shuffle_rows(f32, tt, torch):
+    """Reshape [N, g, C/g, H, W] -> transpose to [N, C/g, g, H, W]: rows of W contiguous on
+    both sides; and x + y, relu on [1, C, H, W]: rows of W."""
+    perm = (0, 2, 1, 3, 4)
+    for g, cpg, hw in SHUFFLES:
+        x = f32(1, g, cpg, hw, hw)
+        (tx,) = tt(x)
+        X = tl.placeholder(x.shape, name="X")
+        yield (f"shuffle transpose 1x{g}x{cpg}x{hw}^2", 0, 2 * x.nbytes,
+               _ours(ops.transpose(X, perm), [X], [x]),
+               {"numpy": lambda x=x: np.ascontiguousarray(x.transpose(perm)),
+                "ort": _ort("Transpose", [x], [1, cpg, g, hw, hw], {"perm": list(perm)}),
+                "torch": torch and (lambda tx=tx: tx.permute(perm).contiguous())})
+    for c, hw in TAIL_ADDS:
+        a, b = f32(1, c, hw, hw), f32(1, c, hw, hw)
+        ta, tb = tt(a, b)
+        A, B = tl.placeholder(a.shape, name="A"), tl.placeholder(b.shape, name="B")
+        yield (f"add+relu 1x{c}x{hw}^2", 0, 3 * a.nbytes,
+               _ours(ops.relu(ops.add(A, B)), [A, B], [a, b]),
+               {"numpy": lambda a=a, b=b: np.maximum(a + b, 0), "ort": None,
+                "torch": torch and (lambda ta=ta, tb=tb: torch.relu(ta + tb))})
 
 
 # TopK of classifier outputs and of detection heads (YOLO-style: 80 classes x 8400 anchors)
