@@ -13,6 +13,8 @@ each one. Ordering constraints:
 - ``eliminate_common_subexpr`` before ``simplify_algebra``: merged constants let more rewrites
   match; ``fold_scale_into_conv`` after both (x*1 is gone, the conv -> bn pairs are adjacent)
   and before DCE, which drops the unfolded conv/bn nodes it orphans.
+- ``trim_conv_taps`` after ``fold_scale_into_conv`` (it cuts the folded weight) and before
+  ``convert_layout`` / ``pack_conv_weights``, which must see the cut kernel.
 - ``conv1d_as_conv2d`` after ``fold_scale_into_conv`` (which sees the convs as imported)
   and right before ``sink_reshape``, which moves its reshapes back to 3-D below the ops
   that follow and collapses them into the next conv's reshape to 4-D.
@@ -28,8 +30,8 @@ each one. Ordering constraints:
   not on the graph.
 
 ``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
-algebraic simplification, 1-D convs as 2-D ones, fusion; 2 (the default) -- also CSE and
-folding batch norm and per-channel scales into conv/dense weights, conv chains in blocked
+algebraic simplification, convs' all-padding taps dropped, 1-D convs as 2-D ones, fusion;
+2 (the default) -- also CSE and folding batch norm and per-channel scales into conv/dense weights, conv chains in blocked
 activation layouts NCHW16c / NCHW8c by channel count or, with a tuning log, per conv from its
 records (``convert_layout``), and conv and dense weights packed into the library's blocked
 layouts at build time; 3 -- the same as 2.
@@ -56,6 +58,7 @@ from .pack_conv_weights import pack_conv_weights
 from .pack_dense_weights import pack_dense_weights
 from .simplify import simplify_algebra
 from .sink_reshape import sink_reshape
+from .trim_conv_taps import trim_conv_taps
 
 PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("infer_types", infer_types, 0),
@@ -64,6 +67,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("eliminate_common_subexpr", eliminate_common_subexpr, 2),
     ("simplify_algebra", simplify_algebra, 1),
     ("fold_scale_into_conv", fold_scale_into_conv, 2),
+    ("trim_conv_taps", trim_conv_taps, 1),
     ("conv1d_as_conv2d", conv1d_as_conv2d, 1),
     ("sink_reshape", sink_reshape, 1),
     ("convert_layout", convert_layout, 2),
@@ -117,4 +121,5 @@ def describe() -> str:
 __all__ = ["PASSES", "conv1d_as_conv2d", "convert_layout", "describe",
            "eliminate_common_subexpr", "eliminate_dead_code", "fold_constants",
            "fold_qdq", "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
-           "pack_dense_weights", "run_passes", "simplify_algebra", "sink_reshape"]
+           "pack_dense_weights", "run_passes", "simplify_algebra", "sink_reshape",
+           "trim_conv_taps"]
