@@ -539,9 +539,12 @@ class FunctionEmitter:
         return self.b.not_(self.expr(e.a))
 
     def e_Select(self, e):
-        cond = self.expr(e.condition)
         if not (_has_load(e.true_value) or _has_load(e.false_value)):
-            return self.b.select(cond, self.expr(e.true_value), self.expr(e.false_value))
+            return self.b.select(self.expr(e.condition), self.expr(e.true_value),
+                                 self.expr(e.false_value))
+        if isinstance(e.condition, E.Broadcast):
+            return self._select_uniform(e)
+        cond = self.expr(e.condition)
         # Both sides are evaluated (branch-free, vectorizable), so a load on the side not taken
         # must not touch memory it may not own (a padding stage reads X[h - 1] at h = 0): loads
         # under a select are masked by the condition that selects them.
@@ -552,6 +555,24 @@ class FunctionEmitter:
         f = self.expr(e.false_value)
         self.mask = outer
         return self.b.select(cond, t, f)
+
+    def _select_uniform(self, e):
+        """A select whose condition is one scalar for every lane (a concat's `c < 256` along
+        its outer channel axis) branches to the side it takes: one plain vector load instead
+        of a masked load of every side (segformer's 4-way channel concat, 4 x [1, 256, 64, 64],
+        one thread: 22 ms as masked loads against numpy's 0.9 ms)."""
+        cond = self.expr(e.condition.value)
+        with self.b.if_else(cond) as (then, other):
+            with then:
+                t = self.expr(e.true_value)
+                t_block = self.b.block
+            with other:
+                f = self.expr(e.false_value)
+                f_block = self.b.block
+        phi = self.b.phi(t.type)
+        phi.add_incoming(t, t_block)
+        phi.add_incoming(f, f_block)
+        return phi
 
     def _and_mask(self, outer, cond):
         if outer is None:
