@@ -75,20 +75,24 @@ def _failed_share(log: str, task) -> str:
             f"({', '.join(f'{k} {n}' for k, n in kinds.most_common())})")
 
 
-def measure_option_of(a):
-    """The measure option of `tensorlang tune`'s arguments (the tuner name checked first)."""
+def measure_option_of(a, model: bool = False):
+    """The measure option of `tensorlang tune`'s arguments (the tuner name checked first).
+    model: the kernels of a model, each timed as the model runs it (TaskScheduler's
+    model_measure_option: every repeat from evicted caches but the kernel's own inputs, one
+    call; back to back a kernel's weights stay cached, which in a run they are not)."""
     from .measure import LocalBuilder, LocalRunner, measure_option
 
     if a.tuner not in TUNERS:
         raise ValueError(f"--tuner must be one of {sorted(TUNERS)}, got {a.tuner!r}")
+    timing = {"number": a.number or (1 if model else 3),
+              "repeat": a.repeat or (10 if model else 3), "timeout": a.timeout,
+              "min_repeat_ms": 0 if model else a.min_repeat_ms, "flush_cache": model}
     if getattr(a, "scheduler", None):
-        return _dask_option(a)
-    return measure_option(LocalBuilder(n_parallel=a.n_parallel),
-                          LocalRunner(number=a.number, repeat=a.repeat, timeout=a.timeout,
-                                      min_repeat_ms=a.min_repeat_ms))
+        return _dask_option(a, timing)
+    return measure_option(LocalBuilder(n_parallel=a.n_parallel), LocalRunner(**timing))
 
 
-def _dask_option(a):
+def _dask_option(a, timing: dict):
     """--scheduler: DaskBuilder and DaskRunner on a client of that scheduler."""
     from tensorlang.cli import CLIError
 
@@ -98,8 +102,7 @@ def _dask_option(a):
     try:
         from .dask_measure import dask_measure_option
 
-        return dask_measure_option(a.scheduler, number=a.number, repeat=a.repeat,
-                                   timeout=a.timeout, min_repeat_ms=a.min_repeat_ms)
+        return dask_measure_option(a.scheduler, **timing)
     except ImportError as e:
         raise CLIError(str(e)) from None
 

@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Sequence
 
 from tensorlang import autotune
 
 from . import op_registry as R
 from .ir import Graph
-from .tuning import GraphKernelTask, _anchor_op, _parse, _types, is_tunable, template_args
+from .tuning import (
+    GraphKernelTask,
+    _anchor_op,
+    _parse,
+    _types,
+    _warm_args,
+    is_tunable,
+    template_args,
+)
 
 WORKLOAD = "graph_kernel_free"
 
@@ -33,8 +42,9 @@ def graph_kernel_free(op: str, attrs: str, in_types: str, out_types: str):
 class FreeGraphTask(GraphKernelTask, autotune.WorkloadTask):
     """A template-free task for one graph kernel workload (see GraphKernelTask)."""
 
-    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = ""):
-        super().__init__(WORKLOAD, args, target, op, nodes, layout)
+    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = "",
+                 warm_args: Sequence[int] = ()):
+        super().__init__(WORKLOAD, args, target, op, nodes, layout, warm_args)
 
 
 def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> list:
@@ -43,7 +53,7 @@ def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> li
     extent) are left to their default schedule, named in one warning."""
     from .passes import run_passes
 
-    found: dict[tuple, tuple[str, list[str], str]] = {}
+    found: dict[tuple, tuple[str, list[str], str, tuple[int, ...]]] = {}
     for n in run_passes(g, opt_level).nodes:
         if R.get_op(n.op).alias:
             continue
@@ -52,11 +62,11 @@ def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> li
         if args in found:
             found[args][1].append(n.name)
         elif not is_tunable(n.op, n.attrs, in_types, out_types):
-            found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout)
+            found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout, _warm_args(n))
     tasks, skipped = [], []
-    for args, (op, nodes, layout) in found.items():
+    for args, (op, nodes, layout, warm) in found.items():
         try:
-            tasks.append(FreeGraphTask(args, target, op, nodes, layout))
+            tasks.append(FreeGraphTask(args, target, op, nodes, layout, warm))
         except (TypeError, ValueError) as e:  # TemplateError is a ValueError
             skipped.append(f"{nodes[0]} ({op}: {e})")
     if skipped:

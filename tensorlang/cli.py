@@ -140,8 +140,11 @@ def _tune(p: argparse.ArgumentParser):
                    help="build and measure on a dask.distributed cluster: its scheduler's "
                         "address (tcp://host:8786); measuring workers are started with "
                         "--resources measure=1 (docs/distributed_tuning.md)")
-    p.add_argument("--number", type=_positive_int, default=3)
-    p.add_argument("--repeat", type=_positive_int, default=3)
+    p.add_argument("--number", type=_positive_int, default=None,
+                   help="calls per timed repeat (default 3; a model's kernels: 1)")
+    p.add_argument("--repeat", type=_positive_int, default=None,
+                   help="timed repeats (default 3; a model's kernels: 10, each from evicted "
+                        "caches, as the model runs them)")
     p.add_argument("--min-repeat-ms", type=_number(float, 0), default=20)
     p.add_argument("--timeout", type=_number(float, 0, strict=True), default=10,
                    help="seconds for one candidate's measurement")
@@ -241,7 +244,7 @@ def _tune_model(a) -> int:
     tasks = graph.extract_tasks(_load_model(a.template, a.shape), a.target, blocks=blocks)
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:a.tasks] if a.tasks is not None else tasks
-    opt = measure_option_of(a)
+    opt = measure_option_of(a, model=True)
     try:
         if budgets:
             best = _schedule_model(a, chosen, budgets, opt, len(tasks))

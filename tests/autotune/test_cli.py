@@ -19,3 +19,24 @@ def test_tune_then_inspect(tmp_path, capsys):
 def test_tune_unknown_template(tmp_path, capsys):
     assert main(["tune", "nope", "--args", "4", "--log", str(tmp_path / "x.jsonl")]) == 2
     assert "no autotune template named 'nope'" in capsys.readouterr().err
+
+
+def test_model_kernels_are_measured_as_the_model_runs_them():
+    """`tensorlang tune model.onnx` times each kernel from evicted caches, one call a repeat
+    (a model's weights are not cached when its kernel runs); a template keeps back-to-back
+    calls; --number / --repeat given by hand are kept either way."""
+    import argparse
+
+    from tensorlang.autotune.cli import measure_option_of
+
+    from tensorlang.cli import _tune
+
+    p = argparse.ArgumentParser()
+    _tune(p)
+    for argv, model, want in (
+            ([], True, (1, 10, True, 0)),
+            ([], False, (3, 3, False, 20)),
+            (["--number", "2", "--repeat", "4"], True, (2, 4, True, 0))):
+        a = p.parse_args(["x.onnx", "--log", "x.jsonl", *argv])
+        r = measure_option_of(a, model=model).runner
+        assert (r.number, r.repeat, r.flush_cache, r.min_repeat_ms) == want, (argv, model)

@@ -22,6 +22,9 @@ def test_untemplated_kernels_get_template_free_tasks():
     for t in tasks:
         assert isinstance(t, autotune.WorkloadTask) and t.name == "graph_kernel_free"
         assert t.weight == 1 and len(t.config_space) > 1
+        # its input is in cache when the graph calls it (just written), as measured with a
+        # flushing runner
+        assert t.warm_args == (0,)
 
 
 def test_build_replays_the_template_free_record(tmp_path):
