@@ -8,6 +8,7 @@ compiles (target.compile_ir caches results by a hash of the IR)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import math
@@ -52,6 +53,19 @@ def check_timeout(timeout) -> float | None:
 # budget the compile is ended (RLIMIT_CPU counts CPU time, so a busy machine does not trigger
 # it) and done again without the loop vectorizer, which our explicit vector code does not need.
 VECTORIZER_CPU_BUDGET = 20  # seconds
+
+
+@contextlib.contextmanager
+def vectorizer_budget(seconds: float):
+    """Compiles in this block give LLVM's loop vectorizer `seconds` of CPU before the fallback
+    (the tuner's candidates: one pathological candidate cost a 64-trial matmul search 20 of its
+    54 s, and a candidate that slow to compile is rarely the best)."""
+    global VECTORIZER_CPU_BUDGET
+    old, VECTORIZER_CPU_BUDGET = VECTORIZER_CPU_BUDGET, seconds
+    try:
+        yield
+    finally:
+        VECTORIZER_CPU_BUDGET = old
 
 
 def compile_ir_text(ir_text: str, cpu: str, features: str, triple: str, opt_level: int,

@@ -44,6 +44,27 @@ def test_a_compile_past_the_cpu_budget_is_redone_without_the_loop_vectorizer(mon
     _check_vector_add(f, 67)
 
 
+def test_the_tuners_candidates_get_a_smaller_budget(monkeypatch):
+    """vectorizer_budget (the autotune builder's, 4 s) applies inside its block only."""
+    real = _llvm.compile_ir_text
+
+    def spins_with_the_vectorizer(*args):
+        while args[6] if len(args) > 6 else True:
+            pass
+        return real(*args)
+
+    monkeypatch.setattr(_llvm, "compile_ir_text", spins_with_the_vectorizer)
+    s, args = _vector_add(69)
+    with compile_limit.vectorizer_budget(1), \
+            pytest.warns(compile_limit.CompileWarning, match="used up its 1 s CPU budget"):
+        f = tl.build(s, args, name="budget_block", timeout=60)
+    _check_vector_add(f, 69)
+    assert compile_limit.VECTORIZER_CPU_BUDGET == 20
+    from tensorlang.autotune import measure
+
+    assert measure.CANDIDATE_VECTORIZER_BUDGET < compile_limit.VECTORIZER_CPU_BUDGET
+
+
 def test_a_compile_within_the_budget_keeps_the_vectorizer(monkeypatch):
     monkeypatch.setattr(compile_limit, "VECTORIZER_CPU_BUDGET", 30)
     s, args = _vector_add(71)
