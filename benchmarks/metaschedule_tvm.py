@@ -132,8 +132,45 @@ def layer_norm(R, C):
     return [X, g, b, Y]
 
 
+def conv3d(N, C, D, H, W, OC, KS=3):
+    X = te.placeholder((N, C, D, H, W), name="X")
+    Wt = te.placeholder((OC, C, KS, KS, KS), name="W")
+    c = te.reduce_axis((0, C), name="c")
+    kd, kh, kw = (te.reduce_axis((0, KS), name=n) for n in ("kd", "kh", "kw"))
+    Y = te.compute((N, OC, D - KS + 1, H - KS + 1, W - KS + 1), lambda n, o, z, y, x: te.sum(
+        X[n, c, z + kd, y + kh, x + kw] * Wt[o, c, kd, kh, kw], axis=[c, kd, kh, kw]),
+        name="Y")
+    return [X, Wt, Y]
+
+
+def row_sum(R, C):
+    X = te.placeholder((R, C), name="X")
+    k = te.reduce_axis((0, C), name="k")
+    return [X, te.compute((R,), lambda i: te.sum(X[i, k], axis=k), name="Y")]
+
+
+def stencil_chain(N, steps=3):
+    X = te.placeholder((N,), name="X")
+    cur = X
+    for s in range(steps):
+        cur = _average3(cur, f"T{s}")
+    return [X, cur]
+
+
+def _average3(p, name: str):
+    # (te.compute refuses an fcompute with default arguments: p is bound by this call)
+    return te.compute((int(p.shape[0]) - 2,),
+                      lambda i: (p[i] + p[i + 1] + p[i + 2]) * (1.0 / 3.0), name=name)
+
+
+def transpose(R, C):
+    X = te.placeholder((R, C), name="X")
+    return [X, te.compute((C, R), lambda i, j: X[j, i], name="Y")]
+
+
 WORKLOADS = {f.__name__: f for f in (plain_matmul, plain_conv2d, grouped_conv2d, dw_conv2d,
-                                      bmm_nt_bias_relu, attention, layer_norm)}
+                                      bmm_nt_bias_relu, attention, layer_norm, conv3d, row_sum,
+                                      stencil_chain, transpose)}
 
 
 def _module(name: str, args: tuple) -> tvm.IRModule:
