@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "autotune"))
 
 import autotune_test_workloads as W
 from autoschedule import _ours, _tune
+from ops import _median_time  # (the pause before a peer's turn, then the median)
 
 from tensorlang import autotune
 
@@ -99,17 +100,6 @@ class TheirKernel:
         self.proc.wait(timeout=30)
 
 
-def _our_median_time(fn, number: int) -> float:
-    time.sleep(PAUSE_S)
-    fn()
-    times = []
-    for _ in range(number):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def _our_task_from_log(name: str, args: tuple, log: str):
     task = autotune.create_task(name, args)
     recs = autotune.load_records(log)
@@ -155,7 +145,7 @@ def run_case(name, args, a) -> dict:
         for r in range(a.rounds):  # alternate which goes first
             order = ["ours", "theirs"] if r % 2 == 0 else ["theirs", "ours"]
             for k in order:
-                times[k].append(_our_median_time(ours, a.number) if k == "ours"
+                times[k].append(_median_time(ours, a.number) if k == "ours"
                                 else theirs.median_time(a.number))
     finally:
         theirs.close()

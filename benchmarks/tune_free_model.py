@@ -24,6 +24,7 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -32,7 +33,9 @@ from tensorlang.graph.tuning_free import FreeGraphTask
 
 from tensorlang import autotune, graph
 
-PAUSE_S = 0.2
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ops import _median_time  # (beside this file)
+
 GROUPS = 4
 
 
@@ -118,17 +121,6 @@ def _ort_session(model):
     so.log_severity_level = 3
     return ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
-
-
-def _median_time(fn, number: int) -> float:
-    time.sleep(PAUSE_S)
-    fn()
-    times = []
-    for _ in range(number):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _first(outputs) -> np.ndarray:
