@@ -285,7 +285,7 @@ def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
     end = simplify(E.Add(*E.binary_operands(loop.min, loop.extent)))
     if _provably_le(end, cut):  # the guards hold in every iteration (`i0 - n < 0` in range(n))
         return (loop.replace(body=_DropConjuncts(proven).visit(loop.body)),)
-    rows = _rows_left(proven, var) if _allocates(loop.body) else None
+    rows = _rows_left(proven, var, inside) if _allocates(loop.body) else None
     if not _provably_le(cut, end):
         cut = E.Min(*E.binary_operands(cut, end))
     lo, hi = E.binary_operands(cut, loop.min)
@@ -300,10 +300,11 @@ def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
 MAX_SPECIALIZED_ROWS = 4
 
 
-def _rows_left(proven: list, var) -> tuple | None:
-    """(n, a) when every proven tail guard is `a * var + (inner terms) - n < 0` for one shape
-    variable n and one a in [2, MAX_SPECIALIZED_ROWS]: the tail's tile then has n - a * var
-    rows left, 1 to a - 1 of them; else None."""
+def _rows_left(proven: list, var, inside: set) -> tuple | None:
+    """(n, a) when every proven tail guard is `a * var + (inner terms) - n < 0` for one
+    variable n defined outside the loop (a shape variable) and one a in [2,
+    MAX_SPECIALIZED_ROWS]: the tail's tile then has n - a * var rows left, 1 to a - 1 of them;
+    else None."""
     found = set()
     for c in proven:
         lin = _as_negative(c)
@@ -311,7 +312,7 @@ def _rows_left(proven: list, var) -> tuple | None:
         for t, coef in lin.terms.values():
             if t is var:
                 a = coef
-            elif isinstance(t, E.Var) and coef == -1 and not t.name.startswith(var.name):
+            elif isinstance(t, E.Var) and coef == -1 and t not in inside:
                 if outside is not None:
                     return None
                 outside = t
