@@ -611,7 +611,7 @@ def _symbolic_range(c, s: np.ndarray, l: np.ndarray, d: np.ndarray):
         raise OnnxImportError(f"node {c.node_name!r} (Range): a symbolic limit needs a "
                               f"positive delta, got {delta}")
     n = S.dim((l.reshape(-1)[0] - start + (delta - 1)) // delta)
-    dtype = np.dtype(s.dtype) if s.dtype != object else np.dtype(np.int64)
+    dtype = s.dtype  # (an int array: a symbolic start was refused above)
     like = c.op("expand", [c.b.const(np.zeros(1, dtype), name="zero")], shape=[n])
     return c.op("arange_like", [like], start=start, delta=delta)
 
