@@ -43,12 +43,42 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .callbacks import log_to_file
+from .features import FeaturePool
 from .measure import LocalBuilder, LocalRunner, MeasureOption
 from .measure import measure_option as _measure_option
 from .record import Record, load_records
 from .task import Task
 from .tune import TUNERS, _logged_failure
-from .tuner import Tuner, TuningError, TuningWarning
+from .tuner import Tuner, TuningError, TuningWarning, XGBTuner
+
+# configs an XGB tuner ranks in one search, measured over the task's next rounds (a round of
+# 4 trials searching anew would spend more on its search than on its trials)
+PLAN_AHEAD = 16
+
+
+class _SharedFeatures(FeaturePool):
+    """One task's view of the scheduler's feature workers. A worker re-creates the task of
+    each job (and keeps it), so one set of processes serves every task: a round that moves
+    to another task starts none. Closing the view leaves them running; killing it (a broken
+    pool) kills them, and the next round starts new ones."""
+
+    def __init__(self, task: Task, owner: FeaturePool):
+        super().__init__(task, owner.workers, owner.time_limit)
+        self._owner = owner
+
+    def _get(self):
+        return self._owner._get()
+
+    def start(self) -> None:
+        self._owner.start()
+
+    def ready(self) -> bool:
+        self._owner.start()  # again after a kill
+        return self._owner.ready()
+
+    def close(self, kill: bool = False) -> None:
+        if kill:
+            self._owner.close(kill=True)
 
 
 def model_measure_option(repeat: int = 10, timeout: float = 10.0,
@@ -143,6 +173,8 @@ class TaskScheduler:
         self.seconds = 0.0  # tuning time of the rounds in the curve file (earlier runs too)
         self.measured = 0  # trials measured by this scheduler (not counting the log's)
         self._resumed = False
+        self.tuners_built = 0  # one per task that had a round in this scheduler
+        self._features: FeaturePool | None = None  # the XGB tuners' feature workers
 
     # ------------------------------------------------------------------------ what it reports
     @property
@@ -192,8 +224,7 @@ class TaskScheduler:
                 n = self._round_size(state, n_trial)
                 self._run_round(state, n, option)
         finally:
-            for s in self.states:
-                self._close_tuner(s)
+            self._close_tuners()
             if self.measure_option is None:
                 option.close()
         self._raise_failures()
@@ -304,28 +335,38 @@ class TaskScheduler:
             s.done = "flattened"
 
     def _tuner_of(self, s: _TaskState, option: MeasureOption) -> Tuner:
-        """Task s's tuner, created on its first round with the log's records; the tuner of any
-        other task is closed first (its helper processes: one task's at a time)."""
-        for other in self.states:
-            if other is not s:
-                self._close_tuner(other)
+        """Task s's tuner, built on its first round with the log's records and kept for the
+        task's later rounds (its model, its measured set, its planned configs); an XGB tuner
+        featurizes in the scheduler's one set of feature workers."""
         if s.tuner is None:
             tuner = TUNERS[self.tuner_name](s.task, batch_size=self.round_trials,
                                             seed=self.seed)
+            self.tuners_built += 1
             history = load_records(self.log_file) if os.path.exists(self.log_file) else []
             tuner.load_history(history if self.transfer else
                                [r for r in history if r.key == s.task.key])
-            # tune() closes the tuner's helper processes when it returns; between the rounds
-            # of one task they are kept (a round is one batch: restarting them per round
-            # would cost more than the batch's featurizing)
+            if isinstance(tuner, XGBTuner):
+                tuner.plan_ahead = max(self.round_trials, PLAN_AHEAD)
+            # tune() closes a tuner's helper processes when it returns: here they outlive the
+            # round (this scheduler's tune() closes them)
             tuner.close = lambda: None
             s.tuner = tuner
-        return s.tuner
+        tuner = s.tuner
+        if isinstance(tuner, XGBTuner) and tuner.feature_workers > 1 and tuner._pool is None:
+            if self._features is None:
+                self._features = FeaturePool(s.task, tuner.feature_workers,
+                                             option.builder.timeout)
+                self._features.start()
+            tuner._pool = _SharedFeatures(s.task, self._features)
+        return tuner
 
-    @staticmethod
-    def _close_tuner(s: _TaskState) -> None:
-        if s.tuner is not None:
-            type(s.tuner).close(s.tuner)
+    def _close_tuners(self) -> None:
+        for s in self.states:
+            if s.tuner is not None:
+                type(s.tuner).close(s.tuner)
+        if self._features is not None:
+            self._features.close()
+            self._features = None
 
     def _report(self, s: _TaskState, best_before: float, measured: int) -> None:
         latency = self.estimated_latency()

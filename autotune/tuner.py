@@ -415,6 +415,10 @@ class XGBTuner(Tuner):
         self.search_stats = {"featurized": 0, "illegal_pruned": 0, "scored": 0}
         self._legal: dict[int, bool] = {}  # True: passed the legality checks; False: pruned
         self._feat_cost = (0.0, 0)  # (wall seconds, configs) of featurize(): cost per config
+        # configs ranked by one search, measured over the next batches (see next_batch); 0:
+        # each batch searches anew (tune_tasks, whose batch is a whole plan)
+        self.plan_ahead = 0
+        self._planned: list[int] = []
 
     # ---------------------------------------------------------------- features & model
     def features(self, idx: int) -> np.ndarray | None:
@@ -581,6 +585,17 @@ class XGBTuner(Tuner):
         return self.space.index_from_point(point)
 
     def next_batch(self, n: int) -> list[int]:
+        """The next n configs: the rest of the last plan while it holds n unmeasured ones,
+        else a new plan of max(n, plan_ahead) (one search ranks them all: a TaskScheduler's
+        rounds of a few trials each would otherwise pay a whole search per round). Without a
+        model yet, only n (random picks planned ahead would outlive the first fit)."""
+        planned = [i for i in self._planned if i not in self.visited]
+        if len(planned) < n or self._model is None:
+            planned = self._plan(n if self._model is None else max(n, self.plan_ahead))
+        self._planned = planned[n:]
+        return planned[:n]
+
+    def _plan(self, n: int) -> list[int]:
         t0 = time.perf_counter()
         try:
             # the fallback first, also when a model transferred from other workloads is

@@ -4,6 +4,7 @@ that return a time per config chosen by the test): deterministic and fast."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -281,6 +282,52 @@ def test_records_stream_into_the_log_as_each_candidate_finishes(tmp_path):
     records = autotune.load_records(log)
     assert len(records) == 10
     assert len({(r.key, r.config["index"]) for r in records}) == 10
+
+
+def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, monkeypatch):
+    """Rounds alternate between tasks: each task's XGB tuner is built once and kept (never a
+    config measured twice), one set of feature worker processes serves every task, and a
+    round of 4 trials takes them from a plan of 16 ranked by one search."""
+    import concurrent.futures as cf
+
+    from tensorlang.autotune.tuner import XGBTuner
+
+    executors = []
+
+    class CountedExecutor(cf.ProcessPoolExecutor):
+        def __init__(self, *a, **kw):
+            executors.append(self)
+            super().__init__(*a, **kw)
+
+    monkeypatch.setattr(cf, "ProcessPoolExecutor", CountedExecutor)
+    plans = Counter()
+    plan = XGBTuner._plan
+
+    def counted_plan(self, n):
+        plans[self.task.key] += 1
+        return plan(self, n)
+
+    monkeypatch.setattr(XGBTuner, "_plan", counted_plan)
+    tasks = tasks_of(64, 128, size=96)
+    sched = autotune.TaskScheduler(
+        tasks, log_file=tmp_path / "m.jsonl", tuner="xgb", round_trials=4, epsilon=0.0,
+        flatten_rounds=50, progress=False, seed=0,
+        measure_option=fake_option(by_n(n64=improving(1), n128=improving(2))))
+    sched.tune(n_trial=48)
+    curve = [json.loads(line) for line in
+             (tmp_path / "m.jsonl.curve.jsonl").read_text().splitlines()]
+    order = [c["task"] for c in curve]
+    switches = sum(a != b for a, b in itertools.pairwise(order))
+    assert len(curve) == 12 and switches >= 3, order
+    assert sched.tuners_built == 2
+    measured = sched.measure_option.runner.measured
+    assert len(measured) == 48 and len(set(measured)) == 48
+    assert len(executors) == 1  # the feature workers: started once for both tasks
+    assert sched._features is None  # and stopped when tune returned
+    # per task: the first round (no model yet: 4 random picks), then a plan of 16 per 4
+    # rounds; so a task's rounds searched about a quarter as often as they measured
+    for s in sched.states:
+        assert plans[s.task.key] <= 1 + math.ceil((s.rounds - 1) / 4) + 1, (s.rounds, plans)
 
 
 _KILLED_DRIVER = """
