@@ -249,7 +249,8 @@ def _declare_all(cfg, dag: Dag, cap: int | None) -> None:
     for nd in dag.nodes:
         p = nd.prefix
         if nd.role == CHOOSE:
-            cfg.define_knob(F.knob(p, "inline"), [True, False], default=True)
+            cfg.define_knob(F.knob(p, "inline"), [True, False],
+                            default=not inlining_recomputes(nd, dag))
             _declare_spatial(cfg, nd, cap)
         elif nd.role == SPATIAL:
             _declare_spatial(cfg, nd, cap)
@@ -260,6 +261,26 @@ def _declare_all(cfg, dag: Dag, cap: int | None) -> None:
         if nd.role in (CHOOSE, REDUCE, TILE) and not nd.is_output and nd.fused_into is None \
                 and len(effective_consumers(nd, dag)) == 1:
             F.declare_attach(cfg, p, ["root", "consumer"], "root")
+
+
+def inlining_recomputes(nd: Node, dag: Dag) -> bool:
+    """Whether inlining an expensive stage (a math intrinsic: softmax's exp) would compute
+    each of its values several times: some consumer, or a consumer of an always-inlined one,
+    runs a loop that its read of the value does not index (attention's exp, inlined through
+    the normalization into P V, would be computed again for every output column). Cheap
+    stages (paddings, stencil steps) stay inlined by default whatever their reuse."""
+    return _has_call(nd.op.body) and _recomputed(nd, dag)
+
+
+def _recomputed(nd: Node, dag: Dag) -> bool:
+    for c in nd.consumers:
+        cn = dag.node(c)
+        loops = {id(iv.var) for iv in (*c.axis, *c.reduce_axis) if F.extent(iv) > 1}
+        if any(loops - {id(v) for v in _vars(idx)} for idx in _reads(c.body, nd.op)):
+            return True
+        if cn.role == INLINE and _recomputed(cn, dag):
+            return True
+    return False
 
 
 def _declare_spatial(cfg, nd: Node, cap: int | None) -> None:

@@ -121,14 +121,14 @@ def part_candidates(n: int) -> list[int]:
 
 # --------------------------------------------------------------------------------- structures
 # the decisions that choose a sketch's structure rather than its sizes
-STRUCTURE = ("rule", "vec", "pack", "pack_at")
+STRUCTURE = ("inline", "rule", "vec", "pack", "pack_at")
 
 
 def structural_variants(space) -> list[int]:
-    """The fallback config under each combination of one stage's structural decisions (its
-    tile rule, vector axis, packed operand and where it is packed), the other decisions at
-    their defaults; a new vector axis gets a vector's register tile (up to 16 lanes) and the
-    former one 4 rows. Ansor's initial population samples every sketch; here the sketches are
+    """The fallback config under each combination of one stage's structural decisions (whether
+    it is inlined, its tile or reduction rule, vector axis, packed operand and where it is
+    packed), the other decisions at their defaults; a new vector axis gets a vector's
+    register tile (up to 16 lanes) and the former one 4 rows. Ansor's initial population samples every sketch; here the sketches are
     decisions, and a uniformly random fill of the other decisions (tile sizes) makes most
     fills of a good structure slow, so the model would learn the structure is."""
     base = dict(space.get(space.fallback_index()).entities)

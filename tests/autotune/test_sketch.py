@@ -216,3 +216,37 @@ def test_a_replayed_packing_record_reproduces_it(tmp_path):
     want, _ = task.instantiate(cfg)
     assert s.trace.dumps() == want.trace.dumps()
     assert "B.local: float32[32, 16]" in _run_against_numpy("plain_matmul", args, s, tensors)
+
+
+def test_an_expensive_stage_is_computed_by_default_where_inlining_would_recompute_it():
+    from tensorlang.autotune.sketch_fill import structural_variants
+
+    def node(dag, name):
+        return next(nd for nd in dag.nodes if nd.op.name == name)
+
+    # attention's exp, inlined through the normalization into P V, would be computed again
+    # for every output column: computed by default, once per score
+    dag = sketch.analyze(W.attention(1, 16, 8))
+    assert sketch.inlining_recomputes(node(dag, "E"), dag)
+    # a padding is cheap (inlined by default though every output channel reads it again)
+    dag = sketch.analyze(W.plain_conv2d(1, 3, 8, 8, 4, 3))
+    assert node(dag, "P").role == sketch.CHOOSE and not sketch.inlining_recomputes(
+        node(dag, "P"), dag)
+    # an exp read once per output element: nothing recomputed, inlined by default
+    X = tl.placeholder((4, 8), name="X")
+    E = tl.compute((4, 8), lambda i, j: tl.exp(X[i, j]), name="E")
+    Y = tl.compute((8, 4), lambda j, i: E[i, j] * 2.0, name="Y")
+    dag = sketch.analyze([X, Y])
+    assert node(dag, "E").role == sketch.CHOOSE
+    assert not sketch.inlining_recomputes(node(dag, "E"), dag)
+
+    args = (1, 16, 8)
+    task = autotune.create_task(W.attention, args)
+    space = task.config_space
+    fallback = space.get(space.fallback_index())
+    assert fallback.entities["s2.inline"].val is False
+    assert "allocate E" in _build_and_compare("attention", args, task, fallback)
+    inlined = _config(task, s2_inline=True)
+    assert "allocate E" not in _build_and_compare("attention", args, task, inlined)
+    # the first batches measure both: whether to inline is a structural decision
+    assert inlined.index in structural_variants(space)
