@@ -15,6 +15,7 @@ illegal ones before anything is built (`random_fill` counts them).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -46,7 +47,9 @@ def extent(iv) -> int:
 
 
 def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    from .space import _divisors
+
+    return _divisors(n)
 
 
 def largest_divisor(n: int, most: int) -> int:
@@ -62,11 +65,17 @@ def tile_candidates(n: int, levels: int, vector: bool) -> list[list[int]]:
     """The factorizations of a loop of extent n into `levels` loops (outermost first, exact:
     no tail), its innermost factor a vector (an axis that may be vectorized) or a few
     register rows."""
+    return [list(c) for c in _tile_candidates(n, levels, vector)]
+
+
+@functools.lru_cache(maxsize=512)
+def _tile_candidates(n: int, levels: int, vector: bool) -> tuple:
+    # cached: the knobs are declared again in every instantiation of a candidate
     from .space import split_candidates
 
     widest = MAX_VECTOR if vector else MAX_ROWS
-    return [e.size for e in split_candidates(n, levels, "factors")
-            if e.size[-1] <= widest and math.prod(e.size[1:][-2:]) <= MAX_TILE]
+    return tuple(tuple(e.size) for e in split_candidates(n, levels, "factors")
+                 if e.size[-1] <= widest and math.prod(e.size[1:][-2:]) <= MAX_TILE)
 
 
 def declare_tile(cfg, name: str, n: int, levels: int, innermost: bool,

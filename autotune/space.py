@@ -39,7 +39,9 @@ def _extent(axis: IterVar | int, what: str) -> int:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    # pairs (d, n / d) up to sqrt(n): a 2^20-element loop is split in every instantiation
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def _stage(s, target):

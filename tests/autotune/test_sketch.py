@@ -5,6 +5,7 @@ built), oversized register tiles refused before lowering."""
 from __future__ import annotations
 
 import json
+import math
 
 import autotune_test_workloads as W
 import numpy as np
@@ -250,3 +251,19 @@ def test_an_expensive_stage_is_computed_by_default_where_inlining_would_recomput
     assert "allocate E" not in _build_and_compare("attention", args, task, inlined)
     # the first batches measure both: whether to inline is a structural decision
     assert inlined.index in structural_variants(space)
+
+
+def test_divisors_of_large_extents_are_found_by_pairs():
+    from tensorlang.autotune.sketch_fill import divisors, tile_candidates
+
+    for n in [*range(1, 400), 1 << 20, (1 << 20) - 2, 524287, 3600]:
+        small = [d for d in range(1, min(n, 4000) + 1) if n % d == 0]
+        got = divisors(n)
+        assert got == sorted(set(got)) and got[:len(small)] == small
+        assert all(n % d == 0 for d in got) and got[-1] == n
+        assert len(got) == 2 * sum(1 for d in small if d * d < n) + (math.isqrt(n) ** 2 == n)
+    assert divisors(524287) == [1, 524287]  # a prime
+    cands = tile_candidates((1 << 20) - 2, 3, True)
+    assert [-1, 1, 2] in cands and all(((1 << 20) - 2) % math.prod(c[1:]) == 0 for c in cands)
+    cands.append([0])  # callers get their own lists (the cache keeps tuples)
+    assert [0] not in tile_candidates((1 << 20) - 2, 3, True)
