@@ -20,6 +20,7 @@ It works on template tasks too (their knobs are grouped by name prefix the same 
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 
 import numpy as np
@@ -60,6 +61,7 @@ class EvolutionTuner(XGBTuner):
         self._variants: list[int] | None = None  # structural variants not yet measured
         self._groups = _knob_groups(list(self.space.knobs))
         self._split_moves: dict[tuple[str, int], list[int]] = {}
+        self.stop_reason: str | None = None  # why the last tune() ran fewer trials
 
     @property
     def refused(self) -> int:
@@ -142,11 +144,39 @@ class EvolutionTuner(XGBTuner):
             batch += [i for i in super().next_batch(n - len(batch)) if i not in batch]
         return batch
 
+    # ---------------------------------------------------------------- small spaces
+    def tune(self, n_trial: int, measure_option, callbacks=(), early_stopping=None,
+             si_prefix: str = "G") -> None:
+        """XGBTuner.tune; when the space has no distinct schedule left to measure before
+        `n_trial` trials (every config measured, refused, or a duplicate of a measured one's
+        schedule), it stops there and says so (`stop_reason`, a logged warning), as
+        MetaSchedule stops when its space is spent."""
+        self.stop_reason = None
+        super().tune(n_trial, measure_option, callbacks, early_stopping, si_prefix)
+        if self.trials < n_trial and not self.has_next() and not self._settled:
+            self.stop_reason = (
+                f"{self.task.name} {list(self.task.args)}: the search space is spent after "
+                f"{self.trials} of {n_trial} trials: its {len(self.space)} configs give "
+                f"{self.distinct_schedules} distinct schedules, all measured (the others "
+                f"refused {self.refused}, oversized {self.search_stats['oversized']}, "
+                f"duplicates {self.search_stats['duplicates']})")
+            logging.getLogger(__name__).warning(self.stop_reason)
+
+    @property
+    def distinct_schedules(self) -> int:
+        """Distinct schedules (traces) among the configs checked so far."""
+        return len(self._schedules)
+
     # ---------------------------------------------------------------- search
     def _search(self, n: int) -> list[int]:
         if n <= 0:
             return []
-        deadline = time.perf_counter() + max(0.3, self.search_ratio * self._last_measure)
+        budget = max(0.3, self.search_ratio * self._last_measure)
+        if self._rest_fits(budget):
+            # a small space: every config checked and ranked (duplicates dropped), so that
+            # the tuner sees when no distinct schedule is left
+            return self._rank_all()
+        deadline = time.perf_counter() + budget
         scores: dict[int, float] = {}
         pop = self._seed_population()
         self._score(pop, scores)

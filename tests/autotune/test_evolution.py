@@ -157,3 +157,35 @@ def test_records_of_the_same_workload_at_other_sizes_train_the_model():
     assert len(t._tx) == 8 and not t._x  # other sizes: transfer rows, none of its own
     assert t._model is not None
     assert max(t._ty) == 1.0  # throughput normalized to the other workload's best
+
+
+def test_a_spent_space_stops_the_search_early_and_says_so(tmp_path, caplog):
+    # row sums of one 32-element row: 48 configs, 25 distinct schedules (the lanes of the
+    # plain rule, and every decision but the parts of rf_par, change nothing there)
+    task = autotune.create_task(W.row_sum, (1, 32))
+    assert len(task.config_space) == 48
+    log = tmp_path / "rs.jsonl"
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
+    t = autotune.EvolutionTuner(task, batch_size=16, seed=0)
+    try:
+        with caplog.at_level("WARNING", logger="tensorlang.autotune.evolution"):
+            t.tune(64, opt, callbacks=[autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    assert t.trials == len(recs) == t.distinct_schedules == 25
+    assert len({json.dumps(r["trace"]) for r in recs}) == 25
+    assert t.search_stats["duplicates"] == 48 - 25
+    assert "the search space is spent after 25 of 64 trials" in t.stop_reason
+    assert "48 configs give 25 distinct schedules" in t.stop_reason
+    assert t.stop_reason in caplog.text
+    # asked for fewer trials than the space holds: no early stop, nothing said
+    t2 = autotune.EvolutionTuner(task, batch_size=8, seed=0)
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
+    try:
+        t2.tune(8, opt)
+    finally:
+        opt.close()
+    assert t2.trials == 8 and t2.stop_reason is None
