@@ -183,6 +183,8 @@ def run_case(name, args, spec, trials, rounds, seed, logdir, reuse=False) -> dic
             "tuned_gflops": tuner.best_flops / 1e9, "wall": wall,
             "refused": tuner.refused, "oversized": tuner.search_stats["oversized"],
             "checked": tuner.search_stats["featurized"], "errors": dict(tuner.errors),
+            "trials": tuner.trials if not reuse else len(autotune.load_records(log)),
+            "stop_reason": getattr(tuner, "stop_reason", None),
             "err": err, "ms": med["ours"] * 1e3,
             "ratios": {k: med[k] / med["ours"] for k in med if k != "ours"}}
 
@@ -204,16 +206,19 @@ def main() -> None:
     os.makedirs(a.logdir, exist_ok=True)
     only = set(filter(None, a.only.split(",")))
     print(f"# trials {a.trials}; load {os.getloadavg()}; {time.strftime('%Y-%m-%d %H:%M')}")
-    print("| workload | ms | GFLOP/s | tuning wall s | checked | refused | oversized | failed "
-          "trials | vs hand | vs numpy | vs ort | max rel err |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| workload | trials | ms | GFLOP/s | tuning wall s | checked | refused | oversized | "
+          "failed trials | vs hand | vs numpy | vs ort | max rel err |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, args, spec in CASES:
         if only and name not in only:
             continue
         r = run_case(name, args, spec, a.trials, a.rounds, a.seed, a.logdir, a.reuse_logs)
         ratio = {k: f"{v:.2f}" for k, v in r["ratios"].items()}
         failed = sum(r["errors"].values())
-        print(f"| {r['name']} | {r['ms']:.3f} | {r['gflops']:.1f} | {r['wall']:.0f} | "
+        if r["stop_reason"]:
+            print(f"# {r['stop_reason']}", flush=True)
+        print(f"| {r['name']} | {r['trials']} | {r['ms']:.3f} | {r['gflops']:.1f} | "
+              f"{r['wall']:.0f} | "
               f"{r['checked']} | {r['refused']} | {r['oversized']} | {failed} | "
               f"{ratio.get('hand', '-')} | {ratio.get('numpy', '-')} | "
               f"{ratio.get('ort', '-')} | {r['err']:.1e} |", flush=True)

@@ -14,6 +14,10 @@ checked against numpy before any timing.
         [--rounds 7] [--logdir /tmp/ms_compare] [--reuse]
 
 --reuse re-measures the logs / databases of an earlier run instead of tuning again.
+
+Equal trials both ways: where MetaSchedule's space is spent before --trials (it measured fewer
+candidates and stopped), ours is also tuned with the number of candidates it measured (a log of
+its own), re-measured in the same rounds, and printed as a second row ("ours at MS's trials").
 """
 
 from __future__ import annotations
@@ -111,57 +115,88 @@ def _rel_err(out: np.ndarray, ref: np.ndarray) -> float:
     return float(np.abs(out - ref).max() / (np.abs(ref).max() + 1e-30))
 
 
+def _tune_ours(name: str, args: tuple, trials: int, log: str, a, tag: str) -> tuple:
+    """(task, stats) of our search of `trials` trials into `log`, or of its log (--reuse)."""
+    if a.reuse:
+        return _our_task_from_log(name, args, log)
+    task, tuner, wall = _tune(name, args, trials, log, a.seed)
+    stats = {"wall": wall, "trials": len(autotune.load_records(log)),
+             "failed": sum(tuner.errors.values()), "refused": tuner.refused}
+    print(f"# {tag}: ours tuned in {wall:.0f} s ({stats['trials']} trials of {trials}"
+          f"{'; ' + tuner.stop_reason if tuner.stop_reason else ''})", flush=True)
+    return task, stats
+
+
+def _tune_theirs(name: str, args: tuple, workdir: str, a, tag: str) -> dict:
+    summary = os.path.join(workdir, "summary.json")
+    if a.reuse:
+        with open(summary) as fh:
+            return json.load(fh)
+    stats = tune_theirs(a.tvm_python, name, args, workdir, a.trials, a.cores)
+    with open(summary, "w") as fh:
+        json.dump(stats, fh)
+    print(f"# {tag}: MetaSchedule tuned in {stats['wall']:.0f} s ({stats['records']} "
+          f"candidates measured of {a.trials})", flush=True)
+    return stats
+
+
 def run_case(name, args, a) -> dict:
     tag = f"{name}-{'x'.join(map(str, args))}"
     log = os.path.join(a.logdir, f"{tag}.jsonl")
     workdir = os.path.join(a.logdir, f"{tag}.ms")
-    if a.reuse:
-        task, ours_stats = _our_task_from_log(name, args, log)
-        with open(os.path.join(workdir, "summary.json")) as fh:
-            theirs_stats = json.load(fh)
-    else:
-        task, tuner, wall = _tune(name, args, a.trials, log, a.seed)
-        ours_stats = {"wall": wall, "trials": len(autotune.load_records(log)),
-                      "failed": sum(tuner.errors.values()), "refused": tuner.refused}
-        print(f"# {tag}: ours tuned in {wall:.0f} s", flush=True)
-        theirs_stats = tune_theirs(a.tvm_python, name, args, workdir, a.trials, a.cores)
-        with open(os.path.join(workdir, "summary.json"), "w") as fh:
-            json.dump(theirs_stats, fh)
-        print(f"# {tag}: MetaSchedule tuned in {theirs_stats['wall']:.0f} s", flush=True)
+    task, stats = _tune_ours(name, args, a.trials, log, a, tag)
+    logs, stats = {"ours": log}, {"ours": stats}
+    stats["theirs"] = _tune_theirs(name, args, workdir, a, tag)
+    k = stats["theirs"]["records"]
+    at_ms = os.path.join(a.logdir, f"{tag}.at{k}.jsonl")
+    if 0 < k < a.trials and (os.path.exists(at_ms) or not a.reuse):
+        # MetaSchedule's space was spent: ours at its count too
+        logs["ours_at_ms"] = at_ms
+        stats["ours_at_ms"] = _tune_ours(name, args, k, at_ms, a, tag)[1]
     rng = np.random.default_rng(0)
     with autotune.apply_history_best(log):
         _, tensors = task.instantiate()
     ins = [rng.standard_normal([int(d.value) for d in t.shape]).astype(np.float32)
            for t in tensors[:-1]]
-    ours, out = _ours(task, log, ins)
-    ours()
     ref = W.reference(name, args, ins)
+    kernels, errs = {}, {}
+    for key, path in logs.items():
+        kernels[key], out = _ours(task, path, ins)
+        kernels[key]()
+        errs[key] = _rel_err(out, ref)
     npz, npy = os.path.join(a.logdir, f"{tag}.in.npz"), os.path.join(a.logdir, f"{tag}.out.npy")
     np.savez(npz, *ins)
     theirs = TheirKernel(a.tvm_python, name, args, workdir, npz, npy, a.cores)
     try:
-        errs = {"ours": _rel_err(out, ref), "theirs": _rel_err(np.load(npy), ref)}
-        times = {"ours": [], "theirs": []}
-        for r in range(a.rounds):  # alternate which goes first
-            order = ["ours", "theirs"] if r % 2 == 0 else ["theirs", "ours"]
+        errs["theirs"] = _rel_err(np.load(npy), ref)
+        times = {k: [] for k in [*kernels, "theirs"]}
+        for r in range(a.rounds):  # rotate which goes first
+            order = list(times)[r % len(times):] + list(times)[:r % len(times)]
             for k in order:
-                times[k].append(_median_time(ours, a.number) if k == "ours"
-                                else theirs.median_time(a.number))
+                times[k].append(theirs.median_time(a.number) if k == "theirs"
+                                else _median_time(kernels[k], a.number))
     finally:
         theirs.close()
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"name": f"{name}{list(args)}", "flop": task.flop, "med": med, "errs": errs,
-            "ours": ours_stats, "theirs": theirs_stats, "load": os.getloadavg()}
+            "stats": stats, "load": os.getloadavg()}
 
 
-def _row(r: dict) -> str:
-    o, t = r["med"]["ours"], r["med"]["theirs"]
-    gf = {k: r["flop"] / v / 1e9 for k, v in r["med"].items()}
-    return (f"| {r['name']} | {o * 1e3:.3f} | {gf['ours']:.1f} | {r['ours']['wall']:.0f} | "
-            f"{r['ours']['trials']} | {t * 1e3:.3f} | {gf['theirs']:.1f} | "
-            f"{r['theirs']['wall']:.0f} | {r['theirs']['valid']}/{r['theirs']['records']} | "
-            f"{t / o:.2f} | {r['errs']['ours']:.1e} / {r['errs']['theirs']:.1e} | "
-            f"{r['load'][0]:.1f} |")
+def _rows(r: dict) -> list[str]:
+    """The row at --trials, and where MetaSchedule stopped early, ours at its trial count."""
+    t, th = r["med"]["theirs"], r["stats"]["theirs"]
+    out = []
+    for key in ("ours", "ours_at_ms"):
+        if key not in r["med"]:
+            continue
+        o, st = r["med"][key], r["stats"][key]
+        name = r["name"] if key == "ours" else f"{r['name']} (ours at MS's trials)"
+        out.append(
+            f"| {name} | {o * 1e3:.3f} | {r['flop'] / o / 1e9:.1f} | {st['wall']:.0f} | "
+            f"{st['trials']} | {t * 1e3:.3f} | {r['flop'] / t / 1e9:.1f} | {th['wall']:.0f} | "
+            f"{th['valid']}/{th['records']} | {t / o:.2f} | {r['errs'][key]:.1e} / "
+            f"{r['errs']['theirs']:.1e} | {r['load'][0]:.1f} |")
+    return out
 
 
 def main() -> None:
@@ -191,7 +226,7 @@ def main() -> None:
     for name, args in CASES:
         if only and name not in only:
             continue
-        print(_row(run_case(name, args, a)), flush=True)
+        print("\n".join(_rows(run_case(name, args, a))), flush=True)
 
 
 if __name__ == "__main__":
