@@ -7,13 +7,18 @@ from collections import Counter
 from collections.abc import Sequence
 
 from .callbacks import log_to_file, progress_bar
+from .evolution import EvolutionTuner
 from .measure import MeasureOption
 from .measure import measure_option as _measure_option
 from .record import load_records
 from .task import Task
 from .tuner import GATuner, GridSearchTuner, RandomTuner, TuningError, XGBTuner, first_message
 
-TUNERS = {"xgb": XGBTuner, "ga": GATuner, "random": RandomTuner, "grid": GridSearchTuner}
+# "evolution": the XGB model with a genetic search over legal fills, which measures a
+# template-free task's default and structural variants first (a whole model's template and
+# template-free tasks in one tune_tasks / TaskScheduler run)
+TUNERS = {"xgb": XGBTuner, "evolution": EvolutionTuner, "ga": GATuner, "random": RandomTuner,
+          "grid": GridSearchTuner}
 
 
 def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,

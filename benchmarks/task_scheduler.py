@@ -4,9 +4,18 @@ model; the model's end-to-end latency, measured (graph.build with the log's firs
 100% of the budget's records, timed interleaved with the untuned build), plus the scheduler's
 own estimate (sum of weight x best kernel time) from its curve file.
 
-    python benchmarks/task_scheduler.py [--budget 2000] [--size 224] [--width 64]
+    python benchmarks/task_scheduler.py [--model resnet50|transformer] [--template-free]
+                                        [--budget 2000] [--size 224] [--width 64]
                                         [--tuner xgb] [--rounds 7] [--dir DIR]
                                         [--steps tune-heaviest-first,tune-scheduler,time]
+
+--model transformer: graph.model_zoo.transformer_block with sequence --size, hidden --width,
+4 heads, feed-forward 4 x --width. --template-free adds a template-free task for every kernel
+no template tunes (graph.extract_tasks(g, template_free=True): softmax, layer norm,
+transposes, pools...), tasks whose defaults can be far from their tuned schedules, beside
+template tasks whose defaults are near their best: where the gradient has something to
+allocate (tune them with --tuner evolution, which measures a template-free task's default
+and its structural variants first).
 
 Both strategies measure candidates as the model runs them (model_measure_option: caches evicted
 before each timed call, a task's non-constant inputs read back); the last lines compare each
@@ -91,8 +100,9 @@ def estimate_from_log(tasks, log: str, default: dict[str, float]) -> float:
 
 
 def default_times(tasks) -> dict[str, float]:
-    """Each task's default schedule (the template's fallback config), timed as the runner
-    times a candidate (from evicted caches, its warm_args read back)."""
+    """Each task's default schedule (the template's fallback config, a template-free task's
+    sketch fallback: what an untuned build runs), timed as the runner times a candidate (from
+    evicted caches, its warm_args read back)."""
     import tensorlang as tl
 
     out = {}
@@ -190,6 +200,19 @@ def load_and_cpu() -> str:
             f"threads, load {os.getloadavg()[0]:.1f}")
 
 
+def model_of(name: str, size: int, width: int):
+    if name == "transformer":
+        return model_zoo.transformer_block(size, width, 4, 4 * width)
+    return model_zoo.resnet50(1, size, 1000, width)
+
+
+def model_title(name: str, g, width: int) -> str:
+    shape = "x".join(map(str, g.inputs[0].shape))
+    if name == "transformer":
+        return f"transformer block {shape}, 4 heads, ffn {4 * width}"
+    return f"ResNet-50-shaped model {shape}, width {width}"
+
+
 def build(g, log: str | None):
     with warnings.catch_warnings():  # a prefix leaves tasks untuned: expected here
         warnings.simplefilter("ignore", UserWarning)
@@ -198,6 +221,9 @@ def build(g, log: str | None):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=("resnet50", "transformer"), default="resnet50")
+    ap.add_argument("--template-free", action="store_true",
+                    help="also a template-free task for every kernel no template tunes")
     ap.add_argument("--budget", type=int, default=2000, help="trials, both strategies")
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--width", type=int, default=64)
@@ -218,12 +244,12 @@ def main() -> None:
         ap.error(f"--steps: {sorted(set(steps) - set(STEPS))} not among {list(STEPS)}")
     out = a.dir or tempfile.mkdtemp(prefix="tl-bench-sched-")
     os.makedirs(out, exist_ok=True)
-    model = model_zoo.resnet50(1, a.size, 1000, a.width)
-    g = graph.from_onnx(model)
-    tasks = graph.extract_tasks(g)
-    print(f"resnet50-shaped 1x3x{a.size}x{a.size} width {a.width}: {len(tasks)} tasks "
-          f"({sum(t.weight for t in tasks)} kernels), budget {a.budget} trials, tuner "
-          f"{a.tuner}, logs in {out}", flush=True)
+    g = graph.from_onnx(model_of(a.model, a.size, a.width))
+    tasks = graph.extract_tasks(g, template_free=a.template_free)
+    title = model_title(a.model, g, a.width) + (", template-free tasks" if a.template_free
+                                                 else "")
+    print(f"{title}: {len(tasks)} tasks ({sum(t.weight for t in tasks)} kernels), budget "
+          f"{a.budget} trials, tuner {a.tuner}, logs in {out}", flush=True)
     logs = {"heaviest-first": os.path.join(out, "heaviest_first.jsonl"),
             "scheduler": os.path.join(out, "scheduler.jsonl")}
     walls_file = os.path.join(out, "walls.json")
@@ -251,7 +277,8 @@ def main() -> None:
             prefix = log_prefix(log, round(f * a.budget), os.path.join(out, f"{name}_{f}.jsonl"))
             builds[(name, f)] = build(g, prefix)
             estimates[(name, f)] = estimate_from_log(tasks, prefix, defaults)
-    x = np.random.default_rng(0).standard_normal((1, 3, a.size, a.size)).astype(np.float32)
+    (inp,) = g.inputs
+    x = np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)
     ref = builds["untuned"].run(x=x)
     for k, gm in builds.items():  # every tuned build computes what the untuned one does
         for name, v in gm.run(x=x).items():
@@ -259,14 +286,13 @@ def main() -> None:
     print(f"timing: {load_and_cpu()}", flush=True)
     rounds = time_builds(builds, x, a.rounds)
     measured = {k: statistics.median(v) for k, v in rounds.items()}
-    print(f"\n## ResNet-50-shaped model (1x3x{a.size}x{a.size}, width {a.width}), {len(tasks)} "
-          f"tasks, budget {a.budget} trials ({a.tuner}); untuned "
-          f"{measured['untuned'] * 1e3:.2f} ms; {load_and_cpu()} after timing\n")
+    print(f"\n## {title}, {len(tasks)} tasks, budget {a.budget} trials ({a.tuner}); untuned "
+          f"{measured['untuned'] * 1e3:.3f} ms; {load_and_cpu()} after timing\n")
     print("| strategy | " + " | ".join(f"{int(f * 100)}% measured (estimated) ms"
                                        for f in FRACTIONS) + " | trials used | tuning wall s |")
     print("|---|" + "---|" * len(FRACTIONS) + "---|---|")
     for name in logs:
-        cells = [f"{measured[(name, f)] * 1e3:.2f} ({estimates[(name, f)] * 1e3:.2f})"
+        cells = [f"{measured[(name, f)] * 1e3:.3f} ({estimates[(name, f)] * 1e3:.3f})"
                  for f in FRACTIONS]
         print(f"| {name} | " + " | ".join(cells) + f" | {used[name]} | "
               f"{walls.get(name, float('nan')):.0f} |")
@@ -274,7 +300,7 @@ def main() -> None:
           + ", ".join(f"{k if isinstance(k, str) else f'{k[0]} {int(k[1] * 100)}%'} "
                       f"{spread(v) * 100:.1f}%" for k, v in rounds.items()))
     target = measured[("heaviest-first", 1.0)]
-    print(f"scheduler reaches heaviest-first's final latency ({target * 1e3:.2f} ms, measured) "
+    print(f"scheduler reaches heaviest-first's final latency ({target * 1e3:.3f} ms, measured) "
           + reached_at({f: measured[("scheduler", f)] for f in FRACTIONS}, target)
           + " (target: at 50% or less)")
     goal = estimates[("heaviest-first", 1.0)]

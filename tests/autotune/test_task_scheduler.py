@@ -330,6 +330,26 @@ def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, 
         assert plans[s.task.key] <= 1 + math.ceil((s.rounds - 1) / 4) + 1, (s.rounds, plans)
 
 
+def test_template_and_template_free_tasks_each_start_from_their_default(tmp_path):
+    """tuner="evolution" tunes a template task and a template-free one in one budget: each
+    task's first trial is its default (the schedule an untuned build falls back to: the
+    gradient's first best is the untuned time), nothing is measured twice."""
+    import autotune_test_workloads as W
+
+    tasks = [*tasks_of(64), autotune.create_task(W.layer_norm, (16, 64))]
+    sched = autotune.TaskScheduler(
+        tasks, log_file=tmp_path / "m.jsonl", tuner="evolution", round_trials=3,
+        epsilon=0.0, flatten_rounds=50, progress=False, seed=0,
+        measure_option=fake_option(lambda task, idx: 1e-3 / (1 + idx % 7)))
+    sched.tune(n_trial=12)
+    measured = sched.measure_option.runner.measured
+    assert len(measured) == 12 and len(set(measured)) == 12
+    for t in tasks:
+        own = [idx for key, idx in measured if key == t.key]
+        assert own and own[0] == t.config_space.fallback_index(), (t.name, own)
+    assert sched.tuners_built == 2
+
+
 _KILLED_DRIVER = """
 import sys
 
