@@ -158,6 +158,25 @@ def fidelity(tasks, log: str, gm, x: np.ndarray, per_task: bool = False) -> str:
             + ("\n" + "\n".join(rows) if per_task else ""))
 
 
+def default_fidelity(tasks, defaults: dict[str, float], gm, x: np.ndarray) -> str:
+    """Each task's default as the tuner first times it (a template's fallback config; a
+    template-free task's sketch fallback, its first trial) against its kernel inside a run of
+    the untuned build (the graph's own default schedule): whether the gradient starts from the
+    time the model runs at."""
+    in_run = in_run_times(gm, x)
+    rows = []
+    for n, t in enumerate(tasks):
+        mine = statistics.median(in_run[node] for node in t.nodes)
+        rows.append(f"  task {n:2d} {t.op} x{t.weight}{' (free)' if _free(t) else ''}: "
+                    f"default timed {defaults[t.key] * 1e6:.1f} us, in the untuned run "
+                    f"{mine * 1e6:.1f} us ({defaults[t.key] / mine:.2f})")
+    return "\n".join(rows)
+
+
+def _free(task) -> bool:
+    return bool(getattr(task, "template_free", False))
+
+
 def _arrays(f):
     rng = np.random.default_rng(0)
     return [rng.uniform(-1, 1, size=tuple(a["shape"])).astype(a["dtype"])
@@ -307,6 +326,9 @@ def main() -> None:
     print(f"scheduler reaches heaviest-first's final estimate ({goal * 1e3:.3f} ms, sum of "
           "weight x best kernel time) "
           + reached_at({f: estimates[("scheduler", f)] for f in FRACTIONS}, goal))
+    if a.per_task:
+        print("defaults (first trials) vs the untuned build:\n"
+              + default_fidelity(tasks, defaults, builds["untuned"], x))
     for name, log in logs.items():
         print(f"fidelity, {name} 100%: "
               + fidelity(tasks, log, builds[(name, 1.0)], x, a.per_task))
