@@ -39,7 +39,8 @@ blocked, 13.8 ms on the pixels path; with the adds below run NCHW too, 19.7 -> 1
 The layout then flows forward through every op that works in it unchanged:
 
 - elementwise unary ops;
-- binary ops between two blocked values of the same shape (the residual add), or a blocked
+- binary ops (and n-ary sum/mean/max/min: the model-zoo ResNets' residual Sum) between
+  blocked values of the same shape (the residual add), or a blocked
   value and a constant that is a scalar or per channel (re-laid out at build time), or a
   blocked value and an NCHW value of the same shape (which is converted), unless an NCHW conv
   computes that NCHW value for the binary op alone and no blocked conv computes the other:
@@ -94,6 +95,11 @@ from .rewrite import Emitter, rebuild
 BLOCKS = (16, 8)  # preferred first: 16 fp32 lanes fill a zmm
 # a depthwise conv reading NCHW stays NCHW from this output width up (see the module doc)
 NCHW_DEPTHWISE_MIN_WIDTH = 14
+
+
+# elementwise over any number of same-shape inputs (ONNX Sum / Mean / Max / Min): the
+# model-zoo ResNets add their residual with a two-input Sum, which must stay blocked like add
+NARY_OPS = ("sum_n", "mean_n", "max_n", "min_n")
 
 
 def channel_block(channels: int) -> int | None:
@@ -293,7 +299,7 @@ class _LayoutConverter:
             if id(ins[0]) in self.computed_for_one and self.uses.get(id(out)) == 1:
                 self.computed_for_one.add(id(y))
             return [y]
-        if n.op in R.BINARY_REFS and len(ins) == 2:
+        if n.op in R.BINARY_REFS and len(ins) == 2 or n.op in NARY_OPS:
             y = self.binary(n, ins, out, blocks, block)
             if y is not None:
                 return [y]
