@@ -8,10 +8,14 @@ average-pooled shortcut; 224^2 input) and ``transformer`` (graph.model_zoo.trans
 
 Tuning: every task with the EvolutionTuner, ``--trials`` each, batches of 16; the template
 tasks' records go to ``tmpl.jsonl``, which is copied to ``all.jsonl`` before the template-free
-tasks append theirs, so the two tuned builds differ only by the template-free records.
+tasks append theirs, so the two tuned builds differ only by the template-free records. Then each
+template-free task's default kernel is timed by the same runner (``measure_baselines``) into
+``all+baselines.jsonl``: built from it, a kernel keeps its default schedule wherever that was
+no slower than the searched record.
 Latency: each round times every contender (``gm.run`` / ``sess.run`` on the same input,
 median of ``--number`` calls after a warm-up) with 0.2 s pauses, rotating the order; the
-figures are medians over the rounds. Outputs are checked against onnxruntime first.
+figures are medians over the rounds. Outputs are checked against onnxruntime first. Per kernel
+node, its time inside each build (``gm.profile()``) beside its best record's measured time.
 
     python benchmarks/tune_free_model.py [--model shufflenet] [--trials 32] [--rounds 7]
         [--logdir /tmp/tune_free_model] [--phase all|templates|free|measure]
@@ -29,7 +33,7 @@ import time
 
 import numpy as np
 from tensorlang.graph import model_zoo
-from tensorlang.graph.tuning_free import FreeGraphTask
+from tensorlang.graph.tuning_free import FreeGraphTask, measure_baselines
 
 from tensorlang import autotune, graph
 
@@ -80,25 +84,62 @@ MODELS = {"shufflenet": shufflenet,
           "transformer": lambda: model_zoo.transformer_block(128, 256, 4, 1024)}
 
 
-def _tune_group(tasks: list, trials: int, log: str, seed: int) -> dict:
-    opt = autotune.measure_option(autotune.LocalBuilder(n_parallel=2, timeout=40),
-                                  autotune.LocalRunner(number=3, repeat=3, timeout=10))
+def _measure_option():
+    return autotune.measure_option(autotune.LocalBuilder(n_parallel=2, timeout=40),
+                                   autotune.LocalRunner(number=3, repeat=3, timeout=10))
+
+
+def _tune_group(tasks: list, trials: int, log: str, seed: int, opt) -> dict:
     stats = {"tasks": len(tasks), "trials": 0, "refused": 0, "failed": 0, "wall": 0.0}
-    try:
-        for task in tasks:
-            t0 = time.perf_counter()
-            tuner = autotune.EvolutionTuner(task, batch_size=16, seed=seed)
-            tuner.tune(trials, opt, callbacks=[autotune.log_to_file(log)])
-            stats["wall"] += time.perf_counter() - t0
-            stats["trials"] += sum(r.key == task.key for r in autotune.load_records(log))
-            stats["refused"] += tuner.refused
-            stats["failed"] += sum(tuner.errors.values())
-            print(f"#   {task.name} {getattr(task, 'op', '')} {task.nodes[:2]}: "
-                  f"{tuner.best_flops / 1e9:.1f} GFLOP/s, {time.perf_counter() - t0:.0f} s",
-                  flush=True)
-    finally:
-        opt.close()
+    for task in tasks:
+        t0 = time.perf_counter()
+        tuner = autotune.EvolutionTuner(task, batch_size=16, seed=seed)
+        tuner.tune(trials, opt, callbacks=[autotune.log_to_file(log)])
+        stats["wall"] += time.perf_counter() - t0
+        stats["trials"] += sum(r.key == task.key for r in autotune.load_records(log))
+        stats["refused"] += tuner.refused
+        stats["failed"] += sum(tuner.errors.values())
+        print(f"#   {task.name} {getattr(task, 'op', '')} {task.nodes[:2]}: "
+              f"{tuner.best_flops / 1e9:.1f} GFLOP/s, {time.perf_counter() - t0:.0f} s",
+              flush=True)
     return stats
+
+
+def _best_costs(log: str) -> dict[str, float]:
+    """{workload key: the best valid record's seconds per call} of a log."""
+    best: dict[str, float] = {}
+    for r in autotune.load_records(log):
+        if r.valid:
+            best[r.key] = min(best.get(r.key, float("inf")), r.cost)
+    return best
+
+
+def _kernel_table(tasks: list, gms: dict, log: str, rows: dict) -> None:
+    """Per kernel node: its time inside each build (gm.profile(), native loop on the model's
+    buffers) next to its best record's measured time and its default kernel's (baseline)."""
+    best = _best_costs(log)
+    rec, base = {}, {}
+    for t in tasks:
+        for node in t.nodes:
+            rec[node] = best.get(t.key)
+            if isinstance(t, FreeGraphTask):
+                base[node] = best.get(t.baseline().key)
+    names = list(gms)
+    print("| node | op | " + " | ".join(f"{k} us" for k in names)
+          + " | best record us | default measured us |")
+    print("|---|---|" + "---|" * (len(names) + 2))
+    us = lambda v: "-" if v is None else f"{v * 1e6:.1f}"
+    for node, op in rows[names[0]]["ops"].items():
+        print(f"| {node} | {op} | " + " | ".join(us(rows[k]["t"].get(node)) for k in names)
+              + f" | {us(rec.get(node))} | {us(base.get(node))} |")
+    print("| sum | | " + " | ".join(f"{sum(rows[k]['t'].values()) * 1e6:.1f}" for k in names)
+          + " | | |", flush=True)
+
+
+def _profile(gm, x) -> dict:
+    gm.run(x=x)
+    prof = gm.profile()
+    return {"t": {r["node"]: r["time_s"] for r in prof}, "ops": {r["node"]: r["op"] for r in prof}}
 
 
 def _build(g, log: str | None):
@@ -107,8 +148,8 @@ def _build(g, log: str | None):
     gm = graph.build(g, tuning_log=log, report=rep)
     tuned = sum(k.tuned for k in rep.kernels)
     print(f"# build with {log}: {time.perf_counter() - t0:.0f} s, {tuned} of "
-          f"{len(rep.kernels)} kernels tuned, {len(rep.tuned_failures)} records not used",
-          flush=True)
+          f"{len(rep.kernels)} kernels tuned, {len(rep.tuned_failures)} records that failed "
+          "to build", flush=True)
     return gm
 
 
@@ -144,6 +185,7 @@ def main() -> None:
     os.makedirs(a.logdir, exist_ok=True)
     tmpl_log = os.path.join(a.logdir, f"{a.model}-tmpl.jsonl")
     all_log = os.path.join(a.logdir, f"{a.model}-all.jsonl")
+    base_log = os.path.join(a.logdir, f"{a.model}-all+baselines.jsonl")
     model = MODELS[a.model]()
     g = graph.from_onnx(model)
     tasks = graph.extract_tasks(g, template_free=True)
@@ -158,13 +200,29 @@ def main() -> None:
                 os.remove(p)
         # --skip-templates: the template kernels keep their default schedules in all builds,
         # so "templates+free" differs from "untuned" by the template-free records only
-        st = _tune_group([] if a.skip_templates else tmpl, a.trials, tmpl_log, a.seed)
+        opt = _measure_option()
+        try:
+            st = _tune_group([] if a.skip_templates else tmpl, a.trials, tmpl_log, a.seed, opt)
+        finally:
+            opt.close()
         open(tmpl_log, "a").close()
         print(f"# template tasks: {st}", flush=True)
     if a.phase in ("all", "free"):
         shutil.copyfile(tmpl_log, all_log)
-        sf = _tune_group(free, a.trials, all_log, a.seed)
-        print(f"# template-free tasks: {sf}", flush=True)
+        opt = _measure_option()
+        try:
+            sf = _tune_group(free, a.trials, all_log, a.seed, opt)
+            print(f"# template-free tasks: {sf}", flush=True)
+            # the default kernels timed by the same runner: the build keeps a default
+            # wherever it is no slower than the searched record
+            shutil.copyfile(all_log, base_log)
+            base = measure_baselines(free, opt, base_log)
+        finally:
+            opt.close()
+        best = _best_costs(all_log)
+        for t in free:
+            print(f"#   {t.op} {t.nodes[:2]}: default {base[t.key] * 1e6:.1f} us, searched "
+                  f"{best.get(t.key, float('inf')) * 1e6:.1f} us", flush=True)
     if a.phase in ("templates", "free"):
         return
     x = np.random.default_rng(0).standard_normal(
@@ -172,12 +230,14 @@ def main() -> None:
     sess = _ort_session(model)
     ref = sess.run(None, {"x": x})[0]
     gms = {"untuned": _build(g, None), "templates": _build(g, tmpl_log),
-           "templates+free": _build(g, all_log)}
+           "templates+free (every record)": _build(g, all_log),
+           "templates+free (records faster than the default)": _build(g, base_log)}
     contenders = {k: (lambda gm=gm: gm.run(x=x)) for k, gm in gms.items()}
     contenders["onnxruntime"] = lambda: sess.run(None, {"x": x})
     for k, gm in gms.items():
         err = np.abs(_first(gm.run(x=x)) - ref).max() / (np.abs(ref).max() + 1e-30)
         print(f"# {k}: max |ours - onnxruntime| / max |onnxruntime| = {err:.1e}", flush=True)
+    _kernel_table(tasks, gms, base_log, {k: _profile(gm, x) for k, gm in gms.items()})
     times = {k: [] for k in contenders}
     for r in range(a.rounds):
         order = list(contenders)

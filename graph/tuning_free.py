@@ -6,7 +6,13 @@ The workload ``graph_kernel_free`` rebuilds a kernel's computes from the same de
 schedule to the sketch rules (autotune/sketch.py). ``graph.extract_tasks(g,
 template_free=True)`` adds one such task per distinct untemplated kernel; ``graph.build(g,
 tuning_log=...)`` replays their best records (GraphTuning.config_for asks
-:func:`free_config`)."""
+:func:`free_config`).
+
+A searched schedule is not always faster than the kernel's default one (``tl.ops.default_schedule``,
+which the build uses without a record): :func:`measure_baselines` times each task's default
+kernel with the same runner, as a record of the one-config template ``graph_kernel_default``,
+and the build then keeps the default wherever it was measured no slower than the best searched
+record."""
 
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from .tuning import (
 )
 
 WORKLOAD = "graph_kernel_free"
+BASELINE = "graph_kernel_default"
 
 
 @autotune.workload(name=WORKLOAD)
@@ -39,12 +46,54 @@ def graph_kernel_free(op: str, attrs: str, in_types: str, out_types: str):
     return [*ins, *outs]
 
 
+@autotune.template(BASELINE)
+def graph_kernel_default(op: str, attrs: str, in_types: str, out_types: str):
+    """The kernel the build makes without a record: its one config is the default schedule."""
+    import tensorlang as tl
+
+    from .lowering import lower
+
+    ins, outs = autotune.computes_once(lambda: lower(*_parse((op, attrs, in_types, out_types))))
+    return tl.ops.default_schedule(outs), [*ins, *outs]
+
+
 class FreeGraphTask(GraphKernelTask, autotune.WorkloadTask):
     """A template-free task for one graph kernel workload (see GraphKernelTask)."""
 
     def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = "",
                  warm_args: Sequence[int] = ()):
         super().__init__(WORKLOAD, args, target, op, nodes, layout, warm_args)
+
+    def baseline(self) -> BaselineGraphTask:
+        """The task of the same kernel with its default schedule (one config)."""
+        return BaselineGraphTask(self.args, self.target, self.op, self.nodes, self.layout,
+                                 self.warm_args)
+
+
+class BaselineGraphTask(GraphKernelTask, autotune.Task):
+    """A graph kernel's default schedule as a one-config task: measuring it gives the time a
+    template-free record must beat to be applied (see :func:`free_config`)."""
+
+    def __init__(self, args, target: str, op: str, nodes: list[str], layout: str = "",
+                 warm_args: Sequence[int] = ()):
+        super().__init__(BASELINE, args, target, op, nodes, layout, warm_args)
+
+
+def measure_baselines(tasks, measure_option, log: str) -> dict[str, float]:
+    """Time the default kernel of each template-free task in ``tasks`` (others are skipped)
+    with ``measure_option``, appending one record each to ``log``: measure with the option the
+    tasks were tuned with, so that the build compares like with like. Returns {task key:
+    seconds per call} (inf for a default kernel that failed to build or run)."""
+    out = {}
+    for task in tasks:
+        if not isinstance(task, FreeGraphTask):
+            continue
+        base = task.baseline()
+        tuner = autotune.RandomTuner(base, batch_size=1, seed=0)
+        tuner.tune(1, measure_option, callbacks=[autotune.log_to_file(log)])
+        costs = [r.cost for r in autotune.load_records(log) if r.key == base.key and r.valid]
+        out[task.key] = min(costs, default=float("inf"))
+    return out
 
 
 def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> list:
@@ -77,8 +126,19 @@ def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> li
 
 def free_config(history, target: str, args: tuple):
     """(args, config, config json, workload name) of a kernel's best template-free record in
-    ``history`` (an ApplyHistoryBest), or None."""
+    ``history`` (an ApplyHistoryBest), or None: also None when the log holds a measurement of
+    the kernel's default schedule (:func:`measure_baselines`) no slower than that record."""
+    if searched_loses(history, target, args):
+        return None
     cfg = history.query(target, WORKLOAD, args)
     if autotune.task.workload_key(WORKLOAD, args) not in history.applied:
         return None
     return args, cfg, json.dumps(cfg.to_json(), sort_keys=True), WORKLOAD
+
+
+def searched_loses(history, target: str, args: tuple) -> bool:
+    """Whether the log measured the kernel's default schedule no slower than its best
+    applicable template-free record (then the build keeps the default)."""
+    base = history.best(target, BASELINE, args)
+    rec = history.best(target, WORKLOAD, args)
+    return base is not None and rec is not None and base.cost <= rec.cost
