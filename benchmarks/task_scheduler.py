@@ -28,6 +28,7 @@ the timings share the cores. A tiny run that proves the script works: --budget 6
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -53,32 +54,68 @@ def measure_option():
     return model_measure_option(repeat=10, n_parallel=os.cpu_count())
 
 
+@contextlib.contextmanager
+def tuners_seen():
+    """The tuners whose tune() ran inside the block (each once, in order of their first
+    call): where a strategy's wall time went."""
+    seen: dict[int, autotune.Tuner] = {}
+    tune = autotune.Tuner.tune
+
+    def recorded(self, *args, **kw):
+        seen.setdefault(id(self), self)
+        return tune(self, *args, **kw)
+
+    autotune.Tuner.tune = recorded
+    try:
+        yield seen
+    finally:
+        autotune.Tuner.tune = tune
+
+
+def wall_split(name: str, wall: float, tuners) -> str:
+    """A strategy's tuning wall time: building + measuring, the search, the model's fits, the
+    rest (features outside the search, the driver)."""
+    measure = sum(t.time_measure for t in tuners)
+    search = sum(getattr(t, "time_search", 0.0) for t in tuners)
+    model = sum(getattr(t, "time_model", 0.0) for t in tuners)
+    trials = sum(t.trials for t in tuners)
+    return (f"{name}: {trials} trials in {wall:.1f} s ({len(tuners)} tuners): build + measure "
+            f"{measure:.1f} s, search {search:.1f} s, model fits {model:.1f} s, rest "
+            f"{wall - measure - search - model:.1f} s")
+
+
 def heaviest_first(tasks, budget: int, log: str, tuner: str, seed: int) -> float:
     """Today's tune_tasks: the tasks by weight x FLOPs, budget // tasks trials each."""
     order = sorted(tasks, key=lambda t: t.flop * t.weight, reverse=True)
     opt = measure_option()
     t0 = time.perf_counter()
-    try:
-        autotune.tune_tasks(order, n_trial=max(1, budget // len(tasks)), log_file=log,
-                            tuner=tuner, measure_option=opt, progress=False, seed=seed)
-    except autotune.TuningError as e:  # a task without a valid config: reported, not fatal
-        print(f"heaviest-first: {e}")
-    finally:
-        opt.close()
-    return time.perf_counter() - t0
+    with tuners_seen() as seen:
+        try:
+            autotune.tune_tasks(order, n_trial=max(1, budget // len(tasks)), log_file=log,
+                                tuner=tuner, measure_option=opt, progress=False, seed=seed)
+        except autotune.TuningError as e:  # a task without a valid config: not fatal
+            print(f"heaviest-first: {e}")
+        finally:
+            opt.close()
+    wall = time.perf_counter() - t0
+    print(wall_split("heaviest-first", wall, seen.values()), flush=True)
+    return wall
 
 
 def scheduled(tasks, budget: int, log: str, tuner: str, seed: int, round_trials: int) -> float:
     opt = measure_option()
     t0 = time.perf_counter()
-    try:
-        autotune.TaskScheduler(tasks, log_file=log, measure_option=opt, tuner=tuner,
-                               round_trials=round_trials, seed=seed).tune(n_trial=budget)
-    except autotune.TuningError as e:
-        print(f"scheduler: {e}")
-    finally:
-        opt.close()
-    return time.perf_counter() - t0
+    with tuners_seen() as seen:
+        try:
+            autotune.TaskScheduler(tasks, log_file=log, measure_option=opt, tuner=tuner,
+                                   round_trials=round_trials, seed=seed).tune(n_trial=budget)
+        except autotune.TuningError as e:
+            print(f"scheduler: {e}")
+        finally:
+            opt.close()
+    wall = time.perf_counter() - t0
+    print(wall_split("scheduler", wall, seen.values()), flush=True)
+    return wall
 
 
 def log_prefix(log: str, n: int, out: str) -> str:
