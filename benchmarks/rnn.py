@@ -3,6 +3,13 @@ ONNX models, tensorlang vs onnxruntime with default schedules, both on the same 
 alternating with a pause so neither side's spinning threads slow the other.
 
     python benchmarks/rnn.py [--threads 2] [--seq 50] [--hidden 128]
+
+--corpus: the recurrent models of the real-model corpus (benchmarks/real_models.py's cache)
+each built twice, the layers as one recurrence kernel (now) and unrolled per time step (as
+before: graph/frontends/onnx_rnn.py's one_kernel replaced), timed against onnxruntime in
+alternation (median of --rounds); plan steps and max relative error vs onnxruntime.
+
+    python benchmarks/rnn.py --corpus [--threads 1] [--models pt_gru_tagger,pt_kws_lstm]
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ import onnxruntime as ort
 from onnx import TensorProto, helper
 
 from tensorlang import graph, runtime
+
+CORPUS = "pt_gru_tagger.ts,pt_gru_tagger.dynamo,pt_kws_lstm.ts,pt_kws_lstm.dynamo"
 
 
 def rnn_model(op: str, direction: str, seq: int, batch: int, inp: int, hidden: int):
@@ -48,8 +57,47 @@ def best_of(fn, number: int, repeat: int = 5) -> float:
     return best
 
 
+def corpus(names: list[str], threads: int, rounds: int, pause: float) -> None:
+    import statistics
+    from pathlib import Path
+
+    import real_models as rm  # beside this file
+    from tensorlang.graph.frontends import onnx_rnn
+
+    rm.THREADS = threads
+    cache = Path(rm.export_models.DEFAULT_CACHE).expanduser()
+    one_kernel = onnx_rnn.one_kernel
+    print(f"{'model':22s} {'form':9s} {'steps':>6s} {'ours ms':>8s} {'ort ms':>7s} "
+          f"{'ratio':>6s} {'max rel err':>11s}")
+    for name in names:
+        path = cache / f"{name}.onnx"
+        feed = rm._load_feed(cache, {"inputs": f"{name}.inputs.npz"})
+        sess = rm._ort_session(path)
+        ref = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feed)))
+        built = {}
+        for form, choose in (("kernel", one_kernel), ("unrolled", lambda rnn: False)):
+            onnx_rnn.one_kernel = choose
+            try:
+                built[form] = graph.build(rm._import(path, feed))
+            finally:
+                onnx_rnn.one_kernel = one_kernel
+        peers = {f: (lambda gm=gm, feed=feed: gm.run(**feed)) for f, gm in built.items()}
+        peers["ort"] = lambda sess=sess, feed=feed: sess.run(None, feed)
+        t = rm.alternate(peers, rounds, pause)
+        ort = t["ort"]
+        for form, gm in built.items():
+            err = rm.max_rel_error(gm.run(**feed), ref)
+            ratio = statistics.median(x / y for x, y in zip(t[form], ort))
+            print(f"{name:22s} {form:9s} {gm.num_steps:6d} "
+                  f"{statistics.median(t[form]) * 1e3:8.3f} {statistics.median(ort) * 1e3:7.3f} "
+                  f"{ratio:6.2f} {err:11.1e}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", action="store_true", help="the corpus's recurrent models")
+    ap.add_argument("--models", default=CORPUS, help="with --corpus: comma-separated names")
+    ap.add_argument("--pause", type=float, default=0.25)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seq", type=int, default=50)
     ap.add_argument("--batch", type=int, default=1)
@@ -58,6 +106,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     runtime.set_num_threads(args.threads)
+    if args.corpus:
+        corpus(args.models.split(","), args.threads, args.rounds, args.pause)
+        return
     print(f"{'model':24s} {'build s':>8s} {'ours us':>9s} {'ort us':>9s} {'ratio':>6s} "
           f"{'max rel err':>11s}")
     for op, direction in (("LSTM", "forward"), ("GRU", "forward"), ("LSTM", "bidirectional")):

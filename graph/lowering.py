@@ -470,6 +470,9 @@ QUANT_OPS = (*R.QUANT_OPS, "dense_integer", "qlinear_conv2d")
 MULTI_OUTPUT_OPS = {
     "topk": lambda ins, a: O.topk(ins[0], a["k"], a["axis"] % ins[0].ndim,
                                   bool(a.get("largest", 1))),
+    "rnn_recurrence": lambda ins, a: O.rnn_recurrence(
+        *ins, a["cell"], a["direction"], a["activations"], a.get("clip"),
+        bool(a.get("linear_before_reset", 0))),
 }
 
 

@@ -1,14 +1,21 @@
-"""ONNX import of LSTM and GRU (issue 18): each node is unrolled at import into a static
-sequence of graph ops over its time steps (the sequence length is the static extent of X).
+"""ONNX import of LSTM and GRU (issue 18).
 
-Per direction, the input projection of every step is one dense over all T*B rows (X W^T plus
-both biases where they add); each step then takes its rows of it (a gather by a constant
-index: the same kernel for every step, where a slice's offset would make T workloads to
-compile), one dense of the hidden state by R^T, and the gates: each gate's pre-activation is
-a slice of that dense's output plus a slice of the step's projection, which the fusion pass
-puts into the kernels of the activations and the cell update. An LSTM step is four kernels,
-the same four for every step (seq 50, batch 1, input 64, hidden 128: 128 us vs onnxruntime's
-146 us on 2 threads, 185 vs 184 us on one; build 1.2 s).
+A layer whose sequences all have their full length (no sequence_lens, or all equal to T) and,
+for an LSTM, no peepholes (or all-zero ones) and no input_forget is two kernels: the input
+projection of every step and direction as one dense ([T*B, I] x [I, D*G*H], with the biases
+that add), then ops/rnn.py's recurrence, one kernel with the time loop inside (the directions
+side by side on the thread pool, or the hidden units' blocks of each step when there is one
+direction). pt_gru_tagger (two bidirectional GRU layers, 200 steps) went from 1606 plan steps
+to 10 (BENCHMARKS.md, "Recurrent models as one kernel per layer").
+
+Any other layer is unrolled at import into a static sequence of graph ops over its time steps
+(the sequence length is the static extent of X). Per direction, the input projection of every
+step is one dense over all T*B rows (X W^T plus both biases where they add); each step then
+takes its rows of it (a gather by a constant index: the same kernel for every step, where a
+slice's offset would make T workloads to compile), one dense of the hidden state by R^T, and
+the gates: each gate's pre-activation is a slice of that dense's output plus a slice of the
+step's projection, which the fusion pass puts into the kernels of the activations and the cell
+update. An LSTM step is four kernels, the same four for every step.
 Outputs the model does not read are dead code (the graph's dead_code pass removes them).
 ``sequence_lens`` is honoured with masks (constants, or compared at run time when the lengths
 are a run-time input): a batch entry past its length keeps its state and writes zeros to Y,
@@ -195,6 +202,15 @@ class _Rnn:
         s = self.c.op("slice", [v], starts=[d], ends=[d + 1], axes=[axis], steps=[1])
         return self.c.op("reshape", [s], shape=[self.B, self.H])
 
+    def initial_all(self, ins, k):
+        """Initial state k of every direction as [D, B, H] (zeros when absent)."""
+        v = ins[k] if len(ins) > k else None
+        if v is None:
+            return self.c.b.const(np.zeros((self.dirs, self.B, self.H), self.w.dtype),
+                                  name=f"{self.c.node_name}_state0")
+        self.initial(ins, k, 0)  # checks the shape
+        return self.c.op("transpose", [v], perm=[1, 0, 2]) if self.layout else v
+
     def steps(self, d):
         forward = self.direction == "forward" or (self.direction == "bidirectional" and d == 0)
         return range(self.T) if forward else range(self.T - 1, -1, -1)
@@ -277,6 +293,39 @@ def _add(c, a, b):
     return c.op("add", [a, b])
 
 
+# ---------------------------------------------------------------------------- one kernel
+
+
+def one_kernel(rnn) -> bool:
+    """Whether the layer runs as one recurrence kernel (ops/rnn.py): every sequence at its full
+    length (sequence_lens' masks, and LSTM's peepholes and input_forget, are unrolled per
+    step). benchmarks/rnn.py replaces it to time the unrolled form."""
+    return rnn.masks is None
+
+
+def _fused(rnn, ins, cell, acts, biases, extra, lbr):
+    """The layer as two kernels: the projection of every step and direction (one dense:
+    [T*B, I] x [I, D*G*H]), then the recurrence over the steps (ops/rnn.py: the time loop
+    inside one kernel, the directions side by side). extra: c0 (lstm) or Rb_h (gru)."""
+    c, D = rnn.c, rnn.dirs
+    wt = np.concatenate([rnn.w[d].T for d in range(D)], axis=1)
+    rows = c.op("reshape", [rnn.x], shape=[rnn.T * rnn.B, rnn.I])
+    xw = c.op("dense", [rows, c.b.const(np.ascontiguousarray(wt), name=f"{c.node_name}_W"),
+                        c.b.const(np.concatenate(biases), name=f"{c.node_name}_bias")])
+    xw = c.op("reshape", [xw], shape=[rnn.T, rnn.B, D * rnn.G * rnn.H])
+    rt = c.b.const(np.ascontiguousarray(np.stack([rnn.r[d].T for d in range(D)])),
+                   name=f"{c.node_name}_R")
+    spec = [[f.name, float(f.alpha or 0.0), float(f.beta or 0.0)] for fs in acts for f in fs]
+    outs = c.op("rnn_recurrence", [xw, rt, rnn.initial_all(ins, 5), extra], cell=cell,
+                direction=rnn.direction, activations=spec,
+                clip=None if rnn.clip is None else float(rnn.clip), linear_before_reset=lbr)
+    y, *states = outs
+    if rnn.layout:  # [T, D, B, H] -> [B, T, D, H]; states [D, B, H] -> [B, D, H]
+        y = c.op("transpose", [y], perm=[2, 0, 1, 3])
+        states = [c.op("transpose", [s], perm=[1, 0, 2]) for s in states]
+    return [y, *states]
+
+
 # ---------------------------------------------------------------------------- LSTM
 
 
@@ -288,6 +337,11 @@ def _lstm(c, ins, a):
     peep = rnn._weight(ins, 7, "P", optional=True)
     if peep is not None:
         rnn._check_shape(peep, (rnn.dirs, 3 * rnn.H), "P")
+        if not peep.any():  # zero peepholes add nothing
+            peep = None
+    if one_kernel(rnn) and not input_forget and peep is None:
+        bias = [rnn.bias[d][:4 * rnn.H] + rnn.bias[d][4 * rnn.H:] for d in range(rnn.dirs)]
+        return _fused(rnn, ins, "lstm", acts, bias, rnn.initial_all(ins, 6), 0)
     ys, hs, cs = [], [], []
     for d in range(rnn.dirs):
         wb, rb = rnn.bias[d][:4 * rnn.H], rnn.bias[d][4 * rnn.H:]
@@ -344,12 +398,15 @@ def _gru(c, ins, a):
     acts = _activations(c, a, 2, ["Sigmoid", "Tanh"], rnn.dirs)
     lbr = int(a.get("linear_before_reset", 0))
     H = rnn.H
+    if one_kernel(rnn):
+        bias = [_gru_projection_bias(rnn, d, lbr) for d in range(rnn.dirs)]
+        rbh = np.stack([rnn.bias[d][5 * H:] * (1 if lbr else 0) for d in range(rnn.dirs)])
+        return _fused(rnn, ins, "gru", acts, bias, c.b.const(
+            np.ascontiguousarray(rbh), name=f"{c.node_name}_Rbh"), lbr)
     ys, hs = [], []
     for d in range(rnn.dirs):
-        wb, rb = rnn.bias[d][:3 * H], rnn.bias[d][3 * H:]
-        # z and r add both biases to the projection; h adds Wbh (and Rbh where it adds)
-        proj_bias = wb + np.concatenate([rb[:2 * H], rb[2 * H:] if not lbr else 0 * rb[2 * H:]])
-        xw = rnn.projection(d, proj_bias)
+        rb = rnn.bias[d][3 * H:]
+        xw = rnn.projection(d, _gru_projection_bias(rnn, d, lbr))
         r_zr = c.b.const(np.ascontiguousarray(rnn.r[d][:2 * H].T), name=f"{c.node_name}_Rzr{d}")
         r_h = c.b.const(np.ascontiguousarray(rnn.r[d][2 * H:].T), name=f"{c.node_name}_Rh{d}")
         rbh = c.b.const(rb[2 * H:].copy(), name=f"{c.node_name}_Rbh{d}")
@@ -364,6 +421,13 @@ def _gru(c, ins, a):
         ys.append(y)
         hs.append(h)
     return rnn.outputs(ys, [hs])
+
+
+def _gru_projection_bias(rnn, d, lbr):
+    """z and r add both biases to the projection; h adds Wbh (and Rbh where it adds)."""
+    H = rnn.H
+    wb, rb = rnn.bias[d][:3 * H], rnn.bias[d][3 * H:]
+    return wb + np.concatenate([rb[:2 * H], rb[2 * H:] if not lbr else 0 * rb[2 * H:]])
 
 
 def _gru_cell(c, rnn, act, xw, t, h, weights, lbr):

@@ -16,6 +16,7 @@ from . import quant as Q
 from . import reduce as R
 from . import references as ref
 from . import resize as RS
+from . import rnn as RNN
 from . import schedule as S
 from . import sort as SO
 from . import transform as T
@@ -447,6 +448,22 @@ def _define_onnx_misc() -> None:
                "full_rank": ("topk_full_rank", REDUCE, AnchorSchedule(S.schedule_topk_full)),
                "full_index": ("topk_full_index", REDUCE, AnchorSchedule(S.schedule_topk_full)),
                "full": ("topk_full", OPAQUE), "full_key": ("topk_full_key", OPAQUE)})
+    _SIG_TANH = [("Sigmoid", 0.0, 0.0), ("Tanh", 0.0, 0.0)]
+    define("rnn_recurrence", RNN.rnn_recurrence, OPAQUE, [
+        # a bidirectional LSTM (inputs: projection, R^T, h0, c0), then a GRU of each reset kind
+        ex([(5, 2, 2 * 4 * 8), (2, 8, 4 * 8), (2, 2, 8), (2, 2, 8)],
+           lambda *a: RNN.rnn_recurrence(*a, "lstm", "bidirectional", (_SIG_TANH + [
+               ("Tanh", 0.0, 0.0)]) * 2),
+           lambda *a: RNN.reference(*a, "lstm", "bidirectional", (_SIG_TANH + [
+               ("Tanh", 0.0, 0.0)]) * 2), rtol=1e-5, atol=1e-5),
+        ex([(6, 1, 3 * 8), (1, 8, 3 * 8), (1, 1, 8), (1, 8)],
+           lambda *a: RNN.rnn_recurrence(*a, "gru", "reverse", _SIG_TANH, 0.7, True),
+           lambda *a: RNN.reference(*a, "gru", "reverse", _SIG_TANH, 0.7, True),
+           rtol=1e-5, atol=1e-5),
+        ex([(6, 3, 3 * 8), (1, 8, 3 * 8), (1, 3, 8), (1, 8)],
+           lambda *a: RNN.rnn_recurrence(*a, "gru", "forward", _SIG_TANH),
+           lambda *a: RNN.reference(*a, "gru", "forward", _SIG_TANH), rtol=1e-5, atol=1e-5)],
+        parts={"state": ("rnn_recurrence_state", OPAQUE)})
 
 
 def _define_quant() -> None:

@@ -1,16 +1,19 @@
-"""LSTM and GRU imported from one-node ONNX models (unrolled over their time steps at import)
-against onnxruntime and the onnx package's backend node cases (issue 18): every direction,
-both layouts, initial states, peepholes, clip, input_forget, linear_before_reset, non-default
-activations, constant sequence_lens; bad input refused naming the node and what is wrong."""
+"""LSTM and GRU imported from one-node ONNX models against onnxruntime and the onnx package's
+backend node cases (issue 18): every direction, both layouts, initial states, peepholes, clip,
+input_forget, linear_before_reset, non-default activations, constant sequence_lens; bad input
+refused naming the node and what is wrong. A layer is one projection and one recurrence
+kernel (ops/rnn.py) where every sequence has its full length and, for an LSTM, there are no
+peepholes or input_forget; else it is unrolled over its time steps at import."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from graph_testing import assert_close, onnx, ort_run
+from tensorlang.graph.frontends import onnx_rnn
 from test_ops_misc import check_node_case, node_cases
 
-from tensorlang import graph
+from tensorlang import graph, runtime
 
 helper, TP = onnx.helper, onnx.TensorProto
 T, B, I, H = 5, 3, 4, 6
@@ -21,8 +24,9 @@ def _arr(rng, shape, scale=0.5):
 
 
 def rnn_model(op, direction="forward", layout=0, with_bias=True, initial=False, peep=False,
-              seq_lens=None, opset=14, seed=0, **attrs):
+              seq_lens=None, opset=14, seed=0, hidden=H, **attrs):
     """(model, feeds): X an input; weights, biases, initial states, lens initializers."""
+    H = hidden
     rng = np.random.default_rng(seed)
     gates = 4 if op == "LSTM" else 3
     dirs = 2 if direction == "bidirectional" else 1
@@ -218,3 +222,49 @@ def test_output_names_survive_reshape_sinking():
     got = graph.build(g).run(x=np.zeros((1, 2, 3), np.float32))
     assert list(got) == ["out"]
     np.testing.assert_array_equal(got["out"], np.full((1, 2, 3), 0.5, np.float32))
+
+
+def _ops(model):
+    return [n.op for n in graph.from_onnx(model).nodes]
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_one_recurrence_kernel_per_layer_unless_sequences_are_cut(op):
+    assert _ops(rnn_model(op, "bidirectional", initial=True)[0]).count("rnn_recurrence") == 1
+    cut = _ops(rnn_model(op, initial=True, seq_lens=[T, 2, 0])[0])
+    assert "rnn_recurrence" not in cut and cut.count("where") >= T
+
+
+def test_lstm_peepholes_and_input_forget_are_unrolled_zero_peepholes_are_not():
+    assert "rnn_recurrence" not in _ops(rnn_model("LSTM", peep=True)[0])
+    assert "rnn_recurrence" not in _ops(rnn_model("LSTM", input_forget=1)[0])
+    m, feeds = rnn_model("LSTM", peep=True)
+    m.graph.initializer[-1].CopyFrom(onnx.numpy_helper.from_array(
+        np.zeros((1, 3 * H), np.float32), "P"))
+    assert "rnn_recurrence" in _ops(m)
+    _compare(m, feeds)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("op,direction,lbr", [("LSTM", "forward", 0), ("LSTM", "reverse", 0),
+                                              ("GRU", "forward", 0), ("GRU", "forward", 1),
+                                              ("GRU", "bidirectional", 1)])
+def test_unit_blocks_on_the_thread_pool(op, direction, lbr, threads):
+    """hidden 48: three blocks of 16 units, a parallel loop per step (the directions' loop
+    instead when there are two); the same result on one thread and two."""
+    saved_threads = runtime.get_num_threads()
+    try:
+        attrs = {"linear_before_reset": lbr} if op == "GRU" else {}
+        model, feeds = rnn_model(op, direction, initial=True, hidden=48, **attrs)
+        runtime.set_num_threads(threads)
+        _compare(model, feeds, rtol=5e-5)
+    finally:
+        runtime.set_num_threads(saved_threads)
+
+
+def test_unrolled_form_still_matches_where_chosen(monkeypatch):
+    """benchmarks/rnn.py times the unrolled form by replacing one_kernel: it stays right."""
+    monkeypatch.setattr(onnx_rnn, "one_kernel", lambda rnn: False)
+    model, feeds = rnn_model("GRU", "bidirectional", initial=True, linear_before_reset=1)
+    assert "rnn_recurrence" not in _ops(model)
+    _compare(model, feeds)

@@ -1,0 +1,404 @@
+"""The recurrence of an LSTM or GRU layer (ONNX's LSTM / GRU after the input projection) as one
+kernel with the time loop inside: a tl.extern whose body is loop IR (as TopK's radix sort,
+ops/sort_kernel.py), so a layer is one plan step, not a few per time step.
+
+The projection of every step (X W^T plus the biases that add, for every direction) is one
+dense before it: ``xw`` [T, B, D*G*H]. Per direction d (D = 1, or 2 run side by side on the
+thread pool) and step (forward: t = 0..T-1, reverse: t = T-1..0), per batch row:
+
+    acc[0:n] = xw[t, b, d*G*H + 0:n]                  (the step's projection)
+    for k in 0..H-1: acc[0:n] += R^T[d, k, 0:n] * h[k]  (the recurrent product: axpy rows,
+                                                        contiguous, so LLVM vectorizes them)
+    gates, cell and state update, Y[t, d, b, :] = h
+
+LSTM (gate order i, o, f, c): c' = f(i)... as ONNX: c' = sig(f) c + sig(i) g(c~),
+h' = sig(o) h(c'). GRU (order z, r, h): linear_before_reset=1: h~ = g(xw_h + r (.) (h R_h^T +
+Rb_h)), one product of all three gates; 0: h~ = g(xw_h + (r (.) h) R_h^T), a second product
+after r. h' = (1 - z) (.) h~ + z (.) h. Each activation is one of ONNX's (with alpha, beta),
+`clip` bounds every pre-activation.
+
+Inputs: xw [T, B, D*G*H], rt [D, H, G*H] (R transposed), h0 [D, B, H], and c0 [D, B, H]
+(LSTM) or rbh [D, H] (GRU: the recurrent bias of the h gate). Outputs: Y [T, D, B, H] (ONNX's
+layout 0), h_n [D, B, H] and, for an LSTM, c_n [D, B, H]."""
+
+from __future__ import annotations
+
+from .. import te
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..te.extern import IRBody, extern
+from ..te.tensor import Tensor
+from ._base import OPAQUE, op_compute
+
+CELLS = {"lstm": 4, "gru": 3}
+DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
+# activations with (alpha, beta) defaults, as ONNX names them
+ACTIVATIONS = ("Sigmoid", "Tanh", "Relu", "Softsign", "Softplus", "LeakyRelu",
+               "ThresholdedRelu", "Elu", "HardSigmoid", "Affine", "ScaledTanh")
+
+
+def _c(value, dtype: str = "int64") -> E.Const:
+    return E.const(value, dtype)
+
+
+def activation(name: str, alpha: float, beta: float):
+    """ONNX's activation `name` as a function of an expression."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"rnn: activation {name!r} is not one of {', '.join(ACTIVATIONS)}")
+
+    def f(v):
+        a, b = _c(float(alpha), v.dtype), _c(float(beta), v.dtype)
+        one, zero = _c(1.0, v.dtype), _c(0.0, v.dtype)
+        return {
+            "Sigmoid": lambda: te.sigmoid(v),
+            "Tanh": lambda: te.tanh(v),
+            "Relu": lambda: E.Max(v, zero),
+            "Softsign": lambda: v / (one + te.abs(v)),
+            # log(1 + e^v) overflows for large v, where it is v
+            "Softplus": lambda: E.Select(v > _c(20.0, v.dtype), v, te.log(one + te.exp(v))),
+            "LeakyRelu": lambda: E.Select(v >= zero, v, v * a),
+            "ThresholdedRelu": lambda: E.Select(v > a, v, zero),
+            "Elu": lambda: E.Select(v >= zero, v, a * (te.exp(v) - one)),
+            "HardSigmoid": lambda: E.Max(zero, E.Min(one, a * v + b)),
+            "Affine": lambda: a * v + b,
+            "ScaledTanh": lambda: a * te.tanh(b * v),
+        }[name]()
+
+    return f
+
+
+def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor, cell: str,
+                   direction: str, activations, clip: float | None = None,
+                   linear_before_reset: bool = False) -> list:
+    """The recurrence of an ONNX LSTM (cell "lstm"; extra = c0) or GRU ("gru"; extra = Rb_h)
+    over its projected inputs: [Y, h_n] (+ [c_n] for an LSTM). `activations`: per direction,
+    ONNX's functions as (name, alpha, beta) (LSTM: f, g, h; GRU: f, g)."""
+    if cell not in CELLS:
+        raise ValueError(f"rnn_recurrence: cell must be one of {sorted(CELLS)}, got {cell!r}")
+    if direction not in DIRECTIONS:
+        raise ValueError(f"rnn_recurrence: direction must be one of {sorted(DIRECTIONS)}, "
+                         f"got {direction!r}")
+    D, G = DIRECTIONS[direction], CELLS[cell]
+    shape = _check_shapes(xw, rt, h0, extra, cell, D, G)
+    T, B, H = shape
+    acts = _activation_functions(activations, D, 3 if cell == "lstm" else 2)
+    outs = [(T, D, B, H), (D, B, H)] + ([(D, B, H)] if cell == "lstm" else [])
+    spec = _Spec(cell, T, B, H, D, direction == "reverse", acts, clip, bool(linear_before_reset),
+                 xw.dtype)
+
+    def build(ins, outs_):
+        return _directions(spec, ins, outs_)
+
+    body = IRBody(f"{cell}_recurrence", build)
+    raw = extern(outs, [xw, rt, h0, extra], lambda ins, o: body, name=f"{cell}_recurrence",
+                 dtype=xw.dtype, attrs={"cell": cell, "direction": direction})
+    # the library's computes over the kernel's buffers (copies: they carry the definition)
+    y = op_compute("rnn_recurrence", outs[0], lambda *i: raw[0][i], OPAQUE, cell=cell)
+    return [y] + [op_compute("rnn_recurrence_state", s.shape, lambda *i, s=s: s[i], OPAQUE,
+                             name=f"rnn_recurrence_state{k}")
+                  for k, s in enumerate(raw[1:])]
+
+
+def _check_shapes(xw, rt, h0, extra, cell, D, G) -> tuple:
+    if len(xw.shape) != 3 or len(rt.shape) != 3:
+        raise ValueError(f"rnn_recurrence: xw must be [T, B, D*G*H] and rt [D, H, G*H], got "
+                         f"{list(xw.shape)} and {list(rt.shape)}")
+    T, B, n = (E.as_int(d) for d in xw.shape)
+    H = E.as_int(rt.shape[1])
+    if None in (T, B, n, H):
+        raise ValueError("rnn_recurrence: the shapes must be static")
+    want = {"xw": (xw, (T, B, D * G * H)), "rt": (rt, (D, H, G * H)), "h0": (h0, (D, B, H)),
+            "c0" if cell == "lstm" else "rbh": (extra, (D, B, H) if cell == "lstm" else (D, H))}
+    for what, (t, shape) in want.items():
+        got = tuple(E.as_int(d) for d in t.shape)
+        if got != shape:
+            raise ValueError(f"rnn_recurrence ({cell}, {D} direction(s), hidden {H}): {what} "
+                             f"has shape {list(got)}, expected {list(shape)}")
+        if t.dtype != xw.dtype:
+            raise ValueError(f"rnn_recurrence: {what} is {t.dtype}, xw is {xw.dtype}")
+    return T, B, H
+
+
+def _activation_functions(activations, D: int, per: int) -> list:
+    acts = [tuple(a) for a in activations]
+    if len(acts) != D * per:
+        raise ValueError(f"rnn_recurrence: {per} activations per direction ({D * per} in "
+                         f"all) expected, got {len(acts)}")
+    fns = [activation(n, a, b) for n, a, b in acts]
+    return [fns[d * per:(d + 1) * per] for d in range(D)]
+
+
+class _Spec:
+    def __init__(self, cell, T, B, H, D, reverse, acts, clip, lbr, dtype):
+        self.dtype = dtype
+        self.cell, self.T, self.B, self.H, self.D = cell, T, B, H, D
+        self.G = CELLS[cell]
+        self.reverse, self.acts, self.clip, self.lbr = reverse, acts, clip, lbr
+
+    def clipped(self, v):
+        if self.clip is None:
+            return v
+        lim = float(self.clip)
+        return E.Max(E.Min(v, _c(lim, v.dtype)), _c(-lim, v.dtype))
+
+
+def _for(name: str, extent, body_fn, kind: str = "serial") -> S.Stmt:
+    v = E.Var(name, "int64")
+    extent = _c(extent) if isinstance(extent, int) else extent
+    return S.For(v, _c(0), extent, kind, body_fn(v))
+
+
+def _local(name: str, n: int, dtype: str) -> S.Buffer:
+    return S.Buffer(name, (_c(n),), dtype, "local")
+
+
+def _directions(sp: _Spec, ins, outs) -> S.Stmt:
+    """Each direction's recurrence; two directions run on the thread pool side by side (the
+    unit blocks inside them then run serially: a parallel loop in a parallel loop does)."""
+    if sp.D == 1:
+        return _direction(sp, ins, outs, _c(0), sp.reverse)
+    return _for("rnn_dir", 2, lambda d: S.IfThenElse(
+        d == _c(0), _direction(sp, ins, outs, _c(0), False),
+        _direction(sp, ins, outs, _c(1), True)), "parallel")
+
+
+# hidden units per block: a block's gate columns are accumulated in registers across the
+# product's rows, and the blocks of a step are a parallel loop (the first that divides H is
+# taken, else all H units in one block)
+UNIT_BLOCKS = (32, 16)
+
+
+class _State:
+    """One direction's state, shared by the unit blocks: h of every batch row twice (step s
+    reads copy s % 2 and writes the other: a block never overwrites what another block is
+    still reading), c (LSTM: each unit's own), and for a GRU without linear_before_reset
+    z and r (.) h (its h gate's product reads r (.) h of every unit: a second parallel loop)."""
+
+    def __init__(self, sp: _Spec, dtype: str):
+        n = sp.B * sp.H
+        self.h = _local("rnn_h", 2 * n, dtype)
+        self.c = _local("rnn_c", n, dtype) if sp.cell == "lstm" else None
+        two_phase = sp.cell == "gru" and not sp.lbr
+        self.z = _local("rnn_z", n, dtype) if two_phase else None
+        self.rh = _local("rnn_rh", n, dtype) if two_phase else None
+        self.n = n
+
+    def allocate(self, body: S.Stmt) -> S.Stmt:
+        for b in (self.h, self.c, self.z, self.rh):
+            if b is not None:
+                body = S.Allocate(b, body)
+        return body
+
+
+class _Step:
+    """Where step s of one direction reads and writes: time t, the copies of h, row b."""
+
+    def __init__(self, sp: _Spec, st: _State, d, s, reverse: bool):
+        self.sp, self.st, self.d = sp, st, d
+        self.t = _c(sp.T - 1) - s if reverse else s
+        self.old = (s % _c(2)) * _c(st.n)
+        self.new = _c(st.n) - self.old
+
+    def h_old(self, b, j):
+        return E.Load(self.st.h, (self.old + b * _c(self.sp.H) + j,))
+
+
+def _direction(sp: _Spec, ins, outs, d: E.Expr, reverse: bool) -> S.Stmt:
+    xw, _, h0, extra = ins
+    st = _State(sp, xw.dtype)
+    H = sp.H
+
+    def init(b):
+        def one(j):
+            at = b * _c(H) + j
+            s = [S.Store(st.h, (at,), E.Load(h0, (d, b, j)))]
+            if st.c is not None:
+                s.append(S.Store(st.c, (at,), E.Load(extra, (d, b, j))))
+            return S.seq(*s)
+        return _for("rnn_i", H, one)
+
+    def step(s):
+        return (_lstm_step if sp.cell == "lstm" else _gru_step)(sp, _Step(sp, st, d, s, reverse),
+                                                                 ins, outs)
+
+    def final(b):
+        def one(j):
+            at = b * _c(H) + j
+            s = [S.Store(outs[1], (d, b, j), E.Load(st.h, (_c(sp.T % 2 * st.n) + at,)))]
+            if st.c is not None:
+                s.append(S.Store(outs[2], (d, b, j), E.Load(st.c, (at,))))
+            return S.seq(*s)
+        return _for("rnn_o", H, one)
+
+    return st.allocate(S.seq(_for("rnn_b0", sp.B, init), _for("rnn_t", sp.T, step),
+                             _for("rnn_bn", sp.B, final)))
+
+
+def _unit_blocks(sp: _Spec, gates: int, body) -> S.Stmt:
+    """body(acc, u0, b, U) for every block of U units at u0 and batch row b, on the thread
+    pool; acc: the block's own accumulator of `gates` x U columns."""
+    U = next((w for w in UNIT_BLOCKS if sp.H % w == 0), sp.H)
+
+    def block(u):
+        acc = _local("rnn_acc", gates * U, sp.dtype)
+        return S.Allocate(acc, _for("rnn_b", sp.B, lambda b: body(acc, u * _c(U), b, U)))
+
+    return _for("rnn_u", sp.H // U, block, "parallel")
+
+
+def _product(sp: _Spec, acc, rt, d, u0, U: int, gates, vec) -> S.Stmt:
+    """acc[i*U + j] += sum_k vec(k) R^T[d, k, g*H + u0 + j] for each gate g = gates[i]: axpy
+    rows (no reduction in the inner loop: it vectorizes as it is; the block's columns stay in
+    registers across the rows)."""
+    def row(k):
+        hk = E.Var("rnn_hk", rt.dtype)
+        return S.LetStmt(hk, vec(k), S.seq(*[_for("rnn_j", U, lambda j, i=i, g=g: S.Store(
+            acc, (_c(i * U) + j,), E.Load(acc, (_c(i * U) + j,))
+            + E.Load(rt, (d, k, _c(g * sp.H) + u0 + j)) * hk)) for i, g in enumerate(gates)]))
+    return _for("rnn_k", sp.H, row)
+
+
+def _start(acc, U: int, gates, value, first: int = 0) -> S.Stmt:
+    """acc[(first + i)*U + j] = value(g, j) for each gate g = gates[i]."""
+    return S.seq(*[_for("rnn_a", U, lambda j, i=i, g=g: S.Store(
+        acc, (_c((first + i) * U) + j,), value(g, j))) for i, g in enumerate(gates)])
+
+
+def _lstm_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
+    xw, rt = ins[0], ins[1]
+    H, GH, st, d, t = sp.H, sp.G * sp.H, at.st, at.d, at.t
+    f, g, hh = sp.acts[E.as_int(d)]  # d: a constant in each branch of _directions
+
+    def block(acc, u0, b, U):
+        def update(j):
+            def gate(k):
+                return sp.clipped(E.Load(acc, (_c(k * U) + j,)))
+            unit = b * _c(H) + u0 + j
+            c_new, h_new = E.Var("rnn_cn", xw.dtype), E.Var("rnn_hn", xw.dtype)
+            c_val = f(gate(2)) * E.Load(st.c, (unit,)) + f(gate(0)) * g(gate(3))
+            return S.LetStmt(c_new, c_val, S.LetStmt(h_new, f(gate(1)) * hh(c_new), S.seq(
+                S.Store(st.c, (unit,), c_new), S.Store(st.h, (at.new + unit,), h_new),
+                S.Store(outs[0], (t, d, b, u0 + j), h_new))))
+
+        gates = range(4)
+        return S.seq(
+            _start(acc, U, gates, lambda k, j: E.Load(xw, (t, b, d * _c(GH) + _c(k * H) + u0
+                                                               + j))),
+            _product(sp, acc, rt, d, u0, U, gates, lambda k: at.h_old(b, k)),
+            _for("rnn_e", U, update))
+
+    return _unit_blocks(sp, 4, block)
+
+
+def _gru_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
+    xw, rt, rbh = ins[0], ins[1], ins[3]
+    H, GH, st, d, t = sp.H, sp.G * sp.H, at.st, at.d, at.t
+    f, g = sp.acts[E.as_int(d)]
+
+    def x(b, k, j):
+        return E.Load(xw, (t, b, d * _c(GH) + _c(k * H) + j))
+
+    def new_h(b, j, z, cand_pre):
+        """h' = h~ + z (.) (h - h~) into both copies' new one and Y."""
+        cand, h_new = E.Var("rnn_cand", xw.dtype), E.Var("rnn_hn", xw.dtype)
+        return S.LetStmt(cand, g(sp.clipped(cand_pre)), S.LetStmt(
+            h_new, cand + z * (at.h_old(b, j) - cand), S.seq(
+                S.Store(st.h, (at.new + b * _c(H) + j,), h_new),
+                S.Store(outs[0], (t, d, b, j), h_new))))
+
+    if sp.lbr:  # h~ = g(xw_h + r (.) (h R_h^T + Rb_h)): one product of the three gates
+        def block(acc, u0, b, U):
+            def update(j):
+                z = f(sp.clipped(E.Load(acc, (j,))))
+                r = f(sp.clipped(E.Load(acc, (_c(U) + j,))))
+                return new_h(b, u0 + j, z, x(b, 2, u0 + j) + r * E.Load(acc, (_c(2 * U) + j,)))
+            return S.seq(
+                _start(acc, U, (0, 1), lambda k, j: x(b, k, u0 + j)),
+                _start(acc, U, (2,), lambda k, j: E.Load(rbh, (d, u0 + j)), first=2),
+                _product(sp, acc, rt, d, u0, U, (0, 1, 2), lambda k: at.h_old(b, k)),
+                _for("rnn_e", U, update))
+        return _unit_blocks(sp, 3, block)
+
+    def gates_zr(acc, u0, b, U):  # z, and r (.) h for the h gate's product
+        def keep(j):
+            unit = b * _c(H) + u0 + j
+            r = f(sp.clipped(E.Load(acc, (_c(U) + j,))))
+            return S.seq(S.Store(st.z, (unit,), f(sp.clipped(E.Load(acc, (j,))))),
+                         S.Store(st.rh, (unit,), r * at.h_old(b, u0 + j)))
+        return S.seq(_start(acc, U, (0, 1), lambda k, j: x(b, k, u0 + j)),
+                     _product(sp, acc, rt, d, u0, U, (0, 1), lambda k: at.h_old(b, k)),
+                     _for("rnn_e", U, keep))
+
+    def gate_h(acc, u0, b, U):  # h~ = g(xw_h + (r (.) h) R_h^T)
+        def update(j):
+            return new_h(b, u0 + j, E.Load(st.z, (b * _c(H) + u0 + j,)), E.Load(acc, (j,)))
+        return S.seq(_start(acc, U, (2,), lambda k, j: x(b, k, u0 + j)),
+                     _product(sp, acc, rt, d, u0, U, (2,),
+                              lambda k: E.Load(st.rh, (b * _c(H) + k,))),
+                     _for("rnn_e", U, update))
+
+    return S.seq(_unit_blocks(sp, 2, gates_zr), _unit_blocks(sp, 1, gate_h))
+
+
+def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=None,
+              linear_before_reset=False) -> list:
+    """numpy: what rnn_recurrence computes (float64 inside)."""
+    import numpy as np
+
+    D, G = DIRECTIONS[direction], CELLS[cell]
+    T, B, _ = xw.shape
+    H = rt.shape[1]
+    per = 3 if cell == "lstm" else 2
+    fns = [_np_activation(*a) for a in activations]
+    y = np.zeros((T, D, B, H))
+    hn, cn = np.zeros((D, B, H)), np.zeros((D, B, H))
+
+    def cl(v):
+        return v if clip is None else np.clip(v, -clip, clip)
+
+    for d in range(D):
+        f, g, *rest = fns[d * per:(d + 1) * per]
+        h = h0[d].astype(np.float64)
+        c = extra[d].astype(np.float64) if cell == "lstm" else None
+        rev = direction == "reverse" or d == 1
+        for t in (range(T - 1, -1, -1) if rev else range(T)):
+            x = xw[t, :, d * G * H:(d + 1) * G * H].astype(np.float64)
+            r_t = rt[d].astype(np.float64)
+            if cell == "lstm":
+                a = x + h @ r_t
+                c = f(cl(a[:, 2 * H:3 * H])) * c + f(cl(a[:, :H])) * g(cl(a[:, 3 * H:]))
+                h = f(cl(a[:, H:2 * H])) * rest[0](c)
+            else:
+                zr = x[:, :2 * H] + h @ r_t[:, :2 * H]
+                z, r = f(cl(zr[:, :H])), f(cl(zr[:, H:]))
+                if linear_before_reset:
+                    pre = x[:, 2 * H:] + r * (h @ r_t[:, 2 * H:] + extra[d])
+                else:
+                    pre = x[:, 2 * H:] + (r * h) @ r_t[:, 2 * H:]
+                cand = g(cl(pre))
+                h = cand + z * (h - cand)
+            y[t, d] = h
+        hn[d] = h
+        if c is not None:
+            cn[d] = c
+    dt = xw.dtype
+    out = [y.astype(dt), hn.astype(dt)]
+    return out + [cn.astype(dt)] if cell == "lstm" else out
+
+
+def _np_activation(name, alpha, beta):
+    import numpy as np
+
+    return {
+        "Sigmoid": lambda v: 1 / (1 + np.exp(-v)), "Tanh": np.tanh,
+        "Relu": lambda v: np.maximum(v, 0), "Softsign": lambda v: v / (1 + np.abs(v)),
+        "Softplus": lambda v: np.log1p(np.exp(v)),
+        "LeakyRelu": lambda v: np.where(v >= 0, v, alpha * v),
+        "ThresholdedRelu": lambda v: np.where(v > alpha, v, 0),
+        "Elu": lambda v: np.where(v >= 0, v, alpha * (np.exp(v) - 1)),
+        "HardSigmoid": lambda v: np.clip(alpha * v + beta, 0, 1),
+        "Affine": lambda v: alpha * v + beta, "ScaledTanh": lambda v: alpha * np.tanh(beta * v),
+    }[name]
+
+
+__all__ = ["ACTIVATIONS", "activation", "reference", "rnn_recurrence"]
