@@ -4,7 +4,8 @@ kernel no template covers (`graph.extract_tasks(g, template_free=True)`), agains
 
 Models: ``shufflenet`` (ShuffleNet-v1-style, built here: 1x1 group convs with 4 groups, channel
 shuffles as Reshape-Transpose-Reshape, 3x3 depthwise convs, stride-2 units that concat an
-average-pooled shortcut; 224^2 input) and ``transformer`` (graph.model_zoo.transformer_block).
+average-pooled shortcut; 224^2 input) and ``transformer`` (graph.model_zoo.transformer_block), or
+a model of the exported corpus (benchmarks/export_models.py) with its saved inputs.
 
 Tuning: every task with the EvolutionTuner, ``--trials`` each, batches of 16; the template
 tasks' records go to ``tmpl.jsonl``, which is copied to ``all.jsonl`` before the template-free
@@ -17,7 +18,8 @@ median of ``--number`` calls after a warm-up) with 0.2 s pauses, rotating the or
 figures are medians over the rounds. Outputs are checked against onnxruntime first. Per kernel
 node, its time inside each build (``gm.profile()``) beside its best record's measured time.
 
-    python benchmarks/tune_free_model.py [--model shufflenet] [--trials 32] [--rounds 7]
+    python benchmarks/tune_free_model.py [--model shufflenet|transformer|hf_vit.dynamo]
+        [--threads 1] [--trials 32] [--rounds 7]
         [--logdir /tmp/tune_free_model] [--phase all|templates|free|measure]
         [--skip-templates]
 """
@@ -136,8 +138,8 @@ def _kernel_table(tasks: list, gms: dict, log: str, rows: dict) -> None:
           + " | | |", flush=True)
 
 
-def _profile(gm, x) -> dict:
-    gm.run(x=x)
+def _profile(gm, feed: dict) -> dict:
+    gm.run(**feed)
     prof = gm.profile()
     return {"t": {r["node"]: r["time_s"] for r in prof}, "ops": {r["node"]: r["op"] for r in prof}}
 
@@ -153,24 +155,46 @@ def _build(g, log: str | None):
     return gm
 
 
-def _ort_session(model):
+def _ort_session(model, threads: int):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.intra_op_num_threads = os.cpu_count()
+    so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
     return ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
 
 
-def _first(outputs) -> np.ndarray:
-    return np.asarray(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs[0])
+def _load(name: str, cache: str):
+    """(onnx model, graph, input feed): a model built here, or one of the exported corpus
+    (benchmarks/export_models.py; ``<cache>/<name>.onnx`` and its ``.inputs.npz``)."""
+    import onnx
+
+    if name in MODELS:
+        model = MODELS[name]()
+        inp = model.graph.input[0]
+        x = np.random.default_rng(0).standard_normal(
+            [d.dim_value for d in inp.type.tensor_type.shape.dim]).astype(np.float32)
+        return model, graph.from_onnx(model), {inp.name: x}
+    path = os.path.join(os.path.expanduser(cache), name)
+    if not os.path.exists(path + ".onnx"):
+        raise SystemExit(f"--model {name!r}: neither a model of this script ({sorted(MODELS)}) "
+                         f"nor an exported one ({path}.onnx)")
+    model = onnx.load(path + ".onnx")
+    with np.load(path + ".inputs.npz") as z:
+        feed = {k: z[k] for k in z.files}
+    return model, graph.from_onnx(model, shapes={k: v.shape for k, v in feed.items()}), feed
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=sorted(MODELS), default="shufflenet")
+    ap.add_argument("--model", default="shufflenet",
+                    help=f"{', '.join(sorted(MODELS))}, or a model of the exported corpus "
+                         "(e.g. hf_vit.dynamo, in --cache)")
+    ap.add_argument("--cache", default="~/.cache/tensorlang/real_models")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="threads of our kernels (tuning included) and of onnxruntime")
     ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--number", type=int, default=10)
@@ -182,18 +206,24 @@ def main() -> None:
     ap.add_argument("--skip-templates", action="store_true",
                     help="tune the template-free tasks only (the template ones keep defaults)")
     a = ap.parse_args()
+    if a.threads < 1:
+        ap.error(f"--threads must be at least 1, got {a.threads}")
+    # before any kernel runs: the runner's processes inherit it
+    os.environ["TENSORLANG_NUM_THREADS"] = str(a.threads)
+    from tensorlang import runtime
+
+    runtime.set_num_threads(a.threads)
     os.makedirs(a.logdir, exist_ok=True)
     tmpl_log = os.path.join(a.logdir, f"{a.model}-tmpl.jsonl")
     all_log = os.path.join(a.logdir, f"{a.model}-all.jsonl")
     base_log = os.path.join(a.logdir, f"{a.model}-all+baselines.jsonl")
-    model = MODELS[a.model]()
-    g = graph.from_onnx(model)
+    model, g, feed = _load(a.model, a.cache)
     tasks = graph.extract_tasks(g, template_free=True)
     free = [t for t in tasks if isinstance(t, FreeGraphTask)]
     tmpl = [t for t in tasks if not isinstance(t, FreeGraphTask)]
     print(f"# {a.model}: {len(tmpl)} template tasks, {len(free)} template-free tasks "
           f"({', '.join(sorted({t.op for t in free}))}); load {os.getloadavg()}; "
-          f"{time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+          f"{time.strftime('%Y-%m-%d %H:%M')}; {a.threads} thread(s)", flush=True)
     if a.phase in ("all", "templates"):
         for p in (tmpl_log, all_log):
             if os.path.exists(p):
@@ -225,19 +255,22 @@ def main() -> None:
                   f"{best.get(t.key, float('inf')) * 1e6:.1f} us", flush=True)
     if a.phase in ("templates", "free"):
         return
-    x = np.random.default_rng(0).standard_normal(
-        [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]).astype(np.float32)
-    sess = _ort_session(model)
-    ref = sess.run(None, {"x": x})[0]
+    sess = _ort_session(model, a.threads)
+    ref = sess.run(None, feed)
+    # "templates, built again": the same kernels as "templates", timed as another contender
+    # (how far two identical builds' figures differ in these rounds)
     gms = {"untuned": _build(g, None), "templates": _build(g, tmpl_log),
+           "templates, built again": _build(g, tmpl_log),
            "templates+free (every record)": _build(g, all_log),
            "templates+free (records faster than the default)": _build(g, base_log)}
-    contenders = {k: (lambda gm=gm: gm.run(x=x)) for k, gm in gms.items()}
-    contenders["onnxruntime"] = lambda: sess.run(None, {"x": x})
+    contenders = {k: (lambda gm=gm: gm.run(**feed)) for k, gm in gms.items()}
+    contenders["onnxruntime"] = lambda: sess.run(None, feed)
     for k, gm in gms.items():
-        err = np.abs(_first(gm.run(x=x)) - ref).max() / (np.abs(ref).max() + 1e-30)
-        print(f"# {k}: max |ours - onnxruntime| / max |onnxruntime| = {err:.1e}", flush=True)
-    _kernel_table(tasks, gms, base_log, {k: _profile(gm, x) for k, gm in gms.items()})
+        err = max(np.abs(np.asarray(o) - r).max() / (np.abs(r).max() + 1e-30)
+                  for o, r in zip(gm.run(**feed).values(), ref, strict=True))
+        print(f"# {k}: max |ours - onnxruntime| / max |onnxruntime| = {err:.1e} (worst of "
+              f"{len(ref)} outputs)", flush=True)
+    _kernel_table(tasks, gms, base_log, {k: _profile(gm, feed) for k, gm in gms.items()})
     times = {k: [] for k in contenders}
     for r in range(a.rounds):
         order = list(contenders)

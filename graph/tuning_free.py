@@ -142,3 +142,10 @@ def searched_loses(history, target: str, args: tuple) -> bool:
     base = history.best(target, BASELINE, args)
     rec = history.best(target, WORKLOAD, args)
     return base is not None and rec is not None and base.cost <= rec.cost
+
+
+def free_record(history, target: str, args: tuple):
+    """The template-free record :func:`free_config` would apply to the kernel, or None."""
+    if searched_loses(history, target, args):
+        return None
+    return history.best(target, WORKLOAD, args)

@@ -72,6 +72,12 @@ def test_build_keeps_the_default_when_it_was_measured_faster(tuned_log, tmp_path
                      tuning_log=_with_costs(log, tmp_path / "log.jsonl", searched, default))
     tuned = {k["op"]: k["tuned"] for k in gm.plan["kernels"].values()}
     assert tuned == {"relu": False, "softmax": softmax_tuned}
+    (softmax,) = [k for k in gm.plan["kernels"].values() if k["op"] == "softmax"]
+    # a replayed record's measured time is the kernel's time, as for a template's record
+    if softmax_tuned:
+        assert softmax["time_source"] == "tuning log" and softmax["time_s"] == searched
+    else:
+        assert softmax["time_source"] == "roofline estimate"
     x = np.random.default_rng(1).standard_normal((32, 256)).astype(np.float32)
     (out,) = gm.run(x=x).values()
     r = np.maximum(x, 0.0)
