@@ -471,8 +471,8 @@ MULTI_OUTPUT_OPS = {
     "topk": lambda ins, a: O.topk(ins[0], a["k"], a["axis"] % ins[0].ndim,
                                   bool(a.get("largest", 1))),
     "rnn_recurrence": lambda ins, a: O.rnn_recurrence(
-        *ins, a["cell"], a["direction"], a["activations"], a.get("clip"),
-        bool(a.get("linear_before_reset", 0))),
+        *ins[:4], a["cell"], a["direction"], a["activations"], a.get("clip"),
+        bool(a.get("linear_before_reset", 0)), ins[4] if len(ins) > 4 else None),
 }
 
 

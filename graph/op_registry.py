@@ -1085,11 +1085,12 @@ def _rnn_recurrence_infer(types, attrs):
 def _rnn_recurrence_ref(xs, a):
     from tensorlang.ops.rnn import reference
 
-    return reference(*xs, a["cell"], a["direction"], a["activations"], a.get("clip"),
-                     bool(a.get("linear_before_reset", 0)))
+    return reference(*xs[:4], a["cell"], a["direction"], a["activations"], a.get("clip"),
+                     bool(a.get("linear_before_reset", 0)), xs[4] if len(xs) > 4 else None)
 
 
-register("rnn_recurrence", OPAQUE, 4, _rnn_recurrence_infer, _rnn_recurrence_ref)
+# a fifth input: sequence_lens [B] (integers)
+register("rnn_recurrence", OPAQUE, (4, 5), _rnn_recurrence_infer, _rnn_recurrence_ref)
 
 
 # ---------------------------------------------------------------------------- issue 22: quantized

@@ -1,14 +1,14 @@
 """ONNX import of LSTM and GRU (issue 18).
 
-A layer whose sequences all have their full length (no sequence_lens, or all equal to T) and,
-for an LSTM, no peepholes (or all-zero ones) and no input_forget is two kernels: the input
-projection of every step and direction as one dense ([T*B, I] x [I, D*G*H], with the biases
-that add), then ops/rnn.py's recurrence, one kernel with the time loop inside (the directions
-side by side on the thread pool, or the hidden units' blocks of each step when there is one
-direction). pt_gru_tagger (two bidirectional GRU layers, 200 steps) went from 1606 plan steps
+A layer (for an LSTM: without peepholes, or with all-zero ones, and without input_forget) is
+two kernels: the input projection of every step and direction as one dense ([T*B, I] x
+[I, D*G*H], with the biases that add), then ops/rnn.py's recurrence, one kernel with the time
+loop inside (the directions side by side on the thread pool, or the hidden units' blocks of
+each step when there is one direction; sequence_lens, constant or run-time, is its fifth
+input). pt_gru_tagger (two bidirectional GRU layers, 200 steps) went from 1606 plan steps
 to 10 (BENCHMARKS.md, "Recurrent models as one kernel per layer").
 
-Any other layer is unrolled at import into a static sequence of graph ops over its time steps
+An LSTM with peepholes or input_forget is unrolled at import into a static sequence of graph ops over its time steps
 (the sequence length is the static extent of X). Per direction, the input projection of every
 step is one dense over all T*B rows (X W^T plus both biases where they add); each step then
 takes its rows of it (a gather by a constant index: the same kernel for every step, where a
@@ -133,7 +133,8 @@ class _Rnn:
             self.bias = np.zeros((self.dirs, 2 * gates * self.H), self.w.dtype)
         self._check_shape(self.bias, (self.dirs, 2 * gates * self.H), "B")
         self.clip = a.get("clip")
-        self.masks = self._masks(ins)
+        self.lens = self._lens(ins)
+        self._mask_list: list | None = None
 
     def _weight(self, ins, k, what, optional=False):
         v = ins[k] if len(ins) > k else None
@@ -151,11 +152,9 @@ class _Rnn:
             raise _refuse(self.c, f"{what} has shape {list(arr.shape)}, expected {list(want)} "
                                   f"(directions, gates x hidden_size, ...)")
 
-    def _masks(self, ins):
-        """Per step, a bool [B, 1] value (entries still inside their sequence), or None when
-        every sequence has the full length; ``self.started``: entries with a non-empty
-        sequence (None: all)."""
-        self.started = None
+    def _lens(self, ins):
+        """sequence_lens as given (a run-time value, or a constant with lengths in [0, T]), or
+        None when absent or every sequence has the full length."""
         v = ins[4] if len(ins) > 4 else None
         if v is None:
             return None
@@ -163,17 +162,35 @@ class _Rnn:
             raise _refuse(self.c, f"sequence_lens ({v.name!r}) must be integers of shape "
                                   f"[{self.B}], got {v.dtype}{list(v.shape)}")
         if not v.is_constant:
-            return self._run_time_masks(v)
+            return v
         lens = np.asarray(v.data).reshape(-1).astype(np.int64)
         if (lens < 0).any() or (lens > self.T).any():
             raise _refuse(self.c, f"sequence_lens {lens.tolist()} must give a length in "
                                   f"[0, {self.T}] for each of the {self.B} batch entries")
-        if (lens == self.T).all():
-            return None
+        return None if (lens == self.T).all() else v
+
+    @property
+    def masks(self):
+        """For the unrolled form: per step, a bool [B, 1] value (entries still inside their
+        sequence), or None when every sequence has the full length; ``self.started``:
+        entries with a non-empty sequence (None: all). Made on first use."""
+        if self._mask_list is None and self.lens is not None:
+            self._mask_list = self._masks(self.lens)
+        return self._mask_list
+
+    @property
+    def started(self):
+        _ = self.masks
+        return getattr(self, "_started", None)
+
+    def _masks(self, v):
+        if not v.is_constant:
+            return self._run_time_masks(v)
+        lens = np.asarray(v.data).reshape(-1).astype(np.int64)
         c = self.c
         if not (lens > 0).all():
-            self.started = c.b.const(np.asarray(lens > 0).reshape(self.B, 1),
-                                     name=f"{c.node_name}_started")
+            self._started = c.b.const(np.asarray(lens > 0).reshape(self.B, 1),
+                                      name=f"{c.node_name}_started")
         return [c.b.const(np.asarray(t < lens).reshape(self.B, 1), name=f"{c.node_name}_mask")
                 for t in range(self.T)]
 
@@ -186,7 +203,7 @@ class _Rnn:
             return c.op("greater", [col, c.b.const(np.array([t], dtype=lens.dtype),
                                                    name=f"{c.node_name}_step")])
 
-        self.started = more_than(0)
+        self._started = more_than(0)
         return [more_than(t) for t in range(self.T)]
 
     def initial(self, ins, k, d):
@@ -297,10 +314,10 @@ def _add(c, a, b):
 
 
 def one_kernel(rnn) -> bool:
-    """Whether the layer runs as one recurrence kernel (ops/rnn.py): every sequence at its full
-    length (sequence_lens' masks, and LSTM's peepholes and input_forget, are unrolled per
-    step). benchmarks/rnn.py replaces it to time the unrolled form."""
-    return rnn.masks is None
+    """Whether the layer runs as one recurrence kernel (ops/rnn.py; an LSTM's peepholes and
+    input_forget are unrolled per step whatever this says). benchmarks/rnn.py and a test
+    replace it to build the unrolled form."""
+    return True
 
 
 def _fused(rnn, ins, cell, acts, biases, extra, lbr):
@@ -316,7 +333,8 @@ def _fused(rnn, ins, cell, acts, biases, extra, lbr):
     rt = c.b.const(np.ascontiguousarray(np.stack([rnn.r[d].T for d in range(D)])),
                    name=f"{c.node_name}_R")
     spec = [[f.name, float(f.alpha or 0.0), float(f.beta or 0.0)] for fs in acts for f in fs]
-    outs = c.op("rnn_recurrence", [xw, rt, rnn.initial_all(ins, 5), extra], cell=cell,
+    lens = [] if rnn.lens is None else [rnn.lens]
+    outs = c.op("rnn_recurrence", [xw, rt, rnn.initial_all(ins, 5), extra, *lens], cell=cell,
                 direction=rnn.direction, activations=spec,
                 clip=None if rnn.clip is None else float(rnn.clip), linear_before_reset=lbr)
     y, *states = outs

@@ -69,10 +69,12 @@ def activation(name: str, alpha: float, beta: float):
 
 def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor, cell: str,
                    direction: str, activations, clip: float | None = None,
-                   linear_before_reset: bool = False) -> list:
+                   linear_before_reset: bool = False, lens: Tensor | None = None) -> list:
     """The recurrence of an ONNX LSTM (cell "lstm"; extra = c0) or GRU ("gru"; extra = Rb_h)
     over its projected inputs: [Y, h_n] (+ [c_n] for an LSTM). `activations`: per direction,
-    ONNX's functions as (name, alpha, beta) (LSTM: f, g, h; GRU: f, g)."""
+    ONNX's functions as (name, alpha, beta) (LSTM: f, g, h; GRU: f, g). `lens` (ONNX's
+    sequence_lens, integers [B]): at a step t >= lens[b] row b keeps its state and writes
+    zeros to Y (a length past T acts as T); the final state of an empty sequence is 0."""
     if cell not in CELLS:
         raise ValueError(f"rnn_recurrence: cell must be one of {sorted(CELLS)}, got {cell!r}")
     if direction not in DIRECTIONS:
@@ -81,16 +83,18 @@ def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor, cell: str,
     D, G = DIRECTIONS[direction], CELLS[cell]
     shape = _check_shapes(xw, rt, h0, extra, cell, D, G)
     T, B, H = shape
+    _check_lens(lens, B)
     acts = _activation_functions(activations, D, 3 if cell == "lstm" else 2)
     outs = [(T, D, B, H), (D, B, H)] + ([(D, B, H)] if cell == "lstm" else [])
     spec = _Spec(cell, T, B, H, D, direction == "reverse", acts, clip, bool(linear_before_reset),
-                 xw.dtype)
+                 xw.dtype, lens is not None)
 
     def build(ins, outs_):
         return _directions(spec, ins, outs_)
 
     body = IRBody(f"{cell}_recurrence", build)
-    raw = extern(outs, [xw, rt, h0, extra], lambda ins, o: body, name=f"{cell}_recurrence",
+    ins = [xw, rt, h0, extra] + ([lens] if lens is not None else [])
+    raw = extern(outs, ins, lambda ins, o: body, name=f"{cell}_recurrence",
                  dtype=xw.dtype, attrs={"cell": cell, "direction": direction})
     # the library's computes over the kernel's buffers (copies: they carry the definition)
     y = op_compute("rnn_recurrence", outs[0], lambda *i: raw[0][i], OPAQUE, cell=cell)
@@ -119,6 +123,15 @@ def _check_shapes(xw, rt, h0, extra, cell, D, G) -> tuple:
     return T, B, H
 
 
+def _check_lens(lens, B: int) -> None:
+    if lens is None:
+        return
+    got = tuple(E.as_int(d) for d in lens.shape)
+    if got != (B,) or not lens.dtype.startswith(("int", "uint")):
+        raise ValueError(f"rnn_recurrence: lens must be integers of shape [{B}], got "
+                         f"{lens.dtype}{list(got)}")
+
+
 def _activation_functions(activations, D: int, per: int) -> list:
     acts = [tuple(a) for a in activations]
     if len(acts) != D * per:
@@ -129,8 +142,8 @@ def _activation_functions(activations, D: int, per: int) -> list:
 
 
 class _Spec:
-    def __init__(self, cell, T, B, H, D, reverse, acts, clip, lbr, dtype):
-        self.dtype = dtype
+    def __init__(self, cell, T, B, H, D, reverse, acts, clip, lbr, dtype, has_lens):
+        self.dtype, self.has_lens = dtype, has_lens
         self.cell, self.T, self.B, self.H, self.D = cell, T, B, H, D
         self.G = CELLS[cell]
         self.reverse, self.acts, self.clip, self.lbr = reverse, acts, clip, lbr
@@ -202,9 +215,23 @@ class _Step:
     def h_old(self, b, j):
         return E.Load(self.st.h, (self.old + b * _c(self.sp.H) + j,))
 
+    def active(self, lens, b):
+        """Whether row b is inside its sequence at this step (None: always)."""
+        return None if lens is None else self.t < E.Load(lens, (b,)).astype("int64")
+
+    def keep(self, lens, b, new, old):
+        """The state after this step: `new`, or `old` past row b's length."""
+        on = self.active(lens, b)
+        return new if on is None else E.Select(on, new, old)
+
+    def y(self, lens, b, new):
+        on = self.active(lens, b)
+        return new if on is None else E.Select(on, new, _c(0.0, new.dtype))
+
 
 def _direction(sp: _Spec, ins, outs, d: E.Expr, reverse: bool) -> S.Stmt:
-    xw, _, h0, extra = ins
+    xw, _, h0, extra = ins[:4]
+    lens = ins[4] if sp.has_lens else None
     st = _State(sp, xw.dtype)
     H = sp.H
 
@@ -222,11 +249,17 @@ def _direction(sp: _Spec, ins, outs, d: E.Expr, reverse: bool) -> S.Stmt:
                                                                  ins, outs)
 
     def final(b):
+        def started(v):  # onnxruntime's final state of an empty sequence is 0
+            if lens is None:
+                return v
+            return E.Select(E.Load(lens, (b,)).astype("int64") > _c(0), v, _c(0.0, v.dtype))
+
         def one(j):
             at = b * _c(H) + j
-            s = [S.Store(outs[1], (d, b, j), E.Load(st.h, (_c(sp.T % 2 * st.n) + at,)))]
+            s = [S.Store(outs[1], (d, b, j),
+                         started(E.Load(st.h, (_c(sp.T % 2 * st.n) + at,))))]
             if st.c is not None:
-                s.append(S.Store(outs[2], (d, b, j), E.Load(st.c, (at,))))
+                s.append(S.Store(outs[2], (d, b, j), started(E.Load(st.c, (at,)))))
             return S.seq(*s)
         return _for("rnn_o", H, one)
 
@@ -266,6 +299,7 @@ def _start(acc, U: int, gates, value, first: int = 0) -> S.Stmt:
 
 def _lstm_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
     xw, rt = ins[0], ins[1]
+    lens = ins[4] if sp.has_lens else None
     H, GH, st, d, t = sp.H, sp.G * sp.H, at.st, at.d, at.t
     f, g, hh = sp.acts[E.as_int(d)]  # d: a constant in each branch of _directions
 
@@ -275,10 +309,12 @@ def _lstm_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
                 return sp.clipped(E.Load(acc, (_c(k * U) + j,)))
             unit = b * _c(H) + u0 + j
             c_new, h_new = E.Var("rnn_cn", xw.dtype), E.Var("rnn_hn", xw.dtype)
-            c_val = f(gate(2)) * E.Load(st.c, (unit,)) + f(gate(0)) * g(gate(3))
+            c_old = E.Load(st.c, (unit,))
+            c_val = f(gate(2)) * c_old + f(gate(0)) * g(gate(3))
             return S.LetStmt(c_new, c_val, S.LetStmt(h_new, f(gate(1)) * hh(c_new), S.seq(
-                S.Store(st.c, (unit,), c_new), S.Store(st.h, (at.new + unit,), h_new),
-                S.Store(outs[0], (t, d, b, u0 + j), h_new))))
+                S.Store(st.c, (unit,), at.keep(lens, b, c_new, c_old)),
+                S.Store(st.h, (at.new + unit,), at.keep(lens, b, h_new, at.h_old(b, u0 + j))),
+                S.Store(outs[0], (t, d, b, u0 + j), at.y(lens, b, h_new)))))
 
         gates = range(4)
         return S.seq(
@@ -292,6 +328,7 @@ def _lstm_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
 
 def _gru_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
     xw, rt, rbh = ins[0], ins[1], ins[3]
+    lens = ins[4] if sp.has_lens else None
     H, GH, st, d, t = sp.H, sp.G * sp.H, at.st, at.d, at.t
     f, g = sp.acts[E.as_int(d)]
 
@@ -303,8 +340,9 @@ def _gru_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
         cand, h_new = E.Var("rnn_cand", xw.dtype), E.Var("rnn_hn", xw.dtype)
         return S.LetStmt(cand, g(sp.clipped(cand_pre)), S.LetStmt(
             h_new, cand + z * (at.h_old(b, j) - cand), S.seq(
-                S.Store(st.h, (at.new + b * _c(H) + j,), h_new),
-                S.Store(outs[0], (t, d, b, j), h_new))))
+                S.Store(st.h, (at.new + b * _c(H) + j,),
+                        at.keep(lens, b, h_new, at.h_old(b, j))),
+                S.Store(outs[0], (t, d, b, j), at.y(lens, b, h_new)))))
 
     if sp.lbr:  # h~ = g(xw_h + r (.) (h R_h^T + Rb_h)): one product of the three gates
         def block(acc, u0, b, U):
@@ -341,7 +379,7 @@ def _gru_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
 
 
 def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=None,
-              linear_before_reset=False) -> list:
+              linear_before_reset=False, lens=None) -> list:
     """numpy: what rnn_recurrence computes (float64 inside)."""
     import numpy as np
 
@@ -356,6 +394,9 @@ def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=No
     def cl(v):
         return v if clip is None else np.clip(v, -clip, clip)
 
+    n = np.full(B, T) if lens is None else np.asarray(lens).reshape(B, 1)
+    n = n.reshape(B, 1)
+
     for d in range(D):
         f, g, *rest = fns[d * per:(d + 1) * per]
         h = h0[d].astype(np.float64)
@@ -364,10 +405,12 @@ def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=No
         for t in (range(T - 1, -1, -1) if rev else range(T)):
             x = xw[t, :, d * G * H:(d + 1) * G * H].astype(np.float64)
             r_t = rt[d].astype(np.float64)
+            on = t < n
             if cell == "lstm":
                 a = x + h @ r_t
-                c = f(cl(a[:, 2 * H:3 * H])) * c + f(cl(a[:, :H])) * g(cl(a[:, 3 * H:]))
-                h = f(cl(a[:, H:2 * H])) * rest[0](c)
+                c_new = f(cl(a[:, 2 * H:3 * H])) * c + f(cl(a[:, :H])) * g(cl(a[:, 3 * H:]))
+                h_new = f(cl(a[:, H:2 * H])) * rest[0](c_new)
+                c = np.where(on, c_new, c)
             else:
                 zr = x[:, :2 * H] + h @ r_t[:, :2 * H]
                 z, r = f(cl(zr[:, :H])), f(cl(zr[:, H:]))
@@ -376,11 +419,12 @@ def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=No
                 else:
                     pre = x[:, 2 * H:] + (r * h) @ r_t[:, 2 * H:]
                 cand = g(cl(pre))
-                h = cand + z * (h - cand)
-            y[t, d] = h
-        hn[d] = h
+                h_new = cand + z * (h - cand)
+            h = np.where(on, h_new, h)
+            y[t, d] = np.where(on, h_new, 0.0)
+        hn[d] = np.where(n > 0, h, 0.0)
         if c is not None:
-            cn[d] = c
+            cn[d] = np.where(n > 0, c, 0.0)
     dt = xw.dtype
     out = [y.astype(dt), hn.astype(dt)]
     return out + [cn.astype(dt)] if cell == "lstm" else out

@@ -2,8 +2,8 @@
 backend node cases (issue 18): every direction, both layouts, initial states, peepholes, clip,
 input_forget, linear_before_reset, non-default activations, constant sequence_lens; bad input
 refused naming the node and what is wrong. A layer is one projection and one recurrence
-kernel (ops/rnn.py) where every sequence has its full length and, for an LSTM, there are no
-peepholes or input_forget; else it is unrolled over its time steps at import."""
+kernel (ops/rnn.py), sequence_lens included; an LSTM with peepholes or input_forget is
+unrolled over its time steps at import."""
 
 from __future__ import annotations
 
@@ -165,9 +165,9 @@ def test_bad_input_is_refused():
         graph.from_onnx(m)
 
 
-def run_time_lens_model(op, direction, lens_type=TP.INT32):
+def run_time_lens_model(op, direction, lens_type=TP.INT32, **kw):
     """A model whose sequence_lens is a graph input (pack_padded_sequence exports)."""
-    m, feeds = rnn_model(op, direction, initial=True)
+    m, feeds = rnn_model(op, direction, initial=True, **kw)
     node = m.graph.node[0]
     m.graph.input.append(helper.make_tensor_value_info("lens", lens_type, [B]))
     ins = list(node.input)
@@ -229,10 +229,26 @@ def _ops(model):
 
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
-def test_one_recurrence_kernel_per_layer_unless_sequences_are_cut(op):
+def test_one_recurrence_kernel_per_layer_sequence_lens_included(op):
     assert _ops(rnn_model(op, "bidirectional", initial=True)[0]).count("rnn_recurrence") == 1
     cut = _ops(rnn_model(op, initial=True, seq_lens=[T, 2, 0])[0])
-    assert "rnn_recurrence" not in cut and cut.count("where") >= T
+    assert cut.count("rnn_recurrence") == 1 and "where" not in cut
+    assert "rnn_recurrence" in _ops(run_time_lens_model(op, "reverse")[0])
+
+
+def test_run_time_sequence_lens_over_unit_blocks_on_two_threads():
+    saved_threads = runtime.get_num_threads()
+    m, feeds = run_time_lens_model("LSTM", "forward", hidden=48)
+    try:
+        runtime.set_num_threads(2)
+        gm = graph.build(graph.from_onnx(m))
+        for lens in ([T, 2, 0], [1, T, 3]):
+            feeds["lens"] = np.array(lens, np.int32)
+            got, ref = gm.run(**feeds), ort_run(m, feeds)
+            for k, v in ref.items():
+                assert_close(got[k], v, 5e-5)
+    finally:
+        runtime.set_num_threads(saved_threads)
 
 
 def test_lstm_peepholes_and_input_forget_are_unrolled_zero_peepholes_are_not():
@@ -262,9 +278,11 @@ def test_unit_blocks_on_the_thread_pool(op, direction, lbr, threads):
         runtime.set_num_threads(saved_threads)
 
 
-def test_unrolled_form_still_matches_where_chosen(monkeypatch):
-    """benchmarks/rnn.py times the unrolled form by replacing one_kernel: it stays right."""
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_unrolled_form_still_matches_where_chosen(monkeypatch, op):
+    """benchmarks/rnn.py times the unrolled form by replacing one_kernel: it stays right, with
+    sequence lengths too."""
     monkeypatch.setattr(onnx_rnn, "one_kernel", lambda rnn: False)
-    model, feeds = rnn_model("GRU", "bidirectional", initial=True, linear_before_reset=1)
+    model, feeds = rnn_model(op, "bidirectional", initial=True, seq_lens=[T, 2, 0])
     assert "rnn_recurrence" not in _ops(model)
     _compare(model, feeds)

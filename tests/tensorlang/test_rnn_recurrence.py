@@ -12,7 +12,7 @@ import tensorlang as tl
 from tensorlang.ops import rnn
 
 
-def _run(cell, direction, T=4, B=2, H=48, acts=None, clip=None, lbr=False, seed=0):
+def _run(cell, direction, T=4, B=2, H=48, acts=None, clip=None, lbr=False, seed=0, lens=None):
     D, G = rnn.DIRECTIONS[direction], rnn.CELLS[cell]
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal((T, B, D * G * H)).astype(np.float32),
@@ -22,11 +22,16 @@ def _run(cell, direction, T=4, B=2, H=48, acts=None, clip=None, lbr=False, seed=
     per = 3 if cell == "lstm" else 2
     acts = acts or [("Sigmoid", 0.0, 0.0), ("Tanh", 0.0, 0.0), ("Tanh", 0.0, 0.0)][:per] * D
     ins = [tl.placeholder(a.shape, name=f"in{k}") for k, a in enumerate(arrays)]
-    outs = rnn.rnn_recurrence(*ins, cell, direction, acts, clip, lbr)
+    given = None
+    if lens is not None:
+        arrays.append(np.asarray(lens, np.int32))
+        given = tl.placeholder((B,), dtype="int32", name="lens")
+        ins.append(given)
+    outs = rnn.rnn_recurrence(*ins[:4], cell, direction, acts, clip, lbr, given)
     f = tl.build(tl.ops.default_schedule(outs), ins + outs, name="rnn")
     got = [np.zeros(tuple(int(x.value) for x in o.shape), np.float32) for o in outs]
     f(*arrays, *got)
-    want = rnn.reference(*arrays, cell, direction, acts, clip, lbr)
+    want = rnn.reference(*arrays[:4], cell, direction, acts, clip, lbr, lens)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
 
@@ -36,6 +41,14 @@ def _run(cell, direction, T=4, B=2, H=48, acts=None, clip=None, lbr=False, seed=
     ("gru", "forward", True), ("gru", "bidirectional", True)])
 def test_matches_reference_over_unit_blocks(cell, direction, lbr):
     _run(cell, direction, lbr=lbr)
+
+
+@pytest.mark.parametrize("cell,lbr", [("lstm", False), ("gru", False), ("gru", True)])
+def test_sequence_lengths_keep_the_state_and_zero_y(cell, lbr):
+    """Past a row's length the state is kept and Y is 0; an empty row's final state is 0;
+    a length past T acts as T."""
+    _run(cell, "bidirectional", B=3, lbr=lbr, lens=[4, 2, 0])
+    _run(cell, "reverse", B=2, lbr=lbr, lens=[9, 1])
 
 
 def test_every_activation_with_alpha_beta_and_clip():
@@ -62,5 +75,8 @@ def test_bad_arguments_are_refused():
                            tl.placeholder((2, 4)), "gru", "bidirectional", sig_tanh * 2)
     with pytest.raises(ValueError, match=r"2 activations per direction \(2 in all\) expected"):
         rnn.rnn_recurrence(xw, rt, h0, rbh, "gru", "forward", sig_tanh[:1])
+    with pytest.raises(ValueError, match=r"lens must be integers of shape \[1\], got float32"):
+        rnn.rnn_recurrence(xw, rt, h0, rbh, "gru", "forward", sig_tanh,
+                           lens=tl.placeholder((1,)))
     with pytest.raises(ValueError, match=r"activation 'Gelu' is not one of"):
         rnn.rnn_recurrence(xw, rt, h0, rbh, "gru", "forward", [("Gelu", 0.0, 0.0)] * 2)
