@@ -345,6 +345,24 @@ def test_softmax_log_softmax(shape, axis):
     check(ops.log_softmax(X, axis), [X], [x], np.log(_softmax(x, axis)), **TOL)
 
 
+@pytest.mark.parametrize("width", [49, 197])
+def test_row_ops_over_widths_16_does_not_divide(width):
+    """Softmax, layer norm and a row max over rows of 49 or 197 (a 7x7-patch wav2vec2 / ViT
+    sequence): 16-lane vectors with one peeled tail, the reductions' partials one 16-lane
+    vector (rfactor with a ragged last chunk), not 4-lane vectors and scalar reductions
+    (whisper's 1500-wide softmax rows, 1 thread: 24 -> 7.2 ms). All-negative rows check the
+    max's partial lanes that the tail never reaches keep -inf."""
+    x = rand((3, width), lo=-9, hi=-1)
+    X = ph(x, "X")
+    for out, ref in ((ops.softmax(X), _softmax(x, -1)),
+                     (ops.layer_norm(X), (x - x.mean(-1, keepdims=True)) /
+                      np.sqrt(x.var(-1, keepdims=True) + 1e-5)),
+                     (ops.max(X, axis=-1), x.max(-1))):
+        text = str(tl.lower(ops.default_schedule(out), [X, out]))
+        assert ".rf[ramp(0, 1, 16)]" in text and "ramp(0, 1, 4)" not in text
+        check(out, [X], [x], ref, **TOL)
+
+
 def test_big_outputs_get_non_temporal_stores():
     """Outputs of at least STREAMING_BYTES (16 MB) are written past the caches; smaller ones,
     which a reader may still find in cache, are not."""
