@@ -96,3 +96,98 @@ def test_nary_residual_fuses_into_the_conv():
     kernels = {st["kernel"] for st in gm.plan["steps"]}
     assert not any(k.startswith(("fused_layout_transform", "sum_n")) for k in kernels), kernels
     assert any(k.startswith("fused_conv_sum_n_relu") for k in kernels), kernels
+
+
+# squeeze-excite (EfficientNet, MobileNet-v3): x * sigmoid(fc2(relu(fc1(mean over H, W of x))))
+# with the convs blocked. The mean written as ReduceMean over [2, 3] (dynamo's export) was a
+# reduction that took x back to NCHW; the gate [1, C, 1, 1] (a run-time value, not a constant)
+# made the multiply convert x to NCHW and its result back to NCHW16c for the next conv.
+
+
+def _squeeze_excite(pool, c=32, hw=10, gate_shape="channel", gate_first=True):
+    """conv -> x; gate from ``pool`` ("global": GlobalAveragePool, or (op, axes, keepdims)
+    for a Reduce* node); x * gate; conv. gate_shape "spatial": the gate is a mean over
+    channels ([1, 1, H, W]) instead, which does not broadcast per channel. gate_first: Mul(gate,
+    x) as torch exports ``x * scale`` of torchvision's SqueezeExcitation (the order that made
+    the multiply run NCHW even with both operands blocked)."""
+    inits = [numpy_helper.from_array(_rand(c, c, 3, 3) * 0.2, "w0"),
+             numpy_helper.from_array(_rand(c // 4, c, 1, 1) * 0.3, "w1"),
+             numpy_helper.from_array(_rand(c // 4), "b1"),
+             numpy_helper.from_array(_rand(c, c // 4, 1, 1) * 0.3, "w2"),
+             numpy_helper.from_array(_rand(c), "b2"),
+             numpy_helper.from_array(_rand(16, c, 1, 1) * 0.2, "wo")]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], kernel_shape=[3, 3], pads=[1] * 4),
+             helper.make_node("Relu", ["c0"], ["x0"])]
+    if gate_shape == "spatial":
+        nodes += [helper.make_node("ReduceMean", ["x0"], ["m"], axes=[1], keepdims=1),
+                  helper.make_node("Sigmoid", ["m"], ["gate"])]
+    else:
+        if pool == "global":
+            nodes.append(helper.make_node("GlobalAveragePool", ["x0"], ["p"]))
+        else:
+            op, axes, keep = pool
+            nodes.append(helper.make_node(op, ["x0"], ["p"], axes=axes, keepdims=keep))
+            if not keep:
+                inits.append(numpy_helper.from_array(np.array([1, c, 1, 1], np.int64), "s"))
+                nodes.append(helper.make_node("Reshape", ["p", "s"], ["p4"]))
+        p = "p" if pool == "global" or pool[2] else "p4"
+        nodes += [helper.make_node("Conv", [p, "w1", "b1"], ["f1"], kernel_shape=[1, 1]),
+                  helper.make_node("Relu", ["f1"], ["r1"]),
+                  helper.make_node("Conv", ["r1", "w2", "b2"], ["f2"], kernel_shape=[1, 1]),
+                  helper.make_node("Sigmoid", ["f2"], ["gate"])]
+    nodes += [helper.make_node("Mul", ["gate", "x0"] if gate_first else ["x0", "gate"], ["se"]),
+              helper.make_node("Conv", ["se", "wo"], ["y"], kernel_shape=[1, 1])]
+    g = helper.make_graph(nodes, "squeeze_excite",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, c, hw, hw))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+SE_CASES = {  # name: (pool, gate shape, the pool op after convert_layout, multiply blocked)
+    "global_pool": ("global", "channel", "global_avg_pool", True),
+    "global_pool_x_first": ("global", "x_first", "global_avg_pool", True),
+    "reduce_mean_hw": (("ReduceMean", [2, 3], 1), "channel", "global_avg_pool", True),
+    "reduce_mean_negative_axes": (("ReduceMean", [-1, -2], 1), "channel", "global_avg_pool",
+                                  True),
+    "reduce_max_hw": (("ReduceMax", [2, 3], 1), "channel", "global_max_pool", True),
+    # dims dropped: stays a reduction (NCHW); the gate still broadcasts per channel
+    "reduce_mean_no_keepdims": (("ReduceMean", [2, 3], 0), "channel", "reduce_mean", True),
+    # a reduction over H alone stays one; its [1, C, 1, W] gate broadcasts blocked
+    "reduce_mean_h_only": (("ReduceMean", [2], 1), "channel", "reduce_mean", True),
+    # a [1, 1, H, W] gate broadcasts over channels: the multiply stays NCHW
+    "spatial_gate": (None, "spatial", "reduce_mean", False),
+}
+
+
+def _se_model(pool, gate):
+    if gate == "x_first":
+        return _squeeze_excite(pool, gate_first=False)
+    return _squeeze_excite(pool, gate_shape=gate)
+
+
+def _se_feed():
+    return {"x": _rand(1, 32, 10, 10)}
+
+
+@pytest.mark.parametrize("name", sorted(SE_CASES))
+def test_squeeze_excite_matches_onnxruntime(name):
+    pool, gate, _, _ = SE_CASES[name]
+    model = _se_model(pool, gate)
+    feeds = _se_feed()
+    got = graph.build(graph.from_onnx(model)).run(**feeds)
+    assert_close(got["y"], ort_run(model, feeds)["y"])
+
+
+@pytest.mark.parametrize("name", sorted(SE_CASES))
+def test_squeeze_excite_runs_blocked(name):
+    pool, gate, pool_op, mul_blocked = SE_CASES[name]
+    g = infer_types(convert_layout(infer_types(graph.from_onnx(_se_model(pool, gate)))))
+    pools = [n for n in g.nodes if n.op.startswith(("global_", "reduce_"))]
+    assert [n.op for n in pools] == [pool_op]
+    mul, = [n for n in g.nodes if n.op == "multiply"]
+    assert (mul.outputs[0].layout == "NCHW16c") == mul_blocked
+    if mul_blocked and pool_op.startswith("global"):  # nothing goes back to NCHW but y
+        back = [n for n in g.nodes if n.op == "layout_transform"
+                and n.attrs["dst_layout"] == "NCHW"]
+        assert [n.outputs[0] for n in back] == list(g.outputs)
