@@ -444,7 +444,9 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
         # from the last one (an attention's q . k^T over a symbolic sequence: 0.1 vs 50
         # GFLOP/s static at seq = 8)
         whole = (m, tm) if rows_outer else (n, tn)
-        outer = list(batch) + ([first] if not batch or _whole_tiles(*whole) else [])
+        # (batch axes of extent 1 fuse away: the tile loop then keeps its linear guards)
+        single = all(_ext(b) == 1 for b in batch)
+        outer = list(batch) + ([first] if single or _whole_tiles(*whole) else [])
         par = o.fuse(*outer) if len(outer) > 1 else outer[0]
         # few column panels (a narrow or tall matrix): split rows across threads instead
         # (the packed panel is at jo, outside io: packed once, then its row tiles in parallel)
