@@ -157,6 +157,26 @@ def test_simplify_identities_transposes_reshapes():
     assert _ops(simplify_algebra(g2)) == ["multiply", "relu"]
 
 
+def test_simplify_small_integer_powers_as_multiplies():
+    """x ** 3 (GPT-2's tanh GELU) and x ** 2 become multiplies; a fractional or per-element
+    exponent stays a power. The built model matches numpy's power."""
+    b = graph.Builder("p")
+    x = b.input("x", (4, 6))
+    cube = b.power(x, b.const(np.float32(3.0)))
+    sq = b.power(x, b.const(np.full((1,), 2.0, np.float32)))
+    frac = b.power(b.abs(x), b.const(np.float32(2.5)))
+    per = b.power(b.abs(x), b.const(np.array([2.0] * 5 + [3.0], np.float32)))
+    y = b.tanh(b.add(b.add(cube, sq), b.add(frac, per)))
+    g = infer_types(b.build(y))
+    ops_after = _ops(eliminate_dead_code(simplify_algebra(g)))
+    assert ops_after.count("power") == 2 and ops_after.count("multiply") == 3
+    xv = _rand(4, 6)
+    ax = np.abs(xv)
+    ref = np.tanh(xv ** 3 + xv ** 2 + ax ** 2.5 + ax ** np.array([2.0] * 5 + [3.0], np.float32))
+    got = graph.build(g).run(x=xv)
+    np.testing.assert_allclose(next(iter(got.values())), ref, rtol=1e-5, atol=1e-6)
+
+
 def test_fold_bn_and_scales_into_conv_and_dense():
     b = graph.Builder("f")
     x = b.input("x", (1, 3, 6, 6))
