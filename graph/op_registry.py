@@ -1068,16 +1068,17 @@ register("cumsum", OPAQUE, 1, _cumsum_infer, _cumsum_ref)
 register("topk", OPAQUE, 1, _topk_infer, _topk_ref)
 
 
-# LSTM / GRU recurrence (issue 18): xw [T, B, D*G*H], R^T [D, H, G*H], h0 [D, B, H], and c0
-# [D, B, H] (lstm) or Rb_h [D, H] (gru) -> Y [T, D, B, H], h_n [D, B, H] (+ c_n for lstm)
+# LSTM / GRU recurrence (issue 18): xw [T, B, D*G*H], R^T packed [D, H/U, H, G*U], h0
+# [D, B, H], and c0 [D, B, H] (lstm) or Rb_h [D, H] (gru) -> Y [T, D, B, H], h_n [D, B, H]
+# (+ c_n for lstm)
 
 
 def _rnn_recurrence_infer(types, attrs):
     (xs, xt), (rs, _) = types[0], types[1]
-    if len(xs) != 3 or len(rs) != 3:
-        raise GraphError(f"rnn_recurrence: xw must be [T, B, D*G*H] and R^T [D, H, G*H], got "
-                         f"{list(xs)} and {list(rs)}")
-    (T, B, _), (D, H, _) = xs, rs
+    if len(xs) != 3 or len(rs) != 4:
+        raise GraphError(f"rnn_recurrence: xw must be [T, B, D*G*H] and R^T [D, H/U, H, G*U], "
+                         f"got {list(xs)} and {list(rs)}")
+    (T, B, _), (D, _, H, _) = xs, rs
     states = 2 if attrs["cell"] == "lstm" else 1
     return [((T, D, B, H), xt)] + [((D, B, H), xt)] * states
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorlang.ops.rnn import pack_recurrent_weights
+
 from .onnx_context import OnnxImportError, _conv
 
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
@@ -330,8 +332,7 @@ def _fused(rnn, ins, cell, acts, biases, extra, lbr):
     xw = c.op("dense", [rows, c.b.const(np.ascontiguousarray(wt), name=f"{c.node_name}_W"),
                         c.b.const(np.concatenate(biases), name=f"{c.node_name}_bias")])
     xw = c.op("reshape", [xw], shape=[rnn.T, rnn.B, D * rnn.G * rnn.H])
-    rt = c.b.const(np.ascontiguousarray(np.stack([rnn.r[d].T for d in range(D)])),
-                   name=f"{c.node_name}_R")
+    rt = c.b.const(pack_recurrent_weights(rnn.r, rnn.G), name=f"{c.node_name}_R")
     spec = [[f.name, float(f.alpha or 0.0), float(f.beta or 0.0)] for fs in acts for f in fs]
     lens = [] if rnn.lens is None else [rnn.lens]
     outs = c.op("rnn_recurrence", [xw, rt, rnn.initial_all(ins, 5), extra, *lens], cell=cell,

@@ -450,17 +450,18 @@ def _define_onnx_misc() -> None:
                "full": ("topk_full", OPAQUE), "full_key": ("topk_full_key", OPAQUE)})
     _SIG_TANH = [("Sigmoid", 0.0, 0.0), ("Tanh", 0.0, 0.0)]
     define("rnn_recurrence", RNN.rnn_recurrence, OPAQUE, [
-        # a bidirectional LSTM (inputs: projection, R^T, h0, c0), then a GRU of each reset kind
-        ex([(5, 2, 2 * 4 * 8), (2, 8, 4 * 8), (2, 2, 8), (2, 2, 8)],
+        # a bidirectional LSTM (inputs: projection, packed R^T, h0, c0), then a GRU of each
+        # reset kind (hidden 16, 32: one unit block)
+        ex([(5, 2, 2 * 4 * 8), (2, 1, 8, 4 * 8), (2, 2, 8), (2, 2, 8)],
            lambda *a: RNN.rnn_recurrence(*a, "lstm", "bidirectional", (_SIG_TANH + [
                ("Tanh", 0.0, 0.0)]) * 2),
            lambda *a: RNN.reference(*a, "lstm", "bidirectional", (_SIG_TANH + [
                ("Tanh", 0.0, 0.0)]) * 2), rtol=1e-5, atol=1e-5),
-        ex([(6, 1, 3 * 8), (1, 8, 3 * 8), (1, 1, 8), (1, 8)],
+        ex([(6, 1, 3 * 16), (1, 1, 16, 3 * 16), (1, 1, 16), (1, 16)],
            lambda *a: RNN.rnn_recurrence(*a, "gru", "reverse", _SIG_TANH, 0.7, True),
            lambda *a: RNN.reference(*a, "gru", "reverse", _SIG_TANH, 0.7, True),
            rtol=1e-5, atol=1e-5),
-        ex([(6, 3, 3 * 8), (1, 8, 3 * 8), (1, 3, 8), (1, 8)],
+        ex([(6, 3, 3 * 32), (1, 1, 32, 3 * 32), (1, 3, 32), (1, 32)],
            lambda *a: RNN.rnn_recurrence(*a, "gru", "forward", _SIG_TANH),
            lambda *a: RNN.reference(*a, "gru", "forward", _SIG_TANH), rtol=1e-5, atol=1e-5)],
         parts={"state": ("rnn_recurrence_state", OPAQUE)})

@@ -17,7 +17,9 @@ Rb_h)), one product of all three gates; 0: h~ = g(xw_h + (r (.) h) R_h^T), a sec
 after r. h' = (1 - z) (.) h~ + z (.) h. Each activation is one of ONNX's (with alpha, beta),
 `clip` bounds every pre-activation.
 
-Inputs: xw [T, B, D*G*H], rt [D, H, G*H] (R transposed), h0 [D, B, H], and c0 [D, B, H]
+Inputs: xw [T, B, D*G*H], rt [D, H/U, H, G*U] (R^T packed by blocks of U hidden units:
+pack_recurrent_weights, done once on the constant weights; U = unit_block(H)), h0 [D, B, H],
+and c0 [D, B, H]
 (LSTM) or rbh [D, H] (GRU: the recurrent bias of the h gate). Outputs: Y [T, D, B, H] (ONNX's
 layout 0), h_n [D, B, H] and, for an LSTM, c_n [D, B, H]."""
 
@@ -103,15 +105,42 @@ def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor, cell: str,
                   for k, s in enumerate(raw[1:])]
 
 
+def unit_block(H: int) -> int:
+    """Hidden units per block: a block's gate columns are accumulated in registers across
+    the product's rows, and the blocks of a step are a parallel loop (the first of
+    UNIT_BLOCKS that divides H, else all H units in one block)."""
+    return next((w for w in UNIT_BLOCKS if H % w == 0), H)
+
+
+def pack_recurrent_weights(r, gates: int):
+    """ONNX's R [D, G*H, H] as the kernel reads it: [D, H/U, H, G*U], block u's row k holding
+    R^T[k, g*H + u*U + j] at g*U + j: each block's product reads one contiguous stream."""
+    import numpy as np
+
+    D, _, H = r.shape
+    U = unit_block(H)
+    rt = np.asarray(r).transpose(0, 2, 1).reshape(D, H, gates, H // U, U)
+    return np.ascontiguousarray(rt.transpose(0, 3, 1, 2, 4).reshape(D, H // U, H, gates * U))
+
+
+def unpack_recurrent_weights(rt, gates: int):
+    """R^T [D, H, G*H] from pack_recurrent_weights' layout."""
+    D, nb, H, GU = rt.shape
+    U = GU // gates
+    return rt.reshape(D, nb, H, gates, U).transpose(0, 2, 3, 1, 4).reshape(D, H, gates * H)
+
+
 def _check_shapes(xw, rt, h0, extra, cell, D, G) -> tuple:
-    if len(xw.shape) != 3 or len(rt.shape) != 3:
-        raise ValueError(f"rnn_recurrence: xw must be [T, B, D*G*H] and rt [D, H, G*H], got "
-                         f"{list(xw.shape)} and {list(rt.shape)}")
+    if len(xw.shape) != 3 or len(rt.shape) != 4:
+        raise ValueError(f"rnn_recurrence: xw must be [T, B, D*G*H] and rt [D, H/U, H, G*U], "
+                         f"got {list(xw.shape)} and {list(rt.shape)}")
     T, B, n = (E.as_int(d) for d in xw.shape)
-    H = E.as_int(rt.shape[1])
+    H = E.as_int(rt.shape[2])
     if None in (T, B, n, H):
         raise ValueError("rnn_recurrence: the shapes must be static")
-    want = {"xw": (xw, (T, B, D * G * H)), "rt": (rt, (D, H, G * H)), "h0": (h0, (D, B, H)),
+    U = unit_block(H)
+    want = {"xw": (xw, (T, B, D * G * H)), "rt": (rt, (D, H // U, H, G * U)),
+            "h0": (h0, (D, B, H)),
             "c0" if cell == "lstm" else "rbh": (extra, (D, B, H) if cell == "lstm" else (D, H))}
     for what, (t, shape) in want.items():
         got = tuple(E.as_int(d) for d in t.shape)
@@ -175,9 +204,7 @@ def _directions(sp: _Spec, ins, outs) -> S.Stmt:
         _direction(sp, ins, outs, _c(1), True)), "parallel")
 
 
-# hidden units per block: a block's gate columns are accumulated in registers across the
-# product's rows, and the blocks of a step are a parallel loop (the first that divides H is
-# taken, else all H units in one block)
+# hidden units per block (unit_block)
 UNIT_BLOCKS = (32, 16)
 
 
@@ -268,26 +295,26 @@ def _direction(sp: _Spec, ins, outs, d: E.Expr, reverse: bool) -> S.Stmt:
 
 
 def _unit_blocks(sp: _Spec, gates: int, body) -> S.Stmt:
-    """body(acc, u0, b, U) for every block of U units at u0 and batch row b, on the thread
-    pool; acc: the block's own accumulator of `gates` x U columns."""
-    U = next((w for w in UNIT_BLOCKS if sp.H % w == 0), sp.H)
+    """body(acc, u, b, U) for every block u of U units (units u*U..) and batch row b, on the
+    thread pool; acc: the block's own accumulator of `gates` x U columns."""
+    U = unit_block(sp.H)
 
     def block(u):
         acc = _local("rnn_acc", gates * U, sp.dtype)
-        return S.Allocate(acc, _for("rnn_b", sp.B, lambda b: body(acc, u * _c(U), b, U)))
+        return S.Allocate(acc, _for("rnn_b", sp.B, lambda b: body(acc, u, b, U)))
 
     return _for("rnn_u", sp.H // U, block, "parallel")
 
 
-def _product(sp: _Spec, acc, rt, d, u0, U: int, gates, vec) -> S.Stmt:
-    """acc[i*U + j] += sum_k vec(k) R^T[d, k, g*H + u0 + j] for each gate g = gates[i]: axpy
-    rows (no reduction in the inner loop: it vectorizes as it is; the block's columns stay in
-    registers across the rows)."""
+def _product(sp: _Spec, acc, rt, d, u, U: int, gates, vec) -> S.Stmt:
+    """acc[i*U + j] += sum_k vec(k) R^T[d, k, g*H + u*U + j] for each gate g = gates[i] (rt
+    packed: block u's row k at rt[d, u, k]): axpy rows (no reduction in the inner loop: it
+    vectorizes as it is; the block's columns stay in registers across the rows)."""
     def row(k):
         hk = E.Var("rnn_hk", rt.dtype)
         return S.LetStmt(hk, vec(k), S.seq(*[_for("rnn_j", U, lambda j, i=i, g=g: S.Store(
             acc, (_c(i * U) + j,), E.Load(acc, (_c(i * U) + j,))
-            + E.Load(rt, (d, k, _c(g * sp.H) + u0 + j)) * hk)) for i, g in enumerate(gates)]))
+            + E.Load(rt, (d, u, k, _c(g * U) + j)) * hk)) for i, g in enumerate(gates)]))
     return _for("rnn_k", sp.H, row)
 
 
@@ -303,7 +330,9 @@ def _lstm_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
     H, GH, st, d, t = sp.H, sp.G * sp.H, at.st, at.d, at.t
     f, g, hh = sp.acts[E.as_int(d)]  # d: a constant in each branch of _directions
 
-    def block(acc, u0, b, U):
+    def block(acc, u, b, U):
+        u0 = u * _c(U)
+
         def update(j):
             def gate(k):
                 return sp.clipped(E.Load(acc, (_c(k * U) + j,)))
@@ -320,7 +349,7 @@ def _lstm_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
         return S.seq(
             _start(acc, U, gates, lambda k, j: E.Load(xw, (t, b, d * _c(GH) + _c(k * H) + u0
                                                                + j))),
-            _product(sp, acc, rt, d, u0, U, gates, lambda k: at.h_old(b, k)),
+            _product(sp, acc, rt, d, u, U, gates, lambda k: at.h_old(b, k)),
             _for("rnn_e", U, update))
 
     return _unit_blocks(sp, 4, block)
@@ -345,7 +374,9 @@ def _gru_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
                 S.Store(outs[0], (t, d, b, j), at.y(lens, b, h_new)))))
 
     if sp.lbr:  # h~ = g(xw_h + r (.) (h R_h^T + Rb_h)): one product of the three gates
-        def block(acc, u0, b, U):
+        def block(acc, u, b, U):
+            u0 = u * _c(U)
+
             def update(j):
                 z = f(sp.clipped(E.Load(acc, (j,))))
                 r = f(sp.clipped(E.Load(acc, (_c(U) + j,))))
@@ -353,25 +384,29 @@ def _gru_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
             return S.seq(
                 _start(acc, U, (0, 1), lambda k, j: x(b, k, u0 + j)),
                 _start(acc, U, (2,), lambda k, j: E.Load(rbh, (d, u0 + j)), first=2),
-                _product(sp, acc, rt, d, u0, U, (0, 1, 2), lambda k: at.h_old(b, k)),
+                _product(sp, acc, rt, d, u, U, (0, 1, 2), lambda k: at.h_old(b, k)),
                 _for("rnn_e", U, update))
         return _unit_blocks(sp, 3, block)
 
-    def gates_zr(acc, u0, b, U):  # z, and r (.) h for the h gate's product
+    def gates_zr(acc, u, b, U):  # z, and r (.) h for the h gate's product
+        u0 = u * _c(U)
+
         def keep(j):
             unit = b * _c(H) + u0 + j
             r = f(sp.clipped(E.Load(acc, (_c(U) + j,))))
             return S.seq(S.Store(st.z, (unit,), f(sp.clipped(E.Load(acc, (j,))))),
                          S.Store(st.rh, (unit,), r * at.h_old(b, u0 + j)))
         return S.seq(_start(acc, U, (0, 1), lambda k, j: x(b, k, u0 + j)),
-                     _product(sp, acc, rt, d, u0, U, (0, 1), lambda k: at.h_old(b, k)),
+                     _product(sp, acc, rt, d, u, U, (0, 1), lambda k: at.h_old(b, k)),
                      _for("rnn_e", U, keep))
 
-    def gate_h(acc, u0, b, U):  # h~ = g(xw_h + (r (.) h) R_h^T)
+    def gate_h(acc, u, b, U):  # h~ = g(xw_h + (r (.) h) R_h^T)
+        u0 = u * _c(U)
+
         def update(j):
             return new_h(b, u0 + j, E.Load(st.z, (b * _c(H) + u0 + j,)), E.Load(acc, (j,)))
         return S.seq(_start(acc, U, (2,), lambda k, j: x(b, k, u0 + j)),
-                     _product(sp, acc, rt, d, u0, U, (2,),
+                     _product(sp, acc, rt, d, u, U, (2,),
                               lambda k: E.Load(st.rh, (b * _c(H) + k,))),
                      _for("rnn_e", U, update))
 
@@ -385,6 +420,7 @@ def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=No
 
     D, G = DIRECTIONS[direction], CELLS[cell]
     T, B, _ = xw.shape
+    rt = unpack_recurrent_weights(rt, G)
     H = rt.shape[1]
     per = 3 if cell == "lstm" else 2
     fns = [_np_activation(*a) for a in activations]
@@ -445,4 +481,5 @@ def _np_activation(name, alpha, beta):
     }[name]
 
 
-__all__ = ["ACTIVATIONS", "activation", "reference", "rnn_recurrence"]
+__all__ = ["ACTIVATIONS", "activation", "pack_recurrent_weights", "reference", "rnn_recurrence",
+           "unit_block", "unpack_recurrent_weights"]

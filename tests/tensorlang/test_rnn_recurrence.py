@@ -16,7 +16,8 @@ def _run(cell, direction, T=4, B=2, H=48, acts=None, clip=None, lbr=False, seed=
     D, G = rnn.DIRECTIONS[direction], rnn.CELLS[cell]
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal((T, B, D * G * H)).astype(np.float32),
-              (rng.standard_normal((D, H, G * H)) * 0.2).astype(np.float32),
+              rnn.pack_recurrent_weights(
+                  (rng.standard_normal((D, G * H, H)) * 0.2).astype(np.float32), G),
               rng.standard_normal((D, B, H)).astype(np.float32),
               rng.standard_normal((D, B, H) if cell == "lstm" else (D, H)).astype(np.float32)]
     per = 3 if cell == "lstm" else 2
@@ -60,8 +61,18 @@ def test_every_activation_with_alpha_beta_and_clip():
     _run("gru", "reverse", H=16, acts=[("HardSigmoid", 0.2, 0.5), ("Elu", 1.0, 0.0)], clip=1.5)
 
 
+def test_packed_weights_round_trip_by_unit_blocks():
+    r = np.arange(2 * 4 * 48 * 48, dtype=np.float32).reshape(2, 4 * 48, 48)
+    packed = rnn.pack_recurrent_weights(r, 4)
+    assert packed.shape == (2, 3, 48, 4 * 16)  # blocks of 16 units
+    # block 1, row k = 5, gate 2, unit 3 of the block: R^T[5, 2*48 + 16 + 3]
+    assert packed[0, 1, 5, 2 * 16 + 3] == r[0, 2 * 48 + 16 + 3, 5]
+    np.testing.assert_array_equal(rnn.unpack_recurrent_weights(packed, 4),
+                                  r.transpose(0, 2, 1))
+
+
 def test_bad_arguments_are_refused():
-    xw, rt = tl.placeholder((3, 1, 12)), tl.placeholder((1, 4, 12))
+    xw, rt = tl.placeholder((3, 1, 12)), tl.placeholder((1, 1, 4, 12))
     h0, rbh = tl.placeholder((1, 1, 4)), tl.placeholder((1, 4))
     sig_tanh = [("Sigmoid", 0.0, 0.0), ("Tanh", 0.0, 0.0)]
     with pytest.raises(ValueError, match=r"cell must be one of \['gru', 'lstm'\], got 'rnn'"):
@@ -71,7 +82,7 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match=r"rbh has shape \[1, 1, 4\], expected \[1, 4\]"):
         rnn.rnn_recurrence(xw, rt, h0, h0, "gru", "forward", sig_tanh)
     with pytest.raises(ValueError, match=r"xw has shape \[3, 1, 12\], expected \[3, 1, 24\]"):
-        rnn.rnn_recurrence(xw, tl.placeholder((2, 4, 12)), tl.placeholder((2, 1, 4)),
+        rnn.rnn_recurrence(xw, tl.placeholder((2, 1, 4, 12)), tl.placeholder((2, 1, 4)),
                            tl.placeholder((2, 4)), "gru", "bidirectional", sig_tanh * 2)
     with pytest.raises(ValueError, match=r"2 activations per direction \(2 in all\) expected"):
         rnn.rnn_recurrence(xw, rt, h0, rbh, "gru", "forward", sig_tanh[:1])
