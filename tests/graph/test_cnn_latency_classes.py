@@ -191,3 +191,12 @@ def test_squeeze_excite_runs_blocked(name):
         back = [n for n in g.nodes if n.op == "layout_transform"
                 and n.attrs["dst_layout"] == "NCHW"]
         assert [n.outputs[0] for n in back] == list(g.outputs)
+
+
+def test_squeeze_excite_gate_kernel_leaves_the_multiply_out():
+    # the gate's conv + sigmoid is one kernel and the broadcast multiply another: fused into
+    # the conv's kernel the sigmoid ran once per element of x (fuse_ops)
+    gm = graph.build(graph.from_onnx(_se_model("global", "channel")))
+    kernels = [st["kernel"].rsplit("_", 1)[0] for st in gm.plan["steps"]]
+    assert "multiply" in kernels and "fused_conv_sigmoid" in kernels, kernels
+    assert not any("multiply" in k and "conv" in k for k in kernels), kernels
