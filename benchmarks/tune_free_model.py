@@ -86,7 +86,14 @@ MODELS = {"shufflenet": shufflenet,
           "transformer": lambda: model_zoo.transformer_block(128, 256, 4, 1024)}
 
 
-def _measure_option():
+def _measure_option(kind: str):
+    """``back-to-back``: 3 calls x 3 repeats on warm caches; ``model``: as the model runs a
+    kernel (TaskScheduler's default: flushed caches but for the task's ``warm_args``, one call a
+    repeat, 10 repeats)."""
+    if kind == "model":
+        from tensorlang.autotune.task_scheduler import model_measure_option
+
+        return model_measure_option()
     return autotune.measure_option(autotune.LocalBuilder(n_parallel=2, timeout=40),
                                    autotune.LocalRunner(number=3, repeat=3, timeout=10))
 
@@ -203,6 +210,8 @@ def main() -> None:
     ap.add_argument("--phase", choices=["all", "templates", "free", "measure"], default="all",
                     help="tune the template tasks only, then (a second run) the template-free "
                          "ones only, then measure: each part under ~8 minutes")
+    ap.add_argument("--measure", choices=["back-to-back", "model"], default="back-to-back",
+                    help="how records time a kernel (see _measure_option)")
     ap.add_argument("--skip-templates", action="store_true",
                     help="tune the template-free tasks only (the template ones keep defaults)")
     a = ap.parse_args()
@@ -230,7 +239,7 @@ def main() -> None:
                 os.remove(p)
         # --skip-templates: the template kernels keep their default schedules in all builds,
         # so "templates+free" differs from "untuned" by the template-free records only
-        opt = _measure_option()
+        opt = _measure_option(a.measure)
         try:
             st = _tune_group([] if a.skip_templates else tmpl, a.trials, tmpl_log, a.seed, opt)
         finally:
@@ -239,7 +248,7 @@ def main() -> None:
         print(f"# template tasks: {st}", flush=True)
     if a.phase in ("all", "free"):
         shutil.copyfile(tmpl_log, all_log)
-        opt = _measure_option()
+        opt = _measure_option(a.measure)
         try:
             sf = _tune_group(free, a.trials, all_log, a.seed, opt)
             print(f"# template-free tasks: {sf}", flush=True)
