@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..version import __version__
-from .measure import ERROR_KINDS, MeasureInput, MeasureResult
+from .measure import ERROR_KINDS, MeasureInput, MeasureResult, robust_cost
 from .task import DispatchContext, create_task, workload_key
 
 
@@ -49,8 +49,20 @@ class Record:
 
     @property
     def cost(self) -> float:
-        c = self.result.get("costs") or []
-        return sum(c) / len(c) if self.valid else math.inf
+        """Seconds per call: the median of the repeats (robust_cost), inf when invalid."""
+        return robust_cost(self.result["costs"]) if self.valid else math.inf
+
+    @property
+    def remeasured(self) -> bool:
+        """Measured again at the end of tuning with the other finalists and the default."""
+        return bool(self.result.get("remeasured", False))
+
+    @property
+    def rank(self) -> tuple[bool, float]:
+        """The best record of a workload is the first by this key: a re-measured record before
+        any other (its figure is many interleaved repeats; the others' best is the luckiest of
+        many noisy measurements of near-equal configs), then the fastest."""
+        return (not self.remeasured, self.cost)
 
     def to_json(self) -> dict:
         return {"workload": self.workload, "target": self.target, "config": self.config,
@@ -63,10 +75,12 @@ class Record:
 
 def make_record(inp: MeasureInput, res: MeasureResult) -> Record:
     task = inp.task
+    result = {"costs": list(res.costs), "error": res.error, "error_msg": res.error_msg,
+              "all_cost": res.all_cost}
+    if res.remeasured:  # only then: the lines of ordinary trials stay as TVM writes them
+        result["remeasured"] = True
     return Record(task.workload, task.target, inp.config.to_json(),
-                  json.loads(res.trace) if res.trace else None,
-                  {"costs": list(res.costs), "error": res.error, "error_msg": res.error_msg,
-                   "all_cost": res.all_cost},
+                  json.loads(res.trace) if res.trace else None, result,
                   res.timestamp or time.time(), __version__)
 
 
@@ -123,6 +137,8 @@ def _check_result(r) -> None:
            r.get("error_msg"))
     _check(_is_number(r.get("all_cost", 0.0)), "result all_cost must be a number",
            r.get("all_cost"))
+    _check(isinstance(r.get("remeasured", False), bool), "result remeasured must be true or "
+           "false", r.get("remeasured"))
 
 
 def _parse(line: str, lineno: int) -> Record:
@@ -214,7 +230,7 @@ def best_records(records: Iterable[Record]) -> dict[tuple[str, str], Record]:
         if not r.valid:
             continue
         k = (r.key, r.target)
-        if k not in best or r.cost < best[k].cost:
+        if k not in best or r.rank < best[k].rank:
             best[k] = r
     return best
 
@@ -243,7 +259,7 @@ class ApplyHistoryBest(DispatchContext):
             if r.valid:
                 self._by_key.setdefault((r.key, r.target), []).append(r)
         for lst in self._by_key.values():
-            lst.sort(key=lambda r: r.cost)
+            lst.sort(key=lambda r: r.rank)
         self._chosen: dict[tuple[str, str], object] = {}
         self.untuned: list[str] = []
         self.rejected: dict[str, str] = {}

@@ -44,7 +44,7 @@ def _tune(client, log, n_trial, seed=0):
     task = autotune.create_task("matmul", ARGS, target="llvm")
     autotune.tune_tasks([task], n_trial=n_trial, log_file=log, tuner="random",
                         measure_option=_option(client), batch_size=4, progress=False,
-                        seed=seed)
+                        seed=seed, remeasure_top=0)  # trials only: counted per worker
     return task
 
 
@@ -136,7 +136,8 @@ def test_a_candidate_killing_every_worker_is_recorded_once_as_a_run_error(client
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             pytest.raises(autotune.TuningError, match="all 1 trials .* failed .*run error 1"):
         autotune.tune_tasks([task], n_trial=1, log_file=log, tuner="random",
-                            measure_option=_option(client), progress=False, seed=0)
+                            measure_option=_option(client), progress=False, seed=0,
+                            remeasure_top=0)
     (record,) = autotune.load_records(log)
     assert record.result["error"] == autotune.RUN_ERROR
     assert "every measuring worker it was sent to died or left (1 sends; distributed." \
@@ -156,7 +157,8 @@ with Client(sys.argv[1]) as client:
     runner = autotune.DaskRunner(client, number=1, repeat=2, min_repeat_ms=100, timeout=60)
     option = autotune.measure_option(autotune.DaskBuilder(client, timeout=120), runner)
     autotune.tune_tasks([task], n_trial=8, log_file=sys.argv[2], tuner="random",
-                        measure_option=option, batch_size=4, progress=False, seed=2)
+                        measure_option=option, batch_size=4, progress=False, seed=2,
+                        remeasure_top=0)
 """
 
 
