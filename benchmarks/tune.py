@@ -63,7 +63,7 @@ def _option(timeout: float = 10.0):
 
 
 def tune(size: int, trials: int, tuner_cls, seed: int, log: str, task=None, history=None,
-         **kw):
+         remeasure_top: int = 0, **kw):
     task = task or autotune.create_task("matmul", (size, size, size, "float32"))
     tuner = tuner_cls(task, batch_size=16, seed=seed, **kw)
     if history is not None:
@@ -71,7 +71,8 @@ def tune(size: int, trials: int, tuner_cls, seed: int, log: str, task=None, hist
     opt = _option()
     try:
         tuner.tune(trials, opt, callbacks=[autotune.progress_bar(
-            desc=f"{tuner_cls.__name__} {task.name} seed {seed}"), autotune.log_to_file(log)])
+            desc=f"{tuner_cls.__name__} {task.name} seed {seed}"), autotune.log_to_file(log)],
+            remeasure_top=remeasure_top)
     finally:
         opt.close()
     return tuner
@@ -132,7 +133,8 @@ def _ort_conv(x_nchw: np.ndarray, w_oihw: np.ndarray, pad: int):
     return lambda: sess.run(None, {"x": x_nchw})[0]
 
 
-def conv_figures(trials: int, out: str, rounds: int = 15, top: int = 5) -> None:
+def conv_figures(trials: int, out: str, rounds: int = 15, top: int = 5,
+                 remeasure_top: int = 3) -> None:
     """Tune the NCHW16c conv template, then time best / default / onnxruntime interleaved."""
     task = autotune.create_task("conv2d_nchwc", CONV)
     log = os.path.join(out, "conv.jsonl")
@@ -140,13 +142,14 @@ def conv_figures(trials: int, out: str, rounds: int = 15, top: int = 5) -> None:
     opt = _option()
     try:
         tuner.tune(trials, opt, callbacks=[autotune.progress_bar(desc="conv2d_nchwc"),
-                                           autotune.log_to_file(log)])
+                                           autotune.log_to_file(log)],
+                   remeasure_top=remeasure_top)
     finally:
         opt.close()
     # The log's single fastest record is often a lucky timing on this shared machine: its top
     # `top` configs are re-timed below, interleaved with the default and onnxruntime, and the
     # fastest by median is "best" (all of them were found within the trial budget).
-    recs = sorted((r for r in autotune.load_records(log) if r.valid), key=lambda r: r.cost)
+    recs = sorted((r for r in autotune.load_records(log) if r.valid), key=lambda r: r.rank)
     cands, seen = [], set()
     for r in recs:
         key = repr(r.config["entity"])
@@ -254,7 +257,7 @@ def _fidelity_child(spec: str, rounds: int = 15) -> None:
     recs = [r for r in autotune.load_records(log) if r.key == task.key and r.valid]
     if not recs:
         raise SystemExit(f"no valid record of {task} in {log}")
-    best = min(recs, key=lambda r: r.cost)
+    best = min(recs, key=lambda r: r.rank)  # the record apply_history_best applies
     best_config = task.config_space.from_json(best.config)
     kernels = {"retimed": tl.build(*task.instantiate(best_config), name="best"),
                "default": tl.build(*task.instantiate(autotune.FallbackConfig()),
@@ -339,6 +342,9 @@ def main() -> None:
                     help="matmul (--curve-size cube) and/or conv (the conv figures' shape)")
     ap.add_argument("--conv-trials", type=int, default=200, help="0: skip the conv figures")
     ap.add_argument("--skip-best", action="store_true")
+    ap.add_argument("--remeasure-top", type=int, default=3,
+                    help="after the best matmul's and the conv's tuning, re-measure this many "
+                         "top configs with the default, interleaved (Tuner.remeasure; 0: not)")
     ap.add_argument("--dir", default=None, help="where the logs go (default: a temp dir)")
     ap.add_argument("--fidelity", nargs=2, metavar=("WORKLOAD", "LOG"), default=None,
                     help="only the fidelity check of an existing log: WORKLOAD is conv (the "
@@ -359,7 +365,7 @@ def main() -> None:
 
     if not a.skip_best:
         log = os.path.join(out, f"xgb_{a.size}.jsonl")
-        t = tune(a.size, a.trials, autotune.XGBTuner, 0, log)
+        t = tune(a.size, a.trials, autotune.XGBTuner, 0, log, remeasure_top=a.remeasure_top)
         outside = (t.time_total - t.time_measure) / t.time_total
         r = compare_with_numpy(a.size, log)
         at64 = t.curve[63] if len(t.curve) >= 64 else float("nan")
@@ -380,7 +386,7 @@ def main() -> None:
         fidelity_check("matmul", (a.size, a.size, a.size, "float32"), log)
 
     if a.conv_trials:
-        conv_figures(a.conv_trials, out)
+        conv_figures(a.conv_trials, out, remeasure_top=a.remeasure_top)
 
     if not a.skip_curves:
         for wl in a.curve_workloads:
