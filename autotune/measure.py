@@ -59,6 +59,9 @@ class MeasureResult:
     # measured again at the end of tuning, interleaved with the other finalists and the default
     # (remeasure_batch): the figure the best record is chosen by
     remeasured: bool = False
+    # the re-measurement's winner (Tuner.remeasure): the default unless a finalist is faster
+    # by more than REMEASURE_MARGIN
+    chosen: bool = False
 
     @property
     def valid(self) -> bool:

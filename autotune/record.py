@@ -58,11 +58,17 @@ class Record:
         return bool(self.result.get("remeasured", False))
 
     @property
-    def rank(self) -> tuple[bool, float]:
-        """The best record of a workload is the first by this key: a re-measured record before
-        any other (its figure is many interleaved repeats; the others' best is the luckiest of
-        many noisy measurements of near-equal configs), then the fastest."""
-        return (not self.remeasured, self.cost)
+    def chosen(self) -> bool:
+        """The winner of a re-measurement (the default unless a finalist was measurably
+        faster)."""
+        return bool(self.result.get("chosen", False))
+
+    @property
+    def rank(self) -> tuple[bool, bool, float]:
+        """The best record of a workload is the first by this key: a re-measurement's winner,
+        then any re-measured record (its figure is many interleaved repeats; the others' best
+        is the luckiest of many noisy measurements of near-equal configs), then the fastest."""
+        return (not self.chosen, not self.remeasured, self.cost)
 
     def to_json(self) -> dict:
         return {"workload": self.workload, "target": self.target, "config": self.config,
@@ -79,6 +85,8 @@ def make_record(inp: MeasureInput, res: MeasureResult) -> Record:
               "all_cost": res.all_cost}
     if res.remeasured:  # only then: the lines of ordinary trials stay as TVM writes them
         result["remeasured"] = True
+    if res.chosen:
+        result["chosen"] = True
     return Record(task.workload, task.target, inp.config.to_json(),
                   json.loads(res.trace) if res.trace else None, result,
                   res.timestamp or time.time(), __version__)
@@ -137,8 +145,9 @@ def _check_result(r) -> None:
            r.get("error_msg"))
     _check(_is_number(r.get("all_cost", 0.0)), "result all_cost must be a number",
            r.get("all_cost"))
-    _check(isinstance(r.get("remeasured", False), bool), "result remeasured must be true or "
-           "false", r.get("remeasured"))
+    for flag in ("remeasured", "chosen"):
+        _check(isinstance(r.get(flag, False), bool), f"result {flag} must be true or false",
+               r.get(flag))
 
 
 def _parse(line: str, lineno: int) -> Record:

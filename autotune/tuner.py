@@ -72,6 +72,39 @@ def check_remeasure(who: str, top, rounds) -> None:
             raise ValueError(f"{who}: {name} must be >= {least}, got {value}")
 
 
+def baseline_of(task: Task) -> Task | None:
+    """The one-config task a tuner measures besides `task`'s trials, once per log, or None: a
+    graph's template-free task has the kernel's default schedule, which the build keeps unless
+    a record beats its logged time (graph.tuning_free)."""
+    make = getattr(task, "baseline", None)
+    return make() if callable(make) else None
+
+
+def own_records(task: Task, records: Sequence[Record]) -> list[Record]:
+    """The records of `task`'s workload and of its baseline's (a resume without transfer)."""
+    base = baseline_of(task)
+    keys = {task.key} | ({base.key} if base is not None else set())
+    return [r for r in records if r.key in keys]
+
+
+# a finalist replaces the default only when its re-measured median is faster than the
+# default's by more than this share: near-equal configs (a conv's four finalists within 0.7%)
+# differ by noise, and the default is what an untuned build runs
+REMEASURE_MARGIN = 0.01
+
+
+def _remeasure_winner(results: list, default: int) -> int | None:
+    """The index of the re-measurement's winner in `results` (None: none valid)."""
+    valid = [n for n, r in enumerate(results) if r.valid]
+    if not valid:
+        return None
+    fastest = min(valid, key=lambda n: results[n].cost)
+    if results[default].valid and \
+            results[fastest].cost > results[default].cost * (1 - REMEASURE_MARGIN):
+        return default
+    return fastest
+
+
 class Tuner:
     def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None):
         if not isinstance(task, Task):
@@ -100,6 +133,8 @@ class Tuner:
         self._settled: dict[int, MeasureResult] = {}
         self._costs: dict[int, float] = {}  # config index -> seconds, of this workload's valid
         # measurements (loaded or measured): the finalists of remeasure()
+        # a task with a baseline (baseline_of): whether the log has (or this tuner logged) it
+        self.baseline_logged = False
 
     # ---------------------------------------------------------------------------- to override
     def next_batch(self, n: int) -> list[int]:
@@ -119,7 +154,10 @@ class Tuner:
     def load_history(self, records: Sequence[Record]) -> None:
         """Mark the configs of this workload in `records` as measured (never measured again) and
         learn from them (XGBTuner also learns from other workloads of the same template)."""
+        base = baseline_of(self.task)
         for r in records:
+            if base is not None and r.key == base.key and r.target == base.target:
+                self.baseline_logged = True
             if r.key != self.task.key or r.target != self.task.target:
                 continue
             try:
@@ -165,6 +203,7 @@ class Tuner:
                 cb.start(self)
         try:
             with instantiate_time_limit(self.time_limit):
+                self._measure_baseline(measure_option, callbacks)
                 self._tune_loop(n_trial, measure_option, callbacks, early_stopping, t_start)
                 if remeasure_top:
                     self.remeasure(measure_option, remeasure_top, remeasure_rounds, callbacks)
@@ -178,13 +217,26 @@ class Tuner:
                             {k: n - errors0.get(k, 0) for k, n in self.errors.items()
                              if n > errors0.get(k, 0)})
 
+    def _measure_baseline(self, measure_option: MeasureOption, callbacks) -> None:
+        """Measure the task's baseline (baseline_of) once per log, with the trials' option, and
+        hand it to the callbacks (log_to_file records it): not a trial."""
+        base = baseline_of(self.task)
+        if base is None or self.baseline_logged:
+            return
+        inputs = [MeasureInput(base, base.config_space.get(0))]
+        results = measure_batch(measure_option, inputs)
+        self.baseline_logged = True
+        for cb in callbacks:
+            cb(self, inputs, results)
+
     # ---------------------------------------------------------------------------- remeasure
     def remeasure(self, measure_option: MeasureOption, top: int = 3,
                   rounds: int = REMEASURE_ROUNDS, callbacks: Sequence[Callable] = ()) -> list:
         """Measure the `top` fastest configs measured so far and the template's default again,
         built once and timed in `rounds` interleaved rounds, and hand the results (marked
-        ``remeasured``) to the callbacks (log_to_file records them). A log's best record is
-        then the fastest of these (best_records, apply_history_best): the fastest of a search
+        ``remeasured``) to the callbacks (log_to_file records them). The fastest of them, or the
+        default unless that is faster by more than REMEASURE_MARGIN, is marked ``chosen``: the
+        log's best record (best_records, apply_history_best). The fastest of a search
         is the luckiest of many noisy measurements of near-equal configs (a conv's top six
         records at 237.7-238.2 GFLOP/s, none re-timed above 230), and the default stays the
         best unless a config is measurably faster. Sets best_config / best_flops to the
@@ -200,11 +252,12 @@ class Tuner:
         t0 = time.perf_counter()
         results = remeasure_batch(measure_option, inputs, rounds)
         self.time_measure += time.perf_counter() - t0
-        valid = [(res.cost, inp.config) for inp, res in zip(inputs, results) if res.valid]
-        if valid:
-            cost, config = min(valid, key=lambda v: v[0])
+        won = _remeasure_winner(results, finalists.index(fallback))
+        if won is not None:
+            results[won].chosen = True
+            cost = results[won].cost
             self.best_cost, self.best_flops, self.best_config = cost, self.task.flop / cost, \
-                config
+                inputs[won].config
         for cb in callbacks:
             cb(self, inputs, results)
         return results

@@ -110,6 +110,18 @@ def test_the_default_wins_when_nothing_is_measurably_faster(tmp_path, monkeypatc
     assert best[task.key] == pytest.approx(task.flop / 1.0 / 1e9)
 
 
+def test_the_default_stays_unless_a_finalist_is_faster_by_the_margin(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    margin = autotune.tuner.REMEASURE_MARGIN
+    for speedup, winner in ((margin / 2, 0), (margin * 2, 3)):
+        log = tmp_path / f"log{winner}.jsonl"
+        task, _, best = _tune(log, _lucky(5, 2.0, {3: 1.0 - speedup, 0: 1.0}))
+        assert _applied_index(task, log) == winner
+        chosen = [r for r in load_records(log) if r.chosen]
+        assert len(chosen) == 1 and chosen[0].remeasured
+        assert best[task.key] == pytest.approx(task.flop / chosen[0].cost / 1e9)
+
+
 def test_the_finalists_are_measured_in_interleaved_rounds(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _, runner, _ = _tune(tmp_path / "log.jsonl", _lucky(5, 2.0, {3: 0.9, 0: 1.0}),
