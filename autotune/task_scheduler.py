@@ -49,7 +49,7 @@ from .measure import measure_option as _measure_option
 from .record import Record, load_records
 from .task import Task
 from .tune import TUNERS, _logged_failure
-from .tuner import Tuner, TuningError, TuningWarning, XGBTuner
+from .tuner import Tuner, TuningError, TuningWarning, XGBTuner, own_records
 
 # configs an XGB tuner ranks in one search, measured over the task's next rounds (a round of
 # 4 trials searching anew would spend more on its search than on its trials)
@@ -343,8 +343,7 @@ class TaskScheduler:
                                             seed=self.seed)
             self.tuners_built += 1
             history = load_records(self.log_file) if os.path.exists(self.log_file) else []
-            tuner.load_history(history if self.transfer else
-                               [r for r in history if r.key == s.task.key])
+            tuner.load_history(history if self.transfer else own_records(s.task, history))
             if isinstance(tuner, XGBTuner):
                 tuner.plan_ahead = max(self.round_trials, PLAN_AHEAD)
             # tune() closes a tuner's helper processes when it returns: here they outlive the

@@ -21,6 +21,7 @@ from .tuner import (
     XGBTuner,
     check_remeasure,
     first_message,
+    own_records,
 )
 
 # "evolution": the XGB model with a genetic search over legal fills, which measures a
@@ -70,8 +71,7 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
                     failures.append(_logged_failure(task, own))
                 continue
             t = TUNERS[tuner](task, batch_size=batch_size, seed=seed)
-            t.load_history(history if transfer else
-                           [r for r in history if r.key == task.key])
+            t.load_history(history if transfer else own_records(task, history))
             callbacks = [log_to_file(log_file)]
             if progress:
                 callbacks.insert(0, progress_bar(desc=f"[{n}/{len(tasks)}] {task.name}"))

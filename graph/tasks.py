@@ -22,10 +22,11 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
     their default schedules).
 
     ``template_free`` (issue 20): also a template-free task (autotune's sketch rules) for every
-    kernel no template tunes (:mod:`.tuning_free`); the build applies their records too. Then
-    ``tuning_free.measure_baselines(tasks, measure_option, log)`` times each one's default kernel
-    with the same runner, and the build keeps the default wherever the search did not beat it
-    (the searched softmax of a 197-token ViT was 1.8x slower than the default)."""
+    kernel no template tunes (:mod:`.tuning_free`); the build applies their records too. Tuning
+    one (any tuner, ``tune_tasks``, ``TaskScheduler``) also logs its default kernel's time, once
+    per log, with the trials' measure option, and the build keeps the default wherever the
+    search did not beat it (the searched softmax of a 197-token ViT was 1.8x slower than the
+    default); ``tuning_free.measure_baselines`` adds it to a log tuned before."""
     from .control_flow import has_control_flow, plain_graphs
 
     g = _at_sizes(g, sizes)

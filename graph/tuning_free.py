@@ -9,14 +9,16 @@ tuning_log=...)`` replays their best records (GraphTuning.config_for asks
 :func:`free_config`).
 
 A searched schedule is not always faster than the kernel's default one (``tl.ops.default_schedule``,
-which the build uses without a record): :func:`measure_baselines` times each task's default
-kernel with the same runner, as a record of the one-config template ``graph_kernel_default``,
-and the build then keeps the default wherever it was measured no slower than the best searched
-record."""
+which the build uses without a record): a tuner of a FreeGraphTask (any tuner, ``tune_tasks``,
+``TaskScheduler``) first times the task's default kernel with the trials' measure option, once
+per log (``FreeGraphTask.baseline``, autotune.tuner.baseline_of), as a record of the one-config
+template ``graph_kernel_default``; :func:`measure_baselines` does it for a log tuned before.
+The build keeps the default wherever it was measured no slower than the best searched record."""
 
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Sequence
 
@@ -65,9 +67,13 @@ class FreeGraphTask(GraphKernelTask, autotune.WorkloadTask):
         super().__init__(WORKLOAD, args, target, op, nodes, layout, warm_args)
 
     def baseline(self) -> BaselineGraphTask:
-        """The task of the same kernel with its default schedule (one config)."""
-        return BaselineGraphTask(self.args, self.target, self.op, self.nodes, self.layout,
-                                 self.warm_args)
+        """The task of the same kernel with its default schedule (one config). A tuner measures
+        it once per log besides the trials (autotune.tuner.baseline_of), so that the build
+        can keep the default where no record beats it."""
+        if getattr(self, "_baseline", None) is None:
+            self._baseline = BaselineGraphTask(self.args, self.target, self.op, self.nodes,
+                                               self.layout, self.warm_args)
+        return self._baseline
 
 
 class BaselineGraphTask(GraphKernelTask, autotune.Task):
@@ -82,18 +88,27 @@ class BaselineGraphTask(GraphKernelTask, autotune.Task):
 def measure_baselines(tasks, measure_option, log: str) -> dict[str, float]:
     """Time the default kernel of each template-free task in ``tasks`` (others are skipped)
     with ``measure_option``, appending one record each to ``log``: measure with the option the
-    tasks were tuned with, so that the build compares like with like. Returns {task key:
-    seconds per call} (inf for a default kernel that failed to build or run)."""
+    tasks were tuned with, so that the build compares like with like. Tuning a task (any tuner,
+    tune_tasks, TaskScheduler) logs its baseline already; a task whose baseline ``log`` holds is
+    not measured again. Returns {task key: seconds per call} (inf for a default kernel that
+    failed to build or run)."""
     out = {}
     for task in tasks:
         if not isinstance(task, FreeGraphTask):
             continue
         base = task.baseline()
-        tuner = autotune.RandomTuner(base, batch_size=1, seed=0)
-        tuner.tune(1, measure_option, callbacks=[autotune.log_to_file(log)])
+        if not _logged(log, base):
+            tuner = autotune.RandomTuner(base, batch_size=1, seed=0)
+            tuner.tune(1, measure_option, callbacks=[autotune.log_to_file(log)])
         costs = [r.cost for r in autotune.load_records(log) if r.key == base.key and r.valid]
         out[task.key] = min(costs, default=float("inf"))
     return out
+
+
+def _logged(log: str, task) -> bool:
+    """Whether ``log`` (may not exist yet) holds a record of ``task``."""
+    return os.path.exists(log) and any(r.key == task.key and r.target == task.target
+                                       for r in autotune.load_records(log))
 
 
 def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> list:

@@ -1,0 +1,133 @@
+"""Tuning a template-free task through the ordinary entry points (tune_tasks, TaskScheduler,
+a tuner with log_to_file) logs the kernel's default schedule once per log, so that the build's
+rule "apply a searched record only if faster than the default" always has its baseline
+(issue 20)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorlang.graph.tuning_free import BASELINE, WORKLOAD, FreeGraphTask
+
+from tensorlang import autotune, graph
+
+
+def _graph():
+    b = graph.Builder("free_tune")
+    x = b.input("x", (16, 128))
+    return b.build(b.softmax(b.relu(x), axes=[1]))
+
+
+def _softmax_task(g) -> FreeGraphTask:
+    (task,) = [t for t in graph.extract_tasks(g, template_free=True)
+               if isinstance(t, FreeGraphTask) and t.op == "softmax"]
+    return task
+
+
+def _option():
+    return autotune.measure_option(autotune.LocalBuilder(2),
+                                   autotune.LocalRunner(number=2, repeat=2, timeout=10))
+
+
+def _records(log: str, name: str) -> list:
+    return [r for r in autotune.load_records(log) if r.workload["name"] == name]
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """The softmax's template-free task tuned 2 trials by tune_tasks into a fresh log, then
+    resumed to 4 trials, without transfer (the log's copy after each run)."""
+    g = _graph()
+    task = _softmax_task(g)
+    root = tmp_path_factory.mktemp("free_tune")
+    log = root / "log.jsonl"
+    opt = _option()
+    try:
+        autotune.tune_tasks([task], 2, log, tuner="random", measure_option=opt, progress=False,
+                            seed=0, remeasure_top=0)
+        first = (root / "first.jsonl")
+        first.write_text(log.read_text())
+        autotune.tune_tasks([task], 4, log, tuner="random", measure_option=opt, progress=False,
+                            seed=0, remeasure_top=0, transfer=False)
+    finally:
+        opt.close()
+    return g, task, str(first), str(log)
+
+
+def test_tune_tasks_logs_the_default_schedule_once(tuned):
+    _g, task, first, _log = tuned
+    (base,) = _records(first, BASELINE)
+    assert base.key == task.baseline().key and base.target == task.target
+    assert base.valid and 0 < base.cost < 1e-2
+    # the baseline is not a trial: the 2 trials asked for are all searched configs
+    assert len(_records(first, WORKLOAD)) == 2
+
+
+def test_resume_does_not_measure_the_baseline_again(tuned):
+    _g, _task, first, log = tuned
+    (base,) = _records(log, BASELINE)
+    assert base.cost == _records(first, BASELINE)[0].cost
+    assert len(_records(log, WORKLOAD)) == 4
+
+
+def _with_costs(log: str, out: Path, searched: float, default: float) -> str:
+    lines = []
+    for line in Path(log).read_text().splitlines():
+        rec = json.loads(line)
+        name = rec["workload"]["name"]
+        if rec["result"]["error"] is None and name in (WORKLOAD, BASELINE):
+            rec["result"]["costs"] = [searched if name == WORKLOAD else default] * 2
+        lines.append(json.dumps(rec))
+    out.write_text("\n".join(lines) + "\n")
+    return str(out)
+
+
+@pytest.mark.parametrize("searched, default, applied", [(3e-6, 1e-6, False),
+                                                        (1e-6, 3e-6, True)])
+def test_build_applies_a_tuned_record_only_when_faster_than_the_logged_default(
+        tuned, tmp_path, searched, default, applied):
+    g, _task, _first, log = tuned
+    gm = graph.build(g, target="llvm",
+                     tuning_log=_with_costs(log, tmp_path / "log.jsonl", searched, default))
+    (softmax,) = [k for k in gm.plan["kernels"].values() if k["op"] == "softmax"]
+    assert softmax["tuned"] is applied
+    x = np.random.default_rng(2).standard_normal((16, 128)).astype(np.float32)
+    (out,) = gm.run(x=x).values()
+    r = np.maximum(x, 0.0)
+    e = np.exp(r - r.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_task_scheduler_logs_the_baseline_once_over_its_rounds(tmp_path):
+    task = _softmax_task(_graph())
+    log = str(tmp_path / "log.jsonl")
+    opt = _option()
+    try:
+        sched = autotune.TaskScheduler([task], log_file=log, measure_option=opt,
+                                       tuner="random", round_trials=1, progress=False, seed=0)
+        sched.tune(n_trial=3)
+    finally:
+        opt.close()
+    assert len(_records(log, WORKLOAD)) == 3
+    (base,) = _records(log, BASELINE)
+    assert base.valid
+
+
+def test_a_tuner_with_history_holding_the_baseline_does_not_measure_it(tmp_path):
+    task = _softmax_task(_graph())
+    log = str(tmp_path / "log.jsonl")
+    opt = _option()
+    try:
+        tuner = autotune.RandomTuner(task, batch_size=1, seed=0)
+        tuner.tune(1, opt, callbacks=[autotune.log_to_file(log)])
+        again = autotune.RandomTuner(task, batch_size=1, seed=1)
+        again.load_history(autotune.load_records(log))
+        assert again.baseline_logged
+        again.tune(2, opt, callbacks=[autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    assert len(_records(log, BASELINE)) == 1
+    assert len(_records(log, WORKLOAD)) == 3
