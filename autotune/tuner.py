@@ -87,6 +87,24 @@ def own_records(task: Task, records: Sequence[Record]) -> list[Record]:
     return [r for r in records if r.key in keys]
 
 
+# a finalist replaces the default only when its re-measured median is faster than the
+# default's by more than this share: near-equal configs (a conv's four finalists within 0.7%)
+# differ by noise, and the default is what an untuned build runs
+REMEASURE_MARGIN = 0.01
+
+
+def _remeasure_winner(results: list, default: int) -> int | None:
+    """The index of the re-measurement's winner in `results` (None: none valid)."""
+    valid = [n for n, r in enumerate(results) if r.valid]
+    if not valid:
+        return None
+    fastest = min(valid, key=lambda n: results[n].cost)
+    if results[default].valid and \
+            results[fastest].cost > results[default].cost * (1 - REMEASURE_MARGIN):
+        return default
+    return fastest
+
+
 class Tuner:
     def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None):
         if not isinstance(task, Task):
@@ -216,8 +234,9 @@ class Tuner:
                   rounds: int = REMEASURE_ROUNDS, callbacks: Sequence[Callable] = ()) -> list:
         """Measure the `top` fastest configs measured so far and the template's default again,
         built once and timed in `rounds` interleaved rounds, and hand the results (marked
-        ``remeasured``) to the callbacks (log_to_file records them). A log's best record is
-        then the fastest of these (best_records, apply_history_best): the fastest of a search
+        ``remeasured``) to the callbacks (log_to_file records them). The fastest of them, or the
+        default unless that is faster by more than REMEASURE_MARGIN, is marked ``chosen``: the
+        log's best record (best_records, apply_history_best). The fastest of a search
         is the luckiest of many noisy measurements of near-equal configs (a conv's top six
         records at 237.7-238.2 GFLOP/s, none re-timed above 230), and the default stays the
         best unless a config is measurably faster. Sets best_config / best_flops to the
@@ -233,11 +252,12 @@ class Tuner:
         t0 = time.perf_counter()
         results = remeasure_batch(measure_option, inputs, rounds)
         self.time_measure += time.perf_counter() - t0
-        valid = [(res.cost, inp.config) for inp, res in zip(inputs, results) if res.valid]
-        if valid:
-            cost, config = min(valid, key=lambda v: v[0])
+        won = _remeasure_winner(results, finalists.index(fallback))
+        if won is not None:
+            results[won].chosen = True
+            cost = results[won].cost
             self.best_cost, self.best_flops, self.best_config = cost, self.task.flop / cost, \
-                config
+                inputs[won].config
         for cb in callbacks:
             cb(self, inputs, results)
         return results
