@@ -156,6 +156,11 @@ def _tune(p: argparse.ArgumentParser):
     p.add_argument("--blocks", default=None,
                    help="models: also tune each conv kernel in these activation blocks, e.g. "
                         "16,8; `compile --log` then gives each conv the block of its best record")
+    p.add_argument("--template-free", action="store_true",
+                   help="models: also tune the kernels no template covers (softmax, norms, "
+                        "reductions, elementwise groups) by the sketch rules; each one's default "
+                        "schedule is timed once into the log, and `compile --log` keeps it "
+                        "wherever no record beats it")
     _shape_option(p)
 
     def run(a) -> int:
@@ -171,6 +176,9 @@ def _tune(p: argparse.ArgumentParser):
         if a.budget:
             raise CLIError("--budget is for models (.onnx): a template is one task, tuned "
                            "for --trials trials")
+        if a.template_free:
+            raise CLIError("--template-free is for models (.onnx): it adds a model's kernels "
+                           "that no template tunes; a template is tuned by its own space")
         a.trials = a.trials or 200
         if a.args is None:
             raise CLIError("--args is required for a template (e.g. --args "
@@ -228,8 +236,9 @@ def _budgets(items: list[tuple[str, float]]) -> dict[str, float]:
 
 def _tune_model(a) -> int:
     """Every tunable kernel of a model (graph.extract_tasks), resumed from the log: with
-    --budget, by the task scheduler; else heaviest first, --trials each. `tensorlang compile
-    model.onnx --log` then builds with the best records."""
+    --budget, by the task scheduler; else heaviest first, --trials each; with
+    --template-free, the kernels no template covers too (graph.tuning_free). `tensorlang
+    compile model.onnx --log` then builds with the best records."""
     from tensorlang import autotune, graph
     from tensorlang.autotune.cli import fail_if_no_valid_record, measure_option_of
 
@@ -241,7 +250,8 @@ def _tune_model(a) -> int:
         except ValueError:
             raise CLIError(f"--blocks must be comma-separated integers, e.g. 16,8; got "
                            f"{a.blocks!r}") from None
-    tasks = graph.extract_tasks(_load_model(a.template, a.shape), a.target, blocks=blocks)
+    tasks = graph.extract_tasks(_load_model(a.template, a.shape), a.target, blocks=blocks,
+                                template_free=a.template_free)
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:a.tasks] if a.tasks is not None else tasks
     opt = measure_option_of(a, model=True)

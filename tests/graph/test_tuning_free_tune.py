@@ -131,3 +131,44 @@ def test_a_tuner_with_history_holding_the_baseline_does_not_measure_it(tmp_path)
         opt.close()
     assert len(_records(log, BASELINE)) == 1
     assert len(_records(log, WORKLOAD)) == 3
+
+
+def _softmax_onnx(path: Path) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 128])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 128])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Softmax", ["r"], ["y"], axis=1)]
+    model = helper.make_model(helper.make_graph(nodes, "free_cli", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(model, path)
+    return path
+
+
+def test_cli_tune_template_free_tunes_and_baselines_the_untemplated_kernels(tmp_path, capsys):
+    from tensorlang.cli import main
+
+    model = _softmax_onnx(tmp_path / "free.onnx")
+    log = tmp_path / "free.jsonl"
+    assert main(["tune", str(model), "--trials", "2", "--log", str(log), "--tuner", "random",
+                 "--seed", "0", "--tasks", "1", "--template-free"]) == 0
+    assert "tuning 1 x 2 trials" in capsys.readouterr().out
+    searched = _records(str(log), WORKLOAD)
+    assert sum(not r.remeasured for r in searched) == 2
+    (base,) = _records(str(log), BASELINE)
+    assert base.valid and base.workload["args"] == searched[0].workload["args"]
+    # without the flag the model has no tunable kernel: nothing is tuned
+    other = tmp_path / "plain.jsonl"
+    assert main(["tune", str(model), "--trials", "2", "--log", str(other)]) == 0
+    assert "0 tunable workloads" in capsys.readouterr().out
+    assert not other.exists() or not other.read_text()
+
+
+def test_cli_refuses_template_free_for_a_template(tmp_path, capsys):
+    from tensorlang.cli import main
+
+    assert main(["tune", "matmul", "--args", "16,16,16,float32", "--template-free",
+                 "--log", str(tmp_path / "x.jsonl")]) == 2
+    assert "--template-free is for models (.onnx)" in capsys.readouterr().err
