@@ -61,7 +61,8 @@ def test_tune_tasks_logs_the_default_schedule_once(tuned):
     _g, task, first, _log = tuned
     (base,) = _records(first, BASELINE)
     assert base.key == task.baseline().key and base.target == task.target
-    assert base.valid and 0 < base.cost < 1e-2
+    # a time, not a flag: positive, and short even on a loaded 2-core host (10-19 ms seen)
+    assert base.valid and 0 < base.cost < 1.0
     # the baseline is not a trial: the 2 trials asked for are all searched configs
     assert len(_records(first, WORKLOAD)) == 2
 
