@@ -35,8 +35,8 @@ from .quant import (  # noqa: F401
 )
 from .reduce import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: F401
 from .resize import resize  # noqa: F401
-from .schedule import default_schedule  # noqa: F401
 from .rnn import rnn_recurrence  # noqa: F401
+from .schedule import default_schedule  # noqa: F401
 from .sort import topk  # noqa: F401
 from .transform import *
 from .vision_misc import *
