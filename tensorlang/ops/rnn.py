@@ -206,6 +206,9 @@ def _directions(sp: _Spec, ins, outs) -> S.Stmt:
 
 # hidden units per block (unit_block)
 UNIT_BLOCKS = (32, 16)
+# a step's product (G*H*H*B multiply-adds) from which its unit blocks are a parallel loop:
+# below, the pool's fork and join each step cost more than half the step
+PARALLEL_STEP_MACS = 1 << 16
 
 
 class _State:
@@ -303,7 +306,8 @@ def _unit_blocks(sp: _Spec, gates: int, body) -> S.Stmt:
         acc = _local("rnn_acc", gates * U, sp.dtype)
         return S.Allocate(acc, _for("rnn_b", sp.B, lambda b: body(acc, u, b, U)))
 
-    return _for("rnn_u", sp.H // U, block, "parallel")
+    kind = "parallel" if sp.G * sp.H * sp.H * sp.B >= PARALLEL_STEP_MACS else "serial"
+    return _for("rnn_u", sp.H // U, block, kind)
 
 
 def _product(sp: _Spec, acc, rt, d, u, U: int, gates, vec) -> S.Stmt:

@@ -14,6 +14,7 @@ from tensorlang.graph.frontends import onnx_rnn
 from test_ops_misc import check_node_case, node_cases
 
 from tensorlang import graph, runtime
+from tensorlang.ops import rnn as rnn_ops
 
 helper, TP = onnx.helper, onnx.TensorProto
 T, B, I, H = 5, 3, 4, 6
@@ -238,7 +239,7 @@ def test_one_recurrence_kernel_per_layer_sequence_lens_included(op):
 
 def test_run_time_sequence_lens_over_unit_blocks_on_two_threads():
     saved_threads = runtime.get_num_threads()
-    m, feeds = run_time_lens_model("LSTM", "forward", hidden=48)
+    m, feeds = run_time_lens_model("LSTM", "forward", hidden=96)
     try:
         runtime.set_num_threads(2)
         gm = graph.build(graph.from_onnx(m))
@@ -266,12 +267,14 @@ def test_lstm_peepholes_and_input_forget_are_unrolled_zero_peepholes_are_not():
                                               ("GRU", "forward", 0), ("GRU", "forward", 1),
                                               ("GRU", "bidirectional", 1)])
 def test_unit_blocks_on_the_thread_pool(op, direction, lbr, threads):
-    """hidden 48: three blocks of 16 units, a parallel loop per step (the directions' loop
-    instead when there are two); the same result on one thread and two."""
+    """hidden 96, batch 3: three blocks of 32 units, a parallel loop per step (its product is
+    above PARALLEL_STEP_MACS; the directions' loop instead when there are two); the same
+    result on one thread and two."""
+    assert 3 * 96 * 96 * B >= rnn_ops.PARALLEL_STEP_MACS
     saved_threads = runtime.get_num_threads()
     try:
         attrs = {"linear_before_reset": lbr} if op == "GRU" else {}
-        model, feeds = rnn_model(op, direction, initial=True, hidden=48, **attrs)
+        model, feeds = rnn_model(op, direction, initial=True, hidden=96, **attrs)
         runtime.set_num_threads(threads)
         _compare(model, feeds, rtol=5e-5)
     finally:
