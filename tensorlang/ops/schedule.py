@@ -116,6 +116,10 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
         return
     if is_op(st.op, "layout_transform") and _schedule_layout_transform(st):
         return
+    k = _transposed_axis(s, st)
+    if k is not None:
+        _schedule_transpose_tiles(st, k, parallel_min)
+        return
     inner = axes[-1]
     n = _ext(inner)
     total = 1
@@ -137,6 +141,78 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
             # run time): per vector if the vector loop is fused too. Fuse only the axes above
             # the row, whose indices are then divided once per row.
             outer = axes[:-1] if len(axes) > 1 else outer
+        fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
+        st.parallel(fused)
+        _stream_if_big(st, fused)
+
+
+# Tiles of a transpose's two swapped axes (the output's row and the output axis along which the
+# input's rows run): 16 x 16 floats, a zmm register per row, transposed in registers.
+TRANSPOSE_TILE = 16
+
+
+def _transposed_axis(s, st) -> int | None:
+    """The output axis that walks the input's contiguous rows of a transpose this stage computes
+    (itself, or inlined through an elementwise/broadcast tail of the same shape, e.g. a GELU):
+    when it is not the output's innermost axis, the generic schedule's vector along the output
+    row would read the input with a stride (a gather per vector). None: no such transpose, it
+    keeps the innermost axis innermost, or its extents are symbolic or below a vector of 4."""
+    for op in _inlined_transposes(s, st):
+        perm = list(op.attrs.get("axes", ()))
+        axes = list(st.op.axis)
+        if len(perm) != len(axes) or len(perm) < 2:
+            continue
+        k = perm.index(len(perm) - 1)
+        if k == len(perm) - 1:
+            continue
+        if all((_ext(axes[i]) or 0) >= 4 for i in (k, -1)):
+            return k
+    return None
+
+
+def _inlined_transposes(s, st) -> list:
+    """The transpose computes of st's shape that st is, or reads through inlined same-shape
+    elementwise/broadcast stages."""
+    found, todo, seen = [], [st], set()
+    shape = [_ext(a) for a in st.op.axis]
+    while todo:
+        cur = todo.pop()
+        if id(cur) in seen or [_ext(a) for a in cur.op.axis] != shape:
+            continue
+        seen.add(id(cur))
+        if is_op(cur.op, "transpose"):
+            found.append(cur.op)
+            continue
+        if cur is not st and pattern_of(cur.op) not in (ELEMWISE, BROADCAST):
+            continue
+        for t in cur.op.input_tensors:
+            p = s.stage_map.get(t.op)
+            if p is not None and p.attach_type == "inline":
+                todo.append(p)
+    return found
+
+
+def _schedule_transpose_tiles(st, k: int, parallel_min: int) -> None:
+    """A transpose (and its fused elementwise tail) in square tiles of the output's axis k (the
+    input's contiguous rows) x its innermost axis: the vector runs along the output row and
+    axis k's tile is unrolled, so each tile reads TRANSPOSE_TILE contiguous input rows that the
+    transpose_gathers pass turns around in registers (not a gather per vector), the tail is
+    computed on the tile's vectors, and the outer tiles run on the thread pool. Ragged extents
+    (197, 49): loop_partition splits the guarded last tile off the guard-free main tiles, whose
+    last vector is masked. SegFormer's [1, 64, 128^2] -> [1, 128^2, 64] and its GELU-fused
+    version were 4-7x slower under the generic schedule (BENCHMARKS.md, issue 18)."""
+    axes = list(st.op.axis)
+    t = TRANSPOSE_TILE
+    ko, ki = st.split(axes[k], factor=t)
+    lo, li = st.split(axes[-1], factor=t)
+    outer = [a for i, a in enumerate(axes[:-1]) if i != k] + [ko]
+    st.reorder(*outer, lo, ki, li)
+    st.unroll(ki)
+    st.vectorize(li)
+    total = 1
+    for a in axes:
+        total *= _ext(a) or SYMBOLIC_EXTENT
+    if total >= parallel_min:
         fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
         st.parallel(fused)
         _stream_if_big(st, fused)
