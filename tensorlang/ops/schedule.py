@@ -830,8 +830,8 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
     inside, LLVM unrolls it and shares the broadcast of column j + kw between kw steps, which
     keeps 16 broadcasts live next to the 28 accumulators and spills (35 vs 237 GFLOP/s on one
     core for 1x64x56^2->64).
-    reg_ow: the largest divisor of OW not above the knob (no ragged tile: the tile's reads
-    must stay inside the padded input). unroll_kw: unroll the kw loop in the schedule.
+    reg_ow: the largest divisor of OW not above the knob, or a ragged tile when that divisor is
+    under 4 columns (_register_columns). unroll_kw: unroll the kw loop in the schedule.
     oc_outer: tasks are (oc block, row) with the oc blocks outside, or rows with every oc block
     inside; None picks oc blocks inside when the packed weights fit in 256 KB of L2.
     The padding is read in place (inline_pad_input: 1x256x14^2 3x3 382 -> 413 GFLOP/s against
@@ -847,7 +847,7 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
     lane = o.op.axis[4] if len(o.op.axis) == 5 else None  # NCHW16c out: the block's lanes
     ob = _ext(blk.op.axis[-1])
     nvec = _largest_divisor(_group_blocks(blk), _oc_vectors(blk, oc_vectors)) or 1
-    rn = _largest_divisor(_ext(ow), max(1, reg_ow)) or 1
+    rn = _register_columns(_ext(ow), max(1, reg_ow))
     oco, oci = o.split(oc, factor=nvec if lane is not None else nvec * ob)
     owo, owi = o.split(ow, factor=rn)
     if oc_outer is None:
@@ -881,6 +881,21 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
             schedule_injective(s, t)
     if parallel:
         o.parallel(task)
+
+
+def _register_columns(ow: int, limit: int) -> int:
+    """The register tile's output columns: the largest divisor of ow up to `limit`, or, when
+    that is narrow (< 4 columns: 799 = 17 x 47 and the prime 199 of wav2vec2's feature
+    extractor got 1: a third to half of onnxruntime's speed) and the row is wider than the knob, a
+    ragged width of limit // 2 ... limit that leaves the fewest unused columns in the last tile
+    (10 for 799 and 199: 1 column). The split's tail guard bounds the last tile to the row:
+    loop_partition peels that tile off the guard-free interior, and its unrolled columns past
+    the row are dropped, so no read leaves the input (check_indices refuses one at build)."""
+    best = _largest_divisor(ow, limit) or 1
+    if best >= 4 or limit < 4 or ow <= limit:
+        return best
+    widths = range(max(4, limit // 2), limit + 1)
+    return min(widths, key=lambda w: (-(-ow // w) * w - ow, -w))
 
 
 def _group_blocks(blk) -> int:
