@@ -146,13 +146,14 @@ class EvolutionTuner(XGBTuner):
 
     # ---------------------------------------------------------------- small spaces
     def tune(self, n_trial: int, measure_option, callbacks=(), early_stopping=None,
-             si_prefix: str = "G") -> None:
-        """XGBTuner.tune; when the space has no distinct schedule left to measure before
+             si_prefix: str = "G", **remeasure) -> None:
+        """XGBTuner.tune (`remeasure`: its remeasure_top / remeasure_rounds, which tune_tasks
+        passes); when the space has no distinct schedule left to measure before
         `n_trial` trials (every config measured, refused, or a duplicate of a measured one's
         schedule), it stops there and says so (`stop_reason`, a logged warning), as
         MetaSchedule stops when its space is spent."""
         self.stop_reason = None
-        super().tune(n_trial, measure_option, callbacks, early_stopping, si_prefix)
+        super().tune(n_trial, measure_option, callbacks, early_stopping, si_prefix, **remeasure)
         if self.trials < n_trial and not self.has_next() and not self._settled:
             self.stop_reason = (
                 f"{self.task.name} {list(self.task.args)}: the search space is spent after "

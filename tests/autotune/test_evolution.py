@@ -189,3 +189,19 @@ def test_a_spent_space_stops_the_search_early_and_says_so(tmp_path, caplog):
     finally:
         opt.close()
     assert t2.trials == 8 and t2.stop_reason is None
+
+
+def test_tune_tasks_runs_the_evolution_tuner_and_its_final_remeasurement(tmp_path):
+    # tune_tasks passes remeasure_top / remeasure_rounds to every tuner's tune()
+    task = autotune.create_task(W.row_sum, (4, 64))
+    log = tmp_path / "rs.jsonl"
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=1, repeat=2, timeout=10))
+    try:
+        autotune.tune_tasks([task], n_trial=4, log_file=log, tuner="evolution",
+                            measure_option=opt, remeasure_top=2, remeasure_rounds=2)
+    finally:
+        opt.close()
+    recs = autotune.load_records(log)
+    assert sum(not r.remeasured for r in recs) == 4
+    assert sum(r.remeasured for r in recs) >= 2  # the top configs (and the default) again
