@@ -569,7 +569,8 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     kh, kw, ic lane) with each input value broadcast once for the oc_blocks FMAs of its column
     and oc_blocks packed weight vectors loaded per reg_n columns (with one block: one weight
     vector per 14 FMAs, 78-82% of a core's peak; the direct NCHW conv measured 2 blocks best).
-    reg_n: the largest divisor of OW not above the knob; oc_blocks: the largest divisor of
+    reg_n: the largest divisor of OW not above the knob, or a ragged tile when that is under
+    4 columns (_register_columns: wav2vec2's 799 and 199); oc_blocks: the largest divisor of
     OC/16 not above the knob. oc_outer: tasks are (oc blocks, row) with the oc blocks
     outside, so each thread reads half of the weights, or (row, oc blocks), so each thread
     computes (and later reads) the same rows of every channel that the layers before and
@@ -590,7 +591,7 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
         nb, rn = _narrow_block_tile(blocks, _ext(ow), most, reg_n)
     else:
         nb = _largest_divisor(blocks, max(1, oc_blocks)) or 1
-        rn = _largest_divisor(_ext(ow), reg_n) or 1
+        rn = _register_columns(_ext(ow), max(1, reg_n))
     owo, owi = o.split(ow, factor=rn)
     ocoo, ocoi = o.split(oco, factor=nb)
     if oc_outer is None:

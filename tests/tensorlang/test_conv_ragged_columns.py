@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ops_helpers import check, ph, rand
 
 import tensorlang as tl
+from tensorlang.ops.references import oihw_to_blocked, to_nchwc
 from tensorlang.ops.schedule import _register_columns
 
 ops = tl.ops
@@ -106,3 +107,19 @@ def test_prime_widths_get_a_wide_guard_free_tile(width, pad):
     assert _tile_columns(text) == 10
     if pad == 0:
         assert " if " not in text and "select(" not in text
+
+
+@pytest.mark.parametrize("stride,pad,width", [(2, 0, 399), (1, 1, 53), (2, 1, 95)])
+def test_nchw16c_conv_over_prime_widths(stride, pad, width):
+    """The blocked-layout conv (what the graph runs between blocked convs, wav2vec2's feature
+    extractor) gets the same ragged tile: 199 and 53 columns 10 and 9; 48 keeps its 12."""
+    x, w = rand((1, 32, 1, width)), rand((32, 32, 1, 3))
+    xb, wb = to_nchwc(x, 16), oihw_to_blocked(w, 16, 16)
+    X, W = ph(xb, "X"), ph(wb, "W")
+    out = ops.conv2d_nchwc(X, W, stride=(1, stride), padding=(0, pad, 0, pad))
+    ref = to_nchwc(conv_ref(x, w, (1, stride), (0, pad), 1), 16)
+    check(out, [X, W], [xb, wb], ref, **TOL, both=False)
+    text = str(tl.lower(ops.default_schedule(out), [X, W, out]))
+    m = re.search(r"allocate conv2d_nchwc\.local: float32\[\d+, \d+, \d+, (\d+), 16\]", text)
+    ow = int(out.shape[3].value)
+    assert m and int(m.group(1)) == _register_columns(ow, 14) and int(m.group(1)) >= 4
