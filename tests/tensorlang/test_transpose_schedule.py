@@ -100,3 +100,22 @@ def test_a_transpose_that_keeps_the_row_innermost_keeps_the_generic_schedule():
     assert sched._transposed_axis(s, s[out]) is None
     text = str(tl.lower(s, [x, out]))
     assert "shuffle(" not in text
+
+
+def test_a_symbolic_batch_and_other_element_types_match_numpy():
+    x = tl.placeholder((tl.var("B"), 20, 37), name="X")
+    out = ops.transpose(x, (0, 2, 1))
+    text, f = _build(out, [x, out])
+    assert "shuffle(" in text
+    a = RNG.standard_normal((3, 20, 37)).astype(np.float32)
+    got = np.full((3, 37, 20), np.nan, np.float32)
+    f(a, got)
+    np.testing.assert_array_equal(got, a.transpose(0, 2, 1))
+    for dtype in ("int8", "float16", "int32"):
+        x = tl.placeholder((2, 33, 40), name="X", dtype=dtype)
+        out = ops.transpose(x, (0, 2, 1))
+        _, f = _build(out, [x, out])
+        a = RNG.integers(-100, 100, (2, 33, 40)).astype(dtype)
+        got = np.zeros((2, 40, 33), dtype)
+        f(a, got)
+        np.testing.assert_array_equal(got, a.transpose(0, 2, 1))
