@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tensorlang.autotune.measure import BuildResult
+
 import tensorlang as tl
 from tensorlang import autotune
 
@@ -111,3 +113,26 @@ def crash(n: int):
     A = tl.placeholder((n,), dtype="int32", name="A")
     C = tl.compute((n,), lambda i: A[i] * 2, name="C")
     return tl.create_schedule(C), [A, C]
+
+
+@autotune.template("test_fake_knob")
+def fake_knob(n: int, size: int):
+    """`size` configs of one knob, for the tests whose fake runner decides what each costs
+    (the task scheduler's, the re-measurement's); the default (fallback) config is index 0."""
+    cfg = autotune.get_config()
+    cfg.define_knob("k", list(range(size)))
+    A = tl.placeholder((n,), name="A")
+    C = tl.compute((n,), lambda i: A[i] * 2.0, name="C")
+    return tl.create_schedule(C), [A, C]
+
+
+class FakeBuilder:
+    """Builds nothing: the 'module path' is the config's index (read by the fake runners)."""
+
+    timeout = 10.0
+
+    def build(self, inputs):
+        return [BuildResult(str(i.config.index), None, None, "", 0.0) for i in inputs]
+
+    def close(self):
+        pass

@@ -9,35 +9,13 @@ import json
 from collections import Counter
 
 import pytest
-from tensorlang.autotune.measure import BuildResult, MeasureOption, MeasureResult
+from autotune_test_templates import FakeBuilder
+from tensorlang.autotune.measure import MeasureOption, MeasureResult
 from tensorlang.autotune.record import best_records, load_records, make_record
 
-import tensorlang as tl
 from tensorlang import autotune
 
 SIZE = 8  # configs of the fake task's one knob; the default (fallback) config is index 0
-
-
-@autotune.template("test_remeasure_knob")
-def knob_task(n: int, size: int):
-    """`size` configs of one knob; the fake runner decides what each one costs."""
-    cfg = autotune.get_config()
-    cfg.define_knob("k", list(range(size)))
-    A = tl.placeholder((n,), name="A")
-    C = tl.compute((n,), lambda i: A[i] * 2.0, name="C")
-    return tl.create_schedule(C), [A, C]
-
-
-class FakeBuilder:
-    """Builds nothing: the 'module path' is the config's index."""
-
-    timeout = 10.0
-
-    def build(self, inputs):
-        return [BuildResult(str(i.config.index), None, None, "", 0.0) for i in inputs]
-
-    def close(self):
-        pass
 
 
 class FakeRunner:
@@ -65,7 +43,7 @@ class FakeRunner:
 
 def _tune(log, cost, **kw):
     runner = FakeRunner(cost, kw.pop("first_slow", 1.0))
-    task = autotune.create_task("test_remeasure_knob", (64, SIZE))
+    task = autotune.create_task("test_fake_knob", (64, SIZE))
     best = autotune.tune_tasks([task], SIZE, log, tuner="grid", progress=False,
                                measure_option=MeasureOption(FakeBuilder(), runner), **kw)
     return task, runner, best
@@ -162,7 +140,7 @@ def test_a_log_tuned_without_remeasurement_is_remeasured_on_resume(tmp_path, mon
 
 
 def test_records_written_before_still_load_and_rank_after_remeasured_ones(tmp_path):
-    task = autotune.create_task("test_remeasure_knob", (64, SIZE))
+    task = autotune.create_task("test_fake_knob", (64, SIZE))
     old = make_record(autotune.MeasureInput(task, task.config_space.get(5)),
                       MeasureResult([0.5, 0.7, 0.6], timestamp=1.0)).to_json()
     assert "remeasured" not in old["result"]  # an ordinary trial's line is unchanged
@@ -179,7 +157,7 @@ def test_records_written_before_still_load_and_rank_after_remeasured_ones(tmp_pa
 
 
 def test_a_malformed_remeasured_flag_is_skipped_with_a_warning(tmp_path):
-    task = autotune.create_task("test_remeasure_knob", (64, SIZE))
+    task = autotune.create_task("test_fake_knob", (64, SIZE))
     rec = make_record(autotune.MeasureInput(task, task.config_space.get(1)),
                       MeasureResult([1.0])).to_json()
     rec["result"]["remeasured"] = "yes"
@@ -196,7 +174,7 @@ def test_a_malformed_remeasured_flag_is_skipped_with_a_warning(tmp_path):
     ({"remeasure_rounds": True}, TypeError, "remeasure_rounds must be an int, got bool"),
 ])
 def test_bad_remeasure_options_are_refused(tmp_path, kw, error, match):
-    task = autotune.create_task("test_remeasure_knob", (64, SIZE))
+    task = autotune.create_task("test_fake_knob", (64, SIZE))
     option = MeasureOption(FakeBuilder(), FakeRunner(lambda i, c: 1.0))
     with pytest.raises(error, match=match):
         autotune.tune_tasks([task], SIZE, tmp_path / "log.jsonl", progress=False,

@@ -16,33 +16,11 @@ import time
 from collections import Counter
 
 import pytest
+from autotune_test_templates import FakeBuilder
 from killed_driver import kill_after_first_record
-from tensorlang.autotune.measure import BuildResult, MeasureOption
+from tensorlang.autotune.measure import MeasureOption
 
-import tensorlang as tl
 from tensorlang import autotune
-
-
-@autotune.template("test_scheduler_knob")
-def knob_task(n: int, size: int):
-    """`size` configs of one knob; the fake runner decides what each one costs."""
-    cfg = autotune.get_config()
-    cfg.define_knob("k", list(range(size)))
-    A = tl.placeholder((n,), name="A")
-    C = tl.compute((n,), lambda i: A[i] * 2.0, name="C")
-    return tl.create_schedule(C), [A, C]
-
-
-class FakeBuilder:
-    """Builds nothing: the 'module path' is the config's index."""
-
-    timeout = 10.0
-
-    def build(self, inputs):
-        return [BuildResult(str(i.config.index), None, None, "", 0.0) for i in inputs]
-
-    def close(self):
-        pass
 
 
 class FakeRunner:
@@ -75,7 +53,7 @@ def fake_option(cost, sleep: float = 0.0) -> MeasureOption:
 
 
 def tasks_of(*ns, size: int = 40):
-    return [autotune.create_task("test_scheduler_knob", (n, size)) for n in ns]
+    return [autotune.create_task("test_fake_knob", (n, size)) for n in ns]
 
 
 def scheduler(tasks, log, cost, weights=None, sleep=0.0, **kw):
@@ -454,13 +432,13 @@ def test_the_curve_file_has_one_valid_line_per_round(tmp_path, capsys):
     assert lines[0]["estimated_latency"] is None  # one task not measured yet
     recs = autotune.load_records(log)
     best = [min(r.cost for r in recs if r.key == t.key) for t in tasks]
-    assert lines[-1]["best"] == {"0:test_scheduler_knob": pytest.approx(best[0]),
-                                 "1:test_scheduler_knob": pytest.approx(best[1])}
+    assert lines[-1]["best"] == {"0:test_fake_knob": pytest.approx(best[0]),
+                                 "1:test_fake_knob": pytest.approx(best[1])}
     expected = sum(w * b for w, b in zip(weights, best))
     assert lines[-1]["estimated_latency"] == pytest.approx(expected)
     assert sched.estimated_latency() == pytest.approx(expected)
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 5 and out[0].startswith("[round 1] 1:test_scheduler_knob +4 trials")
+    assert len(out) == 5 and out[0].startswith("[round 1] 1:test_fake_knob +4 trials")
     assert f"estimated latency {expected * 1e3:.4g} ms" in out[-1]
 
 
@@ -470,7 +448,7 @@ def test_a_task_whose_every_trial_fails_is_named_at_the_end(tmp_path):
     sched = scheduler(tasks, tmp_path / "m.jsonl", cost, flatten_rounds=2)
     # its first round all failed: no time to improve on, no expected gain: the other task
     # gets the rest of the budget
-    with pytest.raises(autotune.TuningError, match=r"all 4 trials of test_scheduler_knob "
+    with pytest.raises(autotune.TuningError, match=r"all 4 trials of test_fake_knob "
                                                    r"\[128, 40\] failed \(run error 4\)") as e:
         sched.tune(n_trial=40)
     assert e.value.best[tasks[1].key] == 0.0 and e.value.best[tasks[0].key] > 0
@@ -575,7 +553,7 @@ def test_by_default_each_trial_is_timed_from_the_caches_a_model_run_leaves(tmp_p
     """Without a measure option the scheduler measures as a model runs its kernels
     (model_measure_option): each of 10 repeats one call after the caches were flushed, so
     every record holds 10 costs (a back-to-back runner's repeats are 3)."""
-    task = autotune.create_task("test_scheduler_knob", (4096, 2), "llvm")
+    task = autotune.create_task("test_fake_knob", (4096, 2), "llvm")
     task.warm_args = (0,)
     log = tmp_path / "default.jsonl"
     autotune.TaskScheduler([task], log_file=log, tuner="grid", round_trials=2,

@@ -3,12 +3,12 @@ the log measured that default (graph.tuning_free.measure_baselines; issue 20).""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tensorlang.graph.tuning_free import BASELINE, WORKLOAD, FreeGraphTask, measure_baselines
+from graph_testing import log_with_costs
+from tensorlang.graph.tuning_free import BASELINE, FreeGraphTask, measure_baselines
 
 from tensorlang import autotune, graph
 
@@ -36,20 +36,6 @@ def tuned_log(tmp_path_factory):
     return g, tasks, log, base
 
 
-def _with_costs(log: str, out, searched: float, default: float) -> str:
-    """The log with every searched record's time set to ``searched`` and the default's to
-    ``default`` (seconds per call)."""
-    lines = []
-    for line in Path(log).read_text().splitlines():
-        rec = json.loads(line)
-        name = rec["workload"]["name"]
-        if rec["result"]["error"] is None and name in (WORKLOAD, BASELINE):
-            rec["result"]["costs"] = [searched if name == WORKLOAD else default] * 3
-        lines.append(json.dumps(rec))
-    out.write_text("\n".join(lines) + "\n")
-    return str(out)
-
-
 def test_measure_baselines_times_each_template_free_kernel(tuned_log):
     _g, tasks, log, base = tuned_log
     assert all(isinstance(t, FreeGraphTask) for t in tasks)
@@ -69,7 +55,7 @@ def test_build_keeps_the_default_when_it_was_measured_faster(tuned_log, tmp_path
                                                              default, softmax_tuned):
     g, _tasks, log, _base = tuned_log
     gm = graph.build(g, target="llvm",
-                     tuning_log=_with_costs(log, tmp_path / "log.jsonl", searched, default))
+                     tuning_log=log_with_costs(log, tmp_path / "log.jsonl", searched, default))
     tuned = {k["op"]: k["tuned"] for k in gm.plan["kernels"].values()}
     assert tuned == {"relu": False, "softmax": softmax_tuned}
     (softmax,) = [k for k in gm.plan["kernels"].values() if k["op"] == "softmax"]

@@ -5,11 +5,11 @@ rule "apply a searched record only if faster than the default" always has its ba
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from graph_testing import log_with_costs
 from tensorlang.graph.tuning_free import BASELINE, WORKLOAD, FreeGraphTask
 
 from tensorlang import autotune, graph
@@ -74,25 +74,13 @@ def test_resume_does_not_measure_the_baseline_again(tuned):
     assert len(_records(log, WORKLOAD)) == 4
 
 
-def _with_costs(log: str, out: Path, searched: float, default: float) -> str:
-    lines = []
-    for line in Path(log).read_text().splitlines():
-        rec = json.loads(line)
-        name = rec["workload"]["name"]
-        if rec["result"]["error"] is None and name in (WORKLOAD, BASELINE):
-            rec["result"]["costs"] = [searched if name == WORKLOAD else default] * 2
-        lines.append(json.dumps(rec))
-    out.write_text("\n".join(lines) + "\n")
-    return str(out)
-
-
 @pytest.mark.parametrize("searched, default, applied", [(3e-6, 1e-6, False),
                                                         (1e-6, 3e-6, True)])
 def test_build_applies_a_tuned_record_only_when_faster_than_the_logged_default(
         tuned, tmp_path, searched, default, applied):
     g, _task, _first, log = tuned
     gm = graph.build(g, target="llvm",
-                     tuning_log=_with_costs(log, tmp_path / "log.jsonl", searched, default))
+                     tuning_log=log_with_costs(log, tmp_path / "log.jsonl", searched, default))
     (softmax,) = [k for k in gm.plan["kernels"].values() if k["op"] == "softmax"]
     assert softmax["tuned"] is applied
     x = np.random.default_rng(2).standard_normal((16, 128)).astype(np.float32)
