@@ -3,6 +3,8 @@ tunes; graph.build(tuning_log=...) replays their records (issue 20)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from tensorlang import autotune, graph
@@ -38,6 +40,13 @@ def test_build_replays_the_template_free_record(tmp_path):
             2, opt, callbacks=[autotune.log_to_file(log)])
     finally:
         opt.close()
+    # the searched records made faster than the graph default the tuner logged beside them, so
+    # the build applies the best (one slower than the default would be left out)
+    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    for r in recs:
+        if r["workload"]["name"] == task.name and r["result"]["error"] is None:
+            r["result"]["costs"] = [c * 1e-3 for c in r["result"]["costs"]]
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
     gm = graph.build(g, target="llvm", tuning_log=str(log))
     tuned = {k["op"]: k["tuned"] for k in gm.plan["kernels"].values()}
     assert tuned == {"relu": False, "softmax": True}

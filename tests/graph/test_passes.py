@@ -404,7 +404,12 @@ def test_build_takes_each_convs_block_from_the_tuning_log(tmp_path):
     assert len(tasks) == 4 and all(t.weight == 1 for t in tasks)
     assert {t.nodes[0] for t in tasks} == {n.name for n in run_passes(g).nodes if n.op == "fused"}
     log = tmp_path / "blocks.jsonl"
-    autotune.tune_tasks(tasks, n_trial=2, log_file=log, tuner="random", progress=False, seed=0)
+    # the subject is the block choice from the records' costs: no re-measured winners (ranked
+    # before any cost, test_remeasure covers them)
+    autotune.tune_tasks(tasks, n_trial=2, log_file=log, tuner="random", progress=False, seed=0,
+                        remeasure_top=0)
+    valid = {r.key for r in autotune.load_records(log) if r.valid}
+    assert valid == {t.key for t in tasks}, "a task without a valid record (a failed build?)"
 
     def build_with(scale_8c_of_b: float):
         recs = [json.loads(line) for line in log.read_text().splitlines()]
