@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ops_helpers import check, ph, rand
+from test_grouped_conv import grouped_ref
 
 import tensorlang as tl
 from tensorlang.ops.references import oihw_to_blocked, to_nchwc
@@ -25,24 +26,9 @@ TOL = {"rtol": 2e-4, "atol": 2e-4}
 
 
 def conv_ref(x, w, stride, pad, groups):
-    """numpy: each group a dense convolution of its channels (float64 accumulation); pad is
-    (rows, columns) on both sides."""
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
-    n, _, h, wd = xp.shape
-    oc, cpg, kh, kw = w.shape
-    sh, sw = stride
-    oh, ow = (h - kh) // sh + 1, (wd - kw) // sw + 1
-    ocpg = oc // groups
-    out = np.zeros((n, oc, oh, ow))
-    for g in range(groups):
-        xs = xp[:, g * cpg:(g + 1) * cpg]
-        ws = w[g * ocpg:(g + 1) * ocpg].astype(np.float64)
-        for y in range(kh):
-            for z in range(kw):
-                patch = xs[:, :, y:y + sh * (oh - 1) + 1:sh, z:z + sw * (ow - 1) + 1:sw]
-                out[:, g * ocpg:(g + 1) * ocpg] += np.einsum("nchw,oc->nohw", patch,
-                                                             ws[:, :, y, z])
-    return out.astype(np.float32)
+    """numpy (test_grouped_conv's reference, no dilation); pad is (rows, columns) on both
+    sides."""
+    return grouped_ref(x, w, stride, (pad[0], pad[1], pad[0], pad[1]), (1, 1), groups)
 
 
 def _conv(x, w, stride, pad, groups, **kw):
