@@ -84,38 +84,35 @@ def wall_split(name: str, wall: float, tuners) -> str:
             f"{wall - measure - search - model:.1f} s")
 
 
+def _timed_tuning(name: str, tune) -> float:
+    """Run ``tune(measure_option)`` and print its wall time split; a task without a valid
+    config (TuningError) is reported, not fatal. Returns the wall time."""
+    opt = measure_option()
+    t0 = time.perf_counter()
+    with tuners_seen() as seen:
+        try:
+            tune(opt)
+        except autotune.TuningError as e:
+            print(f"{name}: {e}")
+        finally:
+            opt.close()
+    wall = time.perf_counter() - t0
+    print(wall_split(name, wall, seen.values()), flush=True)
+    return wall
+
+
 def heaviest_first(tasks, budget: int, log: str, tuner: str, seed: int) -> float:
     """Today's tune_tasks: the tasks by weight x FLOPs, budget // tasks trials each."""
     order = sorted(tasks, key=lambda t: t.flop * t.weight, reverse=True)
-    opt = measure_option()
-    t0 = time.perf_counter()
-    with tuners_seen() as seen:
-        try:
-            autotune.tune_tasks(order, n_trial=max(1, budget // len(tasks)), log_file=log,
-                                tuner=tuner, measure_option=opt, progress=False, seed=seed)
-        except autotune.TuningError as e:  # a task without a valid config: not fatal
-            print(f"heaviest-first: {e}")
-        finally:
-            opt.close()
-    wall = time.perf_counter() - t0
-    print(wall_split("heaviest-first", wall, seen.values()), flush=True)
-    return wall
+    return _timed_tuning("heaviest-first", lambda opt: autotune.tune_tasks(
+        order, n_trial=max(1, budget // len(tasks)), log_file=log, tuner=tuner,
+        measure_option=opt, progress=False, seed=seed))
 
 
 def scheduled(tasks, budget: int, log: str, tuner: str, seed: int, round_trials: int) -> float:
-    opt = measure_option()
-    t0 = time.perf_counter()
-    with tuners_seen() as seen:
-        try:
-            autotune.TaskScheduler(tasks, log_file=log, measure_option=opt, tuner=tuner,
-                                   round_trials=round_trials, seed=seed).tune(n_trial=budget)
-        except autotune.TuningError as e:
-            print(f"scheduler: {e}")
-        finally:
-            opt.close()
-    wall = time.perf_counter() - t0
-    print(wall_split("scheduler", wall, seen.values()), flush=True)
-    return wall
+    return _timed_tuning("scheduler", lambda opt: autotune.TaskScheduler(
+        tasks, log_file=log, measure_option=opt, tuner=tuner, round_trials=round_trials,
+        seed=seed).tune(n_trial=budget))
 
 
 def log_prefix(log: str, n: int, out: str) -> str:
