@@ -1,12 +1,18 @@
 """Whole-model tuning at equal trial budgets (issue 21): autotune.TaskScheduler against
 heaviest-first tune_tasks (budget / tasks trials each, heaviest task first), on a ResNet-50-shaped
-model; the model's end-to-end latency, measured (graph.build with the log's first 25%, 50% and
-100% of the budget's records, timed interleaved with the untuned build), plus the scheduler's
-own estimate (sum of weight x best kernel time) from its curve file.
+model; the model's end-to-end latency, measured (graph.build with the log up to 25%, 50% and
+100% of the budget's trials, timed interleaved with the untuned build), plus the estimate (sum
+of weight x best kernel time). The scheduler is run to each of those budgets in turn (each run
+ends by re-measuring what it tuned, as tune_tasks ends each task); heaviest-first's log up to
+a share holds the re-measurements of the tasks finished by then. Each scheduler build is
+compared with heaviest-first's final one round by round (median ratio, bootstrap interval),
+and the log of heaviest-first gives a bound: the fewest of its trials that, chosen with
+hindsight, reach the estimate of all of them.
 
     python benchmarks/task_scheduler.py [--model resnet50|transformer] [--template-free]
                                         [--budget 2000] [--size 224] [--width 64]
                                         [--tuner xgb] [--rounds 7] [--dir DIR]
+                                        [--fractions 0.25,0.5,1]
                                         [--steps tune-heaviest-first,tune-scheduler,time]
 
 --model transformer: graph.model_zoo.transformer_block with sequence --size, hidden --width,
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -109,27 +116,47 @@ def heaviest_first(tasks, budget: int, log: str, tuner: str, seed: int) -> float
         measure_option=opt, progress=False, seed=seed))
 
 
-def scheduled(tasks, budget: int, log: str, tuner: str, seed: int, round_trials: int) -> float:
-    return _timed_tuning("scheduler", lambda opt: autotune.TaskScheduler(
-        tasks, log_file=log, measure_option=opt, tuner=tuner, round_trials=round_trials,
-        seed=seed).tune(n_trial=budget))
+def scheduled(tasks, budgets: list[int], log: str, tuner: str, seed: int,
+              round_trials: int) -> float:
+    """The TaskScheduler given each budget in turn, resuming its log: as a user who stops at
+    each and deploys (each run ends by re-measuring the tasks it tuned)."""
+    def stages(opt):
+        for n in budgets:
+            autotune.TaskScheduler(tasks, log_file=log, measure_option=opt, tuner=tuner,
+                                   round_trials=round_trials, seed=seed).tune(n_trial=n)
+    return _timed_tuning("scheduler", stages)
 
 
 def log_prefix(log: str, n: int, out: str) -> str:
-    """A copy of the log's first n records (the state of the tuning after n trials)."""
+    """A copy of the log up to its n-th trial (the state of the tuning after n trials): a
+    re-measured record (tune_tasks ends each task with some) is a measurement, not a trial,
+    and comes with the trials before it."""
+    kept = []
+    trials = 0
     with open(log) as f:
-        lines = [line for line in f if line.strip()][:n]
+        for line in f:
+            if not line.strip():
+                continue
+            trial = not json.loads(line)["result"].get("remeasured", False)
+            if trial and trials == n:
+                break
+            trials += trial
+            kept.append(line)
     with open(out, "w") as f:
-        f.writelines(lines)
+        f.writelines(kept)
     return out
+
+
+def best_costs(log: str) -> dict[str, float]:
+    """Workload key -> seconds of the record a build applies (a re-measurement's winner first,
+    else the fastest)."""
+    return {key: r.cost for (key, _), r in
+            autotune.best_records(autotune.load_records(log)).items()}
 
 
 def estimate_from_log(tasks, log: str, default: dict[str, float]) -> float:
     """sum of weight x best record over the tasks; a task without one at its default time."""
-    best: dict[str, float] = {}
-    for r in autotune.load_records(log):
-        if r.valid:
-            best[r.key] = min(best.get(r.key, float("inf")), r.cost)
+    best = best_costs(log)
     return sum(t.weight * best.get(t.key, default[t.key]) for t in tasks)
 
 
@@ -166,10 +193,7 @@ def fidelity(tasks, log: str, gm, x: np.ndarray, per_task: bool = False) -> str:
     """Each task's best record against its kernel's time inside a run of the model built from
     `log` (the median over its nodes): weighted sums and the extreme tasks, and with
     `per_task` one line per task."""
-    best: dict[str, float] = {}
-    for r in autotune.load_records(log):
-        if r.valid:
-            best[r.key] = min(best.get(r.key, float("inf")), r.cost)
+    best = best_costs(log)
     in_run = in_run_times(gm, x)
     rec_sum = run_sum = 0.0
     ratios = []
@@ -242,8 +266,63 @@ def spread(values: list[float]) -> float:
 
 def reached_at(by_fraction: dict[float, float], target: float) -> str:
     """The first budget share at which a value is at or below `target`."""
-    reached = [f for f in FRACTIONS if by_fraction[f] <= target]
+    reached = [f for f in sorted(by_fraction) if by_fraction[f] <= target]
     return f"at {int(reached[0] * 100)}% of the budget" if reached else "not within the budget"
+
+
+def paired_ratio(mine: list[float], theirs: list[float], draws: int = 2000) -> tuple:
+    """(median, 5th, 95th percentile) of the per-round ratio mine / theirs: both builds timed in
+    the same rounds, so a round's disturbance divides out; the interval by resampling the
+    rounds (bootstrap)."""
+    ratios = np.array(mine) / np.array(theirs)
+    rng = np.random.default_rng(0)
+    boot = np.median(rng.choice(ratios, (draws, len(ratios))), axis=1)
+    return float(np.median(ratios)), *map(float, np.percentile(boot, [5, 95]))
+
+
+def verdict(lo: float, hi: float) -> str:
+    if hi < 1.0:
+        return "faster"
+    if lo > 1.0:
+        return "slower"
+    return "level (the interval holds 1)"
+
+
+def curve_reach(curve_file: str, goal: float, budget: int) -> str:
+    """Where the scheduler's own curve (its estimate after each round) first reaches `goal`."""
+    with open(curve_file) as f:
+        for line in f:
+            entry = json.loads(line)
+            lat = entry["estimated_latency"]
+            if lat is not None and lat <= goal:
+                return (f"; by its curve after {entry['trials']} trials "
+                        f"({entry['trials'] / budget:.0%})")
+    return "; not by its curve"
+
+
+def hindsight_trials(tasks, log: str, defaults: dict[str, float]) -> int:
+    """The fewest of the log's trials that reach its final estimate when each task keeps a
+    prefix of its own trials, chosen knowing every trial's outcome (a lower bound for any
+    scheduler that, like heaviest-first, draws each task's trials in the same order): per
+    task, weight x best of its first n trials; a knapsack over the tasks' n."""
+    seqs: dict[str, list[float]] = {t.key: [] for t in tasks}
+    for r in autotune.load_records(log):
+        if r.key in seqs and not r.remeasured:
+            seqs[r.key].append(r.cost if r.valid else math.inf)
+    total = sum(map(len, seqs.values()))
+    # the estimate of every trial (its luckiest figures: re-measurements left out on both sides)
+    goal = sum(t.weight * min([defaults[t.key], *seqs[t.key]]) for t in tasks) * (1 + 1e-9)
+    # fewest[m]: the least estimate over the tasks so far with m trials in all
+    fewest = np.zeros(total + 1)
+    for t in tasks:
+        # no trial: the default's time (as estimate_from_log counts a task without records)
+        costs = t.weight * np.array([defaults[t.key],
+                                     *np.minimum.accumulate(seqs[t.key] or [math.inf])])
+        nxt = np.full(total + 1, math.inf)
+        for n, c in enumerate(costs):
+            nxt[n:] = np.minimum(nxt[n:], fewest[:total + 1 - n] + c)
+        fewest = nxt
+    return int(np.nonzero(fewest <= goal)[0][0])
 
 
 def load_and_cpu() -> str:
@@ -289,10 +368,15 @@ def main() -> None:
     ap.add_argument("--steps", default=",".join(STEPS),
                     help="comma-separated, of " + ", ".join(STEPS) + " (a tuning step resumes "
                     "its log in --dir: run them one at a time to keep each run short)")
+    ap.add_argument("--fractions", default=",".join(map(str, FRACTIONS)),
+                    help="budget shares whose builds are timed (1 among them)")
     ap.add_argument("--per-task", action="store_true",
                     help="one fidelity line per task (record vs in-run time)")
     a = ap.parse_args()
     steps = a.steps.split(",")
+    fractions = sorted(float(f) for f in a.fractions.split(","))
+    if 1.0 not in fractions or not all(0 < f <= 1 for f in fractions):
+        ap.error(f"--fractions: shares in (0, 1], 1 among them; got {a.fractions!r}")
     if not set(steps) <= set(STEPS):
         ap.error(f"--steps: {sorted(set(steps) - set(STEPS))} not among {list(STEPS)}")
     out = a.dir or tempfile.mkdtemp(prefix="tl-bench-sched-")
@@ -315,7 +399,8 @@ def main() -> None:
             tasks, a.budget, logs["heaviest-first"], a.tuner, a.seed)
     if "tune-scheduler" in steps:
         walls["scheduler"] = walls.get("scheduler", 0.0) + scheduled(
-            tasks, a.budget, logs["scheduler"], a.tuner, a.seed, a.round_trials)
+            tasks, [round(f * a.budget) for f in fractions], logs["scheduler"], a.tuner,
+            a.seed, a.round_trials)
     with open(walls_file, "w") as f:
         json.dump(walls, f)
     if "time" not in steps:
@@ -325,8 +410,8 @@ def main() -> None:
     estimates = {}
     used = {}
     for name, log in logs.items():
-        used[name] = len(autotune.load_records(log))
-        for f in FRACTIONS:
+        used[name] = sum(not r.remeasured for r in autotune.load_records(log))
+        for f in fractions:
             prefix = log_prefix(log, round(f * a.budget), os.path.join(out, f"{name}_{f}.jsonl"))
             builds[(name, f)] = build(g, prefix)
             estimates[(name, f)] = estimate_from_log(tasks, prefix, defaults)
@@ -342,11 +427,11 @@ def main() -> None:
     print(f"\n## {title}, {len(tasks)} tasks, budget {a.budget} trials ({a.tuner}); untuned "
           f"{measured['untuned'] * 1e3:.3f} ms; {load_and_cpu()} after timing\n")
     print("| strategy | " + " | ".join(f"{int(f * 100)}% measured (estimated) ms"
-                                       for f in FRACTIONS) + " | trials used | tuning wall s |")
-    print("|---|" + "---|" * len(FRACTIONS) + "---|---|")
+                                       for f in fractions) + " | trials used | tuning wall s |")
+    print("|---|" + "---|" * len(fractions) + "---|---|")
     for name in logs:
         cells = [f"{measured[(name, f)] * 1e3:.3f} ({estimates[(name, f)] * 1e3:.3f})"
-                 for f in FRACTIONS]
+                 for f in fractions]
         print(f"| {name} | " + " | ".join(cells) + f" | {used[name]} | "
               f"{walls.get(name, float('nan')):.0f} |")
     print(f"\ntiming spread (IQR / median over {a.rounds} rounds, medians above): "
@@ -354,12 +439,22 @@ def main() -> None:
                       f"{spread(v) * 100:.1f}%" for k, v in rounds.items()))
     target = measured[("heaviest-first", 1.0)]
     print(f"scheduler reaches heaviest-first's final latency ({target * 1e3:.3f} ms, measured) "
-          + reached_at({f: measured[("scheduler", f)] for f in FRACTIONS}, target)
+          + reached_at({f: measured[("scheduler", f)] for f in fractions}, target)
           + " (target: at 50% or less)")
+    for f in fractions:
+        med, lo, hi = paired_ratio(rounds[("scheduler", f)], rounds[("heaviest-first", 1.0)])
+        print(f"  scheduler at {int(f * 100)}% / heaviest-first at 100%, per round: median "
+              f"{med:.3f}, 90% interval {lo:.3f}-{hi:.3f}: {verdict(lo, hi)}")
     goal = estimates[("heaviest-first", 1.0)]
     print(f"scheduler reaches heaviest-first's final estimate ({goal * 1e3:.3f} ms, sum of "
           "weight x best kernel time) "
-          + reached_at({f: estimates[("scheduler", f)] for f in FRACTIONS}, goal))
+          + reached_at({f: estimates[("scheduler", f)] for f in fractions}, goal)
+          + curve_reach(logs["scheduler"] + ".curve.jsonl", goal, a.budget))
+    hf_trials = used["heaviest-first"]
+    need = hindsight_trials(tasks, logs["heaviest-first"], defaults)
+    print(f"with hindsight, {need} of heaviest-first's {hf_trials} trials ({need / hf_trials:.0%}) "
+          "reach the estimate of all of them (each task a prefix of its trials, trial figures "
+          "only; no scheduler can know which trials will improve)")
     if a.per_task:
         print("defaults (first trials) vs the untuned build:\n"
               + default_fidelity(tasks, defaults, builds["untuned"], x))
