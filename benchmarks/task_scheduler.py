@@ -300,29 +300,42 @@ def curve_reach(curve_file: str, goal: float, budget: int) -> str:
     return "; not by its curve"
 
 
-def hindsight_trials(tasks, log: str, defaults: dict[str, float]) -> int:
-    """The fewest of the log's trials that reach its final estimate when each task keeps a
-    prefix of its own trials, chosen knowing every trial's outcome (a lower bound for any
-    scheduler that, like heaviest-first, draws each task's trials in the same order): per
-    task, weight x best of its first n trials; a knapsack over the tasks' n."""
+def trial_sequences(tasks, log: str) -> dict[str, list[float]]:
+    """Workload key -> the seconds of each of its trials in the log, in order (inf: failed;
+    re-measurements left out)."""
     seqs: dict[str, list[float]] = {t.key: [] for t in tasks}
     for r in autotune.load_records(log):
         if r.key in seqs and not r.remeasured:
             seqs[r.key].append(r.cost if r.valid else math.inf)
+    return seqs
+
+
+def fewest_trials(tasks, seqs: dict[str, list[float]], untried: dict[str, float],
+                  goal: float) -> int | None:
+    """The fewest trials whose estimate reaches `goal` when each task keeps a prefix of its
+    sequence, chosen knowing every trial's outcome (a bound for any allocation of these
+    trials): per task, weight x best of its first n trials (`untried` for n = 0); a knapsack
+    over the tasks' n. None when even every trial does not reach it."""
     total = sum(map(len, seqs.values()))
-    # the estimate of every trial (its luckiest figures: re-measurements left out on both sides)
-    goal = sum(t.weight * min([defaults[t.key], *seqs[t.key]]) for t in tasks) * (1 + 1e-9)
     # fewest[m]: the least estimate over the tasks so far with m trials in all
     fewest = np.zeros(total + 1)
     for t in tasks:
-        # no trial: the default's time (as estimate_from_log counts a task without records)
-        costs = t.weight * np.array([defaults[t.key],
+        costs = t.weight * np.array([untried[t.key],
                                      *np.minimum.accumulate(seqs[t.key] or [math.inf])])
         nxt = np.full(total + 1, math.inf)
         for n, c in enumerate(costs):
             nxt[n:] = np.minimum(nxt[n:], fewest[:total + 1 - n] + c)
         fewest = nxt
-    return int(np.nonzero(fewest <= goal)[0][0])
+    reached = np.nonzero(fewest <= goal * (1 + 1e-9))[0]
+    return int(reached[0]) if len(reached) else None
+
+
+def hindsight_trials(tasks, log: str, defaults: dict[str, float]) -> int:
+    """fewest_trials for the estimate of every trial of `log` (its trial figures, as
+    estimate_from_log counts a task without records: at its default time)."""
+    seqs = trial_sequences(tasks, log)
+    goal = sum(t.weight * min([defaults[t.key], *seqs[t.key]]) for t in tasks)
+    return fewest_trials(tasks, seqs, defaults, goal)
 
 
 def load_and_cpu() -> str:
