@@ -131,7 +131,9 @@ def _tune(p: argparse.ArgumentParser):
                    help="models: one budget for the whole model, in trials (2000) or time "
                         "(90s, 30m, 2h; both may be given): the task scheduler gives each "
                         "round to the task expected to shorten the model's latency most, "
-                        "stops flattened tasks, and writes <log>.curve.jsonl")
+                        "stops flattened tasks, and writes <log>.curve.jsonl; then each "
+                        "task's 3 fastest configs and its default are re-measured (seconds "
+                        "per task, after a time budget too)")
     p.add_argument("--log", required=True, help="JSON-lines log (appended; resumed from)")
     p.add_argument("--tuner", default="xgb", help="xgb (default), random or grid")
     p.add_argument("--target", default="llvm", help="llvm [-mcpu=...] (default: this CPU)")
