@@ -213,51 +213,72 @@ def effective_consumers(nd: Node, dag: Dag) -> list:
 # --------------------------------------------------------------------------------- knobs
 # a space's size must stay a countable index (Python's len() and numpy's random integers)
 _MAX_SPACE = 1 << 60
-_CAPS: dict[int, tuple] = {}  # id(first output op) -> (op, cap of the split knobs)
+# id(first output op) -> (op, cap of the split knobs, whether ragged vectors are offered)
+_CAPS: dict[int, tuple] = {}
 
 
 def declare_knobs(cfg, dag: Dag) -> None:
     """Every decision of every sketch of the DAG (the same knobs whichever sketch a config
     picks: a ConfigSpace is collected from one run). A DAG with many loops gets each tile
     knob thinned to an evenly spaced subset, so that the space stays countable."""
-    _declare_all(cfg, dag, _split_cap(dag))
+    cap, ragged = _split_cap(dag)
+    _declare_all(cfg, dag, cap, ragged)
 
 
-def _split_cap(dag: Dag) -> int | None:
+def _split_cap(dag: Dag) -> tuple[int | None, bool]:
+    """(the cap of the split knobs or None, whether ragged vector tiles are offered). Ragged
+    tiles are offered only where the whole space stays countable with them and no knob
+    thinned: otherwise the space is exactly the one without them (its cap, and the records
+    made in it, unchanged)."""
     op = dag.outputs[0].op
     hit = _CAPS.get(id(op))
     if hit is not None and hit[0] is op:
-        return hit[1]
+        return hit[1], hit[2]
+    cap, ragged = None, True
+    if _space_size(dag, True) > _MAX_SPACE:
+        ragged = False
+        cap = _thinning_cap(dag)
+    if len(_CAPS) > 256:
+        _CAPS.clear()
+    _CAPS[id(op)] = (op, cap, ragged)
+    return cap, ragged
+
+
+def _probe(dag: Dag, ragged: bool):
     from .space import ConfigSpace
 
     probe = ConfigSpace()
-    _declare_all(probe, dag, None)
-    dims = probe.dims
-    cap = None
-    if math.prod(dims) > _MAX_SPACE:
-        split_dims = [len(k) for k in probe.knobs.values() if k.kind == "split"]
-        other = math.prod(len(k) for k in probe.knobs.values() if k.kind != "split")
-        budget = math.log2(_MAX_SPACE / other) / max(1, len(split_dims))
-        cap = max(2, int(2 ** budget))
-    if len(_CAPS) > 256:
-        _CAPS.clear()
-    _CAPS[id(op)] = (op, cap)
-    return cap
+    _declare_all(probe, dag, None, ragged)
+    return probe
 
 
-def _declare_all(cfg, dag: Dag, cap: int | None) -> None:
+def _space_size(dag: Dag, ragged: bool) -> int:
+    return math.prod(_probe(dag, ragged).dims)
+
+
+def _thinning_cap(dag: Dag) -> int | None:
+    probe = _probe(dag, False)
+    if math.prod(probe.dims) <= _MAX_SPACE:
+        return None
+    split_dims = [len(k) for k in probe.knobs.values() if k.kind == "split"]
+    other = math.prod(len(k) for k in probe.knobs.values() if k.kind != "split")
+    budget = math.log2(_MAX_SPACE / other) / max(1, len(split_dims))
+    return max(2, int(2 ** budget))
+
+
+def _declare_all(cfg, dag: Dag, cap: int | None, ragged: bool) -> None:
     for nd in dag.nodes:
         p = nd.prefix
         if nd.role == CHOOSE:
             cfg.define_knob(F.knob(p, "inline"), [True, False],
                             default=not inlining_recomputes(nd, dag))
-            _declare_spatial(cfg, nd, cap)
+            _declare_spatial(cfg, nd, cap, ragged)
         elif nd.role == SPATIAL:
-            _declare_spatial(cfg, nd, cap)
+            _declare_spatial(cfg, nd, cap, ragged)
         elif nd.role == TILE:
             _declare_tile(cfg, nd, cap)
         elif nd.role == REDUCE:
-            _declare_reduce(cfg, nd, cap)
+            _declare_reduce(cfg, nd, cap, ragged)
         if nd.role in (CHOOSE, REDUCE, TILE) and not nd.is_output and nd.fused_into is None \
                 and len(effective_consumers(nd, dag)) == 1:
             F.declare_attach(cfg, p, ["root", "consumer"], "root")
@@ -283,12 +304,12 @@ def _recomputed(nd: Node, dag: Dag) -> bool:
     return False
 
 
-def _declare_spatial(cfg, nd: Node, cap: int | None) -> None:
+def _declare_spatial(cfg, nd: Node, cap: int | None, ragged: bool) -> None:
     axes = nd.op.axis
     for a, iv in enumerate(axes):
         last = a == len(axes) - 1
         F.declare_tile(cfg, F.knob(nd.prefix, f"S{a}"), F.extent(iv), 3 if last else 2, last,
-                       cap)
+                       cap, ragged=ragged and last)
     F.declare_parallel(cfg, nd.prefix, list(range(len(axes), -1, -1)), len(axes))
     F.declare_unroll(cfg, nd.prefix)
 
@@ -345,7 +366,7 @@ def packable_inputs(op) -> list[int]:
     return out
 
 
-def _declare_reduce(cfg, nd: Node, cap: int | None) -> None:
+def _declare_reduce(cfg, nd: Node, cap: int | None, ragged: bool) -> None:
     p = nd.prefix
     op = nd.op
     red = F.extent(op.reduce_axis[-1])
@@ -358,6 +379,10 @@ def _declare_reduce(cfg, nd: Node, cap: int | None) -> None:
     single = op.num_outputs == 1
     if single and F.lane_candidates(red):
         rules.insert(0, "rf_lanes")
+    elif single and ragged and F.ragged_lanes(red):
+        # lanes that do not divide the row: offered, but the default stays a rule without a
+        # tail (the fallback config is the reference kernel of every measurement)
+        rules.append("rf_lanes")
     if single and spatial < 64 and F.part_candidates(red):
         rules.append("rf_par")
     # The rules leave legality to the dependence analysis: rfactor is offered to every
@@ -367,11 +392,12 @@ def _declare_reduce(cfg, nd: Node, cap: int | None) -> None:
     commutative = op.body[0].combiner.commutative
     default = rules[0] if commutative else "plain"
     cfg.define_knob(F.knob(p, "rule"), rules, default=default)
-    cfg.define_knob(F.knob(p, "lanes"), F.lane_candidates(red) or [1])
+    cfg.define_knob(F.knob(p, "lanes"), F.lane_candidates(red) or
+                    [1, *(F.ragged_lanes(red) if ragged else [])])
     cfg.define_knob(F.knob(p, "parts"), F.part_candidates(red) or [1])
     if op.axis:
         last = F.extent(op.axis[-1])
-        F.declare_tile(cfg, F.knob(p, "V"), last, 2, True, cap)
+        F.declare_tile(cfg, F.knob(p, "V"), last, 2, True, cap, ragged=ragged)
         cfg.define_knob(F.knob(p, "rows"), [r for r in (1, 2, 4, 8) if spatial % r == 0],
                         default=1)
     F.declare_parallel(cfg, p, [1, 0], 1)

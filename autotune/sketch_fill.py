@@ -32,6 +32,13 @@ MAX_TILE = 1024
 # elements of a register tile (the innermost level of every spatial axis): 32 zmm of float32.
 # Beyond it every FMA spills, and unrolled such a tile takes LLVM tens of seconds to compile
 MAX_REGISTER_TILE = 512
+# narrowest vector worth a tile's innermost loop; an extent whose divisors up to MAX_VECTOR are
+# all narrower (197 columns, 2 x a prime) is also offered the RAGGED_VECTORS widths, which do
+# not divide it: whole vectors and a shorter last tile that the split guards and the lowering
+# peels off (ViT's 197-column softmax: 96 us with exact tiles only, the library's ragged
+# default 53 us). Other extents keep exact tiles only, so their spaces do not grow
+MIN_VECTOR = 8
+RAGGED_VECTORS = (16, 32, 8)
 
 
 def register_tile(cfg, prefix: str, n_axes: int) -> int:
@@ -56,37 +63,52 @@ def largest_divisor(n: int, most: int) -> int:
     return max(d for d in divisors(n) if d <= most)
 
 
+def ragged_vectors(n: int) -> list[int]:
+    """Vector widths that do not divide n, offered where n's divisors give no vector of
+    MIN_VECTOR lanes or more; each leaves at least one whole vector before the tail."""
+    if largest_divisor(n, MAX_VECTOR) >= MIN_VECTOR:
+        return []
+    return [v for v in RAGGED_VECTORS if n >= 2 * v]
+
+
 def knob(prefix: str, what: str) -> str:
     return f"{prefix}.{what}"
 
 
 # --------------------------------------------------------------------------------- tiles
-def tile_candidates(n: int, levels: int, vector: bool) -> list[list[int]]:
+def tile_candidates(n: int, levels: int, vector: bool, ragged: bool = False) -> list[list[int]]:
     """The factorizations of a loop of extent n into `levels` loops (outermost first, exact:
     no tail), its innermost factor a vector (an axis that may be vectorized) or a few
-    register rows."""
-    return [list(c) for c in _tile_candidates(n, levels, vector)]
+    register rows. ragged (a vectorized loop): after them, where n has no vector divisor,
+    one tile per ragged_vectors width, its middle levels 1 (the tail is in the innermost
+    level only)."""
+    return [list(c) for c in _tile_candidates(n, levels, vector, ragged)]
 
 
 @functools.lru_cache(maxsize=512)
-def _tile_candidates(n: int, levels: int, vector: bool) -> tuple:
+def _tile_candidates(n: int, levels: int, vector: bool, ragged: bool) -> tuple:
     # cached: the knobs are declared again in every instantiation of a candidate
     from .space import split_candidates
 
     widest = MAX_VECTOR if vector else MAX_ROWS
-    return tuple(tuple(e.size) for e in split_candidates(n, levels, "factors")
-                 if e.size[-1] <= widest and math.prod(e.size[1:][-2:]) <= MAX_TILE)
+    exact = tuple(tuple(e.size) for e in split_candidates(n, levels, "factors")
+                  if e.size[-1] <= widest and math.prod(e.size[1:][-2:]) <= MAX_TILE)
+    if not (ragged and vector):
+        return exact
+    return exact + tuple((-1, *[1] * (levels - 2), v) for v in ragged_vectors(n))
 
 
 def declare_tile(cfg, name: str, n: int, levels: int, innermost: bool,
-                 cap: int | None = None, vector: bool | None = None) -> None:
+                 cap: int | None = None, vector: bool | None = None,
+                 ragged: bool = False) -> None:
     """A split knob of tile_candidates; with `cap`, an evenly spaced subset of at most that
     many of them, the default always among them (keeps the space's size countable when a DAG
     has many loops). innermost: the axis vectorized by default (its default innermost factor
     a vector); vector: whether it may be vectorized (its innermost factor up to a vector's
-    width; default: innermost)."""
+    width; default: innermost); ragged: its innermost level is the loop vectorized, which may
+    take a width that does not divide n (tile_candidates)."""
     default = default_tile(n, levels, innermost)
-    cands = tile_candidates(n, levels, innermost if vector is None else vector)
+    cands = tile_candidates(n, levels, innermost if vector is None else vector, ragged)
     if cap is not None and len(cands) > cap:
         step = len(cands) / cap
         kept = [cands[int(k * step)] for k in range(cap)]
@@ -122,6 +144,12 @@ def declare_attach(cfg, prefix: str, choices: list, default) -> None:
 
 def lane_candidates(n: int) -> list[int]:
     return [v for v in (16, 32, 64, 8) if n % v == 0 and n >= 2 * v]
+
+
+def ragged_lanes(n: int) -> list[int]:
+    """Lanes of a factored reduction that do not divide n (its last chunk shorter), where no
+    lane_candidates width divides it."""
+    return [] if lane_candidates(n) else ragged_vectors(n)
 
 
 def part_candidates(n: int) -> list[int]:

@@ -267,3 +267,95 @@ def test_divisors_of_large_extents_are_found_by_pairs():
     assert [-1, 1, 2] in cands and all(((1 << 20) - 2) % math.prod(c[1:]) == 0 for c in cands)
     cands.append([0])  # callers get their own lists (the cache keeps tuples)
     assert [0] not in tile_candidates((1 << 20) - 2, 3, True)
+
+
+# ------------------------------------------------------------------ ragged vector tiles
+@autotune.workload
+def softmax_rows(H: int, R: int, C: int):
+    """softmax over the last axis, written as its four computes (max, exp, sum, divide)."""
+    X = tl.placeholder((H, R, C), name="X")
+    k1 = tl.reduce_axis((0, C), name="k1")
+    M = tl.compute((H, R), lambda h, i: tl.max(X[h, i, k1], axis=k1), name="M")
+    E = tl.compute((H, R, C), lambda h, i, j: tl.exp(X[h, i, j] - M[h, i]), name="E")
+    k2 = tl.reduce_axis((0, C), name="k2")
+    S = tl.compute((H, R), lambda h, i: tl.sum(E[h, i, k2], axis=k2), name="S")
+    return [X, tl.compute((H, R, C), lambda h, i, j: E[h, i, j] / S[h, i], name="Y")]
+
+
+def _softmax_ref(x):
+    e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_a_prime_row_offers_ragged_vectors_and_others_keep_exact_tiles():
+    from tensorlang.autotune.sketch_fill import ragged_vectors, tile_candidates
+
+    # 197 (ViT's tokens) is prime: no vector divides it
+    space = autotune.create_task(softmax_rows, (2, 3, 197)).config_space
+    # s0 max, s1 exp, s2 sum, s3 the output: the vectorized levels take 16, 32, 8 lanes
+    for name in ("s1.S2", "s3.S2"):
+        assert [e.size for e in space.knobs[name].entities] == [
+            [-1, 1, 1], [-1, 197, 1], [-1, 1, 16], [-1, 1, 32], [-1, 1, 8]]
+    for red in ("s0", "s2"):
+        assert [e.val for e in space.knobs[f"{red}.rule"].entities] == [
+            "plain", "vec_spatial", "rf_lanes"]
+        assert [e.val for e in space.knobs[f"{red}.lanes"].entities] == [1, 16, 32, 8]
+    # the default (the reference kernel of every measurement) has no tail
+    fallback = space.get(space.fallback_index()).entities
+    assert fallback["s0.rule"].val == "plain" and fallback["s3.S2"].size == [-1, 1, 1]
+    # an extent with a vector divisor keeps exactly its exact tiles (the space of the commit
+    # before ragged tiles: 507227047723008 configs)
+    assert len(autotune.create_task(softmax_rows, (2, 3, 192)).config_space) == \
+        507227047723008
+    assert ragged_vectors(192) == ragged_vectors(61) == ragged_vectors(9) == []
+    assert ragged_vectors(2 * 101) == [16, 32, 8] and ragged_vectors(20) == []
+    assert tile_candidates(197, 3, True) == [[-1, 1, 1], [-1, 197, 1]]  # ragged: asked for
+    # a DAG whose space must be thinned to stay countable gets no ragged tiles: its space,
+    # cap and records stay those of the commit before them
+    space = autotune.create_task(W.attention, (6, 197, 64)).config_space
+    assert len(space) == 235653929134718976
+    assert [e.val for e in space.knobs["s1.rule"].entities] == ["plain", "vec_spatial"]
+
+
+@pytest.mark.parametrize("vals", [
+    # exp and the output: 16-lane vectors, 4 whole ones and a 5-column tail; the max and the
+    # sum factored into 16 (resp. 32) partial lanes whose last chunk is short
+    {"s0_rule": "rf_lanes", "s0_lanes": 16, "s1_inline": False, "s1_S2": [-1, 1, 16],
+     "s2_rule": "rf_lanes", "s2_lanes": 32, "s3_S2": [-1, 1, 16]},
+    # the reductions computed inside the output's row loop, 8 and 32 lanes; the max by
+    # vec_spatial, 16 of the 67 rows a vector
+    {"s0_rule": "vec_spatial", "s0_V": [-1, 16], "s0_at": "consumer", "s1_inline": False,
+     "s1_S2": [-1, 1, 8], "s2_rule": "rf_lanes", "s2_lanes": 8,
+     "s2_at": "consumer", "s3_S2": [-1, 1, 32]},
+])
+def test_ragged_softmax_sketches_are_legal_and_match_numpy(vals):
+    from tensorlang.analysis import check_schedule
+
+    args = (1, 67, 67)  # a prime: no vector divides the rows nor the columns
+    task = autotune.create_task(softmax_rows, args)
+    s, tensors = task.instantiate(_config(task, **vals))
+    check_schedule(s)
+    text = str(tl.lower(s, tensors))
+    lanes = vals["s3_S2"][-1]
+    assert f", {lanes})]" in text  # the output's whole vectors
+    x = np.random.default_rng(0).standard_normal(args).astype(np.float32) * 4
+    out = np.full(args, np.nan, np.float32)
+    tl.build(s, tensors)(x, out)
+    # every column, the ragged tail's included
+    np.testing.assert_allclose(out, _softmax_ref(x), rtol=2e-5, atol=1e-7)
+    tail = 67 - 67 % lanes
+    np.testing.assert_allclose(out[..., tail:], _softmax_ref(x)[..., tail:], rtol=2e-5)
+
+
+def test_random_ragged_fills_of_a_prime_row_match_numpy():
+    args = (1, 5, 131)
+    task = autotune.create_task(softmax_rows, args)
+    picked, refused = random_fill(task, 4, np.random.default_rng(3))
+    assert refused == 0 and len(picked) == 4
+    x = np.random.default_rng(1).standard_normal(args).astype(np.float32)
+    for idx in picked:
+        s, tensors = task.instantiate(task.config_space.get(idx))
+        out = np.full(args, np.nan, np.float32)
+        tl.build(s, tensors)(x, out)
+        np.testing.assert_allclose(out, _softmax_ref(x), rtol=2e-5, atol=1e-7,
+                                   err_msg=f"config {idx}")
