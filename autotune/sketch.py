@@ -392,8 +392,12 @@ def _declare_reduce(cfg, nd: Node, cap: int | None, ragged: bool) -> None:
     commutative = op.body[0].combiner.commutative
     default = rules[0] if commutative else "plain"
     cfg.define_knob(F.knob(p, "rule"), rules, default=default)
-    cfg.define_knob(F.knob(p, "lanes"), F.lane_candidates(red) or
-                    [1, *(F.ragged_lanes(red) if ragged else [])])
+    lanes = F.lane_candidates(red) or [1, *(F.ragged_lanes(red) if ragged else [])]
+    cfg.define_knob(F.knob(p, "lanes"), lanes, default=lanes[1] if lanes[0] == 1 and
+                    len(lanes) > 1 else None)
+    if "rf_lanes" in rules[1:] and commutative and lanes[0] == 1:
+        F.note_ragged_seed(cfg, F.knob(p, "rule"), "rf_lanes")
+        F.note_ragged_seed(cfg, F.knob(p, "lanes"), lanes[1])
     cfg.define_knob(F.knob(p, "parts"), F.part_candidates(red) or [1])
     if op.axis:
         last = F.extent(op.axis[-1])

@@ -115,6 +115,20 @@ def declare_tile(cfg, name: str, n: int, levels: int, innermost: bool,
         cands = kept if default in kept else [default, *kept[1:]]
     cfg.define_split(name, n, num_outputs=levels, policy="candidate", candidate=cands,
                      default=default)
+    widths = ragged_vectors(n) if ragged and (innermost if vector is None else vector) else []
+    if widths and (-1, *[1] * (levels - 2), widths[0]) in map(tuple, cands):
+        note_ragged_seed(cfg, name, [-1, *[1] * (levels - 2), widths[0]])
+
+
+def note_ragged_seed(cfg, name: str, value) -> None:
+    """Remember, on a space being collected, the ragged choice of one knob (its widest
+    first-listed vector: 16 lanes, the library default's): structural_variants measures the
+    default config with every such choice made, so that the search starts from a vectorized
+    ragged schedule, while the default itself (the reference kernel) keeps exact tiles."""
+    from .space import ConfigSpace
+
+    if isinstance(cfg, ConfigSpace):
+        cfg.ragged_seed = {**getattr(cfg, "ragged_seed", {}), name: value}
 
 
 def default_tile(n: int, levels: int, innermost: bool) -> list[int]:
@@ -187,6 +201,25 @@ def structural_variants(space) -> list[int]:
             idx = space.index_of(ents)
             if idx not in out:
                 out.append(idx)
+    return _with_ragged_seeds(space, base, out)
+
+
+def _with_ragged_seeds(space, base: dict, variants: list[int]) -> list[int]:
+    """The variants, each followed by its ragged form (the space's ragged_seed choices made
+    where the variant kept the default's structure), the default's own ragged form first:
+    a ragged tile is a size, which a random fill rarely combines with a good structure."""
+    seed = getattr(space, "ragged_seed", None)
+    if not seed:
+        return variants
+    out: list[int] = []
+    for idx in [space.fallback_index(), *variants]:
+        ents = dict(space.get(idx).entities)
+        for name, val in seed.items():
+            if name.split(".", 1)[1] not in STRUCTURE or ents[name] == base[name]:
+                ents[name] = val
+        for i in ([idx] if idx in variants else []) + [space.index_of(ents)]:
+            if i not in out:
+                out.append(i)
     return out
 
 

@@ -288,7 +288,7 @@ def _softmax_ref(x):
 
 
 def test_a_prime_row_offers_ragged_vectors_and_others_keep_exact_tiles():
-    from tensorlang.autotune.sketch_fill import ragged_vectors, tile_candidates
+    from tensorlang.autotune.sketch_fill import ragged_vectors, structural_variants, tile_candidates
 
     # 197 (ViT's tokens) is prime: no vector divides it
     space = autotune.create_task(softmax_rows, (2, 3, 197)).config_space
@@ -300,13 +300,18 @@ def test_a_prime_row_offers_ragged_vectors_and_others_keep_exact_tiles():
         assert [e.val for e in space.knobs[f"{red}.rule"].entities] == [
             "plain", "vec_spatial", "rf_lanes"]
         assert [e.val for e in space.knobs[f"{red}.lanes"].entities] == [1, 16, 32, 8]
-    # the default (the reference kernel of every measurement) has no tail
+    # the default (the reference kernel of every measurement) has no tail; the first batch
+    # measures it and the structural variants also in their ragged form (16 lanes everywhere)
     fallback = space.get(space.fallback_index()).entities
     assert fallback["s0.rule"].val == "plain" and fallback["s3.S2"].size == [-1, 1, 1]
+    seeded = [space.get(i).entities for i in structural_variants(space)]
+    assert sum(v["s0.rule"].val == v["s2.rule"].val == "rf_lanes" and v["s2.lanes"].val == 16
+               and v["s1.S2"].size == v["s3.S2"].size == [-1, 1, 16] for v in seeded) == 2
+    assert any(v["s1.inline"].val is False and v["s3.S2"].size == [-1, 1, 16] for v in seeded)
     # an extent with a vector divisor keeps exactly its exact tiles (the space of the commit
     # before ragged tiles: 507227047723008 configs)
-    assert len(autotune.create_task(softmax_rows, (2, 3, 192)).config_space) == \
-        507227047723008
+    space = autotune.create_task(softmax_rows, (2, 3, 192)).config_space
+    assert len(space) == 507227047723008 and not hasattr(space, "ragged_seed")
     assert ragged_vectors(192) == ragged_vectors(61) == ragged_vectors(9) == []
     assert ragged_vectors(2 * 101) == [16, 32, 8] and ragged_vectors(20) == []
     assert tile_candidates(197, 3, True) == [[-1, 1, 1], [-1, 197, 1]]  # ragged: asked for
@@ -315,6 +320,7 @@ def test_a_prime_row_offers_ragged_vectors_and_others_keep_exact_tiles():
     space = autotune.create_task(W.attention, (6, 197, 64)).config_space
     assert len(space) == 235653929134718976
     assert [e.val for e in space.knobs["s1.rule"].entities] == ["plain", "vec_spatial"]
+    assert not hasattr(space, "ragged_seed")
 
 
 @pytest.mark.parametrize("vals", [
