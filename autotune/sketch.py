@@ -276,7 +276,7 @@ def _declare_all(cfg, dag: Dag, cap: int | None, ragged: bool) -> None:
         elif nd.role == SPATIAL:
             _declare_spatial(cfg, nd, cap, ragged)
         elif nd.role == TILE:
-            _declare_tile(cfg, nd, cap)
+            _declare_tile(cfg, nd, cap, ragged)
         elif nd.role == REDUCE:
             _declare_reduce(cfg, nd, cap, ragged)
         if nd.role in (CHOOSE, REDUCE, TILE) and not nd.is_output and nd.fused_into is None \
@@ -314,7 +314,7 @@ def _declare_spatial(cfg, nd: Node, cap: int | None, ragged: bool) -> None:
     F.declare_unroll(cfg, nd.prefix)
 
 
-def _declare_tile(cfg, nd: Node, cap: int | None) -> None:
+def _declare_tile(cfg, nd: Node, cap: int | None, ragged: bool) -> None:
     p = nd.prefix
     rules = ["cache", "plain"] if nd.is_output else (["fuse", "plain"] if nd.fused_into
                                                      is not None else ["plain"])
@@ -326,7 +326,7 @@ def _declare_tile(cfg, nd: Node, cap: int | None) -> None:
     for a, iv in enumerate(axes):
         # any axis that may be the vector may have a vector's width (2 zmm of channels)
         F.declare_tile(cfg, F.knob(p, f"S{a}"), F.extent(iv), 4, a == len(axes) - 1, cap,
-                       vector=a == len(axes) - 1 or a in wide)
+                       vector=a == len(axes) - 1 or a in wide, ragged=ragged)
     for r, iv in enumerate(nd.op.reduce_axis):
         F.declare_reduce_tile(cfg, F.knob(p, f"R{r}"), F.extent(iv))
     F.declare_parallel(cfg, p, [1, 2], 1)  # tiling levels S0 or S0+S1 in the parallel loop

@@ -365,3 +365,23 @@ def test_random_ragged_fills_of_a_prime_row_match_numpy():
         tl.build(s, tensors)(x, out)
         np.testing.assert_allclose(out, _softmax_ref(x), rtol=2e-5, atol=1e-7,
                                    err_msg=f"config {idx}")
+
+
+@pytest.mark.parametrize("vals", [
+    # a 16 x 16 register tile in the accumulator (cache_write) over 67 x 71: both last tiles
+    # ragged (3 rows, 7 columns)
+    {"s0_S0": [-1, 1, 1, 16], "s0_S1": [-1, 1, 1, 16]},
+    # the rows the vector, B packed per column panel, 8 and 32 lanes
+    {"s0_S0": [-1, 1, 1, 32], "s0_S1": [-1, 1, 1, 8], "s0_vec": 0, "s0_pack": 1,
+     "s0_pack_at": "panel"},
+])
+def test_ragged_matmul_tiles_are_legal_and_match_numpy(vals):
+    from tensorlang.analysis import check_schedule
+
+    args = (67, 71, 16)
+    task = autotune.create_task(W.plain_matmul, args)
+    assert [e.size for e in task.config_space.knobs["s0.S1"].entities][-3:] == [
+        [-1, 1, 1, 16], [-1, 1, 1, 32], [-1, 1, 1, 8]]
+    cfg = _config(task, **vals)
+    check_schedule(task.instantiate(cfg)[0])
+    _build_and_compare("plain_matmul", args, task, cfg)
