@@ -30,6 +30,12 @@ Each compute of the DAG gets one role from what it computes and how it is read:
              stages): tiled in two levels, outer loops fused and parallel, the last axis'
              innermost loop vectorized
 
+Where no vector width of at least 8 lanes divides an extent (197 tokens, a prime), the loop
+levels that are vectorized (spatial tiles' innermost, vec_spatial's, rf_lanes' partial lanes,
+a tiled reduction's register tile) are also offered 16, 32 or 8 lanes with a shorter last
+tile: the split's guard keeps the tail right (the lowering peels the last tile off the whole
+vectors, or, in a fused loop, branches on the guard per tile).
+
 A non-output stage that is computed (reduce, spatial) and has a single consumer stage may be
 computed at the root or inside its consumer's outer loop (a decision). Every decision is a knob:
 a filled sketch is a point of the task's ConfigSpace, and applying it calls the schedule

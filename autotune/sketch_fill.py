@@ -3,7 +3,8 @@ ConfigSpace, and the random fill of those decisions.
 
 A sketch (sketch.py) fixes the structure of a schedule: which stages are inlined, which get
 multi-level tiling with a cache_write accumulator, which reductions are factored. Its decisions
-are numbers: tile sizes (factorizations of each loop's extent, one factor per tiling level),
+are numbers: tile sizes (factorizations of each loop's extent, one factor per tiling level;
+where no vector width divides an extent, also a ragged vector in the level that is vectorized),
 the depth up to which inner loops are unrolled, the level at which an accumulator is computed
 inside its consumer, how many outer loops are fused into the parallel loop, the lanes of a
 factored reduction. Each is a knob named ``s<stage position>.<decision>``, positions counting

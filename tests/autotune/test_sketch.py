@@ -385,3 +385,21 @@ def test_ragged_matmul_tiles_are_legal_and_match_numpy(vals):
     cfg = _config(task, **vals)
     check_schedule(task.instantiate(cfg)[0])
     _build_and_compare("plain_matmul", args, task, cfg)
+
+
+def test_records_of_exact_spaces_still_apply_and_ragged_ones_are_not_misapplied():
+    # a record of the 197-column softmax made before ragged tiles: its values (lanes 1 was
+    # the only lanes candidate) are all still candidates; the index it carries is ignored
+    space = autotune.create_task(softmax_rows, (2, 3, 197)).config_space
+    old = space.get(space.fallback_index()).to_json()
+    old["entity"]["s0.lanes"] = old["entity"]["s2.lanes"] = 1
+    old["index"] = 12345
+    cfg = space.from_json(old)
+    assert cfg.entities["s0.lanes"].val == 1 and cfg.to_json()["entity"] == old["entity"]
+    # a ragged value in a space that does not offer it (thinned to stay countable): refused
+    # (ApplyHistoryBest then skips the record and says why), never mapped to another tile
+    space = autotune.create_task(W.attention, (6, 197, 64)).config_space
+    rec = space.get(space.fallback_index()).to_json()
+    rec["entity"]["s1.lanes"] = 16
+    with pytest.raises(ValueError, match="s1.lanes.*not a candidate"):
+        space.from_json(rec)
