@@ -3,6 +3,8 @@ checks), then the passes in PASSES, in order."""
 
 from __future__ import annotations
 
+from ..errors import LoweringError
+from ..ir.functor import expr_depth, fit_recursion, stmt_depth
 from ..ir.stmt import PrimFunc
 from .bound import infer_bounds
 from .entry_checks import add_entry_checks
@@ -60,6 +62,9 @@ PASSES = (
 
 
 PASS_NAMES = tuple(n for n, _ in PASSES)
+# statement nesting below which a lowered kernel needs no more recursion room than its
+# expressions (fit_recursion leaves 2000 frames of slack over theirs)
+SHALLOW_STMTS = 100
 
 # Named stages: the passes a partial lowering runs, by name, in PASSES order. A pass added to
 # PASSES is in no stage until it is added here, so what a stage's IR looks like cannot change
@@ -125,4 +130,11 @@ def lower(schedule, args, name: str = "main", check: bool = True, stop_after: st
             body = fn(body)
         if pass_name == stop_after:
             break
+    # the walkers after lowering (codegen, the manifest) recurse once per level: unrolled code
+    # can nest deeper than its computes (a let per transposed gather of 197 unrolled rows:
+    # 1046 levels, a RecursionError in the build of a searched softmax schedule). Statements
+    # nested a little are within the room the computes' expressions were given
+    if stmt_depth(body) > SHALLOW_STMTS:
+        fit_recursion(expr_depth(body), f"kernel {name}", LoweringError,
+                      remedy="unroll less (a smaller auto_unroll_max_step) or split the loop")
     return func.replace(body=body)

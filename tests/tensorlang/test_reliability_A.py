@@ -426,6 +426,43 @@ print("still", s[P].attach_type)
     assert "still root" in out
 
 
+UNROLLED_TRANSPOSE = """
+import numpy as np, tensorlang as tl
+X = tl.placeholder((16, {rows}), name="X")
+Y = tl.compute(({rows}, 16), lambda j, i: X[i, j] * 2.0, name="Y")
+s = tl.create_schedule(Y)
+j, i = s[Y].op.axis
+s[Y].vectorize(i)
+s[Y].unroll(j)  # a let per transposed gather, each around the rest: ~5 levels per row
+try:
+    f = tl.build(s, [X, Y], name="deep")
+except tl.LoweringError as e:
+    print("refused:", e)
+else:
+    x = np.random.default_rng(0).random((16, {rows}), dtype=np.float32)
+    y = np.zeros(({rows}, 16), "float32")
+    f(x, y)
+    np.testing.assert_allclose(y, x.T * 2)
+    print("matches numpy")
+"""
+
+
+def test_unrolled_code_nested_deeper_than_its_computes_compiles():
+    # 197 unrolled rows of gathers nest 1038 levels after lowering: the build's walkers
+    # raised a bare RecursionError until lowering made room for them (a searched softmax
+    # schedule of ViT's 197 columns)
+    out = _run_python(UNROLLED_TRANSPOSE.format(rows=197), 300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "matches numpy" in out.stdout
+
+
+def test_unrolled_code_too_deep_to_compile_is_refused_with_its_depth():
+    out = _run_python(UNROLLED_TRANSPOSE.format(rows=600), 300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused: kernel deep: the expression is nested 3074 deep, more than the 2000 " \
+           "levels tensorlang compiles; unroll less" in out.stdout
+
+
 # ----------------------------------------------------------------------------- order of primitives
 
 
