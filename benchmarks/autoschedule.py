@@ -49,6 +49,8 @@ CASES = [
     ("bmm_nt_bias_relu", (8, 128, 128, 64), None),
     ("attention", (8, 128, 64), None),
     ("layer_norm", (1024, 768), ("LayerNormalization", {"axis": -1, "epsilon": 1e-5})),
+    # ViT-small's attention softmax (6 heads x 197 rows of 197: a prime, no vector divides it)
+    ("softmax_rows", (1182, 197), ("Softmax", {"axis": -1})),
     ("row_sum", (256, 16384), None),
     ("stencil_chain", (1 << 20,), None),
     ("transpose", (1024, 1024), ("Transpose", {"perm": [1, 0]})),
@@ -78,6 +80,11 @@ def _numpy_peer(name: str, args: tuple, ins: list):
             d = x - m
             return d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5) * g + b
         return ln
+    if name == "softmax_rows":
+        def softmax():
+            e = np.exp(ins[0] - ins[0].max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+        return softmax
     if name == "row_sum":
         return lambda: ins[0].sum(-1)
     if name == "stencil_chain":
@@ -114,6 +121,11 @@ def _hand(name: str, args: tuple, ins: list):
         out = ops.conv2d_nchw(X, WP, stride=args[6], padding=args[7])
         f = tl.build(ops.default_schedule(out), [X, WP, out], name="hand")
         arrays = [x, wp]
+    elif name == "softmax_rows":  # the library's softmax and its default (ragged) schedule
+        X = tl.placeholder(ins[0].shape, name="X")
+        out = ops.softmax(X, axis=-1)
+        f = tl.build(ops.default_schedule(out), [X, out], name="hand")
+        arrays = list(ins)
     else:
         return None
     res = np.zeros([int(d.value) for d in out.shape], np.float32)

@@ -201,6 +201,24 @@ def _layer_norm_ref(x, g, b):
 
 
 @autotune.workload
+def softmax_rows(R: int, C: int):
+    """Softmax along rows: a row max, exp, a row sum, a divide."""
+    X = tl.placeholder((R, C), name="X")
+    k1 = tl.reduce_axis((0, C), name="k1")
+    Mx = tl.compute((R,), lambda i: tl.max(X[i, k1], axis=k1), name="Mx")
+    E = tl.compute((R, C), lambda i, j: tl.exp(X[i, j] - Mx[i]), name="E")
+    k2 = tl.reduce_axis((0, C), name="k2")
+    Sm = tl.compute((R,), lambda i: tl.sum(E[i, k2], axis=k2), name="Sm")
+    return [X, tl.compute((R, C), lambda i, j: E[i, j] / Sm[i], name="Y")]
+
+
+@_ref("softmax_rows")
+def _softmax_rows_ref(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@autotune.workload
 def row_sum(R: int, C: int):
     X = tl.placeholder((R, C), name="X")
     k = tl.reduce_axis((0, C), name="k")
