@@ -259,6 +259,30 @@ def test_the_command_line_tunes_on_the_cluster(client, tmp_path):
     assert refused.returncode == 2 and "--n-parallel sets local builder" in refused.stderr
 
 
+def test_the_task_scheduler_tunes_and_remeasures_on_the_cluster(client, tmp_path):
+    """TaskScheduler over two tasks with the dask measure option: its trials and its final
+    re-measurement (top configs and default of each task, interleaved) all run on the
+    cluster's measuring workers, and the chosen records deploy."""
+    log = str(tmp_path / "sched.jsonl")
+    tasks = [autotune.create_task("matmul", ARGS, target="llvm"),
+             autotune.create_task("matmul", (32, 64, 64, "float32"), target="llvm")]
+    before = sum(_measured(client).values())
+    autotune.TaskScheduler(tasks, log_file=log, measure_option=_option(client), tuner="random",
+                           round_trials=2, seed=0, progress=False, remeasure_top=1,
+                           remeasure_rounds=2).tune(n_trial=8)
+    records = autotune.load_records(log)
+    trials = [r for r in records if not r.remeasured]
+    remeasured = [r for r in records if r.remeasured]
+    assert len(trials) == 8 and {r.key for r in remeasured} == {t.key for t in tasks}
+    assert all(r.valid for r in remeasured)
+    assert sum(r.chosen for r in remeasured) == 2  # one winner per task
+    assert sum(_measured(client).values()) - before == \
+        sum(r.valid for r in trials) + 2 * len(remeasured)
+    own = tmp_path / "own.jsonl"  # _check_log reads one workload's log
+    own.write_text("".join(r.dumps() + "\n" for r in records if r.key == tasks[0].key))
+    _check_log(str(own), tasks[0], sum(r.key == tasks[0].key for r in trials))
+
+
 def test_arguments_are_checked(client):
     with pytest.raises(TypeError, match="distributed.Client"):
         autotune.DaskBuilder("tcp://localhost:8786")
