@@ -339,12 +339,8 @@ class TaskScheduler:
                 pass  # every trial of this round failed: recorded in the log, counted below
         measured = tuner.trials - before
         self.measured += measured
-        s.trials += measured
-        s.settled = s.settled and not measured
-        s.rounds += 1
-        s.best = min(s.best, tuner.best_cost)
-        s.history.append((s.trials, s.best))
-        self._update_stop(s, best_before, measured, tuner)
+        self._count_round(s, measured, tuner.best_cost,
+                          exhausted=not measured or not (tuner.has_next() or tuner._settled))
         self.round += 1
         self.seconds += time.perf_counter() - t0
         self._report(s, best_before, measured)
@@ -374,12 +370,20 @@ class TaskScheduler:
             self._report_line("re-measured", 0, f"[re-measured] top {self.remeasure_top} "
                               f"configs and the default of {len(done)} tasks")
 
-    def _update_stop(self, s: _TaskState, best_before: float, measured: int,
-                     tuner: Tuner) -> None:
+    def _count_round(self, s: _TaskState, measured: int, best: float, exhausted: bool) -> None:
+        """Task s's state after a round of `measured` trials whose best was `best` seconds:
+        its trials, best and history, and whether it stops (its space exhausted, or no
+        improvement of min_improvement in flatten_rounds rounds)."""
+        best_before = s.best
+        s.trials += measured
+        s.settled = s.settled and not measured
+        s.rounds += 1
+        s.best = min(s.best, best)
+        s.history.append((s.trials, s.best))
         improved = s.best < best_before * (1 - self.min_improvement) or \
             (best_before == math.inf and s.best < math.inf)
         s.stale_rounds = 0 if improved else s.stale_rounds + 1
-        if not measured or not (tuner.has_next() or tuner._settled):
+        if exhausted:
             s.done = "space exhausted"
         elif s.stale_rounds >= self.flatten_rounds:
             s.done = "flattened"

@@ -6,8 +6,8 @@ allocation chosen with hindsight, at several trials per task.
                                           [--per-task 5,10,20,40] [--round-trials 4]
 
 LOG: a log of every task of the ResNet-50-shaped model tuned heaviest-first with many trials
-each; made first when missing (`tune_tasks(n_trial=--trials-per-task, remeasure_top=0)`, xgb,
-as benchmarks/task_scheduler.py measures: minutes, on a quiet machine). A task's trials are
+each; made first when missing (task_scheduler.heaviest_first with --trials-per-task each, xgb;
+its re-measured records are left out: minutes, on a quiet machine). A task's trials are
 taken in the order they were measured, whichever strategy asks for them; each task's first
 trial is its default config (what an untuned build runs). For a budget of p trials per task:
 heaviest-first's estimate (weight x best of each task's first p trials), the fewest trials
@@ -24,10 +24,10 @@ import math
 import os
 import statistics
 
-from task_scheduler import fewest_trials, measure_option, model_of, trial_sequences
+from task_scheduler import fewest_trials, heaviest_first, model_of, trial_sequences
 from tensorlang.autotune.task_scheduler import TaskScheduler
 
-from tensorlang import autotune, graph
+from tensorlang import graph
 
 
 class ReplayedScheduler(TaskScheduler):
@@ -40,30 +40,17 @@ class ReplayedScheduler(TaskScheduler):
 
     def replay(self, n_trial: int) -> list[tuple[int, float]]:
         while (s := self._next_task(n_trial, math.inf)) is not None:
-            take = self.seqs[s.task.key][s.trials:s.trials + self._round_size(s, n_trial)]
-            before = s.best
-            s.trials += len(take)
-            s.rounds += 1
-            s.best = min([s.best, *take])
-            s.history.append((s.trials, s.best))
-            improved = s.best < before * (1 - self.min_improvement)
-            s.stale_rounds = 0 if improved else s.stale_rounds + 1
-            if s.trials >= len(self.seqs[s.task.key]):
-                s.done = "log exhausted"
-            elif s.stale_rounds >= self.flatten_rounds:
-                s.done = "flattened"
+            seq = self.seqs[s.task.key]
+            take = seq[s.trials:s.trials + self._round_size(s, n_trial)]
+            self._count_round(s, len(take), min(take, default=math.inf),
+                              exhausted=s.trials + len(take) >= len(seq))
             self.curve.append((self.trials, self.estimated_latency()))
         return self.curve
 
 
 def gather(tasks, log: str, per_task: int) -> None:
-    order = sorted(tasks, key=lambda t: t.flop * t.weight, reverse=True)
-    opt = measure_option()
-    try:
-        autotune.tune_tasks(order, n_trial=per_task, log_file=log, tuner="xgb",
-                            measure_option=opt, progress=False, seed=0, remeasure_top=0)
-    finally:
-        opt.close()
+    """Heaviest-first, as task_scheduler.py tunes it (its re-measurements are ignored here)."""
+    heaviest_first(tasks, per_task * len(tasks), log, "xgb", 0)
 
 
 def main() -> None:
