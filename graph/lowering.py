@@ -402,6 +402,8 @@ def _vision(op: str, ins: list, a: dict, out_shape):
         return O.conv_transpose_weight(ins[0], a["strides"], a["dilations"], a["groups"])
     if op == "conv_transpose_interleave":
         return _ct_interleave(ins[0], a)
+    if op == "gather_elements":
+        return O.gather_elements(ins[0], ins[1], a.get("axis", 0))
     if op == "gather_nd":
         return O.gather_nd(ins[0], ins[1], a.get("batch_dims", 0))
     if op == "scatter_nd":
@@ -422,7 +424,7 @@ def _vision(op: str, ins: list, a: dict, out_shape):
 
 
 VISION_OPS = ("resize", "conv_transpose_weight", "conv_transpose_interleave", "gather_nd",
-              "scatter_nd", "scatter_nd_planned", "scatter_nd_boxed", "space_to_depth", "trilu",
+              "gather_elements", "scatter_nd", "scatter_nd_planned", "scatter_nd_boxed", "space_to_depth", "trilu",
               "group_norm")
 
 

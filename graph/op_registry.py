@@ -849,6 +849,32 @@ def _ct_interleave_ref(xs, a):
 register("conv_transpose_interleave", INJECTIVE, 1, _ct_interleave_infer, _ct_interleave_ref)
 
 
+def _gather_elements_infer(types, attrs):
+    (ds, dt_), (ishp, it) = types
+    if not np.issubdtype(np.dtype(it), np.integer):
+        raise GraphError(f"indices must be integers, got {it}")
+    ax = attrs.get("axis", 0)
+    if len(ishp) != len(ds) or not -len(ds) <= ax < len(ds) or any(
+            isinstance(i, int) and isinstance(d, int) and i > d
+            for j, (i, d) in enumerate(zip(ishp, ds)) if j != ax % len(ds)):
+        raise GraphError(f"indices {list(ishp)} do not fit data {list(ds)} along axis {ax} (the "
+                         "same rank, at most data's extent on every other axis)")
+    return [(tuple(ishp), dt_)]
+
+
+def _gather_elements_ref(xs, a):
+    from tensorlang.ops.references import gather_elements
+
+    data, idx = xs
+    ax = a.get("axis", 0) % data.ndim
+    if ((idx < -data.shape[ax]) | (idx >= data.shape[ax])).any():
+        raise IndexError("GatherElements index out of range")
+    return [gather_elements(data, idx, ax)]
+
+
+register("gather_elements", INJECTIVE, 2, _gather_elements_infer, _gather_elements_ref)
+
+
 def _gather_nd_infer(types, attrs):
     (ds, dt_), (ishp, it) = types
     if not np.issubdtype(np.dtype(it), np.integer):

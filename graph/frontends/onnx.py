@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import textwrap
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -912,19 +911,6 @@ def _subgraphs(n) -> list:
     return out
 
 
-def _gather_elements(ins: list, a: dict) -> list:
-    data, idx = ins
-    axis = a.get("axis", 0) % data.ndim
-    idx = np.where(idx < 0, idx + data.shape[axis], idx)
-    return [np.take_along_axis(data, idx, axis=axis)]
-
-
-# operators folded with numpy here rather than by onnx's reference evaluator, whose
-# GatherElements breaks past 32 distinct indices along the axis (np.choose's limit: BERT's
-# position ids, 512 of them, fail with 'cannot reshape')
-NUMPY_FOLDS: dict[str, Callable[[list, dict], list]] = {"GatherElements": _gather_elements}
-
-
 def _fold_by_reference(ctx: _Ctx, n, ins: list) -> list | None:
     """A node of an operator tensorlang lacks, with constant inputs, evaluated by onnx's
     reference evaluator into constants; None when it cannot be (a run-time input, a subgraph,
@@ -933,10 +919,6 @@ def _fold_by_reference(ctx: _Ctx, n, ins: list) -> list | None:
         return None
     if not all(v is None or v.is_constant for v in ins):
         return None
-    if n.op_type in NUMPY_FOLDS:
-        arrays = NUMPY_FOLDS[n.op_type]([None if v is None else v.data for v in ins],
-                                        _attrs(n))
-        return [ctx.b.const(np.asarray(arr), name=ctx.node_name) for arr in arrays]
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
 

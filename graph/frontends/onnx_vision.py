@@ -299,6 +299,19 @@ def _int_indices(c, v):
         raise refuse(c, f"indices must be an integer tensor, got {v.dtype}")
 
 
+@_conv("GatherElements")
+def _gather_elements(c, ins, a):
+    data, idx = ins[0], ins[1]
+    _int_indices(c, idx)
+    r, ax = len(data.shape), int(a.get("axis", 0))
+    if len(idx.shape) != r or not -r <= ax < r or any(
+            isinstance(i, int) and isinstance(d, int) and i > d
+            for j, (i, d) in enumerate(zip(idx.shape, data.shape)) if j != ax % r):
+        raise refuse(c, f"indices {list(idx.shape)} do not fit data {list(data.shape)} along "
+                        f"axis {ax} (the same rank, at most data's extent on every other axis)")
+    return [c.op("gather_elements", [data, idx], axis=ax % r)]
+
+
 @_conv("GatherND")
 def _gather_nd(c, ins, a):
     data, idx = ins[0], ins[1]

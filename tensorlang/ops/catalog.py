@@ -348,6 +348,11 @@ def _define_vision() -> None:
            lambda x, w: CT.conv2d_transpose_nchw(x, w, (2, 3), (0, 1, 2, 0), (1, 2), (2, 1), 2),
            lambda x, w: ref.conv_transpose(x, w, [2, 3], [0, 1, 2, 0], [1, 2], [2, 1], 2),
            rtol=1e-4, atol=1e-4)])
+    define("gather_elements", IX.gather_elements, INJECTIVE, [
+        ex([(3, 4, 5), ((3, 6, 5), "int64")], lambda d, i: IX.gather_elements(d, i, 1),
+           lambda d, i: ref.gather_elements(d, i, 1), low=-4, high=3),
+        ex([(4, 37), ((2, 37), "int64")], IX.gather_elements, ref.gather_elements, low=-4,
+           high=3)])
     define("gather_nd", IX.gather_nd, INJECTIVE, [
         ex([(3, 4, 5), ((2, 3, 2), "int64")], IX.gather_nd, ref.gather_nd, low=-3, high=2),
         ex([(2, 4, 5), ((2, 3, 1), "int64")], lambda d, i: IX.gather_nd(d, i, 1),

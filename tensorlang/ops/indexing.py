@@ -1,5 +1,6 @@
 """Indexing by index tuples: gather_nd (ONNX GatherND, with batch_dims) and scatter_nd (ONNX
-ScatterND, reductions none / add / mul / max / min).
+ScatterND, reductions none / add / mul / max / min); by an index per element along one axis:
+gather_elements (ONNX GatherElements, torch.gather).
 
 Every index is a run-time value: each is read through a load whose index it is, so the
 run-time check that lowering puts on data-dependent indices (lower/passes/check_indices.py)
@@ -25,6 +26,7 @@ from ._base import (
     REDUCE,
     check_int,
     check_tensor,
+    normalize_axis,
     op_compute,
     prod_of,
     static_shape,
@@ -75,6 +77,27 @@ def gather_nd(data: Tensor, indices: Tensor, batch_dims: int = 0) -> Tensor:
         return data[tuple(idx) + tuple(rest)]
 
     return op_compute(op, shape, f, INJECTIVE, batch_dims=b)
+
+
+def gather_elements(data: Tensor, indices: Tensor, axis: int = 0) -> Tensor:
+    """ONNX GatherElements (torch.gather): out[i] = data[i with its ``axis`` coordinate replaced
+    by indices[i]]. Output: indices.shape; indices has data's rank, and along every other axis
+    at most data's extent."""
+    op = "gather_elements"
+    check_tensor(op, "data", data)
+    ds, ishp = static_shape(op, "data", data), _index_tensor(op, indices)
+    r = len(ds)
+    ax = normalize_axis(op, "axis", axis, r)
+    if len(ishp) != r or any(i > d for j, (i, d) in enumerate(zip(ishp, ds)) if j != ax):
+        raise ValueError(f"{op}: indices {ishp} do not fit data {ds} along axis {ax}: need the "
+                         "same rank and, on every other axis, at most data's extent")
+
+    def f(*o):
+        idx = list(o)
+        idx[ax] = _wrapped(indices[o], ds[ax])
+        return data[tuple(idx)]
+
+    return op_compute(op, ishp, f, INJECTIVE, axis=ax)
 
 
 def _scatter_args(op, data, indices, updates, reduction):
@@ -281,4 +304,4 @@ def scatter_nd_boxed(data: Tensor, updates: Tensor, starts, steps,
 
 
 # scatter_nd_box and scatter_nd_plan are numpy helpers of the importer, not ops
-__all__ = ["gather_nd", "scatter_nd", "scatter_nd_boxed", "scatter_nd_planned"]
+__all__ = ["gather_elements", "gather_nd", "scatter_nd", "scatter_nd_boxed", "scatter_nd_planned"]

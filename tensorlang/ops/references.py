@@ -174,6 +174,14 @@ def conv_transpose_interleave(y):
     return out
 
 
+def gather_elements(data, indices, axis=0):
+    """ONNX GatherElements by its definition: each output element's own coordinates, its
+    ``axis`` one replaced by its index (negative indices count from the end)."""
+    where = list(np.indices(indices.shape, sparse=True))
+    where[axis] = np.where(indices < 0, indices + data.shape[axis], indices)
+    return data[tuple(where)]
+
+
 def gather_nd(data, indices, batch_dims=0):
     """ONNX GatherND by its definition (loops over the index tuples)."""
     b = batch_dims

@@ -177,8 +177,8 @@ def test_refused_nodes_are_listed_with_the_unsupported_ones():
 
 
 def test_gather_elements_of_constants_folds_past_32_indices():
-    """BERT's exports gather 128 position ids out of a constant (1, 512) buffer: onnx's
-    reference evaluator fails on it (np.choose takes at most 32 choices), numpy folds it."""
+    """BERT's exports gather 128 position ids out of a constant (1, 512) buffer (onnx's
+    reference evaluator fails on it: np.choose takes at most 32 choices): it folds."""
     buf = numpy_helper.from_array(np.arange(512, dtype=np.int64)[None] * 3, "buf")
     idx = numpy_helper.from_array(np.array([[5, -1, 0] + list(range(100, 225))], np.int64),
                                   "idx")

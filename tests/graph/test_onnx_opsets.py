@@ -391,6 +391,11 @@ def _gather_nd(op, v):
     return Case([_x(_f(3, 4, 2)), _c(idx, "idx")])
 
 
+def _gather_elements(op, v):
+    idx = _i(1, 0, 2, -1, 0, 3, 2, 2).reshape(2, 4)
+    return Case([_x(_f(3, 4)), ("idx", idx, False)], {"axis": 1})  # run-time indices
+
+
 def _scatter_nd(op, v):
     idx = _i(2, 0).reshape(2, 1)
     attrs = {"reduction": "add"} if v >= 16 else {}
@@ -426,6 +431,7 @@ CASES = {
     "Einsum": lambda op, v: Case([_x(_f(2, 3, 4)), _x(_f(2, 4, 5), "y")],
                                  {"equation": "bij,bjk->bik"}),
     "Upsample": _upsample, "Resize": _resize, "GatherND": _gather_nd, "ScatterND": _scatter_nd,
+    "GatherElements": _gather_elements,
     "SpaceToDepth": lambda op, v: Case([_x(_f(1, 2, 4, 6))], {"blocksize": 2}),
     "GroupNormalization": _group_norm,
     "Trilu": lambda op, v: Case([_x(_f(2, 4, 5)), _c(np.array(-1, np.int64), "k")],

@@ -370,6 +370,7 @@ def test_conv_transpose_bad_attributes_are_refused(attrs, ws, match):
 
 
 @pytest.mark.parametrize("case", node_cases("gathernd", "GatherND") +
+                         node_cases("gatherelements", "GatherElements") +
                          node_cases("scatternd", "ScatterND"), ids=lambda c: c.name)
 def test_gather_scatter_nd_onnx_backend_cases(case):
     run_case(case)
@@ -391,6 +392,18 @@ def test_gather_nd_vs_onnxruntime(ds, ishp, b, lo, hi):
                  {"x": x, "i": idx})
 
 
+@pytest.mark.parametrize("ds,ishp,axis,opset", [
+    ((3, 4, 5), (3, 6, 5), 1, 13),
+    ((2, 128), (2, 128), 1, 11),  # RoBERTa's position ids: one index per token
+    ((2, 3, 19), (1, 2, 40), -1, 13),  # smaller on the other axes, longer on the gathered one
+    ((5, 4), (7, 4), 0, 13),
+])
+def test_gather_elements_vs_onnxruntime(ds, ishp, axis, opset):
+    x, idx = rand(ds), _ints(ishp, -ds[axis], ds[axis])
+    check_vs_ort(one_node("GatherElements", [("x", x), ("i", idx)], {"axis": axis}, opset),
+                 {"x": x, "i": idx})
+
+
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 def test_scatter_nd_vs_onnxruntime(reduction):
     x = rand((5, 4, 3))
@@ -408,7 +421,8 @@ def test_scatter_nd_vs_onnxruntime(reduction):
 
 def test_out_of_range_indices_raise_kernel_errors():
     """A run-time index outside [-n, n) fails the kernel (never a read or write out of
-    bounds), for GatherND and ScatterND, in every position of the index tuple."""
+    bounds), for GatherND and ScatterND, in every position of the index tuple, and for
+    GatherElements."""
     from tensorlang.runtime import KernelError
 
     x = rand((3, 4, 5))
@@ -419,6 +433,13 @@ def test_out_of_range_indices_raise_kernel_errors():
             gm.run(x=x, i=np.array(bad, np.int64))
     ok = np.array([[-3, -4], [2, 3]], np.int64)
     close(gm.run(x=x, i=ok)["y0"], x[[0, 2], [0, 3]])
+    gm = graph.build(graph.from_onnx(one_node(
+        "GatherElements", [("x", x), ("i", _ints((3, 2, 5), 0, 4))], {"axis": 1}, 13)))
+    for bad in (4, -5):
+        idx = _ints((3, 2, 5), 0, 4)
+        idx[2, 1, 3] = bad
+        with pytest.raises(KernelError, match="index out of bounds"):
+            gm.run(x=x, i=idx)
     for red in ("none", "add"):
         gm = graph.build(graph.from_onnx(one_node(
             "ScatterND", [("x", x), ("i", _ints((2, 2), 0, 3)), ("u", rand((2, 5)))],
@@ -429,6 +450,9 @@ def test_out_of_range_indices_raise_kernel_errors():
 
 
 @pytest.mark.parametrize("op,attrs,shapes,match,opset", [
+    ("GatherElements", {"axis": 1}, [(3, 4), (4, 2)], "do not fit data", 13),
+    ("GatherElements", {"axis": 2}, [(3, 4), (3, 2)], "do not fit data", 13),
+    ("GatherElements", {}, [(3, 4), (3,)], "do not fit data", 13),
     ("GatherND", {"batch_dims": 1}, [(3, 4), (2, 1)], "do not fit data", 13),
     ("GatherND", {}, [(3, 4), (2, 3)], "do not fit data", 13),
     ("GatherND", {"batch_dims": 1}, [(3, 4), (3, 1)], "batch_dims needs opset 12", 11),

@@ -43,6 +43,29 @@ def test_gather_nd_index_out_of_range_is_a_kernel_error():
         run(y, [x, i], [a, np.array([[0, 0], [0, 4]])])
 
 
+@pytest.mark.parametrize("ds,ishp,axis", [((3, 4, 5), (3, 6, 5), 1), ((4, 37), (2, 37), 0),
+                                            ((2, 3, 19), (1, 2, 40), -1)])
+def test_gather_elements_matches_its_definition(ds, ishp, axis):
+    x = tl.placeholder(ds, name="x")
+    i = tl.placeholder(ishp, dtype="int64", name="i")
+    a = rand(ds)
+    idx = np.random.default_rng(3).integers(-ds[axis], ds[axis], ishp)
+    want = ref.gather_elements(a, idx, axis % len(ds))
+    if ishp[:axis % len(ds)] == ds[:axis % len(ds)]:  # torch.gather's own case, numpy's too
+        np.testing.assert_array_equal(want, np.take_along_axis(a, idx % ds[axis], axis=axis))
+    np.testing.assert_array_equal(run(O.gather_elements(x, i, axis), [x, i], [a, idx]), want)
+
+
+def test_gather_elements_index_out_of_range_is_a_kernel_error():
+    x = tl.placeholder((3, 4), name="x")
+    i = tl.placeholder((3, 2), dtype="int64", name="i")
+    y = O.gather_elements(x, i, 1)
+    with pytest.raises(tl.runtime.KernelError, match="index out of bounds"):
+        run(y, [x, i], [rand((3, 4)), np.array([[0, 1], [2, 3], [4, 0]])])
+    with pytest.raises(tl.runtime.KernelError, match="index out of bounds"):
+        run(y, [x, i], [rand((3, 4)), np.array([[0, 1], [-5, 3], [0, 0]])])
+
+
 def test_scatter_nd_duplicates_with_reductions_combine_in_order():
     x = tl.placeholder((4, 2), name="x")
     i = tl.placeholder((3, 1), dtype="int64", name="i")
@@ -70,6 +93,14 @@ def test_scatter_nd_duplicates_with_reductions_combine_in_order():
      "indices must be an integer tensor"),
     (lambda: O.gather_nd(tl.placeholder((3, 4)), tl.placeholder((2, 1), dtype="int64"), 1),
      "batch axes of indices"),
+    (lambda: O.gather_elements(tl.placeholder((3, 4)), tl.placeholder((3, 5), dtype="int64")),
+     "do not fit data"),
+    (lambda: O.gather_elements(tl.placeholder((3, 4)), tl.placeholder((3,), dtype="int64")),
+     "do not fit data"),
+    (lambda: O.gather_elements(tl.placeholder((3, 4)), tl.placeholder((3, 4), dtype="int64"),
+                               2), "axis=2 is out of range"),
+    (lambda: O.gather_elements(tl.placeholder((3, 4)), tl.placeholder((3, 4))),
+     "indices must be an integer tensor"),
     (lambda: O.scatter_nd(tl.placeholder((3, 4)), tl.placeholder((2, 1), dtype="int64"),
                           tl.placeholder((2, 3))), "updates .* must have shape"),
     (lambda: O.scatter_nd(tl.placeholder((3, 4)), tl.placeholder((2, 1), dtype="int64"),
