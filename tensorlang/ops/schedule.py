@@ -1344,7 +1344,43 @@ def _tail_anchor(s, out_stage):
             break
         tails.append(cand)
         cur = cand
-    return None, []
+    return _tail_tree_anchor(s, out_stage)
+
+
+def _same_extents(p, st) -> bool:
+    return len(p.op.axis) == len(st.op.axis) and all(
+        _ext(a) == _ext(b) for a, b in zip(p.op.axis, st.op.axis))
+
+
+def _tail_tree_anchor(s, out_stage):
+    """_tail_anchor for a tail that reads a value more than once: the same-shape
+    elementwise/broadcast stages the output reads (transitively) down to one heavy op, where
+    nothing outside them reads the heavy op or any of them. erf GELU after a dense + bias,
+    x * 0.5 * (1 + erf(x / sqrt 2)) with x = dense + bias, reads x twice: missed by the chain
+    walk, the dense wrote its output to a heap buffer and the GELU ran as a second pass over
+    it. (anchor stage, [tail stages]) or (None, [])."""
+    if pattern_of(out_stage.op) not in (ELEMWISE, BROADCAST):
+        return None, []
+    anchor, tails, todo = None, [], [out_stage]
+    while todo:
+        cur = todo.pop()
+        for t in cur.op.input_tensors:
+            p = s.stage_map.get(t.op)
+            if p is None or p.is_output or not _same_extents(p, out_stage):
+                continue
+            kind = pattern_of(p.op)
+            if anchor_schedule(p.op) is not None and kind in (OUT_ELEMWISE_FUSABLE, REDUCE):
+                if anchor is not None and anchor is not p:
+                    return None, []  # two heavy ops: each keeps its own schedule
+                anchor = p
+            elif kind in (ELEMWISE, BROADCAST) and all(p is not q for q in tails):
+                tails.append(p)
+                todo.append(p)
+    inside = {id(out_stage), *(id(q) for q in tails)}
+    if anchor is None or any(id(c) not in inside for st in (anchor, *tails)
+                             for c in s.consumers(st)):
+        return None, []
+    return anchor, tails
 
 
 def _plan_outputs(s, keep: set) -> list[_Step]:

@@ -607,6 +607,70 @@ def test_fused_matmul_add_gelu(m, k, n):
           **TOL)
 
 
+def _erf_gelu_as_onnx_exports_it(x, d, c1, c05):
+    """x * 0.5 * (1 + erf(x / sqrt 2)) as five ops (Div, Erf, Add, Mul, Mul): x read twice."""
+    return ops.multiply(ops.multiply(x, ops.add(ops.erf(ops.divide(x, d)), c1)), c05)
+
+
+def _scalars():
+    vals = [np.array([math.sqrt(2.0)], "float32"), np.array([1.0], "float32"),
+            np.array([0.5], "float32")]
+    return [ph(v, nm) for v, nm in zip(vals, ("d", "one", "half"))], vals
+
+
+def _gelu_ref(r):
+    from scipy.special import erf
+
+    return (0.5 * r * (1 + erf(r / np.sqrt(2)))).astype("float32")
+
+
+@pytest.mark.parametrize("m,k,n", [(30, 20, 37), (13, 9, 50), (12, 64, 128)])
+def test_dense_bias_then_onnx_gelu_is_computed_on_the_register_tile(m, k, n):
+    """The tail reads the dense + bias value twice (not a chain): the dense is still placed at
+    the output's tile loop (one parallel loop, no heap buffer of the dense's output)."""
+    x, w, b = rand((m, k)), rand((n, k)), rand((n,))
+    X, W, B = ph(x, "X"), ph(w, "W"), ph(b, "b")
+    (D, C1, C05), vals = _scalars()
+    out = _erf_gelu_as_onnx_exports_it(ops.dense(X, W, B), D, C1, C05)
+    s = ops.default_schedule(out)
+    mm = next(st for st in s.stages if st.op.tag == "dense")
+    assert mm.attach_type == "scope" and mm.attach_stage.op is out.op
+    text = str(tl.lower(s, [X, W, B, D, C1, C05, out]))
+    assert text.count("parallel for") == 1 and "(heap)" not in text
+    check(out, [X, W, B, D, C1, C05], [x, w, b, *vals],
+          _gelu_ref(x.astype("float64") @ w.T + b), **TOL)
+
+
+@pytest.mark.parametrize("bsz,m,k,n", [(3, 17, 8, 45), (2, 12, 16, 64)])
+def test_batch_matmul_silu_tail_reads_the_product_twice(bsz, m, k, n):
+    a, b = rand((bsz, m, k)), rand((bsz, k, n))
+    A, B = ph(a, "A"), ph(b, "B")
+    mm = ops.batch_matmul(A, B)
+    out = ops.multiply(mm, ops.sigmoid(mm))
+    s = ops.default_schedule(out)
+    assert s[mm].attach_type == "scope" and s[mm].attach_stage.op is out.op
+    r = a.astype("float64") @ b
+    check(out, [A, B], [a, b], (r / (1 + np.exp(-r))).astype("float32"), **TOL)
+
+
+def test_tail_value_read_outside_the_tail_keeps_the_matmul_at_the_root():
+    """A tail stage that a second output also reads: the matmul cannot live in the first
+    output's tiles (its values are needed elsewhere), so it keeps its own root schedule; both
+    outputs still match numpy."""
+    a, b, c = rand((14, 24)), rand((24, 40)), rand((40,))
+    A, B, C = ph(a, "A"), ph(b, "B"), ph(c, "c")
+    (D, C1, C05), vals = _scalars()
+    biased = ops.add(ops.matmul(A, B), C)
+    gelu = _erf_gelu_as_onnx_exports_it(biased, D, C1, C05)
+    other = ops.sigmoid(ops.divide(biased, D))
+    s = ops.default_schedule([gelu, other])
+    mm = next(st for st in s.stages if st.op.tag == "matmul")
+    assert mm.attach_type != "scope" or mm.attach_stage.op not in (gelu.op, other.op)
+    r = a.astype("float64") @ b + c
+    check([gelu, other], [A, B, C, D, C1, C05], [a, b, c, *vals],
+          [_gelu_ref(r), (1 / (1 + np.exp(-r / np.sqrt(2)))).astype("float32")], **TOL)
+
+
 @pytest.mark.parametrize("m,k,n", [(24, 20, 48), (13, 9, 37), (4, 16, 20)])
 def test_matmul_prepacked(m, k, n):
     """B packed once into [ceil(N/16), K, 16] panels (zero-padded past N), then the matmul
