@@ -531,6 +531,18 @@ def _hf_gpt2():
     return _OutputsOnly(GPT2Model(cfg), names), list(names), (ids, mask), []
 
 
+def _hf_roberta():
+    tf = _transformers()
+    RobertaConfig, RobertaModel = tf.RobertaConfig, tf.RobertaModel
+
+    # its position ids are gathered at run time (GatherElements) from the padding in input_ids
+    cfg = RobertaConfig(vocab_size=4000, hidden_size=256, num_hidden_layers=4,
+                        num_attention_heads=4, intermediate_size=1024,
+                        max_position_embeddings=200, attn_implementation="eager")
+    ids, mask = _text_args(cfg.vocab_size)
+    return _OutputsOnly(RobertaModel(cfg)), ["input_ids", "attention_mask"], (ids, mask), []
+
+
 def _hf_vit():
     tf = _transformers()
     ViTConfig, ViTModel = tf.ViTConfig, tf.ViTModel
@@ -600,6 +612,7 @@ TORCH = [
     ("hf_distilbert", "nlp", "transformers DistilBertModel (4 layers, 256 wide)",
      _hf_distilbert),
     ("hf_gpt2", "nlp", "transformers GPT2Model (4 layers, 256 wide, causal)", _hf_gpt2),
+    ("hf_roberta", "nlp", "transformers RobertaModel (4 layers, 256 wide)", _hf_roberta),
     ("hf_vit", "vision", "transformers ViTModel (4 layers, 192 wide)", _hf_vit),
     ("hf_segformer", "vision-seg", "transformers SegformerForSemanticSegmentation (b0-like)",
      _hf_segformer),
