@@ -148,6 +148,8 @@ def _conv(ins, a, out_shape):
             y = O.conv2d_nchw(x, w, *window, a["groups"], out_layout=a["out_layout"])
         elif a.get("groups", 1) > 1:
             y = O.depthwise_conv2d_nchwc(x, w, *window)
+        elif str(a.get("weight_layout")).startswith(R.WINOGRAD_LAYOUT_PREFIX):
+            y = O.conv2d_winograd_nchwc(x, w, window[1])
         else:
             y = O.conv2d_nchwc(x, w, *window)
         if len(ins) > 2:  # bias [OC] is [OC/o, 1, 1, o] in the blocked layout

@@ -308,6 +308,9 @@ def blocked_shape(shape, block: int) -> tuple:
     return (shape[0], shape[1] // block, shape[2], shape[3], block)
 
 
+WINOGRAD_LAYOUT_PREFIX = "WINOGRAD4x4_"  # transformed 3x3 weights (tensorlang.ops.winograd)
+
+
 def _conv_infer(types, attrs):
     (xs, xt), (ws, _) = types[0], types[1]
     layout = attrs.get("weight_layout")
@@ -323,6 +326,13 @@ def _conv_infer(types, attrs):
         if attrs["groups"] != xs[1]:
             raise GraphError(f"a blocked conv with groups={attrs['groups']} must be depthwise "
                              f"(groups = channels = {xs[1]})")
+    elif block is not None and str(layout).startswith(WINOGRAD_LAYOUT_PREFIX):
+        # the Winograd conv (convert_layout pass): w [6, 6, OC/o, C/b, b, o], 3x3 kernels
+        if layout != f"{WINOGRAD_LAYOUT_PREFIX}OIHW{block}i{ws[-1]}o" or len(ws) != 6 or \
+                tuple(ws[:2]) != (6, 6) or ws[4] != block:
+            raise GraphError(f"weight {list(ws)} is not in weight_layout {layout!r}")
+        xs = unblocked_shape(xs, attrs["layout"])
+        ws = (ws[2] * ws[5], ws[3] * ws[4], 3, 3)
     elif block is not None:
         # the blocked conv (convert_layout pass): x NCHW[b]c, w [OC/o, C/b, KH, KW, b, o]
         if layout != f"OIHW{block}i{ws[-1]}o" or len(ws) != 6 or ws[4] != block:

@@ -87,6 +87,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from tensorlang.ops.winograd import winograd_eligible, winograd_weight
+
 from .. import op_registry as R
 from ..ir import Graph, Node, Value
 from .pack_conv_weights import pack_oihw
@@ -164,6 +166,18 @@ def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
     if w.shape[1] > 1 and (w.shape[0] // groups) % ob == 0 and not _pixels_conv(n, w):
         return "grouped", ob
     return None
+
+
+def _winograd(n: Node, w: Value, x: Value, out: Value) -> bool:
+    """A blocked 3x3 stride-1 fp32 conv that runs as Winograd F(4x4, 3x3)
+    (``tl.ops.conv2d_winograd_nchwc``: a quarter of the direct conv's multiplications, which
+    run at the FMA peak) where ``winograd_eligible`` says it pays."""
+    xs = R.unblocked_shape(x.shape, x.layout)
+    if w.dtype != "float32" or x.dtype != "float32" or len(xs) != 4 or len(w.shape) != 4:
+        return False
+    a = n.attrs
+    return winograd_eligible(xs[1], w.shape[0], w.shape[2:], a.get("strides", [1, 1]),
+                             a.get("dilations", [1, 1]), a.get("groups", 1), out.shape[2:4])
 
 
 def _pixels_conv(n: Node, w: Value) -> bool:
@@ -295,6 +309,13 @@ class _LayoutConverter:
             self.packed[id(w), wl] = _constant(f"{w.name}_{wl}", data, w)
         return self.packed[id(w), wl], wl
 
+    def winograd_weight(self, w: Value, ib: int, ob: int) -> tuple[Value, str]:
+        wl = f"{R.WINOGRAD_LAYOUT_PREFIX}OIHW{ib}i{ob}o"
+        if (id(w), wl) not in self.packed:
+            data = winograd_weight(w.data, ib, ob)
+            self.packed[id(w), wl] = _constant(f"{w.name}_winograd{ib}i{ob}o", data, w)
+        return self.packed[id(w), wl], wl
+
     def visit(self, n: Node, ins: list[Value]):
         if n.op == "layout_transform" or n.op == "conv" and \
                 {"layout", "out_layout"} & n.attrs.keys():
@@ -353,7 +374,10 @@ class _LayoutConverter:
             ib = ob if kind == "depthwise" else value_block(_channels(ins[0]),
                                                             self.preferred(n))
             x = self.blocked(ins[0], ib)
-            w, wl = self.packed_weight(ins[1], kind, ib, ob)
+            if kind == "conv" and ib == ob == 16 and _winograd(n, ins[1], x, out):
+                w, wl = self.winograd_weight(ins[1], ib, ob)
+            else:
+                w, wl = self.packed_weight(ins[1], kind, ib, ob)
             attrs = dict(n.attrs, layout=x.layout, weight_layout=wl)
         y = self.node(n.name, "conv", [x, w, *ins[2:]], attrs, layout, self.named(out, layout))
         if self.uses.get(id(out)) == 1:

@@ -40,3 +40,4 @@ from .schedule import default_schedule  # noqa: F401
 from .sort import topk  # noqa: F401
 from .transform import *
 from .vision_misc import *
+from .winograd import conv2d_winograd_nchwc, winograd_weight  # noqa: F401

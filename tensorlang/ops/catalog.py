@@ -21,6 +21,7 @@ from . import schedule as S
 from . import sort as SO
 from . import transform as T
 from . import vision_misc as VM
+from . import winograd as WG
 from .definition import AnchorSchedule, CompositeSchedule, Example, define, knob
 from .patterns import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_ELEMWISE_FUSABLE, REDUCE
 
@@ -63,6 +64,11 @@ CONV_NCHW_SCHEDULE = AnchorSchedule(S.schedule_conv2d_nchw, (
     knob("pixel_rows", int, 0, "output channels of the register tile (1x1 pixels path; "
          "0: by OC/groups)"),
     knob("pixel_vectors", int, 4, "16-pixel vectors of the register tile (1x1 pixels path)"),
+))
+CONV_WINOGRAD_SCHEDULE = AnchorSchedule(S.schedule_conv2d_winograd, (
+    knob("reg_n", int, 14, "tile columns of the products' register tile"),
+    knob("oc_blocks", int, 2, "output-channel blocks of the products' register tile"),
+    knob("parallel", bool, True, "tasks on the thread pool"),
 ))
 WINDOW_SCHEDULE = AnchorSchedule(S.schedule_spatial_window, (
     knob("parallel", bool, True, "the (n, channel) loop on the thread pool"),
@@ -264,6 +270,14 @@ def _define_conv() -> None:
            lambda x, w: ref.to_nchwc(ref.conv2d_nchw(
                ref.from_nchwc(x), _unblock_oihw(w), padding=1), 16), rtol=1e-4, atol=1e-4)],
         schedule=CONV_NCHWC_SCHEDULE, template="conv2d_nchwc")
+    define("conv2d_winograd_nchwc", WG.conv2d_winograd_nchwc, OUT_ELEMWISE_FUSABLE, [
+        ex([(1, 2, 9, 10, 16), (6, 6, 3, 2, 16, 16)],
+           lambda x, u: WG.conv2d_winograd_nchwc(x, u, padding=1),
+           # outputs of random transformed kernels reach ~6500: atol is 1.5e-7 of that
+           _winograd_reference, low=-1.0, high=1.0, rtol=1e-4, atol=1e-3)],
+        schedule=CONV_WINOGRAD_SCHEDULE,
+        parts={role: (role, INJECTIVE if role != "winograd_product" else REDUCE)
+               for role in S.WINOGRAD_PARTS})
     define("depthwise_conv2d_nchw", N.depthwise_conv2d_nchw, OUT_ELEMWISE_FUSABLE, [
         ex([(1, 8, 12, 12), (8, 1, 3, 3)],
            lambda x, w: N.depthwise_conv2d_nchw(x, w, padding=1),
@@ -279,6 +293,29 @@ def _define_conv() -> None:
                ref.from_nchwc(x), ref.from_nchwc(w).reshape(32, 1, 3, 3), padding=1,
                groups=32), 16), rtol=1e-4, atol=1e-4)],
         schedule=WINDOW_SCHEDULE)
+
+
+def _winograd_reference(x, u, padding=1):
+    """conv2d_winograd_nchwc in numpy, float64: per 4x4 output tile, A^T [sum over input
+    channels of (B^T d B) * U] A (a random U is not the transform of a 3x3 kernel, so the
+    reference is the algorithm itself; tests/ops compare with the direct conv too)."""
+    bt, at = np.array(WG.B_T, np.float64), np.array(WG.A_T, np.float64)
+    n, cbn, h, w, cb = x.shape
+    xc = ref.from_nchwc(x).astype(np.float64)
+    oh, ow = h + 2 * padding - 2, w + 2 * padding - 2
+    th, tw = -(-oh // 4), -(-ow // 4)
+    xp = np.pad(xc, ((0, 0), (0, 0), (padding, th * 4 + 2 - h - padding),
+                     (padding, tw * 4 + 2 - w - padding)))
+    uu = u.astype(np.float64).transpose(0, 1, 3, 4, 2, 5).reshape(6, 6, cbn * cb, -1)
+    y = np.zeros((n, uu.shape[3], th * 4, tw * 4))
+    for ty in range(th):
+        for tx in range(tw):
+            d = xp[:, :, ty * 4:ty * 4 + 6, tx * 4:tx * 4 + 6]
+            v = np.einsum("ai,ncij,bj->abnc", bt, d, bt)
+            m = np.einsum("abnc,abco->abno", v, uu)
+            y[:, :, ty * 4:ty * 4 + 4, tx * 4:tx * 4 + 4] = np.einsum("pa,abno,qb->nopq", at, m,
+                                                                       at)
+    return ref.to_nchwc(y[:, :, :oh, :ow].astype(np.float32), cb)
 
 
 def _unblock_oihw(w):

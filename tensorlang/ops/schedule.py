@@ -615,6 +615,97 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
         o.parallel(o.fuse(n, ocoo, oh) if oc_outer else o.fuse(n, oh, ocoo))
 
 
+WINOGRAD_PARTS = ("winograd_rows", "winograd_input", "winograd_product", "winograd_cols",
+                  "winograd_tile")
+
+
+def _winograd_stages(s, c: Tensor) -> dict:
+    """{role: stage} of conv2d_winograd_nchwc's parts, walked back from its output ``c``."""
+    found, todo = {}, [c]
+    while todo:
+        for t in todo.pop().op.input_tensors:
+            st = s.stage_map.get(t.op)
+            role = part_role(st.op) if st is not None else None
+            if role is not None and role.startswith("winograd_") and role not in found:
+                found[role] = st
+                todo.append(t)
+    return found
+
+
+def schedule_conv2d_winograd(s, c: Tensor, out: Tensor | None = None, reg_n: int = 14,
+                             oc_blocks: int = 2, parallel: bool = True) -> None:
+    """Winograd conv (ops/winograd.py). The input transform: one 6x6x16 tile of one channel
+    block per task step (its row pass kept in registers, the pad read in place). The 36
+    products: a register tile of reg_n tile columns x oc_blocks blocks of 16 output channels
+    (28 accumulators) over the input channels, each V value broadcast once, as the direct
+    conv's tile; the oc blocks outside the tile rows so that a thread's weight slice stays in
+    L2 while it walks the rows. Narrow tile rows (7 tiles: 28 columns) take more oc blocks to
+    keep 28 accumulators. The output transform: per 4x4 output tile, at the output's loop,
+    so the fused bias / activation / residual tail reads it from registers."""
+    parts = _winograd_stages(s, c)
+    o = s[out if out is not None else c]
+    if out is not None and out is not c:
+        s[c].compute_inline()
+    n, ob, h, w, oi = o.op.axis
+    ho, hi = o.split(h, factor=4)
+    wo, wi = o.split(w, factor=4)
+    o.reorder(n, ob, ho, wo, hi, wi, oi)
+    o.unroll(hi)
+    o.unroll(wi)
+    o.vectorize(oi)
+    for role in ("winograd_tile", "winograd_cols"):
+        st = parts[role]
+        st.compute_at(o, wo)
+        ax = st.op.axis
+        # tile: (n, ob, ty, p, tx, q, oi); cols: (a, n, ty, tx, q, ob, oi): unroll all but lanes
+        for iv in ax[:-1]:
+            if _ext(iv) and _ext(iv) > 1:
+                st.unroll(iv)
+        st.vectorize(ax[-1])
+    _schedule_winograd_product(s, parts["winograd_product"], reg_n, oc_blocks, parallel)
+    _schedule_winograd_input(parts["winograd_input"], parts["winograd_rows"], parallel)
+    if parallel:
+        o.parallel(o.fuse(n, ob, ho))
+
+
+def _schedule_winograd_product(s, sm, reg_n: int, oc_blocks: int, parallel: bool) -> None:
+    acc = s.cache_write(sm.op.output(0), "local")
+    sm = s[sm.op.output(0)]
+    a, b, n, ty, tx, ob, oi = sm.op.axis
+    rn = _register_columns(_ext(tx), max(1, reg_n))
+    want = oc_blocks if rn * oc_blocks * 2 > 28 else max(oc_blocks, 28 // max(1, rn))
+    nb = _largest_divisor(_ext(ob), want) or 1
+    txo, txi = sm.split(tx, factor=rn)
+    obo, obi = sm.split(ob, factor=nb)
+    sm.reorder(a, b, n, obo, ty, txo, obi, txi, oi)
+    sm.vectorize(oi)
+    s[acc].compute_at(sm, txo)
+    cs = s[acc]
+    _, _, _, _, cw, cb, cc = cs.op.axis
+    rco, rci = cs.op.reduce_axis
+    cs.reorder(rco, rci, cw, cb, cc)
+    cs.unroll(cw)
+    cs.unroll(cb)
+    cs.vectorize(cc)
+    if parallel:
+        sm.parallel(sm.fuse(a, b, n, obo))
+
+
+def _schedule_winograd_input(sv, rows, parallel: bool) -> None:
+    a, b, n, ty, tx, cb, ci = sv.op.axis
+    sv.reorder(n, ty, tx, cb, a, b, ci)
+    sv.unroll(a)
+    sv.unroll(b)
+    sv.vectorize(ci)
+    rows.compute_at(sv, cb)
+    _, _, _, _, ra, rj, rci = rows.op.axis
+    rows.unroll(ra)
+    rows.unroll(rj)
+    rows.vectorize(rci)
+    if parallel:
+        sv.parallel(sv.fuse(n, ty))
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -1420,7 +1511,7 @@ def _placed_by_consumer(s, st) -> bool:
     if is_op(st.op, "pad") and any(anchor_schedule(c.op) is not None or
                                    part_role(c.op) in ("block", "sum") for c in consumers):
         return True
-    if part_role(st.op) == "pack":
+    if part_role(st.op) == "pack" or part_role(st.op) in WINOGRAD_PARTS:
         return True
     return is_op(st.op, "conv2d_weight_layout") and any(
         part_role(c.op) == "block" for c in consumers)
@@ -1482,6 +1573,7 @@ __all__ = [
     "schedule_conv2d_nchw_blocked",
     "schedule_conv2d_nchwc",
     "schedule_conv2d_pixels",
+    "schedule_conv2d_winograd",
     "schedule_injective",
     "schedule_layer_norm",
     "schedule_matmul",
