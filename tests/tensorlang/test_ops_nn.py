@@ -394,6 +394,25 @@ def test_big_outputs_get_non_temporal_stores():
     assert pragmas(ops.softmax(small)) == [] and pragmas(ops.relu(small)) == []
 
 
+def test_big_outputs_with_misaligned_rows_keep_ordinary_stores():
+    """A row whose length in bytes is not a multiple of the vector (1500 floats: rows start at
+    0 / 48 / 32 / 16 bytes past a line) is written with ordinary stores; whole-vector rows
+    (1504) keep the non-temporal ones. The misaligned big softmax still matches numpy."""
+    from tensorlang.ops.schedule import STREAMING_BYTES
+
+    def pragmas(out):
+        return [st.args["key"] for st in ops.default_schedule(out).trace if st.kind == "pragma"]
+
+    rows = -(-STREAMING_BYTES // (4 * 1500))
+    odd, even = tl.placeholder((rows, 1500), name="X"), tl.placeholder((rows, 1504), name="Y")
+    assert pragmas(ops.softmax(odd)) == [] and pragmas(ops.relu(odd)) == []
+    assert pragmas(ops.layer_norm(odd)) == []
+    assert pragmas(ops.softmax(even)) == ["nontemporal"]
+    x = rand((rows, 1500))
+    X = ph(x, "X")
+    check(ops.softmax(X), [X], [x], _softmax(x, -1), both=False, **TOL)
+
+
 def test_one_dimensional_row_ops():
     x = rand((50,))
     X = ph(x, "X")
