@@ -10,14 +10,29 @@ from task i's next round (Ansor's gradient, in our terms) is
 
 - backward_i: how fast c_i fell over the task's last ``window`` rounds (seconds per trial),
   times a round's trials;
-- forward_i: an optimistic guess of what the task has not found yet: the larger of c_i * round /
-  trials_i (a task tried little has much to find: the improvement still expected shrinks like
-  1/trials) and the gap to the throughput of similar tasks (same template and graph op):
-  c_i - beta * flop_i / best similar FLOP/s (a conv far slower per FLOP than the model's other
-  convs can likely catch up with them, within a factor beta).
+- forward_i: what the task has still to find (its headroom), of which a round is expected to
+  find the share round / trials_i (a task tried little finds much per trial: the improvement
+  still expected shrinks like 1/trials). The headroom is the larger of
+  - the gap to the throughput of similar tasks (same template and graph op): c_i - beta *
+    flop_i / best similar FLOP/s (a conv slower per FLOP than the model's other convs can
+    likely catch up with them), and
+  - rho * c_i, rho the mean relative improvement the model's tasks made since their first
+    round (a task as fast per FLOP as its peers, or with none, is expected to improve as much
+    as the typical task did).
 
-Every task gets one round first (heaviest, by w_i x FLOPs, first); then the task with the largest
-expected decrease, except that with probability ``epsilon`` a random live task (exploration).
+Why (benchmarks/scheduler_replay.py, ResNet-50-shaped logs of heaviest-first's trials): after a
+task's first round, its gap to its peers' throughput correlates with what it still finds (0.4-0.6,
+relative), its improvement so far does not (0.03-0.05); the former forward term, c_i * round /
+trials_i, gave each task trials in proportion to its weighted time. A task's first round is
+``first_round_trials`` trials (its default config and the tuner's first pick: on those logs the
+first pick alone held about half of all the trials' weighted gain), so the first pass over the
+tasks costs less of the budget. Replayed, both together need 48-62% of heaviest-first's budget
+to reach its estimate at 10 trials per task where the former rule needed 57-75%, and 65-85%
+at 5 (85-104%); the same or less at 20 (84-93%, was 92-94%).
+
+Every task gets its first round first (heaviest, by w_i x FLOPs, first); then the task with the
+largest expected decrease, except that with probability ``epsilon`` a random live task
+(exploration).
 A task stops when its best improved by less than ``min_improvement`` over its last
 ``flatten_rounds`` rounds (flattened), or its space is exhausted, or it reached
 ``max_trials_per_task``. Each candidate's record is appended to the log as it finishes (the
@@ -132,7 +147,8 @@ class TaskScheduler:
 
     task_weights: how many times the model runs each task's kernel (default: each task's
     ``weight`` attribute, as ``graph.extract_tasks`` sets it, else 1). tuner: "xgb", "ga",
-    "random" or "grid". round_trials: trials per round (the tuner's batch). measure_option: as
+    "random" or "grid". round_trials: trials per round (the tuner's batch); first_round_trials:
+    those of a task's first round (at most round_trials). measure_option: as
     for a tuner (default: model_measure_option(), kernels timed from the caches a model run
     leaves them, closed when tune returns). progress:
     print one line per round (to `file`, default stdout). alpha, beta, window, epsilon: the
@@ -144,8 +160,9 @@ class TaskScheduler:
     def __init__(self, tasks: Sequence[Task], task_weights: Sequence[float] | None = None,
                  log_file: str | os.PathLike = "tuning.jsonl",
                  measure_option: MeasureOption | None = None, tuner: str = "xgb",
-                 round_trials: int = 16, transfer: bool = True, progress: bool = True,
-                 alpha: float = 0.2, beta: float = 2.0, window: int = 3, epsilon: float = 0.05,
+                 round_trials: int = 16, first_round_trials: int = 2, transfer: bool = True,
+                 progress: bool = True, alpha: float = 0.2, beta: float = 1.0, window: int = 3,
+                 epsilon: float = 0.05,
                  flatten_rounds: int = 4, min_improvement: float = 0.01,
                  max_trials_per_task: int | None = None, seed: int | None = None,
                  remeasure_top: int = 3, remeasure_rounds: int = REMEASURE_ROUNDS, file=None):
@@ -164,6 +181,7 @@ class TaskScheduler:
                              f"{tuner!r}")
         weights = _weights(tasks, task_weights)
         _check_positive_int("round_trials", round_trials)
+        _check_positive_int("first_round_trials", first_round_trials)
         _check_positive_int("window", window)
         _check_positive_int("flatten_rounds", flatten_rounds)
         if max_trials_per_task is not None:
@@ -180,6 +198,7 @@ class TaskScheduler:
         self.tuner_name = tuner
         self.measure_option = measure_option
         self.round_trials = round_trials
+        self.first_round_trials = min(first_round_trials, round_trials)
         self.transfer, self.progress, self.file = transfer, progress, file
         self.alpha, self.beta, self.window, self.epsilon = alpha, beta, window, epsilon
         self.flatten_rounds, self.min_improvement = flatten_rounds, min_improvement
@@ -293,7 +312,7 @@ class TaskScheduler:
         return max(live, key=lambda s: gains[self.states.index(s)])
 
     def _round_size(self, state: _TaskState, n_trial: int | None) -> int:
-        n = self.round_trials
+        n = self.first_round_trials if not state.trials else self.round_trials
         if n_trial is not None:
             n = min(n, n_trial - self.trials)
         if self.max_trials_per_task is not None:
@@ -311,11 +330,20 @@ class TaskScheduler:
         if recent and s.trials > recent[0][0]:
             trials0, best0 = recent[0]
             back = (best0 - s.best) / (s.trials - trials0) * n
-        forward = s.best * n / max(s.trials, 1)
+        headroom = self._typical_improvement() * s.best
         similar = self._similar_throughput(s)
         if similar > 0:
-            forward = max(forward, s.best - self.beta * s.task.flop / similar)
+            headroom = max(headroom, s.best - self.beta * s.task.flop / similar)
+        forward = headroom * n / max(s.trials, 1)
         return s.weight * (self.alpha * back + (1 - self.alpha) * forward)
+
+    def _typical_improvement(self) -> float:
+        """The mean relative improvement of the tasks' best since their first point (a task's
+        first round, or what the log held when this run began): what a task is expected to
+        improve by when its peers' throughput says nothing (0 before any task improved)."""
+        found = [(h[0][1] - s.best) / h[0][1] for s in self.states
+                 if (h := s.history) and h[0][1] < math.inf]
+        return sum(found) / len(found) if found else 0.0
 
     def _similar_throughput(self, s: _TaskState) -> float:
         """The best FLOP/s among the other tasks of the same template and graph op (0 when

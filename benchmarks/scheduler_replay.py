@@ -3,10 +3,12 @@ budget its decisions need to reach heaviest-first's estimate, against the bound 
 allocation chosen with hindsight, at several trials per task.
 
     python benchmarks/scheduler_replay.py LOG [--trials-per-task 40] [--size 112] [--width 32]
+                                          [--model resnet50|transformer] [--seed 0]
                                           [--per-task 5,10,20,40] [--round-trials 4]
 
-LOG: a log of every task of the ResNet-50-shaped model tuned heaviest-first with many trials
-each; made first when missing (task_scheduler.heaviest_first with --trials-per-task each, xgb;
+LOG: a log of every task of the model (default ResNet-50-shaped) tuned heaviest-first with many
+trials each; made first when missing (task_scheduler.heaviest_first with --trials-per-task each,
+xgb, the tuners' --seed;
 its re-measured records are left out: minutes, on a quiet machine). A task's trials are
 taken in the order they were measured, whichever strategy asks for them; each task's first
 trial is its default config (what an untuned build runs). For a budget of p trials per task:
@@ -48,23 +50,25 @@ class ReplayedScheduler(TaskScheduler):
         return self.curve
 
 
-def gather(tasks, log: str, per_task: int) -> None:
+def gather(tasks, log: str, per_task: int, seed: int) -> None:
     """Heaviest-first, as task_scheduler.py tunes it (its re-measurements are ignored here)."""
-    heaviest_first(tasks, per_task * len(tasks), log, "xgb", 0)
+    heaviest_first(tasks, per_task * len(tasks), log, "xgb", seed)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("log")
     ap.add_argument("--trials-per-task", type=int, default=40, help="when LOG is made")
+    ap.add_argument("--model", choices=("resnet50", "transformer"), default="resnet50")
+    ap.add_argument("--seed", type=int, default=0, help="the tuners' seed when LOG is made")
     ap.add_argument("--size", type=int, default=112)
     ap.add_argument("--width", type=int, default=32)
     ap.add_argument("--per-task", default="5,10,20,40", help="budgets, in trials per task")
     ap.add_argument("--round-trials", type=int, default=4)
     a = ap.parse_args()
-    tasks = graph.extract_tasks(graph.from_onnx(model_of("resnet50", a.size, a.width)))
+    tasks = graph.extract_tasks(graph.from_onnx(model_of(a.model, a.size, a.width)))
     if not os.path.exists(a.log):
-        gather(tasks, a.log, a.trials_per_task)
+        gather(tasks, a.log, a.trials_per_task, a.seed)
     seqs = trial_sequences(tasks, a.log)
     missing = [t.key for t in tasks if not seqs[t.key]]
     if missing:

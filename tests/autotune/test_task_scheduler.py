@@ -58,6 +58,7 @@ def tasks_of(*ns, size: int = 40):
 
 def scheduler(tasks, log, cost, weights=None, sleep=0.0, **kw):
     kw.setdefault("round_trials", 4)
+    kw.setdefault("first_round_trials", 4)  # rounds of one size: trial counts are multiples
     kw.setdefault("epsilon", 0.0)
     kw.setdefault("progress", False)
     kw.setdefault("remeasure_top", 0)  # what is measured is these tests' subject (see below)
@@ -111,7 +112,7 @@ def test_each_round_goes_to_the_task_with_the_largest_expected_gain(tmp_path):
 def test_expected_gain_is_weight_times_backward_and_forward_estimates(tmp_path):
     tasks = tasks_of(64, 128)
     sched = scheduler(tasks, tmp_path / "m.jsonl", lambda t, i: 1e-3, weights=[2, 5],
-                      alpha=0.25, beta=2.0, window=2)
+                      alpha=0.25, beta=1.0, window=2)
     a, b = sched.states
     # a: 3 rounds of 4 trials, best 8 -> 6 -> 5 ms; b: one round, best 4 ms
     a.history = [(4, 8e-3), (8, 6e-3), (12, 5e-3)]
@@ -119,12 +120,18 @@ def test_expected_gain_is_weight_times_backward_and_forward_estimates(tmp_path):
     b.history = [(4, 4e-3)]
     b.trials, b.best = 4, 4e-3
     n = 4
-    # a: backward over the last 2 rounds (8 ms -> 5 ms over 8 trials); forward: the larger of
-    # 5 ms x 4/12 and the gap to b's throughput (b: 128 FLOP in 4 ms) within a factor 2
+    # the tasks improved by 3/8 (a) and 0 (b) since their first round: 3/16 on average
+    typical = (3 / 8 + 0) / 2
+    # a: backward over the last 2 rounds (8 ms -> 5 ms over 8 trials); its headroom: the larger
+    # of the typical improvement and the gap to b's throughput (b: 128 FLOP in 4 ms), of
+    # which a round is expected to find the share 4/12
     back_a = (8e-3 - 5e-3) / 8 * n
-    fwd_a = max(5e-3 * n / 12, 5e-3 - 2.0 * 64 / (128 / 4e-3))
-    # b: one point, no backward; b is the fastest per FLOP: its gap is negative
-    fwd_b = max(4e-3 * n / 4, 4e-3 - 2.0 * 128 / (64 / 5e-3))
+    fwd_a = max(typical * 5e-3, 5e-3 - 64 / (128 / 4e-3)) * n / 12
+    assert fwd_a == pytest.approx(3e-3 * n / 12)  # the gap to b's throughput is the larger
+    # b: one point, no backward; b is the fastest per FLOP (its gap is negative): the typical
+    # improvement is its headroom
+    fwd_b = max(typical * 4e-3, 4e-3 - 128 / (64 / 5e-3)) * n / 4
+    assert fwd_b == pytest.approx(typical * 4e-3)
     gains = sched.expected_gains()
     assert gains[0] == pytest.approx(2 * (0.25 * back_a + 0.75 * fwd_a))
     assert gains[1] == pytest.approx(5 * 0.75 * fwd_b)
@@ -138,8 +145,47 @@ def test_a_task_far_behind_similar_tasks_is_expected_to_catch_up(tmp_path):
     a, b = sched.states
     a.history, a.trials, a.best = [(100, 10e-3)], 100, 10e-3  # 6.4 MFLOP/s
     b.history, b.trials, b.best = [(100, 1e-3)], 100, 1e-3  # 128 MFLOP/s
-    # a at b's throughput would take 0.5 ms: a gap of 9.5 ms, far above 10 ms x 4/100
-    assert sched.expected_gains()[0] == pytest.approx(10e-3 - 64 / 128e3)
+    # a at b's throughput would take 0.5 ms: a headroom of 9.5 ms, of which a round of 4
+    # trials is expected to find 4/100; b has no faster peer and no task improved yet: none
+    assert sched.expected_gains() == pytest.approx([(10e-3 - 64 / 128e3) * 4 / 100, 0.0])
+
+
+def test_the_round_goes_to_the_task_behind_its_peers_not_to_the_slowest(tmp_path):
+    """Given recorded states: b takes the most time but runs at its peers' best throughput;
+    a, slower per FLOP than its peer c, gets the round (the former forward term, time x
+    round / trials, chose b: 2 x 8 ms against 1 x 6 ms)."""
+    tasks = tasks_of(64, 128, 256)
+    sched = scheduler(tasks, tmp_path / "m.jsonl", lambda t, i: 1e-3, weights=[1, 2, 1],
+                      alpha=0.0)
+    a, b, c = sched.states
+    a.history, a.trials, a.best = [(8, 6e-3)], 8, 6e-3  # 64 FLOP: 10.7 kFLOP/s
+    b.history, b.trials, b.best = [(8, 8e-3)], 8, 8e-3  # 128 FLOP: 16 kFLOP/s
+    c.history, c.trials, c.best = [(8, 16e-3)], 8, 16e-3  # 256 FLOP: 16 kFLOP/s
+    assert sched._next_task(None, math.inf) is a
+    # c halves its time (32 kFLOP/s): a and b are now behind it; c, the fastest per FLOP, is
+    # expected to improve by the tasks' mean relative improvement since their first round
+    c.history.append((12, 8e-3))
+    c.trials, c.best = 12, 8e-3
+    typical = (0 + 0 + 0.5) / 3
+    assert sched.expected_gains() == pytest.approx([
+        (6e-3 - 64 / (256 / 8e-3)) * 4 / 8, 2 * (8e-3 - 128 / (256 / 8e-3)) * 4 / 8,
+        typical * 8e-3 * 4 / 12])
+
+
+def test_a_first_round_is_first_round_trials(tmp_path):
+    """Each task's first round is first_round_trials trials (its default and the tuner's
+    first picks), later rounds round_trials; the first pass costs 2 trials per task."""
+    tasks = tasks_of(64, 128, 256)
+    log = tmp_path / "m.jsonl"
+    sched = scheduler(tasks, log, by_n(n64=improving(1.0), n128=improving(1.0),
+                                       n256=improving(1.0)), first_round_trials=2)
+    sched.tune(n_trial=6)
+    assert trials_per_task(log, tasks) == [2, 2, 2]
+    sched.tune(n_trial=10)
+    assert sorted(trials_per_task(log, tasks)) == [2, 2, 6]
+    # more than round_trials: a first round is at most a round
+    assert scheduler(tasks, tmp_path / "n.jsonl", flat, round_trials=3,
+                     first_round_trials=8).first_round_trials == 3
 
 
 def test_flattened_tasks_stop_and_the_budget_goes_elsewhere(tmp_path):
@@ -287,10 +333,13 @@ def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, 
         return plan(self, n)
 
     monkeypatch.setattr(XGBTuner, "_plan", counted_plan)
+    # the least tried task gets each round: this test is about what a task keeps between its
+    # rounds, so its rounds alternate whatever the gradient would choose
+    monkeypatch.setattr(autotune.TaskScheduler, "_gain", lambda self, s: -s.trials)
     tasks = tasks_of(64, 128, size=96)
     sched = autotune.TaskScheduler(
-        tasks, log_file=tmp_path / "m.jsonl", tuner="xgb", round_trials=4, epsilon=0.0,
-        flatten_rounds=50, progress=False, seed=0, remeasure_top=0,
+        tasks, log_file=tmp_path / "m.jsonl", tuner="xgb", round_trials=4,
+        first_round_trials=4, epsilon=0.0, flatten_rounds=50, progress=False, seed=0, remeasure_top=0,
         measure_option=fake_option(by_n(n64=improving(1), n128=improving(2))))
     sched.tune(n_trial=48)
     curve = [json.loads(line) for line in
@@ -528,6 +577,8 @@ def test_a_resumed_run_remeasures_only_the_tasks_it_tuned_further(tmp_path):
     ({"task_weights": [1, math.nan]}, ValueError, "task weights must be positive"),
     ({"tuner": "annealing"}, ValueError, "tuner must be one of"),
     ({"round_trials": 0}, ValueError, "round_trials must be a positive integer"),
+    ({"first_round_trials": 0}, ValueError, "first_round_trials must be a positive integer"),
+    ({"first_round_trials": 2.0}, ValueError, "first_round_trials must be a positive integer"),
     ({"alpha": 1.5}, ValueError, r"alpha must be a number in \[0, 1\]"),
     ({"max_trials_per_task": -3}, ValueError, "max_trials_per_task must be a positive"),
     ({"remeasure_top": -1}, ValueError, "remeasure_top must be >= 0"),
@@ -608,7 +659,7 @@ def test_cli_tunes_a_model_within_a_trial_budget(tmp_path, capsys):
     assert main([*argv, "--budget", "3"]) == 0
     out = capsys.readouterr().out
     assert "tuning within 3 trials" in out and "estimated latency of the tuned kernels" not in out
-    assert "no valid record (not reached within the budget)" in out  # 3 trials: one task
+    assert "no valid record (not reached within the budget)" in out  # 3 trials: 2 tasks tried
     assert _trials(log) == 3
     assert main([*argv, "--budget", "5", "--budget", "10m"]) == 0
     assert _trials(log) == 5
@@ -616,7 +667,8 @@ def test_cli_tunes_a_model_within_a_trial_budget(tmp_path, capsys):
     # each run ends by re-measuring the tasks it tuned (a curve line of its own, no trials)
     assert [(c["trials"], c["task"]) for c in curve if c["task"] == "re-measured"] == \
         [(3, "re-measured"), (5, "re-measured")]
-    assert [c["trials"] for c in curve if c["task"] != "re-measured"] == [3, 5]
+    # first rounds of 2 trials: 2 + 1 (the budget's last trial), then 2 more
+    assert [c["trials"] for c in curve if c["task"] != "re-measured"] == [2, 3, 5]
 
 
 def _trials(log) -> int:
