@@ -311,11 +311,13 @@ def trial_sequences(tasks, log: str) -> dict[str, list[float]]:
 
 
 def fewest_trials(tasks, seqs: dict[str, list[float]], untried: dict[str, float],
-                  goal: float) -> int | None:
+                  goal: float, rounds: tuple[int, int] | None = None) -> int | None:
     """The fewest trials whose estimate reaches `goal` when each task keeps a prefix of its
     sequence, chosen knowing every trial's outcome (a bound for any allocation of these
     trials): per task, weight x best of its first n trials (`untried` for n = 0); a knapsack
-    over the tasks' n. None when even every trial does not reach it."""
+    over the tasks' n. None when even every trial does not reach it. rounds: (first, size):
+    the bound for a scheduler whose rounds are these (every task gets its first round of
+    `first` trials, then rounds of `size`; n is a round's end or the whole sequence)."""
     total = sum(map(len, seqs.values()))
     # fewest[m]: the least estimate over the tasks so far with m trials in all
     fewest = np.zeros(total + 1)
@@ -323,11 +325,19 @@ def fewest_trials(tasks, seqs: dict[str, list[float]], untried: dict[str, float]
         costs = t.weight * np.array([untried[t.key],
                                      *np.minimum.accumulate(seqs[t.key] or [math.inf])])
         nxt = np.full(total + 1, math.inf)
-        for n, c in enumerate(costs):
-            nxt[n:] = np.minimum(nxt[n:], fewest[:total + 1 - n] + c)
+        for n in _round_ends(len(seqs[t.key]), rounds):
+            nxt[n:] = np.minimum(nxt[n:], fewest[:total + 1 - n] + costs[n])
         fewest = nxt
     reached = np.nonzero(fewest <= goal * (1 + 1e-9))[0]
     return int(reached[0]) if len(reached) else None
+
+
+def _round_ends(length: int, rounds: tuple[int, int] | None) -> list[int]:
+    """The trial counts a task can stop at: any (rounds None), else the ends of its rounds."""
+    if rounds is None:
+        return list(range(length + 1))
+    first, size = rounds
+    return sorted({min(n, length) for n in range(first, length + size, size)})
 
 
 def hindsight_trials(tasks, log: str, defaults: dict[str, float]) -> int:
