@@ -342,7 +342,7 @@ class TaskScheduler:
         first round, or what the log held when this run began): what a task is expected to
         improve by when its peers' throughput says nothing (0 before any task improved)."""
         found = [(h[0][1] - s.best) / h[0][1] for s in self.states
-                 if (h := s.history) and h[0][1] < math.inf]
+                 if (h := s.history) and 0 < h[0][1] < math.inf]
         return sum(found) / len(found) if found else 0.0
 
     def _similar_throughput(self, s: _TaskState) -> float:

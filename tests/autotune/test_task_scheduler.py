@@ -172,6 +172,17 @@ def test_the_round_goes_to_the_task_behind_its_peers_not_to_the_slowest(tmp_path
         typical * 8e-3 * 4 / 12])
 
 
+def test_a_task_without_a_valid_first_round_is_left_out_of_the_typical_improvement(tmp_path):
+    tasks = tasks_of(64, 128)
+    sched = scheduler(tasks, tmp_path / "m.jsonl", lambda t, i: 1e-3, alpha=0.0)
+    a, b = sched.states
+    a.history, a.trials, a.best = [(4, math.inf), (8, 5e-3)], 8, 5e-3  # first round failed
+    b.history, b.trials, b.best = [(4, 8e-3), (8, 4e-3)], 8, 4e-3  # halved: 32 kFLOP/s
+    # b is the fastest per FLOP: its headroom is the typical improvement, b's alone (1/2)
+    assert sched.expected_gains()[1] == pytest.approx(0.5 * 4e-3 * 4 / 8)
+    assert sched.expected_gains()[0] == pytest.approx((5e-3 - 64 / (128 / 4e-3)) * 4 / 8)
+
+
 def test_a_first_round_is_first_round_trials(tmp_path):
     """Each task's first round is first_round_trials trials (its default and the tuner's
     first picks), later rounds round_trials; the first pass costs 2 trials per task."""
