@@ -21,7 +21,7 @@ from task i's next round (Ansor's gradient, in our terms) is
     as the typical task did).
 
 Why (benchmarks/scheduler_replay.py, ResNet-50-shaped logs of heaviest-first's trials): after a
-task's first round, its gap to its peers' throughput correlates with what it still finds (0.4-0.6,
+task's first round, its gap to its peers' throughput correlates with what it still finds (0.4-0.7,
 relative), its improvement so far does not (0.03-0.05); the former forward term, c_i * round /
 trials_i, gave each task trials in proportion to its weighted time. A task's first round is
 ``first_round_trials`` trials (its default config and the tuner's first pick: on those logs the
