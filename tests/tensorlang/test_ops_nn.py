@@ -690,6 +690,32 @@ def test_tail_value_read_outside_the_tail_keeps_the_matmul_at_the_root():
           [_gelu_ref(r), (1 / (1 + np.exp(-r / np.sqrt(2)))).astype("float32")], **TOL)
 
 
+def test_big_output_short_reduction_puts_row_tiles_outside_the_panels():
+    """q . k^T over a long sequence (an output of at least STREAMING_BYTES, B within
+    ROWS_OUTER_B_BYTES): the default runs row tiles outside the column panels; ragged row
+    tiles and a ragged last panel (1201 rows, 1900 columns) still match numpy. A tuning
+    config's rows_outer=False is kept, and a small output keeps the panels outside."""
+    from tensorlang.ops.schedule import matmul_rows_outer
+
+    def text(out, ins, knobs=None):
+        return str(tl.lower(ops.default_schedule(out, knobs=knobs), [*ins, out]))
+
+    a, b = rand((2, 1201, 32)), rand((2, 32, 1900))
+    A, B = ph(a, "A"), ph(b, "B")
+    out = ops.batch_matmul(A, B)
+    assert matmul_rows_outer(out.op)
+    default = text(out, [A, B])
+    assert default == text(out, [A, B], {"rows_outer": True})
+    assert default != text(out, [A, B], {"rows_outer": False})
+    check(out, [A, B], [a, b], a.astype("float64") @ b, both=False, **TOL)
+    small = ops.batch_matmul(*(tl.placeholder(sh, name=nm) for sh, nm in
+                               (((2, 64, 32), "A"), ((2, 32, 64), "B"))))
+    assert not matmul_rows_outer(small.op)
+    long_k = ops.batch_matmul(*(tl.placeholder(sh, name=nm) for sh, nm in
+                                (((2, 1100, 512), "A"), ((2, 512, 1900), "B"))))
+    assert not matmul_rows_outer(long_k.op)  # B (3.9 MB) would not stay in L2
+
+
 @pytest.mark.parametrize("m,k,n", [(24, 20, 48), (13, 9, 37), (4, 16, 20)])
 def test_matmul_prepacked(m, k, n):
     """B packed once into [ceil(N/16), K, 16] panels (zero-padded past N), then the matmul
