@@ -135,6 +135,9 @@ class _TaskState:
     best: float = math.inf  # seconds of the best valid record
     # (trials, best) after each of the task's rounds (the first point: what the log held)
     history: list[tuple[int, float]] = field(default_factory=list)
+    # best after the task's first round (from the log's first trials on a resumed run): the
+    # typical improvement counts from it
+    first_best: float = math.inf
     rounds: int = 0  # rounds run in this process
     stale_rounds: int = 0  # consecutive rounds without an improvement of min_improvement
     done: str = ""  # why the task stopped ("flattened", "space exhausted", ...), "" while live
@@ -286,6 +289,8 @@ class TaskScheduler:
             s.settled = bool(own) and own[-1].remeasured
             if own:
                 s.history.append((s.trials, s.best))
+            trials = [r for r in own if not r.remeasured][:self.first_round_trials]
+            s.first_best = min((r.cost for r in trials if r.valid), default=math.inf)
         self.round, self.seconds = _last_round(self.curve_file)
         _end_with_newline(self.curve_file)
 
@@ -338,11 +343,12 @@ class TaskScheduler:
         return s.weight * (self.alpha * back + (1 - self.alpha) * forward)
 
     def _typical_improvement(self) -> float:
-        """The mean relative improvement of the tasks' best since their first point (a task's
-        first round, or what the log held when this run began): what a task is expected to
-        improve by when its peers' throughput says nothing (0 before any task improved)."""
-        found = [(h[0][1] - s.best) / h[0][1] for s in self.states
-                 if (h := s.history) and 0 < h[0][1] < math.inf]
+        """The mean relative improvement of the tasks' best since their first round (the log's
+        first first_round_trials trials of a task tuned before): what a task is expected to
+        improve by when its peers' throughput says nothing (0 before any task improved). A
+        task without a valid first round counts from its first valid round."""
+        found = [(s.first_best - s.best) / s.first_best for s in self.states
+                 if 0 < s.first_best < math.inf]
         return sum(found) / len(found) if found else 0.0
 
     def _similar_throughput(self, s: _TaskState) -> float:
@@ -407,6 +413,8 @@ class TaskScheduler:
         s.settled = s.settled and not measured
         s.rounds += 1
         s.best = min(s.best, best)
+        if s.first_best == math.inf:
+            s.first_best = s.best
         s.history.append((s.trials, s.best))
         improved = s.best < best_before * (1 - self.min_improvement) or \
             (best_before == math.inf and s.best < math.inf)

@@ -116,9 +116,9 @@ def test_expected_gain_is_weight_times_backward_and_forward_estimates(tmp_path):
     a, b = sched.states
     # a: 3 rounds of 4 trials, best 8 -> 6 -> 5 ms; b: one round, best 4 ms
     a.history = [(4, 8e-3), (8, 6e-3), (12, 5e-3)]
-    a.trials, a.best = 12, 5e-3
+    a.trials, a.best, a.first_best = 12, 5e-3, 8e-3
     b.history = [(4, 4e-3)]
-    b.trials, b.best = 4, 4e-3
+    b.trials, b.best, b.first_best = 4, 4e-3, 4e-3
     n = 4
     # the tasks improved by 3/8 (a) and 0 (b) since their first round: 3/16 on average
     typical = (3 / 8 + 0) / 2
@@ -158,9 +158,8 @@ def test_the_round_goes_to_the_task_behind_its_peers_not_to_the_slowest(tmp_path
     sched = scheduler(tasks, tmp_path / "m.jsonl", lambda t, i: 1e-3, weights=[1, 2, 1],
                       alpha=0.0)
     a, b, c = sched.states
-    a.history, a.trials, a.best = [(8, 6e-3)], 8, 6e-3  # 64 FLOP: 10.7 kFLOP/s
-    b.history, b.trials, b.best = [(8, 8e-3)], 8, 8e-3  # 128 FLOP: 16 kFLOP/s
-    c.history, c.trials, c.best = [(8, 16e-3)], 8, 16e-3  # 256 FLOP: 16 kFLOP/s
+    for state, best in ((a, 6e-3), (b, 8e-3), (c, 16e-3)):  # 10.7, 16, 16 kFLOP/s
+        state.history, state.trials, state.best, state.first_best = [(8, best)], 8, best, best
     assert sched._next_task(None, math.inf) is a
     # c halves its time (32 kFLOP/s): a and b are now behind it; c, the fastest per FLOP, is
     # expected to improve by the tasks' mean relative improvement since their first round
@@ -172,15 +171,40 @@ def test_the_round_goes_to_the_task_behind_its_peers_not_to_the_slowest(tmp_path
         typical * 8e-3 * 4 / 12])
 
 
-def test_a_task_without_a_valid_first_round_is_left_out_of_the_typical_improvement(tmp_path):
+def test_the_typical_improvement_counts_from_each_task_s_first_valid_round(tmp_path):
     tasks = tasks_of(64, 128)
     sched = scheduler(tasks, tmp_path / "m.jsonl", lambda t, i: 1e-3, alpha=0.0)
     a, b = sched.states
-    a.history, a.trials, a.best = [(4, math.inf), (8, 5e-3)], 8, 5e-3  # first round failed
-    b.history, b.trials, b.best = [(4, 8e-3), (8, 4e-3)], 8, 4e-3  # halved: 32 kFLOP/s
-    # b is the fastest per FLOP: its headroom is the typical improvement, b's alone (1/2)
-    assert sched.expected_gains()[1] == pytest.approx(0.5 * 4e-3 * 4 / 8)
-    assert sched.expected_gains()[0] == pytest.approx((5e-3 - 64 / (128 / 4e-3)) * 4 / 8)
+    sched._count_round(a, 4, math.inf, exhausted=False)  # every trial of its first round failed
+    sched._count_round(a, 4, 5e-3, exhausted=False)
+    sched._count_round(a, 4, 5e-3, exhausted=False)
+    sched._count_round(b, 4, 8e-3, exhausted=False)
+    sched._count_round(b, 4, 4e-3, exhausted=False)  # halved: 32 kFLOP/s, a at 12.8
+    assert (a.first_best, b.first_best) == (5e-3, 8e-3)
+    typical = (0 + 0.5) / 2
+    # b is the fastest per FLOP: its headroom is the typical improvement
+    assert sched.expected_gains() == pytest.approx([(5e-3 - 64 / (128 / 4e-3)) * 4 / 12,
+                                                    typical * 4e-3 * 4 / 8])
+
+
+def test_a_resumed_run_counts_the_typical_improvement_from_the_log_s_first_rounds(tmp_path):
+    """A second run (its tasks' histories start at the log's best) takes each task's first
+    round from the log: its first first_round_trials trials."""
+    tasks = tasks_of(64, 128)
+    log = tmp_path / "m.jsonl"
+    cost = by_n(n64=improving(1.0), n128=improving(2.0))
+    first = scheduler(tasks, log, cost, first_round_trials=2, alpha=0.0)
+    first.tune(n_trial=14)
+    # alpha 0: the forward terms alone (the backward term needs this run's rounds)
+    again = scheduler(tasks, log, cost, first_round_trials=2, alpha=0.0)
+    again.tune(n_trial=14)  # the budget is spent: it only reads the log
+    records = [r for r in autotune.load_records(log) if not r.remeasured]
+    for s, t in zip(again.states, tasks):
+        own = [r.cost for r in records if r.key == t.key]
+        assert s.first_best == min(own[:2]) > s.best
+        assert [s.first_best, s.best] == [first.states[tasks.index(t)].first_best,
+                                          first.states[tasks.index(t)].best]
+    assert again.expected_gains() == pytest.approx(first.expected_gains())
 
 
 def test_a_first_round_is_first_round_trials(tmp_path):
