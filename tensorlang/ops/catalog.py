@@ -52,6 +52,7 @@ CONV_NCHWC_SCHEDULE = AnchorSchedule(S.schedule_conv2d_nchwc, (
     knob("oc_blocks", int, 2, "output-channel blocks of the register tile"),
     knob("oc_outer", (bool, type(None)), None, "oc blocks outside the rows (None: by weights)"),
     knob("parallel", bool, True, "tasks on the thread pool"),
+    knob("chain", int, 256, "most terms one accumulator sums serially (0: all)"),
 ))
 CONV_NCHW_SCHEDULE = AnchorSchedule(S.schedule_conv2d_nchw, (
     knob("tile_oc", int, 4, "output channels per tile (plain path)"),
@@ -64,6 +65,8 @@ CONV_NCHW_SCHEDULE = AnchorSchedule(S.schedule_conv2d_nchw, (
     knob("pixel_rows", int, 0, "output channels of the register tile (1x1 pixels path; "
          "0: by OC/groups)"),
     knob("pixel_vectors", int, 4, "16-pixel vectors of the register tile (1x1 pixels path)"),
+    knob("chain", int, 32, "most terms one accumulator sums serially, in kernel rows "
+         "(blocked path; 0: all)"),
 ))
 CONV_WINOGRAD_SCHEDULE = AnchorSchedule(S.schedule_conv2d_winograd, (
     knob("reg_n", int, 14, "tile columns of the products' register tile"),

@@ -598,7 +598,8 @@ def _pack_stage(s, cs):
 
 def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 14,
                           unroll_kw: bool = True, oc_blocks: int = 2,
-                          oc_outer: bool | None = None, parallel: bool = True) -> None:
+                          oc_outer: bool | None = None, parallel: bool = True,
+                          chain: int = 256) -> None:
     """Blocked conv: output [N, OC/16, OH, OW, 16]; a register tile of reg_n output columns x
     oc_blocks zmm of 16 output channels (2 x 14 = 28 accumulators), reduction order (ic block,
     kh, kw, ic lane) with each input value broadcast once for the oc_blocks FMAs of its column
@@ -610,7 +611,8 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     outside, so each thread reads half of the weights, or (row, oc blocks), so each thread
     computes (and later reads) the same rows of every channel that the layers before and
     after it do, which keeps a chain's activations in that core's L2; None: rows outside when
-    the packed weights fit in 256 KB of L2."""
+    the packed weights fit in 256 KB of L2. chain: the most terms one float32 accumulator
+    sums serially (_chunked_reduction; 0: all of them)."""
     comp, out = _accumulator(s, c, out)
     o = s[out]
     n, oco, oh, ow, oci = o.op.axis
@@ -634,11 +636,15 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     o.reorder(*((n, ocoo, oh) if oc_outer else (n, oh, ocoo)), owo, ocoi, owi, oci)
     if _ext(oci) % LANES == 0 or _ext(oci) in (4, 8):
         o.vectorize(oci)
+    part = _chunked_reduction(s, comp, s[comp].op.reduce_axis[0], chain)
     s[comp].compute_at(o, owo)
-    cs = s[comp]
-    _, cb, _, cw, cc = cs.op.axis
+    if part is not None:
+        _schedule_chunk_sums(s[comp])
+        s[part].compute_at(s[comp], s[comp].op.reduce_axis[0])
+    cs = s[comp if part is None else part]
+    _, cb, _, cw, cc = cs.op.axis[:5]
     rco, ry, rx, rci = cs.op.reduce_axis
-    cs.reorder(rco, ry, rx, rci, cw, cb, cc)
+    cs.reorder(*cs.op.axis[5:], rco, ry, rx, rci, cw, cb, cc)
     cs.unroll(cw)
     cs.unroll(cb)
     if _ext(cc) % LANES == 0 or _ext(cc) in (4, 8):
@@ -648,6 +654,42 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     inline_pad_input(s, cs)
     if parallel:
         o.parallel(o.fuse(n, ocoo, oh) if oc_outer else o.fuse(n, oh, ocoo))
+
+
+def _chunked_reduction(s, comp: Tensor, outer, chain: int):
+    """Split a conv's outermost reduce loop ``outer`` into chunks of at most ``chain`` terms
+    (at least one step of it: the other reduce loops' terms) and rfactor them: each register
+    tile then sums one chunk at a time from zero and adds it to the tile's total. A serial
+    float32 sum of n terms of random sign errs by about sqrt(n / 2) roundings of the result,
+    and a deep net amplifies that: FCN-ResNet50 (random weights) carries its first conv's
+    rounding (7 x 7 x 3 terms, 4.9e-7 relative to the largest output) to 8e-5 at its output,
+    onnxruntime's (sums per input channel, 2.1e-7) to 4e-5. One chain over its head's
+    2048 x 3 x 3 terms erred 5.8e-6, chunks of 144 terms 4.8e-7 (onnxruntime: 7.3e-7), at
+    the same speed: one vector add per accumulator per chunk. Returns the partial-sum
+    tensor, or None when one chunk holds the whole loop (or chain is 0)."""
+    if isinstance(chain, bool) or not isinstance(chain, int) or chain < 0:
+        raise ValueError(f"stage {s[comp].op.name}: chain must be an int >= 0 (the most terms "
+                         f"one accumulator sums serially; 0: all of them), got {chain!r}")
+    others = [iv for iv in s[comp].op.reduce_axis if iv is not outer]
+    terms = 1
+    for iv in others:
+        terms *= _ext(iv) or 0
+    steps = _ext(outer) or 0
+    chunk = max(1, chain // terms) if terms else 0
+    if chain == 0 or not chunk or chunk >= steps:
+        return None
+    chunk_loop, _ = s[comp].split(outer, factor=chunk)
+    return s.rfactor(comp, chunk_loop, factor_axis=len(s[comp].op.axis))
+
+
+def _schedule_chunk_sums(cs) -> None:
+    """The tile's total over the chunks: the chunk loop outside, the tile's vectors unrolled."""
+    _, cb, _, cw, cc = cs.op.axis
+    cs.reorder(cs.op.reduce_axis[0], cw, cb, cc)
+    cs.unroll(cw)
+    cs.unroll(cb)
+    if _ext(cc) % LANES == 0 or _ext(cc) in (4, 8):
+        cs.vectorize(cc)
 
 
 WINOGRAD_PARTS = ("winograd_rows", "winograd_input", "winograd_product", "winograd_cols",
@@ -786,9 +828,9 @@ def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int =
                          tile_ow: int = 32, oc_vectors: int = 2, reg_ow: int = 14,
                          unroll_kw: bool = False, oc_outer: bool | None = None,
                          parallel: bool = True, pixel_rows: int = 0,
-                         pixel_vectors: int = 4) -> None:
+                         pixel_vectors: int = 4, chain: int = 32) -> None:
     """NCHW conv. With the oc-blocked accumulator stage (conv2d_nchw's fast path, groups=1):
-    schedule_conv2d_nchw_blocked with its knobs (oc_vectors ... oc_outer). A 1x1 conv off that
+    schedule_conv2d_nchw_blocked with its knobs (oc_vectors ... oc_outer, chain). A 1x1 conv off that
     path (its pixels stage): schedule_conv2d_pixels (pixel_rows, pixel_vectors). Otherwise
     (groups, odd channel counts) a plain tile of tile_oc output channels x a row segment of
     tile_ow columns, vectorized along the output row (input rows are contiguous for stride 1),
@@ -796,7 +838,7 @@ def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int =
     if _conv_block_stage(s, c) is not None:
         schedule_conv2d_nchw_blocked(s, c, out, oc_vectors=oc_vectors, reg_ow=reg_ow,
                                      unroll_kw=unroll_kw, oc_outer=oc_outer,
-                                     parallel=parallel)
+                                     parallel=parallel, chain=chain)
         return
     if _conv_part(s, c, "pixels") is not None:
         schedule_conv2d_pixels(s, c, out, rows=pixel_rows, vectors=pixel_vectors,
@@ -944,7 +986,7 @@ def _schedule_padded_pixels(s, pix, o, groups: int, r: int, v: int, parallel: bo
 def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vectors: int = 2,
                                  reg_ow: int = 14, unroll_kw: bool = False,
                                  oc_outer: bool | None = None,
-                                 parallel: bool = True) -> None:
+                                 parallel: bool = True, chain: int = 32) -> None:
     """Direct NCHW conv on AVX-512 without input/output layout transforms: per tile of
     (oc_vectors x 16 output channels) x (reg_ow output columns) of one output row, the
     oc-blocked accumulator stage is computed into a stack tile of oc_vectors * reg_ow zmm
@@ -963,7 +1005,8 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
     inside; None picks oc blocks inside when the packed weights fit in 256 KB of L2.
     The padding is read in place (inline_pad_input: 1x256x14^2 3x3 382 -> 413 GFLOP/s against
     a padded copy at the root, 1x64x56^2 464 -> 476 against rows padded per task in a stack
-    buffer). An in-op weight pack is computed at the root, parallel."""
+    buffer). An in-op weight pack is computed at the root, parallel. chain: the most terms
+    one float32 accumulator sums serially, in whole kernel rows (_chunked_reduction; 0: all)."""
     blk = _conv_block_stage(s, c)
     if out is None or out is c:
         out = c
@@ -985,11 +1028,17 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
     o.reorder(*((n, oco, oh) if oc_outer else (n, oh, oco)), owo, oci, owi,
               *([lane] if lane is not None else []))
     task = o.fuse(n, oco, oh) if oc_outer else o.fuse(n, oh)
-    blk.compute_at(o, owo)
-    _, bo, _, bw, bc = blk.op.axis
+    total = blk.op.output(0)
+    part = _chunked_reduction(s, total, blk.op.reduce_axis[1], chain)
+    s[total].compute_at(o, owo)
+    if part is not None:
+        _schedule_chunk_sums(s[total])
+        s[part].compute_at(s[total], s[total].op.reduce_axis[0])
+    blk = s[total if part is None else part]
+    _, bo, _, bw, bc = blk.op.axis[:5]
     rc, ry, rx = blk.op.reduce_axis
     # the column loop outside the oc-vector loop: one broadcast feeds oc_vectors FMAs
-    blk.reorder(ry, rx, rc, bw, bo, bc)
+    blk.reorder(*blk.op.axis[5:], ry, rx, rc, bw, bo, bc)
     blk.unroll(bw)
     blk.unroll(bo)
     if ob % LANES == 0 or ob in (4, 8):

@@ -471,8 +471,9 @@ def test_fused_conv_bias_relu():
     out = ops.relu(ops.add(ops.conv2d_nchw(X, W, padding=1), B))
     s = ops.default_schedule(out)
     # 16 output channels: the oc-blocked accumulator is computed per tile of the tail's loop
-    # nest, and the NCHW read-back is inlined into the tail
-    conv = next(st for st in s.stages if st.op.tag == "conv2d_nchw_block")
+    # nest, and the NCHW read-back is inlined into the tail (the tile's total over its chunks
+    # of kernel rows: the chunks' partial sums, conv2d_nchw_block.rf, are computed inside it)
+    conv = next(st for st in s.stages if st.op.name == "conv2d_nchw_block")
     assert conv.attach_type == "scope" and conv.attach_stage.op is out.op  # tail fused
     assert any(st.attach_type == "inline" and st.op.tag == "add" for st in s.stages)
     assert any(st.attach_type == "inline" and st.op.tag == "conv2d_nchw" for st in s.stages)
@@ -504,7 +505,7 @@ def test_conv2d_nchw_oc_blocked(c, hw, oc, k, stride, pad, dil):
     ref = conv_ref(x, w, (stride, stride), pad, (dil, dil), 1)
     out = ops.conv2d_nchw(X, W, stride=stride, padding=pad, dilation=dil)
     s = ops.default_schedule(out)
-    blk = next(st for st in s.stages if st.op.tag == "conv2d_nchw_block")
+    blk = next(st for st in s.stages if st.op.name == "conv2d_nchw_block")
     assert blk.attach_type == "scope" and blk.attach_stage.op is out.op
     text = str(tl.lower(s, [X, W, out]))
     nvec = 2 if oc % 32 == 0 else 1
@@ -573,7 +574,7 @@ def test_fused_conv_nchwc_bias_relu():
     X, W, B = ph(x, "X"), ph(w, "W"), ph(b, "b")
     out = ops.relu(ops.add(ops.conv2d_nchwc(X, W, padding=1), B))
     s = ops.default_schedule(out)
-    conv = next(st for st in s.stages if st.op.tag == "conv2d_nchwc")
+    conv = next(st for st in s.stages if st.op.name == "conv2d_nchwc")  # not its .rf chunks
     assert conv.attach_stage is not None and conv.attach_stage.op is out.op
     xn = x.transpose(0, 1, 4, 2, 3).reshape(1, 32, 6, 14)
     wn = w.transpose(0, 5, 1, 4, 2, 3).reshape(32, 32, 3, 3)
