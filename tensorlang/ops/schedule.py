@@ -667,19 +667,36 @@ def _chunked_reduction(s, comp: Tensor, outer, chain: int):
     2048 x 3 x 3 terms erred 5.8e-6, chunks of 144 terms 4.8e-7 (onnxruntime: 7.3e-7), at
     the same speed: one vector add per accumulator per chunk. Returns the partial-sum
     tensor, or None when one chunk holds the whole loop (or chain is 0)."""
-    if isinstance(chain, bool) or not isinstance(chain, int) or chain < 0:
-        raise ValueError(f"stage {s[comp].op.name}: chain must be an int >= 0 (the most terms "
-                         f"one accumulator sums serially; 0: all of them), got {chain!r}")
-    others = [iv for iv in s[comp].op.reduce_axis if iv is not outer]
-    terms = 1
-    for iv in others:
-        terms *= _ext(iv) or 0
-    steps = _ext(outer) or 0
-    chunk = max(1, chain // terms) if terms else 0
-    if chain == 0 or not chunk or chunk >= steps:
+    chunk = _chunk_steps(s[comp].op, outer, chain)
+    if chunk is None:
         return None
     chunk_loop, _ = s[comp].split(outer, factor=chunk)
     return s.rfactor(comp, chunk_loop, factor_axis=len(s[comp].op.axis))
+
+
+SHORT_CHUNK = 64  # chunk terms under which the NCHW stem's register tile keeps its totals
+
+
+def _chunk_terms(op, outer) -> int:
+    """The terms one step of the reduce loop ``outer`` of ``op`` sums (0: a symbolic extent)."""
+    terms = 1
+    for iv in op.reduce_axis:
+        if iv is not outer:
+            terms *= _ext(iv) or 0
+    return terms
+
+
+def _chunk_steps(op, outer, chain: int) -> int | None:
+    """Steps of ``outer`` per chunk of at most ``chain`` terms (at least one), or None when
+    one chunk holds them all, chain is 0 or an extent is symbolic."""
+    if isinstance(chain, bool) or not isinstance(chain, int) or chain < 0:
+        raise ValueError(f"stage {op.name}: chain must be an int >= 0 (the most terms one "
+                         f"accumulator sums serially; 0: all of them), got {chain!r}")
+    terms = _chunk_terms(op, outer)
+    chunk = max(1, chain // terms) if terms else 0
+    if chain == 0 or not chunk or chunk >= (_ext(outer) or 0):
+        return None
+    return chunk
 
 
 def _schedule_chunk_sums(cs) -> None:
@@ -1017,6 +1034,13 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
     lane = o.op.axis[4] if len(o.op.axis) == 5 else None  # NCHW16c out: the block's lanes
     ob = _ext(blk.op.axis[-1])
     nvec = _largest_divisor(_group_blocks(blk), _oc_vectors(blk, oc_vectors)) or 1
+    chunk = _chunk_steps(blk.op, blk.op.reduce_axis[1], chain)
+    if chunk is not None and chunk * _chunk_terms(blk.op, blk.op.reduce_axis[1]) < SHORT_CHUNK:
+        # short chunks (the stem's 7 x 3 terms): one oc vector, so the tile's totals stay in
+        # registers beside its accumulators (14 + 14 zmm); 2 x 14 of each spill the totals
+        # at every chunk (1 thread, 3 -> 64 7x7 s2 at 224: 2.06 ms one chain, 2.35 ms
+        # chunked with 2 vectors, 2.06 ms with 1)
+        nvec = 1
     rn = _register_columns(_ext(ow), max(1, reg_ow))
     oco, oci = o.split(oc, factor=nvec if lane is not None else nvec * ob)
     owo, owi = o.split(ow, factor=rn)

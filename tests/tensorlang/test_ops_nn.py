@@ -508,7 +508,11 @@ def test_conv2d_nchw_oc_blocked(c, hw, oc, k, stride, pad, dil):
     blk = next(st for st in s.stages if st.op.name == "conv2d_nchw_block")
     assert blk.attach_type == "scope" and blk.attach_stage.op is out.op
     text = str(tl.lower(s, [X, W, out]))
-    nvec = 2 if oc % 32 == 0 else 1
+    # chunks of whole kernel rows of at most 32 terms (chain); chunks under 64 terms get one
+    # oc vector, so the tile's totals stay in registers beside its accumulators
+    rows = max(1, 32 // (k * c))
+    short = rows < k and rows * k * c < 64
+    nvec = 2 if oc % 32 == 0 and not short else 1
     assert f"allocate conv2d_nchw_block: float32[1, {nvec}, 1, " in text  # per-tile, stack
     # the padding is read in place (guarded border tiles), with no padded copy
     assert "allocate pad" not in text
