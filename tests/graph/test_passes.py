@@ -38,7 +38,11 @@ def _optimized_matches_unoptimized(g, feeds, atol=1e-4):
     ref = graph.build(g, opt_level=0, memory_reuse=False, inplace=False).run(**feeds)
     got = graph.build(g, opt_level=2).run(**feeds)
     for k in ref:
-        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=atol)
+        # the builds sum in different orders (blocked vs NCHW convs, chunked sums), so an
+        # element that cancels to near zero differs by roundings at the output's scale (random
+        # graphs reach 1e2: 1.3e-4 apart at 0.099, 9e-7 of the largest)
+        scale = float(np.abs(ref[k]).max(initial=0.0))
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-4, atol=max(atol, 1e-5 * scale))
 
 
 def _conv_block(b, x, cin, cout, residual=None):
