@@ -168,17 +168,25 @@ MIN_OUTPUT_EXTENT = 7  # 2 x 2 tiles of 4 (8 x 8 computed): 31% of the products 
 # A small conv (a few MFLOP) gains microseconds at most, and keeps the direct conv's tuning
 # template (the Winograd kernel has no tuned knobs): ResNet's smallest 3x3 is 116 M MACs
 MIN_MACS = 10_000_000
+# F(4x4, 3x3) rounds ~10-20x more than the direct conv per layer (one conv vs float64: 64->64
+# 56x56 4.6e-6 vs 2.4e-7; the float32 channel sums of V x U, large next to the output they
+# cancel to), and a network amplifies an early layer's rounding through every layer after it:
+# torchvision's FCN-ResNet50 with random weights (~170x) went from 7.1e-5 vs float64 (direct;
+# onnxruntime 7.4e-5) to 3.0e-4 with every eligible conv as Winograd, 1.07e-4 with those of at
+# least 128 input channels, 8.0e-5 with at least 256 (its layer3's first 3x3). The narrow
+# early layers keep the direct conv until the products sum more accurately.
+MIN_CHANNELS = 256
 
 
 def winograd_eligible(c: int, oc: int, kernel, stride, dilation, groups: int, out_hw) -> bool:
     """Whether a conv of c -> oc channels with an out_hw output runs faster as Winograd: 3x3,
-    stride 1, no dilation, no groups, an output of at least 7 x 7, MIN_MACS of work and
-    transformed tiles of at most MAX_TILE_BYTES."""
+    stride 1, no dilation, no groups, an output of at least 7 x 7, MIN_MACS of work,
+    MIN_CHANNELS input channels and transformed tiles of at most MAX_TILE_BYTES."""
     oh, ow = (int(v) for v in out_hw)
     tiles = -(-oh // TILE) * -(-ow // TILE)
     return (tuple(kernel) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
             and groups == 1 and min(oh, ow) >= MIN_OUTPUT_EXTENT
-            and c * oc * 9 * oh * ow >= MIN_MACS
+            and c * oc * 9 * oh * ow >= MIN_MACS and c >= MIN_CHANNELS
             and ALPHA * ALPHA * tiles * (c + oc) * 4 <= MAX_TILE_BYTES)
 
 

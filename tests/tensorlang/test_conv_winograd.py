@@ -90,10 +90,11 @@ def test_winograd_eligibility():
     yes = {"kernel": (3, 3), "stride": (1, 1), "dilation": (1, 1), "groups": 1}
     assert WG.winograd_eligible(256, 256, out_hw=(56, 56), **yes)   # VGG's conv3: 7 MB tiles
     assert WG.winograd_eligible(512, 512, out_hw=(7, 7), **yes)
-    assert not WG.winograd_eligible(64, 64, out_hw=(224, 224), **yes)  # 58 MB of tiles
-    assert not WG.winograd_eligible(64, 64, out_hw=(6, 6), **yes)
+    assert not WG.winograd_eligible(256, 256, out_hw=(112, 112), **yes)  # 58 MB of tiles
+    assert not WG.winograd_eligible(512, 512, out_hw=(6, 6), **yes)
     assert not WG.winograd_eligible(16, 16, out_hw=(9, 9), **yes)  # 0.2 M MACs: too small
-    assert not WG.winograd_eligible(64, 64, (3, 3), (2, 2), (1, 1), 1, (28, 28))
-    assert not WG.winograd_eligible(64, 64, (1, 1), (1, 1), (1, 1), 1, (28, 28))
-    assert not WG.winograd_eligible(64, 64, (3, 3), (1, 1), (2, 2), 1, (28, 28))
-    assert not WG.winograd_eligible(64, 64, (3, 3), (1, 1), (1, 1), 2, (28, 28))
+    assert not WG.winograd_eligible(128, 128, out_hw=(28, 28), **yes)  # early: its rounding grows
+    assert not WG.winograd_eligible(256, 256, (3, 3), (2, 2), (1, 1), 1, (28, 28))
+    assert not WG.winograd_eligible(256, 256, (1, 1), (1, 1), (1, 1), 1, (28, 28))
+    assert not WG.winograd_eligible(256, 256, (3, 3), (1, 1), (2, 2), 1, (28, 28))
+    assert not WG.winograd_eligible(256, 256, (3, 3), (1, 1), (1, 1), 2, (28, 28))
