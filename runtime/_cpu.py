@@ -118,24 +118,31 @@ def missing_flags(required: list[str]) -> list[str] | None:
 
 
 @functools.lru_cache(maxsize=4)
-def last_level_cache_bytes(default: int = 32 << 20,
-                           root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """The size of one instance of this CPU's last-level cache (Linux sysfs: the highest-level
-    cache of CPU 0, e.g. a Zen 4 CCD's 32 MB L3), or ``default`` when it cannot be read."""
+def cache_bytes(level: int | None = None, default: int = 32 << 20,
+                root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The size of one instance of this CPU's data (or unified) cache of ``level`` (Linux sysfs,
+    CPU 0's caches; None: the highest level listed, e.g. a Zen 4 CCD's 32 MB L3), or
+    ``default`` when it cannot be read."""
     from pathlib import Path
 
-    best_level, size = 0, None
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    sizes: dict[int, int] = {}
     for d in sorted(Path(root).glob("index*")):
         try:
-            level = int((d / "level").read_text())
+            found = int((d / "level").read_text())
             text = (d / "size").read_text().strip().upper()
-        except (OSError, ValueError):
-            continue
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-        try:
+            kind = (d / "type").read_text().strip() if (d / "type").exists() else "Unified"
             value = int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
-        except ValueError:
+        except (OSError, ValueError, IndexError):
             continue
-        if level > best_level and value > 0:
-            best_level, size = level, value
-    return size or default
+        if kind != "Instruction" and value > 0:
+            sizes[found] = value
+    if not sizes:
+        return default
+    return sizes.get(max(sizes) if level is None else level, default)
+
+
+def last_level_cache_bytes(default: int = 32 << 20,
+                           root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The size of one instance of this CPU's last-level cache, or ``default``."""
+    return cache_bytes(None, default, root)

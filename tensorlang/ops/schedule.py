@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..ir.dtype import storage_bytes
 from ..ir.expr import as_int
-from ..runtime._cpu import last_level_cache_bytes
+from ..runtime._cpu import cache_bytes, last_level_cache_bytes
 from ..schedule import create_schedule
 from ..te.scan import ScanOp, scan_of
 from ..te.tensor import ComputeOp, Tensor
@@ -540,9 +540,9 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
 
 
 # B's bytes (per batch) up to which schedule_matmul's default runs row tiles outside the column
-# panels for a big output: half of a Zen 4 core's 1 MB L2, so all of B stays there while every
-# row tile reads it again.
-ROWS_OUTER_B_BYTES = 1 << 19
+# panels for a big output: half of the host's L2 (512 KB on Zen 4), so all of B stays there
+# while every row tile reads it again.
+ROWS_OUTER_B_BYTES = cache_bytes(2, 1 << 20) // 2
 
 
 def matmul_rows_outer(op) -> bool:

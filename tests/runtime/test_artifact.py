@@ -200,3 +200,20 @@ def test_last_level_cache_size_from_sysfs(tmp_path):
         (tmp_path / name / "size").write_text(size + "\n")
     assert last_level_cache_bytes(7, str(tmp_path)) == 32 << 20
     assert last_level_cache_bytes(7, str(tmp_path / "none")) == 7
+
+
+def test_cache_size_of_a_level_skips_instruction_caches(tmp_path):
+    """The matmul's rows-outside bound reads the host's L2; an instruction cache of the same
+    level as a data cache does not count; a level not listed: the default."""
+    from tensorlang.runtime._cpu import cache_bytes
+
+    for name, level, kind, size in (("index0", "1", "Data", "48K"),
+                                    ("index1", "1", "Instruction", "32K"),
+                                    ("index2", "2", "Unified", "2M"),
+                                    ("index3", "3", "Unified", "96M")):
+        (tmp_path / name).mkdir()
+        for f, v in (("level", level), ("type", kind), ("size", size)):
+            (tmp_path / name / f).write_text(v + "\n")
+    root = str(tmp_path)
+    assert [cache_bytes(k, 7, root) for k in (1, 2, 3, None, 4)] == [
+        48 << 10, 2 << 20, 96 << 20, 96 << 20, 7]
