@@ -356,6 +356,8 @@ def main(argv=None) -> int:
     global THREADS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=None, help="comma-separated name filters")
+    ap.add_argument("--set", choices=export_models.SETS, default="corpus",
+                    help="probe: the architectures outside the corpus (export_models.PROBE)")
     ap.add_argument("--cache", default=str(export_models.DEFAULT_CACHE),
                     help="exported models (made by export_models.py when missing)")
     ap.add_argument("--rounds", type=int, default=7)
@@ -380,7 +382,7 @@ def main(argv=None) -> int:
     cache = Path(a.cache)
     rows = []
     with tempfile.TemporaryDirectory(prefix="tl-real-caches-") as a.build_caches:
-        for entry in export_models.select(export_models.corpus(), a.models):
+        for entry in export_models.select(export_models.corpus(a.set), a.models):
             meta = export_models.ensure(entry, cache)
             row = bench_one(meta, cache, a)
             rows.append(row)
