@@ -167,7 +167,7 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     nest): reg_n 14 or the largest divisor below it, two vectors, one row, ic blocks outside,
     kw unrolled, rows outside the oc blocks when the packed weights fit in 256 KB of L2, else
     inside."""
-    from ..ops.schedule import inline_pad_input
+    from ..ops.schedule import inline_pad_input, tile_sums_at
 
     op = _tuned_op("conv2d_nchwc")
     cfg = get_config()
@@ -212,12 +212,14 @@ def conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, KH: int, KW: int, stri
     outer = (n, oh_o, oc_o) if par == "rows_outer" else (n, oc_o, oh_o)
     o.reorder(*outer, ow_o, oc_i, oh_i, ow_i, oci)
     o.vectorize(oci)
-    s[acc].compute_at(o, ow_o)
-    cs = s[acc]
-    _, c_oc, c_h, c_w, c_c = cs.op.axis
+    # the library's chunked sums (its chain: an accuracy bound, not a tuning knob)
+    cs = tile_sums_at(s, acc, s[acc].op.reduce_axis[0], declared.knob("chain").default, o,
+                       ow_o)
+    _, c_oc, c_h, c_w, c_c = cs.op.axis[:5]
     rco, ry, rx, rci = cs.op.reduce_axis
     red = (rco, ry, rx, rci) if cfg["red_order"].val == "ic_outer" else (ry, rx, rco, rci)
-    cs.reorder(*red, c_h, c_w, c_oc, c_c)  # as the library: a broadcast input feeds oc_vec FMAs
+    # as the library: a broadcast input feeds oc_vec FMAs
+    cs.reorder(*cs.op.axis[5:], *red, c_h, c_w, c_oc, c_c)
     # the tile's loops unrolled: each accumulator is a named register, not a stack slot
     for lp in (c_oc, c_h, c_w):
         cs.unroll(lp)

@@ -636,7 +636,7 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     o.reorder(*((n, ocoo, oh) if oc_outer else (n, oh, ocoo)), owo, ocoi, owi, oci)
     if _ext(oci) % LANES == 0 or _ext(oci) in (4, 8):
         o.vectorize(oci)
-    cs = _tile_sums_at(s, comp, s[comp].op.reduce_axis[0], chain, o, owo)
+    cs = tile_sums_at(s, comp, s[comp].op.reduce_axis[0], chain, o, owo)
     _, cb, _, cw, cc = cs.op.axis[:5]
     rco, ry, rx, rci = cs.op.reduce_axis
     cs.reorder(*cs.op.axis[5:], rco, ry, rx, rci, cw, cb, cc)
@@ -651,7 +651,7 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
         o.parallel(o.fuse(n, ocoo, oh) if oc_outer else o.fuse(n, oh, ocoo))
 
 
-def _tile_sums_at(s, comp: Tensor, outer, chain: int, o, at):
+def tile_sums_at(s, comp: Tensor, outer, chain: int, o, at):
     """The register tile ``comp`` computed at ``o``'s loop ``at``, its reduction over ``outer``
     in chunks of at most ``chain`` terms (_chunked_reduction); the stage whose loops sum the
     terms: the chunks' partial sums, or ``comp`` itself when one chunk holds them all."""
@@ -1061,7 +1061,7 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
               *([lane] if lane is not None else []))
     task = o.fuse(n, oco, oh) if oc_outer else o.fuse(n, oh)
     total = blk.op.output(0)
-    blk = _tile_sums_at(s, total, blk.op.reduce_axis[1], chain, o, owo)
+    blk = tile_sums_at(s, total, blk.op.reduce_axis[1], chain, o, owo)
     _, bo, _, bw, bc = blk.op.axis[:5]
     rc, ry, rx = blk.op.reduce_axis
     # the column loop outside the oc-vector loop: one broadcast feeds oc_vectors FMAs
