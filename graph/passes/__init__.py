@@ -17,7 +17,8 @@ each one. Ordering constraints:
   ``convert_layout`` / ``pack_conv_weights``, which must see the cut kernel.
 - ``conv1d_as_conv2d`` after ``fold_scale_into_conv`` (which sees the convs as imported)
   and right before ``sink_reshape``, which moves its reshapes back to 3-D below the ops
-  that follow and collapses them into the next conv's reshape to 4-D.
+  that follow and collapses them into the next conv's reshape to 4-D; ``conv3d_as_conv2d``
+  beside it (a 3-D conv as one 2-D conv over its stacked time taps), for the same reasons.
 - ``sink_reshape`` after ``fold_scale_into_conv`` (which folds a bias add through the
   importer's reshape after a dense) and before ``fuse_ops``: elementwise ops moved above the
   reshape fuse into the dense that feeds them.
@@ -46,6 +47,7 @@ from pathlib import Path
 
 from ..ir import Graph
 from .conv1d_as_conv2d import conv1d_as_conv2d
+from .conv3d_as_conv2d import conv3d_as_conv2d
 from .convert_layout import convert_layout
 from .cse import eliminate_common_subexpr
 from .dead_code import eliminate_dead_code
@@ -69,6 +71,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("fold_scale_into_conv", fold_scale_into_conv, 2),
     ("trim_conv_taps", trim_conv_taps, 1),
     ("conv1d_as_conv2d", conv1d_as_conv2d, 1),
+    ("conv3d_as_conv2d", conv3d_as_conv2d, 1),
     ("sink_reshape", sink_reshape, 1),
     ("convert_layout", convert_layout, 2),
     ("pack_conv_weights", pack_conv_weights, 2),
@@ -118,7 +121,7 @@ def describe() -> str:
                      for i, (name, _, lvl) in enumerate(PASSES))
 
 
-__all__ = ["PASSES", "conv1d_as_conv2d", "convert_layout", "describe",
+__all__ = ["PASSES", "conv1d_as_conv2d", "conv3d_as_conv2d", "convert_layout", "describe",
            "eliminate_common_subexpr", "eliminate_dead_code", "fold_constants",
            "fold_qdq", "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
            "pack_dense_weights", "run_passes", "simplify_algebra", "sink_reshape",
