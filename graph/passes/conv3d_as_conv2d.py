@@ -11,8 +11,9 @@ the time axis, KT strided slices of it, a concat, transposes and reshapes; every
 a 2-D conv (blocked layouts, packed weights, the library's register-tiled schedules). The cost
 is the KT-fold copy of the input's frames.
 
-Only an ungrouped conv whose weight is a constant is rewritten; a conv that a layout pass
-already rewrote (it carries a layout) is left alone.
+Only an ungrouped conv of static shape whose weight is a constant is rewritten (a symbolic
+batch would make the frames' batch N * OT symbolic too; such a conv keeps the generic compute);
+a conv that a layout pass already rewrote (it carries a layout) is left alone.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, Value
+from ..symbolic import is_static
 from .rewrite import Emitter, rebuild
 
 
@@ -29,6 +31,7 @@ def conv3d_as_conv2d(g: Graph) -> Graph:
     def visit(n: Node, ins: list[Value]):
         if n.op != "conv" or len(n.outputs[0].shape) != 5 or not ins[1].is_constant \
                 or n.attrs.get("groups", 1) != 1 \
+                or not is_static(ins[0].shape) or not is_static(n.outputs[0].shape) \
                 or {"layout", "out_layout", "weight_layout"} & n.attrs.keys():
             return None
         out = n.outputs[0]

@@ -61,3 +61,11 @@ def test_grouped_conv3d_keeps_the_generic_conv_and_stays_right():
     assert [n.op for n in nodes] == ["fused"] and len(nodes[0].outputs[0].shape) == 5
     x = RNG.standard_normal((1, 4, 5, 6, 6)).astype(np.float32)
     assert_close(graph.build(g).run(x=x)["z"], ort_run(m, {"x": x})["z"])
+
+
+def test_conv3d_of_a_symbolic_batch_is_left_to_the_generic_conv():
+    """The frames' batch would be N * OT: with N a shape variable the pass leaves the conv."""
+    m = _model(("batch", 3, 4, 6, 6), (4, 3, 3, 3, 3), [1, 1, 1], [1, 1, 1, 1, 1, 1],
+               [1, 1, 1], False)
+    nodes = run_passes(graph.from_onnx(m), 1).nodes
+    assert [n.op for n in nodes] == ["fused"] and len(nodes[0].outputs[0].shape) == 5
