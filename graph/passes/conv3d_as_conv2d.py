@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import op_registry as R
 from ..ir import Graph, Node, Value
 from ..symbolic import is_static
 from .rewrite import Emitter, rebuild
@@ -77,7 +78,5 @@ def _frames(em: Emitter, name: str, x: Value, ot: int, kt: int, st: int, dt: int
 
 def _op(em: Emitter, name: str, op: str, x: Value, attrs: dict, out_name: str | None = None):
     """One single-output op whose output shape the registry infers."""
-    from .. import op_registry as R
-
     (shape, dtype), = R.infer_types(op, [(x.shape, x.dtype)], attrs, name)
     return em.emit(name, op, [x], attrs, [Value(out_name or f"{name}_out", shape, dtype)])[0]

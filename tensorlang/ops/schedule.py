@@ -634,16 +634,14 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     if oc_outer is None:
         oc_outer = _nbytes(s[comp].op.input_tensors[-1]) > 256 * 1024  # the weights
     o.reorder(*((n, ocoo, oh) if oc_outer else (n, oh, ocoo)), owo, ocoi, owi, oci)
-    if _ext(oci) % LANES == 0 or _ext(oci) in (4, 8):
-        o.vectorize(oci)
+    _vectorize_block(o, oci)
     cs = tile_sums_at(s, comp, s[comp].op.reduce_axis[0], chain, o, owo)
     _, cb, _, cw, cc = cs.op.axis[:5]
     rco, ry, rx, rci = cs.op.reduce_axis
     cs.reorder(*cs.op.axis[5:], rco, ry, rx, rci, cw, cb, cc)
     cs.unroll(cw)
     cs.unroll(cb)
-    if _ext(cc) % LANES == 0 or _ext(cc) in (4, 8):
-        cs.vectorize(cc)
+    _vectorize_block(cs, cc)
     if unroll_kw:
         cs.unroll(rx)
     inline_pad_input(s, cs)
@@ -662,6 +660,16 @@ def tile_sums_at(s, comp: Tensor, outer, chain: int, o, at):
     _schedule_chunk_sums(s[comp])
     s[part].compute_at(s[comp], s[comp].op.reduce_axis[0])
     return s[part]
+
+
+def _block_lanes(iv) -> bool:
+    """A channel-block loop that vectorizes whole: a multiple of the vector width, or 4 / 8."""
+    return _ext(iv) % LANES == 0 or _ext(iv) in (4, 8)
+
+
+def _vectorize_block(st, iv) -> None:
+    if _block_lanes(iv):
+        st.vectorize(iv)
 
 
 def _chunked_reduction(s, comp: Tensor, outer, chain: int):
@@ -713,8 +721,7 @@ def _schedule_chunk_sums(cs) -> None:
     cs.reorder(cs.op.reduce_axis[0], cw, cb, cc)
     cs.unroll(cw)
     cs.unroll(cb)
-    if _ext(cc) % LANES == 0 or _ext(cc) in (4, 8):
-        cs.vectorize(cc)
+    _vectorize_block(cs, cc)
 
 
 WINOGRAD_PARTS = ("winograd_rows", "winograd_input", "winograd_product", "winograd_cols",
@@ -1243,7 +1250,7 @@ def _schedule_window_blocked(s, cs, o, parallel: bool, reg_ow: int, rows: int) -
     # rows outside the channel blocks: a thread works on the same rows of every channel as in
     # the blocked convs before and after (whose activations then stay in its L2)
     o.reorder(n, oh, cb, ohi, owo, owi, ci)
-    lanes_ok = _ext(ci) % LANES == 0 or _ext(ci) in (4, 8)
+    lanes_ok = _block_lanes(ci)
     if lanes_ok:
         o.vectorize(ci)
     o.unroll(owi)
