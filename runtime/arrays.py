@@ -8,11 +8,13 @@ misaligned array). ``tl.runtime.empty`` plays the role of ``tvm.nd.empty``.
 
 from __future__ import annotations
 
+import mmap
 from typing import Any
 
 import numpy as np
 
 ALIGN = 64
+HUGE_PAGE = 2 << 20  # x86-64's 2 MiB pages, which Linux backs on request (transparent huge pages)
 
 
 def _aligned_bytes(nbytes: int, zero: bool) -> np.ndarray:
@@ -26,6 +28,42 @@ def _aligned_bytes_at(nbytes: int, zero: bool = False) -> tuple[np.ndarray, int]
     addr = raw.__array_interface__["data"][0]
     start = -addr % ALIGN
     return raw[start:start + nbytes], addr + start
+
+
+def huge_page_bytes(nbytes: int) -> np.ndarray:
+    """Zeroed bytes, 64-byte aligned; from 2 MiB up, in memory the kernel is asked to back with
+    2 MiB pages (madvise MADV_HUGEPAGE, which Linux honours when transparent huge pages are
+    "always" or "madvise"; elsewhere these are ordinary pages). Why: a kernel that streams
+    its weights from memory in several interleaved runs of addresses (a tuned conv's
+    output-channel blocks) crosses a 4 KiB page every few hundred loads (TLB misses; the
+    hardware prefetchers stop at page boundaries). Measured, ResNet-50-shaped 112x112 width
+    32, one thread, Zen 4: a tuned late-stage conv took 345 us in a run on 4 KiB pages and
+    226 on 2 MiB ones (its default schedule 224 on both); the tuner had timed it at 199, its
+    numpy arrays on huge pages by chance. Whole untuned runs: 3.6% faster."""
+    if nbytes < HUGE_PAGE or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return _aligned_bytes(nbytes, zero=True)
+    # private and anonymous (mmap's default for -1 is a shared mapping, which is shmem and
+    # not eligible): zero-filled, paged in on first use
+    region = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        region.madvise(mmap.MADV_HUGEPAGE)
+    except OSError:  # a kernel built without transparent huge pages: ordinary pages then
+        pass
+    raw = np.frombuffer(region, dtype=np.uint8)  # keeps the mapping alive
+    start = -raw.__array_interface__["data"][0] % HUGE_PAGE
+    return raw[start:start + nbytes]
+
+
+def packed(nbytes: list[int]) -> list[np.ndarray]:
+    """Byte buffers of these sizes, each 64-byte aligned, laid one after another in one
+    ``huge_page_bytes`` region: a model's weights, or a measured kernel's arguments, in the
+    same kind of memory (a 2 MiB page each would waste most of it on small buffers)."""
+    offsets, end = [], 0
+    for n in nbytes:
+        offsets.append(end)
+        end += -(-int(n) // ALIGN) * ALIGN
+    region = huge_page_bytes(end)
+    return [region[o:o + int(n)] for o, n in zip(offsets, nbytes)]
 
 
 def empty(shape: Any, dtype: Any = "float32") -> np.ndarray:

@@ -43,7 +43,7 @@ from tensorlang.errors import TensorlangError
 from tensorlang.version import __version__
 
 from . import _cpu, _plan
-from .arrays import _aligned_bytes, _aligned_bytes_at
+from .arrays import _aligned_bytes_at, huge_page_bytes, packed
 from .module import ArtifactError, KernelError, Module, check_built_for_here, load_module
 from .timer import TimingResult, call_timer
 
@@ -53,11 +53,6 @@ MODES = ("graph", "interactive")
 
 class InputError(TensorlangError, ValueError):
     """Inputs that do not match the model: unknown or missing names, wrong shape or dtype."""
-
-
-def _aligned_empty(nbytes: int) -> np.ndarray:
-    """A zeroed uint8 buffer whose data starts on a 64-byte boundary."""
-    return _aligned_bytes(nbytes, zero=True)
 
 
 class _Buffers:
@@ -74,7 +69,7 @@ class _Buffers:
         p = self.plan = gm.plan if plan is None else plan
         env = env or {}
         self.sizes = np.array([env[v] for v in gm._vars] or [0], dtype=np.int64)
-        self.arena = _aligned_empty(int(p["arena_bytes"]))
+        self.arena = huge_page_bytes(int(p["arena_bytes"]))
         base = self.arena.ctypes.data
         storage_addr: dict[int, int] = {}
         storage_arr: dict[int, np.ndarray] = {}
@@ -158,17 +153,16 @@ class GraphModule:
         if mode == "graph" and driver is None and p["steps"]:
             raise TensorlangError("mode='graph' needs the driver module")
 
-        # constants live in their own aligned arrays, shared by every buffer set
-        self._const_arrays: dict[str, np.ndarray] = {}
-        for st in p["storages"]:
-            if st["kind"] == "const":
-                name = st["const"]
-                src = np.asarray(constants[name])
-                buf = _aligned_empty(src.nbytes)
-                # a byte view of the constant (no copy when it is C-contiguous, as frozen
-                # constants are) copied once into the aligned buffer: was two full copies
-                buf[:] = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
-                self._const_arrays[name] = buf
+        # constants live in one region of huge pages (see arrays.huge_page_bytes), each at an
+        # aligned offset, shared by every buffer set
+        names = [st["const"] for st in p["storages"] if st["kind"] == "const"]
+        srcs = [np.asarray(constants[n]) for n in names]
+        self._const_arrays: dict[str, np.ndarray] = dict(
+            zip(names, packed([src.nbytes for src in srcs])))
+        for name, src in zip(names, srcs):
+            # a byte view of the constant (no copy when it is C-contiguous, as frozen
+            # constants are) copied once into the aligned buffer: was two full copies
+            self._const_arrays[name][:] = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
         self._vars: tuple[str, ...] = tuple(p.get("vars", ()))
         kernel_names = sorted({st["kernel"] for st in p["steps"]})
         self._kernel_index = {n: i for i, n in enumerate(kernel_names)}
