@@ -142,6 +142,7 @@ class _TaskState:
     stale_rounds: int = 0  # consecutive rounds without an improvement of min_improvement
     done: str = ""  # why the task stopped ("flattened", "space exhausted", ...), "" while live
     tuner: Tuner | None = None
+    learned: int = 0  # records of the log its tuner has learned from
     settled: bool = False  # its best is a re-measurement's, made after its last trial
 
 
@@ -439,7 +440,16 @@ class TaskScheduler:
             # tune() closes a tuner's helper processes when it returns: here they outlive the
             # round (this scheduler's tune() closes them)
             tuner.close = lambda: None
-            s.tuner = tuner
+            s.tuner, s.learned = tuner, len(history)
+        elif isinstance(s.tuner, XGBTuner) and self.transfer:
+            # the other tasks' rounds since this task's last one: a model that learns from
+            # them plans better (task by task, heaviest first, a tuner learns from the tasks
+            # tuned before it; here every task's first round comes early, when the log held
+            # little to learn from, and its tuner's plan was made then)
+            history = load_records(self.log_file)
+            if len(history) > s.learned:
+                s.tuner.relearn_transfer(history)
+                s.learned = len(history)
         tuner = s.tuner
         if isinstance(tuner, XGBTuner) and tuner.feature_workers > 1 and tuner._pool is None:
             if self._features is None:

@@ -346,8 +346,8 @@ def test_records_stream_into_the_log_as_each_candidate_finishes(tmp_path):
 
 def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, monkeypatch):
     """Rounds alternate between tasks: each task's XGB tuner is built once and kept (never a
-    config measured twice), one set of feature worker processes serves every task, and a
-    round of 4 trials takes them from a plan of 16 ranked by one search."""
+    config measured twice), one set of feature worker processes serves every task, and each
+    round's tuner first learns the records the other task's rounds added to the log."""
     import concurrent.futures as cf
 
     from tensorlang.autotune.tuner import XGBTuner
@@ -368,6 +368,14 @@ def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, 
         return plan(self, n)
 
     monkeypatch.setattr(XGBTuner, "_plan", counted_plan)
+    relearned = Counter()
+    relearn = XGBTuner.relearn_transfer
+
+    def counted_relearn(self, records):
+        relearned[self.task.key] += 1
+        return relearn(self, records)
+
+    monkeypatch.setattr(XGBTuner, "relearn_transfer", counted_relearn)
     # the least tried task gets each round: this test is about what a task keeps between its
     # rounds, so its rounds alternate whatever the gradient would choose
     monkeypatch.setattr(autotune.TaskScheduler, "_gain", lambda self, s: -s.trials)
@@ -387,10 +395,14 @@ def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, 
     assert len(measured) == 48 and len(set(measured)) == 48
     assert len(executors) == 1  # the feature workers: started once for both tasks
     assert sched._features is None  # and stopped when tune returned
-    # per task: the first round (no model yet: 4 random picks), then a plan of 16 per 4
-    # rounds; so a task's rounds searched about a quarter as often as they measured
+    # per task: the first round (no model yet: 4 random picks), then each round, since the
+    # other task's round before it added records, relearns them and plans anew (one search
+    # per round, never more)
     for s in sched.states:
-        assert plans[s.task.key] <= 1 + math.ceil((s.rounds - 1) / 4) + 1, (s.rounds, plans)
+        assert plans[s.task.key] <= s.rounds + 1, (s.rounds, plans)
+        assert relearned[s.task.key] == s.rounds - 1, (s.rounds, relearned)
+    # the last round's tuner had learned every record but that round's own 4
+    assert max(s.learned for s in sched.states) == 48 - 4
 
 
 def test_template_and_template_free_tasks_each_start_from_their_default(tmp_path):

@@ -56,3 +56,53 @@ def test_xgb_tuner_exhausts_a_small_space():
     finally:
         opt.close()
     assert tuner.trials == len(task.config_space) == len(tuner.visited)
+
+
+def test_a_plan_spreads_its_random_picks_over_every_prefix(monkeypatch):
+    """A TaskScheduler measures a plan over rounds of a few trials: every prefix of the plan
+    holds its share of the random picks (they used to come last, after the model's)."""
+    from tensorlang.autotune.tuner import _spread
+
+    assert _spread([1, 2, 3, 4], [10, 20, 30, 40]) == [1, 10, 2, 20, 3, 30, 4, 40]
+    merged = _spread(list(range(6)), [10, 20])
+    assert sorted(merged) == [0, 1, 2, 3, 4, 5, 10, 20] and merged[0] == 0
+    assert sum(m >= 10 for m in merged[:4]) == 1
+    assert _spread([], [5, 6]) == [5, 6] and _spread([1, 2], []) == [1, 2]
+
+    task = autotune.create_task("matmul", (32, 32, 32, "float32"))
+    tuner = autotune.XGBTuner(task, seed=0)
+    tuner._model = object()  # _search below ranks; half random while few were measured
+    fallback = tuner.space.fallback_index()
+    ranked = [i for i in range(len(tuner.space)) if i != fallback]
+    monkeypatch.setattr(tuner, "_search", lambda n: ranked[:n])
+    monkeypatch.setattr(tuner, "_is_legal", lambda i: True)
+    randoms = iter(ranked[::-1])
+    monkeypatch.setattr(tuner, "_legal_random",
+                        lambda n, exclude=None: [next(randoms) for _ in range(n)])
+    plan = tuner._plan(9)
+    assert plan == [fallback, ranked[0], ranked[-1], ranked[1], ranked[-2], ranked[2],
+                    ranked[-3], ranked[3], ranked[-4]]
+
+
+def test_relearning_the_transfer_records_renormalizes_them_and_drops_the_plan(tmp_path):
+    """TaskScheduler rounds grow the log between one task's rounds: its tuner learns the
+    other workloads' records anew, labels normalized by each workload's best so far."""
+    log = tmp_path / "x.jsonl"
+    task = autotune.create_task("matmul", (32, 32, 32, "float32"))
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=2, repeat=2, timeout=5))
+    try:
+        autotune.XGBTuner(task, batch_size=4, seed=0).tune(
+            8, opt, callbacks=[autotune.log_to_file(log)])
+    finally:
+        opt.close()
+    recs = autotune.load_records(log)
+    other = autotune.XGBTuner(autotune.create_task("matmul", (48, 32, 32, "float32")), seed=1)
+    other.load_history(recs[:4])
+    assert len(other._tx) == 4 and max(other._ty) == 1.0
+    other._planned = [1, 2, 3]
+    other.relearn_transfer(recs)
+    assert len(other._tx) == 8 and other._planned == [] and not other.visited
+    flops = [task.flop / r.cost for r in recs]
+    np.testing.assert_allclose(other._ty, [f / max(flops) for f in flops], rtol=1e-12)
+    assert other._model is not None
