@@ -68,7 +68,7 @@ from .callbacks import log_to_file
 from .features import FeaturePool
 from .measure import LocalBuilder, LocalRunner, MeasureOption
 from .measure import measure_option as _measure_option
-from .record import Record, load_records
+from .record import Record, load_records, make_record
 from .task import Task
 from .tune import TUNERS, _logged_failure
 from .tuner import (
@@ -218,6 +218,7 @@ class TaskScheduler:
         self._resumed = False
         self.tuners_built = 0  # one per task that had a round in this scheduler
         self._features: FeaturePool | None = None  # the XGB tuners' feature workers
+        self._log: list[Record] = []  # the log's records: read once, then kept by _collect
 
     # ------------------------------------------------------------------------ what it reports
     @property
@@ -279,6 +280,7 @@ class TaskScheduler:
         """Trials, best and curve position from the log and the curve file of earlier runs."""
         self._resumed = True
         records = load_records(self.log_file) if os.path.exists(self.log_file) else []
+        self._log = list(records)
         by_key: dict[tuple[str, str], list[Record]] = {}
         for r in records:
             by_key.setdefault((r.key, r.target), []).append(r)
@@ -364,7 +366,7 @@ class TaskScheduler:
         t0 = time.perf_counter()
         tuner = self._tuner_of(s, option)
         before, best_before = tuner.trials, s.best
-        callbacks = [log_to_file(self.log_file)]
+        callbacks = [log_to_file(self.log_file), self._collect]
         with warnings.catch_warnings():
             # a round whose trials mostly failed is reported for the task at the end
             warnings.simplefilter("ignore", TuningWarning)
@@ -380,6 +382,11 @@ class TaskScheduler:
         self.seconds += time.perf_counter() - t0
         self._report(s, best_before, measured)
 
+    def _collect(self, tuner: Tuner, inputs: list, results: list) -> None:
+        """A callback: the batch's records, as log_to_file writes them, kept for the tuners
+        (a log of thousands of records is not parsed again every round)."""
+        self._log.extend(make_record(i, r) for i, r in zip(inputs, results))
+
     def _remeasure(self, option: MeasureOption) -> None:
         """Each task tuned since its last re-measurement: its ``remeasure_top`` fastest configs
         and its default measured again, interleaved (Tuner.remeasure, as tune_tasks ends each
@@ -393,7 +400,7 @@ class TaskScheduler:
                 continue
             tuner = self._tuner_of(s, option)
             results = tuner.remeasure(option, self.remeasure_top, self.remeasure_rounds,
-                                      [log_to_file(self.log_file)])
+                                      [log_to_file(self.log_file), self._collect])
             if any(r.error is None for r in results):
                 s.best = tuner.best_cost
                 s.history = [(s.trials, s.best)]  # the rate so far was of lucky figures
@@ -433,7 +440,7 @@ class TaskScheduler:
             tuner = TUNERS[self.tuner_name](s.task, batch_size=self.round_trials,
                                             seed=self.seed)
             self.tuners_built += 1
-            history = load_records(self.log_file) if os.path.exists(self.log_file) else []
+            history = list(self._log)
             tuner.load_history(history if self.transfer else own_records(s.task, history))
             if isinstance(tuner, XGBTuner):
                 tuner.plan_ahead = max(self.round_trials, PLAN_AHEAD)
@@ -441,15 +448,13 @@ class TaskScheduler:
             # round (this scheduler's tune() closes them)
             tuner.close = lambda: None
             s.tuner, s.learned = tuner, len(history)
-        elif isinstance(s.tuner, XGBTuner) and self.transfer:
+        elif isinstance(s.tuner, XGBTuner) and self.transfer and len(self._log) > s.learned:
             # the other tasks' rounds since this task's last one: a model that learns from
             # them plans better (task by task, heaviest first, a tuner learns from the tasks
             # tuned before it; here every task's first round comes early, when the log held
             # little to learn from, and its tuner's plan was made then)
-            history = load_records(self.log_file)
-            if len(history) > s.learned:
-                s.tuner.relearn_transfer(history)
-                s.learned = len(history)
+            s.tuner.relearn_transfer(self._log)
+            s.learned = len(self._log)
         tuner = s.tuner
         if isinstance(tuner, XGBTuner) and tuner.feature_workers > 1 and tuner._pool is None:
             if self._features is None:
