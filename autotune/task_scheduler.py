@@ -81,8 +81,8 @@ from .tuner import (
     own_records,
 )
 
-# configs an XGB tuner ranks in one search, measured over the task's next rounds (a round of
-# 4 trials searching anew would spend more on its search than on its trials)
+# configs an XGB tuner ranks in one search, measured over the task's next rounds while no other
+# task's round adds records to learn from (then it relearns and plans anew: _tuner_of)
 PLAN_AHEAD = 16
 
 

@@ -360,22 +360,18 @@ def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, 
             super().__init__(*a, **kw)
 
     monkeypatch.setattr(cf, "ProcessPoolExecutor", CountedExecutor)
-    plans = Counter()
-    plan = XGBTuner._plan
 
-    def counted_plan(self, n):
-        plans[self.task.key] += 1
-        return plan(self, n)
+    def calls_per_task(method: str) -> Counter:
+        calls, original = Counter(), getattr(XGBTuner, method)
 
-    monkeypatch.setattr(XGBTuner, "_plan", counted_plan)
-    relearned = Counter()
-    relearn = XGBTuner.relearn_transfer
+        def counted(self, *args):
+            calls[self.task.key] += 1
+            return original(self, *args)
 
-    def counted_relearn(self, records):
-        relearned[self.task.key] += 1
-        return relearn(self, records)
+        monkeypatch.setattr(XGBTuner, method, counted)
+        return calls
 
-    monkeypatch.setattr(XGBTuner, "relearn_transfer", counted_relearn)
+    plans, relearned = calls_per_task("_plan"), calls_per_task("relearn_transfer")
     # the least tried task gets each round: this test is about what a task keeps between its
     # rounds, so its rounds alternate whatever the gradient would choose
     monkeypatch.setattr(autotune.TaskScheduler, "_gain", lambda self, s: -s.trials)
