@@ -598,6 +598,40 @@ class GraphModule:
                 entry["time_source"] = "profile"
         return rows
 
+    def step_times(self, runs: int = 15, kernels: Mapping[str, Module] | None = None,
+                   ) -> dict[str, list[float]]:
+        """Node -> seconds of its kernel in each of ``runs`` runs on the module's own buffers
+        (inputs already set, else zeros): every step called once per run, in order, each call
+        timed on its own, so each kernel meets the caches as the kernels before it leave them
+        (``profile`` times a kernel in a loop of its own, with its weights in cache). Their sum
+        is a run's time less the driver's. ``kernels``: node -> a kernel taking the same
+        arguments (the same workload, another schedule) to run in that node's step instead,
+        on the same buffers and weights: configs compared inside one build, wherever its
+        memory lies (ValueError naming a node whose kernel takes other arguments)."""
+        steps = [self._step_with(step, (kernels or {}).get(step[2]["node"]))
+                 for step in self._own.steps]
+        self._zeros_for_unset()
+        self._execute("interactive")
+        per: dict[str, list[float]] = {st["node"]: [] for _fn, _raw, st, _k in steps}
+        for _ in range(runs):
+            for fn, raw, st, k in steps:
+                elapsed, rc = _time_native(k.function_address, fn, list(raw), 1)
+                if rc:
+                    raise KernelError(st["kernel"], rc)
+                per[st["node"]].append(elapsed)
+        return per
+
+    @staticmethod
+    def _step_with(step: tuple, kernel: Module | None) -> tuple:
+        """An interactive step with ``kernel`` in place of its own (see step_times)."""
+        _fn, raw, st, own = step
+        if kernel is None:
+            return step
+        if kernel.manifest["args"] != own.manifest["args"] or kernel.vars != own.vars:
+            raise ValueError(f"step_times: the kernel given for node {st['node']!r} takes other "
+                             f"arguments than its step's kernel {st['kernel']!r}")
+        return kernel.raw_function, raw, st, kernel
+
     def benchmark(self, mode: str | None = None, number: int = 10, repeat: int = 3,
                   ) -> TimingResult:
         """Time whole runs (inputs already set, else zeros) in ``mode``."""
