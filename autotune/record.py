@@ -64,11 +64,20 @@ class Record:
         return bool(self.result.get("chosen", False))
 
     @property
-    def rank(self) -> tuple[bool, bool, float]:
-        """The best record of a workload is the first by this key: a re-measurement's winner,
-        then any re-measured record (its figure is many interleaved repeats; the others' best
-        is the luckiest of many noisy measurements of near-equal configs), then the fastest."""
-        return (not self.chosen, not self.remeasured, self.cost)
+    def in_model(self) -> bool:
+        """Timed inside runs of a model (graph.remeasure_in_model): its costs are the kernel's
+        per-call times as the model runs it, not a run of the kernel alone."""
+        return bool(self.result.get("in_model", False))
+
+    @property
+    def rank(self) -> tuple:
+        """The best record of a workload is the first by this key: the latest choice made
+        inside runs of a model, then a re-measurement's winner, then any re-measured record
+        (its figure is many interleaved repeats; the others' best is the luckiest of many
+        noisy measurements of near-equal configs), then the fastest."""
+        model_choice = self.chosen and self.in_model
+        return (not model_choice, -self.timestamp if model_choice else 0.0, not self.chosen,
+                not self.remeasured, self.cost)
 
     def to_json(self) -> dict:
         return {"workload": self.workload, "target": self.target, "config": self.config,
@@ -145,7 +154,7 @@ def _check_result(r) -> None:
            r.get("error_msg"))
     _check(_is_number(r.get("all_cost", 0.0)), "result all_cost must be a number",
            r.get("all_cost"))
-    for flag in ("remeasured", "chosen"):
+    for flag in ("remeasured", "chosen", "in_model"):
         _check(isinstance(r.get(flag, False), bool), f"result {flag} must be true or false",
                r.get(flag))
 
@@ -298,6 +307,10 @@ class ApplyHistoryBest(DispatchContext):
         first (the graph layer looks for a kernel tuned at other sizes, issue 19)."""
         return [recs for (_, t), recs in self._by_key.items()
                 if t == target and recs[0].workload.get("name") == name]
+
+    def records_for(self, key: str, target) -> list[Record]:
+        """The valid records of one workload (its key, as Record.key), best first."""
+        return list(self._by_key.get((key, target), []))
 
     def best(self, target, name, args) -> Record | None:
         """The record :meth:`query` would apply to the workload, or None; reports nothing (to

@@ -156,6 +156,8 @@ class Tuner:
         learn from them (XGBTuner also learns from other workloads of the same template)."""
         base = baseline_of(self.task)
         for r in records:
+            if r.in_model:  # a model's per-call time: its config's own trial is in the log
+                continue
             if base is not None and r.key == base.key and r.target == base.target:
                 self.baseline_logged = True
             if r.key != self.task.key or r.target != self.task.target:
@@ -610,6 +612,8 @@ class XGBTuner(Tuner):
         super().load_history(records)
         by_key: dict[str, list[Record]] = {}
         for r in records:
+            if r.in_model:  # (see Tuner.load_history)
+                continue
             if r.workload.get("name") == self.task.name and r.target == self.task.target:
                 by_key.setdefault(r.key, []).append(r)
         for key, recs in by_key.items():

@@ -284,7 +284,8 @@ def choose_blocks(g: Graph, tuning: GraphTuning, opt_level: int = 2,
     channel tiles): ``g`` is laid out once per block of ``convert_layout.BLOCKS`` with every
     conv preferring it, and each conv whose kernel has a record under some block gets the block
     of its fastest record (the first block on a tie). Convs without records are not named: they
-    keep the block of their channel count. The layout transforms that mixing blocks adds
+    keep the block of their channel count. Blocks are compared by the kernels timed alone
+    (GraphTuning.cost_alone). The layout transforms that mixing blocks adds
     between convs are not counted (as in TVM). ``laid_out``: block -> ``g`` after the passes
     with that block, where the caller has it already."""
     from .passes import run_passes
@@ -299,9 +300,10 @@ def choose_blocks(g: Graph, tuning: GraphTuning, opt_level: int = 2,
         for n in gb.nodes:
             convs = _convs_in(n)
             rec = tuning.best_record(n.op, n.attrs, *_types(n)) if convs else None
+            cost = tuning.cost_alone(rec) if rec is not None else math.inf
             for c in convs if rec is not None else ():
-                if c not in best or rec.cost < best[c][0]:
-                    best[c] = (rec.cost, block)
+                if c not in best or cost < best[c][0]:
+                    best[c] = (cost, block)
     return {c: block for c, (_cost, block) in best.items()}
 
 
@@ -373,6 +375,13 @@ class GraphTuning:
 
             return free_record(self.history, self.target, args)
         return self.history.best(self.target, TEMPLATE, args)
+
+    def cost_alone(self, rec) -> float:
+        """The tuner's figure for ``rec``'s workload: its best record timed alone. A choice made
+        inside runs of the model (graph.remeasure_in_model) times one layout only, so layouts
+        are compared by these."""
+        alone = [r for r in self.history.records_for(rec.key, rec.target) if not r.in_model]
+        return alone[0].cost if alone else rec.cost
 
     def _is_tunable(self, args, op, attrs, in_types, out_types) -> bool:
         if args not in self._tunable:
