@@ -10,6 +10,7 @@
 from .build import BuildError, BuildReport, build, workload_key
 from .builder import Builder
 from .frontends.onnx import OnnxImportError, UnsupportedOperatorError, from_onnx
+from .in_model import InModelChoice, remeasure_in_model
 from .ir import Graph, GraphError, Node, Value, topo_sort
 from .op_registry import OPS
 from .tasks import extract_tasks
@@ -21,6 +22,7 @@ __all__ = [
     "Builder",
     "Graph",
     "GraphError",
+    "InModelChoice",
     "Node",
     "OnnxImportError",
     "UnsupportedOperatorError",
@@ -28,6 +30,7 @@ __all__ = [
     "build",
     "extract_tasks",
     "from_onnx",
+    "remeasure_in_model",
     "topo_sort",
     "workload_key",
 ]

@@ -163,6 +163,10 @@ def _tune(p: argparse.ArgumentParser):
                         "reductions, elementwise groups) by the sketch rules; each one's default "
                         "schedule is timed once into the log, and `compile --log` keeps it "
                         "wherever no record beats it")
+    p.add_argument("--in-model-top", type=_number(int, 0), default=3,
+                   help="models: at the end, each tuned kernel's N best configs and its "
+                        "default are timed inside runs of the model and the fastest is "
+                        "chosen (a kernel alone can rank its configs otherwise); 0: not")
     _shape_option(p)
 
     def run(a) -> int:
@@ -252,8 +256,8 @@ def _tune_model(a) -> int:
         except ValueError:
             raise CLIError(f"--blocks must be comma-separated integers, e.g. 16,8; got "
                            f"{a.blocks!r}") from None
-    tasks = graph.extract_tasks(_load_model(a.template, a.shape), a.target, blocks=blocks,
-                                template_free=a.template_free)
+    g = _load_model(a.template, a.shape)
+    tasks = graph.extract_tasks(g, a.target, blocks=blocks, template_free=a.template_free)
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:a.tasks] if a.tasks is not None else tasks
     opt = measure_option_of(a, model=True)
@@ -278,8 +282,41 @@ def _tune_model(a) -> int:
               f"{len(t.config_space)}): {found}")
     if not budgets:  # the scheduler raised for a task all of whose trials failed
         fail_if_no_valid_record(a.log, chosen)
+    if a.in_model_top and chosen:
+        _choose_in_model(a, g)
     print(f"deploy with: tensorlang compile {a.template} -o model.tlpkg --log {a.log}")
     return 0
+
+
+def _choose_in_model(a, g) -> None:
+    """--in-model-top: each tuned kernel's finalists timed inside runs of the model, here
+    (graph.remeasure_in_model); skipped, with a line saying why, where runs here would not be
+    the target's."""
+    import os
+
+    from tensorlang import graph
+    from tensorlang.codegen.target import Target
+    from tensorlang.graph.symbolic import is_static
+
+    why = ""
+    if not os.path.exists(a.log):
+        why = "nothing was tuned"
+    elif a.scheduler:
+        why = "measured on a cluster: run `tensorlang tune` again on a measuring machine"
+    elif Target.from_string(a.target).to_dict() != Target.host().to_dict():
+        why = f"--target {a.target} is not this CPU"
+    elif any(not is_static(v.shape) for v in g.inputs):
+        why = "the model's inputs have shape variables (fix them with --shape)"
+    if why:
+        print(f"in-model choice skipped: {why}")
+        return
+    t0 = time.perf_counter()
+    choices = graph.remeasure_in_model(g, a.log, top=a.in_model_top)
+    changed = [c for c in choices if c.chosen]
+    print(f"in-model choice: {len(choices)} kernels' finalists timed inside runs of the model "
+          f"in {time.perf_counter() - t0:.0f} s; {len(changed)} changed")
+    for c in changed:
+        print(f"  {c.describe()}")
 
 
 ROUND_TRIALS = 16  # trials per round of `tune model.onnx --budget`: one tuner batch

@@ -660,6 +660,7 @@ def test_bad_budgets_are_refused(tmp_path, budget, message):
     (["--budget", "10x"], r"--budget: expected trials \(2000\) or a time"),
     (["--budget", "0s"], "--budget: must be more than 0"),
     (["--budget", "10", "--budget", "20"], "two trials budgets"),
+    (["--in-model-top", "-1"], "--in-model-top: must be at least 0, got -1"),
 ])
 def test_cli_budget_refusals(tmp_path, capsys, argv, message):
     import onnx
@@ -712,6 +713,33 @@ def test_cli_tunes_a_model_within_a_trial_budget(tmp_path, capsys):
         [(3, "re-measured"), (5, "re-measured")]
     # first rounds of 2 trials: 2 + 1 (the budget's last trial), then 2 more
     assert [c["trials"] for c in curve if c["task"] != "re-measured"] == [2, 3, 5]
+
+
+def test_cli_ends_a_model_s_tuning_by_choosing_inside_runs_of_the_model(tmp_path, capsys):
+    """`tune model.onnx` ends by timing each tuned kernel's finalists inside runs of the model
+    (graph.remeasure_in_model) unless --in-model-top 0; a run whose budget is already in the
+    log only makes the choice."""
+    import onnx
+    from tensorlang.graph import model_zoo
+
+    from tensorlang.cli import main
+
+    model = tmp_path / "cnn.onnx"
+    onnx.save(model_zoo.small_cnn(), model)
+    log = tmp_path / "cnn.jsonl"
+    argv = ["tune", str(model), "--log", str(log), "--tuner", "random", "--seed", "0",
+            "--number", "1", "--repeat", "1", "--min-repeat-ms", "0", "--budget", "10"]
+    assert main([*argv, "--in-model-top", "0"]) == 0
+    assert "in-model choice" not in capsys.readouterr().out
+    assert not any(r.in_model for r in autotune.load_records(log))
+    assert main([*argv, "--in-model-top", "2"]) == 0
+    out = capsys.readouterr().out
+    timed = int(re.search(r"in-model choice: (\d+) kernels' finalists timed inside runs of "
+                          r"the model in \d+ s; \d+ changed", out).group(1))
+    in_model = [r for r in autotune.load_records(log) if r.in_model]
+    assert timed >= 1 and len({r.key for r in in_model}) == timed
+    assert all(sum(r.chosen for r in in_model if r.key == k) == 1 for k in {r.key for r in in_model})
+    assert _trials(log) == 10
 
 
 def _trials(log) -> int:
