@@ -152,16 +152,28 @@ def log_prefix(log: str, n: int, out: str) -> str:
 
 
 def best_costs(log: str) -> dict[str, float]:
-    """Workload key -> seconds of the record a build applies (a re-measurement's winner first,
-    else the fastest)."""
-    return {key: r.cost for (key, _), r in
-            autotune.best_records(autotune.load_records(log)).items()}
+    """Workload key -> seconds of the record a build applies, by the tuner's measurements (a
+    re-measurement's winner first, else the fastest; not a choice made in the model)."""
+    return {key: r.cost for (key, _), r in autotune.best_records(
+        r for r in autotune.load_records(log) if not r.in_model).items()}
 
 
 def estimate_from_log(tasks, log: str, default: dict[str, float]) -> float:
     """sum of weight x best record over the tasks; a task without one at its default time."""
     best = best_costs(log)
     return sum(t.weight * best.get(t.key, default[t.key]) for t in tasks)
+
+
+def choose_in_model(g, log: str, what: str) -> None:
+    """graph.remeasure_in_model on a prefix of a log, as deployment does; prints what it
+    changed."""
+    t0 = time.perf_counter()
+    choices = graph.remeasure_in_model(g, log)
+    changed = [c for c in choices if c.chosen]
+    gain = sum(len(c.nodes) * (c.times[0] - c.times[c.chosen]) for c in changed)
+    print(f"in-model choice, {what}: {len(changed)} of {len(choices)} tasks changed, "
+          f"{gain * 1e6:.0f} us per run less by its timing ({time.perf_counter() - t0:.0f} s)",
+          flush=True)
 
 
 def default_times(tasks) -> dict[str, float]:
@@ -179,19 +191,10 @@ def default_times(tasks) -> dict[str, float]:
 
 
 def in_run_times(gm, x: np.ndarray, runs: int = 15) -> dict[str, float]:
-    """Node -> seconds of its kernel inside a run: every step of the model called once, in
-    order, each call timed on its own (the caches as the kernels before it leave them), the
-    median over `runs` runs. Their sum is a run's time less the driver's."""
-    from tensorlang.runtime.graph_module import _time_native
-
-    gm.run(x=x)  # sets the model's own buffers, which the steps read and write
+    """Node -> seconds of its kernel inside a run (GraphModule.step_times), the median over
+    `runs` runs."""
     gm.set_input(x=x)
-    steps = gm._own.steps  # (function, raw arguments, step, kernel module) in run order
-    per = {st["node"]: [] for _fn, _raw, st, _k in steps}
-    for _ in range(runs):
-        for fn, raw, st, k in steps:
-            per[st["node"]].append(_time_native(k.function_address, fn, list(raw), 1)[0])
-    return {node: statistics.median(v) for node, v in per.items()}
+    return {node: statistics.median(v) for node, v in gm.step_times(runs).items()}
 
 
 def fidelity(tasks, log: str, gm, x: np.ndarray, per_task: bool = False) -> str:
@@ -428,6 +431,9 @@ def main() -> None:
                     "its log in --dir: run them one at a time to keep each run short)")
     ap.add_argument("--fractions", default=",".join(map(str, FRACTIONS)),
                     help="budget shares whose builds are timed (1 among them)")
+    ap.add_argument("--in-model", action=argparse.BooleanOptionalAction, default=True,
+                    help="each build's finalists chosen inside runs of the model first "
+                    "(graph.remeasure_in_model, as `tensorlang tune model.onnx` ends)")
     ap.add_argument("--per-task", action="store_true",
                     help="one fidelity line per task (record vs in-run time)")
     a = ap.parse_args()
@@ -472,9 +478,11 @@ def main() -> None:
         used[name] = sum(not r.remeasured for r in autotune.load_records(log))
         for f in fractions:
             prefix = log_prefix(log, round(f * a.budget), os.path.join(out, f"{name}_{f}.jsonl"))
+            estimates[(name, f)] = estimate_from_log(tasks, prefix, defaults)
+            if a.in_model:
+                choose_in_model(g, prefix, f"{name} {int(f * 100)}%")
             builds[(name, f)] = build(g, prefix)
             timed_logs[(name, f)] = prefix
-            estimates[(name, f)] = estimate_from_log(tasks, prefix, defaults)
     (inp,) = g.inputs
     x = np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)
     ref = builds["untuned"].run(x=x)
