@@ -1,19 +1,23 @@
 """Each tuned kernel's config chosen by its time inside runs of the model, after tuning.
 
-A tuning record times its kernel alone, called again and again on the same arguments. Inside
-the model the kernel meets the caches as the kernels before it leave them, and for some kernels
-the ranking of configs differs: a late 3x3 conv of a ResNet-50-shaped model (112x112, width
-32, one thread, Zen 4) ran at 0.70-0.77 of its record's speed in the task scheduler's builds,
-while its default ran at its own record's speed. The tuner's re-measurement (Tuner.remeasure)
-times the kernel alone too, so it cannot see this.
+A tuning record times its kernel alone, called again and again on the same arguments (the
+tuner's re-measurement too). Inside the model the kernel meets the caches as the kernels before
+it leave them, which can rank its configs otherwise; this choice checks the finalists where they
+will run, and its records give the times the deployed kernels run at. Measured on a
+ResNet-50-shaped model (112x112, width 32, one thread, Zen 4; BENCHMARKS.md, issue 21): the
+ranking mostly held (0-14 of 26 kernels changed per log), and whole runs with and without the
+choice were level within their noise (0.983, interval 0.946-1.007).
 
 :func:`remeasure_in_model` builds the model once per rank of the tasks' finalists (each task's
 few best distinct configs in the log, and its default): build ``i`` runs every task's ``i``-th
 finalist. It runs each build's kernels in the steps of the first build (the same buffers and
-weights), timing every step inside whole runs, the builds' turns interleaved round by round, and
-appends one record per finalist whose costs are those per-call times (flag ``in_model``). Each task's fastest finalist, or its incumbent (the log's best until now) unless
-another is faster by more than REMEASURE_MARGIN, is marked ``chosen``: ``graph.build`` then
-applies it (Record.rank puts the latest choice made in a model first).
+weights: where a build's memory lies moves its kernels by several percent, so finalists timed
+in builds of their own were ranked by their builds' placement), timing every step inside whole
+runs, the builds' turns interleaved round by round, and appends one record per finalist whose
+costs are those per-call times (flag ``in_model``). Each task's fastest finalist, or its
+incumbent (the log's best until now) unless another is faster by more than REMEASURE_MARGIN,
+is marked ``chosen``: ``graph.build`` then applies it (Record.rank puts the latest choice made
+in a model first).
 """
 
 from __future__ import annotations
