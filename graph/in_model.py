@@ -78,9 +78,12 @@ def remeasure_in_model(g: Graph, log_file: str, top: int = IN_MODEL_TOP,
                          f"{dynamic} have shape variables (give their sizes when importing)")
     if not os.path.exists(log_file):
         raise BuildError(f"tuning log {log_file!r} does not exist")
-    nodes, incumbents = _tuned_kernels(g, log_file, opt_level)
     logged = autotune.load_records(log_file)
-    finalists = {key: _finalists(logged, rec, top) for key, rec in incumbents.items()}
+    nodes, incumbents = _tuned_kernels(g, logged, opt_level)
+    by_key: dict[str, list] = {}
+    for r in logged:
+        by_key.setdefault(r.key, []).append(r)
+    finalists = {key: _finalists(by_key[key], rec, top) for key, rec in incumbents.items()}
     width = max((len(f) for f in finalists.values()), default=0)
     if width < 2:
         return []
@@ -103,11 +106,11 @@ def remeasure_in_model(g: Graph, log_file: str, top: int = IN_MODEL_TOP,
     return choices
 
 
-def _tuned_kernels(g: Graph, log_file: str, opt_level: int) -> tuple[dict, dict]:
+def _tuned_kernels(g: Graph, logged: list, opt_level: int) -> tuple[dict, dict]:
     """(workload key -> the nodes running it, workload key -> the record a build applies) for
     the kernels a build of ``g`` with the log runs with a template's tuned config (in the layout
     that build chooses; a template-free kernel keeps what the log gives it)."""
-    tuning = GraphTuning(log_file)
+    tuning = GraphTuning(logged)
     passes = run_graph_passes(g, opt_level, tuning, None)
     nodes: dict[str, list[str]] = {}
     incumbents = {}
@@ -121,12 +124,12 @@ def _tuned_kernels(g: Graph, log_file: str, opt_level: int) -> tuple[dict, dict]
     return nodes, incumbents
 
 
-def _finalists(logged: list, incumbent, top: int) -> list:
+def _finalists(of_key: list, incumbent, top: int) -> list:
     """The incumbent, then the next best records of other configs of its workload (up to
     ``top`` configs), then the default config's record when the log has it and it is not
     among them. Only records a build would apply (this version, the same compute)."""
-    same = [r for r in logged if r.valid and r.key == incumbent.key
-            and r.target == incumbent.target and r.version == __version__
+    same = [r for r in of_key if r.valid and r.target == incumbent.target
+            and r.version == __version__
             and r.workload.get("hash") == incumbent.workload.get("hash")]
     same.sort(key=lambda r: r.rank)
     picked: dict[str, object] = {_entity(incumbent): incumbent}

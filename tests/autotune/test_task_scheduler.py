@@ -737,8 +737,9 @@ def test_cli_ends_a_model_s_tuning_by_choosing_inside_runs_of_the_model(tmp_path
     timed = int(re.search(r"in-model choice: (\d+) kernels' finalists timed inside runs of "
                           r"the model in \d+ s; \d+ changed", out).group(1))
     in_model = [r for r in autotune.load_records(log) if r.in_model]
-    assert timed >= 1 and len({r.key for r in in_model}) == timed
-    assert all(sum(r.chosen for r in in_model if r.key == k) == 1 for k in {r.key for r in in_model})
+    keys = {r.key for r in in_model}
+    assert timed >= 1 and len(keys) == timed
+    assert all(sum(r.chosen for r in in_model if r.key == k) == 1 for k in keys)
     assert _trials(log) == 10
 
 
