@@ -302,7 +302,8 @@ def _choose_in_model(a, g) -> None:
     if not os.path.exists(a.log):
         why = "nothing was tuned"
     elif a.scheduler:
-        why = "measured on a cluster: run `tensorlang tune` again on a measuring machine"
+        why = ("measured on a cluster: run the same command without --scheduler on a "
+               "measuring machine")
     elif Target.from_string(a.target).to_dict() != Target.host().to_dict():
         why = f"--target {a.target} is not this CPU"
     elif any(not is_static(v.shape) for v in g.inputs):
