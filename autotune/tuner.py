@@ -93,15 +93,15 @@ def own_records(task: Task, records: Sequence[Record]) -> list[Record]:
 REMEASURE_MARGIN = 0.01
 
 
-def _remeasure_winner(results: list, default: int) -> int | None:
-    """The index of the re-measurement's winner in `results` (None: none valid)."""
-    valid = [n for n, r in enumerate(results) if r.valid]
+def margin_winner(costs: Sequence[float], keep: int) -> int | None:
+    """The index of the fastest of `costs` (inf: not valid), or `keep` unless the fastest is
+    faster than it by more than REMEASURE_MARGIN; None when none is valid."""
+    valid = [n for n, c in enumerate(costs) if c < math.inf]
     if not valid:
         return None
-    fastest = min(valid, key=lambda n: results[n].cost)
-    if results[default].valid and \
-            results[fastest].cost > results[default].cost * (1 - REMEASURE_MARGIN):
-        return default
+    fastest = min(valid, key=costs.__getitem__)
+    if costs[keep] < math.inf and costs[fastest] > costs[keep] * (1 - REMEASURE_MARGIN):
+        return keep
     return fastest
 
 
@@ -254,7 +254,7 @@ class Tuner:
         t0 = time.perf_counter()
         results = remeasure_batch(measure_option, inputs, rounds)
         self.time_measure += time.perf_counter() - t0
-        won = _remeasure_winner(results, finalists.index(fallback))
+        won = margin_winner([r.cost for r in results], finalists.index(fallback))
         if won is not None:
             results[won].chosen = True
             cost = results[won].cost

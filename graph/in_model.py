@@ -213,11 +213,8 @@ def _per_call(per_node: dict[str, list[float]], nodes: list[str]) -> list[float]
 
 def _choose(key: str, nodes: list[str], recs: list, costs: list[list[float]]) -> InModelChoice:
     medians = [statistics.median(c) for c in costs]
-    fastest = min(range(len(medians)), key=medians.__getitem__)
-    margin = autotune.tuner.REMEASURE_MARGIN
-    chosen = 0 if medians[fastest] > medians[0] * (1 - margin) else fastest
     return InModelChoice(key, tuple(nodes), tuple(r.config.get("entity") for r in recs),
-                         tuple(medians), chosen)
+                         tuple(medians), autotune.tuner.margin_winner(medians, 0))
 
 
 def _timed_record(rec, costs: list[float], chosen: bool):
