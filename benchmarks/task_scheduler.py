@@ -10,14 +10,17 @@ compared with heaviest-first's final one round by round (median ratio, bootstrap
 and the log of heaviest-first gives a bound: the fewest of its trials that, chosen with
 hindsight, reach the estimate of all of them.
 
-    python benchmarks/task_scheduler.py [--model resnet50|transformer] [--template-free]
+    python benchmarks/task_scheduler.py [--model resnet50|transformer | --onnx FILE]
+                                        [--template-free]
                                         [--budget 2000] [--size 224] [--width 64]
                                         [--tuner xgb] [--rounds 7] [--processes 5]
                                         [--dir DIR]
                                         [--fractions 0.25,0.5,1]
                                         [--steps tune-heaviest-first,tune-scheduler,time]
 
---model transformer: graph.model_zoo.transformer_block with sequence --size, hidden --width,
+--onnx FILE: a model nobody here wrote instead (a corpus CNN, exported by
+benchmarks/export_models.py into ~/.cache/tensorlang/real_models; one input of fixed shape). --model transformer:
+graph.model_zoo.transformer_block with sequence --size, hidden --width,
 4 heads, feed-forward 4 x --width. --template-free adds a template-free task for every kernel
 no template tunes (graph.extract_tasks(g, template_free=True): softmax, layer norm,
 transposes, pools...), tasks whose defaults can be far from their tuned schedules, beside
@@ -190,19 +193,19 @@ def default_times(tasks) -> dict[str, float]:
     return out
 
 
-def in_run_times(gm, x: np.ndarray, runs: int = 15) -> dict[str, float]:
+def in_run_times(gm, feed: dict, runs: int = 15) -> dict[str, float]:
     """Node -> seconds of its kernel inside a run (GraphModule.step_times), the median over
     `runs` runs."""
-    gm.set_input(x=x)
+    gm.set_input(**feed)
     return {node: statistics.median(v) for node, v in gm.step_times(runs).items()}
 
 
-def fidelity(tasks, log: str, gm, x: np.ndarray, per_task: bool = False) -> str:
+def fidelity(tasks, log: str, gm, feed: dict, per_task: bool = False) -> str:
     """Each task's best record against its kernel's time inside a run of the model built from
     `log` (the median over its nodes): weighted sums and the extreme tasks, and with
     `per_task` one line per task."""
     best = best_costs(log)
-    in_run = in_run_times(gm, x)
+    in_run = in_run_times(gm, feed)
     rec_sum = run_sum = 0.0
     ratios = []
     rows = []
@@ -224,12 +227,12 @@ def fidelity(tasks, log: str, gm, x: np.ndarray, per_task: bool = False) -> str:
             + ("\n" + "\n".join(rows) if per_task else ""))
 
 
-def default_fidelity(tasks, defaults: dict[str, float], gm, x: np.ndarray) -> str:
+def default_fidelity(tasks, defaults: dict[str, float], gm, feed: dict) -> str:
     """Each task's default as the tuner first times it (a template's fallback config; a
     template-free task's sketch fallback, its first trial) against its kernel inside a run of
     the untuned build (the graph's own default schedule): whether the gradient starts from the
     time the model runs at."""
-    in_run = in_run_times(gm, x)
+    in_run = in_run_times(gm, feed)
     rows = []
     for n, t in enumerate(tasks):
         mine = statistics.median(in_run[node] for node in t.nodes)
@@ -243,7 +246,7 @@ def _free(task) -> bool:
     return bool(getattr(task, "template_free", False))
 
 
-def time_builds(builds: dict, x: np.ndarray, rounds: int) -> dict[str, list[float]]:
+def time_builds(builds: dict, feed: dict, rounds: int) -> dict[str, list[float]]:
     """Seconds per run of each build in each round (the median of 15 runs, each timed on its
     own, after 50 ms of runs that bring the core back from the pause), the builds interleaved
     round by round. One warm run and the mean of 5 put two identical builds 2.3% apart
@@ -254,11 +257,11 @@ def time_builds(builds: dict, x: np.ndarray, rounds: int) -> dict[str, list[floa
             time.sleep(PAUSE_S)
             warm_until = time.perf_counter() + 0.05
             while time.perf_counter() < warm_until:
-                gm.run(x=x)
+                gm.run(**feed)
             runs = []
             for _ in range(15):
                 t0 = time.perf_counter()
-                gm.run(x=x)
+                gm.run(**feed)
                 runs.append(time.perf_counter() - t0)
             times[k].append(statistics.median(runs))
     return times
@@ -269,8 +272,7 @@ def _timed_in_this_process(model: str, size: int, width: int, logs: dict,
     """time_builds of the builds of `logs` (key -> log, None: untuned), built here."""
     g = graph.from_onnx(model_of(model, size, width))
     builds = {k: build(g, log) for k, log in logs.items()}
-    x = np.random.default_rng(0).standard_normal(g.inputs[0].shape).astype(np.float32)
-    return time_builds(builds, x, rounds)
+    return time_builds(builds, model_feed(g), rounds)
 
 
 def time_in_processes(model: str, size: int, width: int, logs: dict, rounds: int,
@@ -392,6 +394,12 @@ def load_and_cpu() -> str:
 
 
 def model_of(name: str, size: int, width: int):
+    """The ONNX model: a model_zoo one by name, or a file (--onnx) whose inputs' shapes are
+    fixed (a batch size of 1 where a dimension is named)."""
+    if name.endswith(".onnx"):
+        import onnx
+
+        return onnx.load(name)
     if name == "transformer":
         return model_zoo.transformer_block(size, width, 4, 4 * width)
     return model_zoo.resnet50(1, size, 1000, width)
@@ -399,9 +407,17 @@ def model_of(name: str, size: int, width: int):
 
 def model_title(name: str, g, width: int) -> str:
     shape = "x".join(map(str, g.inputs[0].shape))
+    if name.endswith(".onnx"):
+        return f"{os.path.basename(name)} {shape}"
     if name == "transformer":
         return f"transformer block {shape}, 4 heads, ffn {4 * width}"
     return f"ResNet-50-shaped model {shape}, width {width}"
+
+
+def model_feed(g) -> dict[str, np.ndarray]:
+    """The model's input (one float image or sequence), standard normal, the same each time."""
+    (inp,) = g.inputs
+    return {inp.name: np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)}
 
 
 def build(g, log: str | None):
@@ -413,6 +429,9 @@ def build(g, log: str | None):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=("resnet50", "transformer"), default="resnet50")
+    ap.add_argument("--onnx", default=None,
+                    help="an ONNX file instead of --model (e.g. a corpus CNN; --size and "
+                    "--width unused)")
     ap.add_argument("--template-free", action="store_true",
                     help="also a template-free task for every kernel no template tunes")
     ap.add_argument("--budget", type=int, default=2000, help="trials, both strategies")
@@ -443,6 +462,8 @@ def main() -> None:
         ap.error(f"--fractions: shares in (0, 1], 1 among them; got {a.fractions!r}")
     if not set(steps) <= set(STEPS):
         ap.error(f"--steps: {sorted(set(steps) - set(STEPS))} not among {list(STEPS)}")
+    if a.onnx:
+        a.model = os.path.abspath(a.onnx)
     out = a.dir or tempfile.mkdtemp(prefix="tl-bench-sched-")
     os.makedirs(out, exist_ok=True)
     g = graph.from_onnx(model_of(a.model, a.size, a.width))
@@ -483,11 +504,10 @@ def main() -> None:
                 choose_in_model(g, prefix, f"{name} {int(f * 100)}%")
             builds[(name, f)] = build(g, prefix)
             timed_logs[(name, f)] = prefix
-    (inp,) = g.inputs
-    x = np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)
-    ref = builds["untuned"].run(x=x)
+    feed = model_feed(g)
+    ref = builds["untuned"].run(**feed)
     for k, gm in builds.items():  # every tuned build computes what the untuned one does
-        for name, v in gm.run(x=x).items():
+        for name, v in gm.run(**feed).items():
             np.testing.assert_allclose(v, ref[name], rtol=1e-3, atol=1e-4, err_msg=str(k))
     print(f"timing: {load_and_cpu()}; {a.rounds} rounds over {a.processes} processes",
           flush=True)
@@ -526,10 +546,10 @@ def main() -> None:
           "only; no scheduler can know which trials will improve)")
     if a.per_task:
         print("defaults (first trials) vs the untuned build:\n"
-              + default_fidelity(tasks, defaults, builds["untuned"], x))
+              + default_fidelity(tasks, defaults, builds["untuned"], feed))
     for name, log in logs.items():
         print(f"fidelity, {name} 100%: "
-              + fidelity(tasks, log, builds[(name, 1.0)], x, a.per_task))
+              + fidelity(tasks, log, builds[(name, 1.0)], feed, a.per_task))
     curve = logs["scheduler"] + ".curve.jsonl"
     with open(curve) as f:
         curve_rounds = [json.loads(line) for line in f]
