@@ -156,7 +156,8 @@ def test_cli_tunes_a_model_then_compiles_and_runs_it(tmp_path, capsys):
     onnx.save(model_zoo.small_cnn(), model)
     log, pkg = tmp_path / "cnn.jsonl", tmp_path / "cnn.tlpkg"
     assert main(["tune", str(model), "--trials", "2", "--log", str(log), "--tuner", "random",
-                 "--seed", "0", "--tasks", "2", "--blocks", "16,8"]) == 0
+                 "--seed", "0", "--tasks", "2", "--blocks", "16,8",
+                 "--in-model-top", "0"]) == 0  # tested in autotune/test_task_scheduler.py
     out = capsys.readouterr().out
     n_tasks = len(graph.extract_tasks(graph.from_onnx(model), blocks=(16, 8)))
     assert f"{n_tasks} tunable workloads; tuning 2 x 2 trials" in out
