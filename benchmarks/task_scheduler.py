@@ -19,8 +19,8 @@ hindsight, reach the estimate of all of them.
                                         [--steps tune-heaviest-first,tune-scheduler,time]
 
 --onnx FILE: a model nobody here wrote instead (a corpus CNN, exported by
-benchmarks/export_models.py into ~/.cache/tensorlang/real_models; one input of fixed shape). --model transformer:
-graph.model_zoo.transformer_block with sequence --size, hidden --width,
+benchmarks/export_models.py into ~/.cache/tensorlang/real_models; one input of fixed shape).
+--model transformer: graph.model_zoo.transformer_block with sequence --size, hidden --width,
 4 heads, feed-forward 4 x --width. --template-free adds a template-free task for every kernel
 no template tunes (graph.extract_tasks(g, template_free=True): softmax, layer norm,
 transposes, pools...), tasks whose defaults can be far from their tuned schedules, beside
@@ -394,8 +394,8 @@ def load_and_cpu() -> str:
 
 
 def model_of(name: str, size: int, width: int):
-    """The ONNX model: a model_zoo one by name, or a file (--onnx) whose inputs' shapes are
-    fixed (a batch size of 1 where a dimension is named)."""
+    """The ONNX model: a model_zoo one by name, or a file (--onnx; its input's shape must be
+    fixed, as graph.from_onnx reads it)."""
     if name.endswith(".onnx"):
         import onnx
 
