@@ -279,6 +279,31 @@ def _reference(job: dict, arrays: list, written: list[bool], load_module):
 # 5.53 ms of the same kernels in a run; with 64 MiB, 5.71 against 5.68 ms.
 _FLUSH_BYTES = 64 << 20
 _junk: list = []  # the eviction buffer, allocated (and paged in) once per measuring process
+# How long the pool's idle workers spin while a kernel is measured: 0.1-0.2 s at 2-4 GHz,
+# longer than a flush and the warm reads take (~3 ms)
+_MEASURE_SPIN_CYCLES = 400_000_000
+
+
+@contextlib.contextmanager
+def _workers_kept_awake(wake):
+    """The pool's workers kept spinning inside the block, woken first by ``wake()`` (an untimed
+    call). Why: idle for ~100 us (the default budget), they sleep, and a flush takes ~3 ms, so
+    every timed call would pay their wake-up, which a call inside a model run, launched right
+    after the kernel before it, does not. Measured (ResNet-50-shaped 112x112 width 32, 2
+    threads, Zen 4): the default kernels' records summed 6.2-6.9 ms against 3.0-3.3 ms of the
+    same kernels in a run (max pool 9x); kept spinning, 3.2-3.5 ms."""
+    from tensorlang.runtime import threadpool
+
+    if threadpool.get_num_threads() == 1:
+        yield
+        return
+    before = threadpool.get_spin_cycles()
+    threadpool.set_spin_cycles(max(before, _MEASURE_SPIN_CYCLES))
+    try:
+        wake()
+        yield
+    finally:
+        threadpool.set_spin_cycles(before)
 
 
 def _cold_costs(mod, bufs: list, number: int, repeat: int, cooldown: float,
@@ -295,20 +320,21 @@ def _cold_costs(mod, bufs: list, number: int, repeat: int, cooldown: float,
     timer = mod._native_timer()
     raw = mod.prepare_args(*bufs)
     costs = []
-    for _ in range(repeat):
-        # written, not read: a run leaves the caches full of dirty lines (the activations the
-        # other kernels wrote), whose writebacks the kernel pays for as it streams its weights
-        # in. Measured (ResNet-50-shaped 112x112 width 32, 1 thread, Zen 4): after a read
-        # flush the records summed to 4.89 ms, after a written one 5.84, in a run 5.74
-        _junk[0][::64] += 1
-        for i in warm:
-            bufs[i].view(np.uint8).reshape(-1)[::64].sum()  # one read per cache line
-        elapsed, rc = timer(raw, number)
-        if rc:
-            raise mod._kernel_error(rc)
-        costs.append(elapsed / number)
-        if cooldown:
-            time.sleep(cooldown)
+    with _workers_kept_awake(lambda: timer(raw, 1)):
+        for _ in range(repeat):
+            # written, not read: a run leaves the caches full of dirty lines (the activations
+            # the other kernels wrote), whose writebacks the kernel pays for as it streams its
+            # weights in. Measured (ResNet-50-shaped 112x112 width 32, 1 thread, Zen 4): after
+            # a read flush the records summed to 4.89 ms, after a written one 5.84, in a run 5.74
+            _junk[0][::64] += 1
+            for i in warm:
+                bufs[i].view(np.uint8).reshape(-1)[::64].sum()  # one read per cache line
+            elapsed, rc = timer(raw, number)
+            if rc:
+                raise mod._kernel_error(rc)
+            costs.append(elapsed / number)
+            if cooldown:
+                time.sleep(cooldown)
     return costs
 
 

@@ -90,6 +90,7 @@ __all__ = [
     "PoolUnavailable",
     "bind_threads",
     "get_num_threads",
+    "get_spin_cycles",
     "launch_address",
     "machine",
     "parallel_launch",
@@ -105,6 +106,7 @@ __all__ = [
 
 _pool: LoadedPool | None = None
 _pool_lock = threading.Lock()
+_spin_cycles = DEFAULT_SPIN_CYCLES  # the last set_spin_cycles (the library has no getter)
 
 
 def _after_fork_in_child() -> None:
@@ -164,9 +166,17 @@ def get_num_threads() -> int:
 
 def set_spin_cycles(cycles: int) -> None:
     """How long (TSC cycles) idle threads spin before sleeping; 0 sleeps at once."""
+    global _spin_cycles
     if cycles < 0:
         raise ValueError(f"spin cycles must be >= 0, got {cycles}")
     pool().set_spin_cycles(int(cycles))
+    _spin_cycles = int(cycles)
+
+
+def get_spin_cycles() -> int:
+    """The idle threads' spin budget (TSC cycles) that set_spin_cycles last set, else the
+    default."""
+    return _spin_cycles
 
 
 def shared_library_bytes() -> bytes | None:

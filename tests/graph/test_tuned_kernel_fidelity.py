@@ -117,3 +117,60 @@ def test_bad_warm_args_are_refused(warm):
 
     with pytest.raises(ValueError, match=r"warm_args .*: the kernel has 3 arguments"):
         _warm_args(warm, [np.zeros(1)] * 3)
+
+
+class _KernelThatRecordsTheSpinBudget:
+    """Stands in for a built kernel in _cold_costs: its timer records (calls per timing, the
+    pool's spin budget at the call)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _native_timer(self):
+        from tensorlang.runtime import threadpool
+
+        def timer(raw, number):
+            self.calls.append((number, threadpool.get_spin_cycles()))
+            return 1e-6 * number, 0
+        return timer
+
+    def prepare_args(self, *bufs):
+        return bufs
+
+
+@pytest.fixture
+def two_threads_and_a_users_spin_budget():
+    from tensorlang.runtime import threadpool
+
+    before = threadpool.get_num_threads()
+    threadpool.set_num_threads(2)
+    threadpool.set_spin_cycles(12345)
+    yield
+    threadpool.set_num_threads(before)
+    threadpool.set_spin_cycles(threadpool.DEFAULT_SPIN_CYCLES)
+
+
+def test_a_flushed_measurement_keeps_the_pools_workers_awake_then_restores_their_budget(
+        two_threads_and_a_users_spin_budget):
+    # between two kernels of a model run the workers spin; after a flush they would sleep and
+    # each timed call would pay their wake-up: woken by an untimed call, kept spinning
+    from tensorlang.autotune.measure import _MEASURE_SPIN_CYCLES, _cold_costs
+    from tensorlang.runtime import threadpool
+
+    kernel = _KernelThatRecordsTheSpinBudget()
+    costs = _cold_costs(kernel, [np.zeros(4, np.float32)], 2, 3, 0.0, (0,))
+    assert costs == [1e-6] * 3
+    assert kernel.calls == [(1, _MEASURE_SPIN_CYCLES)] + [(2, _MEASURE_SPIN_CYCLES)] * 3
+    assert threadpool.get_spin_cycles() == 12345
+
+
+def test_a_one_thread_measurement_leaves_the_spin_budget_alone(
+        two_threads_and_a_users_spin_budget):
+    from tensorlang.autotune.measure import _cold_costs
+    from tensorlang.runtime import threadpool
+
+    threadpool.set_num_threads(1)
+    kernel = _KernelThatRecordsTheSpinBudget()
+    _cold_costs(kernel, [np.zeros(4, np.float32)], 1, 2, 0.0)
+    assert kernel.calls == [(1, 12345)] * 2
+    assert threadpool.get_spin_cycles() == 12345

@@ -107,6 +107,15 @@ def test_many_launches(pfill):
     np.testing.assert_array_equal(out, 2 * np.arange(257, dtype=np.float32))
 
 
+def test_the_spin_budget_reads_back_what_was_set(restore_threads):
+    assert threadpool.get_spin_cycles() == threadpool.DEFAULT_SPIN_CYCLES
+    threadpool.set_spin_cycles(777)
+    assert threadpool.get_spin_cycles() == 777
+    with pytest.raises(ValueError, match="spin cycles must be >= 0, got -1"):
+        threadpool.set_spin_cycles(-1)
+    assert threadpool.get_spin_cycles() == 777
+
+
 def test_launches_after_workers_sleep(pfill, restore_threads):
     # No spinning: every launch must wake sleeping workers through the futex.
     threadpool.set_spin_cycles(0)
