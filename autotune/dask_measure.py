@@ -668,6 +668,55 @@ class _LocalBuilds:
         return out
 
 
+CONNECT_TIMEOUT_S = 30
+# a dask handshake is a few hundred bytes: a first frame length above this is another protocol
+_MAX_GREETING_BYTES = 1 << 24
+
+
+def _check_greeting(scheduler: str, timeout: float) -> None:
+    """Refuse a tcp:// address whose listener is not a dask scheduler. Why: distributed's
+    connect timeout does not cover the handshake (dask/distributed#7698), so a Client pointed at
+    a listener that never answers waits forever, and one pointed at another protocol (an HTTP
+    server) reads its reply as a frame length and fails allocating exabytes. A dask scheduler
+    sends its handshake as soon as it accepts, framed by an 8-byte little-endian length.
+    Addresses that do not parse, other schemes and failed connects are left to the Client (its
+    errors say what is wrong; it retries a scheduler that is still starting)."""
+    import socket
+
+    from distributed.comm import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(scheduler)
+        if scheme != "tcp":
+            return
+        sock = socket.create_connection(parse_host_port(loc), timeout=timeout)
+    except (ValueError, OSError):
+        return
+    head = b""
+    with sock:
+        try:
+            while len(head) < 8:
+                chunk = sock.recv(8 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+        except TimeoutError:
+            raise DaskClusterError(
+                f"{scheduler} accepted the connection but sent nothing in {timeout:g} s, where "
+                f"a dask scheduler greets a client at once: is it a dask scheduler's "
+                f"address (`dask scheduler --port`)?") from None
+        except OSError as e:  # reset: a proxy or a service that refuses silent clients
+            raise DaskClusterError(f"{scheduler} dropped the connection before greeting as a "
+                                   f"dask scheduler does ({e}): is it a dask scheduler's "
+                                   f"address?") from None
+    if len(head) < 8:
+        raise DaskClusterError(f"{scheduler} closed the connection before greeting as a dask "
+                               f"scheduler does: is it a dask scheduler's address?")
+    if int.from_bytes(head, "little") > _MAX_GREETING_BYTES:
+        raise DaskClusterError(f"{scheduler} does not speak dask's protocol (its first bytes: "
+                               f"{head!r}): is it a dask scheduler's address?")
+
+
 def dask_measure_option(scheduler: str, builder_timeout: float = 60.0, **runner_options):
     """measure_option(DaskBuilder, DaskRunner) on a new Client connected to `scheduler`
     (e.g. "tcp://host:8786"); closing the option closes the client."""
@@ -678,8 +727,9 @@ def dask_measure_option(scheduler: str, builder_timeout: float = 60.0, **runner_
     except ImportError:
         raise ImportError("--scheduler needs dask.distributed: pip install "
                           "'tensorlang[distributed]'") from None
+    _check_greeting(scheduler, CONNECT_TIMEOUT_S)
     try:
-        client = Client(scheduler, timeout=30)
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
     except OSError as e:
         raise DaskClusterError(f"cannot connect to the dask scheduler at {scheduler}: "
                                f"{e}") from None

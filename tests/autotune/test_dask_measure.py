@@ -299,3 +299,63 @@ def test_cpu_difference_names_what_differs():
     said = dask_measure.cpu_difference(host, other)
     assert f"CPU other instead of {host['cpu']}" in said
     assert f"lacks {host['isa'][0]}" in said and "also has amx-tile" in said
+
+
+def _listener(on_accept):
+    """A tcp:// address whose listener hands each accepted socket to on_accept (in a thread)."""
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        with server:
+            conn, _ = server.accept()
+            on_accept(conn)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+
+def _silent(conn):
+    time.sleep(5)  # past the test's greeting timeout
+    conn.close()
+
+
+def _http(conn):
+    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    time.sleep(1)
+    conn.close()
+
+
+def _reset(conn):
+    import socket
+    import struct
+
+    time.sleep(0.2)  # the client waits for a greeting by then (a reset during its connect is
+    # a failed connect, which the Client retries)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()  # a linger of 0: the peer gets a reset, not an end of stream
+
+
+def _hang_up(conn):
+    conn.shutdown(2)
+    time.sleep(1)
+    conn.close()
+
+
+@pytest.mark.parametrize("listener, message", [
+    (_silent, r"accepted the connection but sent nothing in 0.5 s, where a dask scheduler greets"),
+    (_http, r"does not speak dask's protocol \(its first bytes: b'HTTP/1.1'\)"),
+    (_reset, r"dropped the connection before greeting as a dask scheduler does"),
+    (_hang_up, r"closed the connection before greeting as a dask scheduler does"),
+])
+def test_an_address_that_is_not_a_dask_scheduler_is_refused_at_once(listener, message,
+                                                                    monkeypatch):
+    # distributed's Client would wait forever on the silent listener (its connect timeout does
+    # not cover the handshake) and read the HTTP reply as a frame length of exabytes
+    monkeypatch.setattr(dask_measure, "CONNECT_TIMEOUT_S", 0.5)
+    address = _listener(listener)
+    t0 = time.monotonic()
+    with pytest.raises(dask_measure.DaskClusterError, match=message):
+        dask_measure.dask_measure_option(address)
+    assert time.monotonic() - t0 < 20
