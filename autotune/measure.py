@@ -290,8 +290,8 @@ def _workers_kept_awake(wake):
     call). Why: idle for ~100 us (the default budget), they sleep, and a flush takes ~3 ms, so
     every timed call would pay their wake-up, which a call inside a model run, launched right
     after the kernel before it, does not. Measured (ResNet-50-shaped 112x112 width 32, 2
-    threads, Zen 4): the default kernels' records summed 6.2-6.9 ms against 3.0-3.3 ms of the
-    same kernels in a run (max pool 9x); kept spinning, 3.2-3.5 ms."""
+    threads, Zen 4): the default kernels' records summed 6.2-6.9 ms against 3.0-3.5 ms of the
+    same kernels in a run (max pool 9x); kept spinning, 3.5-4.0 ms."""
     from tensorlang.runtime import threadpool
 
     if threadpool.get_num_threads() == 1:
