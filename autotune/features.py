@@ -317,6 +317,13 @@ class FeaturePool:
         then falls back to featurizing serially)."""
         return bool(self._warm_up) and all(f.done() for f in self._warm_up)
 
+    def wait_ready(self, timeout: float) -> None:
+        """Wait, at most `timeout` seconds, for the workers started by :meth:`start`."""
+        import concurrent.futures as cf
+
+        if self._warm_up:
+            cf.wait(self._warm_up, timeout)
+
     def map(self, indices: list[int]) -> list:
         """Features of configs `indices` (None for an illegal one, a TemplateTimeout for one
         that took too long), in order. A worker that dies, or hangs where its time limit
@@ -349,6 +356,35 @@ class FeaturePool:
             self._pool.shutdown(wait=True, cancel_futures=True)
         self._pool = None
         self._warm_up = []
+
+
+class SharedFeaturePool(FeaturePool):
+    """One task's view of feature workers that serve many tasks (a TaskScheduler's, or
+    tune_tasks's). A worker re-creates the task of each job (and keeps it), so one set of
+    processes serves every task: a task's tuning starts none. Closing the view leaves them
+    running; killing it (a broken pool) kills them, and the next use starts new ones."""
+
+    def __init__(self, task, owner: FeaturePool):
+        super().__init__(task, owner.workers, owner.time_limit)
+        self._owner = owner
+
+    def _get(self):
+        return self._owner._get()
+
+    def start(self) -> None:
+        self._owner.start()
+
+    def ready(self) -> bool:
+        self._owner.start()  # again after a kill
+        return self._owner.ready()
+
+    def wait_ready(self, timeout: float) -> None:
+        self._owner.start()
+        self._owner.wait_ready(timeout)
+
+    def close(self, kill: bool = False) -> None:
+        if kill:
+            self._owner.close(kill=True)
 
 
 _BACKSTOP_MARGIN = 10.0  # seconds beyond the configs' own time limits

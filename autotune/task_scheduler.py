@@ -79,36 +79,12 @@ from .tuner import (
     XGBTuner,
     check_remeasure,
     own_records,
+    share_feature_workers,
 )
 
 # configs an XGB tuner ranks in one search, measured over the task's next rounds while no other
 # task's round adds records to learn from (then it relearns and plans anew: _tuner_of)
 PLAN_AHEAD = 16
-
-
-class _SharedFeatures(FeaturePool):
-    """One task's view of the scheduler's feature workers. A worker re-creates the task of
-    each job (and keeps it), so one set of processes serves every task: a round that moves
-    to another task starts none. Closing the view leaves them running; killing it (a broken
-    pool) kills them, and the next round starts new ones."""
-
-    def __init__(self, task: Task, owner: FeaturePool):
-        super().__init__(task, owner.workers, owner.time_limit)
-        self._owner = owner
-
-    def _get(self):
-        return self._owner._get()
-
-    def start(self) -> None:
-        self._owner.start()
-
-    def ready(self) -> bool:
-        self._owner.start()  # again after a kill
-        return self._owner.ready()
-
-    def close(self, kill: bool = False) -> None:
-        if kill:
-            self._owner.close(kill=True)
 
 
 def model_measure_option(repeat: int = 10, timeout: float = 10.0,
@@ -456,12 +432,7 @@ class TaskScheduler:
             s.tuner.relearn_transfer(self._log)
             s.learned = len(self._log)
         tuner = s.tuner
-        if isinstance(tuner, XGBTuner) and tuner.feature_workers > 1 and tuner._pool is None:
-            if self._features is None:
-                self._features = FeaturePool(s.task, tuner.feature_workers,
-                                             option.builder.timeout)
-                self._features.start()
-            tuner._pool = _SharedFeatures(s.task, self._features)
+        self._features = share_feature_workers(tuner, self._features, option.builder.timeout)
         return tuner
 
     def _close_tuners(self) -> None:

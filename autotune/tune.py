@@ -22,6 +22,7 @@ from .tuner import (
     check_remeasure,
     first_message,
     own_records,
+    share_feature_workers,
 )
 
 # "evolution": the XGB model with a genetic search over legal fills, which measures a
@@ -57,6 +58,7 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
     log_file = os.fspath(log_file)
     best = {}
     failures: list[TuningError] = []
+    features = None  # the XGB tuners' feature workers, one set for every task
     try:
         for n, task in enumerate(tasks, 1):
             history = load_records(log_file) if os.path.exists(log_file) else []
@@ -71,6 +73,7 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
                     failures.append(_logged_failure(task, own))
                 continue
             t = TUNERS[tuner](task, batch_size=batch_size, seed=seed)
+            features = share_feature_workers(t, features, option.builder.timeout)
             t.load_history(history if transfer else own_records(task, history))
             callbacks = [log_to_file(log_file)]
             if progress:
@@ -87,6 +90,8 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
                 failures.append(e)
             best[task.key] = t.best_flops / 1e9
     finally:
+        if features is not None:
+            features.close()
         if measure_option is None:
             option.close()
     if failures:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import TensorlangError
 from .callbacks import streamer
-from .features import FeaturePool, config_features
+from .features import FeaturePool, SharedFeaturePool, config_features
 from .measure import (
     BUILD_ERROR,
     ILLEGAL,
@@ -91,6 +91,8 @@ def own_records(task: Task, records: Sequence[Record]) -> list[Record]:
 # default's by more than this share: near-equal configs (a conv's four finalists within 0.7%)
 # differ by noise, and the default is what an untuned build runs
 REMEASURE_MARGIN = 0.01
+# how long a batch waits for feature workers that are starting before it is measured anyway
+POOL_START_WAIT_S = 60.0
 
 
 def margin_winner(costs: Sequence[float], keep: int) -> int | None:
@@ -252,6 +254,7 @@ class Tuner:
             finalists.append(fallback)
         inputs = [MeasureInput(self.task, self.space.get(i)) for i in finalists]
         t0 = time.perf_counter()
+        self._before_measuring()
         results = remeasure_batch(measure_option, inputs, rounds)
         self.time_measure += time.perf_counter() - t0
         won = margin_winner([r.cost for r in results], finalists.index(fallback))
@@ -299,6 +302,7 @@ class Tuner:
             self.visited.update(idxs)
             inputs = [MeasureInput(self.task, self.space.get(i)) for i in idxs]
             t0 = time.perf_counter()
+            self._before_measuring()
             results = measure_batch(measure_option, inputs, streamer(self, inputs, callbacks))
             self.time_measure += time.perf_counter() - t0
             inputs, results = self._with_settled(inputs, results)
@@ -311,6 +315,10 @@ class Tuner:
                 cb(self, inputs, results)
             if early_stopping is not None and self.trials - last_improve >= early_stopping:
                 break
+
+    def _before_measuring(self) -> None:
+        """Called before each batch is measured: a tuner whose helper processes are starting
+        waits for them (XGBTuner)."""
 
     def _settle(self, idx: int, error: TemplateTimeout) -> None:
         """Config `idx` timed out instantiating here: a build error record (with the next
@@ -593,6 +601,14 @@ class XGBTuner(Tuner):
         if self._pool is not None:
             self._pool.close()
             self._pool = None
+
+    def _before_measuring(self) -> None:
+        # feature workers starting (each spawns and imports tensorlang: about a second of CPU
+        # on this machine) beside a measurement take the cores from the kernel: at 2 threads
+        # on 2 cores, a default conv of 60 us was recorded at 5 ms, the first trials of each
+        # task that tune_tasks started a pool for
+        if self._pool is not None:
+            self._pool.wait_ready(POOL_START_WAIT_S)
 
     def load_history(self, records: Sequence[Record]) -> None:
         with instantiate_time_limit(self.time_limit):
@@ -926,3 +942,18 @@ def _cached_task(name: str, args, target: str) -> Task | None:
                           f"from: the template refuses these arguments ({type(e).__name__}: "
                           f"{e})", stacklevel=3)
     return _TASKS[key]
+
+
+def share_feature_workers(tuner: Tuner, owner: FeaturePool | None,
+                          time_limit: float | None) -> FeaturePool | None:
+    """Give an XGB tuner that featurizes in processes a view of `owner`'s feature workers
+    (started here, from the tuner's task, when `owner` is None), so that the tasks of one
+    tuning run start one set of processes between them. Returns the owner (None while no
+    tuner needed one)."""
+    if not (isinstance(tuner, XGBTuner) and tuner.feature_workers > 1 and tuner._pool is None):
+        return owner
+    if owner is None:
+        owner = FeaturePool(tuner.task, tuner.feature_workers, time_limit)
+        owner.start()
+    tuner._pool = SharedFeaturePool(tuner.task, owner)
+    return owner

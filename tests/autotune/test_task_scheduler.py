@@ -344,6 +344,52 @@ def test_records_stream_into_the_log_as_each_candidate_finishes(tmp_path):
     assert len({(r.key, r.config["index"]) for r in records}) == 10
 
 
+def test_tune_tasks_starts_one_set_of_feature_workers_and_measures_once_they_are_up(
+        tmp_path, monkeypatch):
+    """Heaviest-first tune_tasks over three tasks: one set of feature worker processes serves
+    every task's XGB tuner (each started its own before), and no candidate is measured while
+    they start (their imports took the cores from the kernels timed beside them: at 2 threads,
+    60 us convs recorded at 5 ms)."""
+    import concurrent.futures as cf
+
+    from tensorlang.autotune.features import FeaturePool
+
+    executors, pools, measured_while_starting = [], [], []
+
+    class CountedExecutor(cf.ProcessPoolExecutor):
+        def __init__(self, *a, **kw):
+            executors.append(self)
+            super().__init__(*a, **kw)
+
+    start = FeaturePool.start
+
+    def recorded_start(self):
+        pools.append(self)
+        start(self)
+
+    monkeypatch.setattr(cf, "ProcessPoolExecutor", CountedExecutor)
+    monkeypatch.setattr(FeaturePool, "start", recorded_start)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # the XGB tuners' feature_workers
+    option = fake_option(by_n(n64=improving(1), n128=improving(2), n256=improving(3)))
+    run_one = option.runner.run_one
+
+    def checked_run_one(task, path):
+        measured_while_starting.append(
+            any(not f.done() for p in pools for f in p._warm_up))
+        return run_one(task, path)
+
+    option.runner.run_one = checked_run_one
+    log = tmp_path / "h.jsonl"
+    autotune.tune_tasks(tasks_of(64, 128, 256), n_trial=12, log_file=log, tuner="xgb",
+                        measure_option=option, progress=False, batch_size=4, seed=0,
+                        remeasure_top=1)
+    assert trials_per_task(log, tasks_of(64, 128, 256)) == [12, 12, 12]
+    assert len(executors) == 1
+    assert len(measured_while_starting) > 36  # the trials, then the re-measurements
+    assert not any(measured_while_starting)
+    assert all(not p._warm_up for p in pools)  # stopped when tune_tasks returned
+
+
 def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, monkeypatch):
     """Rounds alternate between tasks: each task's XGB tuner is built once and kept (never a
     config measured twice), one set of feature worker processes serves every task, and each
