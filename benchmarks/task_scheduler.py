@@ -11,7 +11,7 @@ and the log of heaviest-first gives a bound: the fewest of its trials that, chos
 hindsight, reach the estimate of all of them.
 
     python benchmarks/task_scheduler.py [--model resnet50|transformer | --onnx FILE]
-                                        [--template-free]
+                                        [--template-free] [--without-default]
                                         [--budget 2000] [--size 224] [--width 64]
                                         [--tuner xgb] [--rounds 7] [--processes 5]
                                         [--dir DIR]
