@@ -253,8 +253,8 @@ class Tuner:
         if fallback not in finalists:
             finalists.append(fallback)
         inputs = [MeasureInput(self.task, self.space.get(i)) for i in finalists]
-        t0 = time.perf_counter()
         self._before_measuring()
+        t0 = time.perf_counter()
         results = remeasure_batch(measure_option, inputs, rounds)
         self.time_measure += time.perf_counter() - t0
         won = margin_winner([r.cost for r in results], finalists.index(fallback))
@@ -301,8 +301,8 @@ class Tuner:
                 break
             self.visited.update(idxs)
             inputs = [MeasureInput(self.task, self.space.get(i)) for i in idxs]
-            t0 = time.perf_counter()
             self._before_measuring()
+            t0 = time.perf_counter()
             results = measure_batch(measure_option, inputs, streamer(self, inputs, callbacks))
             self.time_measure += time.perf_counter() - t0
             inputs, results = self._with_settled(inputs, results)
