@@ -344,30 +344,36 @@ def test_records_stream_into_the_log_as_each_candidate_finishes(tmp_path):
     assert len({(r.key, r.config["index"]) for r in records}) == 10
 
 
-def test_tune_tasks_starts_one_set_of_feature_workers_and_measures_once_they_are_up(
-        tmp_path, monkeypatch):
-    """Heaviest-first tune_tasks over three tasks: one set of feature worker processes serves
-    every task's XGB tuner (each started its own before), and no candidate is measured while
-    they start (their imports took the cores from the kernels timed beside them: at 2 threads,
-    60 us convs recorded at 5 ms)."""
+def counted_process_pools(monkeypatch) -> list:
+    """The process pools created from now on (concurrent.futures), in a list."""
     import concurrent.futures as cf
 
-    from tensorlang.autotune.features import FeaturePool
-
-    executors, pools, measured_while_starting = [], [], []
+    executors = []
 
     class CountedExecutor(cf.ProcessPoolExecutor):
         def __init__(self, *a, **kw):
             executors.append(self)
             super().__init__(*a, **kw)
 
+    monkeypatch.setattr(cf, "ProcessPoolExecutor", CountedExecutor)
+    return executors
+
+
+def test_tune_tasks_starts_one_set_of_feature_workers_and_measures_once_they_are_up(
+        tmp_path, monkeypatch):
+    """Heaviest-first tune_tasks over three tasks: one set of feature worker processes serves
+    every task's XGB tuner (each started its own before), and no candidate is measured while
+    they start (their imports took the cores from the kernels timed beside them: at 2 threads,
+    60 us convs recorded at 5 ms)."""
+    from tensorlang.autotune.features import FeaturePool
+
+    executors, pools, measured_while_starting = counted_process_pools(monkeypatch), [], []
     start = FeaturePool.start
 
     def recorded_start(self):
         pools.append(self)
         start(self)
 
-    monkeypatch.setattr(cf, "ProcessPoolExecutor", CountedExecutor)
     monkeypatch.setattr(FeaturePool, "start", recorded_start)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)  # the XGB tuners' feature_workers
     option = fake_option(by_n(n64=improving(1), n128=improving(2), n256=improving(3)))
@@ -394,18 +400,9 @@ def test_a_task_keeps_its_tuner_and_the_feature_workers_across_rounds(tmp_path, 
     """Rounds alternate between tasks: each task's XGB tuner is built once and kept (never a
     config measured twice), one set of feature worker processes serves every task, and each
     round's tuner first learns the records the other task's rounds added to the log."""
-    import concurrent.futures as cf
-
     from tensorlang.autotune.tuner import XGBTuner
 
-    executors = []
-
-    class CountedExecutor(cf.ProcessPoolExecutor):
-        def __init__(self, *a, **kw):
-            executors.append(self)
-            super().__init__(*a, **kw)
-
-    monkeypatch.setattr(cf, "ProcessPoolExecutor", CountedExecutor)
+    executors = counted_process_pools(monkeypatch)
 
     def calls_per_task(method: str) -> Counter:
         calls, original = Counter(), getattr(XGBTuner, method)
