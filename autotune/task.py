@@ -343,6 +343,13 @@ class Task:
         finally:
             _local.computes = prev
 
+    def reference_schedule(self):
+        """(schedule, tensors) of the kernel a runner checks candidates against where the
+        template has no numpy reference: the fallback config's (the template's default)."""
+        from .space import FallbackConfig
+
+        return self.instantiate(FallbackConfig())
+
     def is_legal(self, config: ConfigEntity) -> bool:
         """Whether `config` instantiates with every legality check passing."""
         from .. import ScheduleError

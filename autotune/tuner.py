@@ -236,10 +236,11 @@ class Tuner:
     # ---------------------------------------------------------------------------- remeasure
     def remeasure(self, measure_option: MeasureOption, top: int = 3,
                   rounds: int = REMEASURE_ROUNDS, callbacks: Sequence[Callable] = ()) -> list:
-        """Measure the `top` fastest configs measured so far and the template's default again,
-        built once and timed in `rounds` interleaved rounds, and hand the results (marked
-        ``remeasured``) to the callbacks (log_to_file records them). The fastest of them, or the
-        default unless that is faster by more than REMEASURE_MARGIN, is marked ``chosen``: the
+        """Measure the `top` fastest configs measured so far and the template's default again
+        (a template-free task: only the configs), built once and timed in `rounds` interleaved
+        rounds, and hand the results (marked ``remeasured``) to the callbacks (log_to_file
+        records them). The fastest of them, or the default (template-free: the fastest by the
+        trials) unless that is faster by more than REMEASURE_MARGIN, is marked ``chosen``: the
         log's best record (best_records, apply_history_best). The fastest of a search
         is the luckiest of many noisy measurements of near-equal configs (a conv's top six
         records at 237.7-238.2 GFLOP/s, none re-timed above 230), and the default stays the
@@ -249,15 +250,20 @@ class Tuner:
         finalists = sorted(self._costs, key=self._costs.get)[:top]
         if not finalists:
             return []
-        fallback = self.space.fallback_index()
-        if fallback not in finalists:
-            finalists.append(fallback)
+        keep = finalists[0]
+        if not getattr(self.task, "template_free", False):
+            # a template's default: what an untuned build runs (a sketch's fallback is only one
+            # point of the space, maybe one its rules refuse; the graph's default schedule is
+            # the template-free task's baseline)
+            keep = self.space.fallback_index()
+            if keep not in finalists:
+                finalists.append(keep)
         inputs = [MeasureInput(self.task, self.space.get(i)) for i in finalists]
         self._before_measuring()
         t0 = time.perf_counter()
         results = remeasure_batch(measure_option, inputs, rounds)
         self.time_measure += time.perf_counter() - t0
-        won = margin_winner([r.cost for r in results], finalists.index(fallback))
+        won = margin_winner([r.cost for r in results], finalists.index(keep))
         if won is not None:
             results[won].chosen = True
             cost = results[won].cost
@@ -334,7 +340,7 @@ class Tuner:
                 results + list(settled.values()))
 
     def _prepare_reference(self, option: MeasureOption) -> None:
-        """Without a numpy reference, the fallback config's kernel is the reference."""
+        """Without a numpy reference, the task's reference_schedule kernel is the reference."""
         runner = option.runner
         if self.task.template.reference is not None or not runner.check_correctness or \
                 self.task.key in runner._reference_kernels:
@@ -343,9 +349,7 @@ class Tuner:
 
         import tensorlang as tl
 
-        from .space import FallbackConfig
-
-        s, args = self.task.instantiate(FallbackConfig())
+        s, args = self.task.reference_schedule()
         os.makedirs(option.builder._dir, exist_ok=True)
         path = os.path.join(option.builder._dir, f"reference-{abs(hash(self.task.key))}.tlm")
         tl.build(s, args, name="reference").save(path)

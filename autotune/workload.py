@@ -151,6 +151,18 @@ class WorkloadTask(Task):
         self._flop = count_flops(func) or count_flops(func, float_only=False) or 1.0
 
 
+    def reference_schedule(self):
+        """The compute as declared, without schedule decisions: a sketch's fallback point can
+        be one the rules refuse (a conv's fallback register tile of 1024 elements raised
+        TileTooLarge and stopped the tuning before its first trial)."""
+        import tensorlang as tl
+
+        from .task import _is_placeholder
+
+        tensors = self.template.declare(self.args)
+        return tl.create_schedule([t for t in tensors if not _is_placeholder(t)]), tensors
+
+
 def is_workload(name) -> bool:
     return isinstance(name, str) and isinstance(TEMPLATES.get(name), WorkloadTemplate) or \
         (callable(name) and hasattr(name, "workload_name"))

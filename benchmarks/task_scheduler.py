@@ -201,14 +201,18 @@ def choose_in_model(g, log: str, what: str) -> None:
 
 
 def default_times(tasks) -> dict[str, float]:
-    """Each task's default schedule (the template's fallback config, a template-free task's
-    sketch fallback: what an untuned build runs), timed as the runner times a candidate (from
-    evicted caches, its warm_args read back)."""
+    """Each task's default schedule (what an untuned build runs: the template's fallback
+    config; for a template-free task the graph's default schedule of its kernel), timed as the
+    runner times a candidate (from evicted caches, its warm_args read back)."""
+    from tensorlang.graph.tuning_free import BaselineGraphTask
+
     import tensorlang as tl
 
     out = {}
     for t in tasks:
-        f = tl.build(*t.instantiate(autotune.FallbackConfig()), name="default")
+        untuned = BaselineGraphTask(t.args, t.target, t.op, t.nodes, t.layout,
+                                    t.warm_args) if _free(t) else t
+        f = tl.build(*untuned.instantiate(autotune.FallbackConfig()), name="default")
         args = _random_inputs(f.manifest)  # as the runner places them
         out[t.key] = statistics.mean(_cold_costs(f, args, 1, 10, 0.0, t.warm_args))
     return out
@@ -453,8 +457,10 @@ def main() -> None:
     ap.add_argument("--onnx", default=None,
                     help="an ONNX file instead of --model (e.g. a corpus CNN; --size and "
                     "--width unused)")
-    ap.add_argument("--template-free", action="store_true",
-                    help="also a template-free task for every kernel no template tunes")
+    ap.add_argument("--template-free", nargs="?", const=True, default=False,
+                    help="also a template-free task for every kernel no template tunes; "
+                    "'--template-free all': template-free tasks for every kernel instead, convs "
+                    "included (as Ansor tunes a model)")
     ap.add_argument("--budget", type=int, default=2000, help="trials, both strategies")
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--width", type=int, default=64)
@@ -488,8 +494,12 @@ def main() -> None:
         ap.error(f"--steps: {sorted(set(steps) - set(STEPS))} not among {list(STEPS)}")
     if a.onnx:
         a.model = os.path.abspath(a.onnx)
+    if a.template_free not in (True, False, "all"):
+        ap.error(f"--template-free: nothing or 'all', got {a.template_free!r}")
     remeasure_top = 3
-    if a.without_default:
+    if a.without_default and a.template_free == "all":
+        a.in_model, remeasure_top = False, 0
+    elif a.without_default:
         if a.tuner != "xgb":
             ap.error(f"--without-default: only with --tuner xgb, got {a.tuner!r}")
         a.tuner, a.in_model, remeasure_top = WITHOUT_DEFAULT, False, 0
@@ -497,8 +507,12 @@ def main() -> None:
     os.makedirs(out, exist_ok=True)
     g = graph.from_onnx(model_of(a.model, a.size, a.width))
     tasks = graph.extract_tasks(g, template_free=a.template_free)
-    title = model_title(a.model, g, a.width) + (", template-free tasks" if a.template_free
-                                                 else "")
+    if a.without_default and a.template_free == "all":
+        for t in tasks:  # no default kernel timed beside the trials: the build applies them
+            t.baseline = None
+    title = model_title(a.model, g, a.width) + {
+        True: ", template-free tasks", "all": ", every task template-free", False: ""}[
+            a.template_free]
     print(f"{title}: {len(tasks)} tasks ({sum(t.weight for t in tasks)} kernels), budget "
           f"{a.budget} trials, tuner {a.tuner}, logs in {out}", flush=True)
     logs = {"heaviest-first": os.path.join(out, "heaviest_first.jsonl"),

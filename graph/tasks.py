@@ -8,7 +8,8 @@ from .ir import Graph
 
 
 def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
-                  blocks=None, sizes: dict | None = None, template_free: bool = False) -> list:
+                  blocks=None, sizes: dict | None = None,
+                  template_free: bool | str = False) -> list:
     """One ``autotune`` task per distinct tunable kernel workload of ``g`` after the graph passes
     (fused groups included), with ``weight`` = how many kernels share it; tune them with
     ``autotune.tune_tasks(tasks, n_trial, log)`` and build with ``graph.build(g,
@@ -26,18 +27,28 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
     one (any tuner, ``tune_tasks``, ``TaskScheduler``) also logs its default kernel's time, once
     per log, with the trials' measure option, and the build keeps the default wherever the
     search did not beat it (the searched softmax of a 197-token ViT was 1.8x slower than the
-    default); ``tuning_free.measure_baselines`` adds it to a log tuned before."""
+    default); ``tuning_free.measure_baselines`` adds it to a log tuned before.
+    ``template_free="all"``: every kernel's task is template-free, convs and matmuls included
+    (as Ansor tunes a model: no template tasks); the build applies a kernel's template-free
+    record where the log holds no template record of it."""
     from .control_flow import has_control_flow, plain_graphs
 
+    if not (isinstance(template_free, bool) or template_free == "all"):
+        raise ValueError(f"extract_tasks: template_free must be False, True or 'all', got "
+                         f"{template_free!r}")
+    if template_free == "all" and blocks:
+        raise ValueError("extract_tasks: blocks tune the conv template in activation blocks; "
+                         "with template_free='all' no template task is made")
     g = _at_sizes(g, sizes)
     from .tuning import extract_tasks as _extract
 
     if not has_control_flow(g):
-        tasks = _extract(g, target, opt_level, blocks)
+        tasks = [] if template_free == "all" else _extract(g, target, opt_level, blocks)
         if template_free:
             from .tuning_free import extract_free_tasks
 
-            tasks += extract_free_tasks(g, target, opt_level)
+            tasks += extract_free_tasks(g, target, opt_level,
+                                        every_kernel=template_free == "all")
         return tasks
     # a run-time If: the tasks of every piece and branch the build compiles, merged by workload
     merged: dict = {}

@@ -336,6 +336,13 @@ class GraphTuning:
         cfg = self.history.query(self.target, TEMPLATE, args)
         key = autotune.task.workload_key(TEMPLATE, args)
         if key not in self.history.applied:
+            from .tuning_free import free_config, searched_loses  # template_free="all"
+
+            if searched_loses(self.history, self.target, args):
+                return None  # tuned template-free, and its default measured no slower
+            found = free_config(self.history, self.target, args)
+            if found is not None:
+                return found
             self.untuned.append(key)
             self.last_untuned = True
             return None
@@ -374,7 +381,12 @@ class GraphTuning:
             from .tuning_free import free_record  # issue 20
 
             return free_record(self.history, self.target, args)
-        return self.history.best(self.target, TEMPLATE, args)
+        rec = self.history.best(self.target, TEMPLATE, args)
+        if rec is None:
+            from .tuning_free import free_record
+
+            return free_record(self.history, self.target, args)
+        return rec
 
     def cost_alone(self, rec) -> float:
         """The tuner's figure for ``rec``'s workload: its best record timed alone. A choice made

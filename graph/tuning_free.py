@@ -111,9 +111,10 @@ def _logged(log: str, task) -> bool:
                                        for r in autotune.load_records(log))
 
 
-def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> list:
+def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
+                       every_kernel: bool = False) -> list:
     """One template-free task per distinct kernel of ``g`` (after the graph passes) that no
-    template tunes. Kernels the sketch rules cannot schedule (an extern call, a symbolic
+    template tunes (``every_kernel``: per distinct kernel, templated or not). Kernels the sketch rules cannot schedule (an extern call, a symbolic
     extent) are left to their default schedule, named in one warning."""
     from .passes import run_passes
 
@@ -125,7 +126,7 @@ def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2) -> li
         args = template_args(n.op, n.attrs, in_types, out_types)
         if args in found:
             found[args][1].append(n.name)
-        elif not is_tunable(n.op, n.attrs, in_types, out_types):
+        elif every_kernel or not is_tunable(n.op, n.attrs, in_types, out_types):
             found[args] = (_anchor_op(n), [n.name], n.outputs[0].layout, _warm_args(n))
     tasks, skipped = [], []
     for args, (op, nodes, layout, warm) in found.items():
