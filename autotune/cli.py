@@ -75,11 +75,12 @@ def _failed_share(log: str, task) -> str:
             f"({', '.join(f'{k} {n}' for k, n in kinds.most_common())})")
 
 
-def measure_option_of(a, model: bool = False):
+def measure_option_of(a, model: bool = False, flush_bytes: int | None = None):
     """The measure option of `tensorlang tune`'s arguments (the tuner name checked first).
     model: the kernels of a model, each timed as the model runs it (TaskScheduler's
     model_measure_option: every repeat from evicted caches but the kernel's own inputs, one
-    call; back to back a kernel's weights stay cached, which in a run they are not)."""
+    call; back to back a kernel's weights stay cached, which in a run they are not), the
+    caches evicted by writing ``flush_bytes`` (None: the runner's default)."""
     from .measure import LocalBuilder, LocalRunner, measure_option
 
     if a.tuner not in TUNERS:
@@ -87,6 +88,8 @@ def measure_option_of(a, model: bool = False):
     timing = {"number": a.number or (1 if model else 3),
               "repeat": a.repeat or (10 if model else 3), "timeout": a.timeout,
               "min_repeat_ms": 0 if model else a.min_repeat_ms, "flush_cache": model}
+    if flush_bytes is not None:
+        timing["flush_bytes"] = flush_bytes
     if getattr(a, "scheduler", None):
         return _dask_option(a, timing)
     return measure_option(LocalBuilder(n_parallel=a.n_parallel), LocalRunner(**timing))

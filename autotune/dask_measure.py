@@ -47,6 +47,7 @@ from tensorlang.errors import TensorlangError
 
 from .measure import (
     BUILD_ERROR,
+    FLUSH_BYTES,
     RUN_ERROR,
     BuildResult,
     LocalRunner,
@@ -450,19 +451,20 @@ class DaskRunner:
     """Time candidates on the workers that declare the ``measure`` resource, one at a time per
     worker; only workers whose CPU equals the target's (see the module doc).
 
-    number, repeat, min_repeat_ms, timeout, cooldown, flush_cache, check_correctness, rtol,
-    startup_margin: as for LocalRunner (the worker runs one); `wait_for_workers`: seconds to
+    number, repeat, min_repeat_ms, timeout, cooldown, flush_cache, flush_bytes,
+    check_correctness, rtol, startup_margin: as for LocalRunner (the worker runs one); `wait_for_workers`: seconds to
     wait for a measuring worker when none is connected before raising DaskClusterError."""
 
     def __init__(self, client, number: int = 5, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10.0, cooldown: float = 0.0, flush_cache: bool = False,
                  check_correctness: bool = True, rtol: float = 1e-3,
-                 startup_margin: float = 10.0, wait_for_workers: float = 60.0):
+                 startup_margin: float = 10.0, wait_for_workers: float = 60.0,
+                 flush_bytes: int = FLUSH_BYTES):
         self.client = _check_client(client, "DaskRunner")
         self.settings = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms,
                          "timeout": timeout, "cooldown": cooldown, "flush_cache": flush_cache,
                          "check_correctness": check_correctness, "rtol": rtol,
-                         "startup_margin": startup_margin}
+                         "startup_margin": startup_margin, "flush_bytes": flush_bytes}
         LocalRunner(**self.settings)  # the same argument checks (it starts nothing)
         self.timeout, self.check_correctness = float(timeout), check_correctness
         self.wait_for_workers = float(wait_for_workers)

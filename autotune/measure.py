@@ -273,12 +273,14 @@ def _reference(job: dict, arrays: list, written: list[bool], load_module):
     return [b for b, w in zip(bufs, written) if w]
 
 
-# Larger than the last-level caches of the machines we tune on. Always all of it: streaming only
-# the bytes the rest of a model touches (31.5 MB for ResNet-50-shaped 112x112 width 32, Zen 4's
-# L3 is 32 MB) left part of the weights cached, and the records summed to 4.75 ms against
-# 5.53 ms of the same kernels in a run; with 64 MiB, 5.71 against 5.68 ms.
-_FLUSH_BYTES = 64 << 20
-_junk: list = []  # the eviction buffer, allocated (and paged in) once per measuring process
+# The default bytes written before each cold call. Larger than Zen 4's L3: streaming only the
+# bytes the rest of a model touches (31.5 MB for ResNet-50-shaped 112x112 width 32, Zen 4's L3
+# is 32 MB) left part of the weights cached, and the records summed to 4.75 ms against 5.53 ms
+# of the same kernels in a run; with 64 MiB, 5.71 against 5.68 ms. Not right everywhere: on an
+# Intel Emerald Rapids VM (260 MiB L3) the same kernels' records were 1.33x their time in a
+# run; graph.calibrate_flush measures the size that matches on the machine at hand.
+FLUSH_BYTES = 64 << 20
+_junk: dict = {}  # bytes -> the eviction buffer, allocated (and paged in) once per process
 # How long the pool's idle workers spin while a kernel is measured: 0.1-0.2 s at 2-4 GHz,
 # longer than a flush and the warm reads take (~3 ms)
 _MEASURE_SPIN_CYCLES = 400_000_000
@@ -307,16 +309,19 @@ def _workers_kept_awake(wake):
 
 
 def _cold_costs(mod, bufs: list, number: int, repeat: int, cooldown: float,
-                warm: tuple = ()) -> list[float]:
+                warm: tuple = (), flush_bytes: int = FLUSH_BYTES) -> list[float]:
     """Each repeat: the caches evicted, the arguments numbered in ``warm`` read back in, then
     ``number`` calls timed with no call in between. time_evaluator's warm-up call would bring
     every argument back into the caches before its timing; a model's kernel runs once per
     model run, after the other kernels have evicted its weights while its input was just
     written by the kernel before it (``warm``: a graph task's non-constant inputs). Measured,
     ResNet-50-shaped at 112x112 width 32, one thread on Zen 4: the late-stage convs and the
-    dense 1.5-5x slower in a run than called back to back."""
-    if not _junk:
-        _junk.append(np.zeros(_FLUSH_BYTES, dtype=np.uint8))
+    dense 1.5-5x slower in a run than called back to back. ``flush_bytes``: how many bytes
+    are written to evict them (LocalRunner's flush_bytes)."""
+    if flush_bytes not in _junk:
+        _junk.clear()  # one size at a time: a runner keeps its size
+        _junk[flush_bytes] = np.zeros(max(flush_bytes, 64), dtype=np.uint8)
+    junk = _junk[flush_bytes]
     timer = mod._native_timer()
     raw = mod.prepare_args(*bufs)
     costs = []
@@ -326,7 +331,7 @@ def _cold_costs(mod, bufs: list, number: int, repeat: int, cooldown: float,
             # the other kernels wrote), whose writebacks the kernel pays for as it streams its
             # weights in. Measured (ResNet-50-shaped 112x112 width 32, 1 thread, Zen 4): after
             # a read flush the records summed to 4.89 ms, after a written one 5.84, in a run 5.74
-            _junk[0][::64] += 1
+            junk[::64] += 1
             for i in warm:
                 bufs[i].view(np.uint8).reshape(-1)[::64].sum()  # one read per cache line
             elapsed, rc = timer(raw, number)
@@ -368,7 +373,7 @@ def _run_job(job: dict, cache: dict, load_module) -> dict:
             o.fill(np.nan if o.dtype.kind == "f" else 123456789 % (1 << 31))
     if job["flush_cache"]:
         costs = _cold_costs(mod, bufs, job["number"], job["repeat"], job["cooldown"],
-                            _warm_args(job.get("warm"), bufs))
+                            _warm_args(job.get("warm"), bufs), job["flush_bytes"])
     else:
         r = mod.time_evaluator(job["number"], job["repeat"], job["min_repeat_ms"])(*bufs)
         costs = list(r.results)
@@ -439,7 +444,9 @@ class LocalRunner:
     candidate's check + measurement; cooldown: seconds to sleep after each candidate (and between
     repeats with flush_cache); flush_cache: evict the CPU caches before each repeat, which
     then times ``number`` calls from cold caches with no warm-up call (number=1: every timed
-    call cold, as a model's kernel runs; min_repeat_ms does not apply);
+    call cold, as a model's kernel runs; min_repeat_ms does not apply); flush_bytes: how many
+    bytes each eviction writes (default FLUSH_BYTES; graph.calibrate_flush finds the size at
+    which a model's kernels time as they run in it on this machine);
     check_correctness: compare the output with the reference first (rtol). TVM's names
     cooldown_interval and enable_cpu_cache_flush are cooldown and flush_cache; its
     module_loader is refused (only local modules are loaded)."""
@@ -447,7 +454,8 @@ class LocalRunner:
     def __init__(self, number: int = 5, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10.0, cooldown: float = 0.0, flush_cache: bool = False,
                  check_correctness: bool = True, rtol: float = 1e-3,
-                 startup_margin: float = 10.0, *, cooldown_interval: float | None = None,
+                 startup_margin: float = 10.0, *, flush_bytes: int = FLUSH_BYTES,
+                 cooldown_interval: float | None = None,
                  enable_cpu_cache_flush: bool | None = None, module_loader=None):
         # TVM's names for two of ours (keyword only: TVM's positional order differs)
         _refuse_tvm_options("LocalRunner", module_loader=(module_loader, None))
@@ -459,6 +467,9 @@ class LocalRunner:
             raise ValueError("LocalRunner: number and repeat must be >= 1")
         if timeout <= 0:
             raise ValueError("LocalRunner: timeout must be > 0 seconds")
+        if isinstance(flush_bytes, bool) or not isinstance(flush_bytes, int) or flush_bytes < 0:
+            raise ValueError(f"LocalRunner: flush_bytes must be an int >= 0, got {flush_bytes!r}")
+        self.flush_bytes = flush_bytes
         self.number, self.repeat, self.min_repeat_ms = int(number), int(repeat), min_repeat_ms
         self.timeout, self.cooldown, self.flush_cache = float(timeout), cooldown, flush_cache
         self.check_correctness, self.rtol = check_correctness, rtol
@@ -513,7 +524,8 @@ class LocalRunner:
             self._start()
         job = {"path": path, "key": task.key, "reference": self._reference_spec(task),
                "number": self.number, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms,
-               "flush_cache": self.flush_cache, "cooldown": self.cooldown, "rtol": self.rtol,
+               "flush_cache": self.flush_cache, "flush_bytes": self.flush_bytes,
+               "cooldown": self.cooldown, "rtol": self.rtol,
                "warm": list(getattr(task, "warm_args", ()) or ())}
         self._conn.send(job)
         # a fresh process, or a new workload, also pays start-up / inputs and reference

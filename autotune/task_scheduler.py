@@ -66,7 +66,7 @@ import numpy as np
 
 from .callbacks import log_to_file
 from .features import FeaturePool
-from .measure import LocalBuilder, LocalRunner, MeasureOption
+from .measure import FLUSH_BYTES, LocalBuilder, LocalRunner, MeasureOption
 from .measure import measure_option as _measure_option
 from .record import Record, load_records, make_record
 from .task import Task
@@ -88,16 +88,18 @@ PLAN_AHEAD = 16
 
 
 def model_measure_option(repeat: int = 10, timeout: float = 10.0,
-                         n_parallel: int | None = None) -> MeasureOption:
+                         n_parallel: int | None = None,
+                         flush_bytes: int = FLUSH_BYTES) -> MeasureOption:
     """How the TaskScheduler measures by default: each of ``repeat`` timed calls starts from
     evicted caches, with only the arguments a task names in ``warm_args`` (a graph task: its
     non-constant inputs) read back first, since inside a model a kernel's weights were evicted
     by the other kernels since its last call. Back-to-back calls keep them cached and time
     what the model never runs (ResNet-50-shaped at 112x112, one thread: late-stage convs
-    1.5-2.5x and the dense 5x slower in a run than back to back)."""
+    1.5-2.5x and the dense 5x slower in a run than back to back). ``flush_bytes``: the bytes
+    each eviction writes (graph.calibrate_flush measures the size that fits a model here)."""
     return _measure_option(LocalBuilder(n_parallel=n_parallel),
                            LocalRunner(number=1, repeat=repeat, flush_cache=True,
-                                       timeout=timeout))
+                                       timeout=timeout, flush_bytes=flush_bytes))
 
 
 @dataclass

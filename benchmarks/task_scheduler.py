@@ -11,7 +11,7 @@ and the log of heaviest-first gives a bound: the fewest of its trials that, chos
 hindsight, reach the estimate of all of them.
 
     python benchmarks/task_scheduler.py [--model resnet50|transformer | --onnx FILE]
-                                        [--template-free] [--without-default]
+                                        [--template-free [all]] [--without-default]
                                         [--budget 2000] [--size 224] [--width 64]
                                         [--tuner xgb] [--rounds 7] [--processes 5]
                                         [--dir DIR]
@@ -26,11 +26,14 @@ no template tunes (graph.extract_tasks(g, template_free=True): softmax, layer no
 transposes, pools...), tasks whose defaults can be far from their tuned schedules, beside
 template tasks whose defaults are near their best: where the gradient has something to
 allocate (tune them with --tuner evolution, which measures a template-free task's default
-and its structural variants first).
+and its structural variants first). --template-free all: template-free tasks for every kernel
+instead, convs included, as Ansor tunes a model (graph.extract_tasks(g, template_free="all")).
 
 Both strategies measure candidates as the model runs them (model_measure_option: caches evicted
-before each timed call, a task's non-constant inputs read back); the last lines compare each
-task's best record with its kernel's time inside a run of the built model (fidelity). The
+before each timed call by writing as many bytes as graph.calibrate_flush finds for the model on
+this machine, once per --dir in flush.json; a task's non-constant inputs read back); the last
+lines compare each task's best record with its kernel's time inside a run of the built model
+(fidelity). The
 thread count is the runtime's (TENSORLANG_NUM_THREADS). Needs a quiet machine: both tunings and
 the timings share the cores. A tiny run that proves the script works: --budget 60 --size 56
 --width 16 --tuner random --round-trials 2.
@@ -41,6 +44,9 @@ re-measurement brings it back (remeasure_top=0), and no in-model choice (--no-in
 build then runs each task's fastest record, whatever the trials found. Why: with the default
 measured first, tuning gains 3-6% on these models, below the spread of whole runs, and every
 allocation of the trials looks level; without it, what the trials find decides the latency.
+With --template-free all (any tuner; evolution is the one for these spaces) it means no
+default kernel timed beside the trials: a build applies every task's best record even where
+the graph's default schedule is faster (a task no trial reached keeps that default).
 """
 
 from __future__ import annotations
@@ -70,10 +76,24 @@ STEPS = ("tune-heaviest-first", "tune-scheduler", "time")
 PAUSE_S = 0.3  # between two timed builds: a previous run's worker threads may still spin
 
 
-def measure_option():
-    """Both strategies measure as the model runs its kernels: each call from evicted caches,
-    the task's non-constant inputs read back first (TaskScheduler's default)."""
-    return model_measure_option(repeat=10, n_parallel=os.cpu_count())
+def measure_option(flush_bytes: int):
+    """Both strategies measure as the model runs its kernels: each call from caches evicted by
+    writing ``flush_bytes`` (flush_for), the task's non-constant inputs read back first."""
+    return model_measure_option(repeat=10, n_parallel=os.cpu_count(), flush_bytes=flush_bytes)
+
+
+def flush_for(g, tasks, out: str) -> int:
+    """The runner's flush size for the model on this machine (graph.calibrate_flush), found
+    once per --dir so that both strategies' steps measure alike."""
+    path = os.path.join(out, "flush.json")
+    if not os.path.exists(path):
+        found = graph.calibrate_flush(g, tasks)
+        with open(path, "w") as f:
+            json.dump({"flush_bytes": found.flush_bytes, "calibration": str(found)}, f)
+    with open(path) as f:
+        saved = json.load(f)
+    print(saved["calibration"], flush=True)
+    return saved["flush_bytes"]
 
 
 @contextlib.contextmanager
@@ -106,10 +126,10 @@ def wall_split(name: str, wall: float, tuners) -> str:
             f"{wall - measure - search - model:.1f} s")
 
 
-def _timed_tuning(name: str, tune) -> float:
+def _timed_tuning(name: str, tune, flush_bytes: int) -> float:
     """Run ``tune(measure_option)`` and print its wall time split; a task without a valid
     config (TuningError) is reported, not fatal. Returns the wall time."""
-    opt = measure_option()
+    opt = measure_option(flush_bytes)
     t0 = time.perf_counter()
     with tuners_seen() as seen:
         try:
@@ -134,17 +154,18 @@ WITHOUT_DEFAULT = "xgb-without-default"
 TUNERS[WITHOUT_DEFAULT] = XGBTunerWithoutDefault
 
 
-def heaviest_first(tasks, budget: int, log: str, tuner: str, seed: int,
+def heaviest_first(tasks, budget: int, log: str, tuner: str, seed: int, flush_bytes: int,
                    remeasure_top: int = 3) -> float:
     """Today's tune_tasks: the tasks by weight x FLOPs, budget // tasks trials each."""
     order = sorted(tasks, key=lambda t: t.flop * t.weight, reverse=True)
     return _timed_tuning("heaviest-first", lambda opt: autotune.tune_tasks(
         order, n_trial=max(1, budget // len(tasks)), log_file=log, tuner=tuner,
-        measure_option=opt, progress=False, seed=seed, remeasure_top=remeasure_top))
+        measure_option=opt, progress=False, seed=seed, remeasure_top=remeasure_top),
+        flush_bytes)
 
 
 def scheduled(tasks, budgets: list[int], log: str, tuner: str, seed: int,
-              round_trials: int, remeasure_top: int = 3) -> float:
+              round_trials: int, flush_bytes: int, remeasure_top: int = 3) -> float:
     """The TaskScheduler given each budget in turn, resuming its log: as a user who stops at
     each and deploys (each run ends by re-measuring the tasks it tuned)."""
     def stages(opt):
@@ -152,7 +173,7 @@ def scheduled(tasks, budgets: list[int], log: str, tuner: str, seed: int,
             autotune.TaskScheduler(tasks, log_file=log, measure_option=opt, tuner=tuner,
                                    round_trials=round_trials, seed=seed,
                                    remeasure_top=remeasure_top).tune(n_trial=n)
-    return _timed_tuning("scheduler", stages)
+    return _timed_tuning("scheduler", stages, flush_bytes)
 
 
 def log_prefix(log: str, n: int, out: str) -> str:
@@ -200,7 +221,7 @@ def choose_in_model(g, log: str, what: str) -> None:
           flush=True)
 
 
-def default_times(tasks) -> dict[str, float]:
+def default_times(tasks, flush_bytes: int) -> dict[str, float]:
     """Each task's default schedule (what an untuned build runs: the template's fallback
     config; for a template-free task the graph's default schedule of its kernel), timed as the
     runner times a candidate (from evicted caches, its warm_args read back)."""
@@ -214,7 +235,8 @@ def default_times(tasks) -> dict[str, float]:
                                     t.warm_args) if _free(t) else t
         f = tl.build(*untuned.instantiate(autotune.FallbackConfig()), name="default")
         args = _random_inputs(f.manifest)  # as the runner places them
-        out[t.key] = statistics.mean(_cold_costs(f, args, 1, 10, 0.0, t.warm_args))
+        out[t.key] = statistics.mean(_cold_costs(f, args, 1, 10, 0.0, t.warm_args,
+                                                 flush_bytes))
     return out
 
 
@@ -501,7 +523,8 @@ def main() -> None:
         a.in_model, remeasure_top = False, 0
     elif a.without_default:
         if a.tuner != "xgb":
-            ap.error(f"--without-default: only with --tuner xgb, got {a.tuner!r}")
+            ap.error(f"--without-default: only with --tuner xgb (any with --template-free "
+                     f"all), got {a.tuner!r}")
         a.tuner, a.in_model, remeasure_top = WITHOUT_DEFAULT, False, 0
     out = a.dir or tempfile.mkdtemp(prefix="tl-bench-sched-")
     os.makedirs(out, exist_ok=True)
@@ -522,18 +545,19 @@ def main() -> None:
     if os.path.exists(walls_file):  # tuning seconds of the steps run before
         with open(walls_file) as f:
             walls = json.load(f)
+    flush = flush_for(g, tasks, out)
     if "tune-heaviest-first" in steps:
         walls["heaviest-first"] = walls.get("heaviest-first", 0.0) + heaviest_first(
-            tasks, a.budget, logs["heaviest-first"], a.tuner, a.seed, remeasure_top)
+            tasks, a.budget, logs["heaviest-first"], a.tuner, a.seed, flush, remeasure_top)
     if "tune-scheduler" in steps:
         walls["scheduler"] = walls.get("scheduler", 0.0) + scheduled(
             tasks, [round(f * a.budget) for f in fractions], logs["scheduler"], a.tuner,
-            a.seed, a.round_trials, remeasure_top)
+            a.seed, a.round_trials, flush, remeasure_top)
     with open(walls_file, "w") as f:
         json.dump(walls, f)
     if "time" not in steps:
         return
-    defaults = default_times(tasks)
+    defaults = default_times(tasks, flush)
     builds = {"untuned": build(g, None)}
     timed_logs: dict = {"untuned": None}
     estimates = {}

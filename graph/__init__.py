@@ -9,6 +9,7 @@
 
 from .build import BuildError, BuildReport, build, workload_key
 from .builder import Builder
+from .flush_calibration import FlushCalibration, calibrate_flush
 from .frontends.onnx import OnnxImportError, UnsupportedOperatorError, from_onnx
 from .in_model import InModelChoice, remeasure_in_model
 from .ir import Graph, GraphError, Node, Value, topo_sort
@@ -20,6 +21,7 @@ __all__ = [
     "BuildError",
     "BuildReport",
     "Builder",
+    "FlushCalibration",
     "Graph",
     "GraphError",
     "InModelChoice",
@@ -28,6 +30,7 @@ __all__ = [
     "UnsupportedOperatorError",
     "Value",
     "build",
+    "calibrate_flush",
     "extract_tasks",
     "from_onnx",
     "remeasure_in_model",

@@ -163,6 +163,10 @@ def _tune(p: argparse.ArgumentParser):
                         "reductions, elementwise groups) by the sketch rules; each one's default "
                         "schedule is timed once into the log, and `compile --log` keeps it "
                         "wherever no record beats it")
+    p.add_argument("--flush-mib", type=_number(int, 0), default=None,
+                   help="models: MiB written to evict the caches before each timed call "
+                        "(default: calibrated here against runs of the model; with "
+                        "--scheduler 64 unless given)")
     p.add_argument("--in-model-top", type=_number(int, 0), default=3,
                    help="models: at the end, each tuned kernel's N best configs and its "
                         "default are timed inside runs of the model and the fastest is "
@@ -182,6 +186,9 @@ def _tune(p: argparse.ArgumentParser):
         if a.budget:
             raise CLIError("--budget is for models (.onnx): a template is one task, tuned "
                            "for --trials trials")
+        if a.flush_mib is not None:
+            raise CLIError("--flush-mib is for models (.onnx): a template's candidates are "
+                           "timed back to back")
         if a.template_free:
             raise CLIError("--template-free is for models (.onnx): it adds a model's kernels "
                            "that no template tunes; a template is tuned by its own space")
@@ -260,7 +267,7 @@ def _tune_model(a) -> int:
     tasks = graph.extract_tasks(g, a.target, blocks=blocks, template_free=a.template_free)
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:a.tasks] if a.tasks is not None else tasks
-    opt = measure_option_of(a, model=True)
+    opt = measure_option_of(a, model=True, flush_bytes=_calibrated_flush(a, g, chosen))
     try:
         if budgets:
             best = _schedule_model(a, chosen, budgets, opt, len(tasks))
@@ -288,6 +295,42 @@ def _tune_model(a) -> int:
     return 0
 
 
+def _why_not_run_here(a, g) -> str:
+    """Why runs of the model here would not be the target's ('' where they would)."""
+    from tensorlang.codegen.target import Target
+    from tensorlang.graph.symbolic import is_static
+
+    if a.scheduler:
+        return "measured on a cluster: run the same command without --scheduler on a " \
+               "measuring machine"
+    if Target.from_string(a.target).to_dict() != Target.host().to_dict():
+        return f"--target {a.target} is not this CPU"
+    if any(not is_static(v.shape) for v in g.inputs):
+        return "the model's inputs have shape variables (fix them with --shape)"
+    return ""
+
+
+def _calibrated_flush(a, g, tasks) -> int | None:
+    """The bytes the runner writes to evict the caches before each timed call: --flush-mib, else
+    chosen so that the model's default kernels time as they run in it here
+    (graph.calibrate_flush; printed); None (the runner's default) where runs here are not the
+    target's."""
+    from tensorlang import graph
+    from tensorlang.autotune.measure import FLUSH_BYTES
+
+    if a.flush_mib is not None:
+        print(f"cache flush: {a.flush_mib} MiB (--flush-mib)")
+        return a.flush_mib << 20
+    why = _why_not_run_here(a, g)
+    if why or not tasks:
+        print(f"cache flush: {FLUSH_BYTES >> 20} MiB, not calibrated "
+              f"({why or 'nothing to tune'})")
+        return None
+    found = graph.calibrate_flush(g, tasks)
+    print(found)
+    return found.flush_bytes
+
+
 def _choose_in_model(a, g) -> None:
     """--in-model-top: each tuned kernel's finalists timed inside runs of the model, here
     (graph.remeasure_in_model); skipped, with a line saying why, where runs here would not be
@@ -295,19 +338,8 @@ def _choose_in_model(a, g) -> None:
     import os
 
     from tensorlang import graph
-    from tensorlang.codegen.target import Target
-    from tensorlang.graph.symbolic import is_static
 
-    why = ""
-    if not os.path.exists(a.log):
-        why = "nothing was tuned"
-    elif a.scheduler:
-        why = ("measured on a cluster: run the same command without --scheduler on a "
-               "measuring machine")
-    elif Target.from_string(a.target).to_dict() != Target.host().to_dict():
-        why = f"--target {a.target} is not this CPU"
-    elif any(not is_static(v.shape) for v in g.inputs):
-        why = "the model's inputs have shape variables (fix them with --shape)"
+    why = _why_not_run_here(a, g) if os.path.exists(a.log) else "nothing was tuned"
     if why:
         print(f"in-model choice skipped: {why}")
         return

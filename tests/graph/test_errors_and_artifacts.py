@@ -2,6 +2,7 @@
 save/load round trip in a fresh process."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -161,6 +162,8 @@ def test_cli_tunes_a_model_then_compiles_and_runs_it(tmp_path, capsys):
     out = capsys.readouterr().out
     n_tasks = len(graph.extract_tasks(graph.from_onnx(model), blocks=(16, 8)))
     assert f"{n_tasks} tunable workloads; tuning 2 x 2 trials" in out
+    # the runner's cache flush calibrated against runs of the model here, before tuning
+    assert re.search(r"cache flush \d+ MiB: 2 default kernels timed alone at [\d.]+x", out)
     assert "deploy with: tensorlang compile" in out
     assert len({json.loads(line)["workload"]["args"][1] for line in
                 log.read_text().splitlines()}) == 2
@@ -183,6 +186,9 @@ def test_cli_tunes_a_model_then_compiles_and_runs_it(tmp_path, capsys):
     (["tune", "MODEL", "--tasks", "0"], "--tasks: must be at least 1"),
     (["tune", "MODEL", "--tuner", "annealing"], "--tuner must be one of"),
     (["tune", "MODEL", "--blocks", "4"], r"block 4 is not one of \(16, 8\)"),
+    (["tune", "MODEL", "--flush-mib", "-1"], "--flush-mib: must be at least 0"),
+    (["tune", "matmul", "--args", "16,16,16,float32", "--flush-mib", "8"],
+     "--flush-mib is for models"),
 ])
 def test_cli_tune_refusals(tmp_path, capsys, argv, message):
     import re
@@ -200,3 +206,26 @@ def test_cli_tune_refusals(tmp_path, capsys, argv, message):
         code = e.code
     err = capsys.readouterr().err
     assert code == 2 and re.search(message, err) and len(err.strip().splitlines()) == 1, err
+
+
+def test_cli_tune_flush_mib_sets_the_runners_eviction(tmp_path, capsys, monkeypatch):
+    import onnx
+    from tensorlang.autotune import measure
+
+    from tensorlang.cli import main
+
+    sizes = []
+
+    class Recorded(measure.LocalRunner):
+        def __init__(self, *args, **kw):
+            sizes.append(kw.get("flush_bytes"))
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(measure, "LocalRunner", Recorded)
+    model = tmp_path / "cnn.onnx"
+    onnx.save(model_zoo.small_cnn(), model)
+    assert main(["tune", str(model), "--trials", "1", "--log", str(tmp_path / "x.jsonl"),
+                 "--tuner", "random", "--tasks", "1", "--in-model-top", "0",
+                 "--flush-mib", "8"]) == 0
+    assert "cache flush: 8 MiB (--flush-mib)" in capsys.readouterr().out
+    assert sizes == [8 << 20]  # not calibrated: the size given
