@@ -132,7 +132,9 @@ class TaskScheduler:
     "random" or "grid". round_trials: trials per round (the tuner's batch); first_round_trials:
     those of a task's first round (at most round_trials). measure_option: as
     for a tuner (default: model_measure_option(), kernels timed from the caches a model run
-    leaves them, closed when tune returns). progress:
+    leaves them, closed when tune returns; its flush size is the default: pass
+    ``model_measure_option(flush_bytes=graph.calibrate_flush(g).flush_bytes)`` to fit the
+    model on this machine, as ``tensorlang tune model.onnx`` does). progress:
     print one line per round (to `file`, default stdout). alpha, beta, window, epsilon: the
     gradient's parameters; flatten_rounds, min_improvement: when a task has flattened;
     max_trials_per_task: a cap per task (logged trials included); seed: the exploration's and
