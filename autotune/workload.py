@@ -150,7 +150,6 @@ class WorkloadTask(Task):
         func = tl.lower(tl.create_schedule(outs), tensors, name="workload")
         self._flop = count_flops(func) or count_flops(func, float_only=False) or 1.0
 
-
     def reference_schedule(self):
         """The compute as declared, without schedule decisions: a sketch's fallback point can
         be one the rules refuse (a conv's fallback register tile of 1024 elements raised
