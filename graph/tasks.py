@@ -40,25 +40,29 @@ def extract_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
         raise ValueError("extract_tasks: blocks tune the conv template in activation blocks; "
                          "with template_free='all' no template task is made")
     g = _at_sizes(g, sizes)
-    from .tuning import extract_tasks as _extract
-
     if not has_control_flow(g):
-        tasks = [] if template_free == "all" else _extract(g, target, opt_level, blocks)
-        if template_free:
-            from .tuning_free import extract_free_tasks
-
-            tasks += extract_free_tasks(g, target, opt_level,
-                                        every_kernel=template_free == "all")
-        return tasks
+        return _plain_tasks(g, target, opt_level, blocks, template_free)
     # a run-time If: the tasks of every piece and branch the build compiles, merged by workload
     merged: dict = {}
     for part in plain_graphs(g):
-        for t in _extract(part, target, opt_level, blocks):
-            if t.args in merged:
-                merged[t.args].nodes += [n for n in t.nodes if n not in merged[t.args].nodes]
+        for t in _plain_tasks(part, target, opt_level, blocks, template_free):
+            if t.key in merged:
+                merged[t.key].nodes += [n for n in t.nodes if n not in merged[t.key].nodes]
             else:
-                merged[t.args] = t
+                merged[t.key] = t
     return list(merged.values())
+
+
+def _plain_tasks(g: Graph, target: str, opt_level: int, blocks, template_free) -> list:
+    """extract_tasks of a graph without control flow."""
+    from .tuning import extract_tasks as template_tasks
+
+    tasks = [] if template_free == "all" else template_tasks(g, target, opt_level, blocks)
+    if template_free:
+        from .tuning_free import extract_free_tasks
+
+        tasks += extract_free_tasks(g, target, opt_level, every_kernel=template_free == "all")
+    return tasks
 
 
 def _at_sizes(g: Graph, sizes: dict | None) -> Graph:

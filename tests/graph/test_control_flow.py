@@ -346,3 +346,17 @@ def test_build_report_of_a_program_holds_every_piece():
     assert [st.name for st in rep.steps] == [f"{p}/{s}" for p in pieces for s in steps]
     assert len(rep.kernels) == gm.num_kernels and rep.total_s > 0
     assert str(gm.build_report).startswith("[m_part0]\nsteps:")
+
+
+def test_template_free_tasks_of_a_model_with_a_run_time_if_come_from_its_branches():
+    """template_free reaches the branches too: the else branch's tanh group gets a
+    template-free task; with 'all' the then branch's dense does as well, and no template task
+    is made."""
+    g = graph.from_onnx(_gate_model())
+    free = graph.extract_tasks(g, template_free=True)
+    assert [t.name for t in free if t.op == "dense"] == ["graph_kernel"]
+    names = {t.name for t in free if t.op != "dense"}
+    assert names == {"graph_kernel_free"} and len(free) > 1
+    every = graph.extract_tasks(g, template_free="all")
+    assert {t.name for t in every} == {"graph_kernel_free"}
+    assert "dense" in [t.op for t in every]
