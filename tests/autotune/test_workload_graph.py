@@ -32,28 +32,34 @@ def test_untemplated_kernels_get_template_free_tasks():
         assert t.warm_args == (0,)
 
 
-def test_build_replays_the_template_free_record(tmp_path):
-    g = _graph()
-    task = graph.extract_tasks(g, template_free=True)[1]  # the softmax
-    log = tmp_path / "free.jsonl"
+def _tune_free(task, log, costs: float):
+    """Two random trials of ``task`` into ``log`` (with its default's baseline); ``costs``:
+    the searched records' figures set to it afterwards (the tests choose who wins)."""
     opt = autotune.measure_option(autotune.LocalBuilder(2),
-                                  autotune.LocalRunner(number=2, repeat=2, timeout=10))
+                                  autotune.LocalRunner(number=2, repeat=2, timeout=20))
     try:
         autotune.RandomTuner(task, batch_size=2, seed=0).tune(
             2, opt, callbacks=[autotune.log_to_file(log)])
     finally:
         opt.close()
-    # the searched records made faster than the graph default the tuner logged beside them, so
-    # the build applies the best (one slower than the default would be left out)
-    # (set, not scaled: a searched trial's repeat can take 12 ms when a thread wakes late, and
-    # a thousandth of that lost to the default's 2 us in CI)
     recs = [json.loads(line) for line in log.read_text().splitlines()]
     searched = [r for r in recs
                 if r["workload"]["name"] == task.name and r["result"]["error"] is None]
     assert searched, f"no valid searched record in {[r['result'] for r in recs]}"
     for r in searched:
-        r["result"]["costs"] = [1e-9, 1e-9]
+        r["result"]["costs"] = [costs, costs]
     log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_build_replays_the_template_free_record(tmp_path):
+    g = _graph()
+    task = graph.extract_tasks(g, template_free=True)[1]  # the softmax
+    log = tmp_path / "free.jsonl"
+    # the searched records made faster than the graph default the tuner logged beside them, so
+    # the build applies the best (one slower than the default would be left out)
+    # (set, not scaled: a searched trial's repeat can take 12 ms when a thread wakes late, and
+    # a thousandth of that lost to the default's 2 us in CI)
+    _tune_free(task, log, 1e-9)
     gm = graph.build(g, target="llvm", tuning_log=str(log))
     tuned = {k["op"]: k["tuned"] for k in gm.plan["kernels"].values()}
     assert tuned == {"relu": False, "softmax": True}
@@ -97,25 +103,6 @@ def test_template_free_all_refuses_conv_blocks():
     g, _ = _conv_graph()
     with pytest.raises(ValueError, match="no template task is made"):
         graph.extract_tasks(g, template_free="all", blocks=(16,))
-
-
-def _tune_free(task, log, costs: float | None = None):
-    """Two random trials of ``task`` into ``log`` (with its default's baseline); ``costs``:
-    the searched records' figures set to it afterwards (the tests choose who wins)."""
-    opt = autotune.measure_option(autotune.LocalBuilder(2),
-                                  autotune.LocalRunner(number=2, repeat=2, timeout=20))
-    try:
-        autotune.RandomTuner(task, batch_size=2, seed=0).tune(
-            2, opt, callbacks=[autotune.log_to_file(log)])
-    finally:
-        opt.close()
-    recs = [json.loads(line) for line in log.read_text().splitlines()]
-    searched = [r for r in recs
-                if r["workload"]["name"] == task.name and r["result"]["error"] is None]
-    assert searched, f"no valid searched record in {[r['result'] for r in recs]}"
-    for r in searched:
-        r["result"]["costs"] = [costs, costs]
-    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
 
 
 def test_build_applies_a_template_free_conv_record_unless_the_default_wins(tmp_path):
