@@ -519,7 +519,9 @@ def main() -> None:
     if a.template_free not in (True, False, "all"):
         ap.error(f"--template-free: nothing or 'all', got {a.template_free!r}")
     remeasure_top = 3
-    if a.without_default and a.template_free == "all":
+    # every task template-free without the default: no baseline timed (below)
+    free_without_default = a.without_default and a.template_free == "all"
+    if free_without_default:
         a.in_model, remeasure_top = False, 0
     elif a.without_default:
         if a.tuner != "xgb":
@@ -530,7 +532,7 @@ def main() -> None:
     os.makedirs(out, exist_ok=True)
     g = graph.from_onnx(model_of(a.model, a.size, a.width))
     tasks = graph.extract_tasks(g, template_free=a.template_free)
-    if a.without_default and a.template_free == "all":
+    if free_without_default:
         for t in tasks:  # no default kernel timed beside the trials: the build applies them
             t.baseline = None
     title = model_title(a.model, g, a.width) + {
