@@ -163,6 +163,10 @@ def _tune(p: argparse.ArgumentParser):
                         "reductions, elementwise groups) by the sketch rules; each one's default "
                         "schedule is timed once into the log, and `compile --log` keeps it "
                         "wherever no record beats it")
+    p.add_argument("--no-templates", action="store_true",
+                   help="models: every kernel tuned template-free by the sketch rules, convs "
+                        "and matmuls included, none by its template (as Ansor tunes a model); "
+                        "`compile --log` keeps a kernel's default wherever no record beats it")
     p.add_argument("--flush-mib", type=_number(int, 0), default=None,
                    help="models: MiB written to evict the caches before each timed call "
                         "(default: calibrated here against runs of the model; with "
@@ -192,6 +196,9 @@ def _tune(p: argparse.ArgumentParser):
         if a.template_free:
             raise CLIError("--template-free is for models (.onnx): it adds a model's kernels "
                            "that no template tunes; a template is tuned by its own space")
+        if a.no_templates:
+            raise CLIError("--no-templates is for models (.onnx): it tunes a model's kernels "
+                           "template-free; a template is tuned by its own space")
         a.trials = a.trials or 200
         if a.args is None:
             raise CLIError("--args is required for a template (e.g. --args "
@@ -264,7 +271,11 @@ def _tune_model(a) -> int:
             raise CLIError(f"--blocks must be comma-separated integers, e.g. 16,8; got "
                            f"{a.blocks!r}") from None
     g = _load_model(a.template, a.shape)
-    tasks = graph.extract_tasks(g, a.target, blocks=blocks, template_free=a.template_free)
+    if a.no_templates and blocks:
+        raise CLIError("--blocks tunes the conv template in activation blocks; with "
+                       "--no-templates no kernel is tuned by its template")
+    tasks = graph.extract_tasks(g, a.target, blocks=blocks,
+                                template_free="all" if a.no_templates else a.template_free)
     tasks.sort(key=lambda t: t.flop * t.weight, reverse=True)
     chosen = tasks[:a.tasks] if a.tasks is not None else tasks
     opt = measure_option_of(a, model=True, flush_bytes=_calibrated_flush(a, g, chosen))

@@ -12,7 +12,7 @@ import pytest
 from graph_testing import log_with_costs
 from tensorlang.graph.tuning_free import BASELINE, WORKLOAD, FreeGraphTask
 
-from tensorlang import autotune, graph
+from tensorlang import autotune, graph, runtime
 
 
 def _graph():
@@ -161,3 +161,50 @@ def test_cli_refuses_template_free_for_a_template(tmp_path, capsys):
     assert main(["tune", "matmul", "--args", "16,16,16,float32", "--template-free",
                  "--log", str(tmp_path / "x.jsonl")]) == 2
     assert "--template-free is for models (.onnx)" in capsys.readouterr().err
+
+
+def test_cli_no_templates_tunes_every_kernel_template_free_and_deploys(tmp_path, capsys):
+    import onnx
+    from tensorlang.graph import model_zoo
+
+    from tensorlang.cli import main
+
+    model = tmp_path / "cnn.onnx"
+    onnx.save(model_zoo.small_cnn(), model)
+    log, pkg = tmp_path / "all.jsonl", tmp_path / "all.tlpkg"
+    assert main(["tune", str(model), "--trials", "2", "--log", str(log), "--tuner", "random",
+                 "--seed", "0", "--tasks", "2", "--no-templates", "--in-model-top", "0",
+                 "--flush-mib", "4"]) == 0
+    out = capsys.readouterr().out
+    # the two heaviest kernels are the convs: template-free tasks, each with its baseline
+    assert out.count("  fused ") + out.count("  conv ") == 2
+    names = [r.workload["name"] for r in autotune.load_records(str(log))]
+    assert "graph_kernel" not in names
+    assert names.count(BASELINE) == 2 and names.count(WORKLOAD) >= 4
+    with pytest.warns(UserWarning, match="have no record"):  # the kernels not tuned
+        assert main(["compile", str(model), "-o", str(pkg), "--log", str(log)]) == 0
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    got = runtime.load(str(pkg)).run(x=x)
+    ref = graph.build(graph.from_onnx(str(model)), opt_level=0).run(x=x)
+    for k, v in ref.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["tune", "matmul", "--args", "16,16,16,float32", "--no-templates"],
+     "--no-templates is for models"),
+    (["tune", "MODEL", "--no-templates", "--blocks", "16"],
+     "with --no-templates no kernel is tuned by its template"),
+])
+def test_cli_no_templates_refusals(tmp_path, capsys, argv, message):
+    import onnx
+    from tensorlang.graph import model_zoo
+
+    from tensorlang.cli import main
+
+    model = tmp_path / "cnn.onnx"
+    onnx.save(model_zoo.small_cnn(), model)
+    argv = [str(model) if a == "MODEL" else a for a in argv]
+    assert main([*argv, "--log", str(tmp_path / "x.jsonl"), "--trials", "1"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
