@@ -224,8 +224,8 @@ def test_cli_tune_flush_mib_sets_the_runners_eviction(tmp_path, capsys, monkeypa
     monkeypatch.setattr(measure, "LocalRunner", Recorded)
     model = tmp_path / "cnn.onnx"
     onnx.save(model_zoo.small_cnn(), model)
-    assert main(["tune", str(model), "--trials", "1", "--log", str(tmp_path / "x.jsonl"),
-                 "--tuner", "random", "--tasks", "1", "--in-model-top", "0",
+    assert main(["tune", str(model), "--trials", "2", "--log", str(tmp_path / "x.jsonl"),
+                 "--tuner", "random", "--seed", "0", "--tasks", "1", "--in-model-top", "0",
                  "--flush-mib", "8"]) == 0
     assert "cache flush: 8 MiB (--flush-mib)" in capsys.readouterr().out
     assert sizes == [8 << 20]  # not calibrated: the size given
