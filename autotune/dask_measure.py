@@ -452,8 +452,9 @@ class DaskRunner:
     worker; only workers whose CPU equals the target's (see the module doc).
 
     number, repeat, min_repeat_ms, timeout, cooldown, flush_cache, flush_bytes,
-    check_correctness, rtol, startup_margin: as for LocalRunner (the worker runs one); `wait_for_workers`: seconds to
-    wait for a measuring worker when none is connected before raising DaskClusterError."""
+    check_correctness, rtol, startup_margin: as for LocalRunner (the worker runs one);
+    `wait_for_workers`: seconds to wait for a measuring worker when none is connected before
+    raising DaskClusterError."""
 
     def __init__(self, client, number: int = 5, repeat: int = 3, min_repeat_ms: float = 0,
                  timeout: float = 10.0, cooldown: float = 0.0, flush_cache: bool = False,

@@ -16,10 +16,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-import numpy as np
-
 from .build import build
-from .in_model import _sample
+from .in_model import set_sample_inputs
 from .ir import Graph
 from .symbolic import is_static
 
@@ -63,7 +61,7 @@ def calibrate_flush(g: Graph, tasks=None, sizes=FLUSH_SIZES, top: int = CALIBRAT
     if not heaviest or not sizes:
         raise ValueError("calibrate_flush: no tunable task to time (and sizes must not be "
                          "empty)")
-    gm = _untuned(g, opt_level)
+    gm = set_sample_inputs(build(g, opt_level=opt_level))  # untuned: the default kernels
     in_run = {n: statistics.median(v) for n, v in gm.step_times(runs).items()}
     kernels = {st["node"]: gm.kernels[st["kernel"]] for st in gm.plan["steps"]}
     timed = [t for t in heaviest if t.nodes[0] in kernels
@@ -83,12 +81,3 @@ def calibrate_flush(g: Graph, tasks=None, sizes=FLUSH_SIZES, top: int = CALIBRAT
               / run_sum for size in sizes}
     best = min(sizes, key=lambda size: abs(math.log(ratios[size])))
     return FlushCalibration(best, ratios, len(timed))
-
-
-def _untuned(g: Graph, opt_level: int):
-    """The model built without a log, its inputs set as remeasure_in_model sets them."""
-    gm = build(g, opt_level=opt_level)
-    rng = np.random.default_rng(0)
-    for name, (shape, dtype) in gm.input_info().items():
-        gm.set_input(name, _sample(rng, shape, dtype))
-    return gm

@@ -173,10 +173,7 @@ def _time_builds(g: Graph, logs: list[list], rounds: int,
             with warnings.catch_warnings():  # untuned kernels: as the log's own build
                 warnings.simplefilter("ignore", UserWarning)
                 built.append(build(g, tuning_log=path, opt_level=opt_level))
-    gm = built[0]
-    rng = np.random.default_rng(0)
-    for name, (shape, dtype) in gm.input_info().items():
-        gm.set_input(name, _sample(rng, shape, dtype))
+    gm = set_sample_inputs(built[0])
     kernels = [_kernels_of(other, gm) for other in built]
     times: list[dict[str, list[float]]] = [{} for _ in built]
     for _ in range(rounds):
@@ -195,6 +192,14 @@ def _kernels_of(other, gm) -> dict:
         if own is not None and k.manifest["args"] == own.manifest["args"]:
             out[st["node"]] = k
     return out
+
+
+def set_sample_inputs(gm):
+    """``gm`` with every input set to a sample to time with (the same each time); returned."""
+    rng = np.random.default_rng(0)
+    for name, (shape, dtype) in gm.input_info().items():
+        gm.set_input(name, _sample(rng, shape, dtype))
+    return gm
 
 
 def _sample(rng, shape, dtype) -> np.ndarray:

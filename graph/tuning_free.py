@@ -114,8 +114,9 @@ def _logged(log: str, task) -> bool:
 def extract_free_tasks(g: Graph, target: str = "llvm", opt_level: int = 2,
                        every_kernel: bool = False) -> list:
     """One template-free task per distinct kernel of ``g`` (after the graph passes) that no
-    template tunes (``every_kernel``: per distinct kernel, templated or not). Kernels the sketch rules cannot schedule (an extern call, a symbolic
-    extent) are left to their default schedule, named in one warning."""
+    template tunes (``every_kernel``: per distinct kernel, templated or not). Kernels the
+    sketch rules cannot schedule (an extern call, a symbolic extent) are left to their default
+    schedule, named in one warning."""
     from .passes import run_passes
 
     found: dict[tuple, tuple[str, list[str], str, tuple[int, ...]]] = {}
