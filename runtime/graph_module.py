@@ -241,7 +241,8 @@ class GraphModule:
             self._pending[name] = np.array(self._checked_input(name, value))
             self._input_set.add(name)
             return
-        np.copyto(self._own.views[name], self._checked_input(name, value))
+        checked = self._checked_input(name, value)  # before the view: an unknown name has none
+        np.copyto(self._own.views[name], checked)
         self._stale.pop(name, None)  # superseded: no later copy of an earlier array
         self._input_set.add(name)
 

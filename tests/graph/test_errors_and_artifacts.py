@@ -46,6 +46,8 @@ def test_wrong_inputs_are_clear_errors():
     x = np.zeros((4, 64), np.float32)
     with pytest.raises(runtime.InputError, match="unknown input.*'y'"):
         gm.run(y=x)
+    with pytest.raises(runtime.InputError, match="unknown input 'y'; the model's inputs are x"):
+        gm.set_input("y", x)  # a name with no buffer was a bare KeyError
     with pytest.raises(runtime.InputError, match="missing input"):
         graph.build(graph.from_onnx(model_zoo.mlp())).run()
     with pytest.raises(runtime.InputError, match=r"shape \(4, 64\), got \(4, 63\)"):
