@@ -124,3 +124,12 @@ def estimate_seconds(flops: float, nbytes: float) -> float:
 
     peak, bandwidth = machine_roofline(Target.host())
     return max(flops / peak, nbytes / bandwidth)
+
+
+def flops_per_byte() -> float:
+    """This machine's FLOP/s over its memory bytes/s (the roofline's ridge point, host target):
+    where a kernel doing fewer FLOPs per byte it streams from memory waits on memory."""
+    from tensorlang.codegen.target import Target
+
+    peak, bandwidth = machine_roofline(Target.host())
+    return peak / bandwidth

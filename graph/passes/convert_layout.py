@@ -87,10 +87,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from tensorlang.ops.winograd import winograd_eligible, winograd_weight
+from tensorlang.ops.winograd import winograd_eligible, winograd_pays, winograd_weight
 
 from .. import op_registry as R
 from ..ir import Graph, Node, Value
+from ..kernel_cost import flops_per_byte
 from .pack_conv_weights import pack_oihw
 from .rewrite import Emitter, rebuild
 
@@ -171,13 +172,15 @@ def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
 def _winograd(n: Node, w: Value, x: Value, out: Value) -> bool:
     """A blocked 3x3 stride-1 fp32 conv that runs as Winograd F(4x4, 3x3)
     (``tl.ops.conv2d_winograd_nchwc``: a quarter of the direct conv's multiplications, which
-    run at the FMA peak) where ``winograd_eligible`` says it pays."""
+    run at the FMA peak) where ``winograd_eligible`` says it can, and ``winograd_pays`` that its
+    products are not bound by reading their weights on this machine."""
     xs = R.unblocked_shape(x.shape, x.layout)
     if w.dtype != "float32" or x.dtype != "float32" or len(xs) != 4 or len(w.shape) != 4:
         return False
     a = n.attrs
-    return winograd_eligible(xs[1], w.shape[0], w.shape[2:], a.get("strides", [1, 1]),
-                             a.get("dilations", [1, 1]), a.get("groups", 1), out.shape[2:4])
+    return (winograd_eligible(xs[1], w.shape[0], w.shape[2:], a.get("strides", [1, 1]),
+                              a.get("dilations", [1, 1]), a.get("groups", 1), out.shape[2:4])
+            and winograd_pays(out.shape[2:4], flops_per_byte()))
 
 
 def _pixels_conv(n: Node, w: Value) -> bool:

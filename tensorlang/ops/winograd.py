@@ -178,6 +178,24 @@ MIN_MACS = 10_000_000
 MIN_CHANNELS = 256
 
 
+# The products read the transformed weights U once per call: 36 x c x oc floats, 4x the direct
+# conv's weights, whatever the output's size. The direct conv does 18 x c x oc FLOPs per output
+# pixel at the FMA peak. So below 144 / 18 = 8 x (peak FLOP/s / memory bytes/s) output pixels the
+# products wait on memory for U and the direct conv is faster. It is a property of the machine:
+# 1 thread, ms Winograd / direct, Intel Xeon (Emerald Rapids, 160 GFLOP/s / 23.4 GB/s = 6.8):
+# 512->512 7x7 1.725 / 1.235 (49 pixels < 55), 256->256 14x14 0.736 / 1.169 (196 pixels);
+# 2 threads 0.844 / 0.622 and 0.370 / 0.594.
+WEIGHT_BOUND_PIXELS_PER_FLOP_PER_BYTE = 144 / 18
+
+
+def winograd_pays(out_hw, flops_per_byte: float) -> bool:
+    """Whether the products of a conv with an out_hw output are not bound by reading the
+    transformed weights, on a machine doing ``flops_per_byte`` FLOPs per byte it reads from
+    memory (``graph.kernel_cost.machine_roofline``: its FLOP/s over its bytes/s)."""
+    oh, ow = (int(v) for v in out_hw)
+    return oh * ow >= WEIGHT_BOUND_PIXELS_PER_FLOP_PER_BYTE * flops_per_byte
+
+
 def winograd_eligible(c: int, oc: int, kernel, stride, dilation, groups: int, out_hw) -> bool:
     """Whether a conv of c -> oc channels with an out_hw output runs faster as Winograd: 3x3,
     stride 1, no dilation, no groups, an output of at least 7 x 7, MIN_MACS of work,
@@ -190,4 +208,4 @@ def winograd_eligible(c: int, oc: int, kernel, stride, dilation, groups: int, ou
             and ALPHA * ALPHA * tiles * (c + oc) * 4 <= MAX_TILE_BYTES)
 
 
-__all__ = ["conv2d_winograd_nchwc", "winograd_eligible", "winograd_weight"]
+__all__ = ["conv2d_winograd_nchwc", "winograd_eligible", "winograd_pays", "winograd_weight"]

@@ -98,3 +98,11 @@ def test_winograd_eligibility():
     assert not WG.winograd_eligible(256, 256, (1, 1), (1, 1), (1, 1), 1, (28, 28))
     assert not WG.winograd_eligible(256, 256, (3, 3), (1, 1), (2, 2), 1, (28, 28))
     assert not WG.winograd_eligible(256, 256, (3, 3), (1, 1), (1, 1), 2, (28, 28))
+
+
+def test_winograd_pays_where_its_products_are_not_bound_by_reading_their_weights():
+    # the Intel Xeon measured: 160 GFLOP/s over 23.4 GB/s = 6.8 FLOPs per byte, 7x7 1.40x slower
+    assert not WG.winograd_pays((7, 7), 6.8)  # 49 output pixels < 8 x 6.8
+    assert WG.winograd_pays((14, 14), 6.8)  # measured 0.63x the direct conv's time
+    assert WG.winograd_pays((7, 7), 6.0)  # a machine with more bandwidth per FLOP: 49 >= 48
+    assert WG.winograd_pays((7, 8), 7.0) and not WG.winograd_pays((7, 8), 7.01)  # 56 pixels
