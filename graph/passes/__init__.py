@@ -26,6 +26,8 @@ each one. Ordering constraints:
   conv weights, so conv -> relu -> add chains are adjacent) and before ``pack_conv_weights``,
   which packs the weights of the convs that stayed NCHW; these and ``pack_dense_weights``
   before DCE (which drops the unpacked constants).
+- ``pad_conv_channels`` right before ``convert_layout``, which blocks the padded conv by 16,
+  and after ``fold_scale_into_conv`` and ``trim_conv_taps``: it pads the final weight and bias.
 - ``fuse_ops`` last: every earlier pass sees single operators; after it a node is a kernel.
 - memory planning (:mod:`.plan_memory`) runs on the execution plan after kernels are chosen,
   not on the graph.
@@ -58,6 +60,7 @@ from .fuse_ops import fuse_ops
 from .infer_types import infer_types
 from .pack_conv_weights import pack_conv_weights
 from .pack_dense_weights import pack_dense_weights
+from .pad_conv_channels import pad_conv_channels
 from .simplify import simplify_algebra
 from .sink_reshape import sink_reshape
 from .trim_conv_taps import trim_conv_taps
@@ -73,6 +76,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("conv1d_as_conv2d", conv1d_as_conv2d, 1),
     ("conv3d_as_conv2d", conv3d_as_conv2d, 1),
     ("sink_reshape", sink_reshape, 1),
+    ("pad_conv_channels", pad_conv_channels, 2),
     ("convert_layout", convert_layout, 2),
     ("pack_conv_weights", pack_conv_weights, 2),
     ("pack_dense_weights", pack_dense_weights, 2),
@@ -124,5 +128,5 @@ def describe() -> str:
 __all__ = ["PASSES", "conv1d_as_conv2d", "conv3d_as_conv2d", "convert_layout", "describe",
            "eliminate_common_subexpr", "eliminate_dead_code", "fold_constants",
            "fold_qdq", "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
-           "pack_dense_weights", "run_passes", "simplify_algebra", "sink_reshape",
+           "pack_dense_weights", "pad_conv_channels", "run_passes", "simplify_algebra", "sink_reshape",
            "trim_conv_taps"]
