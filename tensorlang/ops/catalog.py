@@ -343,9 +343,15 @@ def _define_pool_norm() -> None:
     define("batch_norm", N.batch_norm, BROADCAST, [
         ex([(1, 4, 5, 6), (4,), (4,), (4,), (4,)], N.batch_norm, ref.batch_norm, low=0.5,
            high=2.0, rtol=1e-5)])
-    define("lrn", N.lrn, ELEMWISE, [
+    define("lrn", N.lrn, OPAQUE, [
         ex([(1, 6, 4, 5)], lambda x: N.lrn(x, 3, 0.1), lambda a: ref.lrn(a, 3, 0.1),
-           rtol=1e-5)], parts={"sqsum": ("lrn_sqsum", REDUCE)})
+           rtol=1e-5),
+        ex([(2, 19, 3, 37)], lambda x: N.lrn(x, 5, 1e-2, 0.75, 2.0),
+           lambda a: ref.lrn(a, 5, 1e-2, 0.75, 2.0), rtol=1e-5),
+        ex([(3, 21)], lambda x: N.lrn(x, 4, 0.5, 0.6), lambda a: ref.lrn(a, 4, 0.5, 0.6),
+           rtol=1e-5)],
+        schedule=CompositeSchedule(S.schedule_lrn, keeps=("sqsum",)),
+        parts={"sqsum": ("lrn_sqsum", REDUCE)})
     define("softmax", N.softmax, OPAQUE, [
         ex([(4, 64)], N.softmax, ref.softmax, rtol=1e-5),
         ex([(5, 7)], lambda x: N.softmax(x, axis=0), lambda a: ref.softmax(a, 0), rtol=1e-5)],

@@ -739,9 +739,17 @@ def lrn(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
         return te.sum(v * v, axis=r, where=te.all(ch >= 0, ch < c))
 
     s = op_compute(op + "_sqsum", x.shape, sq, REDUCE)
-    k, a, b = const(bias, x.dtype), const(alpha / size, x.dtype), const(beta, x.dtype)
-    return op_compute(op, x.shape, lambda *i: x[i] / te.pow(k + a * s[i], b), ELEMWISE,
-                      size=size, alpha=alpha, beta=beta, bias=bias)
+    k, a = const(bias, x.dtype), const(alpha / size, x.dtype)
+
+    def normalised(*i):
+        d = k + a * s[i]
+        if beta == 0.75:  # every LRN of AlexNet / GoogLeNet: d^-3/4 = rsqrt(d) * sqrt(rsqrt(d)),
+            r = te.rsqrt(d)  # vector instructions, where pow takes 4x as long (through f64)
+            return x[i] * (r * te.sqrt(r))
+        return x[i] / te.pow(d, const(beta, x.dtype))
+
+    return op_compute(op, x.shape, normalised, OPAQUE, size=size, alpha=alpha, beta=beta,
+                      bias=bias)
 
 
 def _row_reduce_setup(op, x, axis):

@@ -1381,6 +1381,30 @@ def schedule_layer_norm(s, out: Tensor) -> None:
     _attach_row_stages(s, o, row, (var, mean), reductions=(mean, var))
 
 
+def schedule_lrn(s, out: Tensor) -> None:
+    """LRN across channels: per row of the output (all axes but the last fused onto the pool),
+    the row's sums of squares over the channel window first, the window loop outside the row's
+    vectors (each vector a sum of `size` squared contiguous inputs), then the row normalised.
+    The generic reduce schedule ran the sums one scalar at a time with an index division each:
+    GoogLeNet's first LRN (1x64x55x55) 2.1 ms, the second (1x192x55x55) 6.4 ms, 31% of the
+    model (one thread, Intel Xeon)."""
+    o = s[out]
+    parts = _internal_stages(s, o, ("sqsum",))
+    if len(parts) != 1 or len(o.op.axis) < 2:
+        _generic_opaque(s, out)
+        return
+    sq, = parts
+    row, _ = _row_parallel_output(o)
+    sq.compute_at(o, row)
+    *rows, col = sq.op.axis
+    lanes = _masked_lanes(_ext(col))
+    if not lanes:
+        return
+    outer, inner = sq.split(col, factor=lanes)
+    sq.reorder(*rows, outer, *sq.op.reduce_axis, inner)
+    sq.vectorize(inner)
+
+
 def _internal_stages(s, o, roles) -> list:
     """The stages of a composite op (its parts with these roles, in this order) that feed the
     output stage `o`."""
@@ -1697,6 +1721,7 @@ __all__ = [
     "schedule_conv2d_winograd",
     "schedule_injective",
     "schedule_layer_norm",
+    "schedule_lrn",
     "schedule_matmul",
     "schedule_reduce",
     "schedule_softmax",

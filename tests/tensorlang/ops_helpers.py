@@ -10,12 +10,13 @@ import tensorlang as tl
 RNG = np.random.default_rng(0)
 
 
-def rand(shape, dtype="float32", lo=-2.0, hi=2.0):
+def rand(shape, dtype="float32", lo=-2.0, hi=2.0, rng=None):
+    rng = RNG if rng is None else rng
     if np.dtype(dtype).kind == "b":
-        return RNG.random(shape) < 0.5
+        return rng.random(shape) < 0.5
     if np.dtype(dtype).kind in "iu":
-        return RNG.integers(int(lo), int(hi) + 1, size=shape).astype(dtype)
-    return RNG.uniform(lo, hi, size=shape).astype(dtype)
+        return rng.integers(int(lo), int(hi) + 1, size=shape).astype(dtype)
+    return rng.uniform(lo, hi, size=shape).astype(dtype)
 
 
 def shape_of(t) -> tuple:

