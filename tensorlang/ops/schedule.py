@@ -543,12 +543,18 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
 # panels for a big output: half of the host's L2 (512 KB on Zen 4), so all of B stays there
 # while every row tile reads it again.
 ROWS_OUTER_B_BYTES = cache_bytes(2, 1 << 20) // 2
+# The output size from which it does so: STREAMING_BYTES, but at most 32 MB. What decides is the
+# order of the stores, not whether the output fits the last-level cache: on an Intel Xeon VM
+# that reports a 260 MB L3 (STREAMING_BYTES 130 MB), 2 threads, ms panels outside -> rows
+# outside: whisper's q . k^T 6 x 1500 x 64 x 1500 (54 MB) 11.23 -> 6.00, 12 x 1024 x 64 x 1024
+# (50 MB) 10.11 -> 7.81, where 4096 x 64 x 1100 (18 MB) went 2.19 -> 2.39.
+ROWS_OUTER_OUT_BYTES = min(STREAMING_BYTES, 32 << 20)
 
 
 def matmul_rows_outer(op) -> bool:
     """The default of schedule_matmul's rows_outer knob for the matmul-family compute `op` (a
     tuning config that sets the knob keeps its value): True for an output of at least
-    STREAMING_BYTES over a short reduction, where storing the output dominates and B fits in
+    ROWS_OUTER_OUT_BYTES over a short reduction, where storing the output dominates and B fits in
     L2 (K x N <= ROWS_OUTER_B_BYTES). Row tiles outside the panels store each row's tiles one
     after another, panels outside them walk down a 64-column strip, a line per row. 1 / 2
     threads, min of 15, loaded machine, ms, panels outside -> rows outside: whisper's q . k^T
@@ -564,7 +570,7 @@ def matmul_rows_outer(op) -> bool:
     out_bytes = item
     for d in dims[:-1]:
         out_bytes *= d
-    return out_bytes >= STREAMING_BYTES and dims[-1] * dims[-2] * item <= ROWS_OUTER_B_BYTES
+    return out_bytes >= ROWS_OUTER_OUT_BYTES and dims[-1] * dims[-2] * item <= ROWS_OUTER_B_BYTES
 
 
 def _whole_tiles(extent: int | None, tile: int) -> bool:

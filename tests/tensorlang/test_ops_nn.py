@@ -708,15 +708,17 @@ def test_tail_value_read_outside_the_tail_keeps_the_matmul_at_the_root():
 
 
 def test_big_output_short_reduction_puts_row_tiles_outside_the_panels(monkeypatch):
-    """q . k^T over a long sequence (an output of at least STREAMING_BYTES, B within
+    """q . k^T over a long sequence (an output of at least ROWS_OUTER_OUT_BYTES, B within
     ROWS_OUTER_B_BYTES): the default runs row tiles outside the column panels; ragged row
     tiles and a ragged last panel (1201 rows, 1900 columns) still match numpy. A tuning
     config's rows_outer=False is kept, and a small output keeps the panels outside. Both
-    bounds come from the host's caches: set here to a Zen 4's (32 MB L3, 1 MB L2)."""
+    bounds come from the host's caches: set here to a Zen 4's (32 MB L3, 1 MB L2). The output
+    bound is half the last-level cache but at most 32 MB (a VM may report a whole socket's)."""
     from tensorlang.ops import schedule as sched
     from tensorlang.ops.schedule import matmul_rows_outer
 
-    monkeypatch.setattr(sched, "STREAMING_BYTES", 16 << 20)
+    assert sched.ROWS_OUTER_OUT_BYTES == min(sched.STREAMING_BYTES, 32 << 20)
+    monkeypatch.setattr(sched, "ROWS_OUTER_OUT_BYTES", 16 << 20)
     monkeypatch.setattr(sched, "ROWS_OUTER_B_BYTES", 1 << 19)
 
     def text(out, ins, knobs=None):
