@@ -51,13 +51,14 @@ def pad_conv_channels(g: Graph) -> Graph:
     if not padded:
         return g
     em = Emitter()
+    constants: dict[int, Value] = {}  # a weight two convs share is padded once (names are unique)
 
     def visit(n: Node, ins: list[Value]):
         if n.name not in padded:
             return None
         out = n.outputs[0]
         if n.op == "conv":
-            ins = [ins[0], *(_zero_padded(v) for v in ins[1:])]
+            ins = [ins[0], *(constants.setdefault(id(v), _zero_padded(v)) for v in ins[1:])]
         (shape, dtype), = R.infer_types(n.op, [(v.shape, v.dtype) for v in ins], n.attrs,
                                         n.name)
         y, = em.emit(n.name, n.op, ins, n.attrs, [Value(f"{out.name}_c{shape[1]}", shape, dtype)])

@@ -105,3 +105,21 @@ def test_convs_left_alone(oc, tail, groups, why):
     model = _model(oc, tail, groups=groups)
     assert _padded_widths(model)[1] == oc, why
     _run(model)
+
+
+def test_two_convs_sharing_a_weight_share_its_padded_copy():
+    b = graph.Builder("shared")
+    x = b.input("x", (1, 32, 5, 5))
+    w, bias = b.const(_rand(200, 32, 1, 1), name="w"), b.const(_rand(200), name="b")
+    heads = [b.softmax(b.global_avg_pool(b.relu(b.conv(v, w, bias))), axes=[1])
+             for v in (x, b.sigmoid(x))]
+    g = b.build(b.add(*heads))
+    padded = pad_conv_channels(g)
+    weights = {id(n.inputs[1]) for n in padded.nodes if n.op == "conv"}
+    assert len(weights) == 1 and [n.outputs[0].shape[1] for n in padded.nodes
+                                  if n.op == "conv"] == [208, 208]
+    feeds = {"x": _rand(1, 32, 5, 5)}
+    want = graph.build(g, opt_level=0).run(**feeds)
+    got = graph.build(g).run(**feeds)
+    name = g.outputs[0].name
+    np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-6)
