@@ -128,5 +128,5 @@ def describe() -> str:
 __all__ = ["PASSES", "conv1d_as_conv2d", "conv3d_as_conv2d", "convert_layout", "describe",
            "eliminate_common_subexpr", "eliminate_dead_code", "fold_constants",
            "fold_qdq", "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
-           "pack_dense_weights", "pad_conv_channels", "run_passes", "simplify_algebra", "sink_reshape",
-           "trim_conv_taps"]
+           "pack_dense_weights", "pad_conv_channels", "run_passes", "simplify_algebra",
+           "sink_reshape", "trim_conv_taps"]

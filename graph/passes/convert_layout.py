@@ -18,16 +18,16 @@ NCHW) it reads NCHW and writes NCHW<ob>c (``tl.ops.conv2d_nchw(..., out_layout=.
 ``[OC/ob, C, KH, KW, ob]``): its register tile broadcasts one input scalar per FMA either way,
 so it runs as fast as the blocked conv and the input needs no conversion (measured: 1x1 32->64
 at 112x112 0.113 ms vs 0.109 + 0.043 ms for the transform; 3x3 64->64 at 56x56 0.480 vs
-0.484 + 0.021 ms). Not with many input channels: each input channel is a separate plane, so a
-tile reads as many planes' rows as there are channels; from NCHW_IN_MAX_CHANNELS (256) the input
+0.484 + 0.021 ms). Not with many input channels: each input channel is a separate plane, so a tile
+reads as many planes' rows as there are channels; from BLOCKED_INPUT_MIN_CHANNELS (256) the input
 is converted and the blocked conv runs (Intel Xeon, 1 thread, ms NCHW in vs transform + blocked:
 wav2vec2's feature-extractor conv 512->512, kernel 3 stride 2 over 3199 samples 22.66 vs 17.27,
-over 1599 12.18 vs 8.29; 3x3 stride 2 256->256 at 28x28 1.37 vs 1.22 and 512->512 at 14x14
-1.45 vs 1.22; but 1x1 128->128 at 56x56 0.76 vs 0.80). A depthwise conv (groups = channels, blockable) with a blocked input
-becomes ``tl.ops.depthwise_conv2d_nchwc`` with its weight packed into ``[C/b, 1, KH, KW, b]``
-(``OIHW<b>o``). With an NCHW input it stays NCHW when its output is at least 14 wide: the NCHW
-schedule vectorizes along W, and converting the input costs more than the blocked kernel saves
-(32 channels at 112x112: 0.036 ms NCHW vs 0.024 + 0.052 ms; 64 channels 112 -> 56 stride 2:
+over 1599 12.18 vs 8.29; 3x3 stride 2 256->256 at 28x28 1.37 vs 1.22 and 512->512 at 14x14 1.45 vs
+1.22; but 1x1 128->128 at 56x56 0.76 vs 0.80). A depthwise conv (groups = channels, blockable) with
+a blocked input becomes ``tl.ops.depthwise_conv2d_nchwc`` with its weight packed into
+``[C/b, 1, KH, KW, b]`` (``OIHW<b>o``). With an NCHW input it stays NCHW when its output is at least 14 wide:
+the NCHW schedule vectorizes along W, and converting the input costs more than the blocked kernel
+saves (32 channels at 112x112: 0.036 ms NCHW vs 0.024 + 0.052 ms; 64 channels 112 -> 56 stride 2:
 0.075 vs 0.023 + 0.088 ms; at 7 wide the blocked kernel wins, 0.011 vs 0.002 + 0.003 ms).
 A grouped conv (1 < groups < channels) whose output channels per group the output block
 divides (AlexNet's groups=2 layers, RegNet, ResNeXt's wider variants) reads NCHW and writes
@@ -105,7 +105,7 @@ BLOCKS = (16, 8)  # preferred first: 16 fp32 lanes fill a zmm
 NCHW_DEPTHWISE_MIN_WIDTH = 14
 # a conv of this many input channels or more has an NCHW input converted to its block and runs
 # the blocked conv (see the module doc)
-NCHW_IN_MAX_CHANNELS = 256
+BLOCKED_INPUT_MIN_CHANNELS = 256
 
 
 # elementwise over any number of same-shape inputs (ONNX Sum / Mean / Max / Min): the
@@ -167,7 +167,7 @@ def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
         return None
     groups = n.attrs.get("groups", 1)
     if groups == 1:
-        reads_nchw = not _block_of(x) and (xs[1] < NCHW_IN_MAX_CHANNELS
+        reads_nchw = not _block_of(x) and (xs[1] < BLOCKED_INPUT_MIN_CHANNELS
                                            or channel_block(xs[1]) is None)
         return ("nchw_in" if reads_nchw else "conv"), ob
     if groups == xs[1] == w.shape[0] and w.shape[1] == 1:
