@@ -25,10 +25,11 @@ wav2vec2's feature-extractor conv 512->512, kernel 3 stride 2 over 3199 samples 
 over 1599 12.18 vs 8.29; 3x3 stride 2 256->256 at 28x28 1.37 vs 1.22 and 512->512 at 14x14 1.45 vs
 1.22; but 1x1 128->128 at 56x56 0.76 vs 0.80). A depthwise conv (groups = channels, blockable) with
 a blocked input becomes ``tl.ops.depthwise_conv2d_nchwc`` with its weight packed into
-``[C/b, 1, KH, KW, b]`` (``OIHW<b>o``). With an NCHW input it stays NCHW when its output is at least 14 wide:
-the NCHW schedule vectorizes along W, and converting the input costs more than the blocked kernel
-saves (32 channels at 112x112: 0.036 ms NCHW vs 0.024 + 0.052 ms; 64 channels 112 -> 56 stride 2:
-0.075 vs 0.023 + 0.088 ms; at 7 wide the blocked kernel wins, 0.011 vs 0.002 + 0.003 ms).
+``[C/b, 1, KH, KW, b]`` (``OIHW<b>o``). With an NCHW input it stays NCHW when its output is at
+least 14 wide: the NCHW schedule vectorizes along W, and converting the input costs more than the
+blocked kernel saves (32 channels at 112x112: 0.036 ms NCHW vs 0.024 + 0.052 ms; 64 channels 112 ->
+56 stride 2: 0.075 vs 0.023 + 0.088 ms; at 7 wide the blocked kernel wins, 0.011 vs 0.002 + 0.003
+ms).
 A grouped conv (1 < groups < channels) whose output channels per group the output block
 divides (AlexNet's groups=2 layers, RegNet, ResNeXt's wider variants) reads NCHW and writes
 NCHW<ob>c (``tl.ops.conv2d_nchw(..., groups, out_layout=...)``: the oc-blocked register tile
