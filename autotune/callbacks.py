@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .record import append_records, make_record
+from .record import append_records, check_appendable_log, make_record
 
 _SI_PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 
@@ -96,6 +96,7 @@ class log_to_file:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"log_to_file: expected a file path, got {type(path).__name__} "
                             "(TVM also takes an open file; here, give its path)")
+        check_appendable_log(path)
         self.path = os.fspath(path)
         self._streamed: set[int] = set()  # ids of this batch's results already written
 

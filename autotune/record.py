@@ -15,6 +15,7 @@ load_records skips with a warning).
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -166,6 +167,8 @@ def _parse(line: str, lineno: int) -> Record:
         d = json.loads(line)
     except json.JSONDecodeError as e:
         raise ValueError(f"not JSON ({e.msg})") from None
+    except RecursionError:  # a line of nested brackets deeper than the parser recurses
+        raise ValueError("not a record (JSON nested too deep)") from None
     _check(isinstance(d, dict), "a record must be a JSON object", d)
     missing = [k for k in _REQUIRED if k not in d]
     _check(not missing, f"a record needs {', '.join(_REQUIRED)} (missing "
@@ -222,6 +225,38 @@ def load_records(source) -> list[Record]:
                       f"{__version__}): loaded, but apply_history_best will not apply them",
                       stacklevel=2)
     return out
+
+
+# the bytes of an existing file read to tell a tuning log from another file
+_LOG_SNIFF_BYTES = 1 << 16
+
+
+def check_appendable_log(path) -> None:
+    """Refuse (ValueError) to append records to an existing file that is not a tuning log: an
+    ONNX model or a user's notes given as the log would be corrupted. A log is UTF-8 text
+    whose lines are JSON objects; one whose lines read are all corrupt is refused too."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_LOG_SNIFF_BYTES)
+    except FileNotFoundError:
+        return
+    refusal = f"{os.fspath(path)} is not a tuning log ({{}}): records are not appended to it; " \
+        "give a new file or a JSON-lines log"
+    if b"\0" in head or not _is_utf8_prefix(head):
+        raise ValueError(refusal.format("it holds binary data"))
+    lines = [line for line in head.decode("utf-8", errors="ignore").splitlines() if line.strip()]
+    if len(head) == _LOG_SNIFF_BYTES and len(lines) > 1:
+        lines = lines[:-1]  # the last line read may be cut off
+    if lines and not any(line.lstrip().startswith("{") for line in lines):
+        raise ValueError(refusal.format(f"none of its first {len(lines)} lines is a JSON record"))
+
+
+def _is_utf8_prefix(data: bytes) -> bool:
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data)  # a character cut off at the end
+    except UnicodeDecodeError:  # is not an error: final=False
+        return False
+    return True
 
 
 def append_records(path, records: Iterable[Record]) -> None:

@@ -29,7 +29,6 @@ import io
 import json
 import os
 import re
-import shutil
 import statistics
 import time
 from collections import Counter
@@ -45,6 +44,7 @@ from tensorlang.version import __version__
 from . import _cpu, _plan
 from .arrays import _aligned_bytes_at, huge_page_bytes, packed
 from .module import ArtifactError, KernelError, Module, check_built_for_here, load_module
+from .saved_folder import write_folder
 from .timer import TimingResult, call_timer
 
 GRAPH_ARTIFACT_FORMAT = 1
@@ -686,13 +686,12 @@ class GraphModule:
     # -- artifacts ------------------------------------------------------------------------
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the model as a folder (see the module docstring); returns its path. An existing
-        artifact at ``path`` is replaced."""
-        path = Path(path)
-        tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        (tmp / "kernels").mkdir(parents=True)
+        """Write the model as a folder (see the module docstring); returns its path. A model
+        saved at ``path`` before is replaced; anything else there is refused (FileExistsError)."""
+        return write_folder(path, self._write)
+
+    def _write(self, tmp: Path) -> None:
+        (tmp / "kernels").mkdir()
         target = self.plan.get("target", {})
         required = _cpu.required_flags(target.get("features", ""), target.get("triple", ""))
         (tmp / "plan.json").write_text(json.dumps(self.plan, indent=1, sort_keys=True))
@@ -726,10 +725,6 @@ class GraphModule:
                       for f in sorted(tmp.rglob("*")) if f.is_file()},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        if path.exists():
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        os.replace(tmp, path)
-        return path
 
 
 def _check_rank_and_fixed(name: str, shape: tuple, got: tuple) -> None:
@@ -849,6 +844,8 @@ class _Artifact:
             return json.loads(self.bytes(rel, checked))
         except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
             raise ArtifactError(f"{self.path / rel}: corrupt JSON ({e})") from None
+        except RecursionError:
+            raise ArtifactError(f"{self.path / rel}: corrupt JSON (nested too deep)") from None
 
     def weights(self) -> dict[str, np.ndarray]:
         names = self.json("weights_index.json")

@@ -34,6 +34,9 @@ def write_module_artifact(path: Path, manifest: dict[str, Any], required_flags: 
                           members: dict[str, bytes], sources: Mapping[str, str]) -> None:
     """Write the artifact of a kernel: ``members`` (kernel.o, and kernel.so / pool.so where
     there are) and ``sources`` beside ``manifest`` with its artifact section."""
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder: a kernel saves to one file, e.g. "
+                                f"{path / 'kernel.tlm'}")
     meta = manifest
     meta["artifact"] = {
         "format": ARTIFACT_FORMAT,

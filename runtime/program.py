@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ import numpy as np
 
 from .graph_module import MODES, GraphModule, InputError
 from .module import ArtifactError
+from .saved_folder import write_folder
 from .timer import TimingResult
 
 PROGRAM_FORMAT = 1
@@ -239,12 +239,11 @@ class Program:
     # -- artifacts ------------------------------------------------------------------------
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the program as a folder (see the module docstring); returns its path."""
-        path = Path(path)
-        tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
+        """Write the program as a folder (see the module docstring); returns its path. As
+        GraphModule.save, it replaces only a model saved there before."""
+        return write_folder(path, self._write)
+
+    def _write(self, tmp: Path) -> None:
         counter = iter(range(1 << 30))
         desc = self._describe(tmp, counter)
         if self.constants:
@@ -253,10 +252,6 @@ class Program:
         (tmp / "manifest.json").write_text(json.dumps(
             {"kind": PROGRAM_KIND, "format": PROGRAM_FORMAT, "program": desc,
              "constants": list(self.constants)}, indent=1, sort_keys=True))
-        if path.exists():
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-        os.replace(tmp, path)
-        return path
 
     def _describe(self, root: Path, counter) -> dict:
         stages = []
@@ -284,7 +279,7 @@ def is_program(path: str | os.PathLike) -> bool:
     man = Path(path) / "manifest.json"
     try:
         return json.loads(man.read_text()).get("kind") == PROGRAM_KIND
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False
 
 
@@ -305,7 +300,7 @@ def load_program(path: str | os.PathLike, mode: str = "graph") -> Program:
         return _program_from(path, man["program"], constants, mode, load)
     except ArtifactError:
         raise
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+    except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError) as e:
         raise ArtifactError(f"{path}: malformed program artifact ({type(e).__name__}: {e})"
                             ) from None
 

@@ -227,6 +227,12 @@ def check_log_path(path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise CLIError(f"--log {path}: no such directory {folder}")
+    from tensorlang.autotune.record import check_appendable_log
+
+    try:
+        check_appendable_log(path)
+    except ValueError as e:
+        raise CLIError(f"--log {e}") from None
 
 
 def _budget(text: str) -> tuple[str, float]:
@@ -463,10 +469,15 @@ def _compile(p: argparse.ArgumentParser):
 
     def run(a) -> int:
         from tensorlang import graph
+        from tensorlang.runtime.saved_folder import check_replaceable
 
         check_target(a.target)
         if a.log is not None:
             _check_file(a.log, "tuning log")
+        try:
+            check_replaceable(a.output)  # before the build: fail in a second, not minutes
+        except FileExistsError as e:
+            raise CLIError(f"-o {e}") from None
         t0 = time.perf_counter()
         gm = graph.build(_load_model(a.model, a.shape), target=a.target, tuning_log=a.log)
         path = gm.save(a.output)

@@ -66,6 +66,9 @@ CASES = [
     (["compile", "MISSING.onnx", "-o", "MISSING"], "no such model file"),
     (["compile", "MODEL", "-o", "MISSING", "--target", "llvm -mfoo=1"], "--target:"),
     (["compile", "MODEL", "-o", "MISSING", "--log", "MISSING.jsonl"], "no such tuning log"),
+    (["compile", "MODEL", "-o", "MODEL"], "-o MODEL is a file: not replaced"),
+    (["compile", "MODEL", "-o", "DIR"], "is a folder that tensorlang did not save"),
+    (["tune", "MODEL", "--log", "MODEL"], "is not a tuning log"),
     (["run", "MISSING", "--input", "ONNX_AS_INPUT"], "is not a NumPy .npy file"),
     (["run", "MISSING", "--input", "GARBAGE_INPUT"], "is not a NumPy .npy file"),
     (["run", "MISSING", "--input", "NPZ_INPUT"], "is a .npz archive"),
@@ -83,7 +86,10 @@ CASES = [
 def test_user_error_is_one_line_exit_2(files, argv, message):
     argv = [next((v + a[len(k):] for k, v in files.items() if a.startswith(k)), a)
             for a in argv]
+    message = message.replace("MODEL", files["MODEL"])
+    model = open(files["MODEL"], "rb").read()
     _assert_one_line_error(_cli(*argv), message)
+    assert open(files["MODEL"], "rb").read() == model  # -o or --log naming it left it whole
 
 
 def test_debug_shows_the_traceback(files):
