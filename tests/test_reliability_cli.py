@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -87,9 +88,9 @@ def test_user_error_is_one_line_exit_2(files, argv, message):
     argv = [next((v + a[len(k):] for k, v in files.items() if a.startswith(k)), a)
             for a in argv]
     message = message.replace("MODEL", files["MODEL"])
-    model = open(files["MODEL"], "rb").read()
+    model = Path(files["MODEL"]).read_bytes()
     _assert_one_line_error(_cli(*argv), message)
-    assert open(files["MODEL"], "rb").read() == model  # -o or --log naming it left it whole
+    assert Path(files["MODEL"]).read_bytes() == model  # -o or --log naming it left it whole
 
 
 def test_debug_shows_the_traceback(files):
