@@ -10,6 +10,7 @@ start (tuning workers, fresh-interpreter checks) inherit it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -40,18 +41,38 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 
-@pytest.fixture(autouse=True)
-def _cpu_share(request: pytest.FixtureRequest):
-    """Under pytest-xdist, a test marked ``cpus_to_itself`` runs alone: every test holds a
-    shared lock on one file of the run, such a test an exclusive one (it waits for the tests
-    running in the other processes to end, and they wait for it)."""
+@pytest.fixture(scope="module", autouse=True)
+def _cpu_share_of_module(request: pytest.FixtureRequest):
+    """Under pytest-xdist, a module marked ``cpus_to_itself`` runs alone: its tests hold an
+    exclusive lock on one file of the run (taken once for the module: it waits for the test
+    running in the other process to end, and a lock per test waited once per test), every
+    other test a shared one (_cpu_share)."""
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:
+    if run is None or not _marked(request.node):
         yield
         return
-    exclusive = request.node.get_closest_marker("cpus_to_itself") is not None
+    with _cpu_lock(run, fcntl.LOCK_EX):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _cpu_share(request: pytest.FixtureRequest):
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None or _marked(request.node.getparent(pytest.Module)):
+        yield  # not under xdist, or the module holds the exclusive lock
+        return
+    with _cpu_lock(run, fcntl.LOCK_EX if _marked(request.node) else fcntl.LOCK_SH):
+        yield
+
+
+def _marked(node) -> bool:
+    return node is not None and node.get_closest_marker("cpus_to_itself") is not None
+
+
+@contextlib.contextmanager
+def _cpu_lock(run: str, how: int):
     with open(Path(tempfile.gettempdir()) / f"tl-test-cpus-{run}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(lock, how)
         try:
             yield
         finally:

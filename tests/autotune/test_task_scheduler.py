@@ -743,7 +743,8 @@ def test_cli_tunes_a_model_within_a_trial_budget(tmp_path, capsys):
     log = tmp_path / "cnn.jsonl"
     argv = ["tune", str(model), "--log", str(log), "--tuner", "random", "--seed", "0",
             "--number", "1", "--repeat", "1", "--min-repeat-ms", "0",
-            "--in-model-top", "0"]  # the choice in the model: the test below
+            "--in-model-top", "0",  # the choice in the model: the test below
+            "--flush-mib", "8"]  # the calibration (9 s a run): test_errors_and_artifacts.py
     assert main([*argv, "--budget", "3"]) == 0
     out = capsys.readouterr().out
     assert "tuning within 3 trials" in out and "estimated latency of the tuned kernels" not in out
@@ -772,7 +773,8 @@ def test_cli_ends_a_model_s_tuning_by_choosing_inside_runs_of_the_model(tmp_path
     onnx.save(model_zoo.small_cnn(), model)
     log = tmp_path / "cnn.jsonl"
     argv = ["tune", str(model), "--log", str(log), "--tuner", "random", "--seed", "0",
-            "--number", "1", "--repeat", "1", "--min-repeat-ms", "0", "--budget", "10"]
+            "--number", "1", "--repeat", "1", "--min-repeat-ms", "0", "--budget", "10",
+            "--flush-mib", "8"]
     assert main([*argv, "--in-model-top", "0"]) == 0
     assert "in-model choice" not in capsys.readouterr().out
     assert not any(r.in_model for r in autotune.load_records(log))
