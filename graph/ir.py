@@ -10,6 +10,7 @@ without a producer and without data. Passes treat graphs as immutable: they buil
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -147,7 +148,7 @@ class Value:
     def size(self) -> Any:
         """The number of elements: an int, or an expression of the shape variables."""
         if self.is_static:
-            return int(np.prod(self.shape, dtype=np.int64))
+            return math.prod(self.shape)  # a Python int: no int64 wraparound
         from .symbolic import num_elements
 
         return num_elements(self.shape)

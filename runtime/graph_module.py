@@ -69,7 +69,7 @@ class _Buffers:
         p = self.plan = gm.plan if plan is None else plan
         env = env or {}
         self.sizes = np.array([env[v] for v in gm._vars] or [0], dtype=np.int64)
-        self.arena = huge_page_bytes(int(p["arena_bytes"]))
+        self.arena = _arena(int(p["arena_bytes"]))
         base = self.arena.ctypes.data
         storage_addr: dict[int, int] = {}
         storage_arr: dict[int, np.ndarray] = {}
@@ -725,6 +725,14 @@ class GraphModule:
                       for f in sorted(tmp.rglob("*")) if f.is_file()},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def _arena(nbytes: int) -> np.ndarray:
+    try:
+        return huge_page_bytes(nbytes)
+    except (MemoryError, OSError, OverflowError, ValueError) as e:
+        raise MemoryError(f"the model's activations need {nbytes / 2**30:.3g} GiB (its plan's "
+                          f"arena), which cannot be allocated here ({e})") from None
 
 
 def _check_rank_and_fixed(name: str, shape: tuple, got: tuple) -> None:

@@ -231,3 +231,15 @@ def test_cli_tune_flush_mib_sets_the_runners_eviction(tmp_path, capsys, monkeypa
                  "--flush-mib", "8"]) == 0
     assert "cache flush: 8 MiB (--flush-mib)" in capsys.readouterr().out
     assert sizes == [8 << 20]  # not calibrated: the size given
+
+
+def test_a_model_too_big_for_memory_is_a_memory_error_saying_how_big():
+    """2^70 floats: more than an address space holds (the element count was once an int64
+    that wrapped around to 0, and numpy's reshape of an empty arena failed)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1 << 40, 1 << 30])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(MemoryError, match=r"the model's activations need 8.8e\+12 GiB \(its "
+                                          r"plan's arena\), which cannot be allocated here"):
+        graph.build(graph.from_onnx(model))
