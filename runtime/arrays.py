@@ -66,18 +66,55 @@ def packed(nbytes: list[int]) -> list[np.ndarray]:
     return [region[o:o + int(n)] for o, n in zip(offsets, nbytes)]
 
 
-def empty(shape: Any, dtype: Any = "float32") -> np.ndarray:
-    """An uninitialized C-contiguous array of `shape` and `dtype`, 64-byte aligned."""
+class NDArray(np.ndarray):
+    """A numpy array with the methods of TVM's NDArray that tutorials call on kernel arguments
+    and results: ``.numpy()`` / ``.asnumpy()`` (a copy, as a plain numpy array) and ``.device``.
+    Everything else is numpy's; kernels take it as any other array."""
+
+    def numpy(self) -> np.ndarray:
+        return np.array(self)  # a copy, of the base class (np.array does not keep subclasses)
+
+    asnumpy = numpy
+
+    @property
+    def device(self):
+        from .device import cpu
+
+        return cpu(0)
+
+
+def _device_or_dtype(fn: str, device, dtype):
+    """TVM passes a device where tensorlang's older signature took the dtype: tell them
+    apart (the one device is the CPU)."""
+    from .device import Device
+
+    if isinstance(device, Device):
+        if device.device_type != "cpu" or device.device_id != 0:
+            raise ValueError(f"{fn}: device {device} is not the host CPU, tensorlang's one "
+                             "device (tl.cpu(0))")
+        return dtype
+    if device is not None and dtype is not None:
+        raise TypeError(f"{fn}: expected a device such as tl.cpu(0), got "
+                        f"{type(device).__name__} {device!r}")
+    return device if device is not None else dtype
+
+
+def empty(shape: Any, dtype: Any = "float32", device: Any = None) -> NDArray:
+    """An uninitialized C-contiguous array of `shape` and `dtype`, 64-byte aligned
+    (tvm.nd.empty(shape, dtype, dev)); the device is tl.cpu(0)."""
+    _device_or_dtype("empty", device, None)
     shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
         raise ValueError(f"empty: shape {shape} has a negative dimension")
     dt = np.dtype(dtype)
     n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    return _aligned_bytes(n, zero=False).view(dt).reshape(shape)
+    return _aligned_bytes(n, zero=False).view(dt).reshape(shape).view(NDArray)
 
 
-def array(a: Any, dtype: Any = None) -> np.ndarray:
-    """A 64-byte aligned C-contiguous copy of `a`."""
+def array(a: Any, device: Any = None, dtype: Any = None) -> NDArray:
+    """A 64-byte aligned C-contiguous copy of `a` (tvm.nd.array(a, dev)). The second argument
+    is a device (tl.cpu(0)) as in TVM, or, as before, the dtype."""
+    dtype = _device_or_dtype("array", device, dtype)
     src = np.asarray(a, dtype=dtype)
     out = empty(src.shape, src.dtype)
     np.copyto(out, src)

@@ -32,6 +32,7 @@ from tensorlang.errors import TensorlangError
 
 from . import _cpu, _link, extern_c, packed, threadpool
 from ._dims import DimExpr
+from .arrays import NDArray
 from .device import check_device
 from .kernel_artifact import (
     check_built_for_here,
@@ -345,6 +346,19 @@ class Module:
         """The exported symbol of the kernel function."""
         return self._symbol
 
+    def get_function(self, name: str, query_imports: bool = False) -> Module:
+        """TVM's ``mod.get_function(name)`` / ``mod[name]``: a module holds one kernel, so its
+        function is the module itself, callable the same way."""
+        if not isinstance(name, str):
+            raise TypeError(f"get_function: name must be a str, got {type(name).__name__}")
+        if name not in (self._symbol, self._name):
+            raise AttributeError(f"module has one function, {self._symbol!r} (its "
+                                 f"entry_name), not {name!r}")
+        return self
+
+    def __getitem__(self, name: str) -> Module:
+        return self.get_function(name)
+
     @property
     def manifest(self) -> dict[str, Any]:
         """A copy of the manifest."""
@@ -524,6 +538,7 @@ class Module:
         """
         env: dict[str, Any] = {
             "ndarray": np.ndarray,
+            "NDArray": NDArray,  # tl.runtime.array's
             "fb": _from_buffer,
             "addr": _addressof,
             "fn": self._fn,
@@ -535,7 +550,8 @@ class Module:
         for a in self._args:
             i = a.index
             env[f"dt{i}"] = a.dtype
-            body.append(f"if type(a{i}) is not ndarray or a{i}.dtype is not dt{i}: raise Slow")
+            body.append(f"if (type(a{i}) is not ndarray and type(a{i}) is not NDArray) or "
+                        f"a{i}.dtype is not dt{i}: raise Slow")
             body.append(f"s{i} = a{i}.shape")
             if a.fixed is not None:
                 env[f"shape{i}"] = a.fixed
