@@ -354,7 +354,7 @@ class ApplyHistoryBest(DispatchContext):
 
     def _select(self, k, name, args) -> tuple[Record | None, object, list[str]]:
         """(best applicable record, its config, why each better record is not applicable)."""
-        cands = self._by_key.get(k, [])
+        cands = self._candidates(k)
         if not cands:
             return None, None, []
         task = create_task(name, args, k[1])
@@ -373,12 +373,41 @@ class ApplyHistoryBest(DispatchContext):
                 why.append(f"its config is not in the template's space any more ({e})")
         return None, None, why
 
+    def _candidates(self, k) -> list[Record]:
+        """The workload's records for targets of the query's kind, as TVM matches records by
+        target keys: a template asks for "llvm", and a log tuned with "llvm -mcpu=<cpu>"
+        applies. Records whose target compiles the same code as the query's (this host's CPU)
+        come first, then those tuned for another CPU; each group best first."""
+        key, target = k
+        same, other = [], []
+        for (rk, rt), recs in self._by_key.items():
+            if rk == key and _target_kind(rt) == _target_kind(target):
+                (same if _same_code(rt, target) else other).extend(recs)
+        return sorted(same, key=lambda r: r.rank) + sorted(other, key=lambda r: r.rank)
+
     def __exit__(self, *exc):
         super().__exit__(*exc)
         if self.untuned:
             warnings.warn(f"apply_history_best: {len(self.untuned)} workload(s) had no "
                           f"applicable tuning record and used the default config: "
                           f"{', '.join(self.untuned)}", stacklevel=2)
+        return False
+
+
+def _target_kind(target: str) -> str:
+    return target.split()[0] if target.split() else target
+
+
+def _same_code(a: str, b: str) -> bool:
+    """Whether two target strings compile the same code ("llvm" and "llvm -mcpu=<this host's
+    CPU>" do); a target this LLVM cannot parse matches only itself."""
+    if a == b:
+        return True
+    from ..codegen.target import Target
+
+    try:
+        return Target.from_string(a).to_dict() == Target.from_string(b).to_dict()
+    except (TypeError, ValueError):
         return False
 
 

@@ -262,11 +262,7 @@ class _ConfigBase:
         elif policy == "candidate":
             if not candidate:
                 raise ValueError("define_reorder(policy='candidate') needs candidate=[[...]]")
-            perms = [tuple(p) for p in candidate]
-            for p in perms:
-                if sorted(p) != list(range(n)):
-                    raise ValueError(f"define_reorder: {list(p)} is not a permutation of "
-                                     f"range({n})")
+            perms = [_reorder_perm(p, axes) for p in candidate]
         else:
             raise ValueError(f"define_reorder: unknown policy {policy!r} (all, identity, "
                              "candidate; TVM's interval_all and interleave are not supported: "
@@ -309,6 +305,27 @@ class _ConfigBase:
     def _define(self, name, kind, entities, default):
         # the space records the knob; a config entity (replaying a record) returns its value
         raise NotImplementedError(f"{type(self).__name__} must implement _define()")
+
+
+def _reorder_perm(order, axes: Sequence) -> tuple:
+    """A reorder candidate as positions in `axes`: TVM lists the axes themselves
+    (`candidate=[[ko, ki, mi]]`), tensorlang also takes their indices (`[[1, 0, 2]]`)."""
+    perm = tuple(_axis_position(x, axes) for x in order)
+    if sorted(perm) != list(range(len(axes))):
+        raise ValueError(f"define_reorder: candidate {list(perm)} is not a permutation of "
+                         f"range({len(axes)}): name each axis once")
+    return perm
+
+
+def _axis_position(x, axes: Sequence) -> int:
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x
+    # by identity: `==` on a loop variable builds an expression, it does not compare
+    for i, a in enumerate(axes):
+        if x is a:
+            return i
+    raise ValueError(f"define_reorder: candidate axis {x!r} is not one of the axes being "
+                     f"reordered ({', '.join(repr(a) for a in axes)})")
 
 
 class ConfigSpace(_ConfigBase):

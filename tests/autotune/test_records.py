@@ -93,6 +93,49 @@ def test_apply_history_best_replays_the_best_trace(small_log):
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
+def _retarget(small_log, path, target_of):
+    lines = [json.loads(x) for x in small_log.read_text().splitlines()]
+    for i, d in enumerate(lines):
+        d["target"] = target_of(i, d)
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    return [autotune.load_records(path)[i] for i in range(len(lines))]
+
+
+def test_records_of_an_llvm_target_with_mcpu_apply_to_llvm(small_log, tmp_path):
+    """A template asks for "llvm": a log tuned with "llvm -mcpu=<this host>" applies (TVM
+    matches by target kind); records tuned for another CPU apply only where no record for this
+    host's CPU does, and the best record for this host's CPU wins over faster ones of another."""
+    from tensorlang.autotune.templates import matmul
+
+    from tensorlang.codegen.target import Target
+
+    host = f"llvm -mcpu={Target.host().cpu}"
+    other = "llvm -mcpu=" + ("skylake" if Target.host().cpu == "znver3" else "znver3")
+    recs = _retarget(small_log, tmp_path / "host.jsonl", lambda i, d: host)
+    best = min(recs, key=lambda r: r.cost)
+    with autotune.apply_history_best(tmp_path / "host.jsonl") as ctx:
+        s, _ = matmul(16, 16, 16, "float32")
+    assert ctx.untuned == [] and s.trace.to_json() == best.trace
+    # the fastest record is another CPU's: this host's best is applied instead
+    fastest = min(range(len(recs)), key=lambda i: recs[i].cost)
+    mixed = _retarget(small_log, tmp_path / "mixed.jsonl",
+                      lambda i, d: other if i == fastest else host)
+    mine = min((r for r in mixed if r.target == host), key=lambda r: r.cost)
+    with autotune.apply_history_best(tmp_path / "mixed.jsonl"):
+        s, _ = matmul(16, 16, 16, "float32")
+    assert s.trace.to_json() == mine.trace
+    _retarget(small_log, tmp_path / "other.jsonl", lambda i, d: other)
+    with autotune.apply_history_best(tmp_path / "other.jsonl") as ctx:
+        s, args = matmul(16, 16, 16, "float32")
+    assert ctx.untuned == [] and s.trace.to_json() == best.trace
+    f = tl.build(s, args)
+    a, b = (np.random.default_rng(i).standard_normal((16, 16), dtype=np.float32)
+            for i in range(2))
+    c = np.zeros((16, 16), np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
 def test_untuned_workloads_reported_once(small_log):
     from tensorlang.autotune.templates import matmul
 

@@ -151,6 +151,40 @@ def test_whole_small_space_matches_numpy():
     assert illegal == 0
 
 
+@autotune.template("test_reorder_axes")
+def _reorder_by_axes(n):
+    """TVM's form of a reorder candidate: the axes themselves, not their indices."""
+    a = tl.placeholder((n, n), name="A")
+    b = tl.compute((n, n), lambda i, j: a[j, i] * 2.0, name="B")
+    s = tl.create_schedule(b.op)
+    cfg = autotune.get_config()
+    i, j = b.op.axis
+    jo, ji = s[b].split(j, factor=4)
+    cfg.define_reorder("order", [i, jo, ji], policy="candidate",
+                       candidate=[[i, jo, ji], [jo, i, ji], [jo, ji, i]])
+    cfg["order"].apply(s, b, [i, jo, ji])
+    return s, [a, b]
+
+
+def test_reorder_candidates_may_name_the_axes():
+    task = autotune.create_task("test_reorder_axes", (8,))
+    perms = [e.perm for e in task.config_space.knobs["order"].entities]
+    assert perms == [[0, 1, 2], [1, 0, 2], [1, 2, 0]]
+    checked, illegal = _check_all(task, lambda a: a.T * 2.0)
+    assert (checked, illegal) == (3, 0)
+
+
+def test_reorder_candidate_refuses_a_foreign_axis_or_a_non_permutation():
+    a = tl.placeholder((4, 4), name="A")
+    i, j = tl.compute((4, 4), lambda i, j: a[i, j], name="B").op.axis
+    other = tl.reduce_axis((0, 4), "k")
+    cs = ConfigSpace()
+    with pytest.raises(ValueError, match="candidate axis .* is not one of the axes"):
+        cs.define_reorder("r", [i, j], policy="candidate", candidate=[[i, other]])
+    with pytest.raises(ValueError, match=r"candidate \[0, 0\] is not a permutation"):
+        cs.define_reorder("r", [i, j], policy="candidate", candidate=[[i, i]])
+
+
 def test_matmul_space_sample_matches_numpy():
     checked, _ = _check_all(autotune.create_task("matmul", (12, 16, 8, "float32")),
                             lambda a, b: a @ b, limit=24)
