@@ -26,7 +26,7 @@ LIBRARY_SYMBOLS = frozenset(
     {"aligned_alloc", "calloc", "free", "malloc", "memcpy", "memmove", "memset", "bzero"}
     | {f + s for f in ("fmod", "floor", "ceil", "trunc", "round", "roundeven", "rint",
                        "nearbyint", "fma", "sqrt", "fmin", "fmax", "fabs", "copysign", "exp",
-                       "exp2", "log", "log2", "log10", "pow", "sin", "cos", "tan", "tanh",
+                       "exp2", "log", "log2", "log10", "pow", "sin", "cos", "tan", "atan", "tanh",
                        "erf", "ldexp", "frexp", "modf")
        for s in ("", "f", "l")})
 

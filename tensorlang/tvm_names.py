@@ -21,14 +21,15 @@ MODULE_NAMES = {
     "opencl": f"tvm.opencl() {GPU_ONLY}: use tl.cpu(0)",
     "vulkan": f"tvm.vulkan() {GPU_ONLY}: use tl.cpu(0)",
     "metal": f"tvm.metal() {GPU_ONLY}: use tl.cpu(0)",
-    "nd": "tvm.nd.array(x, dev) / tvm.nd.empty(shape, dtype, dev): kernels take numpy arrays "
-          "directly (outputs are written into the array passed); tl.runtime.array(x) and "
-          "tl.runtime.empty(shape, dtype) give 64-byte aligned ones, and `.numpy()` is the "
-          "array itself",
+    "nd": "tvm.nd.array(x, dev) / tvm.nd.empty(shape, dtype, dev): use "
+          "tl.runtime.array(x, dev) / tl.runtime.empty(shape, dtype, dev), 64-byte aligned "
+          "numpy arrays with .numpy() / .asnumpy(); kernels take any numpy array (outputs are "
+          "written into the array passed)",
     "tir": "tvm.tir.X: the expression helpers are tl.X: tir.Select -> tl.select, tir.const -> "
            "tl.const, tir.if_then_else -> tl.if_then_else, tir.exp/log/sqrt -> tl.exp/log/sqrt, "
            "tir.max_value/min_value -> tl.max_value/min_value, tir.all/any -> tl.all/any; "
-           "tir.indexdiv(a, b) / indexmod -> a // b, a % b; tir.call_extern / call_packed -> "
+           "tir.indexdiv / indexmod / floordiv / floormod / truncdiv / truncmod / power / fma "
+           "-> tl.indexdiv, ...; tir.call_extern / call_packed -> "
            "tl.call_extern / tl.call_packed",
     "create_prim_func": "te.create_prim_func builds TensorIR for tvm.tir.Schedule, which "
                         "tensorlang does not have: schedule with tl.create_schedule, and "

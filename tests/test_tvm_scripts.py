@@ -243,7 +243,7 @@ def test_gpu_only_stage_primitives_say_so():
 @pytest.mark.parametrize("name,message", [
     ("thread_axis", "te.thread_axis is a GPU construct.*parallel"),
     ("cuda", r"tvm.cuda\(\) is a GPU construct.*tl.cpu\(0\)"),
-    ("nd", r"tvm.nd.array.*numpy arrays.*tl.runtime.array"),
+    ("nd", r"tvm.nd.array.*tl.runtime.array\(x, dev\).*numpy arrays with .numpy\(\)"),
     ("tir", r"tir.Select -> tl.select"),
     ("create_prim_func", "TensorIR.*tl.create_schedule"),
     ("autotvm", "from tensorlang import autotune"),

@@ -45,13 +45,14 @@ __all__ = ["SUPPORTED", "emit_math", "get_intrinsic"]
 _UNARY = frozenset(
     {
         "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
-        "abs", "floor", "ceil", "round", "trunc",
+        "abs", "floor", "ceil", "round", "trunc", "nearbyint", "sin", "cos", "atan", "log10",
     }
 )
 _BINARY = frozenset({"pow", "fmin", "fmax"})
+_TERNARY = frozenset({"fma"})
 
 #: Every name :func:`emit_math` accepts.
-SUPPORTED = _UNARY | _BINARY
+SUPPORTED = _UNARY | _BINARY | _TERNARY
 
 # Names that are one LLVM intrinsic with numpy's exact semantics: llvm.roundeven is np.round's
 # round-half-to-even, llvm.minnum/maxnum return the non-NaN operand like np.fmin/np.fmax.
@@ -64,7 +65,14 @@ _DIRECT = {
     "trunc": "trunc",
     "fmin": "minnum",
     "fmax": "maxnum",
+    # the default rounding mode, half to even: np.rint
+    "nearbyint": "nearbyint",
+    "fma": "fma",
 }
+
+# Functions without a polynomial of our own: f32 calls the f64 C function and rounds once, so the
+# result is the correctly rounded one but for rare double-rounding ties (within 1 ulp).
+_VIA_F64 = frozenset({"sin", "cos", "atan", "log10"})
 
 _F32 = ir.FloatType()
 _F64 = ir.DoubleType()
@@ -192,6 +200,10 @@ _LIBM_F64 = {
     "tanh": "tanh",
     "erf": "erf",
     "pow": "pow",
+    "sin": "sin",
+    "cos": "cos",
+    "atan": "atan",
+    "log10": "log10",
 }
 
 
@@ -249,10 +261,14 @@ def get_intrinsic(module: ir.Module, base: str, ty: ir.Type, nargs: int = 1) -> 
     return _declare(module, f"llvm.{base}.{_mangle(ty)}", ir.FunctionType(ty, [ty] * nargs))
 
 
+def _arity(name: str) -> int:
+    return 3 if name in _TERNARY else 2 if name in _BINARY else 1
+
+
 def _check_args(name: str, args: Sequence[ir.Value]) -> ir.Type:
     if name not in SUPPORTED:
         raise ValueError(f"unsupported math function {name!r}; supported: {sorted(SUPPORTED)}")
-    want = 2 if name in _BINARY else 1
+    want = _arity(name)
     if len(args) != want:
         raise TypeError(f"{name} takes {want} argument(s), got {len(args)}")
     ty = args[0].type
@@ -573,6 +589,12 @@ class _Emitter:
             out = b.insert_element(out, val, idx)
         return out
 
+    def via_f64(self, fname: str, *args):
+        """The f64 C function on f32 arguments (widening is exact), rounded back once."""
+        wide = _like(self.ty, _F64)
+        res = _Emitter(self.b, wide).libm(fname, *[self.b.fpext(a, wide) for a in args])
+        return self.b.fptrunc(res, self.ty)
+
     def sigmoid_f64(self, x):
         # Same overflow-free formulation as sigmoid_f32, with libm's exp.
         e = self.libm("exp", self.b.fneg(self.fabs(x)))
@@ -592,6 +614,13 @@ _F32_BODIES: dict[str, Callable[..., ir.Value]] = {
 }
 
 
+def _f32_body(name: str) -> Callable[..., ir.Value]:
+    if name in _VIA_F64:
+        fname = _LIBM_F64[name]
+        return lambda em, *args: em.via_f64(fname, *args)
+    return _F32_BODIES[name]
+
+
 def _f64_body(name: str) -> Callable[..., ir.Value]:
     if name == "sigmoid":
         return _Emitter.sigmoid_f64
@@ -601,7 +630,7 @@ def _f64_body(name: str) -> Callable[..., ir.Value]:
 
 def _helper(module: ir.Module, name: str, ty: ir.Type, scalef: bool = False) -> ir.Function:
     """The internal always-inline function computing ``name`` on ``ty``, created on first use."""
-    nargs = 2 if name in _BINARY else 1
+    nargs = _arity(name)
     fnty = ir.FunctionType(ty, [ty] * nargs)
     fname = f"tensorlang.math.{name}.{_mangle(ty)}" + (".scalef" if scalef else "")
     existing = module.globals.get(fname)
@@ -613,7 +642,7 @@ def _helper(module: ir.Module, name: str, ty: ir.Type, scalef: bool = False) -> 
     fn.attributes.add("nounwind")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
     elem, _ = _split(ty)
-    body = _F32_BODIES[name] if isinstance(elem, ir.FloatType) else _f64_body(name)
+    body = _f32_body(name) if isinstance(elem, ir.FloatType) else _f64_body(name)
     builder.ret(body(_Emitter(builder, ty, scalef), *fn.args))
     return fn
 

@@ -136,6 +136,8 @@ _SLICED_BINARY = {"and": "and_", "or": "or_", "xor": "xor", "add": "add", "sub":
                   "mul": "mul"}
 _RELATION = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
+# integer Calls that are one LLVM instruction (IRBuilder method names)
+_BITWISE = {"bitwise_and": "and_", "bitwise_or": "or_", "bitwise_xor": "xor"}
 
 class _LaneSlicer:
     """Some lanes of a vector value, computed by re-emitting its elementwise operations at the
@@ -647,15 +649,42 @@ class FunctionEmitter:
             return dot_intrinsics.emit_dot_u8s8(self.cg, self.b, *args)
         if e.name == "reinterpret":  # the same bits as a type of the same width (a sort key)
             return self.b.bitcast(args[0], llvm_type(e.dtype))
+        if e.name == "isnan":  # unordered with itself
+            return self.b.fcmp_unordered("uno", args[0], args[0])
+        if e.name == "fmod":  # C's fmod, np.fmod: the sign of the dividend
+            return self.b.frem(*args)
         if not dt.is_float(e.dtype):
-            if e.name == "abs":
-                v = args[0]
-                if dt.is_unsigned(e.dtype):
-                    return v
-                neg = self.b.sub(self._zero(v.type), v)
-                return self.b.select(self.b.icmp_signed("<", v, self._zero(v.type)), neg, v)
-            raise LoweringError(f"codegen: {e.name} is not defined for {e.dtype}")
+            return self._int_call(e, args)
         return intrinsics.emit_math(self.b, e.name, args, scalef=self.cg.avx512)
+
+    def _int_call(self, e, args):
+        if e.name == "abs":
+            v = args[0]
+            if dt.is_unsigned(e.dtype):
+                return v
+            neg = self.b.sub(self._zero(v.type), v)
+            return self.b.select(self.b.icmp_signed("<", v, self._zero(v.type)), neg, v)
+        if e.name == "popcount":
+            return self.b.call(intrinsics.get_intrinsic(self.cg.module, "ctpop", args[0].type),
+                               args)
+        if e.name in _BITWISE:
+            return getattr(self.b, _BITWISE[e.name])(*args)
+        if e.name == "bitwise_not":
+            return self.b.not_(args[0])
+        if e.name in ("shift_left", "shift_right"):
+            return self._shift(e, *args)
+        raise LoweringError(f"codegen: {e.name} is not defined for {e.dtype}")
+
+    def _shift(self, e, a, n):
+        """numpy's shifts: a count outside 0..bits-1 (negative ones included) shifts every bit
+        out (LLVM's shl/ashr would give poison): 0, or the sign for a signed right shift."""
+        bits = dt.bits(e.dtype)
+        too_far = self.b.icmp_unsigned(">=", n, self._like(n, bits))
+        if e.name == "shift_left":
+            return self.b.select(too_far, self._zero(a.type), self.b.shl(a, n))
+        if dt.is_unsigned(e.dtype):
+            return self.b.select(too_far, self._zero(a.type), self.b.lshr(a, n))
+        return self.b.ashr(a, self.b.select(too_far, self._like(n, bits - 1), n))
 
     def e_PackedCall(self, e):
         """Fill one descriptor per argument (runtime/packed.py's layout), call the trampoline

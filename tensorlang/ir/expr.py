@@ -180,22 +180,22 @@ class Expr(Node):
 
     # arithmetic -----------------------------------------------------------
     def __add__(self, o):
-        return Add(*binary_operands(self, o))
+        return _folded(Add, *binary_operands(self, o))
 
     def __radd__(self, o):
-        return Add(*binary_operands(o, self))
+        return _folded(Add, *binary_operands(o, self))
 
     def __sub__(self, o):
-        return _sub(*binary_operands(self, o))
+        return _folded(_sub, *binary_operands(self, o))
 
     def __rsub__(self, o):
-        return _sub(*binary_operands(o, self))
+        return _folded(_sub, *binary_operands(o, self))
 
     def __mul__(self, o):
-        return Mul(*binary_operands(self, o))
+        return _folded(Mul, *binary_operands(self, o))
 
     def __rmul__(self, o):
-        return Mul(*binary_operands(o, self))
+        return _folded(Mul, *binary_operands(o, self))
 
     def __truediv__(self, o):
         return _true_div(*binary_operands(self, o))
@@ -204,16 +204,16 @@ class Expr(Node):
         return _true_div(*binary_operands(o, self))
 
     def __floordiv__(self, o):
-        return _floor_div(*binary_operands(self, o))
+        return _folded(_floor_div, *binary_operands(self, o))
 
     def __rfloordiv__(self, o):
-        return _floor_div(*binary_operands(o, self))
+        return _folded(_floor_div, *binary_operands(o, self))
 
     def __mod__(self, o):
-        return _floor_mod(*binary_operands(self, o))
+        return _folded(_floor_mod, *binary_operands(self, o))
 
     def __rmod__(self, o):
-        return _floor_mod(*binary_operands(o, self))
+        return _folded(_floor_mod, *binary_operands(o, self))
 
     def __neg__(self):
         if dt.is_bool(self.dtype):
@@ -247,23 +247,43 @@ class Expr(Node):
 
     __hash__ = Node.__hash__
 
-    # logic ---------------------------------------------------------------------
+    # logic on bool, bits on integers (as TVM and numpy) ---------------------------------
     def __and__(self, o):
-        return And(_as_bool(self), _as_bool(convert(o)))
+        return _logic_or_bits(And, "bitwise_and", self, o)
 
     def __rand__(self, o):
-        return And(_as_bool(convert(o)), _as_bool(self))
+        return _logic_or_bits(And, "bitwise_and", o, self)
 
     def __or__(self, o):
-        return Or(_as_bool(self), _as_bool(convert(o)))
+        return _logic_or_bits(Or, "bitwise_or", self, o)
 
     def __ror__(self, o):
-        return Or(_as_bool(convert(o)), _as_bool(self))
+        return _logic_or_bits(Or, "bitwise_or", o, self)
+
+    def __xor__(self, o):
+        return _logic_or_bits(NE, "bitwise_xor", self, o)
+
+    def __rxor__(self, o):
+        return _logic_or_bits(NE, "bitwise_xor", o, self)
+
+    def __lshift__(self, o):
+        return bits_call("shift_left", self, o)
+
+    def __rlshift__(self, o):
+        return bits_call("shift_left", o, self)
+
+    def __rshift__(self, o):
+        return bits_call("shift_right", self, o)
+
+    def __rrshift__(self, o):
+        return bits_call("shift_right", o, self)
 
     def __invert__(self):
         if dt.is_bool(self.dtype):
             return Not(self)
-        raise TypeError(f"~ needs a boolean expression, got {self.dtype}")
+        if dt.is_int(self.dtype):
+            return Call(self.dtype, "bitwise_not", (self,))
+        raise TypeError(f"~ needs a boolean or integer expression, got {self.dtype}")
 
     def __bool__(self):
         raise TypeError(
@@ -278,6 +298,39 @@ class Expr(Node):
         from .printer import expr_str
 
         return expr_str(self)
+
+
+_FOLD = {"Add": lambda x, y: x + y, "_sub": lambda x, y: x - y, "Mul": lambda x, y: x * y,
+         "_floor_div": lambda x, y: x // y, "_floor_mod": lambda x, y: x % y}
+
+
+def _folded(make, a: Expr, b: Expr) -> Expr:
+    """`make(a, b)`, or the constant it equals when both are integer scalar constants: as
+    TVM folds IntImm arithmetic, so that `A.shape[0] * 2` is a shape of 10 (int(...) works on
+    it). Overflowing results, zero divisors and floats build the node (which reports them)."""
+    if (isinstance(a, Const) and isinstance(b, Const) and dt.is_int(a.dtype)
+            and dt.lanes(a.dtype) == 1 and b.value != 0):
+        value = _FOLD[make.__name__](int(a.value), int(b.value))
+        lo, hi = dt.limits(a.dtype)
+        if lo <= value <= hi:
+            return const(value, a.dtype)
+    return make(a, b)
+
+
+def _logic_or_bits(logical, bitwise: str, a, b) -> Expr:
+    """`&`, `|`, `^`: logical on conditions, bitwise on integers."""
+    x, y = convert(a), convert(b)
+    if dt.is_bool(x.dtype) or dt.is_bool(y.dtype):
+        return logical(_as_bool(x), _as_bool(y))
+    return bits_call(bitwise, x, y)
+
+
+def bits_call(name: str, a, b) -> Expr:
+    """An integer bit operation (bitwise_and/or/xor, shift_left/right) on promoted operands."""
+    x, y = binary_operands(a, b)
+    if not dt.is_int(x.dtype):
+        raise TypeError(f"{name} needs integer operands, got {x.dtype}: {x!r}, {y!r}")
+    return Call(x.dtype, name, (x, y))
 
 
 def _as_bool(e: Expr) -> Expr:
@@ -342,8 +395,26 @@ def _check_same(a: Expr, b: Expr, op: str) -> None:
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Const(Expr):
+    """A constant. An integer one is also a Python integer, as TVM's IntImm is:
+    `int(A.shape[0])`, `range(A.shape[0])`, `np.zeros(A.shape)`."""
+
     dtype: str
     value: Any
+
+    def __int__(self) -> int:
+        return self.__index__()
+
+    def __index__(self) -> int:
+        # only exact integers: a float constant used as a size or an index would silently
+        # truncate (Python's own float has no __index__ for the same reason)
+        if dt.lanes(self.dtype) != 1 or not (dt.is_int(self.dtype) or dt.is_bool(self.dtype)):
+            raise TypeError(f"a {self.dtype} constant is not an integer: {self.value!r}")
+        return int(self.value)
+
+    def __float__(self) -> float:
+        if dt.lanes(self.dtype) != 1:
+            raise TypeError(f"a {self.dtype} constant is not a scalar")
+        return float(self.value)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -270,8 +270,7 @@ class Schedule:
         weight panel packing of a conv, computed inside the o tile loop)."""
         if not isinstance(tensor, Tensor):
             raise TypeError(f"cache_read: expected a tensor, got {type(tensor).__name__}")
-        if not isinstance(scope, str):
-            raise TypeError("cache_read: scope must be a string such as 'local'")
+        _check_scope("cache_read", scope)
         readers = readers if isinstance(readers, (list, tuple)) else [readers]
         if not readers:
             raise ValueError("cache_read: give at least one reader")
@@ -312,7 +311,7 @@ class Schedule:
             self.stage_map[new_op] = rs
         return new_t
 
-    def cache_write(self, tensor: Tensor, scope: str, layout=None) -> Tensor:
+    def cache_write(self, tensor, scope: str, layout=None):
         """Compute into a new stage and copy the result out:
 
             C = sum(...)   ==>   C.local = sum(...);  C = C.local
@@ -320,29 +319,29 @@ class Schedule:
         Call it before transforming the stage of `tensor`. layout: the accumulator's storage
         order, a permutation of the output's dimensions (default: as the output): an NCHW
         conv's tile vectorized over the channels accumulates in [n, h, w, c] order
-        (layout=(0, 2, 3, 1)), its vectors contiguous, and the copy out transposes."""
-        if not isinstance(tensor, Tensor):
-            raise TypeError(f"cache_write: expected a tensor, got {type(tensor).__name__}")
-        if not isinstance(scope, str):
-            raise TypeError("cache_write: scope must be a string such as 'local'")
-        st = self[tensor]
+        (layout=(0, 2, 3, 1)), its vectors contiguous, and the copy out transposes.
+
+        A multi-output compute is cached whole (its outputs share one loop nest): give a list
+        of its outputs, as TVM does, to get their caches in that order, or one of them to get
+        its cache."""
+        tensors = _cache_write_tensors(tensor)
+        _check_scope("cache_write", scope)
+        st = self[tensors[0]]
         if isinstance(st, FixedStage):
             st.refuse("cache_write", "its op cannot be replaced by a copy")
         if st.is_transformed():
             raise ScheduleError(f"cache_write on stage {st.name}: the stage was already "
                                 "transformed; call cache_write before split/reorder/...")
-        if st.op.num_outputs > 1:
-            raise ScheduleError(f"cache_write on stage {st.name}: multi-output computes are "
-                                "not supported")
-        perm = _layout_permutation(tensor, layout)
-        out = self._cache_write(st, scope, perm)
+        perm = _layout_permutation(tensors[0], layout)
+        caches = self._cache_write(st, scope, perm)
         args = {"scope": scope}
         if perm != tuple(range(len(perm))):
             args["layout"] = list(perm)
         self.trace.append(Step("cache_write", st.name, [], args))
-        return out
+        picked = [caches[t.value_index] for t in tensors]
+        return picked if isinstance(tensor, (list, tuple)) else picked[0]
 
-    def _cache_write(self, st: Stage, scope: str, perm: tuple) -> Tensor:
+    def _cache_write(self, st: Stage, scope: str, perm: tuple) -> tuple:
         old = st.op
         name = self._unique_stage_name(f"{st.name}.{scope}")
         # the body names its axes by variable: permuting them permutes the storage only
@@ -351,13 +350,13 @@ class Schedule:
                              axis_copies=old.axis_copies)
         self._insert_stage(cache_op, st)
         axis = tuple(IterVar(Var(iv.name), iv.dom, "spatial") for iv in old.axis)
-        copy = ComputeOp(st.name, axis, (), (cache_op.output(0)[tuple(axis[d].var
-                                                                      for d in perm)],),
+        index = tuple(axis[d].var for d in perm)
+        copy = ComputeOp(st.name, axis, (), tuple(c[index] for c in cache_op.outputs),
                          old.tag, old.attrs, [t.name for t in old.outputs])
         st._replace_op(copy, f"cache_write moved the reduction to stage {name} (schedule it "
                              f"on s[{name}])")
         self.stage_map[copy] = st
-        return cache_op.output(0)
+        return cache_op.outputs
 
     def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0, *,
                 factor_index: int | None = None) -> Tensor:
@@ -540,6 +539,39 @@ class Schedule:
         for step in steps:
             self.apply_step(step)
         return self
+
+
+# where a cached copy may live on this CPU target: TVM's "local" (a stage's private buffer)
+# and "global" (a buffer like any other) are the same memory here
+CPU_SCOPES = ("local", "global")
+GPU_SCOPES = ("shared", "shared.dyn", "warp", "local.fragment")
+
+
+def _check_scope(primitive: str, scope) -> None:
+    if not isinstance(scope, str):
+        raise TypeError(f"{primitive}: scope must be a string such as 'local'")
+    if scope in CPU_SCOPES:
+        return
+    if scope in GPU_SCOPES or scope.startswith(("wmma.", "shared.", "local.")):
+        raise ValueError(f"{primitive}: scope {scope!r} is GPU memory; the CPU target has "
+                         f"the scopes {', '.join(map(repr, CPU_SCOPES))}")
+    raise ValueError(f"{primitive}: unknown scope {scope!r}; the CPU target has the scopes "
+                     f"{', '.join(map(repr, CPU_SCOPES))}")
+
+
+def _cache_write_tensors(tensor) -> list:
+    """cache_write's tensor argument as a list of outputs of one compute."""
+    tensors = list(tensor) if isinstance(tensor, (list, tuple)) else [tensor]
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cache_write: expected a tensor or a list of tensors, got "
+                            f"{type(t).__name__}")
+    if not tensors:
+        raise ValueError("cache_write: give at least one tensor")
+    if any(t.op is not tensors[0].op for t in tensors):
+        raise ScheduleError("cache_write: the tensors of a list must be outputs of one compute "
+                            f"(got {', '.join(t.name for t in tensors)})")
+    return tensors
 
 
 def _layout_permutation(tensor: Tensor, layout) -> tuple:

@@ -11,8 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import ScheduleError
-from ..ir.expr import Expr, Var, as_int, const
+from ..ir import dtype as dt
+from ..ir.expr import Const, Expr, Var, as_int, const
 from ..ir.simplify import simplify
 from ..ir.stmt import IterVar, Range
 
@@ -41,6 +44,16 @@ class Fuse:
     outer: IterVar
     inner: IterVar
     fused: IterVar
+
+
+def _split_count(n):
+    """A split factor as a plain int where it is one in another type: a constant such as
+    A.shape[0] (TVM's IntImm) or a numpy integer, as TVM takes them."""
+    if isinstance(n, Const) and dt.is_int(n.dtype):
+        return int(n.value)
+    if isinstance(n, np.integer):
+        return int(n)
+    return n
 
 
 def ceildiv(a, b):
@@ -203,7 +216,8 @@ class Stage:
         parent = self._leaf(parent, "split")
         if (factor is None) == (nparts is None):
             raise ValueError(f"split on stage {self.name}: give exactly one of factor= or nparts=")
-        n = factor if factor is not None else nparts
+        n = _split_count(factor if factor is not None else nparts)
+        factor, nparts = (n, None) if factor is not None else (None, n)
         if isinstance(n, Var):  # tl.var: always an integer
             return self._record("split", [parent], factor=factor, nparts=nparts)
         if isinstance(n, bool) or not isinstance(n, int):

@@ -10,6 +10,7 @@ from .tensor import (  # noqa: F401
                      Reduce,
                      Tensor,
                      TensorRead,
+                     TensorSlice,
                      compute,
                      placeholder,
                      reduce_axis,

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from ..ir import dtype as dt
-from ..ir.expr import Call, Cast, Const, Expr, Max, Min, Select, binary_operands, const, convert
+from ..ir.expr import (
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Max,
+    Min,
+    Select,
+    binary_operands,
+    bits_call,
+    const,
+    convert,
+)
 from .tensor import CommReducer
 
 
@@ -77,7 +89,9 @@ def _is_axis(x) -> bool:
 
 # ----------------------------------------------------------------------------- math
 
-_FLOAT_ONLY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf")
+_FLOAT_ONLY = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
+               "sin", "cos", "atan")
+_ROUNDING = ("floor", "ceil", "round", "trunc", "nearbyint")
 
 
 def _unary(name: str):
@@ -86,7 +100,7 @@ def _unary(name: str):
         if name in _FLOAT_ONLY and not dt.is_float(e.dtype):
             raise TypeError(f"tl.{name} needs a float argument, got {e.dtype}; cast it first "
                             f"(e.g. x.astype('float32'))")
-        if name in ("floor", "ceil", "round", "trunc") and not dt.is_float(e.dtype):
+        if name in _ROUNDING and not dt.is_float(e.dtype):
             return e
         if dt.is_bool(e.dtype):
             raise TypeError(f"tl.{name} is not defined for bool")
@@ -111,6 +125,11 @@ floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")
 trunc = _unary("trunc")
+nearbyint = _unary("nearbyint")
+log10 = _unary("log10")
+sin = _unary("sin")
+cos = _unary("cos")
+atan = _unary("atan")
 
 
 def pow(a, b) -> Expr:
@@ -118,6 +137,110 @@ def pow(a, b) -> Expr:
     if not dt.is_float(x.dtype):
         raise TypeError(f"tl.pow needs float operands, got {x.dtype}")
     return Call(x.dtype, "pow", (x, y))
+
+
+power = pow  # TVM's te.power / tir.power
+
+
+def fma(a, b, c) -> Expr:
+    """a * b + c, rounded once for floats (llvm.fma)."""
+    x, y = binary_operands(a, b)
+    x, z = binary_operands(x, c)
+    x, y = binary_operands(x, y)
+    if not dt.is_float(x.dtype):
+        return x * y + z
+    return Call(x.dtype, "fma", (x, y, z))
+
+
+def fmod(a, b) -> Expr:
+    """The remainder with the sign of the dividend (C's fmod, np.fmod); truncmod for
+    integers."""
+    x, y = binary_operands(a, b)
+    if not dt.is_float(x.dtype):
+        return truncmod(x, y)
+    return Call(x.dtype, "fmod", (x, y))
+
+
+def isnan(x) -> Expr:
+    e = convert(x)
+    if not dt.is_float(e.dtype):
+        return const(False)  # an integer is never NaN (as TVM)
+    return Call(dt.with_lanes("bool", dt.lanes(e.dtype)), "isnan", (e,))
+
+
+def popcount(x) -> Expr:
+    """The number of set bits of an integer."""
+    e = convert(x)
+    if not dt.is_int(e.dtype):
+        raise TypeError(f"tl.popcount needs an integer argument, got {e.dtype}")
+    return Call(e.dtype, "popcount", (e,))
+
+
+def floordiv(a, b) -> Expr:
+    """a // b rounding towards minus infinity (TVM's floordiv; indexdiv)."""
+    x, y = binary_operands(a, b)
+    return x // y
+
+
+def floormod(a, b) -> Expr:
+    """a % b with the sign of the divisor (TVM's floormod; indexmod)."""
+    x, y = binary_operands(a, b)
+    return x % y
+
+
+indexdiv = floordiv
+indexmod = floormod
+
+
+def truncdiv(a, b) -> Expr:
+    """Integer division rounding towards zero (C's `/`); trunc(a / b) for floats."""
+    x, y = binary_operands(a, b)
+    if dt.is_float(x.dtype):
+        return trunc(x / y)
+    q = x // y
+    # floor and trunc differ when the division is inexact and the signs differ
+    inexact_negative = (x % y != 0) & ((x < 0) != (y < 0))
+    return Select(inexact_negative, q + 1, q)
+
+
+def truncmod(a, b) -> Expr:
+    """The remainder of truncdiv: the sign of the dividend (C's `%`)."""
+    x, y = binary_operands(a, b)
+    if dt.is_float(x.dtype):
+        return fmod(x, y)
+    r = x % y  # the sign of y; 0 for y == 0, as x % 0 is here
+    return Select((r != 0) & ((x < 0) != (y < 0)), r - y, r)
+
+
+def div(a, b) -> Expr:
+    """TVM's tir.div, C's `/`: true division of floats, truncdiv of integers."""
+    x, y = binary_operands(a, b)
+    return x / y if dt.is_float(x.dtype) else truncdiv(x, y)
+
+
+def bitwise_and(a, b) -> Expr:
+    return bits_call("bitwise_and", a, b)
+
+
+def bitwise_or(a, b) -> Expr:
+    return bits_call("bitwise_or", a, b)
+
+
+def bitwise_xor(a, b) -> Expr:
+    return bits_call("bitwise_xor", a, b)
+
+
+def bitwise_not(a) -> Expr:
+    return ~convert(a)
+
+
+def shift_left(a, b) -> Expr:
+    return bits_call("shift_left", a, b)
+
+
+def shift_right(a, b) -> Expr:
+    """Arithmetic for signed integers, logical for unsigned ones (numpy's >>)."""
+    return bits_call("shift_right", a, b)
 
 
 def fmin(a, b) -> Expr:
@@ -192,30 +315,53 @@ __all__ = [
     "abs",
     "all",
     "any",
+    "atan",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "cast",
     "ceil",
     "comm_reducer",
+    "cos",
+    "div",
     "erf",
     "exp",
     "exp2",
     "floor",
+    "floordiv",
+    "floormod",
+    "fma",
     "fmax",
     "fmin",
+    "fmod",
     "if_then_else",
+    "indexdiv",
+    "indexmod",
+    "isnan",
     "log",
     "log2",
+    "log10",
     "max",
     "max_value",
     "min",
     "min_value",
+    "nearbyint",
+    "popcount",
     "pow",
+    "power",
     "prod",
     "round",
     "rsqrt",
     "select",
+    "shift_left",
+    "shift_right",
     "sigmoid",
+    "sin",
     "sqrt",
     "sum",
     "tanh",
     "trunc",
+    "truncdiv",
+    "truncmod",
 ]

@@ -16,6 +16,8 @@ from ..ir.stmt import IterVar, Range
 def _to_extent(x, what: str) -> Expr:
     if isinstance(x, IterVar):
         x = x.var
+    if isinstance(x, float):
+        x = _whole_float(x, what)
     if isinstance(x, bool) or not isinstance(x, (int, Expr)):
         if hasattr(x, "__index__"):
             x = int(x)
@@ -28,6 +30,15 @@ def _to_extent(x, what: str) -> Expr:
     if not dt.is_int(x.dtype):
         raise TypeError(f"{what} must be an integer expression, got {x.dtype}")
     return x if x.dtype == dt.INDEX_DTYPE else x.astype(dt.INDEX_DTYPE)
+
+
+def _whole_float(x: float, what: str) -> int:
+    # TVM's te.compute turns float extents into ints, so that opt_gemm's `N / bn` (a float
+    # under Python 3) works; a fractional extent is a bug in the script, not something to round
+    if not x.is_integer():
+        raise TypeError(f"{what} must be a whole number, got float {x!r}: an extent counts "
+                        f"elements (use // for integer division)")
+    return int(x)
 
 
 def to_index(x, what: str = "index") -> Expr:
@@ -129,15 +140,20 @@ class Tensor:
         return len(self.shape)
 
     def __call__(self, *indices) -> TensorRead:
-        """`A(i, j)` is `A[i, j]` (TVM's call syntax)."""
-        return self[indices]
-
-    def __getitem__(self, indices) -> TensorRead:
-        if not isinstance(indices, tuple):
-            indices = (indices,)
+        """`A(i, j)` is `A[i, j]` (TVM's call syntax), all indices at once."""
         if len(indices) != len(self.shape):
             raise ValueError(f"tensor {self.name} has {len(self.shape)} dimensions, "
                              f"indexed with {len(indices)}")
+        return self[indices]
+
+    def __getitem__(self, indices) -> TensorRead | TensorSlice:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) > len(self.shape):
+            raise ValueError(f"tensor {self.name} has {len(self.shape)} dimensions, "
+                             f"indexed with {len(indices)}")
+        if len(indices) < len(self.shape):
+            return TensorSlice(self, indices)  # TVM's A[i][j]: the rest comes next
         return TensorRead(self, tuple(to_index(i, f"index of {self.name}") for i in indices))
 
     def __repr__(self) -> str:
@@ -149,6 +165,35 @@ class Tensor:
 
     def __eq__(self, other) -> bool:
         return self is other
+
+
+class TensorSlice:
+    """`A[i]` of a tensor with more dimensions: `A[i][j]` reads A[i, j] (TVM's chained
+    indexing). A slice is not a value: used as one, it says how many indices are missing."""
+
+    __slots__ = ("indices", "tensor")
+
+    def __init__(self, tensor: Tensor, indices: tuple):
+        self.tensor = tensor
+        self.indices = indices
+
+    def __getitem__(self, more) -> TensorRead | TensorSlice:
+        return self.tensor[self.indices + (more if isinstance(more, tuple) else (more,))]
+
+    def as_expr(self):
+        raise ValueError(f"tensor {self.tensor.name} has {len(self.tensor.shape)} dimensions, "
+                         f"indexed with {len(self.indices)}")
+
+    def _as_value(self, *_):
+        return self.as_expr()
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+            "lshift", "rshift"):
+    setattr(TensorSlice, f"__{_op}__", TensorSlice._as_value)
+    setattr(TensorSlice, f"__r{_op}__", TensorSlice._as_value)
+for _op in ("lt", "le", "gt", "ge", "neg", "invert"):
+    setattr(TensorSlice, f"__{_op}__", TensorSlice._as_value)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -305,7 +350,11 @@ def var(name: str = "n", dtype="int64") -> Var:
     """A symbolic scalar (e.g. a shape extent given at call time)."""
     d = dt.canonical(dtype)
     if not dt.is_int(d):
-        raise TypeError(f"tl.var {name}: dtype must be an integer type, got {d}")
+        # a kernel's scalar arguments are sizes and split factors, passed as int64 (the
+        # runtime's calling convention and saved modules have no float scalar)
+        raise TypeError(f"tl.var {name}: dtype must be an integer type, got {d}: a kernel "
+                        f"takes integer scalars only; pass a {d} value as a one-element "
+                        f"tensor (tl.placeholder((1,), dtype={d!r})) and read it at [0]")
     return Var(name, dt.INDEX_DTYPE)
 
 

@@ -250,15 +250,21 @@ def test_declaration_errors():
     with pytest.raises(ValueError, match="must be the whole body of a compute"):
         tl.compute((8,), lambda i: tl.sum(A[i, k], axis=k) + 1, name="X")
     with pytest.raises(ValueError, match="tensor A has 2 dimensions, indexed with 1"):
-        A[1]
+        tl.compute((8,), lambda i: A[i])
+    with pytest.raises(ValueError, match="tensor A has 2 dimensions, indexed with 1"):
+        tl.compute((8,), lambda i: A[i] * 2)
+    with pytest.raises(ValueError, match="tensor A has 2 dimensions, indexed with 3"):
+        A[1][2, 3]
     with pytest.raises(ValueError, match="takes 1 index arguments but the shape has 2"):
         tl.compute((8, 8), lambda i: A[i, i])
     with pytest.raises(TypeError, match="sum: axis must be reduce axes"):
         tl.compute((8,), lambda i: tl.sum(A[i, 0], axis=i))
     with pytest.raises(ValueError, match="must be positive, got -1"):
         tl.placeholder((-1,))
-    with pytest.raises(TypeError, match="must be an int or a tl.var, got float"):
+    with pytest.raises(TypeError, match="must be a whole number, got float 2.5"):
         tl.placeholder((2.5,))
+    with pytest.raises(TypeError, match="must be an int or a tl.var, got str"):
+        tl.placeholder(("8",))
     with pytest.raises(TypeError, match="unknown dtype 'complex64'"):
         tl.placeholder((2,), dtype="complex64")
     with pytest.raises(ValueError, match="empty range"):

@@ -71,8 +71,9 @@ s[C].vectorize(ni)
 print(tl.lower(s, [A, B, C], simple_mode=True))
 check(s, [A, B, C], "loop_permutation")
 
-# Array packing: B rearranged into panels of bn columns, read contiguously.
-packedB = te.compute((N // bn, K, bn), lambda bigN, k, littleN: B[k, bigN * bn + littleN],
+# Array packing: B rearranged into panels of bn columns, read contiguously (`N / bn` is a
+# float, as in the tutorial: te.compute takes whole floats as extents).
+packedB = te.compute((N / bn, K, bn), lambda bigN, k, littleN: B[k, bigN * bn + littleN],
                      name="packedB")
 C = te.compute((M, N), lambda m, n: te.sum(A[m, k] * packedB[n // bn, k, n % bn], axis=k),
                name="C")

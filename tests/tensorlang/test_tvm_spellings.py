@@ -1,0 +1,304 @@
+"""TVM spellings that tutorial scripts use (the TVM-tutorial bug hunt): float extents, constant
+shapes used as ints, multi-output cache_write, cache scopes, TVM's math and integer helpers,
+bitwise operators, chained indexing and TVM's NDArray calls. Results are checked against
+numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tl_testing import assert_close, rand
+
+import tensorlang as tl
+from tensorlang import te
+
+
+def _run(outs, ins, arrays, sched=None):
+    s = tl.create_schedule([o.op for o in outs])
+    if sched:
+        sched(s)
+    f = tl.build(s, ins + outs)
+    res = [np.zeros([int(d) for d in o.shape], o.dtype) for o in outs]
+    f(*arrays, *res)
+    return res
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+def test_whole_float_extents_are_ints_and_fractional_ones_are_refused():
+    N, bn = 64, 32
+    B = tl.placeholder((16, N), name="B")
+    packed = tl.compute((N / bn, 16, bn), lambda x, k, y: B[k, x * bn + y], name="packedB")
+    assert [int(d) for d in packed.shape] == [2, 16, 32]
+    b = rand((16, N))
+    (got,) = _run([packed], [B], [b])
+    assert_close(got, b.reshape(16, 2, 32).transpose(1, 0, 2))
+    with pytest.raises(TypeError, match=r"shape\[0\] must be a whole number, got float 2.5"):
+        tl.compute((5 / 2,), lambda i: B[0, i])
+
+
+def test_constant_shapes_are_ints():
+    A = tl.placeholder((5,), name="A")
+    n = A.shape[0]
+    assert int(n) == 5 and list(range(n)) == [0, 1, 2, 3, 4]
+    assert np.zeros(A.shape).shape == (5,)
+    doubled = n * 2
+    assert isinstance(doubled, tl.ir.expr.Const) and int(doubled) == 10
+    assert int(n - 7) == -2 and int(n // 2) == 2 and int(-7 % n) == 3 and int(3 + n) == 8
+    with pytest.raises(TypeError, match="a float32 constant is not an integer"):
+        int(tl.const(2.5, "float32"))
+    with pytest.raises(ValueError, match="division by zero"):
+        n // 0
+    B = tl.compute((A.shape[0] * 2,), lambda i: A[i // 2], name="B")
+    assert int(B.shape[0]) == 10
+
+    def split(s):
+        s[B].split(B.op.axis[0], factor=A.shape[0])
+
+    a = rand((5,))
+    (got,) = _run([B], [A], [a], split)
+    assert_close(got, np.repeat(a, 2))
+
+
+@pytest.mark.parametrize("factor", [np.int64(4), np.int32(3), tl.const(4)])
+def test_split_takes_numpy_and_constant_factors(factor):
+    A = tl.placeholder((7, 11), name="A")
+    B = tl.compute((7, 11), lambda i, j: A[i, j] * 3 + 1, name="B")
+    a = rand((7, 11))
+    (got,) = _run([B], [A], [a], lambda s: s[B].split(B.op.axis[1], factor=factor))
+    assert_close(got, a * 3 + 1)
+
+
+def test_split_refuses_a_float_constant_factor():
+    A = tl.placeholder((8,), name="A")
+    B = tl.compute((8,), lambda i: A[i], name="B")
+    s = tl.create_schedule(B.op)
+    with pytest.raises(TypeError, match="factor/nparts must be an int"):
+        s[B].split(B.op.axis[0], factor=tl.const(2.0, "float32"))
+
+
+# ----------------------------------------------------------------------------- cache_write
+
+
+def _two_outputs():
+    A = tl.placeholder((7, 11), name="A")
+    B1, B2 = tl.compute((7, 11), lambda i, j: (A[i, j] + 1, A[i, j] * 2), name="B")
+    return A, B1, B2
+
+
+def test_cache_write_of_a_multi_output_compute():
+    a = rand((7, 11))
+    for pick in ("list", "one"):
+        A, B1, B2 = _two_outputs()
+        s = tl.create_schedule(B1.op)
+        if pick == "list":
+            c2, c1 = s.cache_write([B2, B1], "local")
+            assert c2.op is c1.op and c2.value_index == 1
+        else:
+            c1 = s.cache_write(B1, "local")
+        assert c1.op.num_outputs == 2 and c1.op.name == "B.local"
+        o, _ = s[B1].split(B1.op.axis[0], factor=2)
+        s[c1.op].compute_at(s[B1], o)
+        f = tl.build(s, [A, B1, B2])
+        b1, b2 = np.zeros_like(a), np.zeros_like(a)
+        f(a, b1, b2)
+        assert_close(b1, a + 1)
+        assert_close(b2, a * 2)
+
+
+def test_cache_write_of_an_argmax_tuple_reduction():
+    A = tl.placeholder((6, 9), name="A")
+    k = tl.reduce_axis((0, 9), "k")
+
+    def combine(x, y):
+        take = (x[1] > y[1]) | ((x[1] == y[1]) & (x[0] < y[0]))
+        return tl.select(take, x[0], y[0]), tl.select(take, x[1], y[1])
+
+    argmax = tl.comm_reducer(combine, lambda t0, t1: (tl.const(-1, t0), tl.min_value(t1)))
+    idx, val = tl.compute((6,), lambda i: argmax((k, A[i, k]), axis=k), name="R")
+    s = tl.create_schedule(idx.op)
+    s.cache_write([idx, val], "local")
+    f = tl.build(s, [A, idx, val])
+    a = rand((6, 9))
+    got_i, got_v = np.zeros(6, "int64"), np.zeros(6, "float32")
+    f(a, got_i, got_v)
+    np.testing.assert_array_equal(got_i, a.argmax(1))
+    assert_close(got_v, a.max(1))
+
+
+def test_cache_scopes_and_lists_are_checked():
+    A, B1, _ = _two_outputs()
+    C = tl.compute((7, 11), lambda i, j: A[i, j] - 1, name="C")
+    s = tl.create_schedule([B1.op, C.op])
+    with pytest.raises(ValueError, match="unknown scope 'nonsense'; the CPU target has the "
+                                         "scopes 'local', 'global'"):
+        s.cache_write(C, "nonsense")
+    with pytest.raises(ValueError, match="scope 'shared' is GPU memory"):
+        s.cache_read(A, "shared", [C])
+    with pytest.raises(tl.ScheduleError, match="must be outputs of one compute"):
+        s.cache_write([B1, C], "local")
+    with pytest.raises(TypeError, match="expected a tensor or a list of tensors, got str"):
+        s.cache_write(["B"], "local")
+
+
+# ----------------------------------------------------------------------------- math
+
+
+_X = np.array([-7.5, -3.25, -1.0, -0.5, 0.0, 0.5, 1.5, 2.5, 3.0, 6.75, 100.0, np.nan],
+              dtype="float32")
+_Y = np.array([2.0, -1.5, 3.0, 0.75, 1.0, -2.0, 0.5, 2.0, -4.0, 2.5, 7.0, 1.0],
+              dtype="float32")
+
+_FLOAT_CASES = {
+    "sin": (lambda x, y: te.sin(x), lambda x, y: np.sin(x)),
+    "cos": (lambda x, y: te.cos(x), lambda x, y: np.cos(x)),
+    "atan": (lambda x, y: te.atan(x), lambda x, y: np.arctan(x)),
+    "log10": (lambda x, y: te.log10(te.abs(x) + 1), lambda x, y: np.log10(np.abs(x) + 1)),
+    "power": (lambda x, y: te.power(te.abs(x), y), lambda x, y: np.power(np.abs(x), y)),
+    "fmod": (lambda x, y: te.fmod(x, y), np.fmod),
+    "nearbyint": (lambda x, y: te.nearbyint(x), lambda x, y: np.rint(x)),
+    "fma": (lambda x, y: tl.fma(x, y, x), lambda x, y: x * y + x),
+    "floordiv": (lambda x, y: te.floordiv(x, y), lambda x, y: np.floor(x / y)),
+    "floormod": (lambda x, y: te.floormod(x, y), np.mod),
+    "truncdiv": (lambda x, y: te.truncdiv(x, y), lambda x, y: np.trunc(x / y)),
+    "truncmod": (lambda x, y: te.truncmod(x, y), np.fmod),
+    "div": (lambda x, y: te.div(x, y), lambda x, y: x / y),
+    "isnan": (lambda x, y: te.isnan(x).astype("float32"),
+              lambda x, y: np.isnan(x).astype("float32")),
+}
+
+
+@pytest.mark.parametrize("vector", [False, True])
+@pytest.mark.parametrize("name", sorted(_FLOAT_CASES))
+def test_float_math_matches_numpy(name, vector):
+    fn, ref = _FLOAT_CASES[name]
+    A, B = tl.placeholder((12,), name="A"), tl.placeholder((12,), name="B")
+    C = tl.compute((12,), lambda i: fn(A[i], B[i]), name="C")
+    s = tl.create_schedule(C.op)
+    if vector:
+        s[C].vectorize(s[C].split(C.op.axis[0], factor=4)[1])
+    ins = [A, B] if B in C.op.input_tensors else [A]
+    f = tl.build(s, ins + [C])
+    out = np.zeros(12, "float32")
+    f(*[_X, _Y][:len(ins)], out)
+    with np.errstate(all="ignore"):
+        want = ref(_X, _Y)
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-7)
+
+
+_I = np.array([-9, -8, -7, -3, -1, 0, 1, 3, 7, 8, 9, 2**30], dtype="int32")
+_J = np.array([4, -3, 2, 5, -1, 3, 0, -2, 3, 1, -4, 7], dtype="int32")
+
+_INT_CASES = {
+    "&": (lambda x, y: x & y, np.bitwise_and),
+    "|": (lambda x, y: x | y, np.bitwise_or),
+    "^": (lambda x, y: x ^ y, np.bitwise_xor),
+    "~": (lambda x, y: ~x, lambda x, y: np.invert(x)),
+    "<<": (lambda x, y: x << (y & 7), lambda x, y: np.left_shift(x, y & 7)),
+    ">>": (lambda x, y: x >> (y & 7), lambda x, y: np.right_shift(x, y & 7)),
+    "shift_out": (lambda x, y: te.shift_left(x, 40) + te.shift_right(x, 33),
+                  lambda x, y: np.where(x < 0, -1, 0).astype("int32")),
+    "1 << x": (lambda x, y: 1 << (y & 3), lambda x, y: np.left_shift(1, y & 3)),
+    "popcount": (lambda x, y: te.popcount(x), lambda x, y: np.array(
+        [(int(v) & 0xFFFFFFFF).bit_count() for v in x], dtype="int32")),
+    "floordiv": (lambda x, y: te.indexdiv(x, y), lambda x, y: _safe(np.floor_divide, x, y)),
+    "floormod": (lambda x, y: te.indexmod(x, y), lambda x, y: _safe(np.mod, x, y)),
+    "truncdiv": (lambda x, y: te.truncdiv(x, y), lambda x, y: _safe(
+        lambda a, b: np.trunc(a / b).astype("int32"), x, y)),
+    "truncmod": (lambda x, y: te.truncmod(x, y), lambda x, y: _safe(np.fmod, x, y)),
+    "div": (lambda x, y: te.div(x, y), lambda x, y: _safe(
+        lambda a, b: np.trunc(a / b).astype("int32"), x, y)),
+    "fmod": (lambda x, y: te.fmod(x, y), lambda x, y: _safe(np.fmod, x, y)),
+    "fma": (lambda x, y: tl.fma(x, y, 1), lambda x, y: x * y + 1),
+    "isnan": (lambda x, y: (te.isnan(x) | (x == 0)).astype("int32"),
+              lambda x, y: (x == 0).astype("int32")),
+}
+
+
+def _safe(op, x, y):
+    """numpy's result where y != 0, and 0 where it is (the kernels' integer division by 0)."""
+    with np.errstate(all="ignore"):
+        out = op(x, np.where(y == 0, 1, y))
+    return np.where(y == 0, 0, out).astype("int32")
+
+
+@pytest.mark.parametrize("vector", [False, True])
+@pytest.mark.parametrize("name", sorted(_INT_CASES))
+def test_integer_operators_match_numpy(name, vector):
+    fn, ref = _INT_CASES[name]
+    A = tl.placeholder((12,), name="A", dtype="int32")
+    B = tl.placeholder((12,), name="B", dtype="int32")
+    C = tl.compute((12,), lambda i: fn(A[i], B[i]).astype("int32"), name="C")
+    s = tl.create_schedule(C.op)
+    if vector:
+        s[C].vectorize(s[C].split(C.op.axis[0], factor=4)[1])
+    ins = [(t, v) for t, v in ((A, _I), (B, _J)) if t in C.op.input_tensors]
+    f = tl.build(s, [t for t, _ in ins] + [C])
+    out = np.zeros(12, "int32")
+    f(*[v for _, v in ins], out)
+    np.testing.assert_array_equal(out, ref(_I, _J))
+
+
+def test_logical_operators_stay_logical_on_conditions():
+    A = tl.placeholder((8,), name="A", dtype="int32")
+    conds = tl.compute((8,), lambda i: tl.select(((A[i] > 0) & (A[i] < 5)) | ~(A[i] > -2)
+                                                 ^ (A[i] == 3), 1, 0), name="C")
+    a = np.arange(-3, 5, dtype="int32")
+    (got,) = _run([conds], [A], [a])
+    want = ((a > 0) & (a < 5)) | (~(a > -2) ^ (a == 3))
+    np.testing.assert_array_equal(got, want.astype(got.dtype))
+
+
+def test_bitwise_and_math_refusals():
+    A = tl.placeholder((4,), name="A")
+    N = tl.placeholder((4,), name="N", dtype="int32")
+    with pytest.raises(TypeError, match="bitwise_and needs integer operands, got float32"):
+        A[0] & A[1]
+    with pytest.raises(TypeError, match="shift_left needs integer operands"):
+        A[0] << 1
+    with pytest.raises(TypeError, match="~ needs a boolean or integer expression"):
+        ~A[0]
+    with pytest.raises(TypeError, match="logical operators need boolean operands"):
+        (N[0] > 0) & N[1]
+    with pytest.raises(TypeError, match="tl.sin needs a float argument"):
+        te.sin(N[0])
+    with pytest.raises(TypeError, match="tl.popcount needs an integer argument"):
+        te.popcount(A[0])
+    with pytest.raises(TypeError, match="pass a float32 value as a one-element tensor"):
+        te.var("alpha", dtype="float32")
+
+
+def test_chained_indexing():
+    A = tl.placeholder((4, 5, 3), name="A")
+    B = tl.compute((4, 5, 3), lambda i, j, k: A[i][j][k] * 2 + A[i, j][k], name="B")
+    a = rand((4, 5, 3))
+    (got,) = _run([B], [A], [a])
+    assert_close(got, a * 3)
+
+
+# ----------------------------------------------------------------------------- runtime
+
+
+def test_runtime_arrays_take_tvms_device_and_have_numpy():
+    dev = tl.cpu(0)
+    A = tl.placeholder((64,), name="A")
+    B = tl.compute((64,), lambda i: A[i] + 1, name="B")
+    f = tl.build(tl.create_schedule(B.op), [A, B], name="addone")
+    a = rand((64,))
+    x = tl.runtime.array(a, dev)
+    y = tl.runtime.empty((64,), "float32", dev)
+    for call in (f, f["addone"], f.get_function("addone")):
+        y[:] = 0
+        call(x, y)
+        out = y.numpy()
+        assert type(out) is np.ndarray and out is not y
+        assert_close(out, a + 1)
+        assert_close(y.asnumpy(), a + 1)
+    assert tl.runtime.array(a, dtype="float64").dtype == np.float64
+    assert tl.runtime.array([1, 2], "int32").dtype == np.int32  # the older dtype position
+    assert tl.runtime.empty((2, 2)).device == dev
+    with pytest.raises(AttributeError, match="one function, 'addone'"):
+        f.get_function("nope")
+    with pytest.raises(TypeError, match="expected a device such as tl.cpu"):
+        tl.runtime.array(a, "float32", "float32")
