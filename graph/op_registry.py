@@ -279,6 +279,8 @@ for _name in ("sum_n", "mean_n", "max_n", "min_n"):
 
 
 def conv_out_dim(size, k, stride, pad_lo, pad_hi, dilation):
+    if stride < 1 or dilation < 1 or k < 1:  # (the importers check first; other callers too)
+        raise GraphError(f"stride {stride}, dilation {dilation} and kernel {k} must be positive")
     out = (size + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1
     if out <= 0:
         raise GraphError(f"the output would be empty (input {size}, kernel {k}, stride {stride}, "
@@ -442,6 +444,8 @@ def _pool_infer(types, attrs):
     k, st, pads = attrs["kernel"], attrs["strides"], attrs["pads"]
     dil = attrs.get("dilations", [1] * nsp)
     out = list(xs[:2])
+    if min(st, default=1) < 1 or min(dil, default=1) < 1:
+        raise GraphError(f"strides {st} and dilations {dil} must be positive")
     for d in range(nsp):
         eff = dil[d] * (k[d] - 1) + 1
         span = xs[2 + d] + pads[d] + pads[nsp + d] - eff
@@ -605,6 +609,9 @@ register("transpose", INJECTIVE, 1, _transpose_infer,
 def _concat_infer(types, attrs):
     first, xt = types[0]
     axis = norm_axis(attrs["axis"], len(first))
+    dtypes = [t for _, t in types]
+    if len(set(dtypes)) > 1:
+        raise GraphError(f"input dtypes differ: {', '.join(dtypes)} (concat needs one dtype)")
     total = 0
     for s, t in types:
         if t != xt or len(s) != len(first) or any(

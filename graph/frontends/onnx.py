@@ -168,6 +168,40 @@ def _where(c, ins, a):
 # ---------------------------------------------------------------------------- conv / gemm
 
 
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _refuse(c, what: str) -> OnnxImportError:
+    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
+
+
+def _int_list(c, a: dict, name: str, n: int, default: int | None, least: int) -> list[int]:
+    """Attribute ``name``: n ints, each >= least (ONNX: strides, dilations and kernel sizes are
+    positive, pads not negative); ``default`` n times when absent (None: it is required)."""
+    if name not in a and default is None:
+        raise _refuse(c, f"attribute {name} is missing")
+    v = a.get(name, [default] * n)
+    per = "a begin and an end per spatial axis" if name == "pads" else "one per spatial axis"
+    if not isinstance(v, list) or len(v) != n or not all(isinstance(t, int) for t in v):
+        raise _refuse(c, f"{name} must be {n} ints ({per}), got {v!r}")
+    if min(v, default=least) < least:
+        raise _refuse(c, f"{name} {v} must be " + ("positive" if least else "non-negative"))
+    return v
+
+
+def _window(c, a: dict, x: Value, kernel: list[int]) -> tuple[list, list, list]:
+    """(strides, dilations, pads begin + end) of a Conv or pooling node over ``x``, checked."""
+    nsp = len(kernel)
+    strides = _int_list(c, a, "strides", nsp, 1, 1)
+    dil = _int_list(c, a, "dilations", nsp, 1, 1)
+    mode = a.get("auto_pad", "NOTSET")
+    if mode not in _AUTO_PADS + ("",):
+        raise _refuse(c, f"auto_pad={mode!r} is not one of {', '.join(_AUTO_PADS)}")
+    if mode in ("NOTSET", ""):
+        _int_list(c, a, "pads", 2 * nsp, 0, 0)
+    return strides, dil, _auto_pads(a, x.shape[2:], kernel, strides, dil)
+
+
 def _auto_pads(a: dict, in_spatial, kernel, strides, dilations) -> list[int]:
     nsp = len(kernel)
     mode = a.get("auto_pad", "NOTSET")
@@ -191,17 +225,37 @@ def _auto_pads(a: dict, in_spatial, kernel, strides, dilations) -> list[int]:
     return lo + hi
 
 
+def _conv_group(c, a: dict, x: Value, w: Value) -> int:
+    """Conv's group, checked against the channels (ONNX: C = group * the weight's C/group, and
+    group divides the output channels M)."""
+    g = a.get("group", 1)
+    if not isinstance(g, int) or g < 1:
+        raise _refuse(c, f"group must be a positive int, got {g!r}")
+    cin, cout, per = x.shape[1], w.shape[0], w.shape[1]
+    if isinstance(cout, int) and cout % g:
+        raise _refuse(c, f"group={g} does not divide the weight's {cout} output channels "
+                         f"(weight {list(w.shape)})")
+    if isinstance(cin, int) and isinstance(per, int) and cin != g * per:
+        raise _refuse(c, f"the input has {cin} channels; the weight {list(w.shape)} with "
+                         f"group={g} expects {g * per} ({per} per group)")
+    return g
+
+
 @_conv("Conv")
 def _conv_op(c, ins, a):
     x, w = ins[0], ins[1]
     nsp = len(x.shape) - 2
-    kernel = list(a.get("kernel_shape", w.shape[2:]))
-    strides = list(a.get("strides", [1] * nsp))
-    dil = list(a.get("dilations", [1] * nsp))
-    pads = _auto_pads(a, x.shape[2:], kernel, strides, dil)
+    if nsp < 1 or len(w.shape) != len(x.shape):
+        raise _refuse(c, f"input {list(x.shape)} and weight {list(w.shape)} must have the same "
+                         "rank, at least 3")
+    kernel = list(w.shape[2:])
+    if "kernel_shape" in a and a["kernel_shape"] != kernel:
+        raise _refuse(c, f"kernel_shape {a['kernel_shape']!r} does not match the weight's "
+                         f"spatial shape {kernel} (weight {list(w.shape)})")
+    strides, dil, pads = _window(c, a, x, kernel)
     inputs = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
     return [c.op("conv", inputs, strides=strides, dilations=dil, pads=pads,
-                 groups=int(a.get("group", 1)))]
+                 groups=_conv_group(c, a, x, w))]
 
 
 def _transposed(w: np.ndarray, rows: int = 16) -> np.ndarray:
@@ -261,11 +315,15 @@ def _matmul(c, ins, a):
 def _pool(op: str):
     def conv(c, ins, a):
         x = ins[0]
-        nsp = len(x.shape) - 2
-        kernel = list(a["kernel_shape"])
-        strides = list(a.get("strides", [1] * nsp))
-        dil = list(a.get("dilations", [1] * nsp))
-        pads = _auto_pads(a, x.shape[2:], kernel, strides, dil)
+        if len(x.shape) < 3:
+            raise _refuse(c, f"the input {list(x.shape)} must have rank >= 3 (N, C, spatial)")
+        kernel = _int_list(c, a, "kernel_shape", len(x.shape) - 2, None, 1)
+        strides, dil, pads = _window(c, a, x, kernel)
+        given = a.get("pads", []) if a.get("auto_pad", "NOTSET") in ("NOTSET", "") else []
+        if any(p >= kernel[d % len(kernel)] for d, p in enumerate(given)):
+            # windows over padding alone (onnxruntime refuses these pads: "Pad should be
+            # smaller than kernel"; auto_pad's, dilated, may be larger)
+            raise _refuse(c, f"pads {pads} must be smaller than kernel_shape {kernel}")
         extra = {"count_include_pad": int(a.get("count_include_pad", 0))} \
             if op == "avg_pool" else {}
         return [c.op(op, [x], kernel=kernel, strides=strides, dilations=dil, pads=pads,
@@ -318,12 +376,9 @@ def _lrn(c, ins, a):
 def _softmax(c, ins, a):
     x = ins[0]
     nd = len(x.shape)
-    if c.opset < 13:
-        # before opset 13 the input is coerced to 2D at `axis`: normalize over all later axes
-        axis = a.get("axis", 1) % nd
-        axes = list(range(axis, nd))
-    else:
-        axes = [a.get("axis", -1) % nd]
+    axis = _axis(c, a.get("axis", 1 if c.opset < 13 else -1), nd)
+    # before opset 13 the input is coerced to 2D at `axis`: normalize over all later axes
+    axes = list(range(axis, nd)) if c.opset < 13 else [axis]
     return [c.op("softmax", [x], axes=axes, log=int(c.op_type == "LogSoftmax"))]
 
 
@@ -363,10 +418,16 @@ def _reshape(c, ins, a):
     x = ins[0]
     shape = [S.dim(v) for v in c.const_array(ins[1], "the target shape of Reshape")]
     allowzero = a.get("allowzero", 0)
+    wild = [i for i, s in enumerate(shape) if _is(s, -1)]
+    if len(wild) > 1 or any(isinstance(s, int) and s < -1 for s in shape):
+        raise _refuse(c, f"the target shape {shape} may hold at most one -1 (the dimension "
+                         "inferred) and no other negative value")
+    if not allowzero and any(_is(s, 0) for s in shape[len(x.shape):]):
+        raise _refuse(c, f"the target shape {shape} copies (0) a dimension beyond the input's "
+                         f"rank {len(x.shape)}")
     out = []
     for i, s in enumerate(shape):
         out.append(x.shape[i] if _is(s, 0) and not allowzero else s)
-    wild = [i for i, s in enumerate(out) if _is(s, -1)]
     if wild:
         known = S.num_elements([s for i, s in enumerate(out) if i != wild[0]])
         out[wild[0]] = S.quotient(x.size, known) if not _is(known, 0) else 0
@@ -390,11 +451,28 @@ def _is(d, k: int) -> bool:
     return isinstance(d, int) and d == k
 
 
+def _axis(c, axis: int, rank: int, end: bool = False, of: str = "") -> int:
+    """``axis`` in [-rank, rank) (with ``end``, [-rank, rank]: Flatten's split point) made
+    non-negative; out of range, refused (numpy's wrapping would pick another axis). ``of``:
+    whose rank it is when not the input's."""
+    if not -rank <= axis < rank + int(end):
+        extra = f" (expected [{-rank}, {rank}])" if end else ""
+        raise _refuse(c, f"axis {axis} is out of range for {of}rank {rank}{extra}")
+    return axis + rank if axis < 0 else axis
+
+
+def _distinct_axes(c, axes: list[int], rank: int, of: str = "") -> list[int]:
+    """``axes`` of a tensor of rank ``rank`` made non-negative; a repeated axis refused."""
+    out = [_axis(c, ax, rank, of=of) for ax in axes]
+    if len(set(out)) != len(out):
+        raise _refuse(c, f"axes {axes} name an axis more than once")
+    return out
+
+
 @_conv("Flatten")
 def _flatten(c, ins, a):
     x = ins[0]
-    axis = a.get("axis", 1)
-    axis = axis + len(x.shape) if axis < 0 else axis  # in [-r, r]
+    axis = _axis(c, a.get("axis", 1), len(x.shape), end=True)
     lead = S.num_elements(x.shape[:axis])
     rest = S.num_elements(x.shape[axis:])
     return [c.op("reshape", [x], shape=[lead, rest])]
@@ -412,9 +490,16 @@ def _axes(c, ins, a, what: str):
 def _squeeze(c, ins, a):
     x = ins[0]
     axes = _axes(c, ins, a, "Squeeze")
-    nd = len(x.shape)
-    axes = [i for i, s in enumerate(x.shape) if s == 1] if axes is None else \
-        [ax % nd for ax in axes]
+    if axes is None:
+        axes = [i for i, s in enumerate(x.shape) if s == 1]
+    else:
+        # a repeated axis is squeezed once (as onnxruntime does)
+        axes = [_axis(c, ax, len(x.shape)) for ax in axes]
+    wide = [(ax, x.shape[ax]) for ax in axes if isinstance(x.shape[ax], int) and
+            x.shape[ax] != 1]
+    if wide:
+        raise _refuse(c, f"Squeeze removes axes of extent 1; the input {list(x.shape)} has "
+                         f"extents {[n for _, n in wide]} at axes {[ax for ax, _ in wide]}")
     return [c.op("reshape", [x], shape=[s for i, s in enumerate(x.shape) if i not in axes])]
 
 
@@ -422,8 +507,10 @@ def _squeeze(c, ins, a):
 def _unsqueeze(c, ins, a):
     x = ins[0]
     axes = _axes(c, ins, a, "Unsqueeze")
-    nd = len(x.shape) + len(axes)
-    axes = sorted(ax % nd for ax in axes)
+    if axes is None:
+        raise _refuse(c, "the axes to insert are missing")
+    # the axes index the output, of rank len(x.shape) + len(axes)
+    axes = sorted(_distinct_axes(c, list(axes), len(x.shape) + len(axes), "the output's "))
     shape = list(x.shape)
     for ax in axes:
         shape.insert(ax, 1)
@@ -446,20 +533,51 @@ def _concat(c, ins, a):
 @_conv("Split")
 def _split(c, ins, a):
     x = ins[0]
-    axis = a.get("axis", 0) % len(x.shape)
-    if c.opset >= 13 and len(ins) > 1 and ins[1] is not None:
-        sizes = [int(v) for v in c.const_array(ins[1], "Split sizes")]
-    elif "split" in a:
-        sizes = list(a["split"])
-    else:
-        n = a.get("num_outputs") or c.num_outputs
-        chunk = -(-x.shape[axis] // n)
-        sizes = [min(chunk, x.shape[axis] - i * chunk) for i in range(n)]
+    axis = _axis(c, a.get("axis", 0), len(x.shape))
     outs, start = [], 0
-    for s in sizes:
+    for s in _split_sizes(c, ins, a, x.shape[axis], axis):
         outs.append(c.op("slice", [x], starts=[start], ends=[start + s], axes=[axis], steps=[1]))
         start += s
     return outs
+
+
+def _split_sizes(c, ins, a, n, axis: int) -> list[int]:
+    """The lengths of Split's outputs along ``axis`` of extent n. ONNX: given sizes sum to n;
+    without them equal parts, which before opset 18 must divide n (from 18 on, the last part
+    is smaller)."""
+    if c.opset >= 13 and len(ins) > 1 and ins[1] is not None:
+        sizes = [int(v) for v in c.const_array(ins[1], "Split sizes").reshape(-1)]
+    else:
+        sizes = a.get("split")
+    if "num_outputs" in a and a["num_outputs"] != c.num_outputs:
+        raise _refuse(c, f"num_outputs={a['num_outputs']} but the node has {c.num_outputs} "
+                         "outputs")
+    if sizes is not None:
+        return _checked_sizes(c, list(sizes), n, axis)
+    if not isinstance(n, int):
+        raise _refuse(c, f"equal parts of a symbolic axis are not supported{_symbolic_note(ins)}")
+    parts = c.num_outputs
+    if c.opset < 18 and n % parts:
+        raise _refuse(c, f"axis {axis} of extent {n} does not split into {parts} equal parts "
+                         "(before opset 18, Split without sizes needs them)")
+    chunk = -(-n // parts)
+    sizes = [min(chunk, n - i * chunk) for i in range(parts)]
+    if min(sizes) < 1:
+        raise _refuse(c, f"axis {axis} of extent {n} in {parts} parts of {chunk} leaves the last "
+                         f"{sum(s < 1 for s in sizes)} empty; empty tensors are not supported")
+    return sizes
+
+
+def _checked_sizes(c, sizes: list[int], n, axis: int) -> list[int]:
+    if len(sizes) != c.num_outputs:
+        raise _refuse(c, f"split sizes {sizes} are {len(sizes)} for {c.num_outputs} outputs")
+    if min(sizes, default=1) < 1:
+        raise _refuse(c, f"split sizes {sizes} must be positive (empty tensors are not "
+                         "supported)")
+    if isinstance(n, int) and sum(sizes) != n:
+        raise _refuse(c, f"split sizes {sizes} sum to {sum(sizes)}, not to the extent {n} of "
+                         f"axis {axis}")
+    return sizes
 
 
 @_conv("Slice")
@@ -478,6 +596,10 @@ def _slice(c, ins, a):
         starts, ends = arr(1, "starts"), arr(2, "ends")
         axes = arr(3, "axes") or list(range(len(starts)))
         steps = arr(4, "steps") or [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise _refuse(c, f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must "
+                         "have one entry each per sliced axis")
+    axes = _distinct_axes(c, list(axes), len(x.shape))
     big = 2**62  # INT64_MAX-like sentinels: clamp without overflowing the arithmetic
     starts = [max(min(s, big), -big) for s in starts]
     ends = [max(min(e, big), -big) for e in ends]
@@ -499,7 +621,10 @@ def _pad(c, ins, a):
         if len(ins) > 2 and ins[2] is not None and ins[2].size:
             value = float(c.const_array(ins[2], "Pad constant_value").reshape(-1)[0])
         if len(ins) > 3 and ins[3] is not None:
-            axes = [int(v) % len(x.shape) for v in c.const_array(ins[3], "Pad axes")]
+            axes = _distinct_axes(c, [int(v) for v in c.const_array(ins[3], "Pad axes")],
+                                  len(x.shape))
+            if len(pads) != 2 * len(axes):
+                raise _refuse(c, f"pads {pads} must have 2 entries per axis of {axes}")
             full = [0] * (2 * len(x.shape))
             for i, ax in enumerate(axes):
                 full[ax] = pads[i]
@@ -507,7 +632,24 @@ def _pad(c, ins, a):
             pads = full
     if mode not in ("constant", "reflect", "edge"):
         raise OnnxImportError(f"node {c.node_name!r}: Pad mode {mode!r} is not supported")
+    if mode == "reflect":
+        _check_reflect(c, x.shape, pads)
     return [c.op("pad", [x], pads=pads, mode=mode, value=value)]
+
+
+def _check_reflect(c, shape, pads: list[int]) -> None:
+    """Reflect padding mirrors an axis without its edge element: at most extent - 1 per side
+    (the extent left after negative pads crop). onnxruntime refuses more; numpy would wrap."""
+    nd = len(shape)
+    if len(pads) != 2 * nd:
+        return  # the graph op says how many there must be
+    for d, n in enumerate(shape):
+        if not isinstance(n, int):
+            continue
+        kept = n - max(0, -pads[d]) - max(0, -pads[nd + d])
+        if max(pads[d], pads[nd + d]) > kept - 1:
+            raise _refuse(c, f"mode 'reflect' pads {pads}: axis {d} (extent {kept}) can be "
+                             f"mirrored by at most {kept - 1} per side")
 
 
 @_conv("Gather")
@@ -730,7 +872,9 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     Inputs with symbolic dimensions (``dim_param``, or unnamed dynamic ones) keep them as shape
     variables: the graph is built once and runs at any sizes (issue 19). ``shapes``: input
     name -> shape, to fix them instead (ints; a name makes that axis the variable of that
-    name). Raises :class:`OnnxImportError` for malformed models."""
+    name); it must have the declared rank and keep the declared fixed sizes (ValueError;
+    TypeError for entries that are neither ints nor names), and an input that declares no
+    shape needs one. Raises :class:`OnnxImportError` for malformed models."""
     m = _load(model)
     opset = _model_opset(m)
     gp = m.graph
@@ -964,6 +1108,7 @@ def _graph_outputs(b: Builder, gp, scope: _Scope) -> list[Value]:
 def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> None:
     """The graph inputs (not initializers) under their exact ONNX names: what users pass to
     ``run(**inputs)``."""
+    params: dict = {}  # dim_param -> (size, input) given with shapes=
     for inp in gp.input:
         if inp.name in init_names:
             continue  # an initializer listed as input: a weight
@@ -972,10 +1117,15 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> Non
         tt = inp.type.tensor_type
         if not tt.HasField("elem_type"):
             raise OnnxImportError(f"input {inp.name!r} is not a tensor")
+        declared = _input_shape(inp.name, tt.shape.dim) if tt.HasField("shape") else None
         if inp.name in shapes:
-            shape = tuple(_given_dim(s) for s in shapes.pop(inp.name))
+            shape = _given_shape(inp.name, shapes.pop(inp.name), declared, tt.shape.dim,
+                                 params)
+        elif declared is None:
+            raise OnnxImportError(f"input {inp.name!r} declares no shape (not even its rank); "
+                                  f"give it: from_onnx(model, shapes={{{inp.name!r}: (...)}})")
         else:
-            shape = _input_shape(inp.name, tt.shape.dim)
+            shape = declared
         try:
             dtype = _np_dtype(tt.elem_type)
         except OnnxImportError as e:
@@ -989,9 +1139,12 @@ def _input_shape(name: str, dims) -> tuple:
     """An input's declared shape: a ``dim_param`` is the shape variable of that name (issue 19:
     the graph is built once for every size), an unnamed dynamic dimension the variable
     ``<input>_<axis>``. Names that are not identifiers are made so (``batch size`` ->
-    ``batch_size``)."""
+    ``batch_size``). A negative size is refused (it is no size, not a dynamic one)."""
     out = []
     for k, d in enumerate(dims):
+        if d.HasField("dim_value") and d.dim_value < 0:
+            raise OnnxImportError(f"input {name!r} declares dimension {k} as {d.dim_value}; "
+                                  "a size must be positive (or a dim_param, for a dynamic one)")
         if d.HasField("dim_value") and d.dim_value > 0:
             out.append(int(d.dim_value))
         else:
@@ -1004,11 +1157,46 @@ def _var_name(text: str) -> str:
     return name if name.isidentifier() else f"d_{name}"
 
 
-def _given_dim(d):
+def _given_shape(name: str, given, declared: tuple | None, dims, params: dict) -> tuple:
+    """The shape given for input ``name`` with ``shapes=``, checked against the one the model
+    declares (None: none): the same rank, and the same size where the model fixes one; a
+    dynamic dimension may take any size or name, the same size wherever its dim_param is
+    (``params``: dim_param -> (size, input) given so far)."""
+    if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+        raise TypeError(f"shapes[{name!r}] must be a sequence of ints (or names), got "
+                        f"{type(given).__name__} {given!r}")
+    shape = tuple(_given_dim(name, d) for d in given)
+    if declared is None:
+        return shape
+    shown = f"[{', '.join(map(str, declared))}]"
+    if len(shape) != len(declared):
+        raise ValueError(f"shapes[{name!r}] = {list(given)} has rank {len(shape)}, but input "
+                         f"{name!r} is declared {shown} (rank {len(declared)})")
+    for k, (d, g) in enumerate(zip(dims, given)):
+        fixed = d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+        if fixed is not None and g != fixed:
+            raise ValueError(f"shapes[{name!r}] = {list(given)} sets dimension {k} to {g!r}, but "
+                             f"input {name!r} is declared {shown}: only its dynamic "
+                             "dimensions may be given")
+        if d.dim_param and isinstance(g, (int, np.integer)):
+            size, other = params.setdefault(d.dim_param, (g, name))
+            if size != g:
+                raise ValueError(f"shapes[{name!r}] = {list(given)} sets {d.dim_param!r} "
+                                 f"(dimension {k}) to {g}, but shapes[{other!r}] sets it to "
+                                 f"{size}")
+    return shape
+
+
+def _given_dim(name: str, d):
     """A dimension given with ``shapes=``: an int fixes it (specialises the build), a name
     makes it that shape variable."""
     if isinstance(d, str):
         return S.shape_var(_var_name(d))
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+        raise TypeError(f"shapes[{name!r}]: dimension {d!r} is a {type(d).__name__}, not an "
+                        "int (or a name)")
+    if d < 1:
+        raise ValueError(f"shapes[{name!r}]: dimension {d} must be positive")
     return int(d)
 
 
