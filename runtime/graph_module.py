@@ -259,8 +259,7 @@ class GraphModule:
                 raise InputError(f"input {name!r} must be a numpy array, got "
                                  f"{type(value).__name__}")
         if value.dtype != dtype:
-            raise InputError(f"input {name!r} must have dtype {dtype.name}, got "
-                             f"{value.dtype.name} (convert with .astype('{dtype.name}'))")
+            raise dtype_error(name, dtype, value.dtype)
         if self._vars:
             if (name, value.shape) not in self._shapes_ok:  # (a repeated shape: a set look-up)
                 _check_rank_and_fixed(name, shape, value.shape)
@@ -725,6 +724,14 @@ class GraphModule:
                       for f in sorted(tmp.rglob("*")) if f.is_file()},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def dtype_error(name: str, want: np.dtype, got: np.dtype) -> InputError:
+    if got.newbyteorder("=") == want:  # '>f4' is named float32 too
+        return InputError(f"input {name!r} must have dtype {want.name} in native byte order, "
+                          f"got {got.str} (convert with .astype('{want.name}'))")
+    return InputError(f"input {name!r} must have dtype {want.name}, got {got.name} (convert "
+                      f"with .astype('{want.name}'))")
 
 
 def _arena(nbytes: int) -> np.ndarray:

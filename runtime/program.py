@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .graph_module import MODES, GraphModule, InputError
+from .graph_module import MODES, GraphModule, InputError, dtype_error
 from .module import ArtifactError
 from .saved_folder import write_folder
 from .timer import TimingResult
@@ -168,8 +168,7 @@ class Program:
             shape, dtype = self._inputs[k]
             arr = np.asarray(v)
             if arr.dtype != dtype:
-                raise InputError(f"input {k!r} must have dtype {dtype.name}, got "
-                                 f"{arr.dtype.name} (convert with .astype('{dtype.name}'))")
+                raise dtype_error(k, dtype, arr.dtype)
             if all(isinstance(d, int) for d in shape):
                 if arr.shape != shape:
                     raise InputError(f"input {k!r} must have shape {shape}, got {arr.shape}")

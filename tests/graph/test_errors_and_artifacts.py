@@ -54,6 +54,8 @@ def test_wrong_inputs_are_clear_errors():
         gm.run(x=np.zeros((4, 63), np.float32))
     with pytest.raises(runtime.InputError, match="dtype float32, got float64"):
         gm.run(x=np.zeros((4, 64)))
+    with pytest.raises(runtime.InputError, match="dtype float32 in native byte order, got >f4"):
+        gm.run(x=np.zeros((4, 64), ">f4"))  # was "must have dtype float32, got float32"
 
 
 def test_builder_printer_dot_and_shape_errors():
