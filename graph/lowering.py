@@ -56,7 +56,8 @@ def _conform(t, shape: Sequence[int], dtype: str):
 def _unary(op: str, x, a: dict):
     direct = {"relu": O.relu, "sigmoid": O.sigmoid, "tanh": O.tanh, "exp": O.exp, "log": O.log,
               "sqrt": O.sqrt, "erf": O.erf, "floor": O.floor, "ceil": O.ceil, "abs": O.abs,
-              "negative": O.negative, "logical_not": O.logical_not}
+              "negative": O.negative, "logical_not": O.logical_not, "sin": O.sin,
+              "cos": O.cos}
     if op in direct:
         return direct[op](x)
     if op == "gelu":
@@ -335,13 +336,23 @@ def _arg_reduce(op, x, a):
 
 
 def _slice(x, a):
-    starts, steps, lens = R.slice_params(list(_shape(x)), a)
     n = _shape(x)
-    ends = []
+    starts, steps, lens = R.slice_params(list(n), a)
+    written = {R.norm_axis(ax, len(n)): (b, e) for ax, b, e in
+               zip(a.get("axes") or range(len(a["starts"])), a["starts"], a["ends"])}
+    axes, begin, end = [], [], []
     for d in range(len(n)):
-        e = starts[d] + lens[d] * steps[d]
-        ends.append(e if e >= 0 else -n[d] - 1)  # a negative step that runs to index 0
-    return O.strided_slice(x, starts, ends, steps)
+        if isinstance(n[d], int):
+            e = starts[d] + lens[d] * steps[d]
+            b, e = starts[d], (e if e >= 0 else -n[d] - 1)  # a negative step runs to index 0
+        elif d in written:  # a symbolic axis: the bounds as written (see R.slice_params)
+            b, e = written[d]
+        else:
+            continue
+        axes.append(d)
+        begin.append(b)
+        end.append(e)
+    return O.strided_slice(x, begin, end, [steps[d] for d in axes], axes)
 
 
 def _pad(x, a):

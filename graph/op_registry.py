@@ -26,10 +26,11 @@ from tensorlang.ops.patterns import (  # the one definition of the kinds; fusion
     Pattern,
     as_pattern,
 )
-from tensorlang.ops.transform import BLOCKED_LAYOUT
+from tensorlang.ops.transform import BLOCKED_LAYOUT, SLICE_TO_END
 
+from . import symbolic as S
 from .ir import GraphError
-from .symbolic import broadcast, is_static, num_elements, parse_shape, same, shape_of
+from .symbolic import broadcast, dim_text, is_static, num_elements, parse_shape, same, shape_of
 
 # Graph ops named as a library op but fused differently from the library compute's kind, and
 # why (every other such op has the library definition's kind: register() checks it).
@@ -166,6 +167,8 @@ UNARY_REFS: dict[str, Callable[[np.ndarray, dict], np.ndarray]] = {
     "floor": lambda x, a: np.floor(x),
     "ceil": lambda x, a: np.ceil(x),
     "reciprocal": lambda x, a: (1 / x).astype(x.dtype),
+    "sin": lambda x, a: np.sin(x),
+    "cos": lambda x, a: np.cos(x),
     "erf": lambda x, a: np.vectorize(__import__("math").erf)(x.astype(np.float64)).astype(x.dtype),
     "gelu": lambda x, a: _gelu_ref(x, a.get("approximate", "none")),
     "leaky_relu": lambda x, a: np.where(x >= 0, x, x * a.get("alpha", 0.01)).astype(x.dtype),
@@ -643,6 +646,9 @@ def slice_params(shape, attrs):
         n = shape[a]
         if sp == 0:
             raise GraphError("slice step 0")
+        if not isinstance(n, int):
+            starts[a], steps[a], lens[a] = _symbolic_slice(a, st, en, sp, n)
+            continue
         if st < 0:
             st += n
         if en < 0:
@@ -657,6 +663,20 @@ def slice_params(shape, attrs):
             ln = max(0, -(-(st - en) // -sp))
         starts[a], steps[a], lens[a] = st, sp, ln
     return starts, steps, lens
+
+
+def _symbolic_slice(axis: int, st: int, en: int, sp: int, n) -> tuple:
+    """(start, step, length) on an axis of symbolic size ``n``, each bound taken as written
+    (a negative end counts from the end, a huge one is the end), as ``ops.strided_slice``
+    does: the kernel's entry check refuses an axis too short for the reads. A negative start
+    or step, or an end counted from the start, would need numpy's clamping to the size
+    (``min(end, n)``), which no shape expression can say."""
+    if st < 0 or sp < 0 or 0 <= en < SLICE_TO_END:
+        raise GraphError(f"slice {st}:{en}:{sp} of axis {axis}, of symbolic size "
+                         f"{dim_text(n)}: a negative start or step, or a non-negative end, "
+                         "needs a fixed size")
+    hi = n if en >= SLICE_TO_END else (en if en >= 0 else n + en)
+    return st, sp, S.dim((hi - st + (sp - 1)) // sp)
 
 
 def _slice_infer(types, attrs):

@@ -44,7 +44,8 @@ MIN_OPSET, MAX_OPSET = 6, 22
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log",
           "Sqrt": "sqrt", "Neg": "negative", "Abs": "abs", "Floor": "floor", "Ceil": "ceil",
           "Reciprocal": "reciprocal", "Erf": "erf", "Softplus": "softplus",
-          "Softsign": "softsign", "HardSwish": "hard_swish", "Not": "logical_not"}
+          "Softsign": "softsign", "HardSwish": "hard_swish", "Not": "logical_not", "Sin": "sin",
+          "Cos": "cos"}
 
 
 def _make_unary(op: str) -> Converter:
@@ -385,9 +386,9 @@ def _softmax(c, ins, a):
 # ---------------------------------------------------------------------------- reductions
 
 
-@_conv("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd")
-def _reduce(c, ins, a):
-    x = ins[0]
+def _reduce_axes(c, ins, a) -> list[int] | None:
+    """The axes a Reduce* node reduces (all when none are given); None for a no-op (empty axes
+    with noop_with_empty_axes)."""
     axes_from_input = (c.op_type == "ReduceSum" and c.opset >= 13) or c.opset >= 18
     if axes_from_input:
         arr = c.const_array(ins[1], "axes") if len(ins) > 1 and ins[1] is not None else None
@@ -395,12 +396,42 @@ def _reduce(c, ins, a):
     else:
         axes = a.get("axes")
     if axes is None:
-        if a.get("noop_with_empty_axes", 0):
-            return [x]
-        axes = list(range(len(x.shape)))
+        return None if a.get("noop_with_empty_axes", 0) else list(range(len(ins[0].shape)))
+    return list(axes)
+
+
+@_conv("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd")
+def _reduce(c, ins, a):
+    x = ins[0]
+    axes = _reduce_axes(c, ins, a)
+    if axes is None:
+        return [x]
     op = {"ReduceSum": "reduce_sum", "ReduceMean": "reduce_mean", "ReduceMax": "reduce_max",
           "ReduceMin": "reduce_min", "ReduceProd": "reduce_prod"}[c.op_type]
-    return [c.op(op, [x], axes=list(axes), keepdims=int(a.get("keepdims", 1)))]
+    return [c.op(op, [x], axes=axes, keepdims=int(a.get("keepdims", 1)))]
+
+
+@_conv("ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
+def _reduce_composite(c, ins, a):
+    """The reductions that are a sum between elementwise steps (norms, log-sum-exp)."""
+    x = ins[0]
+    axes = _reduce_axes(c, ins, a)
+    if axes is None:
+        raise _refuse(c, "noop_with_empty_axes=1 with no axes is not supported")
+    if c.op_type in ("ReduceL2", "ReduceLogSum", "ReduceLogSumExp") and \
+            not np.issubdtype(np.dtype(x.dtype), np.floating):
+        raise _refuse(c, f"{x.dtype} input: only float inputs are supported")
+    keep = int(a.get("keepdims", 1))
+    if c.op_type == "ReduceLogSumExp":  # max-shifted: no overflow in exp
+        peak = c.op("reduce_max", [x], axes=axes, keepdims=1)
+        e = c.op("exp", [c.op("subtract", [x, peak])])
+        s = c.op("log", [c.op("reduce_sum", [e], axes=axes, keepdims=keep)])
+        return [c.op("add", [s, c.op("reduce_max", [x], axes=axes, keepdims=keep)])]
+    pre = {"ReduceL1": lambda: c.op("abs", [x]), "ReduceLogSum": lambda: x}.get(
+        c.op_type, lambda: c.op("multiply", [x, x]))()
+    s = c.op("reduce_sum", [pre], axes=axes, keepdims=keep)
+    post = {"ReduceL2": "sqrt", "ReduceLogSum": "log"}.get(c.op_type)
+    return [c.op(post, [s]) if post else s]
 
 
 @_conv("ArgMax", "ArgMin")

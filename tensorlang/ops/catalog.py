@@ -95,6 +95,8 @@ _UNARY = {  # name: (function, numpy reference, input range)
     "log": (E.log, np.log, (0.1, 4)),
     "sqrt": (E.sqrt, np.sqrt, (0, 4)),
     "erf": (E.erf, ref.erf, (-3, 3)),
+    "sin": (E.sin, np.sin, (-3, 3)),
+    "cos": (E.cos, np.cos, (-3, 3)),
     "abs": (E.abs, np.abs, (-2, 2)),
     "negative": (E.negative, np.negative, (-2, 2)),
     "floor": (E.floor, np.floor, (-3, 3)),

@@ -124,6 +124,16 @@ def erf(x: Tensor) -> Tensor:
     return _unary("erf", x, te.erf)
 
 
+def sin(x: Tensor) -> Tensor:
+    _need_float("sin", x)
+    return _unary("sin", x, te.sin)
+
+
+def cos(x: Tensor) -> Tensor:
+    _need_float("cos", x)
+    return _unary("cos", x, te.cos)
+
+
 def abs(x: Tensor) -> Tensor:
     check_tensor("abs", "x", x)
     if dt.is_bool(x.dtype):
@@ -371,6 +381,7 @@ __all__ = [
     "cast",
     "ceil",
     "clip",
+    "cos",
     "divide",
     "equal",
     "erf",
@@ -399,6 +410,7 @@ __all__ = [
     "power",
     "relu",
     "sigmoid",
+    "sin",
     "sqrt",
     "subtract",
     "tanh",

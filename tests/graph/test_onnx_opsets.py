@@ -80,12 +80,13 @@ SKIP = ("", None, True)
 
 _UNARY_POS = {"Log", "Sqrt", "Reciprocal"}
 _UNARY = ["Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Abs", "Floor", "Ceil",
-          "Reciprocal", "Erf", "Softplus", "Softsign", "HardSwish"]
+          "Reciprocal", "Erf", "Softplus", "Softsign", "HardSwish", "Sin", "Cos"]
 _BINARY = ["Add", "Sub", "Mul", "Div"]
 _COMPARE = ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]
 _LOGICAL = ["And", "Or", "Xor"]
 _NARY = ["Sum", "Mean", "Max", "Min"]
-_REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"]
+_REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+           "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"]
 
 
 def _unary(op, v):

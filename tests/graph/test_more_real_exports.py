@@ -1,0 +1,126 @@
+"""Patterns of real exports that did not import or build (torchvision swin_v2_t and transformers
+ConvNextV2 from the dynamo exporter: ReduceL2; Qwen2 with a dynamic sequence axis: Sin/Cos of
+the rotary embedding computed at run time, slices of a tensor with a symbolic axis; BART with
+dynamic axes: Slice of the symbolic sequence axis), each as a small hand-made ONNX model
+checked against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from graph_testing import assert_close, onnx, ort_run
+
+from tensorlang import graph
+
+helper, TP = onnx.helper, onnx.TensorProto
+INT64_MAX = 2**63 - 1
+
+
+def _model(nodes, inputs, outputs, opset, inits=()):
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info(*i) for i in inputs],
+                          [helper.make_tensor_value_info(*o) for o in outputs],
+                          initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _ints(name, values):
+    return helper.make_tensor(name, TP.INT64, [len(values)], values)
+
+
+def _check(model, feeds_list, rtol=1e-4):
+    gm = graph.build(graph.from_onnx(model))
+    for feeds in feeds_list:
+        got, ref = gm.run(**feeds), ort_run(model, feeds)
+        for name, r in ref.items():
+            assert_close(np.asarray(got[name]), r, rtol)
+
+
+REDUCTIONS = ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"]
+
+
+@pytest.mark.parametrize("op", REDUCTIONS)
+@pytest.mark.parametrize("opset,keepdims", [(13, 1), (18, 0)])
+def test_norm_reductions(op, opset, keepdims):
+    """torch.linalg.vector_norm (swin_v2's cosine attention, ConvNextV2's GRN) exports as
+    ReduceL2; axes are an attribute before opset 18, an input from 18."""
+    attrs = {"keepdims": keepdims}
+    inits = []
+    ins = ["x"]
+    if opset >= 18:
+        inits, ins = [_ints("axes", [-1, 1])], ["x", "axes"]
+    else:
+        attrs["axes"] = [-1, 1]
+    node = helper.make_node(op, ins, ["y"], **attrs)
+    model = _model([node], [("x", TP.FLOAT, [2, 5, 3, 7])], [("y", TP.FLOAT, None)], opset,
+                   inits)
+    x = np.random.default_rng(0).uniform(0.1, 3, (2, 5, 3, 7)).astype(np.float32)
+    if op != "ReduceLogSum":
+        x[0] *= -1
+    _check(model, [{"x": x}])
+
+
+def test_norm_reduction_of_all_axes_and_int_refusal():
+    node = helper.make_node("ReduceL2", ["x"], ["y"], keepdims=0)
+    model = _model([node], [("x", TP.FLOAT, [4, 6])], [("y", TP.FLOAT, None)], 13)
+    _check(model, [{"x": np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)}])
+    ints = _model([node], [("x", TP.INT64, [4, 6])], [("y", TP.INT64, None)], 13)
+    with pytest.raises(Exception, match="only float inputs"):
+        graph.from_onnx(ints)
+
+
+def test_rotary_embedding_over_a_dynamic_sequence():
+    """Qwen2/Llama with a dynamic sequence axis: positions from Range(0, seq), their angles'
+    Sin and Cos at run time, and rotate_half (two slices of the static last axis of a tensor
+    whose sequence axis is symbolic)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+        helper.make_node("Range", ["zero", "seq", "one"], ["pos"]),
+        helper.make_node("Cast", ["pos"], ["posf"], to=TP.FLOAT),
+        helper.make_node("Unsqueeze", ["posf", "ax1"], ["col"]),
+        helper.make_node("Mul", ["col", "inv_freq"], ["angle"]),
+        helper.make_node("Concat", ["angle", "angle"], ["emb"], axis=-1),
+        helper.make_node("Cos", ["emb"], ["cos"]),
+        helper.make_node("Sin", ["emb"], ["sin"]),
+        helper.make_node("Slice", ["x", "s0", "s4", "ax2"], ["x1"]),
+        helper.make_node("Slice", ["x", "s4", "smax", "ax2"], ["x2"]),
+        helper.make_node("Neg", ["x2"], ["nx2"]),
+        helper.make_node("Concat", ["nx2", "x1"], ["rot"], axis=-1),
+        helper.make_node("Mul", ["x", "cos"], ["a"]),
+        helper.make_node("Mul", ["rot", "sin"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+    ]
+    inits = [helper.make_tensor("zero", TP.INT64, [], [0]),
+             helper.make_tensor("one", TP.INT64, [], [1]), _ints("ax1", [1]),
+             _ints("ax2", [2]), _ints("s0", [0]), _ints("s4", [4]), _ints("smax", [INT64_MAX]),
+             helper.make_tensor("inv_freq", TP.FLOAT, [4], [1.0, 0.3, 0.1, 0.03])]
+    model = _model(nodes, [("x", TP.FLOAT, [1, "seq", 8])], [("y", TP.FLOAT, None)], 17,
+                   inits)
+    rng = np.random.default_rng(2)
+    _check(model, [{"x": rng.standard_normal((1, n, 8)).astype(np.float32)} for n in (5, 40)])
+
+
+def test_slices_of_a_symbolic_axis():
+    """BART's shift_tokens_right / a causal shift with dynamic axes: x[:, :-1], x[:, 1:] and
+    x[:, 2:-1] of a symbolic sequence axis (bounds as written; the kernel checks the size)."""
+    nodes = [helper.make_node("Slice", ["x", "s0", "m1", "ax"], ["a"]),
+             helper.make_node("Slice", ["x", "s1", "smax", "ax"], ["b"]),
+             helper.make_node("Slice", ["x", "s2", "m1", "ax"], ["c"]),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    inits = [_ints("s0", [0]), _ints("m1", [-1]), _ints("s1", [1]), _ints("smax", [INT64_MAX]),
+             _ints("s2", [2]), _ints("ax", [1])]
+    model = _model(nodes, [("x", TP.FLOAT, ["b", "s"])],
+                   [("y", TP.FLOAT, None), ("c", TP.FLOAT, None)], 13, inits)
+    rng = np.random.default_rng(3)
+    _check(model, [{"x": rng.standard_normal(s).astype(np.float32)} for s in ((2, 9), (3, 6))])
+
+
+@pytest.mark.parametrize("start,end", [(-3, INT64_MAX), (0, 4)])
+def test_a_clamped_slice_of_a_symbolic_axis_is_refused(start, end):
+    """numpy clamps x[:, -3:] and x[:, :4] to the axis: their length min(s, 3 or 4) is no shape
+    expression."""
+    node = helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"])
+    model = _model([node], [("x", TP.FLOAT, [2, "s"])], [("y", TP.FLOAT, None)], 13,
+                   [_ints("st", [start]), _ints("en", [end]), _ints("ax", [1])])
+    with pytest.raises(Exception, match="needs a fixed size"):
+        graph.from_onnx(model)
