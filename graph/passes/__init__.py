@@ -5,6 +5,8 @@ A pass is a pure function ``Graph -> Graph`` in a file of its own. ``PASSES`` is
 each one. Ordering constraints:
 
 - ``infer_types`` first: every later pass trusts the recorded shapes and dtypes.
+- ``widen_float16`` next, at every level (it is accuracy, not speed), and before
+  ``fold_constants``, which folds the casts of float16 weights it adds.
 - ``fold_qdq`` right after ``infer_types`` and before ``fold_constants``: it reads the
   integer weights under their DequantizeLinear nodes, which ``fold_constants`` would fold
   into float constants (the ones it leaves are folded there).
@@ -64,9 +66,11 @@ from .pad_conv_channels import pad_conv_channels
 from .simplify import simplify_algebra
 from .sink_reshape import sink_reshape
 from .trim_conv_taps import trim_conv_taps
+from .widen_float16 import widen_float16
 
 PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("infer_types", infer_types, 0),
+    ("widen_float16", widen_float16, 0),
     ("fold_qdq", fold_qdq, 1),
     ("fold_constants", fold_constants, 1),
     ("eliminate_common_subexpr", eliminate_common_subexpr, 2),
@@ -129,4 +133,4 @@ __all__ = ["PASSES", "conv1d_as_conv2d", "conv3d_as_conv2d", "convert_layout", "
            "eliminate_common_subexpr", "eliminate_dead_code", "fold_constants",
            "fold_qdq", "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
            "pack_dense_weights", "pad_conv_channels", "run_passes", "simplify_algebra",
-           "sink_reshape", "trim_conv_taps"]
+           "sink_reshape", "trim_conv_taps", "widen_float16"]
