@@ -47,6 +47,7 @@ from .space import ConfigEntity, ConfigSpace, FallbackConfig
 from .task import (
                       ApplyConfig,
                       DispatchContext,
+                      FallbackContext,
                       Task,
                       TemplateError,
                       computes_once,
@@ -87,6 +88,7 @@ __all__ = [
                       "DispatchContext",
                       "EvolutionTuner",
                       "FallbackConfig",
+                      "FallbackContext",
                       "GATuner",
                       "GridSearchTuner",
                       "LocalBuilder",

@@ -21,12 +21,12 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..version import __version__
 from .measure import ERROR_KINDS, MeasureInput, MeasureResult, robust_cost
-from .task import DispatchContext, create_task, workload_key
+from .task import DispatchContext, create_task, split_workload, workload_key
 
 
 @dataclass
@@ -297,6 +297,25 @@ def pick_best(in_file, out_file) -> int:
     return len(best)
 
 
+def load_from_file(path) -> Iterator[tuple[MeasureInput, MeasureResult]]:
+    """TVM's autotvm.record.load_from_file: the records of a log as (MeasureInput,
+    MeasureResult) pairs, `inp.config` the config measured and `res.costs` its seconds. Each
+    record's template must be registered (defined or imported by the script), as TVM needs it
+    to replay one; load_records gives the records themselves, with no template."""
+    tasks: dict[tuple[str, str], object] = {}  # one Task per workload, not one per line
+    for r in load_records(path):
+        k = (r.key, r.target)
+        if k not in tasks:
+            tasks[k] = create_task(r.workload["name"], r.workload["args"], r.target)
+        task = tasks[k]
+        res = r.result
+        yield (MeasureInput(task, task.config_space.from_json(r.config)),
+               MeasureResult(list(res.get("costs") or []), res.get("error"),
+                             res.get("error_msg", ""), res.get("all_cost", 0.0), r.timestamp,
+                             json.dumps(r.trace) if r.trace is not None else None,
+                             r.remeasured, r.chosen))
+
+
 class ApplyHistoryBest(DispatchContext):
     """Template calls inside this context use the best valid record of their workload.
 
@@ -318,8 +337,10 @@ class ApplyHistoryBest(DispatchContext):
         self.rejected: dict[str, str] = {}
         self.applied: dict[str, Record] = {}
 
-    def query(self, target, name, args):
+    def query(self, target, name, args=None):
         from .space import FallbackConfig
+
+        name, args = split_workload(name, args)  # TVM's query(target, task.workload) too
 
         k = (workload_key(name, args), target)
         if k in self._chosen:

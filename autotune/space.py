@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import ScheduleError
 from ..ir.expr import as_int
 from ..ir.stmt import IterVar
 
@@ -117,12 +118,27 @@ class AnnotateEntity:
                 raise ValueError(f"unknown annotation {a!r}; expected one of {ANNOTATIONS}")
         self.anns = list(anns)
 
-    def apply(self, s, target, axes: Sequence[IterVar]) -> None:
+    def apply(self, s, target, axes: Sequence[IterVar], axis_lens=None, max_unroll=None,
+              vec_size=None, cfg=None, source=None) -> None:
+        """Annotate `axes` of stage `target`. TVM's limits: with `axis_lens` (each loop's
+        extent), an unrolled loop longer than `max_unroll` or a vectorized one whose extent is
+        not in `vec_size` makes the config invalid (cfg.raise_error: a ScheduleError, so the
+        trial is an illegal schedule). `source` is TVM's locate_cache policy (GPU): refused."""
+        if source is not None:
+            raise ValueError("AnnotateEntity.apply: source= places caches for TVM's "
+                             "'locate_cache' policy, a GPU schedule; use cache_read/compute_at")
         st = _stage(s, target)
-        for ax, a in zip(axes, self.anns):
+        for i, (ax, a) in enumerate(zip(axes, self.anns)):
+            n = _annotated_extent(axis_lens, i, ax)
             if a == "unroll":
+                if max_unroll and n is not None and n > max_unroll:
+                    _invalid(cfg, f"unroll of loop {ax.name}: extent {n} > max_unroll="
+                                  f"{max_unroll}")
                 st.unroll(ax)
             elif a == "vec":
+                if vec_size and n is not None and n not in list(vec_size):
+                    _invalid(cfg, f"vectorize of loop {ax.name}: extent {n} not in "
+                                  f"vec_size={list(vec_size)}")
                 st.vectorize(ax)
             elif a == "parallel":
                 st.parallel(ax)
@@ -138,6 +154,21 @@ class AnnotateEntity:
 
     def __repr__(self) -> str:
         return f"an{self.anns}"
+
+
+def _annotated_extent(axis_lens, i: int, ax) -> int | None:
+    """The extent TVM's annotate limits compare: axis_lens[i] (an int or a constant
+    expression) when given, else the loop's own constant extent."""
+    if axis_lens is not None:
+        n = axis_lens[i]
+        return int(n) if isinstance(n, int) else as_int(n)
+    return as_int(ax.dom.extent) if isinstance(ax, IterVar) else None
+
+
+def _invalid(cfg, msg: str) -> None:
+    if cfg is not None:
+        cfg.raise_error(msg)
+    raise ScheduleError(f"invalid config: {msg}")
 
 
 class OtherOptionEntity:
@@ -232,6 +263,7 @@ class _ConfigBase:
     def __init__(self):
         self._collect: OrderedDict[str, Knob] | None = None
         self.flop = 0.0  # what the template declared with add_flop (0: not declared)
+        self.errors: list[str] = []  # raise_error's messages
 
     def add_flop(self, flop: float) -> None:
         """TVM's cfg.add_flop: the template declares (part of) its FLOP count, which the task
@@ -240,6 +272,17 @@ class _ConfigBase:
                 not math.isfinite(flop) or flop < 0:
             raise ValueError(f"add_flop: expected a finite number >= 0, got {flop!r}")
         self.flop += float(flop)
+
+    def raise_error(self, msg: str) -> None:
+        """TVM's cfg.raise_error: the template says this config is invalid. A config being
+        measured raises ScheduleError (its trial is an illegal schedule, as TVM's
+        InstantiationError); the space being collected and the fallback config only record
+        it (TVM checks errors before building a measured config only)."""
+        self.errors.append(str(msg))
+
+    def valid(self) -> bool:
+        """TVM's cfg.valid(): no raise_error so far."""
+        return not self.errors
 
     # The define_* calls return the knob's entity for convenience (TVM returns None).
     def define_split(self, name: str, axis: IterVar | int, num_outputs: int = 2,
@@ -430,6 +473,11 @@ class ConfigEntity(_ConfigBase):
     def __getitem__(self, name: str):
         return self.entities[name]
 
+    def raise_error(self, msg: str) -> None:
+        super().raise_error(msg)
+        if not self.is_fallback:  # a measured or applied config: its trial fails here
+            raise ScheduleError(f"invalid config: {msg}")
+
     def to_json(self) -> dict:
         return {"index": self.index,
                 "entity": {n: e.to_json() for n, e in self.entities.items()}}
@@ -453,7 +501,38 @@ class FallbackConfig(ConfigEntity):
 
     def __init__(self):
         super().__init__(None, -1, OrderedDict())
+        self._extents: dict[str, tuple[int, int]] = {}  # define_split's, by knob
 
     def _define(self, name, kind, entities, default):
-        self.entities[name] = default if default is not None else entities[0]
+        if name not in self.entities:  # a value the template set (cfg[name] = ...) stays
+            self.entities[name] = default if default is not None else entities[0]
         return self.entities[name]
+
+    def define_split(self, name: str, axis: IterVar | int, num_outputs: int = 2, **kwargs):
+        self._extents[name] = (_extent(axis, f"define_split({name!r})"), num_outputs)
+        return super().define_split(name, axis, num_outputs, **kwargs)
+
+    def __setitem__(self, name: str, entity) -> None:
+        """TVM's fallback idiom, ``cfg["tile_x"] = SplitEntity([-1, 8])``: the value of a knob
+        when no record applies (define it first or after: either way this value is kept)."""
+        if not isinstance(entity, (SplitEntity, ReorderEntity, AnnotateEntity,
+                                   OtherOptionEntity)):
+            raise TypeError(f"cfg[{name!r}] = ...: expected a SplitEntity, ReorderEntity, "
+                            f"AnnotateEntity or OtherOptionEntity, got {type(entity).__name__}")
+        self.entities[name] = entity
+
+    def fallback_split(self, name: str, constraints: Sequence[int]) -> None:
+        """TVM's cfg.fallback_split(name, [-1, 8]): from the innermost factor outwards, the
+        largest divisor of what is left that is at most its constraint (-1: none)."""
+        if name not in self._extents:
+            raise ValueError(f"fallback_split({name!r}): define_split({name!r}, ...) first")
+        left, n = self._extents[name]
+        if len(constraints) != n:
+            raise ValueError(f"fallback_split({name!r}): {len(constraints)} constraints for a "
+                             f"split into {n}")
+        size = [0] * n
+        for i in reversed(range(n)):
+            cap = constraints[i] if constraints[i] != -1 else left
+            size[i] = max(d for d in _divisors(left) if d <= max(cap, 1))
+            left //= size[i]
+        self.entities[name] = SplitEntity([-1] + size[1:])

@@ -74,7 +74,7 @@ class Template:
 
     def __call__(self, *args):
         """Build (schedule, tensors) with the config the current dispatch context picks."""
-        cfg = DispatchContext.current().query("llvm", self.name, args)
+        cfg = DispatchContext.current.query("llvm", self.name, args)
         return self.run_with(cfg, args)
 
     def run_with(self, cfg, args: tuple):
@@ -395,17 +395,36 @@ def create(task_name: str, args, target: str = "llvm", target_host=None) -> Task
 
 
 # --------------------------------------------------------------------------------- dispatch
+class _Current:
+    """``DispatchContext.current``, an attribute as in TVM: the innermost context entered, else
+    the fallback context."""
+
+    def __get__(self, obj, cls) -> DispatchContext:
+        return DispatchContext._stack[-1] if DispatchContext._stack else _FALLBACK
+
+
+def split_workload(workload, args) -> tuple[str, Any]:
+    """(template name, args) of a query: ours, query(target, name, args), or TVM's,
+    query(target, workload) with task.workload (a dict here) or a tuple (name, *args)."""
+    if args is not None:
+        return workload, args
+    if isinstance(workload, dict) and {"name", "args"} <= set(workload):
+        return workload["name"], workload["args"]
+    if isinstance(workload, (tuple, list)) and workload and isinstance(workload[0], str):
+        return workload[0], tuple(workload[1:])
+    raise TypeError(f"query: expected a workload (task.workload, or a tuple (name, *args)) or "
+                    f"a template name and its args, got {workload!r}")
+
+
 class DispatchContext:
     """Answers "which config for this workload?"; contexts nest (innermost wins)."""
 
     _stack: ClassVar[list[DispatchContext]] = []
+    current = _Current()
 
-    @classmethod
-    def current(cls) -> DispatchContext:
-        return cls._stack[-1] if cls._stack else _FALLBACK
-
-    def query(self, target: str, name: str, args) -> ConfigEntity:
-        """The config to use for a workload; each context kind (fallback, history) says."""
+    def query(self, target: str, name, args=None) -> ConfigEntity:
+        """The config to use for a workload; each context kind (fallback, history) says.
+        query(target, task.workload) is TVM's form; query(target, name, args) ours."""
         raise NotImplementedError(f"{type(self).__name__} must implement query()")
 
     def __enter__(self):
@@ -417,12 +436,18 @@ class DispatchContext:
         return False
 
 
-class _FallbackContext(DispatchContext):
-    def query(self, target, name, args):
+class FallbackContext(DispatchContext):
+    """Every template gets its fallback config (TVM's FallbackContext): the context in force
+    when no other is entered, and one a script may enter to ignore the contexts around it."""
+
+    silent = False  # TVM's switch for its fallback warning; this context warns of nothing
+
+    def query(self, target, name, args=None):
+        split_workload(name, args)  # a malformed workload is refused here as elsewhere
         return FallbackConfig()
 
 
-_FALLBACK = _FallbackContext()
+_FALLBACK = FallbackContext()
 
 
 class ApplyConfig(DispatchContext):
@@ -431,5 +456,6 @@ class ApplyConfig(DispatchContext):
     def __init__(self, config: ConfigEntity):
         self.config = config
 
-    def query(self, target, name, args):
+    def query(self, target, name, args=None):
+        split_workload(name, args)
         return self.config

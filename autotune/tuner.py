@@ -389,27 +389,57 @@ class Tuner:
         return out
 
 
-class GridSearchTuner(Tuner):
-    """Every config in index order."""
+def _index_range(range_idx, size: int, who: str) -> range:
+    """TVM's range_idx=(first, last), both included: the part of the space a tuner covers."""
+    if range_idx is None:
+        return range(size)
+    first, last = (int(x) for x in range_idx)
+    if not 0 <= first <= last < size:
+        raise ValueError(f"{who}: range_idx must be (first, last) with 0 <= first <= last < "
+                         f"{size} (the space's size), got {tuple(range_idx)}")
+    return range(first, last + 1)
 
-    def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None):
+
+class GridSearchTuner(Tuner):
+    """Every config in index order (those of TVM's range_idx=(first, last) when given)."""
+
+    def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None,
+                 range_idx=None):
         super().__init__(task, batch_size, seed)
-        self._next = 0
+        self._range = _index_range(range_idx, len(self.space), "GridSearchTuner")
+        self._next = self._range.start
 
     def next_batch(self, n: int) -> list[int]:
         out = []
-        while len(out) < n and self._next < len(self.space):
+        while len(out) < n and self._next < self._range.stop:
             if self._next not in self.visited:
                 out.append(self._next)
             self._next += 1
         return out
 
+    def has_next(self) -> bool:
+        return any(i not in self.visited for i in range(self._next, self._range.stop))
+
 
 class RandomTuner(Tuner):
-    """Uniformly random configs, without replacement."""
+    """Uniformly random configs, without replacement (from TVM's range_idx=(first, last))."""
+
+    def __init__(self, task: Task, batch_size: int = 16, seed: int | None = None,
+                 range_idx=None):
+        super().__init__(task, batch_size, seed)
+        self._range = _index_range(range_idx, len(self.space), "RandomTuner")
 
     def next_batch(self, n: int) -> list[int]:
-        return self._random_unvisited(n)
+        if len(self._range) == len(self.space):
+            return self._random_unvisited(n)
+        rest = [i for i in self._range if i not in self.visited]
+        self.rng.shuffle(rest)
+        return rest[:n]
+
+    def has_next(self) -> bool:
+        if len(self._range) == len(self.space):
+            return super().has_next()
+        return any(i not in self.visited for i in self._range)
 
 
 class GATuner(Tuner):

@@ -32,6 +32,7 @@ _NAMES = {
     "extern": ".te.extern",
     "call_packed": ".te.extern",
     "call_extern": ".te.extern",
+    "call_pure_extern": ".te.extern",
     "load_library": ".runtime.extern_c",
     "register_func": ".runtime.packed",
     "get_global_func": ".runtime.packed",

@@ -29,8 +29,9 @@ MODULE_NAMES = {
            "tl.const, tir.if_then_else -> tl.if_then_else, tir.exp/log/sqrt -> tl.exp/log/sqrt, "
            "tir.max_value/min_value -> tl.max_value/min_value, tir.all/any -> tl.all/any; "
            "tir.indexdiv / indexmod / floordiv / floormod / truncdiv / truncmod / power / fma "
-           "-> tl.indexdiv, ...; tir.call_extern / call_packed -> "
-           "tl.call_extern / tl.call_packed",
+           "-> tl.indexdiv, ...; tir.call_extern / call_pure_extern / call_packed -> "
+           "tl.call_extern / tl.call_pure_extern / tl.call_packed; tir.call_intrin(dtype, "
+           "'tir.exp', x) -> tl.call_intrin or tl.exp",
     "create_prim_func": "te.create_prim_func builds TensorIR for tvm.tir.Schedule, which "
                         "tensorlang does not have: schedule with tl.create_schedule, and "
                         "tl.lower(s, args) gives the loop IR",
@@ -49,6 +50,10 @@ MODULE_NAMES = {
     "relay": "tvm.relay: the graph layer is tensorlang.graph (graph.from_onnx, graph.Builder, "
              "graph.build)",
     "topi": "tvm.topi: the operator library is tensorlang.ops",
+    "call_llvm_intrin": "tvm.tir.call_llvm_intrin / call_llvm_pure_intrin (an LLVM intrinsic "
+                        "by name) are not supported: the math functions (tl.exp, tl.sqrt, "
+                        "tl.fma, ...) lower to LLVM's intrinsics; a C function is called per "
+                        "element with tl.call_pure_extern(dtype, 'symbol', x)",
     "create_schedule_state": "not in tensorlang: schedules are tl.create_schedule(outputs)",
 }
 
@@ -75,6 +80,29 @@ SCHEDULE_NAMES = {
                     "s[T].compute_at(s[consumer], loop)",
     "normalize": "Schedule.normalize is not needed: tl.lower works on the schedule as built",
 }
+
+
+MODULE_NAMES["call_llvm_pure_intrin"] = MODULE_NAMES["call_llvm_intrin"]
+
+# tvm.ir's way to add an intrinsic (the "Intrinsics and Math Functions" tutorial): importable,
+# so that the script's `from tvm.ir import ...` line runs, and refused where it is called
+NEW_INTRINSIC = ("adding an intrinsic (an op name with attributes and per-target lowering "
+                 "rules) is not supported: the math functions are tl.exp, tl.log, ... "
+                 "(tl.call_intrin(dtype, 'tir.exp', x) names them by string), and a C function "
+                 "is called per element with tl.call_pure_extern(dtype, 'symbol', x) (load its "
+                 "library with tl.load_library)")
+
+
+def register_op_attr(op_name, attr_key, value=None, level=10):
+    """TVM's tvm.ir.register_op_attr: refused (NEW_INTRINSIC)."""
+    raise NotImplementedError(f"tvm.ir.register_op_attr({op_name!r}, {attr_key!r}): "
+                              f"{NEW_INTRINSIC}")
+
+
+def register_intrin_lowering(op_name, target="default", *, f=None, level=10):
+    """TVM's tvm.ir.register_intrin_lowering: refused (NEW_INTRINSIC)."""
+    raise NotImplementedError(f"tvm.ir.register_intrin_lowering({op_name!r}, "
+                              f"target={target!r}): {NEW_INTRINSIC}")
 
 
 def missing(owner: str, name: str, table: dict) -> AttributeError:

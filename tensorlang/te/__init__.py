@@ -1,6 +1,11 @@
 """The tensor expression language: what a kernel computes."""
 from ..ir.expr import const  # noqa: F401  (TVM's te.const)
-from .extern import call_extern, call_packed, extern  # noqa: F401  (TVM's te.extern)
+from .extern import (  # noqa: F401  (TVM's te.extern, tir.call_extern / call_pure_extern)
+                     call_extern,
+                     call_packed,
+                     call_pure_extern,
+                     extern,
+)
 from .intrin import *
 from .scan import scan  # noqa: F401  (TVM's te.scan)
 from .tensor import (  # noqa: F401

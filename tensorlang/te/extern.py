@@ -165,6 +165,21 @@ def call_extern(dtype, symbol: str, *args):
     return ExternCall(ret, symbol, tuple(values), kinds, tuple(v.dtype for v in values))
 
 
+def call_pure_extern(dtype, symbol: str, *args):
+    """TVM's tir.call_pure_extern: a C function of scalars with no side effects, called per
+    element inside a tl.compute (``lambda i: tl.call_pure_extern("float32", "expf", A[i])``).
+    That is what tl.call_extern does there: the call is already treated as pure (no Python,
+    allowed in parallel and vectorized loops). A pure function writes nothing, so it cannot be
+    the body of a tl.extern: tensors as arguments are refused, naming tl.call_extern."""
+    tensors = [a.name for a in args if isinstance(a, Tensor)]
+    if tensors:
+        raise TypeError(f"call_pure_extern({symbol!r}) passes whole tensors "
+                        f"({', '.join(tensors)}): a pure function writes no output; as the body "
+                        "of a tl.extern use tl.call_extern('int32', ...), and inside a "
+                        "tl.compute pass elements (A[i])")
+    return call_extern(dtype, symbol, *args)
+
+
 def _c_scalar(a, what: str) -> Expr:
     """A scalar argument of a C call as an expression of one of the C types."""
     from ..runtime import extern_c

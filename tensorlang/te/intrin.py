@@ -57,27 +57,27 @@ _min = CommReducer(lambda a, b: Min(*binary_operands(a, b)), lambda t: max_value
 _prod = CommReducer(lambda a, b: a * b, lambda t: const(1, t), "prod")
 
 
-def sum(expr, axis, where=None):
+def sum(expr, axis, where=None, init=None):
     """Sum reduction over reduce axes."""
-    return _sum(expr, axis, where)
+    return _sum(expr, axis, where, init)
 
 
-def prod(expr, axis, where=None):
-    return _prod(expr, axis, where)
+def prod(expr, axis, where=None, init=None):
+    return _prod(expr, axis, where, init)
 
 
-def max(expr, b=None, axis=None, where=None):
+def max(expr, b=None, axis=None, where=None, init=None):
     """tl.max(x, axis=k) reduces; tl.max(a, b) is the elementwise maximum."""
     if axis is None and b is not None and not _is_axis(b):
         return Max(*binary_operands(expr, b))
-    return _max(expr, axis if axis is not None else b, where)
+    return _max(expr, axis if axis is not None else b, where, init)
 
 
-def min(expr, b=None, axis=None, where=None):
+def min(expr, b=None, axis=None, where=None, init=None):
     """tl.min(x, axis=k) reduces; tl.min(a, b) is the elementwise minimum."""
     if axis is None and b is not None and not _is_axis(b):
         return Min(*binary_operands(expr, b))
-    return _min(expr, axis if axis is not None else b, where)
+    return _min(expr, axis if axis is not None else b, where, init)
 
 
 def _is_axis(x) -> bool:
@@ -130,6 +130,38 @@ log10 = _unary("log10")
 sin = _unary("sin")
 cos = _unary("cos")
 atan = _unary("atan")
+
+
+# TVM op names (tir.X) that call_intrin maps to the math functions above: the intrinsics a
+# TVM script names by string are these functions here, lowered the same way
+_INTRIN_NAMES = _FLOAT_ONLY + _ROUNDING + ("abs", "fabs", "pow", "fma", "fmod", "isnan",
+                                           "popcount")
+
+
+def call_intrin(dtype, op_name: str, *args) -> Expr:
+    """TVM's tir.call_intrin(dtype, "tir.exp", x): the math function of that name (tl.exp),
+    whose result must have `dtype`. TVM's way to add an intrinsic (an op name registered with
+    tvm.ir.register_op_attr and lowered by register_intrin_lowering) has no counterpart here:
+    an unknown name is refused, naming tl.call_pure_extern, which calls a C function."""
+    if not isinstance(op_name, str):
+        raise TypeError(f"call_intrin: the op name must be a str such as 'tir.exp', got "
+                        f"{type(op_name).__name__}")
+    name = op_name.removeprefix("tir.")
+    if name not in _INTRIN_NAMES:
+        raise ValueError(f"call_intrin({dtype!r}, {op_name!r}): no intrinsic of that name here "
+                         f"(known: {', '.join(_INTRIN_NAMES)}); registering new ones "
+                         "(tvm.ir.register_op_attr / register_intrin_lowering) is not "
+                         "supported: call a C function per element with "
+                         f"tl.call_pure_extern({dtype!r}, 'symbol', x) instead")
+    out = globals()["abs" if name == "fabs" else name](*args)
+    want = dt.canonical(dtype)
+    if out.dtype != want:
+        raise TypeError(f"call_intrin({dtype!r}, {op_name!r}): the result is {out.dtype}, not "
+                        f"{want}; cast the arguments (x.astype({want!r}))")
+    return out
+
+
+call_pure_intrin = call_intrin  # every intrinsic here is pure
 
 
 def pow(a, b) -> Expr:
@@ -320,6 +352,8 @@ __all__ = [
     "bitwise_not",
     "bitwise_or",
     "bitwise_xor",
+    "call_intrin",
+    "call_pure_intrin",
     "cast",
     "ceil",
     "comm_reducer",

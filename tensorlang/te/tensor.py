@@ -268,11 +268,17 @@ class CommReducer:
 
     def identity(self, dtypes: tuple) -> tuple:
         out = self.fidentity(*dtypes)
-        out = out if isinstance(out, tuple) else (out,)
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)  # TVM scripts give both
         return tuple(convert(o, d) if not isinstance(o, Expr) else o
                      for o, d in zip(out, dtypes))
 
     def __call__(self, source, axis, where=None, init=None):
+        if init is not None:  # was accepted and ignored: a result without its initial value
+            raise NotImplementedError(
+                f"{self.name}(..., init=...): TVM's initial value of a reduction is not "
+                "supported; reduce in one compute and combine the initial value in the next "
+                "(R = te.compute(shape, lambda i: te.sum(A[i, k], axis=k)); "
+                "C = te.compute(shape, lambda i: init[i] + R[i]))")
         multi = isinstance(source, tuple)
         srcs = tuple(convert(s) for s in (source if multi else (source,)))
         if len(srcs) > 1:

@@ -302,3 +302,119 @@ def test_runtime_arrays_take_tvms_device_and_have_numpy():
         f.get_function("nope")
     with pytest.raises(TypeError, match="expected a device such as tl.cpu"):
         tl.runtime.array(a, "float32", "float32")
+
+
+# ----------------------------------------------------------------------------- intrinsics
+
+
+def test_call_pure_extern_calls_the_c_function_per_element():
+    # TVM's "Intrinsics and Math Functions": tir.call_pure_extern("float32", "expf", A[i]),
+    # here in a parallel, vectorized loop (no Python at the call)
+    A = te.placeholder((37,), name="A")
+    B = te.compute(A.shape, lambda i: tl.call_pure_extern("float32", "expf", A[i]), name="B")
+    D = tl.placeholder((9,), name="D", dtype="float64")
+    E = te.compute(D.shape, lambda i: te.call_pure_extern("float64", "log1p", D[i]), name="E")
+
+    def sched(s):
+        xo, xi = s[B].split(B.op.axis[0], factor=8)
+        s[B].parallel(xo)
+        s[B].vectorize(xi)
+
+    a, d = rand((37,)), np.linspace(0.5, 4.0, 9)
+    got_b, got_e = _run([B, E], [A, D], [a, d], sched)
+    np.testing.assert_allclose(got_b, np.exp(a), rtol=1e-6)
+    np.testing.assert_allclose(got_e, np.log1p(d), rtol=1e-15)
+
+
+def test_call_pure_extern_refuses_whole_tensors():
+    A = te.placeholder((4,), name="A")
+    with pytest.raises(TypeError, match=r"call_pure_extern\('fill'\) passes whole tensors "
+                                        r"\(A, extern\): a pure function writes no output.*"
+                                        r"tl.call_extern"):
+        te.extern((4,), [A], lambda ins, outs: tl.call_pure_extern("int32", "fill", ins[0],
+                                                                     outs[0]))
+
+
+def test_call_intrin_names_the_math_functions():
+    A = te.placeholder((16,), name="A")
+    B = te.compute(A.shape, lambda i: tl.call_intrin("float32", "tir.exp", A[i])
+                   + te.call_pure_intrin("float32", "sqrt", A[i])
+                   + tl.call_intrin("float32", "tir.fabs", A[i] - 0.5), name="B")
+    a = np.abs(rand((16,))) + 0.1
+    (got,) = _run([B], [A], [a])
+    np.testing.assert_allclose(got, np.exp(a) + np.sqrt(a) + np.abs(a - 0.5), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"call_intrin\('float32', 'tir.mylog'\): no intrinsic "
+                                         r"of that name.*register_intrin_lowering\) is not "
+                                         r"supported.*tl.call_pure_extern"):
+        tl.call_intrin("float32", "tir.mylog", A[0])
+    with pytest.raises(TypeError, match="the result is float32, not float64"):
+        tl.call_intrin("float64", "tir.exp", A[0])
+
+
+def test_registering_an_intrinsic_is_refused_where_it_is_called():
+    # the tutorial's import line runs; the registration says what to do instead
+    from tensorlang.ir import register_intrin_lowering, register_op_attr
+
+    with pytest.raises(NotImplementedError, match=r"register_op_attr\('tir.mylog', "
+                                                  r"'TCallEffectKind'\): adding an intrinsic.*"
+                                                  r"tl.call_pure_extern"):
+        register_op_attr("tir.mylog", "TCallEffectKind", 1)
+    with pytest.raises(NotImplementedError, match=r"register_intrin_lowering\('tir.exp', "
+                                                  r"target='llvm'\): adding an intrinsic"):
+        register_intrin_lowering("tir.exp", target="llvm", f=lambda op: op, level=99)
+    with pytest.raises(AttributeError, match="call_llvm_pure_intrin.*not supported.*tl.exp"):
+        tl.call_llvm_pure_intrin  # noqa: B018
+    with pytest.raises(AttributeError, match=r"tir.call_intrin\(dtype, 'tir.exp', x\) -> "
+                                             r"tl.call_intrin"):
+        tl.tir  # noqa: B018
+
+
+# ----------------------------------------------------------------------------- reducers
+
+
+def test_reducers_take_lists_from_fcombine_and_fidentity():
+    def fcombine(x, y):
+        keep = x[1] >= y[1]
+        return [tl.select(keep, x[0], y[0]), tl.select(keep, x[1], y[1])]
+
+    argmax = te.comm_reducer(fcombine, lambda t0, t1: [tl.const(-1, t0), te.min_value(t1)],
+                             name="argmax_lists")
+    A = te.placeholder((5, 7), name="A")
+    k = te.reduce_axis((0, 7), "k")
+    T0, T1 = te.compute((5,), lambda i: argmax((k.var, A[i, k]), axis=k), name="T")
+    a = rand((5, 7))
+    got0, got1 = _run([T0, T1], [A], [a])
+    np.testing.assert_array_equal(got0, a.argmax(axis=1))
+    np.testing.assert_array_equal(got1, a.max(axis=1))
+
+
+def test_three_value_reducer_and_tvm_te_limits():
+    minmaxcount = te.comm_reducer(
+        lambda x, y: (te.min(x[0], y[0]), te.max(x[1], y[1]), x[2] + y[2]),
+        lambda t0, t1, t2: (tl.te.max_value(t0), tl.te.min_value(t1), tl.const(0, t2)),
+        name="minmaxcount")
+    A = te.placeholder((4, 6), name="A", dtype="int32")
+    k = te.reduce_axis((0, 6), "k")
+    R = te.compute((4,), lambda i: minmaxcount((A[i, k], A[i, k], tl.const(1, "int32")),
+                                               axis=k, where=A[i, k] != 0), name="R")
+    a = np.random.default_rng(3).integers(-4, 4, (4, 6)).astype(np.int32)
+    lo, hi, count = _run(list(R), [A], [a])
+    masked = np.ma.masked_equal(a, 0)
+    np.testing.assert_array_equal(lo, masked.min(axis=1).filled(2**31 - 1))
+    np.testing.assert_array_equal(hi, masked.max(axis=1).filled(-2**31))
+    np.testing.assert_array_equal(count, (a != 0).sum(axis=1))
+    assert int(te.min_value("int8").value) == -128 and int(te.max_value("uint16").value) == 65535
+
+
+@pytest.mark.parametrize("reducer", ["sum", "max", "user"])
+def test_reduction_init_is_refused_not_ignored(reducer):
+    # init= was accepted by user reducers and dropped: the result lacked the initial value
+    A = te.placeholder((4, 6), name="A")
+    k = te.reduce_axis((0, 6), "k")
+    red = {"sum": te.sum, "max": te.max,
+           "user": te.comm_reducer(lambda x, y: x * y, lambda t: tl.const(1, t), name="user")}
+    name = {"sum": "sum", "max": "max", "user": "user"}[reducer]
+    with pytest.raises(NotImplementedError, match=rf"{name}\(..., init=...\): TVM's initial "
+                                                  r"value of a reduction is not supported; "
+                                                  r"reduce in one compute"):
+        te.compute((4,), lambda i: red[reducer](A[i, k], axis=k, init=tl.const(1.0)))
