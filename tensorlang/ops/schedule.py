@@ -294,18 +294,24 @@ def _reduce_rows(s, red: Tensor, lanes: int = 64):
     # a symbolic extent (a sequence): whole vectors, then a masked one (loop_partition and
     # vectorize); one vector of partial results, not 4: a short row (seq = 8) would pay for
     # folding 64 partials
-    if n is None:
+    # a constant row that `lanes` does not divide: under 4 x `lanes` (197 tokens) one vector of
+    # partials and a peeled ragged chunk, like a symbolic one, not a scalar reduction; longer
+    # (whisper's 1500) the 4 accumulators, each a vector, so that the ragged chunk is whole
+    # vectors and one scalar remainder (1 x 100 x 1500 softmax, one thread: 0.071 -> 0.054 ms)
+    if n is None or (n % lanes and n < 4 * lanes):
         lanes = LANES
-    # a constant row that 16 does not divide (197, 1500 tokens) gets one vector of partials
-    # and a peeled ragged chunk, like a symbolic one, not a scalar reduction
-    lanes = lanes if n is None or n % lanes == 0 else LANES
     _ko, ki = st.split(k, factor=lanes)
     rf = s.rfactor(red, ki, factor_index=len(st.op.axis))
     rst = s[rf]
     # rf loops: spatial axes..., ki, ko -> put ko before ki so ki is the vector lane loop
     ki_rf = rst.op.axis[-1]
     rst.reorder(rst.op.reduce_axis[0], ki_rf)
-    rst.vectorize(ki_rf)
+    if n is not None and n % lanes and lanes > LANES:
+        kv, kl = rst.split(ki_rf, factor=LANES)
+        rst.unroll(kv)
+        rst.vectorize(kl)
+    else:
+        rst.vectorize(ki_rf)
     if lanes > LANES:
         # The final reduction of the `lanes` partials is a serial chain of scalar adds (64 x
         # the add latency per row, as long as a 1k-element row's vector pass). Fold the

@@ -390,6 +390,21 @@ def test_row_ops_over_widths_16_does_not_divide(width):
         check(out, [X], [x], ref, **TOL)
 
 
+@pytest.mark.parametrize("width", [300, 1500])
+def test_long_ragged_rows_reduce_in_4_vector_accumulators(width):
+    """Rows of at least 4 x 64 that 64 does not divide (whisper's 1500): the max and the sum
+    keep 4 independent 16-lane accumulators (the add latency hidden), their ragged chunk whole
+    vectors then a scalar remainder. All-negative rows: the lanes the remainder never reaches
+    keep -inf."""
+    x = rand((3, width), lo=-9, hi=-1)
+    X = ph(x, "X")
+    for out, ref in ((ops.softmax(X), _softmax(x, -1)), (ops.max(X, axis=-1), x.max(-1)),
+                     (ops.sum(X, axis=-1), x.sum(-1))):
+        text = str(tl.lower(ops.default_schedule(out), [X, out]))
+        assert all(f".rf[ramp({lane}, 1, 16)] = " in text for lane in (0, 16, 32, 48)), text
+        check(out, [X], [x], ref, **TOL)
+
+
 def test_big_outputs_get_non_temporal_stores():
     """Outputs of at least STREAMING_BYTES (16 MB) are written past the caches; smaller ones,
     which a reader may still find in cache, are not."""
