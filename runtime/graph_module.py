@@ -194,6 +194,9 @@ class GraphModule:
         # outputs of the last run(**inputs), returned to its caller and shown by get_output
         self._fresh: dict[str, np.ndarray] = {}
         self._stale: dict[str, np.ndarray] = {}  # inputs of the last run(**inputs), not copied
+        # whether the module's own buffers hold a run's outputs: before that, get_output would
+        # hand out the zeros of a fresh arena as if the model had computed them
+        self._own_ran = False
 
     # -- introspection --------------------------------------------------------------------
 
@@ -220,6 +223,13 @@ class GraphModule:
 
     def input_info(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return {n: (s, d.name) for n, (s, d) in self._inputs.items()}
+
+    def __reduce_ex__(self, protocol: int):
+        # its kernels are loaded native code and its arena raw memory: pickle and copy would
+        # fail deep in ctypes (or share the buffers of the original); say what works instead
+        raise TypeError("a GraphModule cannot be pickled or copied (it holds loaded native "
+                        "code and raw buffers); save it with gm.save(path) and load it with "
+                        "tensorlang.runtime.load(path), in this or another process")
 
     def __repr__(self) -> str:
         return (f"<tensorlang.runtime.GraphModule {self.plan.get('name', '?')}: "
@@ -278,19 +288,12 @@ class GraphModule:
         """Output ``index`` (position or name); a copy unless copy=False (then, after ``run()``,
         a view of the model's buffer, overwritten by the next run; after ``run(**inputs)``, the
         array that run returned)."""
-        if isinstance(index, str):
-            if index not in self._outputs:
-                raise KeyError(f"no output named {index!r}; outputs are {self._outputs}")
-            name = index
-        else:
-            if not -len(self._outputs) <= index < len(self._outputs):
-                raise IndexError(f"output index {index} out of range "
-                                 f"({len(self._outputs)} outputs)")
-            name = self._outputs[index]
+        name = output_name(self._outputs, index)
         v = self._fresh.get(name)
         if v is None:
-            if self._own is None:
-                raise InputError("the model has not run yet: no output to get")
+            if self._own is None or not self._own_ran:
+                raise InputError("the model has not run yet: no output to get (call run() "
+                                 "first)")
             v = self._own.views[name]
         return v.copy() if copy else v
 
@@ -359,9 +362,7 @@ class GraphModule:
         its buffer), and the kernels write the outputs straight into the arrays returned. The
         inputs are copied into the module's buffer only if a later ``run()`` without inputs
         needs them, so an array changed in between is seen as it is then."""
-        mode = mode or self.mode
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        mode = checked_mode(mode, self.mode)
         if inputs:
             unknown = [k for k in inputs if k not in self._inputs]
             if unknown:
@@ -399,6 +400,7 @@ class GraphModule:
             spare.append(b)
         if self._vars:
             self._own = b  # (profile and the stateful API read the latest shape's buffers)
+            self._own_ran = True
         # the stateful API sees this run as the latest (plain assignments: no torn state)
         self._stale = values
         self._input_set = set(values)
@@ -465,7 +467,7 @@ class GraphModule:
         the first variant added whose sizes all match is taken, else this module runs."""
         sizes = dict(sizes)
         if not sizes or set(sizes) - set(self._vars) or not all(
-                isinstance(n, int) and n >= 0 for n in sizes.values()):
+                _is_size(n) for n in sizes.values()):
             raise ValueError(f"a variant's sizes must give some of {list(self._vars)} as ints "
                              f">= 0, got {sizes}")
         theirs = {n: d for n, (_, d) in variant._inputs.items()}
@@ -473,6 +475,10 @@ class GraphModule:
                 variant._outputs != self._outputs:
             raise ValueError("a variant must have the model's inputs (names, dtypes) and "
                              "outputs")
+        if variant is self or variant._variants:
+            # a run would hand its inputs back and forth (RecursionError); a specialised
+            # build dispatches nothing further
+            raise ValueError("a variant must be another build with no variants of its own")
         self._variants.append((sizes, variant))
         self._latest = (None, None, None)  # the last run's shape may be the variant's now
 
@@ -491,12 +497,15 @@ class GraphModule:
         """The arena at the given sizes of the shape variables: its bytes, the naive sum and
         the lower bound (the most bytes live at one step). A model of fixed shapes: its one
         plan's figures."""
-        if not self._vars:
-            return dict(self.plan.get("memory", {}))
         missing = [v for v in self._vars if v not in sizes]
         if missing or set(sizes) - set(self._vars):
             raise InputError(f"memory_at needs a size for each of {list(self._vars)}, got "
                              f"{sorted(sizes)}")
+        if not self._vars:
+            return dict(self.plan.get("memory", {}))
+        bad = {v: n for v, n in sizes.items() if not _is_size(n)}
+        if bad:  # (else a float or a str fails deep in the plan's arithmetic)
+            raise InputError(f"memory_at: sizes must be ints >= 0, got {bad}")
         return _plan.instantiate(self.plan, sizes)["memory"]
 
     def _run_graph(self, b: _Buffers, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -541,7 +550,9 @@ class GraphModule:
             return
         self._flush_stale()
         self._fresh = {}  # the module's buffer holds the latest outputs
+        self._own_ran = False  # (until this run succeeds: a failed one leaves partial outputs)
         self._run_buffers(self._own, mode)
+        self._own_ran = True
 
     def _run_buffers(self, b: _Buffers, mode: str) -> None:
         if self._not_runnable:
@@ -576,6 +587,7 @@ class GraphModule:
         (``plan["kernels"][name]["time_s"]``, until then the tuning record's or the roofline
         estimate) become these measurements (``time_source`` "profile"; a kernel run by
         several nodes: the median of theirs)."""
+        number, repeat = count("number", number), count("repeat", repeat)
         self._zeros_for_unset()
         self._execute("interactive")
         rows = []
@@ -608,10 +620,16 @@ class GraphModule:
         arguments (the same workload, another schedule) to run in that node's step instead,
         on the same buffers and weights: configs compared inside one build, wherever its
         memory lies (ValueError naming a node whose kernel takes other arguments)."""
-        steps = [self._step_with(step, (kernels or {}).get(step[2]["node"]))
-                 for step in self._own.steps]
+        runs = count("runs", runs)
+        if kernels is not None and not isinstance(kernels, Mapping):
+            raise TypeError(f"step_times: kernels must map node names to Modules, got "
+                            f"{type(kernels).__name__}")
+        # run first: a model with shape variables has its buffers (steps) only after a run,
+        # and the steps timed must be those of the shape just set
         self._zeros_for_unset()
         self._execute("interactive")
+        steps = [self._step_with(step, (kernels or {}).get(step[2]["node"]))
+                 for step in self._own.steps]
         per: dict[str, list[float]] = {st["node"]: [] for _fn, _raw, st, _k in steps}
         for _ in range(runs):
             for fn, raw, st, k in steps:
@@ -635,7 +653,8 @@ class GraphModule:
     def benchmark(self, mode: str | None = None, number: int = 10, repeat: int = 3,
                   ) -> TimingResult:
         """Time whole runs (inputs already set, else zeros) in ``mode``."""
-        mode = mode or self.mode
+        mode = checked_mode(mode, self.mode)
+        number, repeat = count("number", number), count("repeat", repeat)
         self._zeros_for_unset()
         self._execute(mode)
         results = []
@@ -663,6 +682,7 @@ class GraphModule:
         kernel timed in a native loop), divided by the number of kernel calls. For the graph
         mode the driver is also timed in a native loop, so the figure is what the generated
         driver adds per kernel; for the interactive mode it is the Python loop's cost."""
+        number, repeat = count("number", number), count("repeat", repeat)
         rows = self.profile(number=number, repeat=repeat)
         kernel_sum = sum(r["time_s"] for r in rows)
         n = max(1, len(rows))
@@ -724,6 +744,48 @@ class GraphModule:
                       for f in sorted(tmp.rglob("*")) if f.is_file()},
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+
+
+def checked_mode(mode: Any, default: str) -> str:
+    """``mode`` (None: ``default``) if it names an execution mode. An array passed as
+    run(x) lands here: say that inputs go by name rather than fail on its truth value."""
+    if mode is None:
+        mode = default  # (the attribute may have been set to anything: checked as well)
+    if not isinstance(mode, str):
+        raise TypeError(f"mode must be one of {MODES}, got {type(mode).__name__}; inputs are "
+                        "given by name: run(x=array)")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return mode
+
+
+def count(what: str, value: Any) -> int:
+    """``value`` as a count of runs or calls: an int >= 1 (0 divided by zero, a negative
+    one gave negative times, a float failed in ctypes)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an int >= 1, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{what} must be an int >= 1, got {value}")
+    return int(value)
+
+
+def output_name(outputs: list[str], index: Any) -> str:
+    """The output that ``index`` (a name, or a position, negative from the end) picks."""
+    if isinstance(index, str):
+        if index not in outputs:
+            raise InputError(f"no output named {index!r}; the outputs are {outputs}")
+        return index
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"an output is picked by its name or position (int), got "
+                        f"{type(index).__name__}")
+    if not -len(outputs) <= index < len(outputs):
+        raise InputError(f"output index {index} out of range ({len(outputs)} outputs: "
+                         f"{outputs})")
+    return outputs[index]
+
+
+def _is_size(n: Any) -> bool:
+    return isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
 
 
 def dtype_error(name: str, want: np.dtype, got: np.dtype) -> InputError:

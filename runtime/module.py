@@ -400,6 +400,13 @@ class Module:
         """The ctypes function itself: ints in (pointers, then vars), error code out."""
         return self._fn
 
+    def __reduce_ex__(self, protocol: int):
+        # a loaded shared library and ctypes function pointers: pickle and deepcopy failed deep
+        # in ctypes (AttributeError on a local class); say what works instead
+        raise TypeError("a compiled Module cannot be pickled or copied (it holds loaded native "
+                        "code); save it with f.save(path) and load it with "
+                        "tensorlang.runtime.load_module(path)")
+
     def __repr__(self) -> str:
         vars_ = f"; vars {', '.join(self._vars)}" if self._vars else ""
         return f"<tensorlang.runtime.Module {self._name}({self._signature}){vars_}>"

@@ -30,7 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from .graph_module import MODES, GraphModule, InputError, dtype_error
+from .graph_module import (
+    MODES,
+    GraphModule,
+    InputError,
+    checked_mode,
+    count,
+    dtype_error,
+    output_name,
+)
 from .module import ArtifactError
 from .saved_folder import write_folder
 from .timer import TimingResult
@@ -150,6 +158,12 @@ class Program:
     def num_steps(self) -> int:
         return sum(m.num_steps for m in self.modules())
 
+    def __reduce_ex__(self, protocol: int):
+        # as GraphModule's: its pieces hold loaded native code and raw buffers
+        raise TypeError("a Program cannot be pickled or copied (its pieces hold loaded native "
+                        "code and raw buffers); save it with save(path) and load it with "
+                        "tensorlang.runtime.load(path)")
+
     def __repr__(self) -> str:
         ifs = sum(isinstance(st, IfStage) for st in self.stages)
         return (f"<tensorlang.runtime.Program {self.name}: {len(self.stages)} stages "
@@ -184,9 +198,7 @@ class Program:
         """As :meth:`GraphModule.run`: with inputs, a dict output name -> array; ``run()``
         alone runs on the inputs given to :meth:`set_input` and returns None (read the
         outputs with :meth:`get_output`)."""
-        mode = mode or self.mode
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        mode = checked_mode(mode, self.mode)
         self._last = self.outputs_for(inputs if inputs else self._given, mode)
         return dict(self._last) if inputs else None
 
@@ -214,9 +226,9 @@ class Program:
 
     def get_output(self, index: int | str = 0, copy: bool = True) -> np.ndarray:
         """Output ``index`` (position or name) of the last run."""
-        name = index if isinstance(index, str) else self._outputs[index]
+        name = output_name(self._outputs, index)
         if name not in self._last:
-            raise KeyError(f"no output {index!r} yet (outputs: {self._outputs}; run first)")
+            raise InputError(f"no output {index!r} yet (outputs: {self._outputs}; run first)")
         return self._last[name].copy() if copy else self._last[name]
 
     def get_num_outputs(self) -> int:
@@ -225,6 +237,8 @@ class Program:
     def benchmark(self, mode: str | None = None, number: int = 10, repeat: int = 3
                   ) -> TimingResult:
         """Time whole runs on the inputs given to set_input (zeros for those not given)."""
+        mode = checked_mode(mode, self.mode)
+        number, repeat = count("number", number), count("repeat", repeat)
         feeds = {n: self._given.get(n, np.zeros(s, d)) for n, (s, d) in self._inputs.items()}
         self.run(mode=mode, **feeds)
         results = []

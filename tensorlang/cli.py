@@ -220,13 +220,7 @@ def check_target(spec: str) -> None:
 
 def check_log_path(path: str) -> None:
     """A tuning log to append to: a file (or none yet) in an existing folder."""
-    import os
-
-    if os.path.isdir(path):
-        raise CLIError(f"--log {path} is a directory; give a file name (JSON lines)")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CLIError(f"--log {path}: no such directory {folder}")
+    check_file_to_write(path, "--log", "JSON lines")
     from tensorlang.autotune.record import check_appendable_log
 
     try:
@@ -424,6 +418,8 @@ def _check_file(path: str, what: str) -> None:
         raise CLIError(f"no such {what} file: {path}")
     if os.path.isdir(path):
         raise CLIError(f"{path} is a directory, not a {what} file")
+    if not os.path.isfile(path):  # a fifo or a device: reading it would block for ever
+        raise CLIError(f"{path} is not a regular file; give a {what} file")
 
 
 @command("inspect", "summarize a tuning log (best per workload, errors) or an ONNX model "
@@ -503,14 +499,18 @@ def _run_model(p: argparse.ArgumentParser):
 
         from tensorlang import runtime
 
-        feeds = dict(_read_input(item) for item in a.input)  # before the (slower) load
+        feeds = _read_inputs(a.input)  # before the (slower) load
+        if a.output:
+            check_file_to_write(a.output, "--output", ".npz")  # before the run
         t0 = time.perf_counter()
         gm = runtime.load(a.artifact, mode=a.mode)
         t_load = time.perf_counter() - t0
         out = gm.run(**feeds)
         for k, v in out.items():
-            print(f"{k}: {v.dtype}{list(v.shape)} mean={float(v.mean()):.6g} "
-                  f"max={float(v.max()):.6g}")
+            # an empty output (a zero-size batch) has no mean or max: numpy raises on max
+            stats = (f" mean={float(v.mean()):.6g} max={float(v.max()):.6g}" if v.size else
+                     " (empty)")
+            print(f"{k}: {v.dtype}{list(v.shape)}{stats}")
         if a.repeat:
             r = gm.benchmark(number=a.repeat, repeat=1)
             print(f"latency {r.mean * 1e3:.3f} ms ({a.mode} mode)")
@@ -520,6 +520,29 @@ def _run_model(p: argparse.ArgumentParser):
         return 0
 
     return run
+
+
+def _read_inputs(items: list[str]) -> dict:
+    """The --input options as name -> array; a name given twice is refused (the last one
+    silently won)."""
+    feeds: dict = {}
+    for item in items:
+        name, value = _read_input(item)
+        if name in feeds:
+            raise CLIError(f"--input {name} is given twice")
+        feeds[name] = value
+    return feeds
+
+
+def check_file_to_write(path: str, option: str, kind: str) -> None:
+    """A file the command writes (given as ``option``): not a directory, in an existing one."""
+    import os
+
+    if os.path.isdir(path):
+        raise CLIError(f"{option} {path} is a directory; give a file name ({kind})")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CLIError(f"{option} {path}: no such directory {folder}")
 
 
 def _read_input(item: str):
@@ -551,7 +574,8 @@ def _reason(e: BaseException) -> str:
 
 # Errors that say what the user did wrong: their message is the whole report. Anything else is
 # reported with its type (a bug in tensorlang, most likely; --debug shows where).
-_USER_ERRORS = (CLIError, OSError, ValueError, TypeError)
+# MemoryError: a model too big for this machine (its message says how much it needs)
+_USER_ERRORS = (CLIError, OSError, ValueError, TypeError, MemoryError)
 
 
 def _error_line(e: BaseException) -> str:
@@ -563,6 +587,16 @@ def _error_line(e: BaseException) -> str:
     if isinstance(e, (*_USER_ERRORS, TensorlangError)):
         return text
     return f"{type(e).__name__}: {text} (a bug? --debug shows the traceback)"
+
+
+def _check_environment() -> None:
+    """The thread pool's variables, checked by every subcommand: the pool reads them only
+    when a parallel kernel first runs, so a bad value was ignored by one run and refused by
+    the next."""
+    from tensorlang.runtime._pool_env import bind_from_env, default_num_threads
+
+    default_num_threads()
+    bind_from_env()
 
 
 def main(argv=None) -> int:
@@ -581,6 +615,7 @@ def main(argv=None) -> int:
         runners[name] = configure(p)
     a = ap.parse_args(argv)
     try:
+        _check_environment()
         return runners[a.cmd](a) or 0
     except KeyboardInterrupt:
         if a.debug:

@@ -117,6 +117,10 @@ class _Ctx:
         self.op_type = ""
         self.num_outputs = 0
         self.outputs_read: list[bool] = []
+        # body nodes imported by the outermost loop being unrolled and every loop inside it,
+        # as a one-item list shared with the subgraphs' contexts (None: no loop being unrolled);
+        # a per-loop count let nested loops multiply past the limit (an import that never ends)
+        self.unrolled: list[int] | None = None
 
     def child(self, scope: _Scope, b: Builder | None = None) -> _Ctx:
         """The context of a subgraph: its own scope, the same builder unless given another
@@ -124,6 +128,7 @@ class _Ctx:
         sub = _Ctx(b or self.b, self.opset, scope, {}, self.unsupported)
         sub.refused = self.refused
         sub.unsupported_why = self.unsupported_why
+        sub.unrolled = self.unrolled
         if b is None:  # the same graph: its values and names are shared
             sub.bound, sub.sub_named = self.bound, self.sub_named
         return sub

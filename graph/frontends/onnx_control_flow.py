@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..builder import Builder
@@ -52,6 +54,8 @@ def _condition(c: _Ctx, v: Value) -> bool | None:
     if v.size != 1:
         raise OnnxImportError(f"{_where(c)}: the condition must hold one element, got shape "
                               f"{list(v.shape)}")
+    if str(v.dtype) != "bool":  # ONNX types it bool: 0.5 or 2 would pick a branch silently
+        raise OnnxImportError(f"{_where(c)}: the condition must be a bool, got {v.dtype}")
     if not v.is_constant:
         return None
     return bool(np.asarray(v.data).reshape(-1)[0])
@@ -169,15 +173,18 @@ class _Unroll:
 
     def __init__(self, c: _Ctx, body) -> None:
         self.c, self.per_iteration, self.iterations = c, len(body.node), 0
+        # the node count is shared with the loops nested in this one (see _Ctx.unrolled)
+        self.nodes = c.unrolled  # (opened by _node_budget)
 
     def next(self) -> None:
         self.iterations += 1
-        if self.iterations > MAX_UNROLL_ITERATIONS or \
-                self.iterations * self.per_iteration > MAX_UNROLL_NODES:
+        self.nodes[0] += self.per_iteration
+        if self.iterations > MAX_UNROLL_ITERATIONS or self.nodes[0] > MAX_UNROLL_NODES:
             raise OnnxImportError(
                 f"{_where(self.c)}: unrolling stops at {MAX_UNROLL_ITERATIONS} iterations and "
-                f"{MAX_UNROLL_NODES} body nodes in all (this body has {self.per_iteration} "
-                "nodes); loops with longer trip counts are not supported")
+                f"{MAX_UNROLL_NODES} body nodes in all, nested loops' counted together (this "
+                f"body has {self.per_iteration} nodes); loops with longer trip counts are not "
+                "supported")
 
 
 @_conv("Loop")
@@ -199,6 +206,25 @@ def _loop(c, ins, a):
                               "import are supported")
     if max_trips is None and cond_in is None:
         raise OnnxImportError(f"{_where(c)}: a loop without trip count or condition never ends")
+    with _node_budget(c):
+        return _unroll_loop(c, body, max_trips, cond_in, keep_going, carried, n_scan)
+
+
+@contextlib.contextmanager
+def _node_budget(c: _Ctx):
+    """The outermost Loop or Scan opens the count of unrolled nodes that the loops nested in
+    it add to (see _Ctx.unrolled); it closes with it."""
+    outermost = c.unrolled is None
+    if outermost:
+        c.unrolled = [0]
+    try:
+        yield
+    finally:
+        if outermost:
+            c.unrolled = None
+
+
+def _unroll_loop(c, body, max_trips, cond_in, keep_going, carried, n_scan) -> list:
     scans: list[list[Value]] = [[] for _ in range(n_scan)]
     unroll, i = _Unroll(c, body), 0
     while keep_going and (max_trips is None or i < max_trips):
@@ -224,7 +250,13 @@ def _static_trip_count(c: _Ctx, trip: Value | None) -> int | None:
     if not trip.is_constant:
         raise OnnxImportError(f"{_where(c)}: the trip count M is computed at run time; only "
                               "loops whose trip count is known at import are supported")
-    return int(np.asarray(trip.data).reshape(-1)[0])
+    m = np.asarray(trip.data)
+    # ONNX types M int64, one element: a float was truncated, a vector read at [0] and an
+    # empty one failed on an index
+    if m.size != 1 or m.dtype.kind not in "iu":
+        raise OnnxImportError(f"{_where(c)}: the trip count M must be one integer, got "
+                              f"{m.dtype}{list(m.shape)}")
+    return int(m.reshape(-1)[0])
 
 
 def _body_condition(c: _Ctx, v: Value, i: int) -> bool:
@@ -281,18 +313,19 @@ def _scan(c, ins, a):
                               f"{sorted(lengths)} along their scan axes")
     steps = lengths.pop()
     scans: list[list[Value]] = [[] for _ in range(n_out)]
-    unroll = _Unroll(c, body)
-    for t in range(steps):
-        unroll.next()
-        slices = [_slice_step(c, s, ax, steps - 1 - t if rev else t)
-                  for s, ax, rev in zip(seqs, in_axes, in_rev)]
-        bindings = {inp.name: v for inp, v in zip(body.input, states + slices)}
-        outs = _import_inline(c, body, bindings)
-        if any(v is UNKNOWN for v in outs):
-            return [UNKNOWN] * len(body.output)
-        states = outs[:n_state]
-        for k, v in enumerate(outs[n_state:]):
-            scans[k].append(v)
+    with _node_budget(c):
+        unroll = _Unroll(c, body)
+        for t in range(steps):
+            unroll.next()
+            slices = [_slice_step(c, s, ax, steps - 1 - t if rev else t)
+                      for s, ax, rev in zip(seqs, in_axes, in_rev)]
+            bindings = {inp.name: v for inp, v in zip(body.input, states + slices)}
+            outs = _import_inline(c, body, bindings)
+            if any(v is UNKNOWN for v in outs):
+                return [UNKNOWN] * len(body.output)
+            states = outs[:n_state]
+            for k, v in enumerate(outs[n_state:]):
+                scans[k].append(v)
     stacked = [_stack(c, vals[::-1] if rev else vals, ax, k)
                for k, (vals, ax, rev) in enumerate(zip(scans, out_axes, out_rev))]
     return states + stacked
