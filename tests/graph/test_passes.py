@@ -264,6 +264,45 @@ def test_inplace_only_when_input_dies_and_validator_catches_overlap():
         validate_plan(bad)
 
 
+def _attention_tail(axis: int = -1):
+    """dense -> softmax(axis) -> dense -> layer norm -> tanh, the softmax's and the norm's
+    inputs dying at them."""
+    b = graph.Builder("m")
+    x = b.input("x", (48, 300))
+    w1, w2 = b.const(_rand(300, 300)), b.const(_rand(300, 64))
+    p = b.softmax(b.dense(x, w1), axes=[axis])
+    return b.build(b.tanh(b.layer_norm(b.dense(p, w2), axis=-1)))
+
+
+def test_a_last_axis_softmax_and_layer_norm_write_over_their_dying_input():
+    """Their default schedules read each row whole before writing it: the output may take the
+    input's bytes (one stream to memory less); over another axis, on a tuned kernel, or as the
+    model's output (written straight into the array run() returns), not."""
+    from tensorlang.graph import storage
+
+    feeds = {"x": _rand(48, 300)}
+    for axis, in_place in ((-1, True), (0, False)):
+        g = _attention_tail(axis)
+        gm = graph.build(g, opt_level=0)
+        steps = {st["op"]: st for st in gm.plan["steps"]}
+        assert ("inplace" in steps["softmax"]) == in_place, (axis, steps["softmax"])
+        assert "inplace" in steps["layer_norm"]
+        validate_plan(gm.plan)
+        ref = graph.build(g, opt_level=0, inplace=False).run(**feeds)
+        np.testing.assert_allclose(gm.run(**feeds)[gm.output_names[0]],
+                                   ref[gm.output_names[0]], rtol=1e-5, atol=1e-6)
+    g = graph.passes.run_passes(_attention_tail(), opt_level=0)
+    kernel_of = {n.name: n.op for n in g.nodes}
+    untuned = storage.assign_storage(g, kernel_of)
+    tuned = storage.assign_storage(g, kernel_of, tuned=frozenset({"softmax", "layer_norm"}))
+    assert [st.op for st in untuned.steps if st.inplace] == ["softmax", "layer_norm", "tanh"]
+    assert [st.op for st in tuned.steps if st.inplace] == ["tanh"]
+    b = graph.Builder("out")
+    x = b.input("x", (48, 300))
+    gm = graph.build(b.build(b.softmax(b.dense(x, b.const(_rand(300, 300))))), opt_level=0)
+    assert all("inplace" not in st for st in gm.plan["steps"])
+
+
 def test_memory_report_numbers():
     rep = graph.BuildReport()
     graph.build(graph.from_onnx(model_zoo.small_cnn()), report=rep)
