@@ -54,6 +54,7 @@ from .measure import (
     MeasureInput,
     MeasureResult,
     _build_job,
+    check_number,
 )
 from .workers import CONTEXT, kill_pool
 
@@ -378,9 +379,8 @@ class DaskBuilder:
 
     def __init__(self, client, timeout: float = 60.0):
         self.client = _check_client(client, "DaskBuilder")
-        if not timeout > 0:
-            raise ValueError(f"DaskBuilder: timeout must be > 0 seconds, got {timeout!r}")
-        self.timeout = float(timeout)
+        # inf / NaN reached the time limits (OverflowError from deep inside)
+        self.timeout = check_number("DaskBuilder", "timeout", timeout)
         self._dir = tempfile.mkdtemp(prefix="tl-tune-")  # modules fetched here, references
         self._targets: dict[str, tuple[dict, str]] = {}
         self._count = 0

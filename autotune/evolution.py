@@ -153,11 +153,13 @@ class EvolutionTuner(XGBTuner):
         schedule), it stops there and says so (`stop_reason`, a logged warning), as
         MetaSchedule stops when its space is spent."""
         self.stop_reason = None
+        trials0 = self.trials  # n_trial counts this call's trials (tune measures n_trial more)
         super().tune(n_trial, measure_option, callbacks, early_stopping, si_prefix, **remeasure)
-        if self.trials < n_trial and not self.has_next() and not self._settled:
+        done = self.trials - trials0
+        if done < n_trial and not self.has_next() and not self._settled:
             self.stop_reason = (
                 f"{self.task.name} {list(self.task.args)}: the search space is spent after "
-                f"{self.trials} of {n_trial} trials: its {len(self.space)} configs give "
+                f"{done} of {n_trial} trials: its {len(self.space)} configs give "
                 f"{self.distinct_schedules} distinct schedules, all measured (the others "
                 f"refused {self.refused}, oversized {self.search_stats['oversized']}, "
                 f"duplicates {self.search_stats['duplicates']})")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import math
+import numbers
 import os
 import signal
 import tempfile
@@ -138,6 +140,28 @@ def _build(job: dict, t0: float) -> dict:
             "time": time.perf_counter() - t0}
 
 
+def check_int(who: str, name: str, value, least: int) -> int:
+    """`value` as an int >= `least`, or TypeError / ValueError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{who}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < least:
+        raise ValueError(f"{who}: {name} must be >= {least}, got {value}")
+    return int(value)
+
+
+def check_number(who: str, name: str, value, zero: bool = False) -> float:
+    """`value` as a finite float > 0 (>= 0 with `zero`): NaN and inf used to reach the
+    timers and pipes (OverflowError, ValueError from deep inside), 0 and negative
+    timeouts the time limits (0 meant none)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{who}: {name} must be a number, got {type(value).__name__} "
+                        f"{value!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{who}: {name} must be {bound} (a finite number), got {value!r}")
+    return float(value)
+
+
 class LocalBuilder:
     """Compile candidates in `n_parallel` worker processes (default: the CPU count); each
     candidate (instantiating its config, lowering, compiling) within `timeout` seconds.
@@ -152,10 +176,10 @@ class LocalBuilder:
         _refuse_tvm_options("LocalBuilder", build_func=(build_func, "default"),
                             build_kwargs=(build_kwargs, None), runtime=(runtime, None))
         del do_fork  # TVM's choice of forking per build: here every build is in a worker
-        self.n_parallel = int(n_parallel or os.cpu_count() or 1)
-        if self.n_parallel < 1:
-            raise ValueError("LocalBuilder: n_parallel must be >= 1")
-        self.timeout = float(timeout)
+        # None: one worker per CPU; 0 used to mean that too, silently
+        self.n_parallel = (os.cpu_count() or 1) if n_parallel is None else \
+            check_int("LocalBuilder", "n_parallel", n_parallel, 1)
+        self.timeout = check_number("LocalBuilder", "timeout", timeout)
         self._pool: cf.ProcessPoolExecutor | None = None
         self._dir = tempfile.mkdtemp(prefix="tl-tune-")
         self._count = 0
@@ -463,10 +487,19 @@ class LocalRunner:
             cooldown = cooldown_interval
         if enable_cpu_cache_flush is not None:
             flush_cache = bool(enable_cpu_cache_flush)
+        number = check_int("LocalRunner", "number", number, 0)
+        repeat = check_int("LocalRunner", "repeat", repeat, 0)
         if number < 1 or repeat < 1:
-            raise ValueError("LocalRunner: number and repeat must be >= 1")
-        if timeout <= 0:
-            raise ValueError("LocalRunner: timeout must be > 0 seconds")
+            raise ValueError(f"LocalRunner: number and repeat must be >= 1, got number={number}, "
+                             f"repeat={repeat}")
+        timeout = check_number("LocalRunner", "timeout", timeout)
+        # negative values used to fail every trial (min_repeat_ms) or crash the tuning loop
+        # after the first candidate (cooldown: time.sleep)
+        min_repeat_ms = check_number("LocalRunner", "min_repeat_ms", min_repeat_ms, zero=True)
+        cooldown = check_number("LocalRunner", "cooldown", cooldown, zero=True)
+        startup_margin = check_number("LocalRunner", "startup_margin", startup_margin,
+                                       zero=True)
+        rtol = check_number("LocalRunner", "rtol", rtol, zero=True)
         if isinstance(flush_bytes, bool) or not isinstance(flush_bytes, int) or flush_bytes < 0:
             raise ValueError(f"LocalRunner: flush_bytes must be an int >= 0, got {flush_bytes!r}")
         self.flush_bytes = flush_bytes

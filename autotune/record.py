@@ -201,7 +201,7 @@ def load_records(source) -> list[Record]:
     truncated, not records, or records with a malformed field are skipped (the file is left as
     it is) with one warning naming the file, their line numbers and what was wrong."""
     if not isinstance(source, (str, os.PathLike)):
-        return [r for r in source if isinstance(r, Record)]
+        return _record_list(source)
     out, bad = [], []
     with open(source, encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, 1):
@@ -225,6 +225,23 @@ def load_records(source) -> list[Record]:
                       f"{__version__}): loaded, but apply_history_best will not apply them",
                       stacklevel=2)
     return out
+
+
+def _record_list(source) -> list[Record]:
+    """The Records of an iterable; TypeError for anything else (a bytes path was read as
+    its bytes, and other entries dropped: apply_history_best applied nothing, silently)."""
+    if isinstance(source, (bytes, bytearray)):
+        raise TypeError("tuning records: give the log's path as a str or os.PathLike, not bytes")
+    try:
+        items = list(source)
+    except TypeError:
+        raise TypeError(f"tuning records: expected a log's path or a list of Records, got "
+                        f"{type(source).__name__}") from None
+    for r in items:
+        if not isinstance(r, Record):
+            raise TypeError(f"tuning records: expected Records (load_records gives them), got "
+                            f"{type(r).__name__} {r!r:.80}")
+    return items
 
 
 # the bytes of an existing file read to tell a tuning log from another file
@@ -291,10 +308,21 @@ def best_records(records: Iterable[Record]) -> dict[tuple[str, str], Record]:
 def pick_best(in_file, out_file) -> int:
     """Write the best valid record of each workload of `in_file` to `out_file`; returns how
     many were written."""
+    if _same_file(in_file, out_file):
+        # writing the best over the log itself would drop every other record
+        raise ValueError(f"pick_best: out_file {os.fspath(out_file)} is in_file; give another "
+                         "path (the log keeps all the records)")
     best = best_records(load_records(in_file))
     with open(out_file, "w", encoding="utf-8") as f:
         f.writelines(r.dumps() + "\n" for r in best.values())
     return len(best)
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # out_file not there yet
+        return False
 
 
 def load_from_file(path) -> Iterator[tuple[MeasureInput, MeasureResult]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -342,8 +343,15 @@ class _ConfigBase:
     def define_knob(self, name: str, candidates: Sequence, default=None):
         if not isinstance(candidates, (list, tuple)) or not candidates:
             raise ValueError(f"define_knob({name!r}): candidates must be a non-empty list")
+        ents = [OtherOptionEntity(c) for c in candidates]
+        if len(set(ents)) != len(ents):
+            # a repeated candidate makes configs that differ only in which copy they took:
+            # trials spent twice on one schedule, and records mapped back to the other copy
+            dups = sorted({repr(e.val) for e in ents if ents.count(e) > 1})
+            raise ValueError(f"define_knob({name!r}): candidates must be distinct, "
+                             f"{', '.join(dups)} given more than once")
         d = OtherOptionEntity(default) if default is not None else None
-        return self._define(name, "knob", [OtherOptionEntity(c) for c in candidates], d)
+        return self._define(name, "knob", ents, d)
 
     def _define(self, name, kind, entities, default):
         # the space records the knob; a config entity (replaying a record) returns its value
@@ -399,6 +407,11 @@ class ConfigSpace(_ConfigBase):
         return [len(k) for k in self.knobs.values()]
 
     def get(self, index: int) -> ConfigEntity:
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            # a float or a string used to fail inside the index arithmetic
+            raise TypeError(f"config index must be an int, got {type(index).__name__} "
+                            f"{index!r}")
+        index = int(index)
         if not 0 <= index < len(self):
             raise IndexError(f"config index {index} out of range [0, {len(self)})")
         ents, rest = OrderedDict(), index

@@ -86,6 +86,11 @@ class Template:
             _local.cfg = prev
         if not (isinstance(out, tuple) and len(out) == 2):
             raise TemplateError(f"template {self.name!r} must return (schedule, tensors)")
+        if not isinstance(out[1], (list, tuple)):
+            # (s, C) used to fail later, in the build, far from the template
+            raise TemplateError(f"template {self.name!r} must return (schedule, tensors) with "
+                                f"tensors a list of the kernel's arguments, got "
+                                f"{type(out[1]).__name__}")
         return out
 
 
@@ -213,6 +218,10 @@ def computes_once(declare: Callable[[], Any]) -> Any:
 # --------------------------------------------------------------------------------- workloads
 def normalize_args(args) -> tuple:
     """Arguments as JSON-stable values (lists become tuples)."""
+    if not isinstance(args, (list, tuple)):
+        # create_task("matmul", 16) used to fail with "'int' object is not iterable"
+        raise TypeError(f"template arguments must be a tuple or list, got "
+                        f"{type(args).__name__} {args!r} (one argument: ({args!r},))")
     out = []
     for a in args:
         if isinstance(a, (list, tuple)):

@@ -351,7 +351,7 @@ class TaskScheduler:
             # a round whose trials mostly failed is reported for the task at the end
             warnings.simplefilter("ignore", TuningWarning)
             try:
-                tuner.tune(tuner.trials + n, option, callbacks=callbacks)
+                tuner.tune(n, option, callbacks=callbacks)  # n more trials
             except TuningError:
                 pass  # every trial of this round failed: recorded in the log, counted below
         measured = tuner.trials - before

@@ -16,6 +16,7 @@ No tuner measures a config twice (visited set, seeded by load_history).
 from __future__ import annotations
 
 import math
+import numbers
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -72,6 +73,34 @@ def check_remeasure(who: str, top, rounds) -> None:
             raise ValueError(f"{who}: {name} must be >= {least}, got {value}")
 
 
+def check_count(who: str, name: str, value, least: int) -> int:
+    """`value` as an int >= `least`; TypeError / ValueError naming it otherwise (a float or
+    None used to fail deep in the tuning loop, and 0 or a negative count to tune nothing)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{who}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < least:
+        raise ValueError(f"{who}: {name} must be >= {least}, got {value}")
+    return int(value)
+
+
+def check_callbacks(who: str, callbacks) -> list:
+    """The callbacks as a list; TypeError for one callback not in a list (a single
+    log_to_file) or an entry that is not callable, before anything is measured."""
+    if callable(callbacks) or isinstance(callbacks, (str, bytes)):
+        raise TypeError(f"{who}: callbacks must be a list of callables, got one "
+                        f"{type(callbacks).__name__}; give [it]")
+    try:
+        out = list(callbacks)
+    except TypeError:
+        raise TypeError(f"{who}: callbacks must be a list of callables, got "
+                        f"{type(callbacks).__name__}") from None
+    for cb in out:
+        if not callable(cb):
+            raise TypeError(f"{who}: each callback must be callable as cb(tuner, inputs, "
+                            f"results), got {type(cb).__name__} {cb!r}")
+    return out
+
+
 def baseline_of(task: Task) -> Task | None:
     """The one-config task a tuner measures besides `task`'s trials, once per log, or None: a
     graph's template-free task has the kernel's default schedule, which the build keeps unless
@@ -113,7 +142,7 @@ class Tuner:
             raise TypeError(f"tuner needs an autotune Task, got {type(task).__name__}")
         self.task = task
         self.space = task.config_space
-        self.batch_size = int(batch_size)
+        self.batch_size = check_count(type(self).__name__, "batch_size", batch_size, 1)
         self.rng = np.random.default_rng(seed)
         self.visited: set[int] = set()
         self.best_flops = 0.0
@@ -195,6 +224,10 @@ class Tuner:
             raise ValueError(f"tune: si_prefix must be one of '', K, M, G, T, P; got "
                              f"{si_prefix!r}")
         check_remeasure("tune", remeasure_top, remeasure_rounds)
+        n_trial = check_count("tune", "n_trial", n_trial, 0)
+        if early_stopping is not None:
+            early_stopping = check_count("tune", "early_stopping", early_stopping, 1)
+        callbacks = check_callbacks("tune", callbacks)
         t_start = time.perf_counter()
         self.n_trial = n_trial
         trials0, errors0 = self.trials, dict(self.errors)
@@ -208,7 +241,9 @@ class Tuner:
         try:
             with instantiate_time_limit(self.time_limit):
                 self._measure_baseline(measure_option, callbacks)
-                self._tune_loop(n_trial, measure_option, callbacks, early_stopping, t_start)
+                # n_trial new trials: a tuner tuned again measures more, as TVM's does
+                self._tune_loop(trials0 + n_trial, measure_option, callbacks, early_stopping,
+                                t_start)
                 if remeasure_top:
                     self.remeasure(measure_option, remeasure_top, remeasure_rounds, callbacks)
         finally:
@@ -296,12 +331,13 @@ class Tuner:
         warnings.warn(f"{failed} of {measured} trials of {workload} failed "
                       f"({self.failure_summary(errors)})", TuningWarning, stacklevel=3)
 
-    def _tune_loop(self, n_trial: int, measure_option: MeasureOption,
+    def _tune_loop(self, until: int, measure_option: MeasureOption,
                    callbacks: Sequence[Callable], early_stopping: int | None,
                    t_start: float) -> None:
+        """Measure batches until the tuner has `until` trials (those of earlier calls too)."""
         last_improve = self.trials
-        while self.trials < n_trial and (self.has_next() or self._settled):
-            n = min(self.batch_size, n_trial - self.trials)
+        while self.trials < until and (self.has_next() or self._settled):
+            n = min(self.batch_size, until - self.trials)
             idxs = [i for i in self.next_batch(n) if i not in self.visited][:n]
             if not idxs and not self._settled:
                 break
