@@ -45,6 +45,7 @@ from collections import Counter
 
 from tensorlang.errors import TensorlangError
 
+from .arguments import check_number
 from .measure import (
     BUILD_ERROR,
     FLUSH_BYTES,
@@ -54,7 +55,6 @@ from .measure import (
     MeasureInput,
     MeasureResult,
     _build_job,
-    check_number,
 )
 from .workers import CONTEXT, kill_pool
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import math
-import numbers
 import os
 import signal
 import tempfile
@@ -30,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tensorlang.runtime.arrays import packed
 
+from .arguments import check_int, check_number
 from .timelimit import TemplateTimeout, time_limit
 from .workers import CONTEXT, kill_pool
 
@@ -138,28 +137,6 @@ def _build(job: dict, t0: float) -> dict:
     mod.save(job["path"])
     return {"error": None, "msg": "", "path": job["path"], "trace": trace,
             "time": time.perf_counter() - t0}
-
-
-def check_int(who: str, name: str, value, least: int) -> int:
-    """`value` as an int >= `least`, or TypeError / ValueError naming the argument."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{who}: {name} must be an int, got {type(value).__name__} {value!r}")
-    if value < least:
-        raise ValueError(f"{who}: {name} must be >= {least}, got {value}")
-    return int(value)
-
-
-def check_number(who: str, name: str, value, zero: bool = False) -> float:
-    """`value` as a finite float > 0 (>= 0 with `zero`): NaN and inf used to reach the
-    timers and pipes (OverflowError, ValueError from deep inside), 0 and negative
-    timeouts the time limits (0 meant none)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{who}: {name} must be a number, got {type(value).__name__} "
-                        f"{value!r}")
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
-        bound = ">= 0" if zero else "> 0"
-        raise ValueError(f"{who}: {name} must be {bound} (a finite number), got {value!r}")
-    return float(value)
 
 
 class LocalBuilder:

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..version import __version__
+from .arguments import list_of
 from .measure import ERROR_KINDS, MeasureInput, MeasureResult, robust_cost
 from .task import DispatchContext, create_task, split_workload, workload_key
 
@@ -232,16 +233,11 @@ def _record_list(source) -> list[Record]:
     its bytes, and other entries dropped: apply_history_best applied nothing, silently)."""
     if isinstance(source, (bytes, bytearray)):
         raise TypeError("tuning records: give the log's path as a str or os.PathLike, not bytes")
-    try:
-        items = list(source)
-    except TypeError:
-        raise TypeError(f"tuning records: expected a log's path or a list of Records, got "
-                        f"{type(source).__name__}") from None
-    for r in items:
-        if not isinstance(r, Record):
-            raise TypeError(f"tuning records: expected Records (load_records gives them), got "
-                            f"{type(r).__name__} {r!r:.80}")
-    return items
+    return list_of(source, lambda r: isinstance(r, Record),
+                   f"tuning records: expected a log's path or a list of Records, got "
+                   f"{type(source).__name__}",
+                   lambda r: f"tuning records: expected Records (load_records gives them), "
+                             f"got {type(r).__name__} {r!r:.80}")
 
 
 # the bytes of an existing file read to tell a tuning log from another file

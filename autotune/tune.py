@@ -6,6 +6,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 
+from .arguments import check_int, list_of
 from .callbacks import log_to_file, progress_bar
 from .evolution import EvolutionTuner
 from .measure import MeasureOption
@@ -19,7 +20,6 @@ from .tuner import (
     RandomTuner,
     TuningError,
     XGBTuner,
-    check_count,
     check_remeasure,
     first_message,
     own_records,
@@ -57,10 +57,10 @@ def tune_tasks(tasks: Sequence[Task], n_trial: int, log_file: str | os.PathLike,
     check_remeasure("tune_tasks", remeasure_top, remeasure_rounds)
     tasks = _task_list(tasks)
     # checked here, not in each task's tune(): a bad count failed after tuning the first tasks
-    n_trial = check_count("tune_tasks", "n_trial", n_trial, 0)
-    check_count("tune_tasks", "batch_size", batch_size, 1)
+    n_trial = check_int("tune_tasks", "n_trial", n_trial, 0)
+    check_int("tune_tasks", "batch_size", batch_size, 1)
     if early_stopping is not None:
-        check_count("tune_tasks", "early_stopping", early_stopping, 1)
+        check_int("tune_tasks", "early_stopping", early_stopping, 1)
     option = measure_option or _measure_option()
     log_file = os.fspath(log_file)
     best = {}
@@ -115,15 +115,10 @@ def _task_list(tasks) -> list[Task]:
     """`tasks` as a list of Tasks; TypeError for one Task not in a list, or another object."""
     if isinstance(tasks, Task):
         raise TypeError("tune_tasks: tasks must be a list of Tasks, got one Task; give [task]")
-    try:
-        tasks = list(tasks)
-    except TypeError:
-        raise TypeError(f"tune_tasks: tasks must be a list of Tasks, got "
-                        f"{type(tasks).__name__}") from None
-    for t in tasks:
-        if not isinstance(t, Task):
-            raise TypeError(f"tune_tasks: tasks must be autotune Tasks, got {type(t).__name__}")
-    return tasks
+    return list_of(tasks, lambda t: isinstance(t, Task),
+                   f"tune_tasks: tasks must be a list of Tasks, got {type(tasks).__name__}",
+                   lambda t: f"tune_tasks: tasks must be autotune Tasks, got "
+                             f"{type(t).__name__}")
 
 
 def _logged_failure(task: Task, records: list) -> TuningError:

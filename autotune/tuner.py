@@ -16,7 +16,6 @@ No tuner measures a config twice (visited set, seeded by load_history).
 from __future__ import annotations
 
 import math
-import numbers
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import TensorlangError
+from .arguments import check_int, list_of
 from .callbacks import streamer
 from .features import FeaturePool, SharedFeaturePool, config_features
 from .measure import (
@@ -73,32 +73,17 @@ def check_remeasure(who: str, top, rounds) -> None:
             raise ValueError(f"{who}: {name} must be >= {least}, got {value}")
 
 
-def check_count(who: str, name: str, value, least: int) -> int:
-    """`value` as an int >= `least`; TypeError / ValueError naming it otherwise (a float or
-    None used to fail deep in the tuning loop, and 0 or a negative count to tune nothing)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{who}: {name} must be an int, got {type(value).__name__} {value!r}")
-    if value < least:
-        raise ValueError(f"{who}: {name} must be >= {least}, got {value}")
-    return int(value)
-
-
 def check_callbacks(who: str, callbacks) -> list:
     """The callbacks as a list; TypeError for one callback not in a list (a single
     log_to_file) or an entry that is not callable, before anything is measured."""
     if callable(callbacks) or isinstance(callbacks, (str, bytes)):
         raise TypeError(f"{who}: callbacks must be a list of callables, got one "
                         f"{type(callbacks).__name__}; give [it]")
-    try:
-        out = list(callbacks)
-    except TypeError:
-        raise TypeError(f"{who}: callbacks must be a list of callables, got "
-                        f"{type(callbacks).__name__}") from None
-    for cb in out:
-        if not callable(cb):
-            raise TypeError(f"{who}: each callback must be callable as cb(tuner, inputs, "
-                            f"results), got {type(cb).__name__} {cb!r}")
-    return out
+    return list_of(callbacks, callable,
+                   f"{who}: callbacks must be a list of callables, got "
+                   f"{type(callbacks).__name__}",
+                   lambda cb: f"{who}: each callback must be callable as cb(tuner, inputs, "
+                              f"results), got {type(cb).__name__} {cb!r}")
 
 
 def baseline_of(task: Task) -> Task | None:
@@ -142,7 +127,7 @@ class Tuner:
             raise TypeError(f"tuner needs an autotune Task, got {type(task).__name__}")
         self.task = task
         self.space = task.config_space
-        self.batch_size = check_count(type(self).__name__, "batch_size", batch_size, 1)
+        self.batch_size = check_int(type(self).__name__, "batch_size", batch_size, 1)
         self.rng = np.random.default_rng(seed)
         self.visited: set[int] = set()
         self.best_flops = 0.0
@@ -224,9 +209,9 @@ class Tuner:
             raise ValueError(f"tune: si_prefix must be one of '', K, M, G, T, P; got "
                              f"{si_prefix!r}")
         check_remeasure("tune", remeasure_top, remeasure_rounds)
-        n_trial = check_count("tune", "n_trial", n_trial, 0)
+        n_trial = check_int("tune", "n_trial", n_trial, 0)
         if early_stopping is not None:
-            early_stopping = check_count("tune", "early_stopping", early_stopping, 1)
+            early_stopping = check_int("tune", "early_stopping", early_stopping, 1)
         callbacks = check_callbacks("tune", callbacks)
         t_start = time.perf_counter()
         self.n_trial = n_trial
