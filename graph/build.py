@@ -207,7 +207,8 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     _report_kernels(rep, kernels, tuning_log)
     storage = _timed(rep, "assign storage",
                      lambda: assign_storage(passes.graph, kernels.kernel_of, inplace,
-                                            frozenset(k.name for k in kernels.infos if k.tuned)))
+                                            frozenset(k.name for k in kernels.infos
+                                                      if k.schedule != "default")))
     rep.memory = _timed(rep, "plan memory", lambda: plan_arena(storage, memory_reuse))
     shape_vars = graph_shape_vars(passes.graph)
     driver = _timed(rep, "emit driver", lambda: emit_driver(storage, kernels, tgt, shape_vars))

@@ -68,9 +68,10 @@ class _Assigner:
 
 
 def assign_storage(g: Graph, kernel_of: dict[str, str], inplace: bool = True,
-                   tuned: frozenset[str] = frozenset()) -> StorageAssignment:
+                   non_default: frozenset[str] = frozenset()) -> StorageAssignment:
     """Step "assign storage": ``kernel_of`` names each kernel node's kernel (select_kernels);
-    ``tuned``: the kernels built from a tuning record (their schedule is not the default)."""
+    ``non_default``: the kernels not built with their default schedule (a tuning record's, or
+    the naive fallback)."""
     a = _Assigner()
     for v in g.inputs:
         a.add_value(v, a.new_storage(v, "arena"))
@@ -82,8 +83,8 @@ def assign_storage(g: Graph, kernel_of: dict[str, str], inplace: bool = True,
         if R.get_op(n.op).alias:
             a.add_value(n.outputs[0], a.storage_of[id(n.inputs[0])])
             continue
-        donor = inplace_donor(n, a, last_read, i, kernel_of[n.name] in tuned) if inplace \
-            else None
+        donor = inplace_donor(n, a, last_read, i, kernel_of[n.name] not in non_default) \
+            if inplace else None
         for v in n.outputs:
             a.add_value(v, a.storage_of[id(donor)] if donor is not None
                         else a.new_storage(v, "arena"))
@@ -132,7 +133,8 @@ def _lifetimes(g: Graph, a: _Assigner, steps: list[StepSpec]) -> dict[int, tuple
     return out
 
 
-def inplace_donor(n, a: _Assigner, last_read: dict[int, float], i: int, tuned: bool = False):
+def inplace_donor(n, a: _Assigner, last_read: dict[int, float], i: int,
+                  default_schedule: bool = True):
     """An input whose buffer node ``n`` may write its output into, or None.
 
     For elementwise/broadcast kernels (each output element is computed from the input
@@ -144,7 +146,7 @@ def inplace_donor(n, a: _Assigner, last_read: dict[int, float], i: int, tuned: b
     group = group_of(n)
     pattern = group.pattern if group is not None else R.get_op(n.op).pattern
     if len(n.outputs) != 1 or not (pattern in _INPLACE_PATTERNS or (
-            not tuned and _reads_each_row_before_writing_it(n)
+            default_schedule and _reads_each_row_before_writing_it(n)
             # a model's output is written straight into the array run() returns, unless it
             # shares a storage (then it is copied out of the arena)
             and last_read.get(id(n.outputs[0])) != float("inf"))):
@@ -167,8 +169,8 @@ def _reads_each_row_before_writing_it(n) -> bool:
     output) in order within one iteration of the parallel row loop, and the output pass reads
     the input only at the index it writes. Written over its dying input, the output saves the
     second stream to memory: whisper's [1, 6, 1500, 1500] softmax, one thread, 11.3 -> 7.5 ms
-    (onnxruntime's in place in its model: 5.6). A tuned schedule may order its loops otherwise,
-    so the caller allows this only for the default one."""
+    (onnxruntime's in place in its model: 5.6). Another schedule (a tuning record's) may order
+    its loops otherwise, so the caller allows this only for the default one."""
     rank = len(n.outputs[0].shape)
     if rank < 2:
         return False  # (the generic schedule)

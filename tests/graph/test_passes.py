@@ -294,7 +294,8 @@ def test_a_last_axis_softmax_and_layer_norm_write_over_their_dying_input():
     g = graph.passes.run_passes(_attention_tail(), opt_level=0)
     kernel_of = {n.name: n.op for n in g.nodes}
     untuned = storage.assign_storage(g, kernel_of)
-    tuned = storage.assign_storage(g, kernel_of, tuned=frozenset({"softmax", "layer_norm"}))
+    tuned = storage.assign_storage(g, kernel_of, non_default=frozenset({"softmax",
+                                                                        "layer_norm"}))
     assert [st.op for st in untuned.steps if st.inplace] == ["softmax", "layer_norm", "tanh"]
     assert [st.op for st in tuned.steps if st.inplace] == ["tanh"]
     b = graph.Builder("out")
