@@ -16,6 +16,7 @@ load_records skips with a warning).
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import math
 import os
@@ -354,8 +355,11 @@ class ApplyHistoryBest(DispatchContext):
         for r in recs:
             if r.valid:
                 self._by_key.setdefault((r.key, r.target), []).append(r)
-        for lst in self._by_key.values():
+        # each workload's (target, records): a query matches targets by kind (_candidates)
+        self._by_workload: dict[str, list[tuple[str, list[Record]]]] = {}
+        for (key, target), lst in self._by_key.items():
             lst.sort(key=lambda r: r.rank)
+            self._by_workload.setdefault(key, []).append((target, lst))
         self._chosen: dict[tuple[str, str], object] = {}
         self.untuned: list[str] = []
         self.rejected: dict[str, str] = {}
@@ -425,8 +429,8 @@ class ApplyHistoryBest(DispatchContext):
         come first, then those tuned for another CPU; each group best first."""
         key, target = k
         same, other = [], []
-        for (rk, rt), recs in self._by_key.items():
-            if rk == key and _target_kind(rt) == _target_kind(target):
+        for rt, recs in self._by_workload.get(key, []):
+            if _target_kind(rt) == _target_kind(target):
                 (same if _same_code(rt, target) else other).extend(recs)
         return sorted(same, key=lambda r: r.rank) + sorted(other, key=lambda r: r.rank)
 
@@ -448,12 +452,20 @@ def _same_code(a: str, b: str) -> bool:
     CPU>" do); a target this LLVM cannot parse matches only itself."""
     if a == b:
         return True
+    da, db = _target_dict(a), _target_dict(b)
+    return da is not None and da == db
+
+
+@functools.lru_cache(maxsize=64)
+def _target_dict(target: str) -> dict | None:
+    """The target string parsed (cached: every query of every workload compares targets), or
+    None where this LLVM cannot parse it."""
     from ..codegen.target import Target
 
     try:
-        return Target.from_string(a).to_dict() == Target.from_string(b).to_dict()
+        return Target.from_string(target).to_dict()
     except (TypeError, ValueError):
-        return False
+        return None
 
 
 def apply_history_best(path_or_records) -> ApplyHistoryBest:

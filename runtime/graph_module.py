@@ -44,7 +44,7 @@ from tensorlang.version import __version__
 from . import _cpu, _plan
 from .arrays import _aligned_bytes_at, huge_page_bytes, packed
 from .module import ArtifactError, KernelError, Module, check_built_for_here, load_module
-from .saved_folder import write_folder
+from .saved_folder import GRAPH_KIND, write_folder
 from .timer import TimingResult, call_timer
 
 GRAPH_ARTIFACT_FORMAT = 1
@@ -729,7 +729,7 @@ class GraphModule:
             variant.save(tmp / "variants" / f"v{i}")
         manifest = {
             "format": GRAPH_ARTIFACT_FORMAT,
-            "kind": "tensorlang-graph",
+            "kind": GRAPH_KIND,
             "version": __version__,
             "arch": _cpu.triple_arch(target.get("triple", "")) or _cpu.machine(),
             "target": target,
@@ -888,7 +888,7 @@ class _Artifact:
         if not isinstance(man, dict):
             raise ArtifactError(f"{man_path}: must hold a JSON object, got "
                                 f"{type(man).__name__}")
-        if man.get("kind") != "tensorlang-graph" or man.get("format") != GRAPH_ARTIFACT_FORMAT:
+        if man.get("kind") != GRAPH_KIND or man.get("format") != GRAPH_ARTIFACT_FORMAT:
             raise ArtifactError(f"{path}: artifact format {man.get('format')!r} is not "
                                 f"supported (this runtime reads format {GRAPH_ARTIFACT_FORMAT})")
         self.digests = man.get("files")  # None: saved before digests were recorded

@@ -40,11 +40,10 @@ from .graph_module import (
     output_name,
 )
 from .module import ArtifactError
-from .saved_folder import write_folder
+from .saved_folder import PROGRAM_KIND, saved_kind, write_folder
 from .timer import TimingResult
 
 PROGRAM_FORMAT = 1
-PROGRAM_KIND = "tensorlang-program"
 
 
 class GraphStage:
@@ -289,11 +288,7 @@ _FOLDER = re.compile(r"m[0-9]+")
 
 def is_program(path: str | os.PathLike) -> bool:
     """True when ``path`` holds a saved Program (not a single GraphModule)."""
-    man = Path(path) / "manifest.json"
-    try:
-        return json.loads(man.read_text()).get("kind") == PROGRAM_KIND
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return False
+    return saved_kind(path) == PROGRAM_KIND
 
 
 def load_program(path: str | os.PathLike, mode: str = "graph") -> Program:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 # the manifest kinds of GraphModule.save and Program.save
-SAVED_KINDS = ("tensorlang-graph", "tensorlang-program")
+GRAPH_KIND, PROGRAM_KIND = "tensorlang-graph", "tensorlang-program"
 
 
 def write_folder(path: str | os.PathLike, fill: Callable[[Path], None]) -> Path:
@@ -42,7 +42,7 @@ def check_replaceable(path: str | os.PathLike) -> None:
     if not path.exists() and not path.is_symlink():
         return
     if path.is_dir() and not path.is_symlink():
-        if not any(path.iterdir()) or _saved_kind(path) in SAVED_KINDS:
+        if not any(path.iterdir()) or saved_kind(path) in (GRAPH_KIND, PROGRAM_KIND):
             return
         what = "a folder that tensorlang did not save"
     else:
@@ -51,9 +51,10 @@ def check_replaceable(path: str | os.PathLike) -> None:
                           "path, or remove it first)")
 
 
-def _saved_kind(path: Path) -> str | None:
+def saved_kind(path: str | os.PathLike) -> str | None:
+    """The manifest kind of a folder tensorlang saved; None for anything else."""
     try:
-        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
     return manifest.get("kind") if isinstance(manifest, dict) else None

@@ -34,6 +34,7 @@ from .onnx_context import (
     _np_dtype,
     _sanitize,
     _Scope,
+    refuse,
 )
 
 MIN_OPSET, MAX_OPSET = 6, 22
@@ -172,21 +173,17 @@ def _where(c, ins, a):
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
-def _refuse(c, what: str) -> OnnxImportError:
-    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
-
-
 def _int_list(c, a: dict, name: str, n: int, default: int | None, least: int) -> list[int]:
     """Attribute ``name``: n ints, each >= least (ONNX: strides, dilations and kernel sizes are
     positive, pads not negative); ``default`` n times when absent (None: it is required)."""
     if name not in a and default is None:
-        raise _refuse(c, f"attribute {name} is missing")
+        raise refuse(c, f"attribute {name} is missing")
     v = a.get(name, [default] * n)
     per = "a begin and an end per spatial axis" if name == "pads" else "one per spatial axis"
     if not isinstance(v, list) or len(v) != n or not all(isinstance(t, int) for t in v):
-        raise _refuse(c, f"{name} must be {n} ints ({per}), got {v!r}")
+        raise refuse(c, f"{name} must be {n} ints ({per}), got {v!r}")
     if min(v, default=least) < least:
-        raise _refuse(c, f"{name} {v} must be " + ("positive" if least else "non-negative"))
+        raise refuse(c, f"{name} {v} must be " + ("positive" if least else "non-negative"))
     return v
 
 
@@ -197,7 +194,7 @@ def _window(c, a: dict, x: Value, kernel: list[int]) -> tuple[list, list, list]:
     dil = _int_list(c, a, "dilations", nsp, 1, 1)
     mode = a.get("auto_pad", "NOTSET")
     if mode not in _AUTO_PADS + ("",):
-        raise _refuse(c, f"auto_pad={mode!r} is not one of {', '.join(_AUTO_PADS)}")
+        raise refuse(c, f"auto_pad={mode!r} is not one of {', '.join(_AUTO_PADS)}")
     if mode in ("NOTSET", ""):
         _int_list(c, a, "pads", 2 * nsp, 0, 0)
     return strides, dil, _auto_pads(a, x.shape[2:], kernel, strides, dil)
@@ -231,14 +228,14 @@ def _conv_group(c, a: dict, x: Value, w: Value) -> int:
     group divides the output channels M)."""
     g = a.get("group", 1)
     if not isinstance(g, int) or g < 1:
-        raise _refuse(c, f"group must be a positive int, got {g!r}")
+        raise refuse(c, f"group must be a positive int, got {g!r}")
     cin, cout, per = x.shape[1], w.shape[0], w.shape[1]
     if isinstance(cout, int) and cout % g:
-        raise _refuse(c, f"group={g} does not divide the weight's {cout} output channels "
-                         f"(weight {list(w.shape)})")
+        raise refuse(c, f"group={g} does not divide the weight's {cout} output channels "
+                        f"(weight {list(w.shape)})")
     if isinstance(cin, int) and isinstance(per, int) and cin != g * per:
-        raise _refuse(c, f"the input has {cin} channels; the weight {list(w.shape)} with "
-                         f"group={g} expects {g * per} ({per} per group)")
+        raise refuse(c, f"the input has {cin} channels; the weight {list(w.shape)} with "
+                        f"group={g} expects {g * per} ({per} per group)")
     return g
 
 
@@ -247,12 +244,12 @@ def _conv_op(c, ins, a):
     x, w = ins[0], ins[1]
     nsp = len(x.shape) - 2
     if nsp < 1 or len(w.shape) != len(x.shape):
-        raise _refuse(c, f"input {list(x.shape)} and weight {list(w.shape)} must have the same "
-                         "rank, at least 3")
+        raise refuse(c, f"input {list(x.shape)} and weight {list(w.shape)} must have the same "
+                        "rank, at least 3")
     kernel = list(w.shape[2:])
     if "kernel_shape" in a and a["kernel_shape"] != kernel:
-        raise _refuse(c, f"kernel_shape {a['kernel_shape']!r} does not match the weight's "
-                         f"spatial shape {kernel} (weight {list(w.shape)})")
+        raise refuse(c, f"kernel_shape {a['kernel_shape']!r} does not match the weight's "
+                        f"spatial shape {kernel} (weight {list(w.shape)})")
     strides, dil, pads = _window(c, a, x, kernel)
     inputs = [x, w] + ([ins[2]] if len(ins) > 2 and ins[2] is not None else [])
     return [c.op("conv", inputs, strides=strides, dilations=dil, pads=pads,
@@ -317,14 +314,14 @@ def _pool(op: str):
     def conv(c, ins, a):
         x = ins[0]
         if len(x.shape) < 3:
-            raise _refuse(c, f"the input {list(x.shape)} must have rank >= 3 (N, C, spatial)")
+            raise refuse(c, f"the input {list(x.shape)} must have rank >= 3 (N, C, spatial)")
         kernel = _int_list(c, a, "kernel_shape", len(x.shape) - 2, None, 1)
         strides, dil, pads = _window(c, a, x, kernel)
         given = a.get("pads", []) if a.get("auto_pad", "NOTSET") in ("NOTSET", "") else []
         if any(p >= kernel[d % len(kernel)] for d, p in enumerate(given)):
             # windows over padding alone (onnxruntime refuses these pads: "Pad should be
             # smaller than kernel"; auto_pad's, dilated, may be larger)
-            raise _refuse(c, f"pads {pads} must be smaller than kernel_shape {kernel}")
+            raise refuse(c, f"pads {pads} must be smaller than kernel_shape {kernel}")
         extra = {"count_include_pad": int(a.get("count_include_pad", 0))} \
             if op == "avg_pool" else {}
         return [c.op(op, [x], kernel=kernel, strides=strides, dilations=dil, pads=pads,
@@ -417,16 +414,17 @@ def _reduce_composite(c, ins, a):
     x = ins[0]
     axes = _reduce_axes(c, ins, a)
     if axes is None:
-        raise _refuse(c, "noop_with_empty_axes=1 with no axes is not supported")
+        raise refuse(c, "noop_with_empty_axes=1 with no axes is not supported")
     if c.op_type in ("ReduceL2", "ReduceLogSum", "ReduceLogSumExp") and \
             not np.issubdtype(np.dtype(x.dtype), np.floating):
-        raise _refuse(c, f"{x.dtype} input: only float inputs are supported")
+        raise refuse(c, f"{x.dtype} input: only float inputs are supported")
     keep = int(a.get("keepdims", 1))
     if c.op_type == "ReduceLogSumExp":  # max-shifted: no overflow in exp
         peak = c.op("reduce_max", [x], axes=axes, keepdims=1)
         e = c.op("exp", [c.op("subtract", [x, peak])])
         s = c.op("log", [c.op("reduce_sum", [e], axes=axes, keepdims=keep)])
-        return [c.op("add", [s, c.op("reduce_max", [x], axes=axes, keepdims=keep)])]
+        top = peak if keep else c.op("reduce_max", [x], axes=axes, keepdims=0)
+        return [c.op("add", [s, top])]
     pre = {"ReduceL1": lambda: c.op("abs", [x]), "ReduceLogSum": lambda: x}.get(
         c.op_type, lambda: c.op("multiply", [x, x]))()
     s = c.op("reduce_sum", [pre], axes=axes, keepdims=keep)
@@ -451,11 +449,11 @@ def _reshape(c, ins, a):
     allowzero = a.get("allowzero", 0)
     wild = [i for i, s in enumerate(shape) if _is(s, -1)]
     if len(wild) > 1 or any(isinstance(s, int) and s < -1 for s in shape):
-        raise _refuse(c, f"the target shape {shape} may hold at most one -1 (the dimension "
-                         "inferred) and no other negative value")
+        raise refuse(c, f"the target shape {shape} may hold at most one -1 (the dimension "
+                        "inferred) and no other negative value")
     if not allowzero and any(_is(s, 0) for s in shape[len(x.shape):]):
-        raise _refuse(c, f"the target shape {shape} copies (0) a dimension beyond the input's "
-                         f"rank {len(x.shape)}")
+        raise refuse(c, f"the target shape {shape} copies (0) a dimension beyond the input's "
+                        f"rank {len(x.shape)}")
     out = []
     for i, s in enumerate(shape):
         out.append(x.shape[i] if _is(s, 0) and not allowzero else s)
@@ -488,7 +486,7 @@ def _axis(c, axis: int, rank: int, end: bool = False, of: str = "") -> int:
     whose rank it is when not the input's."""
     if not -rank <= axis < rank + int(end):
         extra = f" (expected [{-rank}, {rank}])" if end else ""
-        raise _refuse(c, f"axis {axis} is out of range for {of}rank {rank}{extra}")
+        raise refuse(c, f"axis {axis} is out of range for {of}rank {rank}{extra}")
     return axis + rank if axis < 0 else axis
 
 
@@ -496,7 +494,7 @@ def _distinct_axes(c, axes: list[int], rank: int, of: str = "") -> list[int]:
     """``axes`` of a tensor of rank ``rank`` made non-negative; a repeated axis refused."""
     out = [_axis(c, ax, rank, of=of) for ax in axes]
     if len(set(out)) != len(out):
-        raise _refuse(c, f"axes {axes} name an axis more than once")
+        raise refuse(c, f"axes {axes} name an axis more than once")
     return out
 
 
@@ -529,8 +527,8 @@ def _squeeze(c, ins, a):
     wide = [(ax, x.shape[ax]) for ax in axes if isinstance(x.shape[ax], int) and
             x.shape[ax] != 1]
     if wide:
-        raise _refuse(c, f"Squeeze removes axes of extent 1; the input {list(x.shape)} has "
-                         f"extents {[n for _, n in wide]} at axes {[ax for ax, _ in wide]}")
+        raise refuse(c, f"Squeeze removes axes of extent 1; the input {list(x.shape)} has "
+                        f"extents {[n for _, n in wide]} at axes {[ax for ax, _ in wide]}")
     return [c.op("reshape", [x], shape=[s for i, s in enumerate(x.shape) if i not in axes])]
 
 
@@ -539,7 +537,7 @@ def _unsqueeze(c, ins, a):
     x = ins[0]
     axes = _axes(c, ins, a, "Unsqueeze")
     if axes is None:
-        raise _refuse(c, "the axes to insert are missing")
+        raise refuse(c, "the axes to insert are missing")
     # the axes index the output, of rank len(x.shape) + len(axes)
     axes = sorted(_distinct_axes(c, list(axes), len(x.shape) + len(axes), "the output's "))
     shape = list(x.shape)
@@ -581,33 +579,33 @@ def _split_sizes(c, ins, a, n, axis: int) -> list[int]:
     else:
         sizes = a.get("split")
     if "num_outputs" in a and a["num_outputs"] != c.num_outputs:
-        raise _refuse(c, f"num_outputs={a['num_outputs']} but the node has {c.num_outputs} "
-                         "outputs")
+        raise refuse(c, f"num_outputs={a['num_outputs']} but the node has {c.num_outputs} "
+                        "outputs")
     if sizes is not None:
         return _checked_sizes(c, list(sizes), n, axis)
     if not isinstance(n, int):
-        raise _refuse(c, f"equal parts of a symbolic axis are not supported{_symbolic_note(ins)}")
+        raise refuse(c, f"equal parts of a symbolic axis are not supported{_symbolic_note(ins)}")
     parts = c.num_outputs
     if c.opset < 18 and n % parts:
-        raise _refuse(c, f"axis {axis} of extent {n} does not split into {parts} equal parts "
-                         "(before opset 18, Split without sizes needs them)")
+        raise refuse(c, f"axis {axis} of extent {n} does not split into {parts} equal parts "
+                        "(before opset 18, Split without sizes needs them)")
     chunk = -(-n // parts)
     sizes = [min(chunk, n - i * chunk) for i in range(parts)]
     if min(sizes) < 1:
-        raise _refuse(c, f"axis {axis} of extent {n} in {parts} parts of {chunk} leaves the last "
-                         f"{sum(s < 1 for s in sizes)} empty; empty tensors are not supported")
+        raise refuse(c, f"axis {axis} of extent {n} in {parts} parts of {chunk} leaves the last "
+                        f"{sum(s < 1 for s in sizes)} empty; empty tensors are not supported")
     return sizes
 
 
 def _checked_sizes(c, sizes: list[int], n, axis: int) -> list[int]:
     if len(sizes) != c.num_outputs:
-        raise _refuse(c, f"split sizes {sizes} are {len(sizes)} for {c.num_outputs} outputs")
+        raise refuse(c, f"split sizes {sizes} are {len(sizes)} for {c.num_outputs} outputs")
     if min(sizes, default=1) < 1:
-        raise _refuse(c, f"split sizes {sizes} must be positive (empty tensors are not "
-                         "supported)")
+        raise refuse(c, f"split sizes {sizes} must be positive (empty tensors are not "
+                        "supported)")
     if isinstance(n, int) and sum(sizes) != n:
-        raise _refuse(c, f"split sizes {sizes} sum to {sum(sizes)}, not to the extent {n} of "
-                         f"axis {axis}")
+        raise refuse(c, f"split sizes {sizes} sum to {sum(sizes)}, not to the extent {n} of "
+                        f"axis {axis}")
     return sizes
 
 
@@ -628,8 +626,8 @@ def _slice(c, ins, a):
         axes = arr(3, "axes") or list(range(len(starts)))
         steps = arr(4, "steps") or [1] * len(starts)
     if not len(starts) == len(ends) == len(axes) == len(steps):
-        raise _refuse(c, f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must "
-                         "have one entry each per sliced axis")
+        raise refuse(c, f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must "
+                        "have one entry each per sliced axis")
     axes = _distinct_axes(c, list(axes), len(x.shape))
     big = 2**62  # INT64_MAX-like sentinels: clamp without overflowing the arithmetic
     starts = [max(min(s, big), -big) for s in starts]
@@ -655,7 +653,7 @@ def _pad(c, ins, a):
             axes = _distinct_axes(c, [int(v) for v in c.const_array(ins[3], "Pad axes")],
                                   len(x.shape))
             if len(pads) != 2 * len(axes):
-                raise _refuse(c, f"pads {pads} must have 2 entries per axis of {axes}")
+                raise refuse(c, f"pads {pads} must have 2 entries per axis of {axes}")
             full = [0] * (2 * len(x.shape))
             for i, ax in enumerate(axes):
                 full[ax] = pads[i]
@@ -679,8 +677,8 @@ def _check_reflect(c, shape, pads: list[int]) -> None:
             continue
         kept = n - max(0, -pads[d]) - max(0, -pads[nd + d])
         if max(pads[d], pads[nd + d]) > kept - 1:
-            raise _refuse(c, f"mode 'reflect' pads {pads}: axis {d} (extent {kept}) can be "
-                             f"mirrored by at most {kept - 1} per side")
+            raise refuse(c, f"mode 'reflect' pads {pads}: axis {d} (extent {kept}) can be "
+                            f"mirrored by at most {kept - 1} per side")
 
 
 @_conv("Gather")
@@ -846,7 +844,6 @@ def _check_names(gp) -> None:
     for what, name in named:
         if not isinstance(name, str):
             raise OnnxImportError(f"{what}: name {name!r} is not UTF-8 text (a damaged file?)")
-
 
 
 def supported_versions(op: str) -> list[int]:

@@ -47,6 +47,12 @@ class UnsupportedOperatorError(OnnxImportError):
         super().__init__("\n".join(lines))
 
 
+def refuse(c, what: str) -> OnnxImportError:
+    """The error for node ``c`` (a converter's context): its name, op type and opset, then
+    what is wrong."""
+    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
+
+
 def _np_dtype(elem_type: int) -> np.dtype:
     from onnx import helper
 

@@ -13,12 +13,7 @@ import string
 
 import numpy as np
 
-from .onnx_context import OnnxImportError, _conv
-
-
-def _refuse(c, what: str) -> OnnxImportError:
-    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
-
+from .onnx_context import _conv, refuse
 
 # ---------------------------------------------------------------------------- float classes
 
@@ -34,7 +29,7 @@ def _isinf(c, ins, a):
     for key in ("detect_negative", "detect_positive"):
         v = int(a.get(key, 1))
         if v not in (0, 1):
-            raise _refuse(c, f"{key} must be 0 or 1, got {v}")
+            raise refuse(c, f"{key} must be 0 or 1, got {v}")
         flags[key] = v
     return [c.op("isinf", ins[:1], **flags)]
 
@@ -43,11 +38,11 @@ def _isinf(c, ins, a):
 def _mod(c, ins, a):
     fmod = int(a.get("fmod", 0))
     if fmod not in (0, 1):
-        raise _refuse(c, f"fmod must be 0 or 1, got {fmod}")
+        raise refuse(c, f"fmod must be 0 or 1, got {fmod}")
     x, y = ins[0], ins[1]
     if fmod == 0 and np.issubdtype(np.dtype(x.dtype), np.floating):
-        raise _refuse(c, f"fmod=0 is defined for integer inputs; {x.dtype} inputs need fmod=1 "
-                         "(the ONNX specification)")
+        raise refuse(c, f"fmod=0 is defined for integer inputs; {x.dtype} inputs need fmod=1 "
+                        "(the ONNX specification)")
     return [c.op("mod", [x, y], fmod=fmod)]
 
 
@@ -57,7 +52,7 @@ def _mod(c, ins, a):
 def _scalar_int(c, v, what: str) -> int:
     arr = c.const_array(v, what)
     if arr.size != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise _refuse(c, f"{what} must be one integer, got {arr.dtype}{list(arr.shape)}")
+        raise refuse(c, f"{what} must be one integer, got {arr.dtype}{list(arr.shape)}")
     return int(arr.reshape(-1)[0])
 
 
@@ -66,11 +61,11 @@ def _cumsum(c, ins, a):
     x = ins[0]
     axis = _scalar_int(c, ins[1], "the axis input of CumSum")
     if not -len(x.shape) <= axis < len(x.shape):
-        raise _refuse(c, f"axis {axis} is out of range for rank {len(x.shape)}")
+        raise refuse(c, f"axis {axis} is out of range for rank {len(x.shape)}")
     flags = {k: int(a.get(k, 0)) for k in ("exclusive", "reverse")}
     for k, v in flags.items():
         if v not in (0, 1):
-            raise _refuse(c, f"{k} must be 0 or 1, got {v}")
+            raise refuse(c, f"{k} must be 0 or 1, got {v}")
     return [c.op("cumsum", [x], axis=axis % len(x.shape), **flags)]
 
 
@@ -79,20 +74,20 @@ def _topk(c, ins, a):
     x = ins[0]
     if c.opset < 10:
         if "k" not in a:
-            raise _refuse(c, "attribute k is missing")
+            raise refuse(c, "attribute k is missing")
         k = int(a["k"])
     else:
         k = _scalar_int(c, ins[1], "K (the number of elements TopK returns)")
     axis = int(a.get("axis", -1))
     if not -len(x.shape) <= axis < len(x.shape):
-        raise _refuse(c, f"axis {axis} is out of range for rank {len(x.shape)}")
+        raise refuse(c, f"axis {axis} is out of range for rank {len(x.shape)}")
     axis %= len(x.shape)
     if not 0 <= k <= x.shape[axis]:
-        raise _refuse(c, f"K={k} is not in [0, {x.shape[axis]}] (the extent of axis {axis})")
+        raise refuse(c, f"K={k} is not in [0, {x.shape[axis]}] (the extent of axis {axis})")
     largest = int(a.get("largest", 1))
     if largest not in (0, 1) or int(a.get("sorted", 1)) not in (0, 1):
-        raise _refuse(c, f"largest and sorted must be 0 or 1, got {largest}, "
-                         f"{a.get('sorted')}")
+        raise refuse(c, f"largest and sorted must be 0 or 1, got {largest}, "
+                        f"{a.get('sorted')}")
     # sorted=0 leaves the order to the implementation: the sorted order is one
     values, indices = c.op("topk", [x], k=k, axis=axis, largest=largest)
     return [values, indices]
@@ -105,11 +100,11 @@ def _topk(c, ins, a):
 def _einsum(c, ins, a):
     eq = str(a.get("equation", "")).replace(" ", "")
     if not eq:
-        raise _refuse(c, "the equation attribute is missing")
+        raise refuse(c, "the equation attribute is missing")
     try:
         terms, out = _parse_equation(eq, [v.shape for v in ins])
     except ValueError as e:
-        raise _refuse(c, f"equation {eq!r}: {e}") from None
+        raise refuse(c, f"equation {eq!r}: {e}") from None
     sizes = _letter_sizes(c, eq, terms, ins)
     ins = [_expand_ellipsis(c, v, t, sizes) for v, t in zip(ins, terms)]
     ops = []
@@ -169,7 +164,7 @@ def _letter_sizes(c, eq, terms, ins) -> dict:
     for t, v in zip(terms, ins):
         for ch, n in zip(t, v.shape):
             if sizes.get(ch, 1) not in (1, n) and n != 1:
-                raise _refuse(c, f"equation {eq!r}: letter {ch!r} has sizes {sizes[ch]} and {n}")
+                raise refuse(c, f"equation {eq!r}: letter {ch!r} has sizes {sizes[ch]} and {n}")
             sizes[ch] = max(sizes.get(ch, 1), n)
     return sizes
 

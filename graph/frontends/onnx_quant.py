@@ -22,15 +22,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Value
-from .onnx_context import CONVERTERS, OnnxImportError, _conv
+from .onnx_context import CONVERTERS, _conv, refuse
 
 # zero point / quantized data types per opset (int16/uint16 from opset 21)
 _QTYPES = ("int8", "uint8")
 _QTYPES_21 = ("int8", "uint8", "int16", "uint16")
-
-
-def _refuse(c, what: str) -> OnnxImportError:
-    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
 
 
 def _qtypes(c) -> tuple[str, ...]:
@@ -45,19 +41,19 @@ def _axis(c, a: dict, rank: int, *params: Value | None) -> int:
     if not (per_axis or "axis" in a):
         return 0
     if not -rank <= axis < max(rank, 1):
-        raise _refuse(c, f"axis {axis} is out of range for an input of rank {rank}")
+        raise refuse(c, f"axis {axis} is out of range for an input of rank {rank}")
     return axis % max(rank, 1)
 
 
 def _no_blocks(c, a: dict) -> None:
     if int(a.get("block_size", 0)) != 0:
-        raise _refuse(c, f"blocked quantization (block_size={a['block_size']}) is not "
-                         "supported; per-tensor and per-axis parameters are")
+        raise refuse(c, f"blocked quantization (block_size={a['block_size']}) is not "
+                        "supported; per-tensor and per-axis parameters are")
 
 
 def _check_zero_dtype(c, z: Value | None, allowed: tuple[str, ...], what: str) -> None:
     if z is not None and z.dtype not in allowed:
-        raise _refuse(c, f"{what} has type {z.dtype}; supported: {', '.join(allowed)}")
+        raise refuse(c, f"{what} has type {z.dtype}; supported: {', '.join(allowed)}")
 
 
 def _param(c, v: Value | None, rank: int, axis: int, extent: int, what: str) -> Value | None:
@@ -67,11 +63,11 @@ def _param(c, v: Value | None, rank: int, axis: int, extent: int, what: str) -> 
         return None
     n = int(np.prod(v.shape)) if v.shape else 1
     if len(v.shape) > 1:
-        raise _refuse(c, f"{what} must be a scalar or 1-D, got shape {list(v.shape)}")
+        raise refuse(c, f"{what} must be a scalar or 1-D, got shape {list(v.shape)}")
     if len(v.shape) == 0 or (n == 1 and rank > 0 and extent != 1):
         return v if len(v.shape) == 0 else c.op("reshape", [v], shape=[])
     if n != extent:
-        raise _refuse(c, f"{what} has {n} entries but axis {axis} of the data has {extent}")
+        raise refuse(c, f"{what} has {n} entries but axis {axis} of the data has {extent}")
     shape = [n] + [1] * (rank - axis - 1)
     return c.op("reshape", [v], shape=shape) if len(shape) != 1 else v
 
@@ -89,7 +85,7 @@ def _quantize(c, ins, a):
     _no_blocks(c, a)
     _check_zero_dtype(c, z, _qtypes(c), "the zero point")
     if x.dtype not in ("float32", "float16", "float64"):
-        raise _refuse(c, f"x must be a float tensor, got {x.dtype}")
+        raise refuse(c, f"x must be a float tensor, got {x.dtype}")
     out = z.dtype if z is not None else _output_dtype(c, a)
     s, z = _scale_zero(c, x, s, z, _axis(c, a, len(x.shape), s, z), "the")
     s = s if s.dtype == x.dtype else c.op("cast", [s], dtype=x.dtype)
@@ -104,8 +100,8 @@ def _output_dtype(c, a: dict) -> str:
         return "uint8"
     d = np.dtype(helper.tensor_dtype_to_np_dtype(code)).name
     if d not in _qtypes(c):
-        raise _refuse(c, f"output_dtype {d} is not supported; supported: "
-                         f"{', '.join(_qtypes(c))}")
+        raise refuse(c, f"output_dtype {d} is not supported; supported: "
+                        f"{', '.join(_qtypes(c))}")
     return d
 
 
@@ -116,10 +112,10 @@ def _dequantize(c, ins, a):
     _no_blocks(c, a)
     allowed = _qtypes(c) + ("int32",)
     if x.dtype not in allowed:
-        raise _refuse(c, f"x has type {x.dtype}; supported: {', '.join(allowed)}")
+        raise refuse(c, f"x has type {x.dtype}; supported: {', '.join(allowed)}")
     _check_zero_dtype(c, z, allowed, "the zero point")
     if z is not None and z.dtype != x.dtype:
-        raise _refuse(c, f"the zero point ({z.dtype}) and x ({x.dtype}) differ in type")
+        raise refuse(c, f"the zero point ({z.dtype}) and x ({x.dtype}) differ in type")
     s, z = _scale_zero(c, x, s, z, _axis(c, a, len(x.shape), s, z), "the")
     # a constant's dequantization stays a node (module doc); nothing else changes
     fold, c.b.fold = c.b.fold, c.b.fold and not x.is_constant
@@ -135,10 +131,10 @@ def _dequantize(c, ins, a):
 def _widened(c, v: Value, z: Value | None, axis: int, what: str) -> Value:
     """int32(v) - int32(z), z per tensor or along ``axis``; folded when both are constants."""
     if v.dtype not in _QTYPES:
-        raise _refuse(c, f"{what} has type {v.dtype}; supported: {', '.join(_QTYPES)}")
+        raise refuse(c, f"{what} has type {v.dtype}; supported: {', '.join(_QTYPES)}")
     if z is not None and z.dtype != v.dtype:
-        raise _refuse(c, f"{what}'s zero point ({z.dtype}) and {what} ({v.dtype}) differ in "
-                         "type")
+        raise refuse(c, f"{what}'s zero point ({z.dtype}) and {what} ({v.dtype}) differ in "
+                        "type")
     w = c.op("cast", [v], dtype="int32")
     if z is None:
         return w
@@ -150,8 +146,8 @@ def _widened(c, v: Value, z: Value | None, axis: int, what: str) -> Value:
 def _int_conv(c, ins, a, zx: Value | None, zw: Value | None) -> Value:
     x, w = ins[0], ins[1]
     if len(x.shape) != 4:
-        raise _refuse(c, f"only 2-D convolutions (NCHW inputs) are supported, got rank "
-                         f"{len(x.shape)}")
+        raise refuse(c, f"only 2-D convolutions (NCHW inputs) are supported, got rank "
+                        f"{len(x.shape)}")
     xi = _widened(c, x, zx, 1, "x")
     wi = _widened(c, w, zw, 0, "w")
     return CONVERTERS["Conv"](c, [xi, wi], a)[0]
@@ -159,7 +155,7 @@ def _int_conv(c, ins, a, zx: Value | None, zw: Value | None) -> Value:
 
 def _int_matmul(c, A: Value, B: Value, za: Value | None, zb: Value | None) -> Value:
     if len(A.shape) < 2 or len(B.shape) < 2:
-        raise _refuse(c, "1-D operands are not supported; A and B must be at least 2-D")
+        raise refuse(c, "1-D operands are not supported; A and B must be at least 2-D")
     if _on_int8_kernel(A, B, za, zb):
         return _dense_integer(c, A, B, za)
     ai = _widened(c, A, za, len(A.shape) - 2, "A")  # A's zero point: per row
@@ -212,9 +208,9 @@ def _multiplier(c, sx: Value, sw: Value, sy: Value, what: str) -> np.ndarray:
             ((sx, "x_scale"), (sw, "w_scale"), (sy, "y_scale"))]
     for v, n in zip(vals, ("x_scale", "w_scale", "y_scale")):
         if v.dtype != np.float32:
-            raise _refuse(c, f"{n} must be float32, got {v.dtype}")
+            raise refuse(c, f"{n} must be float32, got {v.dtype}")
         if v.size > 1 and n != "w_scale":
-            raise _refuse(c, f"{n} must be a scalar, got shape {list(v.shape)}")
+            raise refuse(c, f"{n} must be a scalar, got shape {list(v.shape)}")
     x, w, y = (np.float32(vals[0].reshape(-1)[0]), vals[1].reshape(-1).astype(np.float32),
                np.float32(vals[2].reshape(-1)[0]))
     return (x * w) / y
@@ -266,7 +262,7 @@ def _qlinear_conv(c, ins, a):
     bias = ins[8] if len(ins) > 8 else None
     _check_zero_dtype(c, zy, _QTYPES, "y_zero_point")
     if bias is not None and bias.dtype != "int32":
-        raise _refuse(c, f"the bias must be int32, got {bias.dtype}")
+        raise refuse(c, f"the bias must be int32, got {bias.dtype}")
     if _conv_on_int8_kernel(x, zx, w, zw, a):
         m = _multiplier(c, sx, sw, sy, "QLinearConv's")
         return [_qconv_int8(c, x, zx, w, m, zy, bias, a,
@@ -297,7 +293,7 @@ def _dynamic_quantize(c, ins, a):
     specification writes it."""
     x = ins[0]
     if x.dtype != "float32":
-        raise _refuse(c, f"x must be float32, got {x.dtype}")
+        raise refuse(c, f"x must be float32, got {x.dtype}")
     axes = list(range(len(x.shape)))
     zero = c.b.const(np.float32(0.0), name=f"{c.node_name}_zero")
     hi = c.op("maximum", [c.op("reduce_max", [x], axes=axes, keepdims=0), zero])

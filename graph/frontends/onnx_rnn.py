@@ -29,7 +29,7 @@ import numpy as np
 
 from tensorlang.ops.rnn import pack_recurrent_weights
 
-from .onnx_context import OnnxImportError, _conv
+from .onnx_context import _conv, refuse
 
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 # activations that take alpha / beta (ONNX's defaults), consumed in order from the node's lists
@@ -38,10 +38,6 @@ _ALPHA = {"LeakyRelu": 0.01, "ThresholdedRelu": 1.0, "Elu": 1.0, "HardSigmoid": 
 _BETA = {"HardSigmoid": 0.5, "Affine": 0.0, "ScaledTanh": 1.0}
 _PLAIN = {"Sigmoid": "sigmoid", "Tanh": "tanh", "Relu": "relu", "Softsign": "softsign",
           "Softplus": "softplus"}
-
-
-def _refuse(c, what: str) -> OnnxImportError:
-    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
 
 
 class _Activation:
@@ -83,15 +79,15 @@ def _axpb(c, v, a, b):
 def _activations(c, a, per_direction: int, defaults: list[str], dirs: int) -> list[list]:
     names = list(a.get("activations") or defaults * dirs)
     if len(names) != per_direction * dirs:
-        raise _refuse(c, f"activations {names} must name {per_direction} functions per "
-                         f"direction ({per_direction * dirs} in all)")
+        raise refuse(c, f"activations {names} must name {per_direction} functions per "
+                        f"direction ({per_direction * dirs} in all)")
     alphas = list(a.get("activation_alpha") or [])
     betas = list(a.get("activation_beta") or [])
     acts = []
     for n in names:
         if n not in _PLAIN and n not in _ALPHA:
-            raise _refuse(c, f"activation {n!r} is not supported (supported: "
-                             f"{', '.join(sorted({*_PLAIN, *_ALPHA}))})")
+            raise refuse(c, f"activation {n!r} is not supported (supported: "
+                            f"{', '.join(sorted({*_PLAIN, *_ALPHA}))})")
         alpha = (alphas.pop(0) if alphas else _ALPHA[n]) if n in _ALPHA else None
         beta = (betas.pop(0) if betas else _BETA[n]) if n in _BETA else None
         acts.append(_Activation(n, alpha, beta))
@@ -105,24 +101,24 @@ class _Rnn:
         self.c = c
         direction = a.get("direction", "forward")
         if direction not in _DIRECTIONS:
-            raise _refuse(c, f"direction {direction!r} is not forward, reverse or bidirectional")
+            raise refuse(c, f"direction {direction!r} is not forward, reverse or bidirectional")
         self.direction, self.dirs = direction, _DIRECTIONS[direction]
         self.layout = int(a.get("layout", 0))
         if self.layout not in (0, 1):
-            raise _refuse(c, f"layout must be 0 or 1, got {self.layout}")
+            raise refuse(c, f"layout must be 0 or 1, got {self.layout}")
         x = ins[0]
         if len(x.shape) != 3:
-            raise _refuse(c, f"X must have rank 3, got shape {list(x.shape)}")
+            raise refuse(c, f"X must have rank 3, got shape {list(x.shape)}")
         if self.layout == 1:  # [B, T, I] -> [T, B, I]
             x = c.op("transpose", [x], perm=[1, 0, 2])
         self.x = x
         self.T, self.B, self.I = x.shape
         if not isinstance(self.T, int):  # (issue 19) the steps are unrolled at import
-            raise _refuse(c, f"input {ins[0].name!r} has a symbolic sequence length "
-                             f"'{self.T}': the steps are unrolled at import, so give its size "
-                             f"(from_onnx(model, shapes={{{ins[0].name!r}: ...}}))")
+            raise refuse(c, f"input {ins[0].name!r} has a symbolic sequence length "
+                            f"'{self.T}': the steps are unrolled at import, so give its size "
+                            f"(from_onnx(model, shapes={{{ins[0].name!r}: ...}}))")
         if self.T < 1:
-            raise _refuse(c, "X has no time steps")
+            raise refuse(c, "X has no time steps")
         self.w = self._weight(ins, 1, "W")
         self.r = self._weight(ins, 2, "R")
         H = self.r.shape[-1]
@@ -143,16 +139,16 @@ class _Rnn:
         if v is None:
             if optional:
                 return None
-            raise _refuse(self.c, f"input {what} is missing")
+            raise refuse(self.c, f"input {what} is missing")
         if not v.is_constant:
-            raise _refuse(self.c, f"input {what} ({v.name!r}) must be a constant (an "
-                                  "initializer); it is computed at run time")
+            raise refuse(self.c, f"input {what} ({v.name!r}) must be a constant (an "
+                                 "initializer); it is computed at run time")
         return np.asarray(v.data)
 
     def _check_shape(self, arr, want, what):
         if tuple(arr.shape) != tuple(want):
-            raise _refuse(self.c, f"{what} has shape {list(arr.shape)}, expected {list(want)} "
-                                  f"(directions, gates x hidden_size, ...)")
+            raise refuse(self.c, f"{what} has shape {list(arr.shape)}, expected {list(want)} "
+                                 f"(directions, gates x hidden_size, ...)")
 
     def _lens(self, ins):
         """sequence_lens as given (a run-time value, or a constant with lengths in [0, T]), or
@@ -161,14 +157,14 @@ class _Rnn:
         if v is None:
             return None
         if tuple(v.shape) != (self.B,) or not np.issubdtype(np.dtype(v.dtype), np.integer):
-            raise _refuse(self.c, f"sequence_lens ({v.name!r}) must be integers of shape "
-                                  f"[{self.B}], got {v.dtype}{list(v.shape)}")
+            raise refuse(self.c, f"sequence_lens ({v.name!r}) must be integers of shape "
+                                 f"[{self.B}], got {v.dtype}{list(v.shape)}")
         if not v.is_constant:
             return v
         lens = np.asarray(v.data).reshape(-1).astype(np.int64)
         if (lens < 0).any() or (lens > self.T).any():
-            raise _refuse(self.c, f"sequence_lens {lens.tolist()} must give a length in "
-                                  f"[0, {self.T}] for each of the {self.B} batch entries")
+            raise refuse(self.c, f"sequence_lens {lens.tolist()} must give a length in "
+                                 f"[0, {self.T}] for each of the {self.B} batch entries")
         return None if (lens == self.T).all() else v
 
     @property
@@ -215,8 +211,8 @@ class _Rnn:
             return None
         want = (self.B, self.dirs, self.H) if self.layout else (self.dirs, self.B, self.H)
         if tuple(v.shape) != want:
-            raise _refuse(self.c, f"initial state {v.name!r} has shape {list(v.shape)}, "
-                                  f"expected {list(want)}")
+            raise refuse(self.c, f"initial state {v.name!r} has shape {list(v.shape)}, "
+                                 f"expected {list(want)}")
         axis = 1 if self.layout else 0
         s = self.c.op("slice", [v], starts=[d], ends=[d + 1], axes=[axis], steps=[1])
         return self.c.op("reshape", [s], shape=[self.B, self.H])

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_context import OnnxImportError, _conv
-
-
-def refuse(c, what: str) -> OnnxImportError:
-    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
+from .onnx_context import _conv, refuse
 
 
 def _choice(c, a: dict, name: str, default: str, allowed) -> str:
