@@ -170,6 +170,12 @@ class Tuner:
     def load_history(self, records: Sequence[Record]) -> None:
         """Mark the configs of this workload in `records` as measured (never measured again) and
         learn from them (XGBTuner also learns from other workloads of the same template)."""
+        self.mark_measured(records)
+
+    def mark_measured(self, records: Sequence[Record]) -> None:
+        """Only the first half of load_history: the configs of this workload in `records`
+        become measured (never measured again; the best of them is the tuner's best), and no
+        model learns from them (TVM's PreloadMeasuredStates, without its XGBModel)."""
         base = baseline_of(self.task)
         for r in records:
             if r.in_model:  # a model's per-call time: its config's own trial is in the log
@@ -679,8 +685,18 @@ class XGBTuner(Tuner):
             self._learn_history([r for r in records if r.key != self.task.key])
         self._planned = []
 
-    def _learn_history(self, records: Sequence[Record]) -> None:
-        super().load_history(records)
+    def learn_records(self, records: Sequence[Record]) -> None:
+        """Only the second half of load_history: the model learns from `records` (this
+        workload's and, as transfer, other workloads' of the same template) and refits, but
+        their configs are not marked measured, so the search may propose one again (TVM's
+        XGBModel.update_from_file, without PreloadMeasuredStates). Their illegal configs are
+        pruned all the same: they are never worth measuring."""
+        with instantiate_time_limit(self.time_limit):
+            self._learn_history(records, mark_measured=False)
+
+    def _learn_history(self, records: Sequence[Record], mark_measured: bool = True) -> None:
+        if mark_measured:
+            super().load_history(records)
         by_key: dict[str, list[Record]] = {}
         for r in records:
             if r.in_model:  # (see Tuner.load_history)

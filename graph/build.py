@@ -177,7 +177,8 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
 
     ``tuning_log``: a tuning log (JSON lines); workloads with a record use the tuned schedule,
     the others the default one, and the untuned ones are reported once (a warning); a record
-    that fails to build is reported too (a warning naming it, ``report.tuned_failures``).
+    that fails to build is reported too (a warning naming it, ``report.tuned_failures``);
+    inside ``auto_scheduler.ApplyHistoryBest(log)`` it defaults to that log (TVM's way).
     ``mode``: "graph" (one native call per run) or "interactive" (kernels called from Python,
     ``gm.profile()``). ``report``: a :class:`BuildReport` to fill (the steps, pass times,
     kernels, memory plan). ``specialize``: shape variable -> sizes (``{"seq": [128, 512]}``);
@@ -189,6 +190,11 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
 
     if not isinstance(g, Graph):
         raise TypeError(f"graph.build expects a graph.Graph, got {type(g).__name__}")
+    if tuning_log is None:
+        # TVM compiles a model inside `with auto_scheduler.ApplyHistoryBest(log):`
+        from .auto_scheduler import history_in_context
+
+        tuning_log = history_in_context()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     from .control_flow import build_program, has_control_flow
@@ -263,14 +269,17 @@ def _report_kernels(rep: BuildReport, kernels: KernelSelection, tuning_log) -> N
     rep.tuned_failures.extend(kernels.tuned_failures)
     rep.steps.append(StepReport("select kernels", kernels.describe(), kernels.time_s))
     if tuning_log is not None and kernels.untuned:
+        where = tuning_log if isinstance(tuning_log, (str, os.PathLike)) else \
+            f"the {len(tuning_log)} records given"
         warnings.warn(f"{len(kernels.untuned)} tunable kernels have no record in "
-                      f"{tuning_log} and use default schedules: {', '.join(kernels.untuned)}",
+                      f"{where} and use default schedules: {', '.join(kernels.untuned)}",
                       stacklevel=3)
 
 
-def _open_tuning_log(path: str, target):
-    """Kernel selection from a tuning log (:class:`.tuning.GraphTuning`)."""
-    if not os.path.exists(path):
+def _open_tuning_log(path, target):
+    """Kernel selection from a tuning log (:class:`.tuning.GraphTuning`): its path, or a list
+    of its records (an auto_scheduler.ApplyHistoryBest given records)."""
+    if isinstance(path, (str, os.PathLike)) and not os.path.exists(path):
         raise BuildError(f"tuning log {path!r} does not exist")
     from .tuning import GraphTuning
 

@@ -111,3 +111,45 @@ def missing(owner: str, name: str, table: dict) -> AttributeError:
     text = f"{owner!s} has no attribute {name!r}"
     hint = table.get(name)
     return AttributeError(f"{text}: {hint}" if hint else text)
+
+
+# tvm.auto_scheduler (tensorlang.auto_scheduler, graph/auto_scheduler.py): names with no
+# equivalent here
+_NO_RPC = ("there is no RPC measurement: candidates are built and timed on this machine, each "
+           "in a process of its own: TuningOptions(runner=auto_scheduler.LocalRunner(...)) (the "
+           "default, runner='local')")
+_RECORDS = ("the records are tensorlang's JSON lines, not TVM's: autotune.load_records(log) "
+            "reads them, autotune.pick_best(log, best_log) keeps each workload's best, "
+            "task.print_best(log) shows the best schedule, task.apply_best(log) applies it")
+AUTO_SCHEDULER_NAMES = {
+    "RPCRunner": f"auto_scheduler.RPCRunner: {_NO_RPC}",
+    "LocalRPCMeasureContext": f"auto_scheduler.LocalRPCMeasureContext (TVM's GPU tutorials' "
+                              f"measurer) {GPU_ONLY}; {_NO_RPC}",
+    "measure_record": f"auto_scheduler.measure_record: {_RECORDS}",
+    "load_records": f"auto_scheduler.load_records: {_RECORDS}",
+    "save_records": f"auto_scheduler.save_records: {_RECORDS}; RecordToFile(path) writes them",
+    "load_best_record": f"auto_scheduler.load_best_record: {_RECORDS}",
+    "RecordReader": f"auto_scheduler.RecordReader: {_RECORDS}",
+    "HardwareParams": "auto_scheduler.HardwareParams: the cores, vector width and caches are "
+                      "this machine's CPU's; a target string 'llvm -mcpu=...' names another CPU",
+    "PreloadCustomSketchRule": "auto_scheduler.PreloadCustomSketchRule: custom sketch rules "
+                               "are not supported (the rules are tensorlang's, "
+                               "autotune/sketch.py); for a hand-written search space use an "
+                               "AutoTVM-style template (autotune.template)",
+    "auto_schedule": "auto_scheduler.auto_schedule(task, search_policy, tuning_options) is "
+                     "TVM's older spelling: task.tune(tuning_options, search_policy) then "
+                     "task.apply_best(log)",
+    "ApplyHistoryBestOrSample": "auto_scheduler.ApplyHistoryBestOrSample is not supported: "
+                                "ApplyHistoryBest(log) applies the best records, and a "
+                                "workload without one gets its default schedule",
+    "LayoutRewriteOption": "auto_scheduler.LayoutRewriteOption: there is no layout rewrite "
+                           "(packing an operand is a decision of the sketch rules)",
+    "CostModel": "auto_scheduler.CostModel: the cost models are XGBModel and RandomModel",
+    "EmptyPolicy": "auto_scheduler.EmptyPolicy is not supported: the search policy is "
+                   "SketchPolicy",
+    "is_auto_scheduler_enabled": "not needed: graph.build(g) inside "
+                                 "auto_scheduler.ApplyHistoryBest(log) compiles with the log",
+    "relay_integration": "auto_scheduler.relay_integration: the graph layer is tensorlang.graph: "
+                         "auto_scheduler.extract_tasks(g, None, target) on graph.from_onnx(...), "
+                         "and graph.build(g) inside ApplyHistoryBest(log)",
+}
