@@ -304,20 +304,24 @@ def _informative(module, calib_inputs: list[tuple]) -> None:
     module.eval()
 
 
-def _export(module, args: tuple, names: list[str], path: Path, dynamo: bool) -> None:
+def _export(module, args: tuple, names: list[str], path: Path, dynamo: bool,
+            opset: int | None = None) -> None:
     import torch
 
     if dynamo:
-        torch.onnx.export(module, args, str(path), dynamo=True, opset_version=DYNAMO_OPSET,
-                          input_names=names, external_data=False)
+        torch.onnx.export(module, args, str(path), dynamo=True,
+                          opset_version=opset or DYNAMO_OPSET, input_names=names,
+                          external_data=False)
     else:
         torch.onnx.export(module, args, str(path), dynamo=False, opset_version=TS_OPSET,
                           input_names=names)
 
 
-def _torch_entry(name: str, family: str, source: str, build, dynamo: bool) -> Entry:
-    """``build()`` -> (module, [input names], example args, calibration batches)."""
-    full = f"{name}.{'dynamo' if dynamo else 'ts'}"
+def _torch_entry(name: str, family: str, source: str, build, dynamo: bool,
+                 opset: int | None = None) -> Entry:
+    """``build()`` -> (module, [input names], example args, calibration batches); ``opset``:
+    the dynamo exporter's, when not its default here (the name says it: NAME.dynamo23)."""
+    full = f"{name}.{'dynamo' if dynamo else 'ts'}{opset or ''}"
 
     def make(cache: Path) -> dict:
         import torch
@@ -327,7 +331,7 @@ def _torch_entry(name: str, family: str, source: str, build, dynamo: bool) -> En
         _informative(module, calib)
         # not under no_grad: nn.MultiheadAttention's inference fast path
         # (aten::_native_multi_head_attention) has no ONNX export
-        _export(module, args, names, cache / f"{full}.onnx", dynamo)
+        _export(module, args, names, cache / f"{full}.onnx", dynamo, opset)
         return {n: a.numpy() for n, a in zip(names, args)}
 
     return Entry(full, family, source + (" (dynamo exporter)" if dynamo else
@@ -719,6 +723,18 @@ def _tiny_bert():
     return _OutputsOnly(BertModel(cfg)), ["input_ids", "attention_mask"], (ids, mask), []
 
 
+def _tiny_llama():
+    """Llama with scaled-dot-product attention: at opset 23 torch writes Attention (grouped
+    query heads, causal) and RMSNormalization, which import through their function bodies."""
+    tf = _transformers()
+    cfg = tf.LlamaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
+                         max_position_embeddings=32, use_cache=False,
+                         attn_implementation="sdpa")
+    ids, mask = _text_args(cfg.vocab_size, seq=16, pad=5)
+    return _OutputsOnly(tf.LlamaModel(cfg)), ["input_ids", "attention_mask"], (ids, mask), []
+
+
 def _tiny_unet():
     m = _LazyModule.get("UNet")(ch=(4, 8, 8), classes=2)
     args, calib = _image_args((1, 3, 32, 32))
@@ -747,14 +763,24 @@ TEST_DATA = [
 ]
 
 
+# exported by the dynamo exporter at opset 23 only (the operators torch writes from 23 on)
+TEST_DATA_OPSET_23 = [
+    ("tiny_llama", "nlp", "transformers LlamaModel, 2 layers, 32 wide, sdpa attention",
+     _tiny_llama),
+]
+
+
 def write_test_data(folder: Path) -> None:
     """The small exports that tests/graph/test_real_models.py checks in CI (no torch there):
     each model from both exporters, with its input."""
-    for name, family, source, build in TEST_DATA:
-        for dynamo in (False, True):
-            meta = ensure(_torch_entry(name, family, source, build, dynamo), folder, force=True)
-            (folder / f"{meta['name']}.json").unlink()
-            print(f"{meta['name']:28s} {meta.get('export_error', 'ok')}", flush=True)
+    entries = [_torch_entry(name, family, source, build, dynamo)
+               for name, family, source, build in TEST_DATA for dynamo in (False, True)]
+    entries += [_torch_entry(name, family, source, build, True, opset=23)
+                for name, family, source, build in TEST_DATA_OPSET_23]
+    for entry in entries:
+        meta = ensure(entry, folder, force=True)
+        (folder / f"{meta['name']}.json").unlink()
+        print(f"{meta['name']:28s} {meta.get('export_error', 'ok')}", flush=True)
 
 
 SETS = ("corpus", "probe")

@@ -144,6 +144,11 @@ class Builder:
         for v in inputs:
             if not isinstance(v, Value):
                 raise TypeError(f"{op}: inputs must be graph values, got {type(v).__name__}")
+        if any(v.is_symbolic_constant for v in inputs) and not (
+                self.fold and all(v.is_constant for v in inputs)):
+            # a shape tensor of symbolic dimensions used as data: computed at run time
+            inputs = [self._shape_values(v, op, name) if v.is_symbolic_constant else v
+                      for v in inputs]
         in_types = [(v.shape, v.dtype) for v in inputs]
         node_name = self._fresh(name or op)
         attrs = normalize_attrs(op, in_types, attrs)
@@ -151,17 +156,20 @@ class Builder:
         layout = inputs[0].layout if inputs and len(out_types[0][0]) == len(inputs[0].shape) \
             else ""
         symbolic = any(v.is_symbolic_constant for v in inputs)
-        if symbolic and not (self.fold and all(v.is_constant for v in inputs)):
-            raise GraphError(f"{op} node {node_name!r} reads a shape computed from symbolic "
-                             "dimensions at run time, which is not supported: give the "
-                             "inputs' sizes (from_onnx(model, shapes=...))")
         # an output of symbolic shape (a constant broadcast to the input's size) is computed
         # at run time: a constant's size is fixed
         sized = all(not S.variables(shape) for shape, _ in out_types)
         if self.fold and inputs and all(v.is_constant for v in inputs) and sized and \
                 R.get_op(op).ref is not None:
-            arrays = (R.evaluate(op, [v.data for v in inputs], attrs) if not symbolic else
-                      fold_symbolic(op, [v.data for v in inputs], attrs, node_name))
+            try:
+                arrays = (R.evaluate(op, [v.data for v in inputs], attrs) if not symbolic else
+                          fold_symbolic(op, [v.data for v in inputs], attrs, node_name))
+            except GraphError:
+                if not symbolic:
+                    raise
+                # what depends on the sizes (a float cast, a comparison): computed at run time
+                return self.op(op, [self._shape_values(v, op, name) if v.is_symbolic_constant
+                                    else v for v in inputs], name, outputs, **attrs)
             outs = []
             for i, (arr, (shape, dtype)) in enumerate(zip(arrays, out_types)):
                 if arr.shape != shape:
@@ -171,6 +179,10 @@ class Builder:
                 arr = arr if arr.dtype == object else arr.astype(dtype)
                 outs.append(Value(self._fresh(base), shape, dtype, data=arr))
             return outs[0] if len(outs) == 1 else tuple(outs)
+        empty = [list(shape) for shape, _ in out_types if any(_is_zero(d) for d in shape)]
+        if empty:  # a kernel of no elements: the code generators assume loops of >= 1 trip
+            raise GraphError(f"{op} node {node_name!r} computes an empty tensor (shape "
+                             f"{empty[0]}) at run time; empty tensors are not supported")
         outs = []
         for i, (shape, dtype) in enumerate(out_types):
             base = outputs[i] if outputs and i < len(outputs) else (
@@ -181,6 +193,32 @@ class Builder:
             v.producer = node
         self._nodes.append(node)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _shape_values(self, v: Value, op: str, name: str | None) -> Value:
+        """Symbolic constant ``v`` (a shape tensor holding expressions of shape variables)
+        as a value computed at run time, from the sizes of the graph inputs whose dimensions
+        are its variables."""
+        from .symbolic import dim, dim_text, is_symbolic, variables
+
+        flat = [dim(d) for d in v.data.reshape(-1)]
+        carriers: list[Value] = []
+        var_dims = []  # [variable, carrier, axis]
+        for var in sorted(variables(flat)):
+            found = next(((inp, axis) for inp in self._inputs
+                          for axis, d in enumerate(inp.shape)
+                          if is_symbolic(d) and dim_text(d) == var), None)
+            if found is None:
+                raise GraphError(f"{op} node {name or op!r} reads a value computed from "
+                                 f"symbolic dimension {var}, which no graph input has as a "
+                                 "dimension of its own: give the inputs' sizes "
+                                 "(from_onnx(model, shapes=...))")
+            if not any(c is found[0] for c in carriers):
+                carriers.append(found[0])
+            var_dims.append([var, next(i for i, c in enumerate(carriers) if c is found[0]),
+                             found[1]])
+        return self.op("shape_values", carriers, name=f"{v.name}_values",
+                       values=[dim_text(d) for d in flat], shape=list(v.shape),
+                       dtype=str(v.dtype), var_dims=var_dims)
 
     def __getattr__(self, op: str):
         if op.startswith("_") or op not in R.OPS:
@@ -195,3 +233,7 @@ class Builder:
     def build(self, outputs: Value | Sequence[Value], name: str | None = None) -> Graph:
         outs = [outputs] if isinstance(outputs, Value) else list(outputs)
         return Graph(self._nodes, self._inputs, outs, name=name or self.name)
+
+
+def _is_zero(d) -> bool:
+    return isinstance(d, int) and d == 0

@@ -57,13 +57,20 @@ def _unary(op: str, x, a: dict):
     direct = {"relu": O.relu, "sigmoid": O.sigmoid, "tanh": O.tanh, "exp": O.exp, "log": O.log,
               "sqrt": O.sqrt, "erf": O.erf, "floor": O.floor, "ceil": O.ceil, "abs": O.abs,
               "negative": O.negative, "logical_not": O.logical_not, "sin": O.sin,
-              "cos": O.cos}
+              "cos": O.cos, "tan": O.tan, "asin": O.asin, "acos": O.acos, "atan": O.atan,
+              "sinh": O.sinh, "cosh": O.cosh, "asinh": O.asinh, "acosh": O.acosh,
+              "atanh": O.atanh, "round": O.round, "sign": O.sign, "mish": O.mish,
+              "bitwise_not": O.bitwise_not}
     if op in direct:
         return direct[op](x)
     if op == "gelu":
         return O.gelu(x, a.get("approximate", "none"))
     if op == "leaky_relu":
         return O.leaky_relu(x, a.get("alpha", 0.01))
+    if op == "thresholded_relu":
+        return O.thresholded_relu(x, a.get("alpha", 1.0))
+    if op == "shrink":
+        return O.shrink(x, a.get("lambd", 0.5), a.get("bias", 0.0))
     if op == "clip":
         return O.clip(x, a.get("min"), a.get("max"))
     if op == "cast":
@@ -107,7 +114,8 @@ def _binary(op: str, x, y):
               "maximum": O.maximum, "minimum": O.minimum, "equal": O.equal, "less": O.less,
               "greater": O.greater, "less_equal": O.less_equal,
               "greater_equal": O.greater_equal, "logical_and": O.logical_and,
-              "logical_or": O.logical_or}
+              "logical_or": O.logical_or, "bitwise_and": O.bitwise_and,
+              "bitwise_or": O.bitwise_or, "bitwise_xor": O.bitwise_xor}
     if op in direct:
         return direct[op](x, y)
     if op == "divide":
@@ -427,7 +435,7 @@ def _vision(op: str, ins: list, a: dict, out_shape):
         return O.scatter_nd_boxed(ins[0], ins[1], a["starts"], a["steps"],
                                   a.get("reduction", "none"))
     if op == "space_to_depth":
-        return O.space_to_depth(ins[0], a["blocksize"])
+        return O.space_to_depth(ins[0], a["blocksize"], a.get("mode", "DCR"))
     if op == "trilu":
         return O.trilu(ins[0], a.get("k", 0), bool(a.get("upper", 1)))
     if op == "group_norm":
@@ -550,6 +558,11 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
         y = _tile(ins[0], attrs)
     elif op == "arange_like":
         y = O.arange_like(ins[0], attrs["start"], attrs["delta"])
+    elif op == "shape_values":
+        from .symbolic import parse
+
+        y = O.reshape(O.shape_values(list(ins), [parse(t) for t in attrs["values"]],
+                                     attrs["dtype"]), out_shape)
     elif op == "depth_to_space":
         y = _depth_to_space(ins[0], attrs)
     elif op in VISION_OPS:

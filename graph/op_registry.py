@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tensorlang.ops import references as lib_ref
 from tensorlang.ops.definition import OpDefinition, get_definition
 from tensorlang.ops.patterns import (  # the one definition of the kinds; fusion reads them
     BROADCAST,
@@ -155,6 +156,16 @@ def _sigmoid(x):
     return (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
 
 
+def _quiet(fn):
+    """A unary reference: fn, which outside its domain gives NaN (or inf) without numpy's
+    warning, as the kernels do."""
+    def ref(x, a):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return fn(x).astype(x.dtype)
+
+    return ref
+
+
 UNARY_REFS: dict[str, Callable[[np.ndarray, dict], np.ndarray]] = {
     "relu": lambda x, a: np.maximum(x, 0).astype(x.dtype),
     "sigmoid": lambda x, a: _sigmoid(x),
@@ -169,6 +180,16 @@ UNARY_REFS: dict[str, Callable[[np.ndarray, dict], np.ndarray]] = {
     "reciprocal": lambda x, a: (1 / x).astype(x.dtype),
     "sin": lambda x, a: np.sin(x),
     "cos": lambda x, a: np.cos(x),
+    **{name: _quiet(fn) for name, fn in (
+        ("tan", np.tan), ("asin", np.arcsin), ("acos", np.arccos), ("atan", np.arctan),
+        ("sinh", np.sinh), ("cosh", np.cosh), ("asinh", np.arcsinh), ("acosh", np.arccosh),
+        ("atanh", np.arctanh))},
+    "round": lambda x, a: np.round(x),
+    "sign": lambda x, a: np.sign(x),
+    "thresholded_relu": lambda x, a: np.where(x > a.get("alpha", 1.0), x, 0).astype(x.dtype),
+    "shrink": lambda x, a: lib_ref.shrink(x, a.get("lambd", 0.5), a.get("bias", 0.0)),
+    "mish": lambda x, a: lib_ref.mish(x),
+    "bitwise_not": lambda x, a: np.invert(x),
     "erf": lambda x, a: np.vectorize(__import__("math").erf)(x.astype(np.float64)).astype(x.dtype),
     "gelu": lambda x, a: _gelu_ref(x, a.get("approximate", "none")),
     "leaky_relu": lambda x, a: np.where(x >= 0, x, x * a.get("alpha", 0.01)).astype(x.dtype),
@@ -223,10 +244,13 @@ BINARY_REFS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "subtract": lambda a, b: a - b,
     "multiply": lambda a, b: a * b,
     "divide": _np_div,
-    "power": lambda a, b: np.power(a, b).astype(a.dtype),
+    "power": lib_ref.power,  # an integer base as onnxruntime computes it (see the kernel)
     "maximum": np.maximum,
     "minimum": np.minimum,
     "prelu": lambda x, s: np.where(x >= 0, x, x * s).astype(x.dtype),
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
 }
 COMPARE_REFS = {
     "equal": np.equal,
@@ -242,6 +266,17 @@ for _name, _fn in BINARY_REFS.items():
     register(_name, BROADCAST, 2, _bcast, _binary_ref(_fn))
 for _name, _fn in COMPARE_REFS.items():
     register(_name, BROADCAST, 2, _compare, _binary_ref(_fn))
+
+
+def _power_infer(types, attrs):
+    """ONNX Pow: an integer base takes an exponent of any numeric dtype and keeps its dtype."""
+    (xs, xd), (ys, yd) = types
+    if np.dtype(xd).kind in "iu" and np.dtype(yd).kind in "iuf":
+        return [(_bcast_shape(xs, ys), xd)]
+    return _bcast(types, attrs)
+
+
+register("power", BROADCAST, 2, _power_infer, _binary_ref(lib_ref.power))  # over the loop's
 
 
 def _where_infer(types, attrs):
@@ -774,6 +809,26 @@ register("arange_like", INJECTIVE, 1, _arange_like_infer, lambda xs, a: [
     (a["start"] + a["delta"] * np.arange(xs[0].shape[0])).astype(xs[0].dtype)])
 
 
+def _shape_values_infer(types, attrs):
+    values = attrs["values"]
+    if not values or len(values) != int(np.prod(attrs["shape"], dtype=np.int64)):
+        raise GraphError(f"shape_values: {len(values)} values for shape {attrs['shape']}")
+    return [(tuple(attrs["shape"]), attrs["dtype"])]
+
+
+def _shape_values_ref(xs, a):
+    from .symbolic import evaluate, parse
+
+    env = {var: xs[i].shape[axis] for var, i, axis in a["var_dims"]}
+    flat = [evaluate(parse(t), env) for t in a["values"]]
+    return [np.array(flat, dtype=a["dtype"]).reshape(a["shape"])]
+
+
+# the values of a shape tensor that holds symbolic dimensions, computed at run time from the
+# sizes of the inputs that carry its variables (Builder._shape_values)
+register("shape_values", INJECTIVE, (1, 64), _shape_values_infer, _shape_values_ref)
+
+
 def _depth_to_space_infer(types, attrs):
     (n, c, h, w), xt = types[0]
     b = attrs["blocksize"]
@@ -1013,7 +1068,7 @@ def _space_to_depth_infer(types, attrs):
 def _space_to_depth_ref(xs, a):
     from tensorlang.ops.references import space_to_depth
 
-    return [space_to_depth(xs[0], a["blocksize"])]
+    return [space_to_depth(xs[0], a["blocksize"], a.get("mode", "DCR"))]
 
 
 register("space_to_depth", INJECTIVE, 1, _space_to_depth_infer, _space_to_depth_ref)
@@ -1075,9 +1130,6 @@ def _mod_infer(types, attrs):
     (out,) = _bcast(types, attrs)
     if out[1] == "bool":
         raise GraphError("Mod needs numbers, got bool")
-    if not attrs.get("fmod", 0) and np.issubdtype(np.dtype(out[1]), np.floating):
-        raise GraphError(f"fmod=0 (the divisor's sign) is defined for integers; {out[1]} "
-                         "operands need fmod=1")
     return [out]
 
 

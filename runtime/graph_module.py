@@ -263,7 +263,9 @@ class GraphModule:
                              f"{self._describe_inputs()}")
         shape, dtype = self._inputs[name]
         if not isinstance(value, np.ndarray):
-            if isinstance(value, (list, tuple, int, float)):
+            # a numpy scalar (np.float32(0.5)) is what indexing or reducing an array gives: take
+            # it as the 0-d array it stands for, with its own dtype (as onnxruntime does)
+            if isinstance(value, (list, tuple, int, float, np.generic)):
                 value = np.asarray(value)
             else:
                 raise InputError(f"input {name!r} must be a numpy array, got "

@@ -27,7 +27,8 @@ LIBRARY_SYMBOLS = frozenset(
     | {f + s for f in ("fmod", "floor", "ceil", "trunc", "round", "roundeven", "rint",
                        "nearbyint", "fma", "sqrt", "fmin", "fmax", "fabs", "copysign", "exp",
                        "exp2", "log", "log2", "log10", "pow", "sin", "cos", "tan", "atan", "tanh",
-                       "erf", "ldexp", "frexp", "modf")
+                       "erf", "ldexp", "frexp", "modf", "asin", "acos", "sinh", "cosh", "asinh",
+                       "acosh", "atanh")
        for s in ("", "f", "l")})
 
 

@@ -1,12 +1,15 @@
 """ONNX import: ``graph.from_onnx(path_or_model, shapes=None)``.
 
-Supported: the default domain at opsets 6 to 21 (9 to 21 is what is tested against onnxruntime;
-opsets 6-8 come with the onnx package's own pytorch test models, their legacy attributes are
-handled). Initializers become constants (also when they are listed as graph inputs: then they are
-weights, not inputs). Every node whose inputs are all constants is folded with numpy as it is
-imported, and ``Shape``/``Size`` of statically shaped values are constants, so the Shape ->
-Gather -> Concat -> Reshape chains of exported models vanish. Before anything is built, every
-unsupported operator is listed in one :class:`UnsupportedOperatorError`.
+Supported: the default domain at opsets 6 to 28 (9 to 28 is what is tested against onnxruntime
+or, where it lacks a version, onnx's reference; opsets 6-8 come with the onnx package's own
+pytorch test models, their legacy attributes are handled). Most versions from 23 on only add
+types (float4, float8, int2...); the attributes they add are handled or refused. An operator
+without a converter imports through its ONNX function body where the specification gives one
+(onnx_functions.py). Initializers become constants (also when they are listed as graph inputs:
+then they are weights, not inputs). Every node whose inputs are all constants is folded with
+numpy as it is imported, and ``Shape``/``Size`` of statically shaped values are constants, so the
+Shape -> Gather -> Concat -> Reshape chains of exported models vanish. Before anything is built,
+every unsupported operator is listed in one :class:`UnsupportedOperatorError`.
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from tensorlang.ir.dtype import SCALAR_DTYPES
 
 from .. import symbolic as S
 from ..builder import Builder
@@ -36,8 +42,9 @@ from .onnx_context import (
     _Scope,
     refuse,
 )
+from .onnx_functions import expand_function
 
-MIN_OPSET, MAX_OPSET = 6, 22
+MIN_OPSET, MAX_OPSET = 6, 28
 
 
 # ---------------------------------------------------------------------------- elementwise
@@ -46,7 +53,9 @@ _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "L
           "Sqrt": "sqrt", "Neg": "negative", "Abs": "abs", "Floor": "floor", "Ceil": "ceil",
           "Reciprocal": "reciprocal", "Erf": "erf", "Softplus": "softplus",
           "Softsign": "softsign", "HardSwish": "hard_swish", "Not": "logical_not", "Sin": "sin",
-          "Cos": "cos"}
+          "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan",
+          "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh",
+          "Round": "round", "Sign": "sign", "Mish": "mish", "BitwiseNot": "bitwise_not"}
 
 
 def _make_unary(op: str) -> Converter:
@@ -79,6 +88,17 @@ def _hsig(c, ins, a):
                  beta=float(a.get("beta", 0.5)))]
 
 
+@_conv("ThresholdedRelu")
+def _thresholded_relu(c, ins, a):
+    return [c.op("thresholded_relu", ins[:1], alpha=float(a.get("alpha", 1.0)))]
+
+
+@_conv("Shrink")
+def _shrink(c, ins, a):
+    return [c.op("shrink", ins[:1], lambd=float(a.get("lambd", 0.5)),
+                 bias=float(a.get("bias", 0.0)))]
+
+
 @_conv("Gelu")
 def _gelu(c, ins, a):
     return [c.op("gelu", ins[:1], approximate=a.get("approximate", "none"))]
@@ -96,9 +116,15 @@ def _clip(c, ins, a):
     return [c.op("clip", ins[:1], min=lo, max=hi)]
 
 
-@_conv("Cast")
+@_conv("Cast", "CastLike")
 def _cast(c, ins, a):
-    return [c.op("cast", ins[:1], dtype=_np_dtype(a["to"]).name)]
+    """Cast to attribute ``to``; CastLike to the dtype of its second input (saturate only
+    matters for float8 targets, which have no dtype here)."""
+    to = np.dtype(ins[1].dtype if c.op_type == "CastLike" else _np_dtype(a["to"])).name
+    if to not in SCALAR_DTYPES:
+        raise refuse(c, f"casting to {to} is not supported (supported: "
+                        f"{', '.join(SCALAR_DTYPES)})")
+    return [c.op("cast", ins[:1], dtype=to)]
 
 
 @_conv("Identity")
@@ -126,7 +152,8 @@ def _dropout(c, ins, a):
 _BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power",
            "PRelu": "prelu", "Equal": "equal", "Less": "less", "Greater": "greater",
            "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal", "And": "logical_and",
-           "Or": "logical_or", "Xor": "logical_xor"}
+           "Or": "logical_or", "Xor": "logical_xor", "BitwiseAnd": "bitwise_and",
+           "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
 
 
 def _legacy_broadcast(c, x: Value, y: Value, a: dict) -> Value:
@@ -145,7 +172,8 @@ def _make_binary(op: str) -> Converter:
         if op == "prelu" and len(y.shape) == 1 and len(x.shape) > 2 and y.shape[0] == x.shape[1]:
             # PRelu's slope per channel (a legal unidirectional broadcast in old exporters)
             y = c.op("reshape", [y], shape=[y.shape[0]] + [1] * (len(x.shape) - 2))
-        if op == "power" and y.dtype != x.dtype:
+        if op == "power" and y.dtype != x.dtype and np.dtype(x.dtype).kind == "f":
+            # (an integer base reads its exponent as it is: a cast would truncate 4 ** 0.5)
             y = c.op("cast", [y], dtype=x.dtype)
         return [c.op(op, [x, y])]
 
@@ -359,6 +387,10 @@ def _in(c, ins, a):
 
 @_conv("LayerNormalization")
 def _ln(c, ins, a):
+    if any(c.outputs_read[1:]):
+        # the mean and inverse standard deviation too (training's outputs): the operator's
+        # ONNX function body computes all three
+        return expand_function(c, c.node, ins)
     inputs = [v for v in ins[:3] if v is not None]
     return [c.op("layer_norm", inputs, axis=int(a.get("axis", -1)),
                  epsilon=float(a.get("epsilon", 1e-5)))]
@@ -565,6 +597,14 @@ def _split(c, ins, a):
     axis = _axis(c, a.get("axis", 0), len(x.shape))
     outs, start = [], 0
     for s in _split_sizes(c, ins, a, x.shape[axis], axis):
+        if s == 0:  # an empty part (RotaryEmbedding's unrotated rest): a Concat drops it
+            shape = list(x.shape)
+            shape[axis] = 0
+            if not all(isinstance(d, int) for d in shape):
+                raise refuse(c, f"an empty part of {x.type_str()} (symbolic dimensions) is not "
+                                "supported")
+            outs.append(c.b.const(np.zeros(shape, x.dtype), name="empty"))
+            continue
         outs.append(c.op("slice", [x], starts=[start], ends=[start + s], axes=[axis], steps=[1]))
         start += s
     return outs
@@ -600,9 +640,8 @@ def _split_sizes(c, ins, a, n, axis: int) -> list[int]:
 def _checked_sizes(c, sizes: list[int], n, axis: int) -> list[int]:
     if len(sizes) != c.num_outputs:
         raise refuse(c, f"split sizes {sizes} are {len(sizes)} for {c.num_outputs} outputs")
-    if min(sizes, default=1) < 1:
-        raise refuse(c, f"split sizes {sizes} must be positive (empty tensors are not "
-                        "supported)")
+    if min(sizes, default=0) < 0:
+        raise refuse(c, f"split sizes {sizes} must not be negative")
     if isinstance(n, int) and sum(sizes) != n:
         raise refuse(c, f"split sizes {sizes} sum to {sum(sizes)}, not to the extent {n} of "
                         f"axis {axis}")
@@ -736,6 +775,8 @@ def _constant(c, ins, a):
                 from onnx import numpy_helper
 
                 arr = numpy_helper.to_array(v)
+                if arr.dtype == object:  # (numpy's type for ONNX strings)
+                    raise refuse(c, "its value is a string tensor, which is not supported")
             elif key.startswith("value_float"):
                 arr = np.array(v, dtype=np.float32)
             else:
@@ -950,6 +991,7 @@ def _is_default_domain(n) -> bool:
 
 
 def _import_node(ctx: _Ctx, i: int, n) -> None:
+    ctx.node = n
     ctx.node_name = _sanitize(n.name or f"{n.op_type}_{i}")
     ctx.op_type = n.op_type
     ctx.num_outputs = len(n.output)
@@ -965,22 +1007,30 @@ def _import_node(ctx: _Ctx, i: int, n) -> None:
         _bind(ctx, n, [UNKNOWN] * len(n.output))
         return
     if not supported:
-        folded = _fold_by_reference(ctx, n, ins)
-        if folded is None:
+        # an operator without a converter: folded when its inputs are constants, else its
+        # ONNX function body when the specification gives it one
+        outs = _fold_by_reference(ctx, n, ins)
+        if outs is None and _is_default_domain(n) and not _subgraphs(n):
+            outs = _or_refused(ctx, n, i, lambda: expand_function(ctx, n, ins))
+        if outs is None:
             _record_unsupported(ctx, n, i, _why_not_folded(n, ins))
             _record_unsupported_subgraphs(ctx, n)
-            _bind(ctx, n, [UNKNOWN] * len(n.output))
-        else:
-            _bind(ctx, n, folded)
+            outs = [UNKNOWN] * len(n.output)
+        _bind(ctx, n, outs)
         return
+    _bind(ctx, n, _or_refused(ctx, n, i, lambda: _convert(ctx, n, ins)))
+
+
+def _or_refused(ctx: _Ctx, n, i: int, imported: Callable[[], list | None]) -> list | None:
+    """``imported()``; when it refuses the node, the refusal is kept to be listed with the
+    others (or raised at once where the context lists none) and the outputs are UNKNOWN."""
     try:
-        outs = _convert(ctx, n, ins)
+        return imported()
     except OnnxImportError as e:
         if ctx.refused is None:
             raise
         ctx.refused.append((n.op_type, n.name or f"#{i}", ctx.opset, e))
-        outs = [UNKNOWN] * len(n.output)
-    _bind(ctx, n, outs)
+        return [UNKNOWN] * len(n.output)
 
 
 def _symbolic_note(ins: list) -> str:
@@ -1051,6 +1101,8 @@ def _record_unsupported(ctx: _Ctx, n, i: int, why: str = "") -> None:
 
 def _why_not_folded(n, ins: list) -> str:
     """Why a node of an operator tensorlang lacks was not folded into a constant."""
+    if _gives_no_tensor(n):
+        return "it gives a sequence or an optional, and tensorlang's values are tensors"
     run_time = [v for v in ins if v is not None and not v.is_constant]
     if run_time:
         origin = sorted({name for v in run_time for name in _input_origin(v)})
@@ -1059,6 +1111,18 @@ def _why_not_folded(n, ins: list) -> str:
     if not _is_default_domain(n):
         return f"domain {n.domain!r}"
     return "its inputs are constants, but onnx's reference evaluator cannot fold it"
+
+
+def _gives_no_tensor(n) -> bool:
+    """Whether an output of the node's operator is never a tensor (SequenceConstruct, Optional,
+    SplitToSequence: a sequence, an optional or a map)."""
+    from onnx import defs
+
+    try:
+        outputs = defs.get_schema(n.op_type, n.domain).outputs
+    except defs.SchemaError:
+        return False
+    return any(o.types and not any(t.startswith("tensor(") for t in o.types) for o in outputs)
 
 
 def _record_unsupported_subgraphs(ctx: _Ctx, n) -> None:
@@ -1109,6 +1173,8 @@ def _fold_by_reference(ctx: _Ctx, n, ins: list) -> list | None:
         arrays = ReferenceEvaluator(model).run(None, feeds)
     except Exception:  # noqa: BLE001 - the evaluator's refusals have no common base
         return None
+    if not all(isinstance(v, (np.ndarray, np.generic)) for v in arrays):
+        return None  # a sequence (a list), an empty optional (None): np.asarray would stack it
     arrays = iter(arrays)
     return [ctx.b.const(np.asarray(next(arrays)), name=ctx.node_name) if o else None
             for o in n.output]
@@ -1122,6 +1188,9 @@ def _graph_outputs(b: Builder, gp, scope: _Scope) -> list[Value]:
         if o.name not in scope:
             raise OnnxImportError(f"graph output {o.name!r} is not computed by any node")
         v = scope.get(o.name)
+        if v is not UNKNOWN and any(isinstance(d, int) and d == 0 for d in v.shape):
+            raise OnnxImportError(f"graph output {o.name!r} is an empty tensor (shape "
+                                  f"{list(v.shape)}); empty tensors are not supported")
         if v.name != o.name or id(v) in taken:
             # a constant, or a value that another name holds (an input passed through, another
             # output): a copy carries the output's name. An output that *is* a graph input
@@ -1158,9 +1227,20 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> Non
             dtype = _np_dtype(tt.elem_type)
         except OnnxImportError as e:
             raise OnnxImportError(f"input {inp.name!r}: {e}") from None
+        if dtype.name not in SCALAR_DTYPES:  # a string, complex or 8-bit float tensor
+            raise OnnxImportError(f"input {inp.name!r} is a {_type_name(tt.elem_type)} "
+                                  f"tensor, which is not supported (tensors of "
+                                  f"{', '.join(SCALAR_DTYPES)} are)")
         env[inp.name] = b.input(inp.name, shape, dtype)
     if shapes:
         raise OnnxImportError(f"shapes given for unknown inputs {sorted(shapes)}")
+
+
+def _type_name(elem_type: int) -> str:
+    """ONNX's name of an element type: ``string`` for TensorProto.STRING."""
+    from onnx import helper
+
+    return helper.tensor_dtype_to_string(elem_type).rpartition(".")[2].lower()
 
 
 def _input_shape(name: str, dims) -> tuple:
@@ -1256,6 +1336,9 @@ def _initializer_array(init) -> np.ndarray:
     if tuple(data.shape) != tuple(init.dims):
         raise OnnxImportError(f"initializer {init.name!r}: data of shape {list(data.shape)} "
                               f"does not match its dims {list(init.dims)}")
+    if data.dtype == object:  # (numpy's type for ONNX strings)
+        raise OnnxImportError(f"initializer {init.name!r} is a string tensor, which is not "
+                              f"supported")
     # ours alone (a view of the bytes onnx read, or a fresh array): the graph's constant
     # takes it without a copy
     return freeze(data)

@@ -119,6 +119,7 @@ class _Ctx:
         self.sub_named: set[int] = set()  # ... to a subgraph's name only (fresh, renamable)
         self.output_names: set[str] = set()  # the top graph's outputs (empty in subgraphs)
         self.unsupported_why: dict[tuple, str] = {}  # unsupported entry -> why not folded
+        self.node = None  # the NodeProto being imported
         self.node_name = ""
         self.op_type = ""
         self.num_outputs = 0

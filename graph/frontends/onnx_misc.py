@@ -1,5 +1,6 @@
-"""ONNX import of IsNaN, IsInf, Mod, CumSum, TopK and Einsum (issue 18); registered into
-:data:`onnx.CONVERTERS` when the importer module loads.
+"""ONNX import of IsNaN, IsInf, Mod, CumSum, TopK and Einsum (issue 18), EyeLike, Hardmax,
+LpNormalization and MeanVarianceNormalization; registered into :data:`onnx.CONVERTERS` when
+the importer module loads.
 
 Einsum is lowered here, at import, into the graph's transpose / reshape / slice / reduce_sum /
 matmul nodes (so it runs on the matmul kernels): per operand, repeated letters become a
@@ -13,7 +14,7 @@ import string
 
 import numpy as np
 
-from .onnx_context import _conv, refuse
+from .onnx_context import _conv, _np_dtype, refuse
 
 # ---------------------------------------------------------------------------- float classes
 
@@ -40,9 +41,9 @@ def _mod(c, ins, a):
     if fmod not in (0, 1):
         raise refuse(c, f"fmod must be 0 or 1, got {fmod}")
     x, y = ins[0], ins[1]
-    if fmod == 0 and np.issubdtype(np.dtype(x.dtype), np.floating):
-        raise refuse(c, f"fmod=0 is defined for integer inputs; {x.dtype} inputs need fmod=1 "
-                        "(the ONNX specification)")
+    if fmod == 0 and np.issubdtype(np.dtype(x.dtype), np.floating) and c.opset < 28:
+        raise refuse(c, f"fmod=0 is defined for integer inputs before opset 28; {x.dtype} "
+                        "inputs need fmod=1 (the ONNX specification)")
     return [c.op("mod", [x, y], fmod=fmod)]
 
 
@@ -240,3 +241,99 @@ def _contract(c, x, tx: str, y, ty: str, later: set):
     (z,) = CONVERTERS["MatMul"](c, [xm, ym], {})  # a constant 2-D right side: dense
     tz = "".join(batch + left + right)
     return _reshape(c, z, [size[ch] for ch in tz]), tz
+
+
+# ---------------------------------------------------------------------------- composed at import
+# (EyeLike, Hardmax, LpNormalization, MeanVarianceNormalization: existing graph ops)
+
+
+def _norm_axis(c, axis, rank: int) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
+        raise refuse(c, f"axis {axis!r} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _static(c, x, what: str) -> tuple[int, ...]:
+    if not all(isinstance(d, int) for d in x.shape):
+        raise refuse(c, f"{what} needs a fixed shape, got {list(x.shape)} (a symbolic "
+                        "dimension)")
+    return tuple(x.shape)
+
+
+@_conv("EyeLike")
+def _eye_like(c, ins, a):
+    """A constant: ones on the k-th diagonal of a matrix shaped as the input."""
+    x = ins[0]
+    if len(x.shape) != 2:
+        raise refuse(c, f"the input must be 2-D, got rank {len(x.shape)}")
+    n, m = _static(c, x, "EyeLike")
+    dtype = _np_dtype(a["dtype"]) if "dtype" in a else np.dtype(x.dtype)
+    return [c.b.const(np.eye(n, m, int(a.get("k", 0)), dtype=dtype), name="eye")]
+
+
+@_conv("Hardmax")
+def _hardmax(c, ins, a):
+    """1 at the first maximum along the axis, 0 elsewhere: argmax compared with the axis's
+    indices. Before opset 13 the input is coerced to 2-D at ``axis`` (default 1), so the
+    maximum is over all later axes together; from 13, over ``axis`` (default -1) alone."""
+    x = ins[0]
+    if not np.issubdtype(np.dtype(x.dtype), np.floating):
+        raise refuse(c, f"{x.dtype} input: Hardmax is defined for float inputs")
+    rank = len(x.shape)
+    axis = _norm_axis(c, int(a.get("axis", 1 if c.opset < 13 else -1)), rank)
+    if c.opset < 13 and axis < rank - 1:
+        shape = _static(c, x, "Hardmax before opset 13 (the input coerced to 2-D)")
+        flat = c.op("reshape", [x], shape=[int(np.prod(shape[:axis], dtype=np.int64)),
+                                           int(np.prod(shape[axis:], dtype=np.int64))])
+        return [c.op("reshape", [_one_hot_max(c, flat, 1)], shape=list(shape))]
+    return [_one_hot_max(c, x, axis)]
+
+
+def _one_hot_max(c, x, axis: int):
+    n = x.shape[axis]
+    if not isinstance(n, int):
+        raise refuse(c, f"the axis it reduces needs a fixed size, got {n}")
+    idx = c.op("argmax", [x], axis=axis, keepdims=1, select_last_index=0)
+    iota = np.arange(n, dtype=np.int64).reshape([n if k == axis else 1
+                                                 for k in range(len(x.shape))])
+    hot = c.op("equal", [idx, c.b.const(iota, name="indices")])
+    return c.op("cast", [hot], dtype=np.dtype(x.dtype).name)
+
+
+@_conv("LpNormalization")
+def _lp_normalization(c, ins, a):
+    """x / ||x||_p along axis (p 1 or 2); a zero vector stays zero (onnxruntime's result;
+    0/0 would be NaN)."""
+    x = ins[0]
+    if not np.issubdtype(np.dtype(x.dtype), np.floating):
+        raise refuse(c, f"{x.dtype} input: LpNormalization is defined for float inputs")
+    p = int(a.get("p", 2))
+    if p not in (1, 2):
+        raise refuse(c, f"p must be 1 or 2, got {p}")
+    axis = _norm_axis(c, int(a.get("axis", -1)), len(x.shape))
+    pre = c.op("abs", [x]) if p == 1 else c.op("multiply", [x, x])
+    norm = c.op("reduce_sum", [pre], axes=[axis], keepdims=1)
+    if p == 2:
+        norm = c.op("sqrt", [norm])
+    zero = c.b.const(np.zeros((), x.dtype), name="zero")
+    one = c.b.const(np.ones((), x.dtype), name="one")
+    safe = c.op("where", [c.op("equal", [norm, zero]), one, norm])
+    return [c.op("divide", [x, safe])]
+
+
+@_conv("MeanVarianceNormalization")
+def _mvn(c, ins, a):
+    """(x - mean) / (std + 1e-9) over ``axes`` (default [0, 2, 3]). The variance is the mean
+    of the squared deviations, never negative: ONNX's function writes E[x^2] - E[x]^2, which
+    cancels (on a constant slice onnxruntime's variance comes out negative, its result NaN;
+    here finite)."""
+    x = ins[0]
+    if not np.issubdtype(np.dtype(x.dtype), np.floating):
+        raise refuse(c, f"{x.dtype} input: MeanVarianceNormalization is defined for floats")
+    axes = a.get("axes", [0, 2, 3])
+    axes = sorted({_norm_axis(c, int(ax), len(x.shape)) for ax in axes})
+    mean = c.op("reduce_mean", [x], axes=axes, keepdims=1)
+    dev = c.op("subtract", [x, mean])
+    var = c.op("reduce_mean", [c.op("multiply", [dev, dev])], axes=axes, keepdims=1)
+    eps = c.b.const(np.asarray(1e-9, x.dtype), name="epsilon")
+    return [c.op("divide", [dev, c.op("add", [c.op("sqrt", [var]), eps])])]

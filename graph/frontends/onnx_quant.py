@@ -87,9 +87,27 @@ def _quantize(c, ins, a):
     if x.dtype not in ("float32", "float16", "float64"):
         raise refuse(c, f"x must be a float tensor, got {x.dtype}")
     out = z.dtype if z is not None else _output_dtype(c, a)
+    _check_precision(c, a, x)
     s, z = _scale_zero(c, x, s, z, _axis(c, a, len(x.shape), s, z), "the")
     s = s if s.dtype == x.dtype else c.op("cast", [s], dtype=x.dtype)
     return [c.op("quantize_linear", [x, s] + ([z] if z is not None else []), dtype=out)]
+
+
+def _check_precision(c, a: dict, x: Value) -> None:
+    """QuantizeLinear's ``precision`` (opset 23), the type x / y_scale is computed in: x's own
+    type is what the kernel divides in (y_scale is cast to it), and the default."""
+    from onnx import helper
+
+    code = int(a.get("precision", 0))
+    if code and np.dtype(helper.tensor_dtype_to_np_dtype(code)).name != x.dtype:
+        raise refuse(c, f"precision {_type_name(code)} is not supported: the division is "
+                        f"computed in x's type ({x.dtype})")
+
+
+def _type_name(code: int) -> str:
+    from onnx import helper
+
+    return helper.tensor_dtype_to_string(code).rsplit(".", 1)[-1]
 
 
 def _output_dtype(c, a: dict) -> str:
@@ -120,9 +138,26 @@ def _dequantize(c, ins, a):
     # a constant's dequantization stays a node (module doc); nothing else changes
     fold, c.b.fold = c.b.fold, c.b.fold and not x.is_constant
     try:
-        return [c.op("dequantize_linear", [x, s] + ([z] if z is not None else []))]
+        y = c.op("dequantize_linear", [x, s] + ([z] if z is not None else []))
     finally:
         c.b.fold = fold
+    return [_as_output_dtype(c, a, y)]
+
+
+def _as_output_dtype(c, a: dict, y: Value) -> Value:
+    """DequantizeLinear's ``output_dtype`` (opset 23; the scale's type when absent). A product
+    of an 8- or 16-bit integer and a float16 scale is exact in float32, so computing in the
+    scale's type and rounding once to the output's is the spec's one rounding."""
+    from onnx import helper
+
+    code = int(a.get("output_dtype", 0))
+    if not code:
+        return y
+    d = np.dtype(helper.tensor_dtype_to_np_dtype(code)).name
+    if d not in ("float32", "float16"):
+        raise refuse(c, f"output_dtype {_type_name(code)} is not supported; supported: FLOAT, "
+                        "FLOAT16")
+    return y if d == y.dtype else c.op("cast", [y], dtype=d)
 
 
 # ---------------------------------------------------------------------------- integer products

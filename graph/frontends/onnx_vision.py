@@ -381,7 +381,11 @@ def _space_to_depth(c, ins, a):
     if b < 1 or len(x.shape) != 4 or x.shape[2] % b or x.shape[3] % b:
         raise refuse(c, f"blocksize={b} must be >= 1 and divide H and W of the 4-D input "
                         f"{list(x.shape)}")
-    return [c.op("space_to_depth", [x], blocksize=b)]
+    mode = a.get("mode", "DCR")  # an attribute from opset 28 on (DCR before)
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ("DCR", "CRD"):
+        raise refuse(c, f"mode must be 'DCR' or 'CRD', got {mode!r}")
+    return [c.op("space_to_depth", [x], blocksize=b, mode=mode)]
 
 
 @_conv("Trilu")

@@ -46,6 +46,7 @@ _UNARY = frozenset(
     {
         "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
         "abs", "floor", "ceil", "round", "trunc", "nearbyint", "sin", "cos", "atan", "log10",
+        "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
     }
 )
 _BINARY = frozenset({"pow", "fmin", "fmax"})
@@ -72,7 +73,8 @@ _DIRECT = {
 
 # Functions without a polynomial of our own: f32 calls the f64 C function and rounds once, so the
 # result is the correctly rounded one but for rare double-rounding ties (within 1 ulp).
-_VIA_F64 = frozenset({"sin", "cos", "atan", "log10"})
+_VIA_F64 = frozenset({"sin", "cos", "atan", "log10", "tan", "asin", "acos", "sinh", "cosh",
+                      "asinh", "acosh", "atanh"})
 
 _F32 = ir.FloatType()
 _F64 = ir.DoubleType()
@@ -204,6 +206,14 @@ _LIBM_F64 = {
     "cos": "cos",
     "atan": "atan",
     "log10": "log10",
+    "tan": "tan",
+    "asin": "asin",
+    "acos": "acos",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "asinh": "asinh",
+    "acosh": "acosh",
+    "atanh": "atanh",
 }
 
 

@@ -610,6 +610,25 @@ class FunctionEmitter:
             self._return_error(ir.Constant(I32, e.code))
         return idx
 
+    def _f64_to_f32_round_to_odd(self, v):
+        """f64 -> f32 rounded to odd (toward zero, then the last bit set when inexact): a
+        following f32 -> f16 rounding is then the correctly rounded f64 -> f16 (f32 keeps
+        more than two extra bits). LLVM's direct fptrunc to half calls __truncdfhf2, which
+        the C libraries here lack; rounding to nearest twice would be off in rare ties."""
+        b = self.b
+        lanes = v.type.count if isinstance(v.type, ir.VectorType) else None
+        f32 = ir.FloatType() if lanes is None else ir.VectorType(ir.FloatType(), lanes)
+        i32 = ir.IntType(32) if lanes is None else ir.VectorType(ir.IntType(32), lanes)
+        t = b.fptrunc(v, f32)
+        back = b.fpext(t, v.type)
+        inexact = b.fcmp_ordered("!=", back, v)  # false for NaN
+        fabs = intrinsics.get_intrinsic(b.module, "fabs", v.type)
+        away = b.fcmp_ordered(">", b.call(fabs, [back]), b.call(fabs, [v]))
+        bits = b.bitcast(t, i32)
+        one = ir.Constant(i32, 1) if lanes is None else ir.Constant(i32, [1] * lanes)
+        toward_zero = b.select(away, b.sub(bits, one), bits)
+        return b.bitcast(b.select(inexact, b.or_(toward_zero, one), bits), f32)
+
     def e_Cast(self, e):
         v = self.expr(e.value)
         src, dst = e.value.dtype, e.dtype
@@ -622,6 +641,8 @@ class FunctionEmitter:
             return self.b.icmp_unsigned("!=", v, self._zero(v.type))
         if dt.is_float(src) and dt.is_float(dst):
             sb, db = dt.bits(src), dt.bits(dst)
+            if (sb, db) == (64, 16):
+                return self.b.fptrunc(self._f64_to_f32_round_to_odd(v), to)
             return v if sb == db else (self.b.fpext(v, to) if db > sb else self.b.fptrunc(v, to))
         if dt.is_float(dst):
             if dt.is_unsigned(src) or dt.is_bool(src):

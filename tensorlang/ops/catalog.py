@@ -101,6 +101,18 @@ _UNARY = {  # name: (function, numpy reference, input range)
     "negative": (E.negative, np.negative, (-2, 2)),
     "floor": (E.floor, np.floor, (-3, 3)),
     "ceil": (E.ceil, np.ceil, (-3, 3)),
+    "tan": (E.tan, np.tan, (-1.5, 1.5)),
+    "asin": (E.asin, np.arcsin, (-1, 1)),
+    "acos": (E.acos, np.arccos, (-1, 1)),
+    "atan": (E.atan, np.arctan, (-5, 5)),
+    "sinh": (E.sinh, np.sinh, (-5, 5)),
+    "cosh": (E.cosh, np.cosh, (-5, 5)),
+    "asinh": (E.asinh, np.arcsinh, (-5, 5)),
+    "acosh": (E.acosh, np.arccosh, (1, 5)),
+    "atanh": (E.atanh, np.arctanh, (-0.99, 0.99)),
+    "round": (E.round, np.round, (-4, 4)),
+    "sign": (E.sign, np.sign, (-2, 2)),
+    "mish": (E.mish, ref.mish, (-8, 8)),
 }
 _BINARY = {  # name: (function, numpy reference, input range)
     "add": (E.add, np.add, (-2, 2)),
@@ -117,6 +129,12 @@ _BINARY = {  # name: (function, numpy reference, input range)
     "greater": (E.greater, np.greater, (-1, 1)),
     "greater_equal": (E.greater_equal, np.greater_equal, (-1, 1)),
 }
+
+# an integer base (ONNX Pow) with negative exponents, results beyond 2**53 and past int32's range,
+# and a float exponent with negative bases (NaN)
+_INTEGER_POWER = [
+    ex([((3, 37), "int64"), ((37,), "int32")], E.power, ref.power, low=-12, high=16),
+    ex([((2, 17), "int32"), ((2, 17), "float32")], E.power, ref.power, low=-3, high=9)]
 
 
 def _define_elemwise() -> None:
@@ -135,13 +153,28 @@ def _define_elemwise() -> None:
            rtol=2e-5, atol=1e-6)])
     define("logical_not", E.logical_not, ELEMWISE, [
         ex([((3, 37), "bool")], E.logical_not, np.logical_not)])
+    define("thresholded_relu", E.thresholded_relu, ELEMWISE, [
+        ex([(3, 37)], lambda x: E.thresholded_relu(x, 0.3), lambda a: np.where(a > 0.3, a, 0))])
+    define("shrink", E.shrink, ELEMWISE, [
+        ex([(3, 37)], lambda x: E.shrink(x, 0.6, 0.25), lambda a: ref.shrink(a, 0.6, 0.25)),
+        ex([((3, 37), "int32")], lambda x: E.shrink(x, 1.5, 1.0),
+           lambda a: ref.shrink(a, 1.5, 1.0), low=-5, high=5)])
+    define("bitwise_not", E.bitwise_not, ELEMWISE, [
+        ex([((3, 37), "int16")], E.bitwise_not, np.invert, low=-300, high=300)])
     define("cast", E.cast, ELEMWISE, [
         ex([(3, 37)], lambda x: E.cast(x, "int32"), lambda a: a.astype(np.int32), low=-9,
            high=9)])
     for name, (fn, npf, (lo, hi)) in _BINARY.items():
         define(name, fn, BROADCAST, [
             ex([(3, 37), (37,)], fn, npf, low=lo, high=hi, rtol=2e-5),
-            ex([(2, 17), (2, 17)], fn, npf, low=lo, high=hi, rtol=2e-5)])
+            ex([(2, 17), (2, 17)], fn, npf, low=lo, high=hi, rtol=2e-5)]
+            + (_INTEGER_POWER if name == "power" else []))
+    for name, fn, npf in (("bitwise_and", E.bitwise_and, np.bitwise_and),
+                          ("bitwise_or", E.bitwise_or, np.bitwise_or),
+                          ("bitwise_xor", E.bitwise_xor, np.bitwise_xor)):
+        define(name, fn, BROADCAST, [
+            ex([((3, 37), "int32"), ((37,), "int32")], fn, npf, low=-1000, high=1000),
+            ex([((2, 17), "uint8"), ((2, 17), "uint8")], fn, npf, low=0, high=255)])
     for name, fn, npf in (("logical_and", E.logical_and, np.logical_and),
                           ("logical_or", E.logical_or, np.logical_or)):
         define(name, fn, BROADCAST, [ex([((3, 37), "bool"), ((37,), "bool")], fn, npf)])
@@ -208,6 +241,9 @@ def _define_transform() -> None:
     define("arange_like", T.arange_like, INJECTIVE, [
         ex([((9,), "int64")], lambda x: T.arange_like(x, 3, -2),
            lambda a: 3 - 2 * np.arange(9))])
+    define("shape_values", T.shape_values, INJECTIVE, [
+        ex([(3, 5)], lambda x: T.shape_values([x], [x.shape[0] * 2 + 1, 4]),
+           lambda a: np.array([7, 4]))])
     define("layout_transform", T.layout_transform, INJECTIVE, [
         ex([(1, 32, 5, 8)], lambda x: T.layout_transform(x, "NCHW", "NCHW16c"),
            lambda a: ref.to_nchwc(a, 16)),

@@ -134,6 +134,106 @@ def cos(x: Tensor) -> Tensor:
     return _unary("cos", x, te.cos)
 
 
+def _float_math(name: str, f):
+    """A float-only unary op computing the math function ``f`` (numpy's; f32 and f16 through
+    the f64 C library, rounded once)."""
+
+    def op(x: Tensor) -> Tensor:
+        _need_float(name, x)
+        return _unary(name, x, f)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise {name} of a float tensor (numpy semantics: NaN outside the domain)."
+    return op
+
+
+tan = _float_math("tan", te.tan)
+asin = _float_math("asin", te.asin)
+acos = _float_math("acos", te.acos)
+atan = _float_math("atan", te.atan)
+sinh = _float_math("sinh", te.sinh)
+cosh = _float_math("cosh", te.cosh)
+asinh = _float_math("asinh", te.asinh)
+acosh = _float_math("acosh", te.acosh)
+atanh = _float_math("atanh", te.atanh)
+
+
+def round(x: Tensor) -> Tensor:
+    """Round half to even (numpy.round, ONNX Round: 2.5 -> 2, -0.5 -> -0)."""
+    _need_float("round", x)
+    return _unary("round", x, te.round)
+
+
+def sign(x: Tensor) -> Tensor:
+    """numpy.sign: -1, 0 or 1 in x's dtype; NaN stays NaN, -0.0 gives 0.0."""
+    check_tensor("sign", "x", x)
+    if dt.is_bool(x.dtype):
+        raise ValueError("sign: x must be numeric, got bool")
+    d = x.dtype
+    zero, one = const(0, d), const(1, d)
+    if dt.is_unsigned(d):
+        return _unary("sign", x, lambda v: te.select(v > zero, one, zero))
+    # v != v is NaN's test: it is kept (numpy, onnxruntime); both zeros give +0
+    rest = (lambda v: te.select(v != v, v, zero)) if dt.is_float(d) else (lambda v: zero)
+    return _unary("sign", x, lambda v: te.select(v > zero, one, te.select(
+        v < zero, const(-1, d), rest(v))))
+
+
+def thresholded_relu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x where x > alpha, else 0 (ONNX ThresholdedRelu; NaN gives 0)."""
+    _need_float("thresholded_relu", x)
+    _finite("thresholded_relu", "alpha", alpha)
+    a, zero = const(float(alpha), x.dtype), const(0.0, x.dtype)
+    return _unary("thresholded_relu", x, lambda v: te.select(v > a, v, zero),
+                  alpha=float(alpha))
+
+
+def shrink(x: Tensor, lambd: float = 0.5, bias: float = 0.0) -> Tensor:
+    """ONNX Shrink: x + bias where x < -lambd, x - bias where x > lambd, else 0 (NaN too).
+    Integer x: the bounds compare exactly (x < -lambd is x < ceil(-lambd)) and bias is
+    truncated to the integer type (as onnxruntime's static_cast)."""
+    check_tensor("shrink", "x", x)
+    if dt.is_bool(x.dtype):
+        raise ValueError("shrink: x must be numeric, got bool")
+    for name, v in (("lambd", lambd), ("bias", bias)):
+        _finite("shrink", name, v)
+    d = x.dtype
+    if dt.is_float(d):
+        lo, hi, b = const(-float(lambd), d), const(float(lambd), d), const(float(bias), d)
+    else:
+        lim_lo, lim_hi = dt.limits(d)
+        # integer thresholds, clamped to the type: x < t <=> x < ceil(t); x > t <=> x > floor(t)
+        lo = const(int(min(max(math.ceil(-lambd), lim_lo), lim_hi)), d)
+        hi = const(int(min(max(math.floor(lambd), lim_lo), lim_hi)), d)
+        b = const(int(bias), d) if lim_lo <= int(bias) <= lim_hi else None
+        if b is None:
+            raise ValueError(f"shrink: bias {bias!r} does not fit {d}")
+    zero = const(0, d)
+    return _unary("shrink", x, lambda v: te.select(v < lo, v + b, te.select(
+        v > hi, v - b, zero)), lambd=float(lambd), bias=float(bias))
+
+
+def mish(x: Tensor) -> Tensor:
+    """x * tanh(softplus(x)) (ONNX Mish), as x * n / (n + 2) with n = e^x (e^x + 2): exact to
+    rounding for negative x, where log(1 + e^x) would lose e^x's digits; x itself from x > 20
+    on (tanh(softplus(20)) is 1 in float32, and n would overflow)."""
+    _need_float("mish", x)
+    d = x.dtype
+    two, big = const(2.0, d), const(20.0, d)
+
+    def f(v):
+        e = te.exp(te.min(v, big))
+        n = e * (e + two)
+        return te.select(v > big, v, v * (n / (n + two)))
+
+    return _unary("mish", x, f)
+
+
+def _finite(op: str, name: str, v) -> None:
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        raise ValueError(f"{op}: {name} must be a finite number, got {v!r}")
+
+
 def abs(x: Tensor) -> Tensor:
     check_tensor("abs", "x", x)
     if dt.is_bool(x.dtype):
@@ -216,10 +316,8 @@ def _binary(op: str, a, b, f, out_bool: bool = False, need_float: bool = False,
     if (isinstance(a, float) or isinstance(b, float)) and not dt.is_float(d):
         raise ValueError(f"{op}: a float scalar with an integer tensor ({d}); cast the "
                          "tensor first")
-    same = all(len(t.shape) == len(shape) and all(dim_equal(x, y) for x, y in zip(t.shape, shape))
-               for t in (a, b) if isinstance(t, Tensor))
     return op_compute(op, shape, lambda *i: f(_read(a, i, d), _read(b, i, d)),
-                      ELEMWISE if same else BROADCAST, name=name)
+                      _kind(shape, [t for t in (a, b) if isinstance(t, Tensor)]), name=name)
 
 
 def add(a, b) -> Tensor:
@@ -241,7 +339,41 @@ def divide(a, b) -> Tensor:
 
 
 def power(a, b) -> Tensor:
+    """numpy.power on floats. An integer base tensor keeps its dtype and takes any numeric
+    exponent (ONNX Pow), with onnxruntime's results: see :func:`_integer_power`."""
+    if isinstance(a, Tensor) and not dt.is_float(a.dtype) and not dt.is_bool(a.dtype):
+        return _integer_power(a, b)
     return _binary("power", a, b, te.pow, need_float=True)
+
+
+def _integer_power(a: Tensor, b) -> Tensor:
+    """a ** b as onnxruntime computes it (references.power): pow in float64, exact for every
+    result a float64 holds (libm's pow is exact there), truncated toward zero; a result out of
+    a's range, or NaN, gives a's minimum, as x86's conversion does in onnxruntime (a bare
+    fptosi would be poison). Exponentiation by squaring would differ from onnxruntime on int64
+    results beyond 2**53, which it rounds as float64 does."""
+    if isinstance(b, bool) or not isinstance(b, (Tensor, int, float)) or (
+            isinstance(b, Tensor) and dt.is_bool(b.dtype)):
+        what = b.dtype if isinstance(b, Tensor) else type(b).__name__
+        raise ValueError(f"power: the exponent of an integer base must be a numeric tensor or "
+                         f"number, got {what}")
+    ts = [a, b] if isinstance(b, Tensor) else [a]
+    shape = broadcast_shapes("power", *[t.shape for t in ts])
+    lo, hi = dt.limits(a.dtype)
+
+    def f(*i):
+        r = te.pow(_read(a, i, "float64"), _read(b, i, "float64"))
+        inside = te.all(r >= const(float(lo), "float64"), r < const(float(hi) + 1.0, "float64"))
+        return te.select(inside, te.cast(r, a.dtype), const(lo, a.dtype))
+
+    return op_compute("power", shape, f, _kind(shape, ts))
+
+
+def _kind(shape, tensors) -> str:
+    """ELEMWISE when every tensor operand has the output's shape, else BROADCAST."""
+    same = all(len(t.shape) == len(shape) and all(dim_equal(x, y) for x, y in zip(t.shape, shape))
+               for t in tensors)
+    return ELEMWISE if same else BROADCAST
 
 
 def maximum(a, b) -> Tensor:
@@ -288,6 +420,33 @@ def logical_and(a, b) -> Tensor:
 
 def logical_or(a, b) -> Tensor:
     return _binary("logical_or", a, b, lambda x, y: _as_bool(x) | _as_bool(y))
+
+
+def _bitwise(op: str, a, b, f) -> Tensor:
+    _, d = _operands(op, a, b)
+    if not dt.is_int(d):
+        raise ValueError(f"{op}: operands must be integer tensors, got {d}")
+    return _binary(op, a, b, f)
+
+
+def bitwise_and(a, b) -> Tensor:
+    return _bitwise("bitwise_and", a, b, te.bitwise_and)
+
+
+def bitwise_or(a, b) -> Tensor:
+    return _bitwise("bitwise_or", a, b, te.bitwise_or)
+
+
+def bitwise_xor(a, b) -> Tensor:
+    return _bitwise("bitwise_xor", a, b, te.bitwise_xor)
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """numpy.invert of an integer tensor (every bit flipped)."""
+    check_tensor("bitwise_not", "x", x)
+    if not dt.is_int(x.dtype):
+        raise ValueError(f"bitwise_not: x must be an integer tensor, got {x.dtype}")
+    return _unary("bitwise_not", x, te.bitwise_not)
 
 
 def where(cond: Tensor, x, y) -> Tensor:
@@ -349,17 +508,14 @@ def _never(v):
 
 
 def mod(a, b, fmod: bool = False) -> Tensor:
-    """ONNX Mod. fmod=False: the remainder takes the divisor's sign (Python's %, integers
-    only, as ONNX requires); fmod=True: the dividend's sign (C fmod), integers or floats.
-    An integer zero divisor gives 0 (numpy), never a trap."""
+    """ONNX Mod. fmod=False: the remainder takes the divisor's sign (Python's % and numpy's,
+    for floats too, as ONNX defines it from opset 28 on); fmod=True: the dividend's sign (C
+    fmod). An integer zero divisor gives 0 (numpy), never a trap."""
     if not isinstance(fmod, bool):
         raise ValueError(f"mod: fmod must be a bool, got {fmod!r}")
     _, d = _operands("mod", a, b)
     if dt.is_bool(d):
         raise ValueError("mod: operands must be numbers, got bool")
-    if not fmod and dt.is_float(d):
-        raise ValueError(f"mod: fmod=False (the divisor's sign) is defined for integers; "
-                         f"{d} operands need fmod=True")
     return _binary("mod", a, b, _c_fmod if fmod else (lambda x, y: x % y), name="mod")
 
 
@@ -377,11 +533,22 @@ def _c_fmod(x, y):
 
 __all__ = [
     "abs",
+    "acos",
+    "acosh",
     "add",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "cast",
     "ceil",
     "clip",
     "cos",
+    "cosh",
     "divide",
     "equal",
     "erf",
@@ -402,6 +569,7 @@ __all__ = [
     "logical_or",
     "maximum",
     "minimum",
+    "mish",
     "mod",
     "multiply",
     "neg",
@@ -409,10 +577,16 @@ __all__ = [
     "not_equal",
     "power",
     "relu",
+    "round",
+    "shrink",
     "sigmoid",
+    "sign",
     "sin",
+    "sinh",
     "sqrt",
     "subtract",
+    "tan",
     "tanh",
+    "thresholded_relu",
     "where",
 ]

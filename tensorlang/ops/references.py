@@ -27,6 +27,22 @@ def sigmoid(a):
     return (1 / (1 + np.exp(-a.astype(np.float64)))).astype(a.dtype)
 
 
+def mish(a):
+    """x * tanh(softplus(x)) in float64 (logaddexp: no overflow for large x)."""
+    x = a.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # -inf * tanh(0): NaN, as onnxruntime
+        return (x * np.tanh(np.logaddexp(0.0, x))).astype(a.dtype)
+
+
+def shrink(a, lambd=0.5, bias=0.0):
+    """ONNX Shrink; for integers the bounds are exact and bias is truncated (ops.shrink)."""
+    if np.issubdtype(a.dtype, np.floating):
+        lo, hi, b = -lambd, lambd, bias
+    else:
+        lo, hi, b = math.ceil(-lambd), math.floor(lambd), int(bias)
+    return np.where(a < lo, a + b, np.where(a > hi, a - b, 0)).astype(a.dtype)
+
+
 def pad_nchw(x, pt, pl, pb, pr, value=0.0):
     return np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=value)
 
@@ -205,10 +221,11 @@ def scatter_nd(data, indices, updates, reduction="none"):
     return out
 
 
-def space_to_depth(x, b):
+def space_to_depth(x, b, mode="DCR"):
     """ONNX SpaceToDepth as its spec writes it (reshape, transpose, reshape)."""
     n, c, h, w = x.shape
-    t = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    t = x.reshape(n, c, h // b, b, w // b, b).transpose(*perm)
     return np.ascontiguousarray(t.reshape(n, c * b * b, h // b, w // b))
 
 
@@ -249,3 +266,31 @@ def scatter_nd_boxed(data, updates, starts, steps, reduction="none"):
                "max": np.maximum, "min": np.minimum}[reduction]
     out[box] = combine(out[box], updates)
     return out
+
+
+def power(a, b):
+    """numpy.power for a float base. An integer base (ONNX Pow: int32, int64) keeps its dtype
+    and takes any numeric exponent, computed as onnxruntime computes it: C's pow in float64,
+    truncated toward zero (so a negative exponent gives 0 unless the base is 1 or -1), and the
+    dtype's minimum for a result outside its range or NaN (what x86's conversion gives: 0 ** -1
+    and 3 ** 40 in int32 are -2**31, as onnxruntime returns them)."""
+    a = np.asarray(a)
+    if not np.issubdtype(a.dtype, np.integer):
+        return np.power(a, b).astype(a.dtype)
+    with np.errstate(all="ignore"):  # libm raises the FP flags of 0 ** -1: numpy would warn
+        r = _c_pow(a.astype(np.float64), np.asarray(b).astype(np.float64))
+    info = np.iinfo(a.dtype)
+    inside = (r >= info.min) & (r < float(info.max) + 1.0)  # max + 1: a power of two, exact
+    return np.where(inside, r, info.min).astype(a.dtype)
+
+
+def _c_pow_scalar(x: float, y: float) -> float:
+    try:
+        return math.pow(x, y)
+    except (OverflowError, ValueError):  # out of range or NaN (0 ** -1, (-8) ** 0.5): same end
+        return math.nan
+
+
+# C's pow, as the kernels and onnxruntime call it: numpy's float64 power is its own and rounds
+# some results beyond 2**53 differently ((-17) ** 13)
+_c_pow = np.vectorize(_c_pow_scalar, otypes=[np.float64])

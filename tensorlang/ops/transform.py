@@ -420,6 +420,40 @@ def arange_like(x: Tensor, start: int = 0, delta: int = 1) -> Tensor:
         i < 0, x[i], const(start, d) + const(delta, d) * i.astype(d)), INJECTIVE,
         start=start, delta=delta)
 
+def shape_values(carriers: list[Tensor], values: list, dtype: str = "int64") -> Tensor:
+    """A 1-D tensor of integer expressions of shape variables, computed by the kernel from
+    the sizes it is called with: the values an exported model computes from its inputs'
+    symbolic shapes and then uses as data (GPT-2's position ids, past_len + arange(seq)).
+    Every variable must be a dimension of a tensor of ``carriers``, whose sizes the kernel
+    receives (their elements are read under a false condition only, so that they stay its
+    arguments, as arange_like's)."""
+    op = "shape_values"
+    if not carriers or not all(isinstance(t, Tensor) for t in carriers):
+        raise ValueError(f"{op}: carriers must be a non-empty list of tensors")
+    if not values:
+        raise ValueError(f"{op}: values must not be empty")
+    if not dt.is_int(dtype):
+        raise ValueError(f"{op}: dtype must be an integer type, got {dtype}")
+    from ..ir.functor import collect_vars
+
+    known = {v for t in carriers for d in t.shape for v in collect_vars(const(0) + d)}
+    exprs = [const(v) if isinstance(v, int) else v for v in values]
+    missing = sorted({v.name for e in exprs for v in collect_vars(e)} -
+                     {v.name for v in known})
+    if missing:
+        raise ValueError(f"{op}: {', '.join(missing)} is no dimension of the carriers")
+
+    def f(i):
+        out = exprs[-1].astype(dtype)
+        for k in range(len(exprs) - 2, -1, -1):
+            out = te.select(i == k, exprs[k].astype(dtype), out)
+        kept = sum((t[(0,) * t.ndim].astype(dtype) for t in carriers[1:]),
+                   carriers[0][(0,) * carriers[0].ndim].astype(dtype))
+        return te.select(i < 0, kept, out)
+
+    return op_compute(op, (len(exprs),), f, INJECTIVE)
+
+
 BLOCKED_LAYOUT = re.compile(r"^NCHW(\d+)c$")  # NCHW<x>c
 
 
@@ -494,6 +528,7 @@ __all__ = [
     "layout_transform",
     "pad",
     "reshape",
+    "shape_values",
     "slice_",
     "split",
     "squeeze",

@@ -18,13 +18,16 @@ from ._base import (
 )
 
 
-def space_to_depth(x: Tensor, blocksize: int) -> Tensor:
+def space_to_depth(x: Tensor, blocksize: int, mode: str = "DCR") -> Tensor:
     """ONNX SpaceToDepth of NCHW data: each blocksize x blocksize tile of pixels becomes
-    channels, [N, C, H, W] -> [N, C * b * b, H / b, W / b]; output channel (by * b + bx) * C + c
-    holds pixel (h * b + by, w * b + bx) of channel c (DepthToSpace's DCR inverse)."""
+    channels, [N, C, H, W] -> [N, C * b * b, H / b, W / b]. Pixel (h * b + by, w * b + bx) of
+    channel c goes to output channel (by * b + bx) * C + c in mode DCR (DepthToSpace's DCR
+    inverse, the only order before opset 28), c * b * b + by * b + bx in mode CRD."""
     op = "space_to_depth"
     check_tensor(op, "x", x)
     b = check_int(op, "blocksize", blocksize, 1)
+    if mode not in ("DCR", "CRD"):
+        raise ValueError(f"{op}: mode must be 'DCR' or 'CRD', got {mode!r}")
     shp = static_shape(op, "x", x)
     if len(shp) != 4 or shp[2] % b or shp[3] % b:
         raise ValueError(f"{op}: x must be 4-D NCHW with H and W divisible by blocksize={b}, "
@@ -32,10 +35,10 @@ def space_to_depth(x: Tensor, blocksize: int) -> Tensor:
     n, c, h, w = shp
 
     def f(i, oc, y, z):
-        blk, ch = oc // c, oc % c
+        blk, ch = (oc // c, oc % c) if mode == "DCR" else (oc % (b * b), oc // (b * b))
         return x[i, ch, y * b + blk // b, z * b + blk % b]
 
-    return op_compute(op, (n, c * b * b, h // b, w // b), f, INJECTIVE, blocksize=b)
+    return op_compute(op, (n, c * b * b, h // b, w // b), f, INJECTIVE, blocksize=b, mode=mode)
 
 
 def trilu(x: Tensor, k: int = 0, upper: bool = True) -> Tensor:

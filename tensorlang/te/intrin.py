@@ -90,7 +90,8 @@ def _is_axis(x) -> bool:
 # ----------------------------------------------------------------------------- math
 
 _FLOAT_ONLY = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
-               "sin", "cos", "atan")
+               "sin", "cos", "atan", "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh",
+               "atanh")
 _ROUNDING = ("floor", "ceil", "round", "trunc", "nearbyint")
 
 
@@ -130,6 +131,14 @@ log10 = _unary("log10")
 sin = _unary("sin")
 cos = _unary("cos")
 atan = _unary("atan")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
 
 
 # TVM op names (tir.X) that call_intrin maps to the math functions above: the intrinsics a
@@ -345,9 +354,14 @@ Expr.__rpow__ = _rpow_operator  # type: ignore[attr-defined]
 
 __all__ = [
     "abs",
+    "acos",
+    "acosh",
     "all",
     "any",
+    "asin",
+    "asinh",
     "atan",
+    "atanh",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -358,6 +372,7 @@ __all__ = [
     "ceil",
     "comm_reducer",
     "cos",
+    "cosh",
     "div",
     "erf",
     "exp",
@@ -392,8 +407,10 @@ __all__ = [
     "shift_right",
     "sigmoid",
     "sin",
+    "sinh",
     "sqrt",
     "sum",
+    "tan",
     "tanh",
     "trunc",
     "truncdiv",

@@ -139,7 +139,9 @@ def test_if_branch_returning_an_outer_value_and_a_constant():
     m = _model(nodes, [_vi("c", [], B), _vi("x", [3])], [_vi("y", [3])])
     x = np.array([5.0, -1.0, 0.5], np.float32)
     for c in (True, False):
-        _check(m, {"c": np.array(c), "x": x})
+        gm = _check(m, {"c": np.array(c), "x": x})
+        # a numpy scalar is the 0-d input it stands for, as in a GraphModule
+        np.testing.assert_array_equal(gm.run(c=np.bool_(c), x=x)["y"], gm.run(c=c, x=x)["y"])
 
 
 def test_if_with_branches_of_different_shapes_is_refused():
@@ -154,6 +156,39 @@ def test_if_with_branches_of_different_shapes_is_refused():
     with pytest.raises(graph.OnnxImportError,
                        match=r"node 'gate' \(If, opset 17\): output 0 is float32\[4\] in "
                              r"then_branch and float32\[2\] in else_branch"):
+        graph.from_onnx(m)
+
+
+def _sequence_branch(name, values, optional=False):
+    """A branch returning a sequence of one constant tensor (onnx's case test_if_seq), or that
+    sequence as an optional (test_if_opt)."""
+    nodes = [helper.make_node("Constant", [], [f"{name}_x"], value=_const(f"{name}_v", values)),
+             helper.make_node("SequenceConstruct", [f"{name}_x"], [f"{name}_seq"])]
+    out = f"{name}_seq"
+    if optional:
+        nodes.append(helper.make_node("Optional", [out], [f"{name}_opt"]))
+        out = f"{name}_opt"
+    seq = helper.make_tensor_sequence_value_info(out, F, [5])
+    if optional:
+        seq = helper.make_value_info(out, helper.make_optional_type_proto(seq.type))
+    return _branch(name, nodes, [seq])
+
+
+@pytest.mark.parametrize("optional", [False, True])
+@pytest.mark.parametrize("condition", ["input", "constant"])
+def test_if_giving_a_sequence_or_an_optional_is_refused(optional, condition):
+    """tensorlang's values are tensors: a SequenceConstruct of constants was folded by onnx's
+    reference evaluator into one tensor, its elements stacked, and the model returned that."""
+    one = np.arange(1, 6, dtype=np.float32)
+    then_b, else_b = (_sequence_branch(n, one * k, optional) for n, k in (("then", 1), ("else", 2)))
+    nodes = [helper.make_node("If", ["c"], ["res"], then_branch=then_b, else_branch=else_b)]
+    if condition == "constant":
+        nodes.insert(0, helper.make_node("Constant", [], ["c"], value=_const("cv", True)))
+    m = _model(nodes, [_vi("c", [], B)] if condition == "input" else [],
+               [helper.make_value_info("res", then_b.output[0].type)], opset=18)
+    with pytest.raises(graph.UnsupportedOperatorError,
+                       match=r"SequenceConstruct \(node '#1', opset 18\): it gives a sequence or "
+                             r"an optional, and tensorlang's values are tensors"):
         graph.from_onnx(m)
 
 

@@ -273,19 +273,41 @@ def test_shape_gather_concat_reshape_chain_folds_symbolically():
         np.testing.assert_array_equal(gm.run(x=x)["y"], sess.run(None, {"x": x})[0])
 
 
-def test_symbolic_shape_read_at_run_time_is_refused():
-    with pytest.raises(graph.OnnxImportError, match="cannot compute cast of a shape with "
-                                                    "symbolic dimensions at import"):
-        graph.from_onnx(_chain_model(use_shape_at_run_time=True))
+def test_symbolic_shape_read_at_run_time_is_computed_at_run_time():
+    """A size used as data (cast to float and added): the shape value is computed by a kernel
+    from the sizes the model runs at, one build for every size."""
+    model = _chain_model(use_shape_at_run_time=True)
+    g = graph.from_onnx(model)
+    assert "shape_values" in g.op_counts()
+    gm = graph.build(g)
+    sess = _ort(model)
+    for b, s in [(1, 3), (4, 5), (2, 11)]:
+        x = np.random.default_rng(s).standard_normal((b, s, 8)).astype("float32")
+        np.testing.assert_array_equal(gm.run(x=x)["z"], sess.run(None, {"x": x})[0])
+    # with the sizes given the same model folds the shape into a constant
+    fixed = graph.from_onnx(model, shapes={"x": (2, 3, 8)})
+    assert fixed.outputs[0].shape == (2, 6, 4) and "shape_values" not in fixed.op_counts()
+
+
+def test_shape_values_from_the_builder_and_their_refusal():
     gb = graph.Builder("run_time_shape", fold=True)
     shape = np.empty(2, dtype=object)
-    shape[:] = [S.shape_var("b"), 4]
-    with pytest.raises(GraphError, match="reads a shape computed from symbolic dimensions at "
-                                         "run time"):
-        gb.add(gb.input("n", (2,), "int64"), gb.const(shape))
-    # with the sizes given the same model imports (the shape is a constant)
-    fixed = graph.from_onnx(_chain_model(use_shape_at_run_time=True), shapes={"x": (2, 3, 8)})
-    assert fixed.outputs[0].shape == (2, 6, 4)
+    b = S.shape_var("b")
+    shape[:] = [b * 3 + 1, 4]
+    x = gb.input("x", (b, 2), "int64")
+    y = gb.add(x, gb.const(shape))
+    gm = graph.build(gb.build([y]))
+    for n in (1, 5):
+        xs = np.arange(2 * n, dtype=np.int64).reshape(n, 2)
+        np.testing.assert_array_equal(gm.run(x=xs)[y.name], xs + [3 * n + 1, 4])
+    # a variable no input has as a dimension of its own (only inside an expression)
+    gb = graph.Builder("no_carrier", fold=True)
+    only = np.empty(1, dtype=object)
+    only[:] = [S.shape_var("c")]
+    x = gb.input("x", (S.dim(S.shape_var("c") * 2),), "int64")
+    with pytest.raises(GraphError, match="reads a value computed from symbolic dimension c, "
+                                         "which no graph input has as a dimension of its own"):
+        gb.add(x, gb.const(only))
 
 
 def test_fold_symbolic_refuses_what_depends_on_sizes():

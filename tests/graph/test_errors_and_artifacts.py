@@ -58,6 +58,36 @@ def test_wrong_inputs_are_clear_errors():
         gm.run(x=np.zeros((4, 64), ">f4"))  # was "must have dtype float32, got float32"
 
 
+def _scale_model(dim):
+    """y = x * s, s a 0-d input (as Clip's min/max or Dropout's ratio in ONNX's own tests)."""
+    nodes = [helper.make_node("Mul", ["x", "s"], ["y"])]
+    g = helper.make_graph(nodes, "scale", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim]),
+        helper.make_tensor_value_info("s", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [dim])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("dim", [3, "n"])
+@pytest.mark.parametrize("mode", ["graph", "interactive"])
+def test_a_numpy_scalar_is_a_0d_input(dim, mode):
+    m = _scale_model(dim)
+    gm = graph.build(graph.from_onnx(m), mode=mode)
+    x = np.array([1.5, -2.0, 4.0], np.float32)
+    ref = ort_run(m, {"x": x, "s": np.array(0.5, np.float32)})["y"]
+    np.testing.assert_array_equal(gm.run(x=x, s=np.float32(0.5))["y"], ref)
+    gm.set_input(x=x, s=x[0])  # indexing an array gives a numpy scalar too
+    gm.run()
+    np.testing.assert_array_equal(gm.get_output(0), x * x[0])
+    with pytest.raises(runtime.InputError, match="'s' must have dtype float32, got float64"):
+        gm.run(x=x, s=np.float64(0.5))
+    with pytest.raises(runtime.InputError, match="'s' must be a numpy array, got str"):
+        gm.run(x=x, s="0.5")
+    with pytest.raises(runtime.InputError, match=r"'x' must have shape \(3,\), got \(\)"
+                       if dim == 3 else "'x'"):
+        gm.run(x=np.float32(1), s=np.float32(0.5))
+
+
 def test_builder_printer_dot_and_shape_errors():
     b = graph.Builder("t")
     x = b.input("x", (1, 3, 8, 8))

@@ -78,9 +78,13 @@ SKIP = ("", None, True)
 
 # ---------------------------------------------------------------------------- the cases
 
-_UNARY_POS = {"Log", "Sqrt", "Reciprocal"}
+_UNARY_POS = {"Log", "Sqrt", "Reciprocal", "Acosh"}
+_UNARY_UNIT = {"Asin", "Acos", "Atanh"}  # defined on (-1, 1)
 _UNARY = ["Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Abs", "Floor", "Ceil",
-          "Reciprocal", "Erf", "Softplus", "Softsign", "HardSwish", "Sin", "Cos"]
+          "Reciprocal", "Erf", "Softplus", "Softsign", "HardSwish", "Sin", "Cos", "Tan",
+          "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Round", "Sign",
+          "Mish"]
+_BITWISE = ["BitwiseAnd", "BitwiseOr", "BitwiseXor"]
 _BINARY = ["Add", "Sub", "Mul", "Div"]
 _COMPARE = ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]
 _LOGICAL = ["And", "Or", "Xor"]
@@ -90,7 +94,25 @@ _REDUCE = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "R
 
 
 def _unary(op, v):
-    return Case([_x(_f(2, 3, 4, low="pos" if op in _UNARY_POS else None))])
+    x = _f(2, 3, 4, low="pos" if op in _UNARY_POS else None)
+    if op in _UNARY_UNIT:
+        x = np.tanh(x)
+    elif op == "Acosh":
+        x = x + 1  # defined from 1
+    elif op == "Round":
+        x = np.round(x * 4) / 2  # halves: ties to even
+    elif op == "Sign":
+        x[0, 0, :2] = 0.0, -0.0
+    return Case([_x(x)])
+
+
+def _bitwise(op, v):
+    def ints(*shape):
+        return RNG.integers(-2**31, 2**31 - 1, size=shape, dtype=np.int64).astype(np.int32)
+
+    if op == "BitwiseNot":
+        return Case([_x(ints(2, 3, 4))])
+    return Case([_x(ints(2, 3, 4)), _x(ints(3, 1), "y")])
 
 
 def _binary(op, v):
@@ -437,6 +459,14 @@ CASES = {
     "GroupNormalization": _group_norm,
     "Trilu": lambda op, v: Case([_x(_f(2, 4, 5)), _c(np.array(-1, np.int64), "k")],
                                 {"upper": 0}),
+    **{op: _bitwise for op in _BITWISE + ["BitwiseNot"]},
+    "ThresholdedRelu": _attr_unary({"alpha": 0.3}),
+    "Shrink": _attr_unary({"lambd": 0.4, "bias": 0.1}),
+    "CastLike": lambda op, v: Case([_x(_f(2, 3) * 10), _c(np.zeros(1, np.int32), "like")]),
+    "EyeLike": lambda op, v: Case([_x(_f(3, 4))], {"k": 1, "dtype": onnx.TensorProto.INT32}),
+    "Hardmax": lambda op, v: Case([_x(_f(2, 3, 4))], {"axis": 1}),  # 2-D coercion before 13
+    "LpNormalization": lambda op, v: Case([_x(_f(2, 3, 4))], {"axis": 1, "p": 1}),
+    "MeanVarianceNormalization": lambda op, v: Case([_x(_f(2, 3, 4, 5))]),
 }
 
 

@@ -18,7 +18,8 @@ from tensorlang import graph
 
 helper, TP, nh = onnx.helper, onnx.TensorProto, onnx.numpy_helper
 RNG = np.random.default_rng(22)
-ELEM = {"float32": TP.FLOAT, "uint8": TP.UINT8, "int8": TP.INT8, "int32": TP.INT32}
+ELEM = {"float32": TP.FLOAT, "uint8": TP.UINT8, "int8": TP.INT8, "int32": TP.INT32,
+        "float16": TP.FLOAT16}
 
 
 def _model(op, inputs, out_types, inits, opset=13, **attrs):
@@ -94,6 +95,36 @@ def test_dequantize_linear(dtype, axis):
     attrs = {} if axis is None else {"axis": axis}
     _check_exact(_model("DequantizeLinear", [("x", x)], ["float32"], [("s", s), ("z", z)],
                         **attrs), {"x": x})
+
+
+def test_opset_23_precision_and_output_dtype_vs_onnxruntime():
+    """QuantizeLinear's precision (x's own type) and DequantizeLinear's output_dtype (float16
+    from a float32 scale: one rounding of the exact product) at opset 23."""
+    x = (RNG.standard_normal((3, 8)) * 2).astype(np.float32)
+    _check_exact(_model("QuantizeLinear", [("x", x)], ["int8"],
+                        [("s", np.float32(0.03)), ("z", np.int8(2))], opset=23,
+                        precision=TP.FLOAT), {"x": x})
+    q = RNG.integers(-128, 128, (3, 8)).astype(np.int8)
+    m = _model("DequantizeLinear", [("x", q)], ["float16"],
+               [("s", np.float32(0.0123)), ("z", np.int8(-3))], opset=23,
+               output_dtype=TP.FLOAT16)
+    got = graph.build(graph.from_onnx(m)).run(x=q)["y0"]
+    want = ((q.astype(np.float32) + 3) * np.float32(0.0123)).astype(np.float16)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op,dtype,attrs,match", [
+    ("QuantizeLinear", "float32", {"precision": TP.FLOAT16},
+     r"precision FLOAT16 is not supported: the division is computed in x's type \(float32\)"),
+    ("DequantizeLinear", "int8", {"output_dtype": TP.DOUBLE},
+     "output_dtype DOUBLE is not supported; supported: FLOAT, FLOAT16"),
+])
+def test_opset_23_attributes_refused(op, dtype, attrs, match):
+    x = np.zeros((2, 3), dtype)
+    z = np.int8(0)
+    with pytest.raises(OnnxImportError, match=match):
+        _import(op, [("x", x)], [("s", np.float32(0.1)), ("z", z)], opset=23, **attrs)
 
 
 def test_dequantize_linear_int32_and_constant_input():

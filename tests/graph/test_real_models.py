@@ -3,7 +3,8 @@ package loads and gives the same outputs bit for bit.
 
 - Small exports committed in tests/graph/data/real_models (made by
   ``python benchmarks/export_models.py --test-data tests/graph/data/real_models``, torch 2.13.0:
-  random weights, each model from the TorchScript exporter and the dynamo exporter).
+  random weights, each model from the TorchScript exporter and the dynamo exporter;
+  tiny_llama.dynamo23 at opset 23, with the Attention and RMSNormalization torch writes there).
 - The onnx package's model-zoo files (their ConstantOfShape weights replaced by random ones with
   calibrated BatchNorm statistics, as benchmarks/export_models.py does): squeezenet here,
   the others marked slow.

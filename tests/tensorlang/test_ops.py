@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ops_helpers import check, ph, rand
 
 import tensorlang as tl
+from tensorlang.ops.references import power as power_ref
 
 ops = tl.ops
 
@@ -100,6 +101,19 @@ def test_binary_scalars_power_and_int_division():
     x, y = rand((3, 4), "float32"), rand((3, 4), "float64")
     X, Y = ph(x, "X"), ph(y, "Y")
     check(ops.add(X, Y), [X, Y], [x, y], x + y)  # numpy promotion: float64
+
+
+def test_power_of_an_integer_tensor_keeps_its_dtype():
+    """Any numeric exponent; C's pow in float64 truncated (references.power, onnxruntime's)."""
+    i, j = rand((3, 20), "int64", -9, 12), rand((20,), "int32", -2, 15)
+    I, J = ph(i, "I"), ph(j, "J")
+    check(ops.power(I, J), [I, J], [i, j], power_ref(i, j))
+    check(ops.power(I, 0.5), [I], [i], power_ref(i, np.float64(0.5)))
+    with pytest.raises(ValueError, match="exponent of an integer base must be a numeric tensor "
+                                         "or number, got bool"):
+        ops.power(I, tl.placeholder((20,), dtype="bool"))
+    with pytest.raises(ValueError, match="power: operands must be float tensors, got int64"):
+        ops.power(2, I)  # a Python base: numpy's float semantics only
 
 
 def test_maximum_propagates_nan():
