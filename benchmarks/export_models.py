@@ -463,8 +463,28 @@ def _define_torch_classes() -> dict:
                 x = fuse(torch.cat([up(x), skips.pop()], dim=1))
             return self.head(x)
 
+    class WithPast(nn.Module):
+        """A transformers decoder called with a KV cache given as tensors (key, value per
+        layer), returning its hidden states and the grown cache: one generation step."""
+
+        def __init__(self, inner, layers: int):
+            super().__init__()
+            self.inner, self.layers = inner, layers
+
+        def forward(self, ids, mask, *kv):
+            from transformers import DynamicCache
+
+            cache = DynamicCache()
+            for i in range(self.layers):
+                cache.update(kv[2 * i], kv[2 * i + 1], i)
+            out = self.inner(input_ids=ids, attention_mask=mask, past_key_values=cache,
+                             use_cache=True)
+            grown = [t for layer in out.past_key_values.layers
+                     for t in (layer.keys, layer.values)]
+            return (out.last_hidden_state, *grown)
+
     return {"OutputsOnly": OutputsOnly, "KeywordSpotter": KeywordSpotter,
-            "GruTagger": GruTagger, "UNet": UNet}
+            "GruTagger": GruTagger, "UNet": UNet, "WithPast": WithPast}
 
 
 def _kws():
@@ -763,6 +783,33 @@ TEST_DATA = [
 ]
 
 
+def _tiny_gpt2_past_entry() -> Entry:
+    """GPT-2 for one generation step after a cache (TorchScript exporter, opset 14), with the
+    sequence, mask and cache lengths dynamic (s, t, p): its position ids are past_len +
+    arange(seq), computed from the cache's size at run time."""
+    layers, heads, name = 2, 4, "tiny_gpt2_past.ts_dynamic"
+
+    def make(cache: Path) -> dict:
+        import torch
+
+        tf = _transformers()
+        torch.manual_seed(0)
+        cfg = tf.GPT2Config(vocab_size=100, n_positions=64, n_embd=32, n_layer=layers,
+                            n_head=heads, use_cache=True, attn_implementation="eager")
+        m = _LazyModule.get("WithPast")(tf.GPT2Model(cfg), layers).eval()
+        past, new = 6, 1
+        args = (torch.randint(0, 100, (1, new)), torch.ones(1, past + new, dtype=torch.int64),
+                *[torch.randn(1, heads, past, 32 // heads) for _ in range(2 * layers)])
+        names = ["input_ids", "attention_mask"] + [f"past_{i}" for i in range(2 * layers)]
+        dyn = {"input_ids": {1: "s"}, "attention_mask": {1: "t"},
+               **{f"past_{i}": {2: "p"} for i in range(2 * layers)}}
+        torch.onnx.export(m, args, str(cache / f"{name}.onnx"), dynamo=False, opset_version=14,
+                          input_names=names, dynamic_axes=dyn)
+        return {n: a.numpy() for n, a in zip(names, args)}
+
+    return Entry(name, "nlp", "transformers GPT2Model, a KV cache step, dynamic axes", make)
+
+
 # exported by the dynamo exporter at opset 23 only (the operators torch writes from 23 on)
 TEST_DATA_OPSET_23 = [
     ("tiny_llama", "nlp", "transformers LlamaModel, 2 layers, 32 wide, sdpa attention",
@@ -777,6 +824,7 @@ def write_test_data(folder: Path) -> None:
                for name, family, source, build in TEST_DATA for dynamo in (False, True)]
     entries += [_torch_entry(name, family, source, build, True, opset=23)
                 for name, family, source, build in TEST_DATA_OPSET_23]
+    entries.append(_tiny_gpt2_past_entry())
     for entry in entries:
         meta = ensure(entry, folder, force=True)
         (folder / f"{meta['name']}.json").unlink()

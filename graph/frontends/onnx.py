@@ -805,26 +805,36 @@ def _const_of_shape(c, ins, a):
 @_conv("Range")
 def _range(c, ins, a):
     s, l, d = (c.const_array(v, "Range bounds") for v in ins[:3])
-    if l.dtype != object:
+    if object not in (s.dtype, l.dtype, d.dtype):
         _ints(c, np.concatenate([a.reshape(-1) for a in (s, l, d)]), "Range's bounds")
         return [c.b.const(np.arange(s.item(), l.item(), d.item()).astype(s.dtype),
                           name="range")]
-    return [_symbolic_range(c, s, l, d)]
+    return [_symbolic_range(c, s, l, d, ins[0].dtype)]
 
 
-def _symbolic_range(c, s: np.ndarray, l: np.ndarray, d: np.ndarray):
-    """Range up to a symbolic limit (position ids 0 .. seq - 1): its length is an expression
-    of the shape variables, ceil((limit - start) / delta) for delta > 0. A symbolic start or
-    delta, and a negative delta (whose length would be max(0, ...) of the sizes), are refused."""
-    start, delta = _ints(c, np.concatenate([s.reshape(-1), d.reshape(-1)]),
-                         "Range's start and delta")
+def _symbolic_range(c, s: np.ndarray, l: np.ndarray, d: np.ndarray, dtype):
+    """Range with symbolic bounds (position ids past_len .. past_len + seq - 1): its length is
+    ceil((limit - start) / delta) for delta > 0, an expression of the shape variables, and a
+    symbolic start is added at run time (the builder computes it with a shape_values kernel).
+    A symbolic delta, and a negative one (whose length would be max(0, ...) of the sizes), are
+    refused."""
+    (delta,) = _ints(c, d.reshape(-1), "Range's delta")
     if delta <= 0:
-        raise OnnxImportError(f"node {c.node_name!r} (Range): a symbolic limit needs a "
-                              f"positive delta, got {delta}")
-    n = S.dim((l.reshape(-1)[0] - start + (delta - 1)) // delta)
-    dtype = s.dtype  # (an int array: a symbolic start was refused above)
+        raise OnnxImportError(f"node {c.node_name!r} (Range): symbolic bounds need a positive "
+                              f"delta, got {delta}")
+    start, limit = (_as_dim(v.reshape(-1)[0]) for v in (s, l))
+    n = S.dim((limit - start + (delta - 1)) // delta)
     like = c.op("expand", [c.b.const(np.zeros(1, dtype), name="zero")], shape=[n])
-    return c.op("arange_like", [like], start=start, delta=delta)
+    if isinstance(start, int):
+        return c.op("arange_like", [like], start=start, delta=delta)
+    steps = c.op("arange_like", [like], start=0, delta=delta)
+    first = np.empty((), dtype=object)
+    first[()] = start
+    return c.op("add", [steps, c.b.const(first, name="start", dtype=str(dtype))])
+
+
+def _as_dim(x):
+    return int(x) if isinstance(x, (int, np.integer)) else S.dim(x)
 
 
 # ---------------------------------------------------------------------------- driver

@@ -560,25 +560,68 @@ def test_range_up_to_a_symbolic_length(start, delta, dtype):
             gm.run(x=np.zeros((1, 1), "float32"))
 
 
-def test_range_refuses_a_symbolic_start():
+def _past_range_model(delta: int = 1):
+    """Position ids after a cache, as generation exports compute them: Range(past_len,
+    past_len + seq, delta) with past_len and seq the sizes of two inputs, cast to float and
+    added to x [b, seq]."""
+    from onnx import TensorProto, numpy_helper
+
+    nodes = [onnx_helper.make_node("Shape", ["past"], ["ps"]),
+             onnx_helper.make_node("Gather", ["ps", "one"], ["p"], axis=0),
+             onnx_helper.make_node("Shape", ["x"], ["xs"]),
+             onnx_helper.make_node("Gather", ["xs", "one"], ["s"], axis=0),
+             onnx_helper.make_node("Add", ["p", "s"], ["end"]),
+             onnx_helper.make_node("Range", ["p", "end", "delta"], ["ids"]),
+             onnx_helper.make_node("Cast", ["ids"], ["f"], to=TensorProto.FLOAT),
+             onnx_helper.make_node("Add", ["x", "f"], ["y"])]
+    g = onnx_helper.make_graph(
+        nodes, "past_range",
+        [onnx_helper.make_tensor_value_info("past", TensorProto.FLOAT, ["b", "p", 4]),
+         onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s"])],
+        [onnx_helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.array(1, np.int64), "one"),
+                     numpy_helper.from_array(np.array(delta, np.int64), "delta")])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    return model
+
+
+def test_range_from_a_symbolic_start_vs_onnxruntime():
+    """Range(past_len, past_len + seq): seq long, its start computed at run time from the
+    cache's size; one build for every past and sequence length."""
+    model = _past_range_model()
+    g = graph.from_onnx(model)
+    assert "shape_values" in g.op_counts()
+    gm = graph.build(g)
+    sess = _ort(model)
+    for b, p, s in [(1, 1, 1), (2, 7, 3), (1, 30, 1), (3, 2, 9)]:
+        rng = np.random.default_rng(p * 10 + s)
+        feeds = {"past": rng.standard_normal((b, p, 4)).astype("float32"),
+                 "x": rng.standard_normal((b, s)).astype("float32")}
+        np.testing.assert_array_equal(gm.run(**feeds)["y"], sess.run(None, feeds)[0])
+
+
+def test_range_refuses_what_it_cannot_size():
     from onnx import TensorProto, numpy_helper
 
     nodes = [onnx_helper.make_node("Shape", ["x"], ["shp"]),
              onnx_helper.make_node("Gather", ["shp", "zero"], ["s"], axis=0),
-             onnx_helper.make_node("Range", ["s", "s", "one"], ["y"])]
+             onnx_helper.make_node("Range", ["zero", "s", "s"], ["y"])]
     g = onnx_helper.make_graph(
         nodes, "range", [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b"])],
         [onnx_helper.make_tensor_value_info("y", TensorProto.INT64, None)],
-        initializer=[numpy_helper.from_array(np.array(0, np.int64), "zero"),
-                     numpy_helper.from_array(np.array(1, np.int64), "one")])
+        initializer=[numpy_helper.from_array(np.array(0, np.int64), "zero")])
     model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
-    with pytest.raises(graph.OnnxImportError, match=r"Range's start and delta depends on "
-                                                    r"symbolic dimensions \(b, 1\)"):
+    with pytest.raises(graph.OnnxImportError, match=r"Range's delta depends on symbolic "
+                                                    r"dimensions \(b\)"):
         graph.from_onnx(model)
     model = _range_model(9, -2, np.int64)
-    with pytest.raises(graph.OnnxImportError, match=r"\(Range\): a symbolic limit needs a "
+    with pytest.raises(graph.OnnxImportError, match=r"\(Range\): symbolic bounds need a "
                                                     r"positive delta, got -2"):
         graph.from_onnx(model)
+    with pytest.raises(graph.OnnxImportError, match=r"\(Range\): symbolic bounds need a "
+                                                    r"positive delta, got -1"):
+        graph.from_onnx(_past_range_model(delta=-1))
 
 
 def test_a_converter_that_cannot_take_symbolic_dims_says_so():

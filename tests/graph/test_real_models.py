@@ -4,7 +4,8 @@ package loads and gives the same outputs bit for bit.
 - Small exports committed in tests/graph/data/real_models (made by
   ``python benchmarks/export_models.py --test-data tests/graph/data/real_models``, torch 2.13.0:
   random weights, each model from the TorchScript exporter and the dynamo exporter;
-  tiny_llama.dynamo23 at opset 23, with the Attention and RMSNormalization torch writes there).
+  tiny_llama.dynamo23 at opset 23, with the Attention and RMSNormalization torch writes there;
+  tiny_gpt2_past.ts_dynamic, a generation step after a KV cache, with dynamic axes).
 - The onnx package's model-zoo files (their ConstantOfShape weights replaced by random ones with
   calibrated BatchNorm statistics, as benchmarks/export_models.py does): squeezenet here,
   the others marked slow.
@@ -98,7 +99,8 @@ def check_model(model, feed: dict, tmp_path) -> float:
 def test_committed_models_are_small_and_complete():
     assert len(COMMITTED) >= 8, COMMITTED
     total = sum(os.path.getsize(p) for p in glob.glob(str(DATA / "*")))
-    assert total < 1_000_000, f"tests/graph/data/real_models holds {total} bytes (< 1 MB)"
+    # (1.5 MB: the GPT-2 cache step and the opset-23 Llama are ~200 KB each)
+    assert total < 1_500_000, f"tests/graph/data/real_models holds {total} bytes (< 1.5 MB)"
     for name in COMMITTED:
         assert (DATA / f"{name}.inputs.npz").exists(), name
 
@@ -115,6 +117,28 @@ def test_committed_export_matches_onnxruntime(name, tmp_path):
             ops = sorted({u[0] for u in e.unsupported})
             pytest.skip(f"awaiting operators {ops} (expected: {AWAITING_OPS[name]})")
     check_model(model, feed, tmp_path)
+
+
+def test_gpt2_cache_step_with_dynamic_axes(tmp_path):
+    """The exported GPT-2 generation step imported without sizes: one build runs at every
+    sequence and cache length (its position ids are past_len + arange(seq), computed from the
+    cache's size at run time), against onnxruntime, and after save/load."""
+    name = "tiny_gpt2_past.ts_dynamic"
+    model = onnx.load(str(DATA / f"{name}.onnx"))
+    gm = graph.build(graph.from_onnx(model))
+    assert gm.shape_vars == ("p", "s", "t")
+    gm.save(tmp_path / "m.tlpkg")
+    again = runtime.load(tmp_path / "m.tlpkg")
+    rng = np.random.default_rng(5)
+    for s, p in [(1, 6), (1, 1), (4, 9), (3, 20)]:
+        feed = {"input_ids": rng.integers(0, 100, (1, s)).astype(np.int64),
+                "attention_mask": np.ones((1, s + p), np.int64)}
+        feed.update({f"past_{i}": rng.standard_normal((1, 4, p, 8)).astype(np.float32)
+                     for i in range(4)})
+        out, ref = gm.run(**feed), ort_run(model, feed)
+        assert _max_rel_error(out, ref) < RTOL, (s, p)
+        for k, v in again.run(**feed).items():
+            np.testing.assert_array_equal(v, out[k])
 
 
 def _zoo_case(stem: str, tmp_path):
