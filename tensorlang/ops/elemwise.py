@@ -531,6 +531,7 @@ def _c_fmod(x, y):
     fix = (r != zero) & ((r < zero) != (x < zero))
     return te.select(fix, r - y, r)
 
+
 __all__ = [
     "abs",
     "acos",
