@@ -1,6 +1,8 @@
 """Algebraic simplification: x*1, 1*x, x+0, 0+x, x-0, x/1 -> x; transpose(transpose(x)) -> one
 transpose (or x when the permutations cancel); reshape(reshape(x)) -> one reshape, and a reshape
 to the same shape -> x; copy (what ONNX Identity/Dropout leave when they name an output) -> x;
+a cast to the type x has, an expand to the shape x has -> x; where(c, a, b) with a constant c
+all true or all false -> a or b;
 x ** 2 and x ** 3 by a constant exponent -> x * x, x * x * x (GPT-2's tanh GELU cubes its input:
 a run-time pow is an f64 log and exp per element, its dense's tail 0.9 against 0.6 ms).
 
@@ -44,6 +46,10 @@ def _simplify_once(g: Graph) -> Graph:
                     return [x]
         if n.op == "copy":
             return [ins[0]]
+        if n.op in ("cast", "expand") and _same_type(ins[0], out):
+            return [ins[0]]  # (ONNX function bodies cast to the type a value has)
+        if n.op == "where":
+            return _decided_where(ins, out)
         if n.op == "power" and len(ins) == 2:
             return _power_as_products(em, n, ins, out)
         if n.op == "reshape":
@@ -65,6 +71,21 @@ def _simplify_once(g: Graph) -> Graph:
         return None
 
     return rebuild(g, visit, em)
+
+
+def _same_type(x: Value, out: Value) -> bool:
+    return x.shape == out.shape and x.dtype == out.dtype
+
+
+def _decided_where(ins: list[Value], out: Value):
+    """where(c, a, b) with a constant c that is all true (a) or all false (b), when that
+    operand already has the output's shape and type (Attention's function body guards rows
+    that its constant mask leaves whole), or None."""
+    cond = ins[0]
+    if not (cond.is_constant and cond.size > 0):
+        return None
+    taken = ins[1] if np.all(cond.data) else ins[2] if not np.any(cond.data) else None
+    return [taken] if taken is not None and _same_type(taken, out) else None
 
 
 def _power_as_products(em: Emitter, n: Node, ins: list[Value], out: Value):

@@ -19,9 +19,14 @@ from tensorlang.graph.report import BuildError
 
 from tensorlang import graph
 
-# passes with onnx 1.23.2 (2026-11-27): 1200+ of 1884; a drop means a case that imported
+# passes with onnx 1.23.2 (2026-11-27): 1111 of 1884; a drop means a case that imported
 # is refused now
 MIN_PASSING = 1100
+# cases whose written output is rounded: compared with onnx's ReferenceEvaluator instead
+# (onnxruntime agrees with it and with us)
+ROUNDED_OUTPUTS = {
+    "test_averagepool_2d_ceil_last_window_starts_on_pad": "y written as 0.1511 for 0.151056",
+}
 
 
 def _cases():
@@ -70,6 +75,10 @@ def run_case(case) -> tuple[str, str]:
     in_names = [x.name for x in case.model.graph.input if x.name not in inits]
     for inputs, outputs in case.data_sets:
         feeds = {n: _array(x) for n, x in zip(in_names, inputs)}
+        if case.name in ROUNDED_OUTPUTS:
+            from onnx.reference import ReferenceEvaluator
+
+            outputs = ReferenceEvaluator(case.model).run(None, feeds)
         if feeds:
             got = list(gm.run(**feeds).values())
         else:

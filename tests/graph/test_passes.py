@@ -161,6 +161,25 @@ def test_simplify_identities_transposes_reshapes():
     assert _ops(simplify_algebra(g2)) == ["multiply", "relu"]
 
 
+def test_simplify_same_type_casts_expands_and_decided_wheres():
+    """What ONNX function bodies leave (Attention's): a cast to the type x has and an expand to
+    its shape are x; a where whose constant condition is all true or all false is that
+    operand. A where with a mixed condition, a cast that changes the type and an expand that
+    grows x stay; the built graph matches numpy."""
+    b = graph.Builder("w")
+    x = b.input("x", (2, 3))
+    y = b.expand(b.cast(x, dtype="float32"), shape=[2, 3])
+    y = b.where(b.const(np.ones((2, 3), bool)), y, b.const(np.zeros((2, 3), np.float32)))
+    y = b.where(b.const(np.zeros((1, 3), bool)), b.const(np.float32(7)), y)
+    mixed = b.where(b.const(np.array([True, False, True])), y, b.const(np.float32(-1)))
+    z = b.expand(b.cast(mixed, dtype="float64"), shape=[4, 2, 3])
+    g = infer_types(b.build(z))
+    assert _ops(eliminate_dead_code(simplify_algebra(g))) == ["where", "cast", "expand"]
+    xv = _rand(2, 3)
+    want = np.broadcast_to(np.where([True, False, True], xv, -1).astype(np.float64), (4, 2, 3))
+    np.testing.assert_array_equal(next(iter(graph.build(g).run(x=xv).values())), want)
+
+
 def test_simplify_small_integer_powers_as_multiplies():
     """x ** 3 (GPT-2's tanh GELU) and x ** 2 become multiplies; a fractional or per-element
     exponent stays a power. The built model matches numpy's power."""
