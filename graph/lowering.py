@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import tensorlang as tl
 from tensorlang import ops as O
 from tensorlang.ir import dtype as dt
+from tensorlang.ops.rnn import split_inputs
 
 from . import op_registry as R
 from .fused_group import FUSED, FusedGroup
@@ -115,7 +116,8 @@ def _binary(op: str, x, y):
               "greater": O.greater, "less_equal": O.less_equal,
               "greater_equal": O.greater_equal, "logical_and": O.logical_and,
               "logical_or": O.logical_or, "bitwise_and": O.bitwise_and,
-              "bitwise_or": O.bitwise_or, "bitwise_xor": O.bitwise_xor}
+              "bitwise_or": O.bitwise_or, "bitwise_xor": O.bitwise_xor,
+              "left_shift": O.left_shift, "right_shift": O.right_shift}
     if op in direct:
         return direct[op](x, y)
     if op == "divide":
@@ -461,13 +463,13 @@ def _misc(op: str, ins: list, a: dict):
         return O.isinf(x, bool(a.get("detect_negative", 1)), bool(a.get("detect_positive", 1)))
     if op == "mod":
         return O.mod(x, ins[1], bool(a.get("fmod", 0)))
-    if op == "cumsum":
-        return O.cumsum(x, a["axis"] % x.ndim, bool(a.get("exclusive", 0)),
-                        bool(a.get("reverse", 0)))
+    if op in ("cumsum", "cumprod"):
+        fn = O.cumsum if op == "cumsum" else O.cumprod
+        return fn(x, a["axis"] % x.ndim, bool(a.get("exclusive", 0)), bool(a.get("reverse", 0)))
     raise NotImplementedError(f"graph operator {op!r} has no lowering")
 
 
-MISC_OPS = ("isnan", "isinf", "mod", "cumsum")
+MISC_OPS = ("isnan", "isinf", "mod", "cumsum", "cumprod")
 
 
 def _quant(op: str, ins: list, a: dict):
@@ -489,13 +491,17 @@ def _quant(op: str, ins: list, a: dict):
 
 
 QUANT_OPS = (*R.QUANT_OPS, "dense_integer", "qlinear_conv2d")
+def _rnn_recurrence(ins: list, a: dict) -> list:
+    *ins, lens = split_inputs(ins, a["cell"])
+    return O.rnn_recurrence(*ins, a["cell"], a["direction"], a["activations"], a.get("clip"),
+                            bool(a.get("linear_before_reset", 0)), lens)
+
+
 # ops whose node has several outputs, lowered to one tensor per output
 MULTI_OUTPUT_OPS = {
     "topk": lambda ins, a: O.topk(ins[0], a["k"], a["axis"] % ins[0].ndim,
                                   bool(a.get("largest", 1))),
-    "rnn_recurrence": lambda ins, a: O.rnn_recurrence(
-        *ins[:4], a["cell"], a["direction"], a["activations"], a.get("clip"),
-        bool(a.get("linear_before_reset", 0)), ins[4] if len(ins) > 4 else None),
+    "rnn_recurrence": lambda ins, a: _rnn_recurrence(ins, a),
 }
 
 

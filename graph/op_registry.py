@@ -251,6 +251,8 @@ BINARY_REFS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or,
     "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift,  # (numpy's counts past the width: ONNX BitShift-28's rule)
+    "right_shift": np.right_shift,
 }
 COMPARE_REFS = {
     "equal": np.equal,
@@ -1141,19 +1143,25 @@ def _mod_ref(xs, a):
 def _cumsum_infer(types, attrs):
     norm_axis(attrs["axis"], len(types[0][0]))
     if types[0][1] == "bool":
-        raise GraphError("CumSum needs numbers, got bool")
+        raise GraphError("CumSum and CumProd need numbers, got bool")
     return [types[0]]
 
 
-def _cumsum_ref(xs, a):
-    x = xs[0]
-    ax = a["axis"] % x.ndim
-    if a.get("reverse", 0):
-        x = np.flip(x, ax)
-    y = np.cumsum(x, axis=ax, dtype=x.dtype)
-    if a.get("exclusive", 0):
-        y = y - x
-    return [np.flip(y, ax) if a.get("reverse", 0) else y]
+def _cumulative_ref(fn, identity: int):
+    """numpy's cumsum / cumprod with ONNX's reverse and exclusive (the identity first, the
+    last element dropped: no subtraction or division of x)."""
+    def ref(xs, a):
+        x = xs[0]
+        ax = a["axis"] % x.ndim
+        if a.get("reverse", 0):
+            x = np.flip(x, ax)
+        if a.get("exclusive", 0):
+            first = np.full_like(np.take(x, [0], axis=ax), identity)
+            x = np.concatenate([first, np.take(x, np.arange(x.shape[ax] - 1), axis=ax)], ax)
+        y = fn(x, axis=ax, dtype=x.dtype)
+        return [np.flip(y, ax) if a.get("reverse", 0) else y]
+
+    return ref
 
 
 def _topk_infer(types, attrs):
@@ -1179,13 +1187,14 @@ def _topk_ref(xs, a):
 register("isnan", ELEMWISE, 1, _bool_like, lambda xs, a: [np.isnan(xs[0])])
 register("isinf", ELEMWISE, 1, _bool_like, _isinf_ref)
 register("mod", BROADCAST, 2, _mod_infer, _mod_ref)
-register("cumsum", OPAQUE, 1, _cumsum_infer, _cumsum_ref)
+register("cumsum", OPAQUE, 1, _cumsum_infer, _cumulative_ref(np.cumsum, 0))
+register("cumprod", OPAQUE, 1, _cumsum_infer, _cumulative_ref(np.cumprod, 1))
 register("topk", OPAQUE, 1, _topk_infer, _topk_ref)
 
 
-# LSTM / GRU recurrence (issue 18): xw [T, B, D*G*H], R^T packed [D, H/U, H, G*U], h0
-# [D, B, H], and c0 [D, B, H] (lstm) or Rb_h [D, H] (gru) -> Y [T, D, B, H], h_n [D, B, H]
-# (+ c_n for lstm)
+# LSTM / GRU / RNN recurrence (issue 18): xw [T, B, D*G*H], R^T packed [D, H/U, H, G*U], h0
+# [D, B, H], and c0 [D, B, H] (lstm) or Rb_h [D, H] (gru; an rnn has neither) -> Y
+# [T, D, B, H], h_n [D, B, H] (+ c_n for lstm)
 
 
 def _rnn_recurrence_infer(types, attrs):
@@ -1199,14 +1208,15 @@ def _rnn_recurrence_infer(types, attrs):
 
 
 def _rnn_recurrence_ref(xs, a):
-    from tensorlang.ops.rnn import reference
+    from tensorlang.ops.rnn import reference, split_inputs
 
-    return reference(*xs[:4], a["cell"], a["direction"], a["activations"], a.get("clip"),
-                     bool(a.get("linear_before_reset", 0)), xs[4] if len(xs) > 4 else None)
+    *ins, lens = split_inputs(xs, a["cell"])
+    return reference(*ins, a["cell"], a["direction"], a["activations"], a.get("clip"),
+                     bool(a.get("linear_before_reset", 0)), lens)
 
 
-# a fifth input: sequence_lens [B] (integers)
-register("rnn_recurrence", OPAQUE, (4, 5), _rnn_recurrence_infer, _rnn_recurrence_ref)
+# a last input: sequence_lens [B] (integers)
+register("rnn_recurrence", OPAQUE, (3, 5), _rnn_recurrence_infer, _rnn_recurrence_ref)
 
 
 # ---------------------------------------------------------------------------- issue 22: quantized

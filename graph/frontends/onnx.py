@@ -362,6 +362,53 @@ CONVERTERS["MaxPool"] = _pool("max_pool")
 CONVERTERS["AveragePool"] = _pool("avg_pool")
 
 
+@_conv("LpPool")
+def _lp_pool(c, ins, a):
+    """(sum of |x|^p over the window)^(1/p), the padding contributing 0: the average pool of
+    |x|^p with the pads counted, times the window's size. ceil_mode's last, partial windows
+    get end pads of their own, so that every window counts all its taps."""
+    x = ins[0]
+    if not np.issubdtype(np.dtype(x.dtype), np.floating) or len(x.shape) < 3:
+        raise refuse(c, f"the input must be a float tensor of rank >= 3 (N, C, spatial), got "
+                        f"{x.dtype}{list(x.shape)}")
+    p = a.get("p", 2)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < float("inf"):
+        raise refuse(c, f"p must be a positive number, got {p!r}")
+    kernel = _int_list(c, a, "kernel_shape", len(x.shape) - 2, None, 1)
+    strides, dil, pads = _window(c, a, x, kernel)
+    if a.get("ceil_mode", 0):
+        pads = _ceil_pads(c, x, kernel, strides, dil, pads)
+    powered = c.op("multiply", [x, x]) if p == 2 else c.op("abs", [x])
+    if p not in (1, 2):
+        powered = c.op("power", [powered, c.b.const(np.asarray(p, x.dtype), name="p")])
+    mean = c.op("avg_pool", [powered], kernel=kernel, strides=strides, dilations=dil,
+                pads=pads, ceil_mode=0, count_include_pad=1)
+    size = c.b.const(np.asarray(np.prod(kernel), x.dtype), name="window_size")
+    total = c.op("multiply", [mean, size])
+    if p == 1:
+        return [total]
+    if p == 2:
+        return [c.op("sqrt", [total])]
+    return [c.op("power", [total, c.b.const(np.asarray(1.0 / p, x.dtype), name="root")])]
+
+
+def _ceil_pads(c, x, kernel, strides, dil, pads) -> list[int]:
+    """pads with the end ones widened to cover ceil_mode's last windows (a window starts
+    inside the input or the begin padding)."""
+    nsp = len(kernel)
+    if not all(isinstance(d, int) for d in x.shape[2:]):
+        raise refuse(c, f"ceil_mode needs fixed spatial sizes, got {list(x.shape)}")
+    pads = list(pads)
+    for d in range(nsp):
+        n, eff = x.shape[2 + d], dil[d] * (kernel[d] - 1) + 1
+        span = n + pads[d] + pads[nsp + d] - eff
+        out = -(-span // strides[d]) + 1
+        if (out - 1) * strides[d] >= n + pads[d]:
+            out -= 1
+        pads[nsp + d] = max(pads[nsp + d], (out - 1) * strides[d] + eff - n - pads[d])
+    return pads
+
+
 @_conv("GlobalAveragePool", "GlobalMaxPool")
 def _gpool(c, ins, a):
     return [c.op("global_avg_pool" if c.op_type == "GlobalAveragePool" else "global_max_pool",
@@ -919,11 +966,31 @@ def operators_markdown() -> str:
             line = ""
         line = f"{line} · {item}" if line else item
     lines.append(line)
+    tail = textwrap.fill(
+        "Without a converter of their own, imported through the function bodies the ONNX "
+        "specification gives them (graph/frontends/onnx_functions.py; each body's operators "
+        "must import): " + ", ".join(f"`{op}`" for op in function_operators()) + " (not "
+        + ", ".join(f"{op}: {why}" for op, why in _BODY_NEVER_IMPORTS.items()) + ").", 98)
     head = textwrap.fill(
         f"{len(items)} operators of the default domain, opsets {MIN_OPSET} to {MAX_OPSET}, each "
         "with the opsets where its version changed (tests/graph/test_onnx_opsets.py checks "
         "each against onnxruntime, or names the test file that does):", 98)
-    return head + "\n\n" + "\n".join(lines) + "\n"
+    return head + "\n\n" + "\n".join(lines) + "\n\n" + tail + "\n"
+
+
+# function-bodied operators whose bodies need what tensorlang has no value for
+_BODY_NEVER_IMPORTS = {"Bernoulli": "random numbers", "SequenceMap": "sequences"}
+
+
+def function_operators() -> list[str]:
+    """The operators of the default domain without a converter whose schema, at some opset up
+    to MAX_OPSET, has a function body (fixed or built per node) that can import."""
+    import onnx.defs
+
+    return sorted({s.name for s in onnx.defs.get_all_schemas_with_history()
+                   if s.domain == "" and s.since_version <= MAX_OPSET and s.name not in CONVERTERS
+                   and (s.has_function or s.has_context_dependent_function)}
+                  - set(_BODY_NEVER_IMPORTS))
 
 
 def _model_opset(m) -> int:
@@ -1355,6 +1422,6 @@ def _initializer_array(init) -> np.ndarray:
 
 
 # the converters of other modules register themselves into CONVERTERS when imported (each
-# imports this module): If, Loop, Scan; IsNaN, IsInf, Mod, CumSum, TopK, Einsum; LSTM, GRU;
-# the vision operators of issue 18
+# imports this module): If, Loop, Scan; IsNaN, IsInf, Mod, CumSum, CumProd, TopK, Einsum,
+# OneHot, BitShift; LSTM, GRU, RNN; the vision operators of issue 18, ScatterElements
 from . import onnx_control_flow, onnx_misc, onnx_quant, onnx_rnn, onnx_vision  # noqa: F401

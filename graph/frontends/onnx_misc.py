@@ -1,6 +1,6 @@
-"""ONNX import of IsNaN, IsInf, Mod, CumSum, TopK and Einsum (issue 18), EyeLike, Hardmax,
-LpNormalization and MeanVarianceNormalization; registered into :data:`onnx.CONVERTERS` when
-the importer module loads.
+"""ONNX import of IsNaN, IsInf, Mod, CumSum, CumProd, TopK and Einsum (issue 18), EyeLike,
+Hardmax, LpNormalization, MeanVarianceNormalization, OneHot and BitShift; registered into
+:data:`onnx.CONVERTERS` when the importer module loads.
 
 Einsum is lowered here, at import, into the graph's transpose / reshape / slice / reduce_sum /
 matmul nodes (so it runs on the matmul kernels): per operand, repeated letters become a
@@ -57,17 +57,18 @@ def _scalar_int(c, v, what: str) -> int:
     return int(arr.reshape(-1)[0])
 
 
-@_conv("CumSum")
+@_conv("CumSum", "CumProd")
 def _cumsum(c, ins, a):
     x = ins[0]
-    axis = _scalar_int(c, ins[1], "the axis input of CumSum")
+    axis = _scalar_int(c, ins[1], f"the axis input of {c.op_type}")
     if not -len(x.shape) <= axis < len(x.shape):
         raise refuse(c, f"axis {axis} is out of range for rank {len(x.shape)}")
     flags = {k: int(a.get(k, 0)) for k in ("exclusive", "reverse")}
     for k, v in flags.items():
         if v not in (0, 1):
             raise refuse(c, f"{k} must be 0 or 1, got {v}")
-    return [c.op("cumsum", [x], axis=axis % len(x.shape), **flags)]
+    op = "cumsum" if c.op_type == "CumSum" else "cumprod"
+    return [c.op(op, [x], axis=axis % len(x.shape), **flags)]
 
 
 @_conv("TopK")
@@ -337,3 +338,66 @@ def _mvn(c, ins, a):
     var = c.op("reduce_mean", [c.op("multiply", [dev, dev])], axes=axes, keepdims=1)
     eps = c.b.const(np.asarray(1e-9, x.dtype), name="epsilon")
     return [c.op("divide", [dev, c.op("add", [c.op("sqrt", [var]), eps])])]
+
+
+@_conv("OneHot")
+def _one_hot(c, ins, a):
+    """values[1] (on) where an index equals the position along the new axis, values[0] (off)
+    elsewhere: the indices compared with a constant iota of the depth. Negative indices count
+    from the end; one outside [-depth, depth) gives a row of off values. Float indices are
+    truncated to integers (onnxruntime's cast)."""
+    idx, values = ins[0], ins[2]
+    if not np.issubdtype(np.dtype(idx.dtype), np.number):
+        raise refuse(c, f"indices must be numbers, got {idx.dtype}")
+    depth = _depth(c, ins[1])
+    if tuple(values.shape) != (2,):
+        raise refuse(c, f"values must be [off, on] (shape [2]), got {list(values.shape)}")
+    rank = len(idx.shape)
+    axis = int(a.get("axis", -1))
+    if not -rank - 1 <= axis <= rank:
+        raise refuse(c, f"axis {axis} is out of range for an output of rank {rank + 1}")
+    axis %= rank + 1
+    if np.dtype(idx.dtype).kind in "if" and np.dtype(idx.dtype) != np.int64:
+        idx = c.op("cast", [idx], dtype="int64")  # (idx + depth must not overflow int8)
+    kind = np.dtype(idx.dtype)
+    if kind.kind == "i":  # (unsigned indices are never negative)
+        wrapped = c.op("add", [idx, c.b.const(np.asarray(depth, kind), name="depth")])
+        zero = c.b.const(np.zeros((), kind), name="zero")
+        idx = c.op("where", [c.op("less", [idx, zero]), wrapped, idx])
+    col = c.op("reshape", [idx], shape=[*idx.shape[:axis], 1, *idx.shape[axis:]])
+    iota = np.arange(depth, dtype=kind).reshape([depth if k == axis else 1
+                                                 for k in range(rank + 1)])
+    hot = c.op("equal", [col, c.b.const(iota, name="positions")])
+    off, on = (c.op("slice", [values], starts=[k], ends=[k + 1], axes=[0], steps=[1])
+               for k in (0, 1))
+    return [c.op("where", [hot, on, off])]
+
+
+def _depth(c, v) -> int:
+    """OneHot's depth: one positive number known at build time (it sizes the output)."""
+    arr = c.const_array(v, "depth (the size of the one-hot axis)")
+    if arr.size != 1 or not np.issubdtype(arr.dtype, np.number):
+        raise refuse(c, f"depth must be one number, got {arr.dtype}{list(arr.shape)}")
+    depth = int(arr.reshape(-1)[0])
+    if depth < 1:
+        raise refuse(c, f"depth must be positive, got {arr.reshape(-1)[0]}")
+    return depth
+
+
+@_conv("BitShift")
+def _bit_shift(c, ins, a):
+    """left_shift / right_shift. Opset 11 defines unsigned integers; 28 adds signed ones (an
+    arithmetic right shift). A count that is negative or not below the width gives what the
+    sign extension alone gives (0, or -1 for a right shift of a negative x): the library ops'
+    rule, which is numpy's."""
+    x, y = ins[0], ins[1]
+    direction = a.get("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise refuse(c, f"direction must be 'LEFT' or 'RIGHT', got {direction!r}")
+    kind = np.dtype(x.dtype).kind
+    if kind not in "iu" or np.dtype(y.dtype) != np.dtype(x.dtype):
+        raise refuse(c, f"X and Y must be integers of one type, got {x.dtype} and {y.dtype}")
+    if kind == "i" and c.opset < 28:
+        raise refuse(c, f"{x.dtype} input: signed integers need opset 28 (before, BitShift "
+                        "is defined for unsigned ones)")
+    return [c.op("left_shift" if direction == "LEFT" else "right_shift", [x, y])]

@@ -1,4 +1,5 @@
-"""ONNX import of LSTM and GRU (issue 18).
+"""ONNX import of LSTM, GRU (issue 18) and RNN (the vanilla recurrence: one gate,
+H' = f(X W^T + H R^T + Wb + Rb), built as they are).
 
 A layer (for an LSTM: without peepholes, or with all-zero ones, and without input_forget) is
 two kernels: the input projection of every step and direction as one dense ([T*B, I] x
@@ -321,7 +322,8 @@ def one_kernel(rnn) -> bool:
 def _fused(rnn, ins, cell, acts, biases, extra, lbr):
     """The layer as two kernels: the projection of every step and direction (one dense:
     [T*B, I] x [I, D*G*H]), then the recurrence over the steps (ops/rnn.py: the time loop
-    inside one kernel, the directions side by side). extra: c0 (lstm) or Rb_h (gru)."""
+    inside one kernel, the directions side by side). extra: c0 (lstm), Rb_h (gru) or None
+    (rnn)."""
     c, D = rnn.c, rnn.dirs
     wt = np.concatenate([rnn.w[d].T for d in range(D)], axis=1)
     rows = c.op("reshape", [rnn.x], shape=[rnn.T * rnn.B, rnn.I])
@@ -331,7 +333,8 @@ def _fused(rnn, ins, cell, acts, biases, extra, lbr):
     rt = c.b.const(pack_recurrent_weights(rnn.r, rnn.G), name=f"{c.node_name}_R")
     spec = [[f.name, float(f.alpha or 0.0), float(f.beta or 0.0)] for fs in acts for f in fs]
     lens = [] if rnn.lens is None else [rnn.lens]
-    outs = c.op("rnn_recurrence", [xw, rt, rnn.initial_all(ins, 5), extra, *lens], cell=cell,
+    extra = [] if extra is None else [extra]
+    outs = c.op("rnn_recurrence", [xw, rt, rnn.initial_all(ins, 5), *extra, *lens], cell=cell,
                 direction=rnn.direction, activations=spec,
                 clip=None if rnn.clip is None else float(rnn.clip), linear_before_reset=lbr)
     y, *states = outs
@@ -463,3 +466,31 @@ def _gru_cell(c, rnn, act, xw, t, h, weights, lbr):
     if h is None:
         return c.op("subtract", [cand, _mul(c, z, cand)])
     return _add(c, cand, _mul(c, z, c.op("subtract", [h, cand])))
+
+
+# ---------------------------------------------------------------------------- RNN
+
+
+@_conv("RNN")
+def _vanilla_rnn(c, ins, a):
+    rnn = _Rnn(c, ins, a, 1)
+    acts = _activations(c, a, 1, ["Tanh"], rnn.dirs)
+    H = rnn.H
+    biases = [rnn.bias[d][:H] + rnn.bias[d][H:] for d in range(rnn.dirs)]  # both add
+    if one_kernel(rnn):
+        return _fused(rnn, ins, "rnn", acts, biases, None, 0)
+    ys, hs = [], []
+    for d in range(rnn.dirs):
+        xw = rnn.projection(d, biases[d])
+        rt = c.b.const(np.ascontiguousarray(rnn.r[d].T), name=f"{c.node_name}_R{d}")
+        h = rnn.initial(ins, 5, d)
+        y = []
+        for t in rnn.steps(d):
+            pre = rnn.pre(rnn.step_input(xw, t), rnn.recurrent(h, rt), 0)
+            h, out = rnn.masked(t, acts[d][0](c, rnn.clipped(pre)), h)
+            y.append(out)
+        if rnn.steps(d)[0] != 0:  # reverse: Y is indexed by time, not by step
+            y.reverse()
+        ys.append(y)
+        hs.append(h)
+    return rnn.outputs(ys, [hs])

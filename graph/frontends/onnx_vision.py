@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_context import _conv, refuse
+from .onnx_context import REFUSED_VERSIONS, _conv, refuse
 
 
 def _choice(c, a: dict, name: str, default: str, allowed) -> str:
@@ -368,6 +368,52 @@ def _scatter_nd_planned(c, data, idx, upd, red: str):
     flat = c.op("reshape", [upd], shape=[count] + list(data.shape[k:]))
     return c.op("scatter_nd_planned", [data, c.b.const(plan, name=f"{c.node_name}_plan"), flat],
                 reduction=red)
+
+
+REFUSED_VERSIONS["Scatter"] = {11: "deprecated: ScatterElements replaces it"}
+
+
+@_conv("ScatterElements", "Scatter")
+def _scatter_elements(c, ins, a):
+    """ScatterND of every update at its element's full index (i_0, .., indices[i], ..,
+    i_r-1): the same kernels (indices known at build time planned, run-time ones checked and
+    wrapped there). Scatter is ScatterElements' name at opsets 9 and 10."""
+    if c.op_type == "Scatter" and c.opset >= 11:
+        raise refuse(c, "Scatter is deprecated from opset 11 (ScatterElements replaces it)")
+    data, idx, upd = ins[0], ins[1], ins[2]
+    _int_indices(c, idx)
+    red = _choice(c, a, "reduction", "none", _scatter_reductions(c.opset))
+    r, ax = len(data.shape), int(a.get("axis", 0))
+    if len(idx.shape) != r or not -r <= ax < r or tuple(upd.shape) != tuple(idx.shape) or any(
+            isinstance(i, int) and isinstance(d, int) and i > d
+            for j, (i, d) in enumerate(zip(idx.shape, data.shape)) if j != ax % r):
+        raise refuse(c, f"indices {list(idx.shape)} and updates {list(upd.shape)} do not fit "
+                        f"data {list(data.shape)} along axis {ax} (the same shape and rank, "
+                        "at most data's extent on every other axis)")
+    if not all(isinstance(d, int) for d in idx.shape):
+        raise refuse(c, f"indices need a fixed shape, got {list(idx.shape)}")
+    if np.dtype(upd.dtype) != np.dtype(data.dtype):
+        raise refuse(c, f"updates are {upd.dtype}, data {data.dtype}")
+    full = _full_indices(c, idx, ax % r)
+    if idx.is_constant and not (data.is_constant and upd.is_constant):
+        return [_scatter_nd_planned(c, data, full, upd, red)]
+    return [c.op("scatter_nd", [data, full, upd], reduction=red)]
+
+
+def _full_indices(c, idx, axis: int):
+    """[*indices.shape, r]: each element's index tuple, indices[i] in place of i_axis (a
+    constant when the indices are one, else a concat of the run-time indices with the other
+    axes' constant positions)."""
+    shape, r = tuple(idx.shape), len(idx.shape)
+    grid = np.stack(np.indices(shape), axis=-1).astype(np.dtype(idx.dtype))
+    if idx.is_constant:
+        grid[..., axis] = np.asarray(idx.data)
+        return c.b.const(grid, name=f"{c.node_name}_indices")
+    col = c.op("reshape", [idx], shape=[*shape, 1])
+    parts = [col if j == axis else c.b.const(np.ascontiguousarray(grid[..., j:j + 1]),
+                                             name=f"{c.node_name}_axis{j}")
+             for j in range(r)]
+    return c.op("concat", parts, axis=r) if r > 1 else col
 
 
 # ---------------------------------------------------------------------------- SpaceToDepth, Trilu,

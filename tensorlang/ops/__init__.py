@@ -33,7 +33,7 @@ from .quant import (  # noqa: F401
     quantize_linear,
     requantize,
 )
-from .reduce import argmax, argmin, cumsum, max, mean, min, prod, sum  # noqa: F401
+from .reduce import argmax, argmin, cumprod, cumsum, max, mean, min, prod, sum  # noqa: F401
 from .resize import resize  # noqa: F401
 from .rnn import rnn_recurrence  # noqa: F401
 from .schedule import default_schedule  # noqa: F401

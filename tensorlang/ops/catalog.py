@@ -175,6 +175,12 @@ def _define_elemwise() -> None:
         define(name, fn, BROADCAST, [
             ex([((3, 37), "int32"), ((37,), "int32")], fn, npf, low=-1000, high=1000),
             ex([((2, 17), "uint8"), ((2, 17), "uint8")], fn, npf, low=0, high=255)])
+    # counts past the width and negative ones: 0, or the sign for a signed right shift
+    for name, fn, npf in (("left_shift", E.left_shift, np.left_shift),
+                          ("right_shift", E.right_shift, np.right_shift)):
+        define(name, fn, BROADCAST, [
+            ex([((3, 37), "int16"), ((37,), "int16")], fn, npf, low=-20, high=20),
+            ex([((2, 17), "uint32"), ((2, 17), "uint32")], fn, npf, low=0, high=40)])
     for name, fn, npf in (("logical_and", E.logical_and, np.logical_and),
                           ("logical_or", E.logical_or, np.logical_or)):
         define(name, fn, BROADCAST, [ex([((3, 37), "bool"), ((37,), "bool")], fn, npf)])
@@ -506,6 +512,15 @@ def _define_onnx_misc() -> None:
         ex([(3, 300)], lambda x: R.cumsum(x, 1, reverse=True),
            lambda a: np.flip(np.cumsum(np.flip(a, 1), 1), 1), rtol=1e-4, atol=1e-4)],
         parts={"init": ("cumsum_init", OPAQUE), "step": ("cumsum_step", OPAQUE)})
+    # values near 1 so that long products stay finite; an exclusive product starts from 1
+    define("cumprod", R.cumprod, OPAQUE, [
+        ex([(4, 21)], lambda x: R.cumprod(x, axis=1), lambda a: np.cumprod(a, 1),
+           low=0.7, high=1.3, rtol=1e-5, atol=1e-5),
+        ex([((5, 3), "int32")], lambda x: R.cumprod(x, 0, exclusive=True, reverse=True),
+           lambda a: np.flip(np.cumprod(np.concatenate([np.ones((1, 3), a.dtype),
+                                                        np.flip(a, 0)[:-1]]), 0), 0),
+           low=-3, high=3)],
+        parts={"init": ("cumprod_init", OPAQUE), "step": ("cumprod_step", OPAQUE)})
     define("topk", SO.topk, OPAQUE, [
         ex([(4, 21)], lambda x: list(SO.topk(x, 5)),
            lambda a: [np.take_along_axis(a, np.argsort(-a, 1, "stable")[:, :5], 1),
@@ -538,6 +553,7 @@ def _define_onnx_misc() -> None:
                "full_index": ("topk_full_index", REDUCE, AnchorSchedule(S.schedule_topk_full)),
                "full": ("topk_full", OPAQUE), "full_key": ("topk_full_key", OPAQUE)})
     _SIG_TANH = [("Sigmoid", 0.0, 0.0), ("Tanh", 0.0, 0.0)]
+    _RNN_ACTS = [("Tanh", 0.0, 0.0), ("LeakyRelu", 0.1, 0.0)]
     define("rnn_recurrence", RNN.rnn_recurrence, OPAQUE, [
         # a bidirectional LSTM (inputs: projection, packed R^T, h0, c0), then a GRU of each
         # reset kind (hidden 16, 32: one unit block)
@@ -552,7 +568,12 @@ def _define_onnx_misc() -> None:
            rtol=1e-5, atol=1e-5),
         ex([(6, 3, 3 * 32), (1, 1, 32, 3 * 32), (1, 3, 32), (1, 32)],
            lambda *a: RNN.rnn_recurrence(*a, "gru", "forward", _SIG_TANH),
-           lambda *a: RNN.reference(*a, "gru", "forward", _SIG_TANH), rtol=1e-5, atol=1e-5)],
+           lambda *a: RNN.reference(*a, "gru", "forward", _SIG_TANH), rtol=1e-5, atol=1e-5),
+        # a bidirectional RNN (one gate, no extra input), a different activation per direction
+        ex([(5, 2, 2 * 16), (2, 1, 16, 16), (2, 2, 16)],
+           lambda *a: RNN.rnn_recurrence(*a, None, "rnn", "bidirectional", _RNN_ACTS, 0.9),
+           lambda *a: RNN.reference(*a, None, "rnn", "bidirectional", _RNN_ACTS, 0.9),
+           rtol=1e-5, atol=1e-5)],
         parts={"state": ("rnn_recurrence_state", OPAQUE)})
 
 

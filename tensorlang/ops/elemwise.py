@@ -441,6 +441,18 @@ def bitwise_xor(a, b) -> Tensor:
     return _bitwise("bitwise_xor", a, b, te.bitwise_xor)
 
 
+def left_shift(a, b) -> Tensor:
+    """numpy.left_shift of integer tensors: bits shifted past the top are discarded, and a
+    count outside [0, bits) gives 0 (ONNX BitShift; LLVM's shl would give poison)."""
+    return _bitwise("left_shift", a, b, te.shift_left)
+
+
+def right_shift(a, b) -> Tensor:
+    """numpy.right_shift: logical for unsigned, arithmetic (the sign copied in) for signed
+    integers; a count outside [0, bits) gives what the sign alone gives (0 or -1)."""
+    return _bitwise("right_shift", a, b, te.shift_right)
+
+
 def bitwise_not(x: Tensor) -> Tensor:
     """numpy.invert of an integer tensor (every bit flipped)."""
     check_tensor("bitwise_not", "x", x)
@@ -562,6 +574,7 @@ __all__ = [
     "isinf",
     "isnan",
     "leaky_relu",
+    "left_shift",
     "less",
     "less_equal",
     "log",
@@ -578,6 +591,7 @@ __all__ = [
     "not_equal",
     "power",
     "relu",
+    "right_shift",
     "round",
     "shrink",
     "sigmoid",

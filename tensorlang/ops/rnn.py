@@ -1,6 +1,6 @@
-"""The recurrence of an LSTM or GRU layer (ONNX's LSTM / GRU after the input projection) as one
-kernel with the time loop inside: a tl.extern whose body is loop IR (as TopK's radix sort,
-ops/sort_kernel.py), so a layer is one plan step, not a few per time step.
+"""The recurrence of an RNN, LSTM or GRU layer (ONNX's RNN / LSTM / GRU after the input
+projection) as one kernel with the time loop inside: a tl.extern whose body is loop IR (as
+TopK's radix sort, ops/sort_kernel.py), so a layer is one plan step, not a few per time step.
 
 The projection of every step (X W^T plus the biases that add, for every direction) is one
 dense before it: ``xw`` [T, B, D*G*H]. Per direction d (D = 1, or 2 run side by side on the
@@ -14,13 +14,13 @@ thread pool) and step (forward: t = 0..T-1, reverse: t = T-1..0), per batch row:
 LSTM (gate order i, o, f, c): c' = f(i)... as ONNX: c' = sig(f) c + sig(i) g(c~),
 h' = sig(o) h(c'). GRU (order z, r, h): linear_before_reset=1: h~ = g(xw_h + r (.) (h R_h^T +
 Rb_h)), one product of all three gates; 0: h~ = g(xw_h + (r (.) h) R_h^T), a second product
-after r. h' = (1 - z) (.) h~ + z (.) h. Each activation is one of ONNX's (with alpha, beta),
-`clip` bounds every pre-activation.
+after r. h' = (1 - z) (.) h~ + z (.) h. RNN (one gate): h' = f(xw + h R^T). Each activation
+is one of ONNX's (with alpha, beta), `clip` bounds every pre-activation.
 
 Inputs: xw [T, B, D*G*H], rt [D, H/U, H, G*U] (R^T packed by blocks of U hidden units:
 pack_recurrent_weights, done once on the constant weights; U = unit_block(H)), h0 [D, B, H],
-and c0 [D, B, H]
-(LSTM) or rbh [D, H] (GRU: the recurrent bias of the h gate). Outputs: Y [T, D, B, H] (ONNX's
+and c0 [D, B, H] (LSTM) or rbh [D, H] (GRU: the recurrent bias of the h gate); an RNN has
+neither. Outputs: Y [T, D, B, H] (ONNX's
 layout 0), h_n [D, B, H] and, for an LSTM, c_n [D, B, H]."""
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from ..te.extern import IRBody, extern
 from ..te.tensor import Tensor
 from ._base import OPAQUE, op_compute
 
-CELLS = {"lstm": 4, "gru": 3}
+CELLS = {"lstm": 4, "gru": 3, "rnn": 1}
+# activations per direction
+PER_DIRECTION = {"lstm": 3, "gru": 2, "rnn": 1}
 DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 # activations with (alpha, beta) defaults, as ONNX names them
 ACTIVATIONS = ("Sigmoid", "Tanh", "Relu", "Softsign", "Softplus", "LeakyRelu",
@@ -69,12 +71,13 @@ def activation(name: str, alpha: float, beta: float):
     return f
 
 
-def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor, cell: str,
+def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor | None, cell: str,
                    direction: str, activations, clip: float | None = None,
                    linear_before_reset: bool = False, lens: Tensor | None = None) -> list:
-    """The recurrence of an ONNX LSTM (cell "lstm"; extra = c0) or GRU ("gru"; extra = Rb_h)
-    over its projected inputs: [Y, h_n] (+ [c_n] for an LSTM). `activations`: per direction,
-    ONNX's functions as (name, alpha, beta) (LSTM: f, g, h; GRU: f, g). `lens` (ONNX's
+    """The recurrence of an ONNX LSTM (cell "lstm"; extra = c0), GRU ("gru"; extra = Rb_h) or
+    RNN ("rnn"; extra = None) over its projected inputs: [Y, h_n] (+ [c_n] for an LSTM).
+    `activations`: per direction, ONNX's functions as (name, alpha, beta) (LSTM: f, g, h; GRU:
+    f, g; RNN: f). `lens` (ONNX's
     sequence_lens, integers [B]): at a step t >= lens[b] row b keeps its state and writes
     zeros to Y (a length past T acts as T); the final state of an empty sequence is 0."""
     if cell not in CELLS:
@@ -86,7 +89,7 @@ def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor, cell: str,
     shape = _check_shapes(xw, rt, h0, extra, cell, D, G)
     T, B, H = shape
     _check_lens(lens, B)
-    acts = _activation_functions(activations, D, 3 if cell == "lstm" else 2)
+    acts = _activation_functions(activations, D, PER_DIRECTION[cell])
     outs = [(T, D, B, H), (D, B, H)] + ([(D, B, H)] if cell == "lstm" else [])
     spec = _Spec(cell, T, B, H, D, direction == "reverse", acts, clip, bool(linear_before_reset),
                  xw.dtype, lens is not None)
@@ -95,7 +98,8 @@ def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor, cell: str,
         return _directions(spec, ins, outs_)
 
     body = IRBody(f"{cell}_recurrence", build)
-    ins = [xw, rt, h0, extra] + ([lens] if lens is not None else [])
+    ins = [xw, rt, h0] + ([extra] if extra is not None else []) + (
+        [lens] if lens is not None else [])
     raw = extern(outs, ins, lambda ins, o: body, name=f"{cell}_recurrence",
                  dtype=xw.dtype, attrs={"cell": cell, "direction": direction})
     # the library's computes over the kernel's buffers (copies: they carry the definition)
@@ -103,6 +107,13 @@ def rnn_recurrence(xw: Tensor, rt: Tensor, h0: Tensor, extra: Tensor, cell: str,
     return [y] + [op_compute("rnn_recurrence_state", s.shape, lambda *i, s=s: s[i], OPAQUE,
                              name=f"rnn_recurrence_state{k}")
                   for k, s in enumerate(raw[1:])]
+
+
+def split_inputs(ins: list, cell: str) -> tuple:
+    """(xw, rt, h0, extra, lens) of the recurrence's input list (the graph node's, the
+    kernel's): extra (c0, Rb_h) is absent for an RNN, lens (sequence_lens) when not given."""
+    n = 3 if cell == "rnn" else 4
+    return (*ins[:3], ins[3] if n == 4 else None, ins[n] if len(ins) > n else None)
 
 
 def unit_block(H: int) -> int:
@@ -138,10 +149,15 @@ def _check_shapes(xw, rt, h0, extra, cell, D, G) -> tuple:
     H = E.as_int(rt.shape[2])
     if None in (T, B, n, H):
         raise ValueError("rnn_recurrence: the shapes must be static")
+    if (extra is None) != (cell == "rnn"):
+        raise ValueError(f"rnn_recurrence: cell {cell!r} takes " + (
+            "no extra input" if cell == "rnn" else "c0 or rbh as extra input"))
     U = unit_block(H)
     want = {"xw": (xw, (T, B, D * G * H)), "rt": (rt, (D, H // U, H, G * U)),
-            "h0": (h0, (D, B, H)),
-            "c0" if cell == "lstm" else "rbh": (extra, (D, B, H) if cell == "lstm" else (D, H))}
+            "h0": (h0, (D, B, H))}
+    if extra is not None:
+        want["c0" if cell == "lstm" else "rbh"] = (extra, (D, B, H) if cell == "lstm" else
+                                                   (D, H))
     for what, (t, shape) in want.items():
         got = tuple(E.as_int(d) for d in t.shape)
         if got != shape:
@@ -260,8 +276,7 @@ class _Step:
 
 
 def _direction(sp: _Spec, ins, outs, d: E.Expr, reverse: bool) -> S.Stmt:
-    xw, _, h0, extra = ins[:4]
-    lens = ins[4] if sp.has_lens else None
+    xw, _, h0, extra, lens = split_inputs(ins, sp.cell)
     st = _State(sp, xw.dtype)
     H = sp.H
 
@@ -275,8 +290,8 @@ def _direction(sp: _Spec, ins, outs, d: E.Expr, reverse: bool) -> S.Stmt:
         return _for("rnn_i", H, one)
 
     def step(s):
-        return (_lstm_step if sp.cell == "lstm" else _gru_step)(sp, _Step(sp, st, d, s, reverse),
-                                                                 ins, outs)
+        steps = {"lstm": _lstm_step, "gru": _gru_step, "rnn": _rnn_step}
+        return steps[sp.cell](sp, _Step(sp, st, d, s, reverse), ins, outs)
 
     def final(b):
         def started(v):  # onnxruntime's final state of an empty sequence is 0
@@ -328,9 +343,31 @@ def _start(acc, U: int, gates, value, first: int = 0) -> S.Stmt:
         acc, (_c((first + i) * U) + j,), value(g, j))) for i, g in enumerate(gates)])
 
 
+def _rnn_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
+    xw, rt, _, _, lens = split_inputs(ins, sp.cell)
+    H, st, d, t = sp.H, at.st, at.d, at.t
+    (f,) = sp.acts[E.as_int(d)]  # d: a constant in each branch of _directions
+
+    def block(acc, u, b, U):
+        u0 = u * _c(U)
+
+        def update(j):
+            h_new = E.Var("rnn_hn", xw.dtype)
+            return S.LetStmt(h_new, f(sp.clipped(E.Load(acc, (j,)))), S.seq(
+                S.Store(st.h, (at.new + b * _c(H) + u0 + j,),
+                        at.keep(lens, b, h_new, at.h_old(b, u0 + j))),
+                S.Store(outs[0], (t, d, b, u0 + j), at.y(lens, b, h_new))))
+
+        return S.seq(
+            _start(acc, U, (0,), lambda k, j: E.Load(xw, (t, b, d * _c(H) + u0 + j))),
+            _product(sp, acc, rt, d, u, U, (0,), lambda k: at.h_old(b, k)),
+            _for("rnn_e", U, update))
+
+    return _unit_blocks(sp, 1, block)
+
+
 def _lstm_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
-    xw, rt = ins[0], ins[1]
-    lens = ins[4] if sp.has_lens else None
+    xw, rt, _, _, lens = split_inputs(ins, sp.cell)
     H, GH, st, d, t = sp.H, sp.G * sp.H, at.st, at.d, at.t
     f, g, hh = sp.acts[E.as_int(d)]  # d: a constant in each branch of _directions
 
@@ -360,8 +397,7 @@ def _lstm_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
 
 
 def _gru_step(sp: _Spec, at: _Step, ins, outs) -> S.Stmt:
-    xw, rt, rbh = ins[0], ins[1], ins[3]
-    lens = ins[4] if sp.has_lens else None
+    xw, rt, _, rbh, lens = split_inputs(ins, sp.cell)
     H, GH, st, d, t = sp.H, sp.G * sp.H, at.st, at.d, at.t
     f, g = sp.acts[E.as_int(d)]
 
@@ -426,7 +462,7 @@ def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=No
     T, B, _ = xw.shape
     rt = unpack_recurrent_weights(rt, G)
     H = rt.shape[1]
-    per = 3 if cell == "lstm" else 2
+    per = PER_DIRECTION[cell]
     fns = [_np_activation(*a) for a in activations]
     y = np.zeros((T, D, B, H))
     hn, cn = np.zeros((D, B, H)), np.zeros((D, B, H))
@@ -438,7 +474,8 @@ def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=No
     n = n.reshape(B, 1)
 
     for d in range(D):
-        f, g, *rest = fns[d * per:(d + 1) * per]
+        f, *rest = fns[d * per:(d + 1) * per]
+        g = rest.pop(0) if rest else None
         h = h0[d].astype(np.float64)
         c = extra[d].astype(np.float64) if cell == "lstm" else None
         rev = direction == "reverse" or d == 1
@@ -451,6 +488,8 @@ def reference(xw, rt, h0, extra, cell: str, direction: str, activations, clip=No
                 c_new = f(cl(a[:, 2 * H:3 * H])) * c + f(cl(a[:, :H])) * g(cl(a[:, 3 * H:]))
                 h_new = f(cl(a[:, H:2 * H])) * rest[0](c_new)
                 c = np.where(on, c_new, c)
+            elif cell == "rnn":
+                h_new = f(cl(x + h @ r_t))
             else:
                 zr = x[:, :2 * H] + h @ r_t[:, :2 * H]
                 z, r = f(cl(zr[:, :H])), f(cl(zr[:, H:]))
@@ -486,4 +525,4 @@ def _np_activation(name, alpha, beta):
 
 
 __all__ = ["ACTIVATIONS", "activation", "pack_recurrent_weights", "reference", "rnn_recurrence",
-           "unit_block", "unpack_recurrent_weights"]
+           "split_inputs", "unit_block", "unpack_recurrent_weights"]

@@ -378,6 +378,41 @@ def _rnn(op, v):
     return Case(ins, attrs, outputs=2)
 
 
+def _vanilla_rnn(op, v):
+    ins = [_x(_f(4, 2, 3)), _c(_f(2, 5, 3) * 0.5, "w"), _c(_f(2, 5, 5) * 0.5, "r"),
+           _c(_f(2, 10), "b")]
+    return Case(ins, {"hidden_size": 5, "direction": "bidirectional",
+                      "activations": ["Tanh", "Relu"]}, outputs=2)
+
+
+def _scatter_elements(op, v):
+    idx = _i(1, 0, -1, 2, 0, 3).reshape(2, 3)
+    attrs = {"axis": 1} if v < 18 else {"axis": 1, "reduction": "max"}
+    if 16 <= v < 18:
+        attrs["reduction"] = "add"
+    return Case([_x(_f(3, 4)), ("idx", idx, v >= 13), _x(_f(2, 3), "upd")], attrs)
+
+
+def _one_hot(op, v):
+    idx = _i(0, 3, -1, 5, -4, 2).reshape(2, 3)  # 5: out of range (a row of off values)
+    return Case([_x(idx, "idx"), _c(np.array(4, np.int64), "depth"),
+                 _c(np.array([-1.0, 2.5], np.float32), "values")], {"axis": 1})
+
+
+def _bit_shift(op, v):
+    dtype = np.uint16 if v < 28 else np.int16  # signed from 28
+    x = RNG.integers(-300 if v >= 28 else 0, 300, size=(3, 4)).astype(dtype)
+    y = RNG.integers(0, 18, size=(4,)).astype(dtype)
+    return Case([_x(x), _x(y, "y")], {"direction": "RIGHT"})
+
+
+def _lp_pool(op, v):
+    attrs = {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1], "p": 3}
+    if v >= 18:
+        attrs.update(ceil_mode=1, dilations=[1, 2])
+    return Case([_x(_f(1, 2, 6, 7))], attrs)
+
+
 def _topk(op, v):
     x = _f(3, 7)
     if v < 10:
@@ -450,7 +485,7 @@ CASES = {
     "HardSigmoid": _attr_unary({"alpha": 0.3, "beta": 0.4}),
     "Gelu": _attr_unary({"approximate": "tanh"}), "Identity": _identity, "Not": _not,
     "IsNaN": _is_nan_inf, "IsInf": _is_nan_inf, "Mod": _mod, "CumSum": _cumsum,
-    "LSTM": _rnn, "GRU": _rnn, "TopK": _topk, "ConvTranspose": _conv_transpose,
+    "LSTM": _rnn, "GRU": _rnn, "RNN": _vanilla_rnn, "TopK": _topk, "ConvTranspose": _conv_transpose,
     "Einsum": lambda op, v: Case([_x(_f(2, 3, 4)), _x(_f(2, 4, 5), "y")],
                                  {"equation": "bij,bjk->bik"}),
     "Upsample": _upsample, "Resize": _resize, "GatherND": _gather_nd, "ScatterND": _scatter_nd,
@@ -467,6 +502,8 @@ CASES = {
     "Hardmax": lambda op, v: Case([_x(_f(2, 3, 4))], {"axis": 1}),  # 2-D coercion before 13
     "LpNormalization": lambda op, v: Case([_x(_f(2, 3, 4))], {"axis": 1, "p": 1}),
     "MeanVarianceNormalization": lambda op, v: Case([_x(_f(2, 3, 4, 5))]),
+    "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "OneHot": _one_hot,
+    "BitShift": _bit_shift, "CumProd": _cumsum, "LpPool": _lp_pool,
 }
 
 

@@ -75,8 +75,14 @@ def test_bad_arguments_are_refused():
     xw, rt = tl.placeholder((3, 1, 12)), tl.placeholder((1, 1, 4, 12))
     h0, rbh = tl.placeholder((1, 1, 4)), tl.placeholder((1, 4))
     sig_tanh = [("Sigmoid", 0.0, 0.0), ("Tanh", 0.0, 0.0)]
-    with pytest.raises(ValueError, match=r"cell must be one of \['gru', 'lstm'\], got 'rnn'"):
-        rnn.rnn_recurrence(xw, rt, h0, rbh, "rnn", "forward", sig_tanh)
+    with pytest.raises(ValueError, match=r"cell must be one of \['gru', 'lstm', 'rnn'\], "
+                                         r"got 'elman'"):
+        rnn.rnn_recurrence(xw, rt, h0, rbh, "elman", "forward", sig_tanh)
+    with pytest.raises(ValueError, match="cell 'rnn' takes no extra input"):
+        rnn.rnn_recurrence(xw, tl.placeholder((1, 1, 4, 4)), h0, rbh, "rnn", "forward",
+                           sig_tanh[1:])
+    with pytest.raises(ValueError, match="cell 'gru' takes c0 or rbh as extra input"):
+        rnn.rnn_recurrence(xw, rt, h0, None, "gru", "forward", sig_tanh)
     with pytest.raises(ValueError, match=r"direction must be one of .* got 'up'"):
         rnn.rnn_recurrence(xw, rt, h0, rbh, "gru", "up", sig_tanh)
     with pytest.raises(ValueError, match=r"rbh has shape \[1, 1, 4\], expected \[1, 4\]"):
