@@ -443,12 +443,15 @@ def _vision(op: str, ins: list, a: dict, out_shape):
     if op == "group_norm":
         return O.group_norm(ins[0], a["num_groups"], *(list(ins[1:3]) + [None, None])[:2],
                             a["epsilon"], a.get("compute_dtype"))
+    if op == "grid_sample":
+        return O.grid_sample(ins[0], ins[1], a["mode"], a["padding_mode"],
+                             bool(a["align_corners"]))
     raise NotImplementedError(f"graph operator {op!r} has no lowering")
 
 
 VISION_OPS = ("resize", "conv_transpose_weight", "conv_transpose_interleave", "gather_nd",
-              "gather_elements", "scatter_nd", "scatter_nd_planned", "scatter_nd_boxed", "space_to_depth", "trilu",
-              "group_norm")
+              "gather_elements", "scatter_nd", "scatter_nd_planned", "scatter_nd_boxed",
+              "space_to_depth", "trilu", "group_norm", "grid_sample")
 
 
 # ----------------------------------------------------------------------------- issue 18: float

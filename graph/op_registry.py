@@ -1059,6 +1059,23 @@ def _scatter_nd_boxed_ref(xs, a):
 register("scatter_nd_boxed", INJECTIVE, 2, _scatter_nd_boxed_infer, _scatter_nd_boxed_ref)
 
 
+def _grid_sample_infer(types, attrs):
+    (xs, xt), (gs, _) = types
+    if len(xs) != 4 or len(gs) != 4 or gs[3] != 2 or not S.same(xs[0], gs[0]):
+        raise GraphError(f"grid_sample needs x [N, C, H, W] and grid [N, H_out, W_out, 2], got "
+                         f"{list(xs)} and {list(gs)}")
+    return [((xs[0], xs[1], gs[1], gs[2]), xt)]
+
+
+def _grid_sample_ref(xs, a):
+    from tensorlang.ops.references import grid_sample
+
+    return [grid_sample(xs[0], xs[1], a["mode"], a["padding_mode"], bool(a["align_corners"]))]
+
+
+register("grid_sample", OPAQUE, 2, _grid_sample_infer, _grid_sample_ref)
+
+
 def _space_to_depth_infer(types, attrs):
     xs, xt = types[0]
     b = attrs["blocksize"]

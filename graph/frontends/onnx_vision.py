@@ -420,6 +420,32 @@ def _full_indices(c, idx, axis: int):
 # GroupNormalization
 
 
+# GridSample's interpolation modes: opset 16's names, then 20's
+_GRID_MODES = {"bilinear": "linear", "bicubic": "cubic", "linear": "linear", "cubic": "cubic",
+               "nearest": "nearest"}
+
+
+@_conv("GridSample")
+def _grid_sample(c, ins, a):
+    x, grid = ins[0], ins[1]
+    mode = _text(a.get("mode", "bilinear" if c.opset < 20 else "linear"))
+    names = ("bilinear", "nearest", "bicubic") if c.opset < 20 else ("linear", "nearest", "cubic")
+    if mode not in names:
+        raise refuse(c, f"mode {mode!r} is not one of {', '.join(names)} (opset {c.opset})")
+    padding = _text(a.get("padding_mode", "zeros"))
+    if padding not in ("zeros", "border", "reflection"):
+        raise refuse(c, f"padding_mode {padding!r} is not zeros, border or reflection")
+    if len(x.shape) != 4:
+        raise refuse(c, f"only 4-D input (N, C, H, W) is supported, got {x.type_str()}"
+                        + (" (volumetric sampling is not)" if len(x.shape) == 5 else ""))
+    return [c.op("grid_sample", [x, grid], mode=_GRID_MODES[mode], padding_mode=padding,
+                 align_corners=int(a.get("align_corners", 0)))]
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, bytes) else v
+
+
 @_conv("SpaceToDepth")
 def _space_to_depth(c, ins, a):
     x = ins[0]

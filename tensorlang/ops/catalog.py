@@ -468,6 +468,14 @@ def _define_vision() -> None:
     define("space_to_depth", VM.space_to_depth, INJECTIVE, [
         ex([(2, 3, 4, 6)], lambda x: VM.space_to_depth(x, 2),
            lambda a: ref.space_to_depth(a, 2))])
+    define("grid_sample", VM.grid_sample, OPAQUE, [
+        ex([(1, 2, 5, 6), (1, 3, 4, 2)],
+           lambda x, g: VM.grid_sample(x, g, "linear", "zeros", False),
+           lambda a, g: ref.grid_sample(a, g, "linear", "zeros", False), low=-1.2, high=1.2),
+        ex([(2, 1, 4, 3), (2, 2, 5, 2)],
+           lambda x, g: VM.grid_sample(x, g, "cubic", "reflection", True),
+           lambda a, g: ref.grid_sample(a, g, "cubic", "reflection", True), low=-1.5,
+           high=1.5)])
     define("trilu", VM.trilu, INJECTIVE, [
         ex([(2, 5, 7)], lambda x: VM.trilu(x, 1), lambda a: np.triu(a, 1)),
         ex([(4, 3)], lambda x: VM.trilu(x, -1, upper=False), lambda a: np.tril(a, -1))])

@@ -294,3 +294,66 @@ def _c_pow_scalar(x: float, y: float) -> float:
 # C's pow, as the kernels and onnxruntime call it: numpy's float64 power is its own and rounds
 # some results beyond 2**53 differently ((-17) ** 13)
 _c_pow = np.vectorize(_c_pow_scalar, otypes=[np.float64])
+
+
+def grid_sample(x, grid, mode="linear", padding_mode="zeros", align_corners=False):
+    """ONNX GridSample of NCHW data in numpy (vision_misc.grid_sample's arithmetic), in x's
+    float type."""
+    n, _, h, w = x.shape
+    cd = x.dtype.type
+
+    def bounds(dim):
+        return (0.0, dim - 1.0) if align_corners else (-0.5, dim - 0.5)
+
+    def reflect(v, lo, hi):
+        if hi == lo:
+            return np.full_like(v, lo)
+        below, above = v < lo, v > hi
+        dist = np.where(below, lo - v, v - hi)
+        k = np.floor(dist / (hi - lo))
+        r = dist - k * (hi - lo)
+        mirrored = np.where(below == (k % 2 == 0), lo + r, hi - r)
+        return np.where(below | above, mirrored, v).astype(v.dtype)
+
+    def coordinate(g, dim):
+        g = g.astype(cd)
+        v = (g + 1) * cd((dim - 1) / 2) if align_corners else ((g + 1) * cd(dim) - 1) * cd(0.5)
+        v = np.rint(v) if mode == "nearest" else v
+        lo, hi = bounds(dim)
+        if padding_mode == "border" and mode != "cubic":  # (cubic: each tap clamped)
+            return np.where((v < lo) | (v > hi), np.clip(v, 0, dim - 1), v).astype(cd)
+        return reflect(v, lo, hi) if padding_mode == "reflection" else v
+
+    def pixel(iy, ix):
+        idx = [np.trunc(reflect(v, *bounds(dim))) if padding_mode == "reflection" else v
+               for v, dim in ((iy, h), (ix, w))]
+        inside = (idx[0] >= 0) & (idx[0] <= h - 1) & (idx[1] >= 0) & (idx[1] <= w - 1)
+        iy_, ix_ = (np.clip(v, 0, dim - 1).astype(np.int64) for v, dim in zip(idx, (h, w)))
+        vals = np.moveaxis(x[np.arange(n)[:, None, None], :, iy_, ix_], -1, 1)
+        return np.where(inside[:, None], vals, 0) if padding_mode == "zeros" else vals
+
+    vy, vx = coordinate(grid[..., 1], h), coordinate(grid[..., 0], w)
+    if mode == "nearest":
+        return pixel(vy, vx).astype(x.dtype)
+    y0, x0 = np.floor(vy), np.floor(vx)
+    taps = (0, 1) if mode == "linear" else (-1, 0, 1, 2)
+    wy, wx = _grid_weights(vy - y0, mode), _grid_weights(vx - x0, mode)
+    out = 0
+    for a, oy in enumerate(taps):
+        for b, ox in enumerate(taps):
+            out = out + (wy[a] * wx[b])[:, None] * pixel(y0 + oy, x0 + ox)
+    return out.astype(x.dtype)
+
+
+def _grid_weights(t, mode):
+    if mode == "linear":
+        return [1 - t, t]
+    a = -0.75
+
+    def near(d):
+        return ((a + 2) * d - (a + 3)) * d * d + 1
+
+    def far(d):
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]

@@ -1,5 +1,5 @@
 """Small vision operators of issue 18: space_to_depth (ONNX SpaceToDepth), group_norm (ONNX
-GroupNormalization) and trilu (ONNX Trilu)."""
+GroupNormalization) and trilu (ONNX Trilu); grid_sample (ONNX GridSample)."""
 
 from __future__ import annotations
 
@@ -131,4 +131,144 @@ def group_norm(x: Tensor, num_groups: int, gamma: Tensor | None = None,
     return op_compute(op, shp, f, OPAQUE, num_groups=g, epsilon=float(epsilon))
 
 
-__all__ = ["group_norm", "space_to_depth", "trilu"]
+GRID_MODES = ("linear", "nearest", "cubic")
+GRID_PADDING = ("zeros", "border", "reflection")
+CUBIC_A = -0.75  # GridSample's cubic convolution constant (Keys)
+
+
+def grid_sample(x: Tensor, grid: Tensor, mode: str = "linear", padding_mode: str = "zeros",
+                align_corners: bool = False) -> Tensor:
+    """ONNX GridSample of NCHW data: out[n, c, h, w] samples x[n, c] at grid[n, h, w] = (x, y)
+    in [-1, 1] (the corners' centres with align_corners, else the corners' edges), by linear
+    (2 x 2 taps), nearest (half to even) or cubic (4 x 4 taps, a = -0.75) interpolation. A
+    coordinate outside the image is clamped (border) or mirrored (reflection) first; a tap
+    outside it reads 0 (zeros), its clamped or its mirrored pixel."""
+    op = "grid_sample"
+    check_tensor(op, "x", x)
+    check_tensor(op, "grid", grid)
+    n, c, h_in, w_in = _grid_args(op, x, grid, mode, padding_mode)
+    _, h_out, w_out, _ = static_shape(op, "grid", grid)
+    cd = x.dtype
+    sample = _GridSampler(x, cd, padding_mode, bool(align_corners), (h_in, w_in))
+
+    def f(i, ch, oh, ow):
+        gx = te.cast(grid[i, oh, ow, 0], cd)
+        gy = te.cast(grid[i, oh, ow, 1], cd)
+        return sample.value(i, ch, gy, gx, mode)
+
+    return op_compute(op, (n, c, h_out, w_out), f, OPAQUE, mode=mode,
+                      padding_mode=padding_mode, align_corners=int(bool(align_corners)))
+
+
+def _grid_args(op, x, grid, mode, padding_mode):
+    if mode not in GRID_MODES:
+        raise ValueError(f"{op}: mode must be one of {', '.join(GRID_MODES)}, got {mode!r}")
+    if padding_mode not in GRID_PADDING:
+        raise ValueError(f"{op}: padding_mode must be one of {', '.join(GRID_PADDING)}, got "
+                         f"{padding_mode!r}")
+    if not dt.is_float(x.dtype) or not dt.is_float(grid.dtype):
+        raise ValueError(f"{op}: x and grid must be float tensors, got {x.dtype} and "
+                         f"{grid.dtype}")
+    xs, gs = static_shape(op, "x", x), static_shape(op, "grid", grid)
+    if len(xs) != 4 or len(gs) != 4 or gs[0] != xs[0] or gs[3] != 2:
+        raise ValueError(f"{op}: x must be [N, C, H, W] and grid [N, H_out, W_out, 2], got "
+                         f"{list(xs)} and {list(gs)}")
+    return xs
+
+
+class _GridSampler:
+    """The coordinate arithmetic of one GridSample: denormalization, the padding mode's
+    treatment of coordinates and of taps, and the interpolation's weights."""
+
+    def __init__(self, x, cd: str, padding: str, align: bool, dims: tuple[int, int]) -> None:
+        self.x, self.cd, self.padding, self.align, self.dims = x, cd, padding, align, dims
+
+    def _f(self, v: float):
+        return const(float(v), self.cd)
+
+    def _bounds(self, dim: int) -> tuple[float, float]:
+        return (0.0, dim - 1.0) if self.align else (-0.5, dim - 0.5)
+
+    def coordinate(self, g, dim: int, mode: str):
+        """The pixel coordinate of normalized g along an axis of `dim` pixels."""
+        nearest, cubic = mode == "nearest", mode == "cubic"
+        one = self._f(1)
+        v = (g + one) * self._f((dim - 1) / 2) if self.align else             ((g + one) * self._f(dim) - one) * self._f(0.5)
+        if nearest:
+            v = te.nearbyint(v)
+        lo, hi = self._bounds(dim)
+        outside = (v < self._f(lo)) | (v > self._f(hi))
+        if self.padding == "border" and not cubic:
+            # (cubic taps are clamped one by one, as onnxruntime and torch do; onnx's
+            # reference clamps the coordinate first)
+            return te.select(outside, te.min(te.max(v, self._f(0)), self._f(dim - 1)), v)
+        if self.padding == "reflection":
+            return self._reflect(v, lo, hi)
+        return v
+
+    def _reflect(self, v, lo: float, hi: float):
+        """v mirrored at lo and hi until inside [lo, hi] (an axis of one pixel: lo)."""
+        if hi == lo:
+            return self._f(lo)
+        span = self._f(hi - lo)
+        below, above = v < self._f(lo), v > self._f(hi)
+        dist = te.select(below, self._f(lo) - v, v - self._f(hi))
+        k = te.floor(dist / span)
+        r = dist - k * span
+        even = (k - self._f(2) * te.floor(k * self._f(0.5))) == self._f(0)
+        mirrored = te.select(below == even, self._f(lo) + r, self._f(hi) - r)
+        return te.select(below | above, mirrored, v)
+
+    def pixel(self, i, ch, iy, ix):
+        """x[i, ch] at integer coordinates (float expressions) under the padding mode."""
+        h, w = self.dims
+        idx = []
+        for v, dim in ((iy, h), (ix, w)):
+            if self.padding == "reflection":
+                lo, hi = self._bounds(dim)
+                v = te.trunc(self._reflect(v, lo, hi))
+            idx.append(v)
+        inside = None
+        if self.padding == "zeros":
+            inside = ((idx[0] >= self._f(0)) & (idx[0] <= self._f(h - 1)) &
+                      (idx[1] >= self._f(0)) & (idx[1] <= self._f(w - 1)))
+        # every read in bounds: clamped (border, and the mirrored index's rounding)
+        iy_, ix_ = (te.cast(te.min(te.max(v, self._f(0)), self._f(dim - 1)), "int64")
+                    for v, dim in zip(idx, (h, w)))
+        value = te.cast(self.x[i, ch, iy_, ix_], self.cd)
+        return value if inside is None else te.select(inside, value, self._f(0))
+
+    def value(self, i, ch, gy, gx, mode: str):
+        h, w = self.dims
+        vy, vx = self.coordinate(gy, h, mode), self.coordinate(gx, w, mode)
+        if mode == "nearest":
+            return self.pixel(i, ch, vy, vx)
+        y0, x0 = te.floor(vy), te.floor(vx)
+        ty, tx = vy - y0, vx - x0
+        taps = (0, 1) if mode == "linear" else (-1, 0, 1, 2)
+        wy, wx = self._weights(ty, mode), self._weights(tx, mode)
+        total = None
+        for a, oy in enumerate(taps):
+            row = None
+            for b, ox in enumerate(taps):
+                term = wx[b] * self.pixel(i, ch, y0 + self._f(oy), x0 + self._f(ox))
+                row = term if row is None else row + term
+            total = wy[a] * row if total is None else total + wy[a] * row
+        return total
+
+    def _weights(self, t, mode: str) -> list:
+        one = self._f(1)
+        if mode == "linear":
+            return [one - t, t]
+        a = self._f(CUBIC_A)
+
+        def near(d):  # |d| <= 1
+            return ((a + self._f(2)) * d - (a + self._f(3))) * d * d + one
+
+        def far(d):  # 1 < |d| < 2
+            return ((a * d - self._f(5) * a) * d + self._f(8) * a) * d - self._f(4) * a
+
+        return [far(t + one), near(t), near(one - t), far(self._f(2) - t)]
+
+
+__all__ = ["grid_sample", "group_norm", "space_to_depth", "trilu"]

@@ -504,6 +504,9 @@ CASES = {
     "MeanVarianceNormalization": lambda op, v: Case([_x(_f(2, 3, 4, 5))]),
     "ScatterElements": _scatter_elements, "Scatter": _scatter_elements, "OneHot": _one_hot,
     "BitShift": _bit_shift, "CumProd": _cumsum, "LpPool": _lp_pool,
+    "GridSample": lambda op, v: Case([_x(_f(1, 2, 4, 5)), _x(_f(1, 3, 3, 2) * 0.8, "grid")],
+                                     {"mode": "nearest" if v < 20 else "cubic",
+                                      "padding_mode": "reflection", "align_corners": 1}),
 }
 
 

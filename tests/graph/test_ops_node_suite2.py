@@ -1,5 +1,5 @@
 """Operators added from the scan of onnx's node test cases, second round: RNN, ScatterElements
-(and its opset-9 name Scatter), OneHot, BitShift, CumProd and LpPool.
+(and its opset-9 name Scatter), OneHot, BitShift, CumProd, LpPool and GridSample.
 
 Each against every onnx node test case of its name, the inputs that models hold as constants
 (an RNN's weights, OneHot's depth, CumProd's axis) given as initializers, and against
@@ -28,7 +28,7 @@ RNG = np.random.default_rng(31)
 # ---------------------------------------------------------------------------- onnx node cases
 
 _NAMES = re.compile(r"test_(rnn_|simple_rnn_|scatter_elements_|scatter_with|scatter_without|"
-                    r"onehot_|bitshift_|cumprod_|lppool_)")
+                    r"onehot_|bitshift_|cumprod_|lppool_|gridsample(?!_volumetric))")
 # the inputs each case feeds at run time that models hold as constants (and the converters
 # need at build time): those become initializers
 _CONSTANT_INPUTS = {"W", "R", "B", "depth", "axis"}
@@ -315,6 +315,24 @@ def _refused(op, inputs, opset, consts, match, **attrs):
         graph.from_onnx(_model(op, inputs, opset, consts=consts, **attrs))
 
 
+@pytest.mark.parametrize("opset", [16, 20])
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+def test_grid_sample_matches_onnxruntime(mode, opset):
+    """Every padding mode and align_corners, coordinates reaching past the image on every
+    side (a grid in [-1.6, 1.6]), opset 16's mode names and 20's. Cubic with border padding
+    clamps each tap as onnxruntime (and torch) do; onnx's reference clamps the coordinate."""
+    x = RNG.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    grid = (RNG.random((2, 4, 7, 2)) * 3.2 - 1.6).astype(np.float32)
+    name = {16: {"linear": "bilinear", "cubic": "bicubic"}}.get(opset, {}).get(mode, mode)
+    for padding in ("zeros", "border", "reflection"):
+        for align in (0, 1):
+            m = _model("GridSample", [("x", x), ("g", grid)], opset, mode=name,
+                       padding_mode=padding, align_corners=align)
+            want = ort.InferenceSession(m.SerializeToString()).run(None, {"x": x, "g": grid})
+            got = graph.build(graph.from_onnx(m)).run(x=x, g=grid)["y0"]
+            _assert_matches(got, want[0], f"{mode} {padding} align_corners={align}")
+
+
 def test_refusals_name_the_problem():
     f, i = np.zeros((3, 4), np.float32), np.zeros((2, 4), np.int64)
     _refused("ScatterElements", [("d", f), ("i", np.array([[5]])), ("u", f[:1, :1])], 18,
@@ -339,6 +357,16 @@ def test_refusals_name_the_problem():
              "axis 2 is out of range for rank 2")
     _refused("LpPool", [("x", np.zeros((1, 1, 4, 4), np.float32))], 22, (),
              "p must be a positive number, got 0", kernel_shape=[2, 2], p=0)
+    x4, g4 = np.zeros((1, 1, 4, 4), np.float32), np.zeros((1, 2, 2, 2), np.float32)
+    _refused("GridSample", [("x", x4), ("g", g4)], 20, (),
+             r"mode 'bilinear' is not one of linear, nearest, cubic \(opset 20\)",
+             mode="bilinear")
+    _refused("GridSample", [("x", x4), ("g", g4)], 16, (),
+             "padding_mode 'wrap' is not zeros, border or reflection", padding_mode="wrap")
+    _refused("GridSample", [("x", np.zeros((1, 1, 2, 4, 4), np.float32)),
+                            ("g", np.zeros((1, 2, 2, 2, 3), np.float32))], 20, (),
+             r"only 4-D input \(N, C, H, W\) is supported, got float32\[1, 1, 2, 4, 4\] "
+             r"\(volumetric sampling is not\)")
 
 
 def test_rnn_refusals_name_the_problem():
