@@ -144,6 +144,10 @@ class Builder:
         for v in inputs:
             if not isinstance(v, Value):
                 raise TypeError(f"{op}: inputs must be graph values, got {type(v).__name__}")
+            if v.data is None and v.producer is None and any(_is_zero(d) for d in v.shape):
+                # an empty part of symbolic shape (onnx Split): no node may read it
+                raise GraphError(f"{op} node {name or op!r} reads {v.name!r}, an empty tensor "
+                                 f"(shape {list(v.shape)}); empty tensors are not supported")
         if any(v.is_symbolic_constant for v in inputs) and not (
                 self.fold and all(v.is_constant for v in inputs)):
             # a shape tensor of symbolic dimensions used as data: computed at run time

@@ -299,11 +299,62 @@ def _from_ast(node: Any, text: str) -> Any:
 # -- shape tensors holding symbolic dimensions (ONNX Shape -> Gather -> Concat -> Reshape) -------
 
 _FOLD_ELEMENTWISE = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
-                     "multiply": lambda a, b: a * b, "divide": lambda a, b: quotient(a, b),
+                     "multiply": lambda a, b: a * b, "divide": lambda a, b: _divide(a, b),
                      "maximum": lambda a, b: _int_only(max, a, b),
                      "minimum": lambda a, b: _int_only(min, a, b)}
 # ops that only move elements: their numpy references work on object arrays as they are
 _FOLD_MOVES = ("gather", "concat", "reshape", "slice", "transpose", "expand", "tile")
+
+
+def _bounded_below(d: Any) -> int | None:
+    """A lower bound of dimension expression ``d`` over all sizes (every shape variable is at
+    least 1), when one is evident: a polynomial of plain variables whose non-constant terms
+    all have positive coefficients takes its least value with every variable 1. None when
+    there is no such evident bound (a difference of variables, a floor division held whole)."""
+    d = dim(d)
+    if isinstance(d, int):
+        return d
+    atoms: dict[str, E.Expr] = {}
+    poly = _poly(_as_expr(d), atoms)
+    if any(not isinstance(atoms[k], E.Var) for m in poly for k in m):
+        return None
+    if any(c <= 0 for m, c in poly.items() if m):
+        return None
+    return sum(poly.values())
+
+
+def _never_equal(a: Any, b: Any) -> bool:
+    """True when a and b differ at every size: their difference (or its negation) is
+    evidently at least 1."""
+    low, high = _bounded_below(dim(a) - dim(b)), _bounded_below(dim(b) - dim(a))
+    return (low is not None and low >= 1) or (high is not None and high >= 1)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if same(a, b):
+        return True
+    if _never_equal(a, b):
+        return False
+    raise GraphError(f"cannot compare {a} and {b}: the result depends on the sizes")
+
+
+def _divide(a: Any, b: Any) -> Any:
+    """ONNX's integer Div (rounding towards zero) of two dimensions: exactly when the
+    quotient is a polynomial or both are evidently not negative (floor division is then the
+    same); otherwise the result depends on the signs, known only at run time."""
+    a, b = dim(a), dim(b)
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            raise GraphError("integer division by zero")
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    q = quotient(a, b)
+    if not isinstance(q, E.FloorDiv):
+        return q  # divided exactly
+    la, lb = _bounded_below(a), _bounded_below(b)
+    if la is not None and la >= 0 and lb is not None and lb >= 1:
+        return q
+    raise GraphError(f"cannot divide {a} by {b} at import: the rounding depends on the sizes")
 
 
 def _int_only(fn, a, b):
@@ -315,10 +366,11 @@ def _int_only(fn, a, b):
 def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
     """Fold an op over shape tensors some of whose elements are symbolic dimensions (object
     arrays): element moves (gather, concat, reshape/unsqueeze/squeeze, slice), integer
-    arithmetic (exact division: dims are not negative), casts between integer types, and
-    equality (true only for the same expression: a variable is not assumed equal to a
-    number). Anything else is a GraphError naming the op; the result is an int64 array when no
-    symbolic element is left."""
+    arithmetic (integer division where its rounding is known at import), casts between integer
+    types, and equality where it is known at import (the same expression; or a difference
+    that is at least 1 at every size: a variable is never 0 or -1, but may be 1). Anything
+    else is a GraphError naming the op (the builder then computes it at run time); the result
+    is an int64 array when no symbolic element is left."""
     import numpy as np
 
     from . import op_registry as R
@@ -335,8 +387,8 @@ def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
                        dtype=object).reshape(a.shape)
     elif op in ("equal", "not_equal"):
         a, b = np.broadcast_arrays(*objs)
-        eq = np.array([same(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))]).reshape(
-            a.shape)
+        eq = np.array([_equal(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))],
+                      dtype=bool).reshape(a.shape)
         return [eq if op == "equal" else ~eq]
     elif op == "where":
         c, a, b = np.broadcast_arrays(*objs)

@@ -647,10 +647,11 @@ def _split(c, ins, a):
         if s == 0:  # an empty part (RotaryEmbedding's unrotated rest): a Concat drops it
             shape = list(x.shape)
             shape[axis] = 0
-            if not all(isinstance(d, int) for d in shape):
-                raise refuse(c, f"an empty part of {x.type_str()} (symbolic dimensions) is not "
-                                "supported")
-            outs.append(c.b.const(np.zeros(shape, x.dtype), name="empty"))
+            if all(isinstance(d, int) for d in shape):
+                outs.append(c.b.const(np.zeros(shape, x.dtype), name="empty"))
+            else:  # no array holds symbolic sizes: a value of no node, which only a Concat
+                # (dropping it) or a Shape may read; any other node is refused by the builder
+                outs.append(Value(c.b._fresh(f"{c.node_name}_empty"), shape, x.dtype))
             continue
         outs.append(c.op("slice", [x], starts=[start], ends=[start + s], axes=[axis], steps=[1]))
         start += s
@@ -662,7 +663,7 @@ def _split_sizes(c, ins, a, n, axis: int) -> list[int]:
     without them equal parts, which before opset 18 must divide n (from 18 on, the last part
     is smaller)."""
     if c.opset >= 13 and len(ins) > 1 and ins[1] is not None:
-        sizes = [int(v) for v in c.const_array(ins[1], "Split sizes").reshape(-1)]
+        sizes = _ints(c, c.const_array(ins[1], "Split sizes"), "Split's sizes")
     else:
         sizes = a.get("split")
     if "num_outputs" in a and a["num_outputs"] != c.num_outputs:
@@ -705,7 +706,7 @@ def _slice(c, ins, a):
     else:
         def arr(i, what):
             if len(ins) > i and ins[i] is not None:
-                return [int(v) for v in c.const_array(ins[i], f"Slice {what}")]
+                return _ints(c, c.const_array(ins[i], f"Slice {what}"), f"Slice's {what}")
             return None
 
         starts, ends = arr(1, "starts"), arr(2, "ends")
@@ -731,7 +732,7 @@ def _pad(c, ins, a):
         pads = list(a.get("pads", a.get("paddings", [])))
         value = float(a.get("value", 0.0))
     else:
-        pads = [int(v) for v in c.const_array(ins[1], "Pad pads")]
+        pads = _ints(c, c.const_array(ins[1], "Pad pads"), "Pad's pads")
         value = 0.0
         if len(ins) > 2 and ins[2] is not None and ins[2].size:
             value = float(c.const_array(ins[2], "Pad constant_value").reshape(-1)[0])

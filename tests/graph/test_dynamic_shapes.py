@@ -315,8 +315,20 @@ def test_fold_symbolic_refuses_what_depends_on_sizes():
     shape[:] = [S.shape_var("b"), 4]
     got = S.fold_symbolic("multiply", [shape, np.array([2, 2], np.int64)], {}, "n")[0]
     assert list(got) == [S.dim(BATCH * 0 + S.shape_var("b") * 2), 8]
-    eq = S.fold_symbolic("equal", [shape, np.array([4, 4], np.int64)], {}, "n")[0]
+    # b may be 4 at run time: the comparison is left to run time (it was folded to False)
+    with pytest.raises(GraphError, match=r"cannot compare b and 4"):
+        S.fold_symbolic("equal", [shape, np.array([4, 4], np.int64)], {}, "n")
+    # a size is never 0 or -1 (torch's Where(Equal(shape, -1), ...) of Expand folds)
+    eq = S.fold_symbolic("equal", [shape, np.array([-1, 4], np.int64)], {}, "n")[0]
     assert eq.tolist() == [False, True]
+    eq = S.fold_symbolic("not_equal", [shape, np.array([0, 4], np.int64)], {}, "n")[0]
+    assert eq.tolist() == [True, False]
+    # integer Div rounds towards zero: 1 - b is negative, its rounding is left to run time
+    with pytest.raises(GraphError, match=r"cannot divide"):
+        S.fold_symbolic("divide", [1 - shape[:1].astype(object), np.array([2])], {}, "n")
+    got = S.fold_symbolic("divide", [np.array([-7], np.int64).astype(object), np.array([2])],
+                          {}, "n")[0]
+    assert got.tolist() == [-3]
     with pytest.raises(GraphError, match=r"cannot compare b and 3"):
         S.fold_symbolic("maximum", [shape, np.array([3, 3], np.int64)], {}, "n")
     with pytest.raises(GraphError, match="cannot compute exp of a shape"):
@@ -719,3 +731,65 @@ def test_run_time_if_with_a_symbolic_batch():
                                        rtol=1e-5, atol=1e-6)
     with pytest.raises(InputError, match=r"input 'x' must have shape \[b, 8\]"):
         gm.run(x=np.zeros((2, 7), "float32"))
+
+
+@pytest.mark.parametrize("op", ["Slice", "Pad"])
+def test_positions_that_depend_on_symbolic_sizes_are_refused_clearly(op):
+    """OPT's position ids (a Slice from the past length on) and T5's mask (a Pad to the total
+    length) as torch's exporters write them with dynamic axes: a slice start or a pad width
+    that is an expression of the shape variables is refused naming it and the way out
+    (shapes=), not with a Python TypeError about int()."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Shape", ["p"], ["ps"], start=2, end=3)]
+    if op == "Slice":
+        nodes.append(helper.make_node("Slice", ["x", "ps", "big", "one"], ["y"], name="pos"))
+    else:
+        nodes += [helper.make_node("Concat", ["zeros", "ps"], ["pads"], axis=0),
+                  helper.make_node("Pad", ["x", "pads"], ["y"], name="pos")]
+    inits = [helper.make_tensor("big", TensorProto.INT64, [1], [2**62]),
+             helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+             helper.make_tensor("zeros", TensorProto.INT64, [3], [0, 0, 0])]
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "t"]),
+                     helper.make_tensor_value_info("p", TensorProto.FLOAT, ["b", 2, "p", 4])],
+        [helper.make_empty_tensor_value_info("y")], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(graph.OnnxImportError,
+                       match=rf"node 'pos' \({op}\): {op}'s \w+ depends on symbolic dimensions "
+                             r"\(.*p.*\), which is not supported; give the inputs' sizes"):
+        graph.from_onnx(m)
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    got = graph.build(graph.from_onnx(m, shapes={"x": (2, 6), "p": (2, 2, 3, 4)})).run(
+        x=x, p=np.zeros((2, 2, 3, 4), np.float32))["y"]
+    want = x[:, 3:] if op == "Slice" else np.pad(x, [(0, 0), (0, 3)])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", ["equal_one", "negative_div"])
+def test_size_dependent_comparisons_and_divisions_are_computed_at_run_time(case):
+    """Equal(Shape(x), 1) was folded to False (a variable was assumed never equal to a
+    number) and the integer Div of a negative size expression rounded down (ONNX rounds
+    towards zero): both gave wrong answers at some sizes; they are now computed at run
+    time."""
+    from onnx import TensorProto, helper
+
+    one, two, ten = (helper.make_tensor(n, TensorProto.INT64, [1], [v])
+                     for n, v in (("one", 1), ("two", 2), ("ten", 10)))
+    if case == "equal_one":
+        nodes = [helper.make_node("Shape", ["x"], ["s"]),
+                 helper.make_node("Equal", ["s", "one"], ["e"]),
+                 helper.make_node("Where", ["e", "ten", "s"], ["y"])]
+    else:
+        nodes = [helper.make_node("Shape", ["x"], ["s"]),
+                 helper.make_node("Sub", ["one", "s"], ["d"]),
+                 helper.make_node("Div", ["d", "two"], ["y"])]
+    g = helper.make_graph(nodes, "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["a", "b"])],
+                          [helper.make_empty_tensor_value_info("y")], [one, two, ten])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    gm = graph.build(graph.from_onnx(m))
+    sess = _ort(m)
+    for a, b in [(1, 1), (1, 4), (2, 2), (4, 7)]:
+        x = np.zeros((a, b), np.float32)
+        np.testing.assert_array_equal(gm.run(x=x)["y"], sess.run(None, {"x": x})[0])

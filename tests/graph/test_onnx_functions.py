@@ -187,3 +187,54 @@ def test_layer_normalization_mean_and_inverse_std_outputs_vs_onnxruntime(axis):
     node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=axis)
     m = _model([node], [("x", x)], ["y"], 17, [("s", scale), ("b", bias)])
     assert [n.op for n in graph.from_onnx(m).nodes] == ["layer_norm"]
+
+
+def _dynamic_model(nodes, inputs, outputs, opset, inits=()):
+    """A model whose inputs have named dynamic dimensions: inputs are (name, elem_type,
+    [int | str])."""
+    g = helper.make_graph(
+        nodes, "fn", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_empty_tensor_value_info(o) for o in outputs],
+        [helper.make_tensor(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape,
+                            a.reshape(-1).tolist()) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding_of_symbolic_shape_vs_onnxruntime(interleaved):
+    """What torch's dynamo exporter writes for Llama at opset 23 with dynamic shapes: the
+    whole head rotated, so the body's Split has an empty part of symbolic shape [b, s, h, 0],
+    which only its Concat reads (it was refused: 'an empty part ... is not supported')."""
+    from onnx import TensorProto
+
+    node = helper.make_node("RotaryEmbedding", ["x", "cos", "sin"], ["y"], num_heads=2,
+                            interleaved=interleaved)
+    f = TensorProto.FLOAT
+    m = _dynamic_model([node], [("x", f, ["b", "s", 16]), ("cos", f, ["b", "s", 4]),
+                                ("sin", f, ["b", "s", 4])], ["y"], 23)
+    gm = graph.build(graph.from_onnx(m))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for b, s in [(1, 1), (2, 5), (3, 2)]:
+        feeds = {"x": RNG.standard_normal((b, s, 16)).astype(np.float32),
+                 "cos": RNG.standard_normal((b, s, 4)).astype(np.float32),
+                 "sin": RNG.standard_normal((b, s, 4)).astype(np.float32)}
+        assert_close(gm.run(**feeds)["y"], sess.run(None, feeds)[0], rtol=1e-5)
+
+
+def test_an_empty_part_of_symbolic_shape_read_by_other_than_concat_is_refused():
+    from onnx import TensorProto
+
+    sizes = [("sizes", np.array([6, 0], np.int64))]
+    split = helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)
+    inputs = [("x", TensorProto.FLOAT, ["n", 6]), ("x1", TensorProto.FLOAT, ["n", 1])]
+    nodes = [split, helper.make_node("Add", ["b", "x1"], ["y"], name="add_nothing")]
+    with pytest.raises(graph.OnnxImportError, match=r"'add_nothing'.*empty tensor"):
+        graph.from_onnx(_dynamic_model(nodes, inputs, ["y"], 18, sizes))
+    nodes = [split, helper.make_node("Relu", ["b"], ["y"], name="relu_nothing")]
+    with pytest.raises(graph.OnnxImportError, match=r"'relu_nothing'.*empty tensor"):
+        graph.from_onnx(_dynamic_model(nodes, inputs[:1], ["y"], 18, sizes))
+    nodes = [split, helper.make_node("Identity", ["b"], ["y"])]
+    with pytest.raises(graph.OnnxImportError, match=r"graph output 'y' is an empty tensor"):
+        graph.from_onnx(_dynamic_model(nodes, inputs[:1], ["y"], 18, sizes))
