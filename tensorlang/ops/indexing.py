@@ -26,6 +26,8 @@ from ._base import (
     REDUCE,
     check_int,
     check_tensor,
+    dim_equal,
+    dims_of,
     normalize_axis,
     op_compute,
     prod_of,
@@ -41,11 +43,11 @@ def _wrapped(v, n: int):
     return te.select(v < 0, v + n, v)
 
 
-def _index_tensor(op: str, indices: Tensor) -> tuple:
+def _index_tensor(op: str, indices: Tensor, symbolic: bool = False) -> tuple:
     check_tensor(op, "indices", indices)
     if not dt.is_int(indices.dtype):
         raise ValueError(f"{op}: indices must be an integer tensor, got {indices.dtype}")
-    shp = static_shape(op, "indices", indices)
+    shp = tuple(indices.shape) if symbolic else static_shape(op, "indices", indices)
     if len(shp) < 1:
         raise ValueError(f"{op}: indices must have rank >= 1 (its last axis holds the index "
                          "tuples)")
@@ -58,14 +60,18 @@ def gather_nd(data: Tensor, indices: Tensor, batch_dims: int = 0) -> Tensor:
     data.shape[batch_dims + k:]."""
     op = "gather_nd"
     check_tensor(op, "data", data)
-    ds, ishp = static_shape(op, "data", data), _index_tensor(op, indices)
+    # symbolic extents are allowed (a batch, a sequence: an exported attention mask's
+    # indexing); the tuples' length sizes the index, so it is a constant
+    ds = dims_of(op, "data", data)
+    _index_tensor(op, indices, symbolic=True)
+    ishp = dims_of(op, "indices", indices, constant=(-1,), why="the index tuples' length")
     b = check_int(op, "batch_dims", batch_dims, 0)
     k, q, r = ishp[-1], len(ishp), len(ds)
     if b >= min(q, r) or not 1 <= k <= r - b:
         raise ValueError(f"{op}: indices {ishp} (tuples of {k}) with batch_dims={b} do not fit "
                          f"data {ds}: need batch_dims < rank of both and 1 <= k <= "
                          f"{r - b}")
-    if ishp[:b] != ds[:b]:
+    if not all(dim_equal(a, d) for a, d in zip(ishp[:b], ds[:b])):
         raise ValueError(f"{op}: the batch axes of indices {ishp[:b]} and data {ds[:b]} differ")
     shape = ishp[:-1] + ds[b + k:]
 

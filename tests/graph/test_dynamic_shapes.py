@@ -793,3 +793,25 @@ def test_size_dependent_comparisons_and_divisions_are_computed_at_run_time(case)
     for a, b in [(1, 1), (1, 4), (2, 2), (4, 7)]:
         x = np.zeros((a, b), np.float32)
         np.testing.assert_array_equal(gm.run(x=x)["y"], sess.run(None, {"x": x})[0])
+
+
+def test_gather_nd_over_symbolic_extents_vs_onnxruntime():
+    """GatherND of data [b, s, 4] by indices [b, k, 1] (batch_dims 1; negative ones count
+    from the end), the way dynamo exports index an attention mask: one build, every size."""
+    from onnx import TensorProto
+
+    node = onnx_helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)
+    g = onnx_helper.make_graph(
+        [node], "gnd",
+        [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", 4]),
+         onnx_helper.make_tensor_value_info("i", TensorProto.INT64, ["b", "k", 1])],
+        [onnx_helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    gm = graph.build(graph.from_onnx(model))
+    sess = _ort(model)
+    for b, s, k in [(1, 1, 1), (2, 5, 3), (3, 9, 7)]:
+        rng = np.random.default_rng(b * s * k)
+        feeds = {"x": rng.standard_normal((b, s, 4)).astype("float32"),
+                 "i": rng.integers(-s, s, (b, k, 1)).astype(np.int64)}
+        np.testing.assert_array_equal(gm.run(**feeds)["y"], sess.run(None, feeds)[0])
