@@ -810,6 +810,26 @@ def _tiny_gpt2_past_entry() -> Entry:
     return Entry(name, "nlp", "transformers GPT2Model, a KV cache step, dynamic axes", make)
 
 
+def _tiny_bert_dynamic_entry() -> Entry:
+    """tiny_bert exported with its batch and sequence dynamic (TorchScript exporter, opset 14):
+    its position and token-type ids are slices of constant buffers up to the sequence length,
+    taken at run time."""
+    name = "tiny_bert.ts_dynamic"
+
+    def make(cache: Path) -> dict:
+        import torch
+
+        torch.manual_seed(0)
+        module, names, args, calib = _tiny_bert()
+        _informative(module, calib)
+        dyn = {n: {0: "batch", 1: "seq"} for n in names}
+        torch.onnx.export(module, args, str(cache / f"{name}.onnx"), dynamo=False,
+                          opset_version=14, input_names=names, dynamic_axes=dyn)
+        return {n: a.numpy() for n, a in zip(names, args)}
+
+    return Entry(name, "nlp", "transformers BertModel, 2 layers, 32 wide, dynamic axes", make)
+
+
 # exported by the dynamo exporter at opset 23 only (the operators torch writes from 23 on)
 TEST_DATA_OPSET_23 = [
     ("tiny_llama", "nlp", "transformers LlamaModel, 2 layers, 32 wide, sdpa attention",
@@ -824,7 +844,7 @@ def write_test_data(folder: Path) -> None:
                for name, family, source, build in TEST_DATA for dynamo in (False, True)]
     entries += [_torch_entry(name, family, source, build, True, opset=23)
                 for name, family, source, build in TEST_DATA_OPSET_23]
-    entries.append(_tiny_gpt2_past_entry())
+    entries += [_tiny_gpt2_past_entry(), _tiny_bert_dynamic_entry()]
     for entry in entries:
         meta = ensure(entry, folder, force=True)
         (folder / f"{meta['name']}.json").unlink()

@@ -38,6 +38,12 @@ from .symbolic import broadcast, dim_text, is_static, num_elements, parse_shape,
 PATTERN_OVERRIDES = {
     # the square-sum window reads across channels: one kernel, nothing fused into it
     "lrn": OPAQUE,
+    # values computed from sizes, whose compute reads its argument under a false condition
+    # (only to have its sizes): a kernel of its own, so that a gather reading the values as
+    # indices loads them and checks them at run time (inlined, the condition simplifies away
+    # and the index looks affine, proven only for sizes that fit: a build error)
+    "arange_like": OPAQUE,
+    "shape_values": OPAQUE,
 }
 
 Type = tuple[tuple[int, ...], str]  # (shape, dtype)
@@ -807,7 +813,7 @@ def _arange_like_infer(types, attrs):
     return [(xs, xt)]
 
 
-register("arange_like", INJECTIVE, 1, _arange_like_infer, lambda xs, a: [
+register("arange_like", OPAQUE, 1, _arange_like_infer, lambda xs, a: [
     (a["start"] + a["delta"] * np.arange(xs[0].shape[0])).astype(xs[0].dtype)])
 
 
@@ -828,7 +834,7 @@ def _shape_values_ref(xs, a):
 
 # the values of a shape tensor that holds symbolic dimensions, computed at run time from the
 # sizes of the inputs that carry its variables (Builder._shape_values)
-register("shape_values", INJECTIVE, (1, 64), _shape_values_infer, _shape_values_ref)
+register("shape_values", OPAQUE, (1, 64), _shape_values_infer, _shape_values_ref)
 
 
 def _depth_to_space_infer(types, attrs):

@@ -306,7 +306,7 @@ _FOLD_ELEMENTWISE = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
 _FOLD_MOVES = ("gather", "concat", "reshape", "slice", "transpose", "expand", "tile")
 
 
-def _bounded_below(d: Any) -> int | None:
+def lower_bound(d: Any) -> int | None:
     """A lower bound of dimension expression ``d`` over all sizes (every shape variable is at
     least 1), when one is evident: a polynomial of plain variables whose non-constant terms
     all have positive coefficients takes its least value with every variable 1. None when
@@ -326,7 +326,7 @@ def _bounded_below(d: Any) -> int | None:
 def _never_equal(a: Any, b: Any) -> bool:
     """True when a and b differ at every size: their difference (or its negation) is
     evidently at least 1."""
-    low, high = _bounded_below(dim(a) - dim(b)), _bounded_below(dim(b) - dim(a))
+    low, high = lower_bound(dim(a) - dim(b)), lower_bound(dim(b) - dim(a))
     return (low is not None and low >= 1) or (high is not None and high >= 1)
 
 
@@ -351,7 +351,7 @@ def _divide(a: Any, b: Any) -> Any:
     q = quotient(a, b)
     if not isinstance(q, E.FloorDiv):
         return q  # divided exactly
-    la, lb = _bounded_below(a), _bounded_below(b)
+    la, lb = lower_bound(a), lower_bound(b)
     if la is not None and la >= 0 and lb is not None and lb >= 1:
         return q
     raise GraphError(f"cannot divide {a} by {b} at import: the rounding depends on the sizes")

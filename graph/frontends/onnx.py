@@ -709,9 +709,14 @@ def _slice(c, ins, a):
                 return _ints(c, c.const_array(ins[i], f"Slice {what}"), f"Slice's {what}")
             return None
 
+        bounds = [c.const_array(ins[i], f"Slice {what}").reshape(-1)
+                  for i, what in ((1, "starts"), (2, "ends"))]
+        axes = arr(3, "axes") or list(range(len(bounds[0])))
+        steps = arr(4, "steps") or [1] * len(bounds[0])
+        if any(b.dtype == object for b in bounds) and len(bounds[0]) == len(bounds[1]) == \
+                len(axes) == len(steps):
+            return [_slice_at_symbolic_positions(c, x, *bounds, axes, steps)]
         starts, ends = arr(1, "starts"), arr(2, "ends")
-        axes = arr(3, "axes") or list(range(len(starts)))
-        steps = arr(4, "steps") or [1] * len(starts)
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise refuse(c, f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must "
                         "have one entry each per sliced axis")
@@ -720,6 +725,34 @@ def _slice(c, ins, a):
     starts = [max(min(s, big), -big) for s in starts]
     ends = [max(min(e, big), -big) for e in ends]
     return [c.op("slice", [x], starts=starts, ends=ends, axes=list(axes), steps=steps)]
+
+
+def _slice_at_symbolic_positions(c, x, starts, ends, axes, steps):
+    """Slice whose bounds depend on the sizes (BERT's position_ids[:, :seq], OPT's
+    positions[:, past:]): on each such axis a gather of the positions start .. end - 1,
+    computed at run time. Bounds that are evidently not negative, a step of 1, and an axis of
+    constant extent or one sliced to its end only; the gather refuses a position past the
+    axis at run time (onnxruntime clamps it, and the model then fails to broadcast)."""
+    axes = _distinct_axes(c, list(axes), len(x.shape))
+    for ax, s, e, step in zip(axes, starts, ends, steps):
+        if isinstance(s, (int, np.integer)) and isinstance(e, (int, np.integer)):
+            x = c.op("slice", [x], starts=[int(s)], ends=[int(e)], axes=[ax], steps=[int(step)])
+            continue
+        start, end, extent = _as_dim(s), _as_dim(e), x.shape[ax]
+        if isinstance(end, int) and end >= 2**61:  # to the end (exporters' INT64_MAX)
+            end = extent
+        evident = [S.lower_bound(d) for d in (start, end)]
+        if step != 1 or not (isinstance(extent, int) or S.same(end, extent)) or \
+                any(low is None or low < 0 for low in evident):
+            raise refuse(c, f"a slice of axis {ax} ({x.type_str()}) from {start} to {end} by "
+                            f"{step} is not supported: bounds that depend on the sizes need a "
+                            "step of 1, bounds that are not negative and a constant axis (or "
+                            "one sliced to its end); give the inputs' sizes "
+                            "(from_onnx(model, shapes=...))")
+        positions = _symbolic_range(c, np.array(start, dtype=object),
+                                    np.array(end, dtype=object), np.array(1), "int64")
+        x = c.op("gather", [x, positions], axis=ax)
+    return x
 
 
 @_conv("Pad")

@@ -313,7 +313,7 @@ class _Prover:
         facts = [f for c, holds in guards for f in nonneg_facts(c, holds)]
         if in_bounds(self.ranges, idx, ext, facts) or self._is_axis_over(idx, ext):
             return _with(access, how="ranges under its guards" if facts else "ranges"), None
-        idx = simplify(idx)
+        idx = simplify(idx, self.ranges)  # (a select its ranges decide is its branch)
         idx_t = to_isl(idx, self.env, self.params)
         ext_t = to_isl(ext, self.env, self.params)
         if idx_t is None or ext_t is None:

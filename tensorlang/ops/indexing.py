@@ -91,10 +91,12 @@ def gather_elements(data: Tensor, indices: Tensor, axis: int = 0) -> Tensor:
     at most data's extent."""
     op = "gather_elements"
     check_tensor(op, "data", data)
-    ds, ishp = static_shape(op, "data", data), _index_tensor(op, indices)
+    _index_tensor(op, indices, symbolic=True)
+    ds, ishp = dims_of(op, "data", data), dims_of(op, "indices", indices)
     r = len(ds)
     ax = normalize_axis(op, "axis", axis, r)
-    if len(ishp) != r or any(i > d for j, (i, d) in enumerate(zip(ishp, ds)) if j != ax):
+    if len(ishp) != r or not all(_fits(i, d) for j, (i, d) in enumerate(zip(ishp, ds))
+                                 if j != ax):
         raise ValueError(f"{op}: indices {ishp} do not fit data {ds} along axis {ax}: need the "
                          "same rank and, on every other axis, at most data's extent")
 
@@ -104,6 +106,13 @@ def gather_elements(data: Tensor, indices: Tensor, axis: int = 0) -> Tensor:
         return data[tuple(idx)]
 
     return op_compute(op, ishp, f, INJECTIVE, axis=ax)
+
+
+def _fits(i, d) -> bool:
+    """An extent i that is at most d at every size (symbolic ones: the same, or i is 1)."""
+    if isinstance(i, int) and isinstance(d, int):
+        return i <= d
+    return dim_equal(i, d) or i == 1
 
 
 def _scatter_args(op, data, indices, updates, reduction):

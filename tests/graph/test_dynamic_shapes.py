@@ -567,7 +567,7 @@ def test_range_up_to_a_symbolic_length(start, delta, dtype):
         for g, w in zip(got.values(), want):
             np.testing.assert_allclose(g, w, rtol=1e-6)
     if start > 1:  # a limit below the start: a negative length, refused at run time
-        with pytest.raises(ValueError, match=r"value 'f': shape \[-1\] must be a list "
+        with pytest.raises(ValueError, match=r"value '\w+': shape \[-1\] must be a list "
                                                     r"of ints >= 0"):
             gm.run(x=np.zeros((1, 1), "float32"))
 
@@ -755,11 +755,18 @@ def test_positions_that_depend_on_symbolic_sizes_are_refused_clearly(op):
                      helper.make_tensor_value_info("p", TensorProto.FLOAT, ["b", 2, "p", 4])],
         [helper.make_empty_tensor_value_info("y")], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
-    with pytest.raises(graph.OnnxImportError,
-                       match=rf"node 'pos' \({op}\): {op}'s \w+ depends on symbolic dimensions "
-                             r"\(.*p.*\), which is not supported; give the inputs' sizes"):
-        graph.from_onnx(m)
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    if op == "Slice":  # x[:, p:] to its end: gathered at run time
+        gm = graph.build(graph.from_onnx(m))
+        for p in (1, 3, 6):
+            got = gm.run(x=x, p=np.zeros((2, 2, p, 4), np.float32))["y"]
+            np.testing.assert_array_equal(got, x[:, p:])
+    else:
+        with pytest.raises(graph.OnnxImportError,
+                           match=r"node 'pos' \(Pad\): Pad's \w+ depends on symbolic "
+                                 r"dimensions \(.*p.*\), which is not supported; give the "
+                                 r"inputs' sizes"):
+            graph.from_onnx(m)
     got = graph.build(graph.from_onnx(m, shapes={"x": (2, 6), "p": (2, 2, 3, 4)})).run(
         x=x, p=np.zeros((2, 2, 3, 4), np.float32))["y"]
     want = x[:, 3:] if op == "Slice" else np.pad(x, [(0, 0), (0, 3)])
@@ -815,3 +822,57 @@ def test_gather_nd_over_symbolic_extents_vs_onnxruntime():
         feeds = {"x": rng.standard_normal((b, s, 4)).astype("float32"),
                  "i": rng.integers(-s, s, (b, k, 1)).astype(np.int64)}
         np.testing.assert_array_equal(gm.run(**feeds)["y"], sess.run(None, feeds)[0])
+
+
+def _slice_model(start, end, step=1):
+    """ids = buffer[:, start:end:step] of a constant [1, 10] buffer, with start and end written
+    as ONNX computes them from x's sequence length s (Shape -> Gather), added to x [1, s]."""
+    from onnx import TensorProto, numpy_helper
+
+    def bound(name, spec):
+        if spec == "s":
+            return [onnx_helper.make_node("Unsqueeze", ["s", "ax0"], [name])]
+        if spec == "-s":
+            return [onnx_helper.make_node("Neg", ["s"], [f"{name}_n"]),
+                    onnx_helper.make_node("Unsqueeze", [f"{name}_n", "ax0"], [name])]
+        return [onnx_helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
+            np.array([spec], np.int64)))]
+
+    nodes = [onnx_helper.make_node("Shape", ["x"], ["shp"]),
+             onnx_helper.make_node("Gather", ["shp", "one"], ["s"], axis=0),
+             *bound("st", start), *bound("en", end),
+             onnx_helper.make_node("Slice", ["buf", "st", "en", "axis", "step"], ["ids"]),
+             onnx_helper.make_node("Cast", ["ids"], ["f"], to=TensorProto.FLOAT),
+             onnx_helper.make_node("Add", ["x", "f"], ["y"])]
+    inits = {"buf": np.arange(100, 110, dtype=np.int64).reshape(1, 10),
+             "one": np.array(1, np.int64), "ax0": np.array([0], np.int64),
+             "axis": np.array([1], np.int64), "step": np.array([step], np.int64)}
+    g = onnx_helper.make_graph(
+        nodes, "slice_s", [onnx_helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "s"])],
+        [onnx_helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = onnx_helper.make_model(g, opset_imports=[onnx_helper.make_opsetid("", 13)])
+    model.ir_version = 9
+    return model
+
+
+def test_slice_up_to_a_symbolic_position_vs_onnxruntime():
+    """buffer[:, :s] (BERT's position ids) is gathered at run time: one build, every length up
+    to the buffer's; a longer one is refused by the gather (onnxruntime clamps the slice, and
+    the Add then fails to broadcast)."""
+    model = _slice_model(0, "s")
+    gm = graph.build(graph.from_onnx(model))
+    sess = _ort(model)
+    for s in (1, 4, 10):
+        x = np.random.default_rng(s).standard_normal((1, s)).astype("float32")
+        np.testing.assert_array_equal(gm.run(x=x)["y"], sess.run(None, {"x": x})[0])
+    with pytest.raises(runtime.KernelError, match="index out of bounds"):
+        gm.run(x=np.zeros((1, 11), "float32"))
+
+
+@pytest.mark.parametrize("start,end,step,match", [
+    (0, "s", 2, r"from 0 to s by 2 is not supported"),
+])
+def test_slice_at_symbolic_positions_it_cannot_take_is_refused(start, end, step, match):
+    with pytest.raises(graph.OnnxImportError, match=match + ".*give the inputs' sizes"):
+        graph.from_onnx(_slice_model(start, end, step))

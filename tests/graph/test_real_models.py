@@ -5,7 +5,8 @@ package loads and gives the same outputs bit for bit.
   ``python benchmarks/export_models.py --test-data tests/graph/data/real_models``, torch 2.13.0:
   random weights, each model from the TorchScript exporter and the dynamo exporter;
   tiny_llama.dynamo23 at opset 23, with the Attention and RMSNormalization torch writes there;
-  tiny_gpt2_past.ts_dynamic, a generation step after a KV cache, with dynamic axes).
+  tiny_gpt2_past.ts_dynamic, a generation step after a KV cache, and tiny_bert.ts_dynamic, with
+  dynamic axes).
 - The onnx package's model-zoo files (their ConstantOfShape weights replaced by random ones with
   calibrated BatchNorm statistics, as benchmarks/export_models.py does): squeezenet here,
   the others marked slow.
@@ -139,6 +140,26 @@ def test_gpt2_cache_step_with_dynamic_axes(tmp_path):
         assert _max_rel_error(out, ref) < RTOL, (s, p)
         for k, v in again.run(**feed).items():
             np.testing.assert_array_equal(v, out[k])
+
+
+def test_bert_with_dynamic_batch_and_sequence():
+    """BERT exported with dynamic batch and sequence axes, imported without sizes: its
+    position and token-type ids are slices of constant buffers up to the sequence length
+    (gathered at run time); one build at every size against onnxruntime, and a sequence past
+    the model's 32 positions is refused at run time (onnxruntime fails to broadcast)."""
+    model = onnx.load(str(DATA / "tiny_bert.ts_dynamic.onnx"))
+    gm = graph.build(graph.from_onnx(model))
+    assert gm.shape_vars == ("batch", "seq")
+    rng = np.random.default_rng(3)
+    for b, s in [(1, 1), (2, 7), (3, 16), (1, 32)]:
+        feed = {"input_ids": rng.integers(0, 100, (b, s)).astype(np.int64),
+                "attention_mask": np.ones((b, s), np.int64)}
+        feed["attention_mask"][0, s // 2 + 1:] = 0
+        assert _max_rel_error(gm.run(**feed), ort_run(model, feed)) < RTOL, (b, s)
+    too_long = {"input_ids": np.zeros((1, 33), np.int64),
+                "attention_mask": np.ones((1, 33), np.int64)}
+    with pytest.raises(runtime.KernelError, match="index out of bounds"):
+        gm.run(**too_long)
 
 
 def _zoo_case(stem: str, tmp_path):
