@@ -44,6 +44,21 @@ def test_out_of_bounds_reads_are_refused_naming_the_index(fcompute, pattern):
         _lower(C, [A, C])
 
 
+def test_a_select_the_ranges_decide_is_proven_as_its_branch():
+    """buf[0, select(j < 0, like[j], j)] over a symbolic length s: j >= 0 decides the select,
+    so the index is j, out of bounds once s > 10 (refused, naming the offending point). The
+    data-dependent side, never taken, made it a run-time index that the run-time check, seeing
+    the simplified affine j, left unchecked: a silent read past buf."""
+    s = tl.var("s")
+    buf = tl.placeholder((1, 10), name="buf", dtype="int64")
+    like = tl.placeholder((s,), name="like", dtype="int64")
+    out = tl.compute((s,), lambda j: buf[0, tl.select(j < 0, like[j], j)], name="out")
+    with pytest.raises(tl.LoweringError, match=r"compute out reads buf\[0, select\(j < 0, "
+                                               r"like\[j\], j\)\] out of bounds.*= 10 is "
+                                               r"outside \[0, 10\)"):
+        _lower(out, [buf, like, out])
+
+
 def test_a_refused_read_names_its_dimension():
     A = tl.placeholder((4, 8), name="A")
     C = tl.compute((4, 8), lambda i, j: A[i, j * 2 % 9], name="C")
