@@ -475,7 +475,9 @@ def _define_vision() -> None:
         ex([(2, 1, 4, 3), (2, 2, 5, 2)],
            lambda x, g: VM.grid_sample(x, g, "cubic", "reflection", True),
            lambda a, g: ref.grid_sample(a, g, "cubic", "reflection", True), low=-1.5,
-           high=1.5)])
+           high=1.5)],
+        schedule=CompositeSchedule(VM.schedule_grid_sample, keeps=("y", "x")),
+        parts={"y": ("grid_sample_y", INJECTIVE), "x": ("grid_sample_x", INJECTIVE)})
     define("trilu", VM.trilu, INJECTIVE, [
         ex([(2, 5, 7)], lambda x: VM.trilu(x, 1), lambda a: np.triu(a, 1)),
         ex([(4, 3)], lambda x: VM.trilu(x, -1, upper=False), lambda a: np.tril(a, -1))])

@@ -151,10 +151,16 @@ def grid_sample(x: Tensor, grid: Tensor, mode: str = "linear", padding_mode: str
     cd = x.dtype
     sample = _GridSampler(x, cd, padding_mode, bool(align_corners), (h_in, w_in))
 
+    # the pixel coordinates once per output position (a stage each), not once per channel
+    # and tap: cubic reflection inlined into its 16 taps took seconds to compile
+    def coordinates(axis: str, k: int, dim: int) -> Tensor:
+        return op_compute(f"{op}_{axis}", (n, h_out, w_out), lambda i, oh, ow: sample.coordinate(
+            te.cast(grid[i, oh, ow, k], cd), dim, mode), INJECTIVE)
+
+    cy, cx = coordinates("y", 1, h_in), coordinates("x", 0, w_in)
+
     def f(i, ch, oh, ow):
-        gx = te.cast(grid[i, oh, ow, 0], cd)
-        gy = te.cast(grid[i, oh, ow, 1], cd)
-        return sample.value(i, ch, gy, gx, mode)
+        return sample.value(i, ch, cy[i, oh, ow], cx[i, oh, ow], mode)
 
     return op_compute(op, (n, c, h_out, w_out), f, OPAQUE, mode=mode,
                       padding_mode=padding_mode, align_corners=int(bool(align_corners)))
@@ -174,6 +180,20 @@ def _grid_args(op, x, grid, mode, padding_mode):
         raise ValueError(f"{op}: x must be [N, C, H, W] and grid [N, H_out, W_out, 2], got "
                          f"{list(xs)} and {list(gs)}")
     return xs
+
+
+def schedule_grid_sample(s, out: Tensor) -> None:
+    """The coordinate stages at the root with the injective schedule (vectorized); the samples
+    with the outer loops in parallel and the taps scalar: their reads are gathers, and 16 cubic
+    taps vectorized (or the coordinates inlined into each) took seconds to compile."""
+    from .schedule import schedule_injective
+
+    st = s[out]
+    for t in st.op.input_tensors:
+        if t.op.tag in ("grid_sample_y", "grid_sample_x"):
+            schedule_injective(s, t)
+    outer = st.fuse(*st.op.axis[:-1])
+    st.parallel(outer)
 
 
 class _GridSampler:
@@ -219,14 +239,22 @@ class _GridSampler:
         mirrored = te.select(below == even, self._f(lo) + r, self._f(hi) - r)
         return te.select(below | above, mirrored, v)
 
+    def _tap_reflect(self, v, lo: float, hi: float):
+        """A tap's position mirrored into [lo, hi]: a tap is at most 2 past a coordinate inside,
+        so where the span is at least 2 one mirror does (16 cubic taps each reflected in full
+        made a kernel that took half a minute to compile)."""
+        if hi - lo < 2:
+            return self._reflect(v, lo, hi)
+        low, high = self._f(lo), self._f(hi)
+        return te.select(v < low, low + low - v, te.select(v > high, high + high - v, v))
+
     def pixel(self, i, ch, iy, ix):
         """x[i, ch] at integer coordinates (float expressions) under the padding mode."""
         h, w = self.dims
         idx = []
         for v, dim in ((iy, h), (ix, w)):
             if self.padding == "reflection":
-                lo, hi = self._bounds(dim)
-                v = te.trunc(self._reflect(v, lo, hi))
+                v = te.trunc(self._tap_reflect(v, *self._bounds(dim)))
             idx.append(v)
         inside = None
         if self.padding == "zeros":
@@ -238,9 +266,8 @@ class _GridSampler:
         value = te.cast(self.x[i, ch, iy_, ix_], self.cd)
         return value if inside is None else te.select(inside, value, self._f(0))
 
-    def value(self, i, ch, gy, gx, mode: str):
-        h, w = self.dims
-        vy, vx = self.coordinate(gy, h, mode), self.coordinate(gx, w, mode)
+    def value(self, i, ch, vy, vx, mode: str):
+        """The sample at pixel coordinates (vy, vx) (coordinate()'s)."""
         if mode == "nearest":
             return self.pixel(i, ch, vy, vx)
         y0, x0 = te.floor(vy), te.floor(vx)
@@ -271,4 +298,4 @@ class _GridSampler:
         return [far(t + one), near(t), near(one - t), far(self._f(2) - t)]
 
 
-__all__ = ["grid_sample", "group_norm", "space_to_depth", "trilu"]
+__all__ = ["grid_sample", "group_norm", "schedule_grid_sample", "space_to_depth", "trilu"]

@@ -17,16 +17,10 @@ RNG = np.random.default_rng(23)
 
 
 def _model(nodes, inputs, outputs, opset, inits=()):
-    g = helper.make_graph(
-        nodes, "fn",
-        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-         for n, a in inputs],
-        [helper.make_empty_tensor_value_info(o) for o in outputs],
-        [helper.make_tensor(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape,
-                            a.reshape(-1).tolist()) for n, a in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 10
-    return m
+    """A model of ``nodes``; inputs as (name, array) pairs (their types), inits as (name,
+    array) pairs."""
+    return _dynamic_model(nodes, [(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                                  for n, a in inputs], outputs, opset, inits)
 
 
 def _check(m, feeds, rtol=1e-5):
