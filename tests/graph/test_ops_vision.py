@@ -509,6 +509,12 @@ def test_group_normalization_vs_onnxruntime(opset):
     feeds = {"x": x, "s": rand((n,), 1), "b": rand((n,), 2)}
     m = one_node("GroupNormalization", list(feeds.items()), {"num_groups": 3}, opset)
     check_vs_ort(m, feeds, rtol=1e-5)
+    # a group per channel (wav2vec2's [N, C, T]) runs as instance_norm
+    x3 = rand((1, 8, 50)) * 2 - 1
+    m = one_node("GroupNormalization", [("x", x3)], {"num_groups": 8}, opset,
+                 [("s", rand((8,), 1)), ("b", rand((8,), 2))])
+    assert [n.op for n in graph.from_onnx(m).nodes] == ["instance_norm"]
+    check_vs_ort(m, {"x": x3}, rtol=1e-5)
 
 
 def test_group_normalization_float16_stash_type():
