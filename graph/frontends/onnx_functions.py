@@ -24,6 +24,9 @@ def expand_function(ctx: _Ctx, n, ins: list) -> list | None:
         schema = onnx.defs.get_schema(n.op_type, ctx.opset, "")
     except onnx.defs.SchemaError:
         return None
+    check = _REQUIREMENTS.get(n.op_type)
+    if check is not None:
+        check(ctx, n, ins)
     body = _function_body(schema, ctx.opset, n, ins)
     if body is None:
         return None
@@ -50,6 +53,21 @@ def expand_function(ctx: _Ctx, n, ins: list) -> list | None:
             f"converter for {n.op_type} and its ONNX function body (opset {sub.opset}) does not "
             "import: " + "; ".join(inner))
     return [scope.get(o) if o in scope else UNKNOWN for o in body.output][:len(n.output)]
+
+
+def _attention_heads(ctx: _Ctx, n, ins: list) -> None:
+    """Attention's 3-D inputs [B, S, heads * D] need q_num_heads and kv_num_heads (the spec;
+    its function body, built without them, fails deep inside on shapes that do not match)."""
+    given = {a.name for a in n.attribute}
+    if any(v is not None and len(v.shape) == 3 for v in ins[:3]) and \
+            not {"q_num_heads", "kv_num_heads"} <= given:
+        raise OnnxImportError(f"node {ctx.node_name!r} (Attention, opset {ctx.opset}): 3-D "
+                              "inputs [batch, sequence, heads * head size] need the q_num_heads "
+                              "and kv_num_heads attributes")
+
+
+# what an operator's specification requires that its function body's builder does not check
+_REQUIREMENTS = {"Attention": _attention_heads}
 
 
 def _function_body(schema, opset: int, n, ins: list):

@@ -89,6 +89,15 @@ def test_attention_grouped_heads_3d_vs_onnxruntime():
     _check(_model([node], list(feeds.items()), ["y"], 23), feeds)
 
 
+def test_attention_3d_without_head_counts_is_refused():
+    q = np.zeros((1, 5, 32), np.float32)
+    node = helper.make_node("Attention", ["q", "k", "v"], ["y"], name="att")
+    m = _model([node], [("q", q), ("k", q), ("v", q)], ["y"], 23)
+    with pytest.raises(graph.OnnxImportError, match=r"'att' \(Attention, opset 23\): 3-D inputs "
+                                                    r".* need the q_num_heads and kv_num_heads"):
+        graph.from_onnx(m)
+
+
 def test_attention_with_past_key_values_vs_onnxruntime():
     """An optional input left out (no mask) before ones given (past key and value): the body's
     nodes read it as absent; the present key and value are outputs too."""
