@@ -48,7 +48,7 @@ from .measure import LocalRunner as _LocalRunner
 from .measure import MeasureInput, MeasureOption, MeasureResult
 from .record import ApplyHistoryBest as _ApplyHistoryBest
 from .record import Record, load_records, make_record
-from .task import DispatchContext, TemplateError, count_flops, create_task
+from .task import DispatchContext, TemplateError, count_flops, create_task, is_placeholder
 from .task_scheduler import TaskScheduler as _TaskScheduler
 from .workload import WorkloadTask, is_workload, workload
 
@@ -112,9 +112,7 @@ class ComputeDAG:
         if self._flop is None:
             import tensorlang as tl
 
-            from .task import _is_placeholder
-
-            outs = [t for t in self.tensors if not _is_placeholder(t)]
+            outs = [t for t in self.tensors if not is_placeholder(t)]
             func = tl.lower(tl.create_schedule(outs), self.tensors, name="dag")
             self._flop = count_flops(func)
         return self._flop
@@ -133,10 +131,8 @@ class ComputeDAG:
 def _ops_in_order(tensors) -> list:
     """The ops the tensors reach, each after its producers (post-order from the outputs, as
     TVM prints a DAG; then inputs no output reads), without recursion."""
-    from .task import _is_placeholder
-
     order, seen = [], set()
-    for t in sorted(tensors, key=_is_placeholder):  # stable: the outputs first, in order
+    for t in sorted(tensors, key=is_placeholder):  # stable: the outputs first, in order
         stack = [(t.op, False)]
         while stack:
             op, done = stack.pop()
@@ -323,10 +319,9 @@ class SearchTask:
         import tensorlang as tl
 
         from .schedule_code import schedule_code
-        from .task import _is_placeholder
 
         (s, _), rec = self._best(log_file)
-        outs = [t for t in self.task.template.declare(self.task.args) if not _is_placeholder(t)]
+        outs = [t for t in self.task.template.declare(self.task.args) if not is_placeholder(t)]
         names = ", ".join(op.name for op in self.compute_dag.ops)
         speed = f"{rec.cost * 1e3:.4g} ms ({self.task.flop / rec.cost / 1e9:.4g} GFLOP/s)"
         first = f"# {self.workload_key}: the best record of {os.fspath(log_file)}, {speed}"

@@ -299,7 +299,7 @@ class Task:
         import tensorlang as tl
 
         _, tensors = self.template.run_with(FallbackConfig(), self.args)
-        outs = [t for t in tensors if not _is_placeholder(t)]
+        outs = [t for t in tensors if not is_placeholder(t)]
         return tl.lower(tl.create_schedule(outs), list(tensors), name="workload")
 
     def _compute_def(self) -> None:
@@ -377,7 +377,7 @@ class Task:
         return f"Task({self.name}, args={list(self.args)}, space={len(self.config_space)})"
 
 
-def _is_placeholder(t) -> bool:
+def is_placeholder(t) -> bool:
     from ..te.tensor import PlaceholderOp
 
     return isinstance(t.op, PlaceholderOp)

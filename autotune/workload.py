@@ -27,7 +27,15 @@ from collections.abc import Callable
 from ..ir.expr import Call, Const, Node, Var
 from ..ir.stmt import IterVar, Range
 from .space import ConfigSpace
-from .task import TEMPLATES, Task, Template, TemplateError, get_config
+from .task import (
+    TEMPLATES,
+    Task,
+    Template,
+    TemplateError,
+    count_flops,
+    get_config,
+    is_placeholder,
+)
 
 
 class WorkloadTemplate(Template):
@@ -142,11 +150,9 @@ class WorkloadTask(Task):
     def _compute_def(self) -> None:
         import tensorlang as tl
 
-        from .task import _is_placeholder, count_flops
-
         tensors = self.template.declare(self.args)
         self._compute_hash = structural_hash(tensors)
-        outs = [t for t in tensors if not _is_placeholder(t)]
+        outs = [t for t in tensors if not is_placeholder(t)]
         func = tl.lower(tl.create_schedule(outs), tensors, name="workload")
         self._flop = count_flops(func) or count_flops(func, float_only=False) or 1.0
 
@@ -156,10 +162,8 @@ class WorkloadTask(Task):
         TileTooLarge and stopped the tuning before its first trial)."""
         import tensorlang as tl
 
-        from .task import _is_placeholder
-
         tensors = self.template.declare(self.args)
-        return tl.create_schedule([t for t in tensors if not _is_placeholder(t)]), tensors
+        return tl.create_schedule([t for t in tensors if not is_placeholder(t)]), tensors
 
 
 def is_workload(name) -> bool:

@@ -716,7 +716,8 @@ def _slice(c, ins, a):
         if any(b.dtype == object for b in bounds) and len(bounds[0]) == len(bounds[1]) == \
                 len(axes) == len(steps):
             return [_slice_at_symbolic_positions(c, x, *bounds, axes, steps)]
-        starts, ends = arr(1, "starts"), arr(2, "ends")
+        starts, ends = (_ints(c, b, f"Slice's {what}") for b, what in zip(bounds, ("starts",
+                                                                                 "ends")))
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise refuse(c, f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must "
                         "have one entry each per sliced axis")

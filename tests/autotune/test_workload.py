@@ -24,12 +24,12 @@ def _mm_relu(M, N, K, names=("A", "B", "C", "D"), shift=0.0):
 
 
 def _inputs(tensors, rng):
-    from tensorlang.autotune.task import _is_placeholder
+    from tensorlang.autotune.task import is_placeholder
 
     ins = [rng.random([int(d.value) for d in t.shape], dtype=np.float32) - 0.5
-           for t in tensors if _is_placeholder(t)]
+           for t in tensors if is_placeholder(t)]
     outs = [np.zeros([int(d.value) for d in t.shape], np.float32)
-            for t in tensors if not _is_placeholder(t)]
+            for t in tensors if not is_placeholder(t)]
     return ins, outs
 
 
