@@ -151,8 +151,7 @@ class Builder:
         if any(v.is_symbolic_constant for v in inputs) and not (
                 self.fold and all(v.is_constant for v in inputs)):
             # a shape tensor of symbolic dimensions used as data: computed at run time
-            inputs = [self._shape_values(v, op, name) if v.is_symbolic_constant else v
-                      for v in inputs]
+            inputs = self._run_time_shapes(inputs, op, name)
         in_types = [(v.shape, v.dtype) for v in inputs]
         node_name = self._fresh(name or op)
         attrs = normalize_attrs(op, in_types, attrs)
@@ -172,8 +171,8 @@ class Builder:
                 if not symbolic:
                     raise
                 # what depends on the sizes (a float cast, a comparison): computed at run time
-                return self.op(op, [self._shape_values(v, op, name) if v.is_symbolic_constant
-                                    else v for v in inputs], name, outputs, **attrs)
+                return self.op(op, self._run_time_shapes(inputs, op, name), name, outputs,
+                               **attrs)
             outs = []
             for i, (arr, (shape, dtype)) in enumerate(zip(arrays, out_types)):
                 if arr.shape != shape:
@@ -197,6 +196,10 @@ class Builder:
             v.producer = node
         self._nodes.append(node)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _run_time_shapes(self, inputs: list[Value], op: str, name: str | None) -> list[Value]:
+        return [self._shape_values(v, op, name) if v.is_symbolic_constant else v
+                for v in inputs]
 
     def _shape_values(self, v: Value, op: str, name: str | None) -> Value:
         """Symbolic constant ``v`` (a shape tensor holding expressions of shape variables)
