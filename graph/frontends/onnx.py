@@ -9,7 +9,9 @@ without a converter imports through its ONNX function body where the specificati
 then they are weights, not inputs). Every node whose inputs are all constants is folded with
 numpy as it is imported, and ``Shape``/``Size`` of statically shaped values are constants, so the
 Shape -> Gather -> Concat -> Reshape chains of exported models vanish. Before anything is built,
-every unsupported operator is listed in one :class:`UnsupportedOperatorError`.
+every unsupported operator is listed in one :class:`UnsupportedOperatorError`. onnxruntime's
+contrib operators (``com.microsoft``: what its optimizers write) import through
+onnx_contrib.py; the operators of other domains are listed as unsupported, named domain::op.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ..builder import Builder
 from ..ir import Graph, GraphError, Value, freeze
 from .onnx_context import (
     CONVERTERS,
+    DOMAIN_CONVERTERS,
+    REFUSED_DOMAINS,
     REFUSED_VERSIONS,
     UNKNOWN,
     Converter,
@@ -40,6 +44,9 @@ from .onnx_context import (
     _np_dtype,
     _sanitize,
     _Scope,
+    converter_for,
+    is_default_domain,
+    op_label,
     refuse,
 )
 from .onnx_functions import expand_function
@@ -436,11 +443,24 @@ def _in(c, ins, a):
 def _ln(c, ins, a):
     if any(c.outputs_read[1:]):
         # the mean and inverse standard deviation too (training's outputs): the operator's
-        # ONNX function body computes all three
-        return expand_function(c, c.node, ins)
+        # ONNX function body computes all three; below opset 17 (onnxruntime's optimizers
+        # write LayerNormalization there, onnxruntime runs it) it has none
+        outs = expand_function(c, c.node, ins)
+        return outs if outs is not None else _ln_with_stats(c, ins, a)
     inputs = [v for v in ins[:3] if v is not None]
     return [c.op("layer_norm", inputs, axis=int(a.get("axis", -1)),
                  epsilon=float(a.get("epsilon", 1e-5)))]
+
+
+def _ln_with_stats(c, ins, a):
+    from .onnx_contrib import layer_norm_stats
+
+    x = ins[0]
+    if int(a.get("stash_type", 1)) != 1 and x.dtype != "float32":
+        raise refuse(c, "stash_type other than 1 (float32 statistics) is not supported")
+    axis, eps = int(a.get("axis", -1)), float(a.get("epsilon", 1e-5))
+    y = c.op("layer_norm", [v for v in ins[:3] if v is not None], axis=axis, epsilon=eps)
+    return [y, *layer_norm_stats(c, x, axis, eps)]
 
 
 @_conv("LRN")
@@ -1006,11 +1026,18 @@ def operators_markdown() -> str:
         "specification gives them (graph/frontends/onnx_functions.py; each body's operators "
         "must import): " + ", ".join(f"`{op}`" for op in function_operators()) + " (not "
         + ", ".join(f"{op}: {why}" for op, why in _BODY_NEVER_IMPORTS.items()) + ").", 98)
+    contrib = textwrap.fill(
+        "onnxruntime's contrib operators, as its transformer optimizer and its saved "
+        "ORT_ENABLE_EXTENDED models write them (graph/frontends/onnx_contrib.py, checked "
+        "against onnxruntime by tests/graph/test_onnx_contrib.py): " + ", ".join(
+            f"`{op_label(d, op)}`" + (" (default domain)" if not d else "")
+            for d, op in sorted(DOMAIN_CONVERTERS)) + "; the `com.microsoft.nchwc` operators "
+        "are refused (re-optimize at opt_level <= 2).", 98)
     head = textwrap.fill(
         f"{len(items)} operators of the default domain, opsets {MIN_OPSET} to {MAX_OPSET}, each "
         "with the opsets where its version changed (tests/graph/test_onnx_opsets.py checks "
         "each against onnxruntime, or names the test file that does):", 98)
-    return head + "\n\n" + "\n".join(lines) + "\n\n" + tail + "\n"
+    return head + "\n\n" + "\n".join(lines) + "\n\n" + tail + "\n\n" + contrib + "\n"
 
 
 # function-bodied operators whose bodies need what tensorlang has no value for
@@ -1099,22 +1126,24 @@ def _read_inputs(ctx: _Ctx, n) -> list:
 
 
 def _is_default_domain(n) -> bool:
-    return n.domain in ("", "ai.onnx")
+    return is_default_domain(n.domain)
 
 
 def _import_node(ctx: _Ctx, i: int, n) -> None:
     ctx.node = n
     ctx.node_name = _sanitize(n.name or f"{n.op_type}_{i}")
     ctx.op_type = n.op_type
+    ctx.op_label = op_label(n.domain, n.op_type)
     ctx.num_outputs = len(n.output)
     ctx.outputs_read = [bool(o) for o in n.output]
     ins = _read_inputs(ctx, n)
-    supported = _is_default_domain(n) and n.op_type in CONVERTERS
+    supported = converter_for(n.domain, n.op_type) is not None
     if any(v is UNKNOWN for v in ins):
         # downstream of an unsupported node: nothing to import, but its own operator (and the
         # operators of its subgraphs) may be unsupported too: list them now, not one per try
         if not supported:
-            _record_unsupported(ctx, n, i, "downstream of another unsupported node")
+            _record_unsupported(ctx, n, i, REFUSED_DOMAINS.get(
+                n.domain, "downstream of another unsupported node"))
         _record_unsupported_subgraphs(ctx, n)
         _bind(ctx, n, [UNKNOWN] * len(n.output))
         return
@@ -1159,16 +1188,16 @@ def _symbolic_note(ins: list) -> str:
 def _convert(ctx: _Ctx, n, ins: list) -> list:
     """The node's converter, its errors as OnnxImportError naming the node."""
     try:
-        outs = CONVERTERS[n.op_type](ctx, ins, _attrs(n))
+        outs = converter_for(n.domain, n.op_type)(ctx, ins, _attrs(n))
     except (GraphError, KeyError, IndexError, ValueError, TypeError) as e:
         if isinstance(e, OnnxImportError):
             raise
-        raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}, opset {ctx.opset}): "
+        raise OnnxImportError(f"node {ctx.node_name!r} ({ctx.op_label}, opset {ctx.opset}): "
                               f"{e}{_symbolic_note(ins)}") from None
     used = [o for o in n.output if o]
     if len(outs) < len(used):
         needed = [o for o in n.output[len(outs):] if o]
-        raise OnnxImportError(f"node {ctx.node_name!r} ({n.op_type}, opset {ctx.opset}): "
+        raise OnnxImportError(f"node {ctx.node_name!r} ({ctx.op_label}, opset {ctx.opset}): "
                               f"outputs {needed} are not supported")
     return outs
 
@@ -1203,7 +1232,7 @@ def _bind(ctx: _Ctx, n, outs: list) -> None:
 
 
 def _record_unsupported(ctx: _Ctx, n, i: int, why: str = "") -> None:
-    op = n.op_type if _is_default_domain(n) else f"{n.domain}::{n.op_type}"
+    op = op_label(n.domain, n.op_type)
     entry = (op, n.name or f"#{i}", ctx.opset)
     if entry not in ctx.unsupported:  # a loop body unrolled, or one branch graph twice
         ctx.unsupported.append(entry)
@@ -1213,6 +1242,8 @@ def _record_unsupported(ctx: _Ctx, n, i: int, why: str = "") -> None:
 
 def _why_not_folded(n, ins: list) -> str:
     """Why a node of an operator tensorlang lacks was not folded into a constant."""
+    if n.domain in REFUSED_DOMAINS:
+        return REFUSED_DOMAINS[n.domain]
     if _gives_no_tensor(n):
         return "it gives a sequence or an optional, and tensorlang's values are tensors"
     run_time = [v for v in ins if v is not None and not v.is_constant]
@@ -1242,7 +1273,7 @@ def _record_unsupported_subgraphs(ctx: _Ctx, n) -> None:
     imported because its node is not), listed with the rest."""
     for sub in _subgraphs(n):
         for j, inner in enumerate(sub.node):
-            if not (_is_default_domain(inner) and inner.op_type in CONVERTERS):
+            if converter_for(inner.domain, inner.op_type) is None:
                 _record_unsupported(ctx, inner, j)
             _record_unsupported_subgraphs(ctx, inner)
 
@@ -1458,5 +1489,14 @@ def _initializer_array(init) -> np.ndarray:
 
 # the converters of other modules register themselves into CONVERTERS when imported (each
 # imports this module): If, Loop, Scan; IsNaN, IsInf, Mod, CumSum, CumProd, TopK, Einsum,
-# OneHot, BitShift; LSTM, GRU, RNN; the vision operators of issue 18, ScatterElements
-from . import onnx_control_flow, onnx_misc, onnx_quant, onnx_rnn, onnx_vision  # noqa: F401
+# OneHot, BitShift; LSTM, GRU, RNN; the vision operators of issue 18, ScatterElements; and
+# into DOMAIN_CONVERTERS onnxruntime's contrib operators (onnx_contrib, onnx_attention)
+from . import (  # noqa: F401
+    onnx_attention,
+    onnx_contrib,
+    onnx_control_flow,
+    onnx_misc,
+    onnx_quant,
+    onnx_rnn,
+    onnx_vision,
+)

@@ -1,8 +1,8 @@
 """What the ONNX importer's converters share: its errors, the scope of ONNX names, the context a
-converter sees and the table of converters (graph/frontends/onnx.py walks the model; the
+converter sees and the tables of converters (graph/frontends/onnx.py walks the model; the
 operator families register here from files of their own: onnx_vision, onnx_misc, onnx_rnn,
-onnx_control_flow), kept apart so that those files and the walk import this module, not each
-other."""
+onnx_control_flow; onnxruntime's contrib operators, by domain, from onnx_contrib), kept apart
+so that those files and the walk import this module, not each other."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ class UnsupportedOperatorError(OnnxImportError):
 def refuse(c, what: str) -> OnnxImportError:
     """The error for node ``c`` (a converter's context): its name, op type and opset, then
     what is wrong."""
-    return OnnxImportError(f"node {c.node_name!r} ({c.op_type}, opset {c.opset}): {what}")
+    return OnnxImportError(f"node {c.node_name!r} ({c.op_label or c.op_type}, opset {c.opset}): "
+                           f"{what}")
 
 
 def _np_dtype(elem_type: int) -> np.dtype:
@@ -122,6 +123,7 @@ class _Ctx:
         self.node = None  # the NodeProto being imported
         self.node_name = ""
         self.op_type = ""
+        self.op_label = ""  # op_type, or domain::op_type outside the default domain
         self.num_outputs = 0
         self.outputs_read: list[bool] = []
         # body nodes imported by the outermost loop being unrolled and every loop inside it,
@@ -145,8 +147,9 @@ class _Ctx:
             return None
         if not v.is_constant:
             raise OnnxImportError(
-                f"node {self.node_name!r} ({self.op_type}, opset {self.opset}): {what} must be "
-                f"known at compile time (a constant or computable from static shapes); "
+                f"node {self.node_name!r} ({self.op_label or self.op_type}, opset {self.opset}): "
+                f"{what} must be known at compile time (a constant or computable from static "
+                f"shapes); "
                 f"{v.name!r} is computed at run time{_run_time_origin(v)}")
         return v.data
 
@@ -189,6 +192,40 @@ def _conv(*names: str):
         return fn
 
     return deco
+
+
+# (domain, op_type) -> converter for the operators of other domains (onnxruntime's contrib
+# operators, onnx_contrib.py) and for those onnxruntime registers in the default domain that
+# ONNX does not define (SimplifiedLayerNormalization): apart from CONVERTERS, whose keys are
+# ONNX's own operators, listed with the versions of their ONNX schemas
+DOMAIN_CONVERTERS: dict[tuple[str, str], Converter] = {}
+# domain -> why every operator of it is refused (said with each of its nodes)
+REFUSED_DOMAINS: dict[str, str] = {}
+
+
+def _conv_in(domain: str, *names: str):
+    def deco(fn: Converter) -> Converter:
+        for n in names:
+            DOMAIN_CONVERTERS[(domain, n)] = fn
+        return fn
+
+    return deco
+
+
+def is_default_domain(domain: str) -> bool:
+    return domain in ("", "ai.onnx")
+
+
+def converter_for(domain: str, op_type: str) -> Converter | None:
+    """The converter of ``domain::op_type``; None when tensorlang has none."""
+    if is_default_domain(domain):
+        return CONVERTERS.get(op_type) or DOMAIN_CONVERTERS.get(("", op_type))
+    return DOMAIN_CONVERTERS.get((domain, op_type))
+
+
+def op_label(domain: str, op_type: str) -> str:
+    """How errors name an operator: ``op_type`` in the default domain, else ``domain::op``."""
+    return op_type if is_default_domain(domain) else f"{domain}::{op_type}"
 
 
 def _sanitize(name: str) -> str:
