@@ -14,6 +14,12 @@ the kernel, first thing in the child, for SIGKILL when their parent dies (Linux
 
 Workers also ignore SIGINT: a Ctrl-C at the terminal reaches the whole process group, and the
 parent stops its workers itself (they would otherwise each print a KeyboardInterrupt traceback).
+A worker cannot ignore it before its own code runs, and a spawned worker first starts an
+interpreter and imports (a second or more on a busy machine): a Ctrl-C then printed a traceback
+per starting worker, or killed it. So a worker starts with SIGINT blocked (the signal mask, unlike
+a handler, is inherited through fork and exec; multiprocessing's resource tracker is started so
+too), and unblocks it once it ignores it, which discards a Ctrl-C that came meanwhile. The
+starting thread blocks SIGINT only while it forks: a Ctrl-C then reaches it right after.
 
 Workers never import the user's ``__main__``. A spawned child normally re-imports the parent's
 main script first (so that functions defined there unpickle); a tuning script written as every
@@ -36,16 +42,20 @@ import signal
 import sys
 import threading
 import time
+from multiprocessing import resource_tracker
 
 from tensorlang.runtime import extern_c
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_HAS_SIGMASK = hasattr(signal, "pthread_sigmask")
 _POLL_SECONDS = 1.0  # the fallback watcher's period (not Linux)
 
 
 def die_with_parent(parent_pid: int) -> None:
     """Called first in a worker process: end it when process `parent_pid` (its parent) ends."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # discards a Ctrl-C pending since the start
+    if _HAS_SIGMASK:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if not (sys.platform.startswith("linux") and _set_death_signal()):
         threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True,
                          name="tensorlang-parent-watch").start()
@@ -136,10 +146,19 @@ class WorkerProcess(mpc.SpawnProcess):
 
     def _start_without_main(self) -> None:
         _starting_worker.on = True
+        old = None
+        if _HAS_SIGMASK:
+            # started first: starting it (spawn's start does, once) unblocks SIGINT on its way
+            # out, whatever the mask was
+            resource_tracker.ensure_running()
+            # the child inherits the mask: SIGINT stays blocked there until die_with_parent
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             super().start()
         finally:
             _starting_worker.on = False
+            if old is not None and signal.SIGINT not in old:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def run(self) -> None:
         die_with_parent(self._parent_pid)

@@ -599,6 +599,16 @@ def _check_environment() -> None:
     bind_from_env()
 
 
+def _forget_interrupt() -> None:
+    """Keep a handled Ctrl-C from ending the process by SIGINT instead of our exit status.
+
+    CPython (3.8 to 3.12 at least) remembers a KeyboardInterrupt that ends code run from a
+    string -- exec("..."), which dataclasses and namedtuple use to build their classes, so any
+    import -- even when a caller catches it; under ``python -m`` the interpreter then kills
+    itself with SIGINT at exit (status -2, not 130). Running a string resets that flag."""
+    exec("")  # noqa: S102 - the reset, see above
+
+
 def main(argv=None) -> int:
     """Run one subcommand. A user error is one line on stderr and exit status 2, Ctrl-C one
     line and 130 (what a tuning log holds stays: it is appended per candidate); --debug shows the
@@ -621,6 +631,7 @@ def main(argv=None) -> int:
         if a.debug:
             raise
         print(f"tensorlang {a.cmd}: interrupted", file=sys.stderr)
+        _forget_interrupt()
         return 130
     except Exception as e:  # every error becomes one line (--debug: the traceback)
         if a.debug:
