@@ -22,11 +22,13 @@ from collections.abc import Sequence
 import tensorlang as tl
 from tensorlang import ops as O
 from tensorlang.ir import dtype as dt
+from tensorlang.ops._base import op_compute
+from tensorlang.ops.patterns import INJECTIVE
 from tensorlang.ops.rnn import split_inputs
 
 from . import op_registry as R
 from .fused_group import FUSED, FusedGroup
-from .symbolic import shape_of
+from .symbolic import dim, parse, shape_of
 
 Type = R.Type
 
@@ -348,27 +350,34 @@ def _arg_reduce(op, x, a):
 def _slice(x, a):
     n = _shape(x)
     starts, steps, lens = R.slice_params(list(n), a)
-    written = {R.norm_axis(ax, len(n)): (b, e) for ax, b, e in
-               zip(a.get("axes") or range(len(a["starts"])), a["starts"], a["ends"])}
-    axes, begin, end = [], [], []
-    for d in range(len(n)):
-        if isinstance(n[d], int):
-            e = starts[d] + lens[d] * steps[d]
-            b, e = starts[d], (e if e >= 0 else -n[d] - 1)  # a negative step runs to index 0
-        elif d in written:  # a symbolic axis: the bounds as written (see R.slice_params)
-            b, e = written[d]
-        else:
-            continue
-        axes.append(d)
-        begin.append(b)
-        end.append(e)
-    return O.strided_slice(x, begin, end, [steps[d] for d in axes], axes)
+    if all(isinstance(d, int) for d in n):
+        axes = [d for d in range(len(n)) if (starts[d], steps[d], lens[d]) != (0, 1, n[d])]
+        ends = [starts[d] + lens[d] * steps[d] for d in axes]
+        ends = [e if e >= 0 else -n[d] - 1 for d, e in zip(axes, ends)]  # (a negative step
+        # runs to index 0)
+        return O.strided_slice(x, [starts[d] for d in axes], ends, [steps[d] for d in axes],
+                               axes)
+    # a symbolic axis: its first index and length are expressions of the sizes with ONNX's
+    # clamping (R.slice_params), which the library's strided_slice (int bounds) cannot take
+    first = [_index_expr(v) for v in starts]
+
+    def f(*i):
+        return x[tuple(first[d] + steps[d] * i[d] for d in range(len(n)))]
+
+    return op_compute("slice", [_index_expr(d) for d in lens], f, INJECTIVE,
+                      begin=first, steps=steps)
+
+
+def _index_expr(d):
+    return d if isinstance(d, int) else tl.const(0, "int64") + d
 
 
 def _pad(x, a):
     xs = _shape(x)
     nd = len(xs)
-    p = a["pads"]
+    p = [parse(v) for v in a["pads"]]
+    if not all(isinstance(v, int) for v in p):
+        return _symbolic_pad(x, xs, p, a.get("value", 0.0))
     if any(v < 0 for v in p):  # negative pads crop first
         lo = [max(0, -p[d]) for d in range(nd)]
         hi = [xs[d] - max(0, -p[nd + d]) for d in range(nd)]
@@ -377,6 +386,29 @@ def _pad(x, a):
     if not any(lo or hi for lo, hi in width):
         return O.reshape(x, _shape(x))
     return O.pad(x, width, a.get("mode", "constant"), a.get("value", 0.0))
+
+
+def _symbolic_pad(x, xs, p, value):
+    """Constant padding by widths that are expressions of the sizes (T5's attention mask padded
+    to past + new length): out[i] = x[i - before] where that lies in x, else the value. A
+    negative width crops (ONNX allows it): the same condition then never holds on that side.
+    The output extent xs + before + after is checked >= 0 at the kernel's entry."""
+    nd = len(xs)
+    before = [_index_expr(v) for v in p[:nd]]
+    out = [_index_expr(dim(xs[d] + p[d] + p[nd + d])) for d in range(nd)]
+    fill = tl.const(value, x.dtype)
+
+    def f(*i):
+        idx = [i[d] - before[d] for d in range(nd)]
+        inside = [c for d in range(nd) if not _is_zero_int(p[d]) or not _is_zero_int(p[nd + d])
+                  for c in (idx[d] >= 0, idx[d] < xs[d])]
+        return tl.select(tl.all(*inside), x[tuple(idx)], fill) if inside else x[tuple(idx)]
+
+    return op_compute("pad", out, f, INJECTIVE, pad_width=[[str(v) for v in p]], mode="constant")
+
+
+def _is_zero_int(v) -> bool:
+    return isinstance(v, int) and v == 0
 
 
 def _tile(x, a):
@@ -568,8 +600,6 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
     elif op == "arange_like":
         y = O.arange_like(ins[0], attrs["start"], attrs["delta"])
     elif op == "shape_values":
-        from .symbolic import parse
-
         y = O.reshape(O.shape_values(list(ins), [parse(t) for t in attrs["values"]],
                                      attrs["dtype"]), out_shape)
     elif op == "depth_to_space":

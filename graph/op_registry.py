@@ -31,7 +31,7 @@ from tensorlang.ops.transform import BLOCKED_LAYOUT, SLICE_TO_END
 
 from . import symbolic as S
 from .ir import GraphError
-from .symbolic import broadcast, dim_text, is_static, num_elements, parse_shape, same, shape_of
+from .symbolic import broadcast, is_static, num_elements, parse_shape, same, shape_of
 
 # Graph ops named as a library op but fused differently from the library compute's kind, and
 # why (every other such op has the library definition's kind: register() checks it).
@@ -700,8 +700,8 @@ def slice_params(shape, attrs):
             st = min(max(st, 0), n)
             en = min(max(en, 0), n)
             ln = max(0, -(-(en - st) // sp))
-        else:
-            st = min(max(st, -1), n - 1)
+        else:  # ONNX clamps a negative step's start to [0, n - 1] (numpy: [-1, n - 1])
+            st = min(max(st, 0), n - 1)
             en = min(max(en, -1), n - 1)
             ln = max(0, -(-(st - en) // -sp))
         starts[a], steps[a], lens[a] = st, sp, ln
@@ -709,17 +709,20 @@ def slice_params(shape, attrs):
 
 
 def _symbolic_slice(axis: int, st: int, en: int, sp: int, n) -> tuple:
-    """(start, step, length) on an axis of symbolic size ``n``, each bound taken as written
-    (a negative end counts from the end, a huge one is the end), as ``ops.strided_slice``
-    does: the kernel's entry check refuses an axis too short for the reads. A negative start
-    or step, or an end counted from the start, would need numpy's clamping to the size
-    (``min(end, n)``), which no shape expression can say."""
-    if st < 0 or sp < 0 or 0 <= en < SLICE_TO_END:
-        raise GraphError(f"slice {st}:{en}:{sp} of axis {axis}, of symbolic size "
-                         f"{dim_text(n)}: a negative start or step, or a non-negative end, "
-                         "needs a fixed size")
-    hi = n if en >= SLICE_TO_END else (en if en >= 0 else n + en)
-    return st, sp, S.dim((hi - st + (sp - 1)) // sp)
+    """(first index, step, length) of st:en:sp on an axis of symbolic size ``n`` with ONNX's
+    clamping (symbolic.clamped_slice): the length holds max/min of the sizes where they decide
+    it (x[:, 2:] is max(n - 2, 0) long, empty at n <= 2). A bound beyond SLICE_TO_END in size
+    is the axis' end on its side (exporters write INT64_MAX and INT64_MIN)."""
+    def bound(v, low, high):
+        if v >= SLICE_TO_END:
+            return high
+        if v <= -SLICE_TO_END:
+            return low
+        return S.dim(n + v) if v < 0 else v
+
+    low, high = (0, n) if sp > 0 else (-1, S.dim(n - 1))
+    first, length = S.clamped_slice(n, bound(st, low, high), bound(en, low, high), sp)
+    return first, sp, length
 
 
 def _slice_infer(types, attrs):
@@ -741,12 +744,15 @@ register("slice", INJECTIVE, 1, _slice_infer, _slice_ref)
 
 def _pad_infer(types, attrs):
     xs, xt = types[0]
-    p = attrs["pads"]
+    p = [S.parse(v) for v in attrs["pads"]]  # widths of symbolic size are written as text
     nd = len(xs)
     if len(p) != 2 * nd:
         raise GraphError(f"pads must have {2 * nd} entries, got {len(p)}")
-    out = tuple(xs[d] + p[d] + p[nd + d] for d in range(nd))
-    if any(o <= 0 for o in out):
+    if not all(isinstance(v, int) for v in p) and attrs.get("mode", "constant") != "constant":
+        raise GraphError(f"pads {attrs['pads']} of symbolic size need mode 'constant', got "
+                         f"{attrs['mode']!r}")
+    out = tuple(S.dim(xs[d] + p[d] + p[nd + d]) for d in range(nd))
+    if any(isinstance(o, int) and o <= 0 for o in out):
         raise GraphError(f"padding {p} leaves an empty tensor")
     return [(out, xt)]
 

@@ -1,15 +1,17 @@
 """Symbolic dimensions of graph values (issue 19: dynamic shapes).
 
 A value's shape is a tuple whose entries are ints or integer expressions of shape variables
-(``tl.var("batch")``, ``batch * seq``, ``seq // 2 + 1``). Every expression here is kept in one
-canonical form (:func:`dim`): a sum of products of variables and floor divisions/remainders
-with integer coefficients, terms in a fixed order. So two dimensions that are the same
+(``tl.var("batch")``, ``batch * seq``, ``seq // 2 + 1``, ``max(0, seq - 2)``). Every expression
+here is kept in one canonical form (:func:`dim`): a sum of products of variables, floor
+divisions/remainders and maxima/minima (ONNX's clamped Slice and Range lengths) with integer
+coefficients, terms in a fixed order. So two dimensions that are the same
 polynomial are the same expression, structurally (``batch * seq`` and ``seq * batch``), and
 shape inference can compare them with ``==`` as it compares ints. An expression that is a
 constant is an ``int``.
 
 The text of a dimension (:func:`dim_text`) is what the plan of a compiled model records and what
-the runtime evaluates (runtime/_dims.py: ``+ - * // %`` over the variable names).
+the runtime evaluates (runtime/_dims.py: ``+ - * // %``, ``max`` and ``min`` over the variable
+names).
 """
 
 from __future__ import annotations
@@ -142,7 +144,8 @@ def evaluate(d: Any, env: Mapping[str, int]) -> int:
 
 
 _OPS = {E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
-        E.FloorDiv: lambda a, b: a // b, E.FloorMod: lambda a, b: a % b}
+        E.FloorDiv: lambda a, b: a // b, E.FloorMod: lambda a, b: a % b,
+        E.Max: max, E.Min: min}
 
 
 def broadcast(*shapes: Sequence[Any]) -> tuple[Any, ...]:
@@ -196,8 +199,47 @@ def _poly(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
         return _mul(_poly(e.a, atoms), _poly(e.b, atoms))
     if isinstance(e, (E.FloorDiv, E.FloorMod)):
         return _div_or_mod(e, atoms)
+    if isinstance(e, (E.Max, E.Min)):
+        return _max_or_min(e, atoms)
     raise GraphError(f"dimension {e} is not an integer expression of shape variables "
-                     "(+ - * // % of ints and tl.var)")
+                     "(+ - * // %, max and min of ints and tl.var)")
+
+
+def _max_or_min(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
+    """max/min of two dimensions: the one evidently larger (smaller) when there is one (so
+    max(0, seq - 1) is seq - 1), else held whole with its operands in a fixed order."""
+    a, b = dim(_rebuild(_poly(e.a, atoms), atoms)), dim(_rebuild(_poly(e.b, atoms), atoms))
+    pick_max = isinstance(e, E.Max)
+    if _at_least(a, b) or _at_least(b, a):
+        keep = a if _at_least(a, b) == pick_max else b
+        return _poly(_as_expr(keep), atoms)
+    a, b = sorted((a, b), key=lambda d: (isinstance(d, int), str(d)))
+    whole = (E.Max if pick_max else E.Min)(_as_expr(a), _as_expr(b))
+    key = f"({whole})"
+    atoms[key] = whole
+    return {(key,): 1}
+
+
+def _at_least(a: Any, b: Any) -> bool:
+    """True when a >= b at every size, evidently: their difference has a lower bound >= 0
+    (lower_bound), or b is a min (a a max) of which one operand is evidently at most a (at
+    least b): min(n, 3) <= n."""
+    low = lower_bound(dim(a) - dim(b))
+    if low is not None and low >= 0:
+        return True
+    if isinstance(b, E.Min) and (_at_least(a, dim(b.a)) or _at_least(a, dim(b.b))):
+        return True
+    return isinstance(a, E.Max) and (_at_least(dim(a.a), b) or _at_least(dim(a.b), b))
+
+
+def smax(a: Any, b: Any) -> Any:
+    """max(a, b) of two dimensions in canonical form (one of them when evidently larger)."""
+    return dim(E.Max(_as_expr(dim(a)), _as_expr(dim(b))))
+
+
+def smin(a: Any, b: Any) -> Any:
+    """min(a, b) of two dimensions in canonical form (one of them when evidently smaller)."""
+    return dim(E.Min(_as_expr(dim(a)), _as_expr(dim(b))))
 
 
 def _div_or_mod(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
@@ -284,6 +326,10 @@ def _from_ast(node: Any, text: str) -> Any:
         return shape_var(node.id)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return 0 - _as_expr(_from_ast(node.operand, text))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id in ("max", "min") and len(node.args) == 2 and not node.keywords:
+        a, b = (_from_ast(arg, text) for arg in node.args)
+        return (smax if node.func.id == "max" else smin)(a, b)
     ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
            ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
            ast.Mod: lambda a, b: a % b}
@@ -292,8 +338,8 @@ def _from_ast(node: Any, text: str) -> Any:
         if isinstance(a, int) and isinstance(b, int):
             return ops[type(node.op)](a, b)
         return ops[type(node.op)](_as_expr(a), _as_expr(b))
-    raise GraphError(f"dimension {text!r}: only ints, shape variables and + - * // % are "
-                     "allowed")
+    raise GraphError(f"dimension {text!r}: only ints, shape variables, + - * // %, max and min "
+                     "are allowed")
 
 
 # -- shape tensors holding symbolic dimensions (ONNX Shape -> Gather -> Concat -> Reshape) -------
@@ -308,19 +354,47 @@ _FOLD_MOVES = ("gather", "concat", "reshape", "slice", "transpose", "expand", "t
 
 def lower_bound(d: Any) -> int | None:
     """A lower bound of dimension expression ``d`` over all sizes (every shape variable is at
-    least 1), when one is evident: a polynomial of plain variables whose non-constant terms
-    all have positive coefficients takes its least value with every variable 1. None when
-    there is no such evident bound (a difference of variables, a floor division held whole)."""
+    least 1), when one is evident: a polynomial whose non-constant terms all have positive
+    coefficients and atoms of evident non-negative lower bounds (a variable: 1; max(a, b): the
+    larger known bound; min(a, b): the smaller; a // k: a's bound // k; a % k: 0) takes at least
+    its value with every atom at its bound. None when there is no such evident bound (a
+    difference of variables)."""
     d = dim(d)
     if isinstance(d, int):
         return d
     atoms: dict[str, E.Expr] = {}
     poly = _poly(_as_expr(d), atoms)
-    if any(not isinstance(atoms[k], E.Var) for m in poly for k in m):
+    total = 0
+    for m, c in poly.items():
+        if not m:
+            total += c
+            continue
+        lows = [_atom_lower_bound(atoms[k]) for k in m]
+        if c <= 0 or None in lows or (len(lows) > 1 and min(lows) < 0):
+            return None  # (one atom may be negative: c * atom >= c * its bound still)
+        term = c
+        for low in lows:
+            term *= low
+        total += term
+    return total
+
+
+def _atom_lower_bound(a: E.Expr) -> int | None:
+    if isinstance(a, E.Var):
+        return 1
+    if isinstance(a, (E.Max, E.Min)):
+        lows = [lower_bound(x) for x in (a.a, a.b)]
+        if isinstance(a, E.Max):
+            known = [low for low in lows if low is not None]
+            return max(known) if known else None
+        return None if None in lows else min(lows)
+    k = a.b.value if isinstance(a.b, E.Const) else None
+    if not isinstance(k, int) or k <= 0:
         return None
-    if any(c <= 0 for m, c in poly.items() if m):
-        return None
-    return sum(poly.values())
+    if isinstance(a, E.FloorMod):
+        return 0
+    low = lower_bound(a.a)
+    return None if low is None else low // k
 
 
 def _never_equal(a: Any, b: Any) -> bool:
@@ -366,11 +440,11 @@ def _int_only(fn, a, b):
 def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
     """Fold an op over shape tensors some of whose elements are symbolic dimensions (object
     arrays): element moves (gather, concat, reshape/unsqueeze/squeeze, slice), integer
-    arithmetic (integer division where its rounding is known at import), casts between integer
-    types, and equality where it is known at import (the same expression; or a difference
-    that is at least 1 at every size: a variable is never 0 or -1, but may be 1). Anything
-    else is a GraphError naming the op (the builder then computes it at run time); the result
-    is an int64 array when no symbolic element is left."""
+    arithmetic (negation; integer division where its rounding is known at import), casts
+    between integer types, and equality where it is known at import (the same expression; or
+    a difference that is at least 1 at every size: a variable is never 0 or -1, but may be 1).
+    Anything else is a GraphError naming the op (the builder then computes it at run time);
+    the result is an int64 array when no symbolic element is left."""
     import numpy as np
 
     from . import op_registry as R
@@ -380,6 +454,9 @@ def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
         out = R.evaluate(op, [np.asarray(a) for a in arrays], attrs)[0]
     elif op == "cast" and np.dtype(attrs.get("dtype", "int64")).kind in "iu":
         out = objs[0].copy()
+    elif op == "negative":  # (a width or a bound counted back from the end: -past)
+        out = np.array([dim(0 - _as_expr(dim(x))) for x in objs[0].reshape(-1)],
+                       dtype=object).reshape(objs[0].shape)
     elif op in _FOLD_ELEMENTWISE:
         fn = _FOLD_ELEMENTWISE[op]
         a, b = np.broadcast_arrays(*objs)
@@ -404,3 +481,36 @@ def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
     res = np.empty(out.shape, dtype=object)
     res.reshape(-1)[:] = flat
     return [res]
+
+
+# -- ONNX's clamped Slice over symbolic extents ------------------------------------------------
+
+
+def clamped_slice(n: Any, start: Any, end: Any, step: int,
+                  within: bool = False) -> tuple[Any, Any]:
+    """(first index, length) of ONNX's Slice start:end:step on an axis of extent n, where
+    start and end are already counted from the axis' beginning (a negative bound plus n) and
+    may still lie outside it. ONNX clamps them to [0, n] (for a negative step, the start to
+    [0, n - 1] and the end to [-1, n - 1]); the length then is max(0, ceil((end - start) /
+    step)). A bound clamped on the side away from the other one only makes the length
+    negative, which max(0, ...) already takes, so for a positive step one clamp per bound is
+    enough: start up from 0 and end down to n (min(end, n) - max(start, 0) is the least of
+    end - start, n - start, end and n); for a negative one the start both ways and the end up
+    to -1 (and the length at most n: none at n = 0). Every max/min that the sizes decide
+    evidently is simplified away (x[:, :-1] is n - 1 long, x[:, ::-1] n, x[:, -3:] min(n, 3)).
+    ``within`` (a positive step): the end is taken as inside the axis, unclamped; the caller
+    checks that at run time."""
+    if step > 0:
+        first = smax(start, 0)
+        spans = (end - _as_expr(dim(start)), end) + \
+            (() if within else (n - _as_expr(dim(start)), n))
+    else:  # (the start is also clamped up to 0: x[-5::-1] of 3 elements is [x[0]])
+        first = smax(smin(start, dim(n - 1)), 0)
+        spans = (first - _as_expr(dim(end)), first + 1, n)
+    span = spans[0]
+    for other in spans[1:]:
+        span = smin(span, other)
+    k = abs(step)
+    if k > 1:
+        span = dim((_as_expr(span) + (k - 1)) // k)
+    return first, smax(span, 0)

@@ -1,9 +1,10 @@
 """Argument dimensions that are expressions of shape variables, as a kernel manifest writes them
-('n - 2', '8 * m', 'n // 2 + 1'): parsed once when a module is made, evaluated at each checked
+('n - 2', '8 * m', 'n // 2 + 1', 'max(n - 2, 0)': ONNX's clamped slice lengths): parsed once when a module is made, evaluated at each checked
 call, and solved for a variable where the expression is linear in the one variable not yet known.
 
 The text is never handed to ``eval``: it is parsed with ``ast`` and only integer constants, the
-manifest's variable names, unary minus and ``+ - * // %`` are accepted (a manifest may come
+manifest's variable names, unary minus, ``+ - * // %`` and calls of ``max``/``min`` with two
+arguments are accepted (a manifest may come
 from an artifact file). ``//`` and ``%`` round towards minus infinity, as in the kernels."""
 
 from __future__ import annotations
@@ -96,9 +97,20 @@ def _validate(node: ast.AST, text: str, names: set[str]) -> None:
     elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         _validate(node.left, text, names)
         _validate(node.right, text, names)
+    elif _is_extremum(node):
+        for arg in node.args:
+            _validate(arg, text, names)
     else:
-        raise DimError(f"dimension {text!r}: only ints, variable names, unary minus and "
-                       "+ - * // % are allowed")
+        raise DimError(f"dimension {text!r}: only ints, variable names, unary minus, "
+                       "+ - * // % and max/min of two arguments are allowed")
+
+
+_EXTREMA = {"max": max, "min": min}
+
+
+def _is_extremum(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
+            node.func.id in _EXTREMA and len(node.args) == 2 and not node.keywords)
 
 
 def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
@@ -108,6 +120,8 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
         return env[node.id]
     if isinstance(node, ast.UnaryOp):
         return -_eval(node.operand, env)
+    if isinstance(node, ast.Call):
+        return _EXTREMA[node.func.id](*(_eval(arg, env) for arg in node.args))
     return _BINARY[type(node.op)](_eval(node.left, env), _eval(node.right, env))
 
 
@@ -121,6 +135,8 @@ def _source(node: ast.AST, names: Mapping[str, str]) -> str:
         return names[node.id]
     if isinstance(node, ast.UnaryOp):
         return f"(-{_source(node.operand, names)})"
+    if isinstance(node, ast.Call):  # (Python's builtins: the generated code does not shadow them)
+        return f"{node.func.id}({', '.join(_source(arg, names) for arg in node.args)})"
     op = _SYMBOLS[type(node.op)]
     return f"({_source(node.left, names)} {op} {_source(node.right, names)})"
 
@@ -134,6 +150,8 @@ def _linear(node: ast.AST) -> tuple[dict[str, int], int] | None:
     if isinstance(node, ast.UnaryOp):
         inner = _linear(node.operand)
         return None if inner is None else _scale(inner, -1)
+    if isinstance(node, ast.Call):
+        return None  # (max and min are not linear: the variables come from other axes)
     left, right = _linear(node.left), _linear(node.right)
     if left is None or right is None:
         return None

@@ -464,6 +464,23 @@ def evaluate_shape(shape: list, env: Mapping[str, int], known: tuple[str, ...]) 
     return [d if isinstance(d, int) else _dim(d, known, "shape").evaluate(env) for d in shape]
 
 
+def _check_extents(plan: dict, values: dict, env: Mapping[str, int]) -> None:
+    """A value whose extent is negative at these sizes (a Pad cropping more than the axis
+    holds; onnxruntime refuses it too): refused naming the node that makes it, the extent's
+    expression and value, and the sizes."""
+    for name, v in values.items():
+        bad = [ax for ax, d in enumerate(v["shape"]) if d < 0]
+        if not bad:
+            continue
+        step = next((st for st in plan["steps"]
+                     if name in st["args"][len(st["args"]) - st.get("n_out", 1):]), None)
+        who = f"node {step['node']!r} ({step['op']})" if step and "node" in step else "a node"
+        text = plan["values"][name]["shape"][bad[0]]
+        sizes = ", ".join(f"{k} = {env[k]}" for k in sorted(env))
+        raise PlanError(f"{who} would make {name!r} of shape {v['shape']}: its axis {bad[0]} "
+                        f"extent {text} is {v['shape'][bad[0]]} < 0 at {sizes}")
+
+
 def instantiate(plan: dict, env: Mapping[str, int]) -> dict:
     """The plan of a model with shape variables at the sizes ``env`` (variable -> int): every
     shape and size evaluated, the arena placed (runtime/_arena.py), checked as a static plan.
@@ -474,6 +491,7 @@ def instantiate(plan: dict, env: Mapping[str, int]) -> dict:
     out = {k: v for k, v in plan.items() if k not in ("vars", "lifetimes")}
     out["values"] = {n: {**v, "shape": evaluate_shape(v["shape"], env, known)}
                      for n, v in plan["values"].items()}
+    _check_extents(plan, out["values"], env)
     for key in ("inputs", "outputs"):
         out[key] = [{**t, "shape": evaluate_shape(t["shape"], env, known)} for t in plan[key]]
     sizes = {st["id"]: max(1, evaluate_shape([st["nbytes"]], env, known)[0])

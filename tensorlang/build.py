@@ -58,7 +58,8 @@ _DIM_OPS = {E.Add: ("+", 1), E.Sub: ("-", 1), E.Mul: ("*", 2), E.FloorDiv: ("//"
 
 def _shape_entry(e, arg_name: str) -> int | str:
     """An argument dimension as the manifest records it: an int, a variable's name, or an
-    expression of variables in + - * // % ('n - 2'), which the call binds and checks."""
+    expression of variables in + - * // %, max and min ('n - 2', 'max(n - 2, 0)': a clamped
+    slice), which the call binds and checks."""
     v = as_int(e)
     if v is not None:
         return v
@@ -74,10 +75,13 @@ def _dim_text(e, arg_name: str, whole) -> tuple[str, int]:
         return (str(v), 3) if v >= 0 else (f"({v})", 3)
     if isinstance(e, Var):
         return e.name, 3
+    if isinstance(e, (E.Max, E.Min)):
+        args = (_dim_text(x, arg_name, whole)[0] for x in (e.a, e.b))
+        return f"{'max' if isinstance(e, E.Max) else 'min'}({', '.join(args)})", 3
     op = _DIM_OPS.get(type(e))
     if op is None:
         raise ValueError(f"argument {arg_name}: a dimension must be an int or an expression "
-                         f"of tl.var symbols with + - * // %, got {whole!r}")
+                         f"of tl.var symbols with + - * // %, max and min, got {whole!r}")
     sym, prec = op
     left, lp = _dim_text(e.a, arg_name, whole)
     right, rp = _dim_text(e.b, arg_name, whole)

@@ -750,30 +750,46 @@ def _slice(c, ins, a):
 
 def _slice_at_symbolic_positions(c, x, starts, ends, axes, steps):
     """Slice whose bounds depend on the sizes (BERT's position_ids[:, :seq], OPT's
-    positions[:, past:]): on each such axis a gather of the positions start .. end - 1,
-    computed at run time. Bounds that are evidently not negative, a step of 1, and an axis of
-    constant extent or one sliced to its end only; the gather refuses a position past the
-    axis at run time (onnxruntime clamps it, and the model then fails to broadcast)."""
+    positions[:, past:], x[:, :seq - 1], x[seq::-2]): on each such axis a gather of the
+    positions computed at run time, ONNX's clamping in their first one and their number
+    (symbolic.clamped_slice). A bound must have a sign known at import (a size, or minus
+    one). An end (of a positive step) that is a size not evidently inside the axis is taken
+    as inside: the model's other shapes need it unclamped (BERT adds position_ids[:, :seq]
+    to the seq token embeddings) and the gather refuses a position past the axis at run time
+    (onnxruntime clamps it, and the model then fails to broadcast)."""
     axes = _distinct_axes(c, list(axes), len(x.shape))
     for ax, s, e, step in zip(axes, starts, ends, steps):
         if isinstance(s, (int, np.integer)) and isinstance(e, (int, np.integer)):
             x = c.op("slice", [x], starts=[int(s)], ends=[int(e)], axes=[ax], steps=[int(step)])
             continue
-        start, end, extent = _as_dim(s), _as_dim(e), x.shape[ax]
-        if isinstance(end, int) and end >= 2**61:  # to the end (exporters' INT64_MAX)
-            end = extent
-        evident = [S.lower_bound(d) for d in (start, end)]
-        if step != 1 or not (isinstance(extent, int) or S.same(end, extent)) or \
-                any(low is None or low < 0 for low in evident):
-            raise refuse(c, f"a slice of axis {ax} ({x.type_str()}) from {start} to {end} by "
-                            f"{step} is not supported: bounds that depend on the sizes need a "
-                            "step of 1, bounds that are not negative and a constant axis (or "
-                            "one sliced to its end); give the inputs' sizes "
-                            "(from_onnx(model, shapes=...))")
-        positions = _symbolic_range(c, np.array(start, dtype=object),
-                                    np.array(end, dtype=object), np.array(1), "int64")
-        x = c.op("gather", [x, positions], axis=ax)
+        if step == 0:
+            raise refuse(c, "a slice step of 0")
+        n = x.shape[ax]
+        start, end = (_slice_bound(c, x, ax, v, step) for v in (s, e))
+        within = step > 0 and not isinstance(end, int) and not S.same(S.smin(end, n), end)
+        first, count = S.clamped_slice(n, start, end, int(step), within=within)
+        x = c.op("gather", [x, _positions(c, first, int(step), count, "int64")], axis=ax)
     return x
+
+
+def _slice_bound(c, x, ax: int, v, step: int):
+    """A Slice bound counted from the axis' beginning: a size as it is, minus a size plus the
+    extent; an int as ONNX reads it (INT64_MAX/MIN-like: the axis' end on that side)."""
+    n = x.shape[ax]
+    if isinstance(v, (int, np.integer)):
+        v = int(v)
+        if abs(v) >= 2**61:
+            return (n if step > 0 else S.dim(n - 1)) if v > 0 else (0 if step > 0 else -1)
+        return S.dim(n + v) if v < 0 else v
+    v = S.dim(v)
+    low, high = S.lower_bound(v), S.lower_bound(S.dim(0 - v))
+    if low is not None and low >= 0:
+        return v
+    if high is not None and high >= 1:
+        return S.dim(n + v)
+    raise refuse(c, f"a slice bound {v} of axis {ax} ({x.type_str()}) may be negative or not "
+                    "depending on the sizes, which is not supported; give the inputs' sizes "
+                    "(from_onnx(model, shapes=...))")
 
 
 @_conv("Pad")
@@ -786,7 +802,7 @@ def _pad(c, ins, a):
         pads = list(a.get("pads", a.get("paddings", [])))
         value = float(a.get("value", 0.0))
     else:
-        pads = _ints(c, c.const_array(ins[1], "Pad pads"), "Pad's pads")
+        pads = _pad_widths(c, c.const_array(ins[1], "Pad pads"), mode)
         value = 0.0
         if len(ins) > 2 and ins[2] is not None and ins[2].size:
             value = float(c.const_array(ins[2], "Pad constant_value").reshape(-1)[0])
@@ -805,6 +821,14 @@ def _pad(c, ins, a):
     if mode == "reflect":
         _check_reflect(c, x.shape, pads)
     return [c.op("pad", [x], pads=pads, mode=mode, value=value)]
+
+
+def _pad_widths(c, arr: np.ndarray, mode) -> list:
+    """Pad's widths: ints, or in mode 'constant' expressions of the sizes (T5's mask padded to
+    past + new length: 0, 0, 0, p + s - t), which may be negative at run time (a crop)."""
+    if arr.dtype != object or mode != "constant":
+        return _ints(c, arr, "Pad's pads")
+    return [_as_dim(v) for v in arr.reshape(-1)]
 
 
 def _check_reflect(c, shape, pads: list[int]) -> None:
@@ -916,20 +940,27 @@ def _range(c, ins, a):
 
 def _symbolic_range(c, s: np.ndarray, l: np.ndarray, d: np.ndarray, dtype):
     """Range with symbolic bounds (position ids past_len .. past_len + seq - 1): its length is
-    ceil((limit - start) / delta) for delta > 0, an expression of the shape variables, and a
-    symbolic start is added at run time (the builder computes it with a shape_values kernel).
-    A symbolic delta, and a negative one (whose length would be max(0, ...) of the sizes), are
-    refused."""
+    max(0, ceil((limit - start) / delta)), an expression of the shape variables (empty at the
+    sizes where the limit is not past the start, as onnxruntime's), and a symbolic start is
+    added at run time (the builder computes it with a shape_values kernel). A symbolic delta
+    is refused (its sign decides the length's form)."""
     (delta,) = _ints(c, d.reshape(-1), "Range's delta")
-    if delta <= 0:
-        raise OnnxImportError(f"node {c.node_name!r} (Range): symbolic bounds need a positive "
-                              f"delta, got {delta}")
+    if delta == 0:
+        raise refuse(c, "delta 0 makes an endless range")
     start, limit = (_as_dim(v.reshape(-1)[0]) for v in (s, l))
-    n = S.dim((limit - start + (delta - 1)) // delta)
+    span = S.dim(limit - start) if delta > 0 else S.dim(start - limit)
+    k = abs(delta)
+    n = S.smax(0, span if k == 1 else S.dim((span + (k - 1)) // k))
+    return _positions(c, start, delta, n, dtype)
+
+
+def _positions(c, start, step: int, n, dtype):
+    """start, start + step, ... (n of them) as a tensor: n and start may be expressions of the
+    sizes (a symbolic start is added at run time)."""
     like = c.op("expand", [c.b.const(np.zeros(1, dtype), name="zero")], shape=[n])
     if isinstance(start, int):
-        return c.op("arange_like", [like], start=start, delta=delta)
-    steps = c.op("arange_like", [like], start=0, delta=delta)
+        return c.op("arange_like", [like], start=start, delta=step)
+    steps = c.op("arange_like", [like], start=0, delta=step)
     first = np.empty((), dtype=object)
     first[()] = start
     return c.op("add", [steps, c.b.const(first, name="start", dtype=str(dtype))])

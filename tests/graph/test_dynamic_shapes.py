@@ -555,21 +555,18 @@ def _range_model(start: int, delta: int, dtype):
 
 @pytest.mark.parametrize("start,delta,dtype", [(0, 1, np.int64), (3, 2, np.int32)])
 def test_range_up_to_a_symbolic_length(start, delta, dtype):
-    """Range(0, seq, 1) is seq long and Range(3, seq, 2) (seq - 2) // 2: each matches
-    onnxruntime at every length from the start on."""
+    """Range(0, seq, 1) is seq long and Range(3, seq, 2) max(0, (seq - 2) // 2): each matches
+    onnxruntime at every length, a limit at or below the start giving an empty tensor (was a
+    run-time error)."""
     model = _range_model(start, delta, dtype)
     gm = graph.build(graph.from_onnx(model))
     sess = _ort(model)
-    for b, s in [(1, start + 1), (2, 4), (2, 7), (3, 64)]:
+    for b, s in [(1, 1), (1, start + 1), (2, 4), (2, 7), (3, 64)]:
         x = np.random.default_rng(s).standard_normal((b, s)).astype("float32")
         got, want = gm.run(x=x), sess.run(None, {"x": x})
         assert got["f"].shape == want[0].shape == (len(range(start, s, delta)),)
         for g, w in zip(got.values(), want):
             np.testing.assert_allclose(g, w, rtol=1e-6)
-    if start > 1:  # a limit below the start: a negative length, refused at run time
-        with pytest.raises(ValueError, match=r"value '\w+': shape \[-1\] must be a list "
-                                                    r"of ints >= 0"):
-            gm.run(x=np.zeros((1, 1), "float32"))
 
 
 def _past_range_model(delta: int = 1):
@@ -627,13 +624,9 @@ def test_range_refuses_what_it_cannot_size():
     with pytest.raises(graph.OnnxImportError, match=r"Range's delta depends on symbolic "
                                                     r"dimensions \(b\)"):
         graph.from_onnx(model)
-    model = _range_model(9, -2, np.int64)
-    with pytest.raises(graph.OnnxImportError, match=r"\(Range\): symbolic bounds need a "
-                                                    r"positive delta, got -2"):
-        graph.from_onnx(model)
-    with pytest.raises(graph.OnnxImportError, match=r"\(Range\): symbolic bounds need a "
-                                                    r"positive delta, got -1"):
-        graph.from_onnx(_past_range_model(delta=-1))
+    with pytest.raises(graph.OnnxImportError, match=r"'Range_\d+' \(Range, opset 13\): delta 0 "
+                                                    r"makes an endless range"):
+        graph.from_onnx(_range_model(0, 0, np.int64))
 
 
 def test_a_converter_that_cannot_take_symbolic_dims_says_so():
@@ -733,44 +726,32 @@ def test_run_time_if_with_a_symbolic_batch():
         gm.run(x=np.zeros((2, 7), "float32"))
 
 
-@pytest.mark.parametrize("op", ["Slice", "Pad"])
-def test_positions_that_depend_on_symbolic_sizes_are_refused_clearly(op):
+def test_positions_that_depend_on_symbolic_sizes():
     """OPT's position ids (a Slice from the past length on) and T5's mask (a Pad to the total
     length) as torch's exporters write them with dynamic axes: a slice start or a pad width
-    that is an expression of the shape variables is refused naming it and the way out
-    (shapes=), not with a Python TypeError about int()."""
+    that is an expression of the shape variables (was refused: the pad now an index condition
+    in the kernel, the slice a gather of positions computed at run time)."""
     from onnx import TensorProto, helper
 
-    nodes = [helper.make_node("Shape", ["p"], ["ps"], start=2, end=3)]
-    if op == "Slice":
-        nodes.append(helper.make_node("Slice", ["x", "ps", "big", "one"], ["y"], name="pos"))
-    else:
-        nodes += [helper.make_node("Concat", ["zeros", "ps"], ["pads"], axis=0),
-                  helper.make_node("Pad", ["x", "pads"], ["y"], name="pos")]
+    nodes = [helper.make_node("Shape", ["p"], ["ps"], start=2, end=3),
+             helper.make_node("Slice", ["x", "ps", "big", "one"], ["y"], name="pos"),
+             helper.make_node("Concat", ["zeros", "ps"], ["pads"], axis=0),
+             helper.make_node("Pad", ["x", "pads"], ["z"], name="pad")]
     inits = [helper.make_tensor("big", TensorProto.INT64, [1], [2**62]),
              helper.make_tensor("one", TensorProto.INT64, [1], [1]),
              helper.make_tensor("zeros", TensorProto.INT64, [3], [0, 0, 0])]
     g = helper.make_graph(
         nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "t"]),
                      helper.make_tensor_value_info("p", TensorProto.FLOAT, ["b", 2, "p", 4])],
-        [helper.make_empty_tensor_value_info("y")], inits)
+        [helper.make_empty_tensor_value_info("y"), helper.make_empty_tensor_value_info("z")],
+        inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
-    if op == "Slice":  # x[:, p:] to its end: gathered at run time
-        gm = graph.build(graph.from_onnx(m))
-        for p in (1, 3, 6):
-            got = gm.run(x=x, p=np.zeros((2, 2, p, 4), np.float32))["y"]
-            np.testing.assert_array_equal(got, x[:, p:])
-    else:
-        with pytest.raises(graph.OnnxImportError,
-                           match=r"node 'pos' \(Pad\): Pad's \w+ depends on symbolic "
-                                 r"dimensions \(.*p.*\), which is not supported; give the "
-                                 r"inputs' sizes"):
-            graph.from_onnx(m)
-    got = graph.build(graph.from_onnx(m, shapes={"x": (2, 6), "p": (2, 2, 3, 4)})).run(
-        x=x, p=np.zeros((2, 2, 3, 4), np.float32))["y"]
-    want = x[:, 3:] if op == "Slice" else np.pad(x, [(0, 0), (0, 3)])
-    np.testing.assert_array_equal(got, want)
+    gm = graph.build(graph.from_onnx(m))
+    for p in (1, 3, 6):
+        got = gm.run(x=x, p=np.zeros((2, 2, p, 4), np.float32))
+        np.testing.assert_array_equal(got["y"], x[:, p:])
+        np.testing.assert_array_equal(got["z"], np.pad(x, [(0, 0), (0, p)]))
 
 
 @pytest.mark.parametrize("case", ["equal_one", "negative_div"])
@@ -868,11 +849,3 @@ def test_slice_up_to_a_symbolic_position_vs_onnxruntime():
         np.testing.assert_array_equal(gm.run(x=x)["y"], sess.run(None, {"x": x})[0])
     with pytest.raises(runtime.KernelError, match="index out of bounds"):
         gm.run(x=np.zeros((1, 11), "float32"))
-
-
-@pytest.mark.parametrize("start,end,step,match", [
-    (0, "s", 2, r"from 0 to s by 2 is not supported"),
-])
-def test_slice_at_symbolic_positions_it_cannot_take_is_refused(start, end, step, match):
-    with pytest.raises(graph.OnnxImportError, match=match + ".*give the inputs' sizes"):
-        graph.from_onnx(_slice_model(start, end, step))
