@@ -483,8 +483,33 @@ def _define_torch_classes() -> dict:
                      for t in (layer.keys, layer.values)]
             return (out.last_hidden_state, *grown)
 
+    class WithCrossPast(nn.Module):
+        """An encoder-decoder's decoder (T5) called with a self-attention cache and a
+        cross-attention cache given as tensors (self key, self value, cross key, cross value
+        per layer) and the encoder's output last, returning its hidden states and the grown
+        self-attention cache: one generation step."""
+
+        def __init__(self, inner, layers: int):
+            super().__init__()
+            self.inner, self.layers = inner, layers
+
+        def forward(self, ids, mask, *kv):
+            from transformers import DynamicCache, EncoderDecoderCache
+
+            enc, kv = kv[-1], kv[:-1]
+            own, cross = DynamicCache(), DynamicCache()
+            for i in range(self.layers):
+                own.update(kv[4 * i], kv[4 * i + 1], i)
+                cross.update(kv[4 * i + 2], kv[4 * i + 3], i)
+            out = self.inner(input_ids=ids, attention_mask=mask, encoder_hidden_states=enc,
+                             past_key_values=EncoderDecoderCache(own, cross), use_cache=True)
+            grown = [t for layer in out.past_key_values.self_attention_cache.layers
+                     for t in (layer.keys, layer.values)]
+            return (out.last_hidden_state, *grown)
+
     return {"OutputsOnly": OutputsOnly, "KeywordSpotter": KeywordSpotter,
-            "GruTagger": GruTagger, "UNet": UNet, "WithPast": WithPast}
+            "GruTagger": GruTagger, "UNet": UNet, "WithPast": WithPast,
+            "WithCrossPast": WithCrossPast}
 
 
 def _kws():
@@ -810,6 +835,48 @@ def _tiny_gpt2_past_entry() -> Entry:
     return Entry(name, "nlp", "transformers GPT2Model, a KV cache step, dynamic axes", make)
 
 
+def _tiny_t5_past_entry() -> Entry:
+    """T5's decoder for one generation step after a cache (TorchScript exporter, opset 14),
+    with batch, new tokens, mask, cache and encoder lengths dynamic (b, s, t, p, e): its mask
+    is padded to past + new length by a width p + s - t, and its relative position bias is
+    sliced to the last s rows."""
+    layers, heads, name = 2, 4, "tiny_t5_past.ts_dynamic"
+
+    def make(cache: Path) -> dict:
+        import torch
+
+        tf = _transformers()
+        torch.manual_seed(0)
+        cfg = tf.T5Config(vocab_size=100, d_model=32, d_kv=8, d_ff=48, num_layers=layers,
+                          num_decoder_layers=layers, num_heads=heads, is_decoder=True,
+                          use_cache=True, attn_implementation="eager")
+        inner = tf.T5Model(cfg).get_decoder()
+        _informative(inner, [])
+        m = _LazyModule.get("WithCrossPast")(inner, layers).eval()
+        past, new, enc = 6, 3, 5
+        kv = []
+        for _ in range(layers):
+            kv += [torch.randn(2, heads, n, 8) for n in (past, past, enc, enc)]
+        args = (torch.randint(0, 100, (2, new)), torch.ones(2, past + new, dtype=torch.int64),
+                *kv, torch.randn(2, enc, 32))
+        names = ["input_ids", "attention_mask"] + [
+            f"{k}{i}" for i in range(layers) for k in ("pk", "pv", "ck", "cv")] + ["enc"]
+        dyn = {"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "t"},
+               "enc": {0: "b", 1: "e"},
+               **{n: {0: "b", 2: "p" if n[0] == "p" else "e"} for n in names[2:-1]}}
+        torch.onnx.export(m, args, str(cache / f"{name}.onnx"), dynamo=False, opset_version=14,
+                          input_names=names, dynamic_axes=dyn)
+        # (the encoder's output only tells the decoder to attend to the cross cache: the
+        # exporter drops the input)
+        import onnx
+
+        kept = {i.name for i in onnx.load(str(cache / f"{name}.onnx")).graph.input}
+        return {n: a.numpy() for n, a in zip(names, args) if n in kept}
+
+    return Entry(name, "nlp", "transformers T5 decoder, a self and cross KV cache step, "
+                              "dynamic axes", make)
+
+
 def _tiny_bert_dynamic_entry() -> Entry:
     """tiny_bert exported with its batch and sequence dynamic (TorchScript exporter, opset 14):
     its position and token-type ids are slices of constant buffers up to the sequence length,
@@ -844,7 +911,7 @@ def write_test_data(folder: Path) -> None:
                for name, family, source, build in TEST_DATA for dynamo in (False, True)]
     entries += [_torch_entry(name, family, source, build, True, opset=23)
                 for name, family, source, build in TEST_DATA_OPSET_23]
-    entries += [_tiny_gpt2_past_entry(), _tiny_bert_dynamic_entry()]
+    entries += [_tiny_gpt2_past_entry(), _tiny_bert_dynamic_entry(), _tiny_t5_past_entry()]
     for entry in entries:
         meta = ensure(entry, folder, force=True)
         (folder / f"{meta['name']}.json").unlink()
