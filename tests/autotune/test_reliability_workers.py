@@ -162,13 +162,16 @@ def test_ctrl_c_stops_tune_with_one_line_and_keeps_the_log(tmp_path):
             time.sleep(0.2)
         workers = _children(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
-        _, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=60)
     finally:
         _kill_group(proc)
-    assert proc.returncode == 130, err
+    # all it saw, should it fail: one CI run (once in dozens) saw status 0 and an empty stderr
+    seen = (f"pid {proc.pid}, status {proc.returncode}, {log.read_text().count(chr(10))} "
+            f"records\nstdout: {out}\nstderr: {err}")
+    assert proc.returncode == 130, seen
     lines = [x for x in err.splitlines() if x.strip() and "trial/s" not in x and "it/s" not in x]
-    assert lines[-1] == "tensorlang tune: interrupted", err
-    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert lines[-1] == "tensorlang tune: interrupted", seen
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, seen
     records = log.read_text().splitlines()
     assert len(records) >= 16 and all(json.loads(r)["workload"] for r in records)
     # a worker ends by its death signal once the run has exited: that takes a moment
