@@ -1521,10 +1521,12 @@ def _initializer_array(init) -> np.ndarray:
 # the converters of other modules register themselves into CONVERTERS when imported (each
 # imports this module): If, Loop, Scan; IsNaN, IsInf, Mod, CumSum, CumProd, TopK, Einsum,
 # OneHot, BitShift; LSTM, GRU, RNN; the vision operators of issue 18, ScatterElements; and
-# into DOMAIN_CONVERTERS onnxruntime's contrib operators (onnx_contrib, onnx_attention)
+# into DOMAIN_CONVERTERS onnxruntime's contrib operators (onnx_contrib, onnx_attention,
+# onnx_contrib_quant)
 from . import (  # noqa: F401
     onnx_attention,
     onnx_contrib,
+    onnx_contrib_quant,
     onnx_control_flow,
     onnx_misc,
     onnx_quant,

@@ -5,6 +5,9 @@ by tests/graph/test_quantized_models.py and benchmarks/int8_models.py (issue 22)
   strided block with a 1x1 projection, global average pool, a fully connected layer),
   quantized by ``quantize_static`` in the QDQ format with per-channel int8 weights and uint8
   activations, calibrated on random inputs;
+- ``mixed_cnn``: convolutions into Sigmoid, LeakyRelu, Mul, Concat, AveragePool,
+  GlobalAveragePool and Gemm: what ``quantize_static`` in the QOperator format turns into
+  onnxruntime's com.microsoft QLinear* operators and QGemm;
 - ``bert_encoder``: a BERT-style encoder layer stack (self-attention with heads, residual adds,
   layer norms, a GELU feed-forward), quantized by ``quantize_dynamic`` (int8 weights,
   DynamicQuantizeLinear + MatMulInteger at run time).
@@ -92,6 +95,21 @@ def resnet_cnn(size: int = 16, widths=(16, 32), blocks: int = 1, classes: int = 
     return net.model(inp, out)
 
 
+def mixed_cnn(size: int = 12, seed: int = 0) -> onnx.ModelProto:
+    """Two convolutions, one through a sigmoid and one through a leaky relu, multiplied,
+    concatenated with the first, average-pooled, globally pooled, then a Gemm."""
+    net = _Net(seed)
+    c1 = _conv(net, "x", 3, 8, 3)
+    gate = net.node("Sigmoid", [c1])
+    leaky = net.node("LeakyRelu", [_conv(net, "x", 3, 8, 3)], alpha=0.1)
+    cat = net.node("Concat", [net.node("Mul", [gate, leaky]), c1], axis=1)
+    pooled = net.node("AveragePool", [cat], kernel_shape=[2, 2], strides=[2, 2])
+    flat = net.node("Flatten", [net.node("GlobalAveragePool", [pooled])])
+    w, b = net.weight((16, 10), 0.3), net.const(np.zeros(10, np.float32), "b")
+    y = net.node("Gemm", [flat, w, b])
+    return net.model(helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, size, size]), y)
+
+
 def _layer_norm(net: _Net, x: str, hidden: int) -> str:
     g = net.const(np.ones(hidden, np.float32), "gamma")
     b = net.const(np.zeros(hidden, np.float32), "beta")
@@ -162,8 +180,9 @@ def _input_shape(model: onnx.ModelProto) -> list[int]:
 
 
 def quantize_static_qdq(model: onnx.ModelProto, calib: int = 4, seed: int = 1,
-                        preprocess: bool = True):
-    """``quantize_static`` in the QDQ format, per-channel int8 weights, uint8 activations,
+                        preprocess: bool = True, qoperator: bool = False):
+    """``quantize_static`` in the QDQ format (``qoperator``: the QOperator format, onnxruntime's
+    QLinear* operators), per-channel int8 weights, uint8 activations,
     after onnxruntime's recommended pre-processing (``quant_pre_process``: its graph
     optimizer folds batch norms into the convs, as a deployment does; without it every
     batch norm stays a float op between a dequantize and a quantize)."""
@@ -186,7 +205,8 @@ def quantize_static_qdq(model: onnx.ModelProto, calib: int = 4, seed: int = 1,
             # install; these models' shapes are static, which onnx's own inference covers)
             quant_pre_process(src, os.path.join(d, "p.onnx"), skip_symbolic_shape=True)
             src = os.path.join(d, "p.onnx")
-        quantize_static(src, dst, reader, quant_format=QuantFormat.QDQ, per_channel=True,
+        fmt = QuantFormat.QOperator if qoperator else QuantFormat.QDQ
+        quantize_static(src, dst, reader, quant_format=fmt, per_channel=True,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
         return onnx.load(dst)
 

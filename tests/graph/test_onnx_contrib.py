@@ -279,6 +279,26 @@ def test_multi_head_attention(case):
                  [(o, np.float32) for o in outputs]), feeds)
 
 
+@pytest.mark.parametrize("trans_a, bias, float_out", [(False, True, True), (True, False, False),
+                                                     (False, True, False)])
+def test_qgemm(trans_a, bias, float_out):
+    """QGemm (the QOperator format's Gemm): per-channel int8 B transposed, an int32 C, a
+    uint8 output or (without y_scale) a float one; exact against onnxruntime."""
+    rng = _rng(17)
+    a = rng.integers(0, 255, (6, 4) if trans_a else (4, 6)).astype(np.uint8)
+    consts = {"sa": np.float32(0.02), "za": np.uint8(120),
+              "b": rng.integers(-127, 127, (5, 6)).astype(np.int8),
+              "sb": (rng.random(5) * 0.01 + 0.005).astype(np.float32), "zb": np.zeros(5, np.int8),
+              "c": rng.integers(-500, 500, 5).astype(np.int32), "sy": np.float32(0.05),
+              "zy": np.uint8(128)}
+    ins = ["a", "sa", "za", "b", "sb", "zb", "c" if bias else ""]
+    ins += [] if float_out else ["sy", "zy"]
+    node = helper.make_node("QGemm", ins, ["y"], domain=MS, transA=int(trans_a), transB=1,
+                            alpha=0.5)
+    out = _model(node, {"a": a}, consts, [("y", np.float32 if float_out else np.uint8)])
+    check(out, {"a": a}, rtol=1e-6)
+
+
 # ---------------------------------------------------------------------------- refusals
 
 

@@ -1,6 +1,7 @@
 """Models quantized by onnxruntime's own quantizer, imported and run against onnxruntime on the
 same int8 model (issue 22): a ResNet-style CNN (``quantize_static``, QDQ, per-channel int8
-weights, calibrated on random data) and a BERT-style encoder (``quantize_dynamic``). The issue's
+weights, calibrated on random data; and in the QOperator format, with a CNN of the other
+operators it quantizes there) and a BERT-style encoder (``quantize_dynamic``). The issue's
 criterion: >= 99% of the output values within one quantization step of onnxruntime's, all
 within two. (Measured: the CNN's outputs are equal, the encoder's within 3e-5 of a step: the
 only differences are float rounding in the float ops between the integer products.)"""
@@ -51,6 +52,31 @@ def test_static_qdq_cnn_within_one_step(cnn):
     step = qm.output_step(q)
     assert step is not None and step > 0
     rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.standard_normal((1, 3, 12, 12)).astype(np.float32)
+        got, want = next(iter(gm.run(x=x).values())), _ort(q, x)
+        one, two, worst = qm.steps_within(got, want, step)
+        assert one >= 0.99 and two == 1.0, (one, two, worst)
+
+
+QOPERATOR_OPS = {"resnet_cnn": {"QLinearAdd", "QLinearGlobalAveragePool", "QGemm"},
+                  "mixed_cnn": {"QLinearSigmoid", "QLinearLeakyRelu", "QLinearMul",
+                                "QLinearConcat", "QLinearAveragePool",
+                                "QLinearGlobalAveragePool", "QGemm"}}
+
+
+@pytest.mark.parametrize("name", sorted(QOPERATOR_OPS))
+def test_static_qoperator_within_one_step(name):
+    """The QOperator format: onnxruntime's com.microsoft QLinear* operators and QGemm between
+    the default domain's QLinearConv nodes (measured: equal to onnxruntime's outputs)."""
+    make = qm.resnet_cnn if name == "resnet_cnn" else qm.mixed_cnn
+    q = qm.quantize_static_qdq(make(size=12), qoperator=True)
+    contrib = {n.op_type for n in q.graph.node if n.domain == "com.microsoft"}
+    assert QOPERATOR_OPS[name] <= contrib, sorted(contrib)
+    gm = graph.build(graph.from_onnx(q))
+    step = qm.output_step(q)
+    assert step is not None and step > 0
+    rng = np.random.default_rng(5)
     for _ in range(3):
         x = rng.standard_normal((1, 3, 12, 12)).astype(np.float32)
         got, want = next(iter(gm.run(x=x).values())), _ort(q, x)
