@@ -97,6 +97,7 @@ MODELS = [
     ("tiny_bert.attention", "tiny_bert.ts", ("bert", 4, 32, 0)),
     ("tiny_bert.ort_default", "tiny_bert.ts", ("bert", 4, 32, None)),
     ("tiny_bert.ort_extended", "tiny_bert.ts", "extended"),
+    ("tiny_bert_dynamic.attention", "tiny_bert.ts_dynamic", ("bert", 4, 32, 0)),
     ("tiny_distilbert.attention", _tiny_distilbert, ("bert", 4, 32, 0)),
     ("tiny_gpt2.ort_default", _tiny_gpt2, ("gpt2", 4, 32, None)),
     ("tiny_whisper_encoder.ort2", _tiny_whisper_encoder, ("bert", 4, 32, 2)),
@@ -137,12 +138,14 @@ def _optimize(path: Path, how, out: Path) -> None:
     m.save_model_to_file(str(out))
 
 
-def write(folder: Path) -> None:
+def write(folder: Path, only: str | None = None) -> None:
     import onnx
     import onnxruntime as ort
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, source, how in MODELS:
+        if only and not any(part in name for part in only.split(",")):
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             path, feed = _source(source, Path(tmp))
             sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -160,4 +163,6 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path,
                    default=HERE.parent / "tests" / "graph" / "data" / "ort_optimized")
-    write(p.parse_args().out)
+    p.add_argument("--models", help="comma-separated parts of the names to write (default: all)")
+    args = p.parse_args()
+    write(args.out, args.models)

@@ -249,5 +249,7 @@ def _key_positions(c, k: Value, dtype) -> Value:
     if isinstance(total, int):
         return c.b.const(np.arange(total, dtype=dtype)[None], name=f"{c.node_name}_positions")
     row = c.op("slice", [k], starts=[0, 0, 0], ends=[1, 1, 1], axes=[0, 1, 3])
-    line = c.op("arange_like", [c.op("reshape", [row], shape=[total])], start=0, delta=1)
-    return c.op("reshape", [c.op("cast", [line], dtype=np.dtype(dtype).name)], shape=[1, total])
+    # (arange_like counts in its input's type, an integer one)
+    like = c.op("cast", [c.op("reshape", [row], shape=[total])], dtype=np.dtype(dtype).name)
+    line = c.op("arange_like", [like], start=0, delta=1)
+    return c.op("reshape", [line], shape=[1, total])

@@ -2,7 +2,8 @@
 tests/graph/data/ort_optimized by ``benchmarks/export_ort_optimized.py`` (torch there, not
 here): tiny BERT, DistilBERT, GPT-2, ViT and Whisper-encoder exports through
 ``onnxruntime.transformers.optimizer.optimize_model`` with their heads and hidden size
-(Attention, EmbedLayerNormalization, SkipLayerNormalization, the GELUs), and tiny BERT and a
+(Attention, EmbedLayerNormalization, SkipLayerNormalization, the GELUs; BERT also with dynamic
+axes, built once without shapes=), and tiny BERT and a
 CNN saved by an ORT_ENABLE_EXTENDED session (FusedMatMul, FusedGemm, FusedConv, QuickGelu).
 Each imports, builds and matches onnxruntime on the same file, and the unoptimized model's
 outputs (onnxruntime's, stored beside the inputs as ``ref:NAME``), within 1e-4 (fp32)."""
@@ -58,3 +59,19 @@ def test_optimized_model_matches_onnxruntime_and_the_unoptimized_model(name):
     for k, ref in same_file.items():
         assert _rel_error(out[k], ref) <= RTOL, (k, "vs onnxruntime on the optimized file")
         assert _rel_error(out[k], unoptimized[k]) <= RTOL, (k, "vs the unoptimized model")
+
+
+def test_optimized_model_with_dynamic_axes_runs_at_every_size():
+    """BERT exported with its batch and sequence dynamic, then optimized (Attention's 1-D
+    mask index and EmbedLayerNormalization's positions counted at run time): one build
+    without shapes= matches onnxruntime at several sizes, padded rows included."""
+    model = onnx.load(str(DATA / "tiny_bert_dynamic.attention.onnx"))
+    gm = graph.build(graph.from_onnx(model))
+    rng = np.random.default_rng(2)
+    for batch, seq in [(1, 16), (2, 9), (3, 5)]:
+        mask = np.ones((batch, seq), np.int64)
+        mask[0, seq - 2:] = 0
+        feed = {"input_ids": rng.integers(0, 100, (batch, seq)), "attention_mask": mask}
+        out = gm.run(**feed)
+        for k, ref in ort_run(model, feed).items():
+            assert _rel_error(out[k], ref) <= RTOL, (k, batch, seq)
