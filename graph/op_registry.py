@@ -327,11 +327,21 @@ for _name in ("sum_n", "mean_n", "max_n", "min_n"):
 def conv_out_dim(size, k, stride, pad_lo, pad_hi, dilation):
     if stride < 1 or dilation < 1 or k < 1:  # (the importers check first; other callers too)
         raise GraphError(f"stride {stride}, dilation {dilation} and kernel {k} must be positive")
+    _fixed_spatial(size)
     out = (size + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1
     if out <= 0:
         raise GraphError(f"the output would be empty (input {size}, kernel {k}, stride {stride}, "
                          f"pads {pad_lo}+{pad_hi}, dilation {dilation})")
     return out
+
+
+def _fixed_spatial(size) -> None:
+    """Windows (conv, pooling) slide over a spatial axis of fixed size: a symbolic one (an
+    image of dynamic height) is refused here, naming it (the passes and kernels that follow
+    size their taps and padding by it; was a TypeError from a comparison)."""
+    if S.is_symbolic(size):
+        raise GraphError(f"a spatial axis of symbolic size {S.dim_text(size)} is not supported "
+                         "(windows need a fixed size: give the inputs' sizes, shapes=)")
 
 
 def channel_block(layout: str | None) -> int | None:
@@ -493,6 +503,7 @@ def _pool_infer(types, attrs):
     if min(st, default=1) < 1 or min(dil, default=1) < 1:
         raise GraphError(f"strides {st} and dilations {dil} must be positive")
     for d in range(nsp):
+        _fixed_spatial(xs[2 + d])
         eff = dil[d] * (k[d] - 1) + 1
         span = xs[2 + d] + pads[d] + pads[nsp + d] - eff
         if span < 0:

@@ -859,8 +859,23 @@ def _expand(c, ins, a):
 
 @_conv("Tile")
 def _tile(c, ins, a):
-    reps = _ints(c, c.const_array(ins[1], "the repeats of Tile"), "the repeats of Tile")
+    arr = c.const_array(ins[1], "the repeats of Tile")
+    if arr.dtype == object:  # repeats that are sizes (Whisper's positions repeated per batch)
+        return [_symbolic_tile(c, ins[0], [_as_dim(v) for v in arr.reshape(-1)])]
+    reps = _ints(c, arr, "the repeats of Tile")
     return [c.op("tile", ins[:1], repeats=reps)]
+
+
+def _symbolic_tile(c, x, reps: list):
+    """Tile by repeats that are expressions of the sizes, as the graph's own ops: x [s0, s1]
+    reshaped to [1, s0, 1, s1], expanded to [r0, s0, r1, s1], reshaped to [r0 s0, r1 s1]
+    (what the tile op's lowering does with int repeats)."""
+    if len(reps) != len(x.shape):
+        raise refuse(c, f"repeats {reps} must have one entry per axis of {x.type_str()}")
+    inter = [v for s in x.shape for v in (1, s)]
+    big = [v for s, r in zip(x.shape, reps) for v in (r, s)]
+    y = c.op("expand", [c.op("reshape", [x], shape=inter)], shape=big)
+    return c.op("reshape", [y], shape=[S.dim(s * r) for s, r in zip(x.shape, reps)])
 
 
 @_conv("DepthToSpace")

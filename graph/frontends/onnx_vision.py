@@ -21,15 +21,26 @@ def _floats(c, v, what: str) -> list[float] | None:
     """A constant float input as a list; None when absent or empty."""
     if v is None:
         return None
-    arr = c.const_array(v, what)
+    arr = _numbers(c, c.const_array(v, what), what)
     return None if arr.size == 0 else [float(t) for t in np.asarray(arr).reshape(-1)]
 
 
 def _ints(c, v, what: str) -> list[int] | None:
     if v is None:
         return None
-    arr = c.const_array(v, what)
+    arr = _numbers(c, c.const_array(v, what), what)
     return None if arr.size == 0 else [int(t) for t in np.asarray(arr).reshape(-1)]
+
+
+def _numbers(c, arr: np.ndarray, what: str) -> np.ndarray:
+    """``arr`` when it holds numbers; a shape tensor still holding symbolic dimensions (sizes
+    computed from the input's, as ViT's interpolated position embeddings have) is refused
+    naming the node (was a TypeError from int())."""
+    if arr.dtype == object and not all(isinstance(t, int) for t in arr.reshape(-1)):
+        raise refuse(c, f"{what} depend on symbolic dimensions "
+                        f"({', '.join(map(str, arr.reshape(-1)))}), which is not supported; "
+                        "give the inputs' sizes (from_onnx(model, shapes=...))")
+    return arr
 
 
 # ---------------------------------------------------------------------------- Resize / Upsample

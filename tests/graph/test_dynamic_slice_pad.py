@@ -209,3 +209,39 @@ def test_clamped_extents_are_simplified_where_the_sizes_decide():
     assert str(S.clamped_slice(n, 2, n, 1)[1]) == "max(n - 2, 0)"
     assert S.evaluate(S.parse("max(n - 2, 0) + min(n, 3)"), {"n": 1}) == 1
     assert S.lower_bound(S.smin(n, 4)) == 1 and S.lower_bound(S.smax(n - 3, 0)) == 0
+
+
+def test_tile_by_repeats_that_are_sizes():
+    """Whisper's decoder repeats its position embeddings per batch: Tile(x, [b, 2]) with b
+    another input's batch (was refused: repeats depending on symbolic dimensions)."""
+    nodes = [helper.make_node("Shape", ["y"], ["b"], start=0, end=1),
+             helper.make_node("Concat", ["b", "two"], ["reps"], axis=0),
+             helper.make_node("Tile", ["x", "reps"], ["z"])]
+    model = _model(nodes, [("x", ["a", 3]), ("y", ["b"])], ["z"], {"two": [2]})
+    assert graph.from_onnx(model).outputs[0].type_str() == "float32[a * b, 6]"
+    _check(model, [{"x": _x(a, 3), "y": _x(b)} for a, b in [(1, 1), (2, 3), (3, 1), (1, 4)]])
+
+
+@pytest.mark.parametrize("op", ["Conv", "MaxPool", "Resize"])
+def test_windows_and_resizes_over_symbolic_image_sizes_are_refused(op):
+    """An image of dynamic height and width (ConvNeXt, ViT interpolating its position
+    embeddings): a conv or pooling window over a symbolic spatial axis, and Resize to sizes
+    computed from it, are refused naming the node and the way out (were TypeErrors from a
+    comparison or int() of an expression)."""
+    x, inits = [("x", ["b", 3, "h", "w"])], {}
+    if op == "Conv":
+        nodes, match = [helper.make_node("Conv", ["x", "wf"], ["y"])], "of symbolic size h"
+    elif op == "MaxPool":
+        nodes = [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])]
+        match = "of symbolic size h"
+    else:
+        nodes = [helper.make_node("Shape", ["x"], ["s"]),
+                 helper.make_node("Div", ["s", "two"], ["half"]),
+                 helper.make_node("Resize", ["x", "", "", "half"], ["y"])]
+        inits, match = {"two": [1, 1, 2, 2]}, r"Resize sizes depend on symbolic dimensions"
+    model = _model(nodes, x, ["y"], inits)
+    if op == "Conv":
+        model.graph.initializer.append(numpy_helper.from_array(np.ones((4, 3, 2, 2),
+                                                                       np.float32), "wf"))
+    with pytest.raises(graph.OnnxImportError, match=rf"\({op}, opset 18\): .*{match}.*shapes="):
+        graph.from_onnx(model)
