@@ -263,8 +263,7 @@ def _pool_nd(op, x, a, out_shape):
     dil = a.get("dilations", [1] * nsp)
     hi = _window_pads(xs[2:], out_shape[2:], k, st, dil, lo)
     is_max = op == "max_pool"
-    fill = -math.inf if is_max and dt.is_float(x.dtype) else (
-        dt.limits(x.dtype)[0] if is_max else 0.0)
+    fill = O.max_pool_pad_value(x.dtype) if is_max else 0.0
     xp = _pad_spatial(x, lo, hi, fill)
     rk = [tl.reduce_axis(k[d], f"r{d}") for d in range(nsp)]
 

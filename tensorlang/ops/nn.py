@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import te
 from ..ir import dtype as dt
 from ..ir.expr import as_int, const
@@ -614,14 +616,22 @@ def _block_suffix(x) -> tuple:
     return (as_int(x.shape[4]),) if x.ndim == 5 else ()
 
 
+def max_pool_pad_value(dtype: str) -> float:
+    """What max pooling pads with: the lowest finite value for floats (onnxruntime's and
+    PyTorch's initial maximum), so a window that covers only padding gives that value, not
+    -inf (ONNX allows pads and dilations that make such windows)."""
+    if dt.is_float(dtype):
+        return -float(np.finfo(np.dtype(dt.element(dtype))).max)
+    return float(te.min_value(dtype).value)
+
+
 def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False) -> Tensor:
     """Max pooling over the spatial axes of NCHW or NCHW[x]c (5-D) input."""
     op = "max_pool2d"
     (n, c, _h, _wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
         _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode)
-    lowest = float(te.min_value(x.dtype).value)
-    xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, lowest)
+    xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, max_pool_pad_value(x.dtype))
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     blk = _block_suffix(x)
@@ -870,6 +880,7 @@ __all__ = [
     "matmul",
     "matmul_prepacked",
     "max_pool2d",
+    "max_pool_pad_value",
     "pack_conv_weight",
     "pack_matmul_weight",
     "softmax",
