@@ -31,7 +31,7 @@ from tensorlang.ops.transform import BLOCKED_LAYOUT, SLICE_TO_END
 
 from . import symbolic as S
 from .ir import GraphError
-from .symbolic import broadcast, is_static, num_elements, parse_shape, same, shape_of
+from .symbolic import broadcast, is_static, num_elements, parse_shape, shape_of
 
 # Graph ops named as a library op but fused differently from the library compute's kind, and
 # why (every other such op has the library definition's kind: register() checks it).
@@ -102,6 +102,8 @@ def infer_types(op: str, in_types: Sequence[Type], attrs: dict, node: str = "?")
         raise GraphError(f"{op} node {node!r} takes {want} inputs, got {len(in_types)}")
     try:
         return [(shape_of(s), np.dtype(t).name) for s, t in d.infer(in_types, attrs)]
+    except S.UnprovenEqual as e:  # (keeps the equation for from_onnx to solve)
+        raise e.reworded(f"{op} node {node!r}: {e}") from None
     except GraphError as e:
         raise GraphError(f"{op} node {node!r}: {e}") from None
     except (ValueError, IndexError, KeyError, TypeError) as e:
@@ -441,8 +443,7 @@ def _matmul_infer(types, attrs):
         raise GraphError("matmul operands must have rank >= 1")
     a2 = (1,) + a if len(a) == 1 else a
     b2 = b + (1,) if len(b) == 1 else b
-    if a2[-1] != b2[-2]:
-        raise GraphError(f"inner dimensions differ: {list(a)} @ {list(b)}")
+    S.require_equal(a2[-1], b2[-2], f"inner dimensions differ: {list(a)} @ {list(b)}")
     batch = _bcast_shape(a2[:-2], b2[:-2])
     out = batch + (a2[-2], b2[-1])
     if len(a) == 1:
@@ -642,8 +643,8 @@ register("argmin", REDUCE, 1, _arg_infer, _arg_ref(np.argmin))
 def _reshape_infer(types, attrs):
     xs, xt = types[0]
     shape = parse_shape(attrs["shape"])  # symbolic dimensions are written as their text
-    if not same(num_elements(shape), num_elements(xs)):
-        raise GraphError(f"cannot reshape {list(xs)} into {list(shape)}")
+    S.require_equal(num_elements(shape), num_elements(xs),
+                    f"cannot reshape {list(xs)} into {list(shape)}")
     return [(shape, xt)]
 
 
@@ -670,12 +671,13 @@ def _concat_infer(types, attrs):
     if len(set(dtypes)) > 1:
         raise GraphError(f"input dtypes differ: {', '.join(dtypes)} (concat needs one dtype)")
     total = 0
+    why = f"inputs {[list(x[0]) for x in types]} do not concatenate on axis {axis}"
     for s, t in types:
-        if t != xt or len(s) != len(first) or any(
-            s[d] != first[d] for d in range(len(s)) if d != axis
-        ):
-            raise GraphError(f"inputs {[list(x[0]) for x in types]} do not concatenate on "
-                             f"axis {axis}")
+        if t != xt or len(s) != len(first):
+            raise GraphError(why)
+        for d in range(len(s)):
+            if d != axis:
+                S.require_equal(s[d], first[d], why)
         total += s[axis]
     out = list(first)
     out[axis] = total

@@ -163,11 +163,36 @@ def broadcast(*shapes: Sequence[Any]) -> tuple[Any, ...]:
                 continue
             if _is_one(got):
                 got = d
-            elif not same(got, d):
-                raise GraphError(f"shapes {', '.join(str(list(s)) for s in shapes)} do not "
-                                 "broadcast")
+            else:
+                require_equal(got, d, f"shapes {', '.join(str(list(s)) for s in shapes)} do "
+                                      "not broadcast")
         out.append(got)
     return tuple(out)
+
+
+class UnprovenEqual(GraphError):
+    """Shape inference needs dimensions ``a`` and ``b`` equal and can neither prove it nor
+    prove them unequal (``t`` and ``p + s``: two axes an exporter named apart). A Builder user
+    sees it as any GraphError; from_onnx solves the equation for one variable and imports the
+    model again with that variable replaced, the runtime then checking the inputs' sizes."""
+
+    def __init__(self, message: str, a: Any, b: Any) -> None:
+        super().__init__(message)
+        self.a, self.b = a, b
+
+    def reworded(self, message: str) -> UnprovenEqual:
+        return UnprovenEqual(message, self.a, self.b)
+
+
+def require_equal(a: Any, b: Any, message: str) -> None:
+    """Nothing when ``a`` and ``b`` are the same dimension; a GraphError(``message``) when
+    they differ at every size (two ints, or evidently apart: ``n`` and ``n + 1``); else
+    UnprovenEqual, which carries the equation."""
+    if same(a, b):
+        return
+    if (isinstance(dim(a), int) and isinstance(dim(b), int)) or _never_equal(a, b):
+        raise GraphError(message)
+    raise UnprovenEqual(f"{message} ({a} and {b} are equal only at some sizes)", dim(a), dim(b))
 
 
 def _is_one(d: Any) -> bool:
@@ -514,3 +539,89 @@ def clamped_slice(n: Any, start: Any, end: Any, step: int,
     if k > 1:
         span = dim((_as_expr(span) + (k - 1)) // k)
     return first, smax(span, 0)
+
+
+# -- equations the graph needs between sizes named apart (from_onnx) ---------------------------
+
+
+def substitute(d: Any, env: Mapping[str, Any]) -> Any:
+    """Dimension ``d`` with each variable named in ``env`` replaced by its dimension there."""
+    d = dim(d)
+    return d if isinstance(d, int) else dim(_substituted(d, env))
+
+
+def _substituted(e: E.Expr, env: Mapping[str, Any]) -> E.Expr:
+    if isinstance(e, E.Var):
+        return _as_expr(dim(env[e.name])) if e.name in env else e
+    if isinstance(e, E.BinaryOp):
+        return type(e)(_substituted(e.a, env), _substituted(e.b, env))
+    return e
+
+
+def solve_equal(a: Any, b: Any, prefer: Sequence[str]) -> tuple[str, Any] | None:
+    """(v, d): ``a == b`` holds exactly when variable v is dimension d (in which v does not
+    occur), for the first variable of ``prefer`` it can be solved for; None when there is none.
+    Every size being at least 1 decides two steps: an extremum whose other operand is evidently
+    off the other side drops (max(t - p, 0) == s is t - p == s), and a variable in every term
+    divides out (s31 * s64 == s23 * s64 is s31 == s23). Then v must be linear: alone in one
+    term whose coefficient divides every other (t - p - s == 0 gives t := p + s)."""
+    a, b = _drop_extrema(dim(a), dim(b))
+    atoms: dict[str, E.Expr] = {}
+    poly = _cancel_common_variables(_poly(_as_expr(dim(_as_expr(a) - _as_expr(b))), atoms))
+    for v in prefer:
+        value = _solve_linear(poly, atoms, v)
+        if value is not None:
+            return v, value
+    return None
+
+
+def _drop_extrema(a: Any, b: Any) -> tuple[Any, Any]:
+    """max(x, y) == z where z > y at every size is x == z (min: where z < y); repeated."""
+    for x, z in ((a, b), (b, a)):
+        if not isinstance(x, (E.Max, E.Min)):
+            continue
+        for keep, other in ((x.a, x.b), (x.b, x.a)):
+            gap = dim(z) - dim(other) if isinstance(x, E.Max) else dim(other) - dim(z)
+            low = lower_bound(gap)
+            if low is not None and low >= 1:
+                return _drop_extrema(dim(keep), z)
+    return a, b
+
+
+def _cancel_common_variables(poly: _Poly) -> _Poly:
+    """The polynomial divided by every variable that is a factor of each of its terms (a size
+    is never 0, so the equation poly == 0 is unchanged)."""
+    while poly and () not in poly:
+        common = set(next(iter(poly)))
+        for m in poly:
+            common &= set(m)
+        common = {k for k in common if not k.startswith("(")}  # variables, not held atoms
+        if not common:
+            break
+        k = min(common)
+        poly = {_without(m, k): c for m, c in poly.items()}
+    return poly
+
+
+def _without(m: tuple[str, ...], key: str) -> tuple[str, ...]:
+    rest = list(m)
+    rest.remove(key)
+    return tuple(rest)
+
+
+def _solve_linear(poly: _Poly, atoms: Mapping[str, E.Expr], v: str) -> Any:
+    """d with poly == 0 exactly when v == d, when v is alone in one term of poly and nowhere
+    else (not inside a held division or extremum) and that term's coefficient divides the
+    others; else None."""
+    terms = [m for m in poly if v in m]
+    if terms != [(v,)]:
+        return None
+    held: set[str] = set()
+    for k, atom in atoms.items():
+        if k.startswith("(") and any(k in m for m in poly):
+            _collect_vars(atom, held)
+    coef = poly[(v,)]
+    rest = {m: c for m, c in poly.items() if m != (v,)}
+    if v in held or any(c % coef for c in rest.values()):
+        return None
+    return dim(_rebuild({m: -c // coef for m, c in rest.items()}, atoms))
