@@ -50,6 +50,12 @@ from .onnx_context import (
     refuse,
 )
 from .onnx_functions import expand_function
+from .onnx_unify import (
+    UnprovenEqualityError,
+    next_substitution,
+    substituted,
+    wild_axis_equation,
+)
 
 MIN_OPSET, MAX_OPSET = 6, 28
 
@@ -559,6 +565,7 @@ def _reshape(c, ins, a):
     if wild:
         known = S.num_elements([s for i, s in enumerate(out) if i != wild[0]])
         out[wild[0]] = S.quotient(x.size, known) if not _is(known, 0) else 0
+        wild_axis_equation(x.shape, out, wild[0])
     return [c.op("reshape", [x], shape=out)]
 
 
@@ -1128,15 +1135,35 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     name -> shape, to fix them instead (ints; a name makes that axis the variable of that
     name); it must have the declared rank and keep the declared fixed sizes (ValueError;
     TypeError for entries that are neither ints nor names), and an input that declares no
-    shape needs one. Raises :class:`OnnxImportError` for malformed models."""
+    shape needs one. Two variables that a node needs equal (a mask's length ``t`` added to
+    scores of length ``p + s``) become one: the model is imported again with the solved one
+    replaced in the inputs' shapes (``t := p + s``), which the runtime checks
+    (onnx_unify.py). Raises :class:`OnnxImportError` for malformed models."""
     m = _load(model)
     opset = _model_opset(m)
+    _check_names(m.graph)
+    unified: dict[str, Any] = {}  # variable -> the dimension it is replaced by
+    while True:
+        ctx, scope = _import_graph(m, opset, shapes, name, unified)
+        solved = next_substitution(ctx.refused, ctx.b._inputs)
+        if solved is None:
+            break
+        unified = substituted(unified, *solved)
+    if ctx.refused and not ctx.unsupported and len(ctx.refused) == 1:
+        raise ctx.refused[0][3]  # one refusal: its own error, as it was raised
+    if ctx.unsupported or ctx.refused:
+        raise UnsupportedOperatorError(ctx.unsupported, ctx.refused, ctx.unsupported_why)
+    return ctx.b.build(_graph_outputs(ctx.b, m.graph, scope))
+
+
+def _import_graph(m, opset: int, shapes: dict | None, name: str | None,
+                  unified: dict[str, Any]) -> tuple[_Ctx, _Scope]:
+    """One import of the model's nodes, the inputs' shape variables ``unified`` replaced."""
     gp = m.graph
-    _check_names(gp)
     b = Builder(name or _sanitize(gp.name or "onnx_model"), fold=True)
     scope = _Scope()
     init_names = {init.name for init in gp.initializer}
-    _add_inputs(b, gp, init_names, dict(shapes or {}), scope.local)
+    _add_inputs(b, gp, init_names, dict(shapes or {}), scope.local, unified)
     names = _internal_names(b, gp)
     for init in gp.initializer:
         data = _initializer_array(init)
@@ -1145,11 +1172,7 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     ctx.output_names = {o.name for o in gp.output}
     ctx.bound = {id(v) for v in scope.local.values()}
     import_nodes(ctx, gp.node)
-    if ctx.refused and not ctx.unsupported and len(ctx.refused) == 1:
-        raise ctx.refused[0][3]  # one refusal: its own error, as it was raised
-    if ctx.unsupported or ctx.refused:
-        raise UnsupportedOperatorError(ctx.unsupported, ctx.refused, ctx.unsupported_why)
-    return b.build(_graph_outputs(b, gp, scope))
+    return ctx, scope
 
 
 def import_nodes(ctx: _Ctx, nodes) -> None:
@@ -1238,8 +1261,10 @@ def _convert(ctx: _Ctx, n, ins: list) -> list:
     except (GraphError, KeyError, IndexError, ValueError, TypeError) as e:
         if isinstance(e, OnnxImportError):
             raise
-        raise OnnxImportError(f"node {ctx.node_name!r} ({ctx.op_label}, opset {ctx.opset}): "
-                              f"{e}{_symbolic_note(ins)}") from None
+        why = f"node {ctx.node_name!r} ({ctx.op_label}, opset {ctx.opset}): {e}"
+        if isinstance(e, S.UnprovenEqual):  # (from_onnx may solve it: see onnx_unify.py)
+            raise UnprovenEqualityError(f"{why}{_symbolic_note(ins)}", e.a, e.b) from None
+        raise OnnxImportError(f"{why}{_symbolic_note(ins)}") from None
     used = [o for o in n.output if o]
     if len(outs) < len(used):
         needed = [o for o in n.output[len(outs):] if o]
@@ -1391,9 +1416,10 @@ def _graph_outputs(b: Builder, gp, scope: _Scope) -> list[Value]:
     return outputs
 
 
-def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> None:
+def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict,
+                unified: dict[str, Any]) -> None:
     """The graph inputs (not initializers) under their exact ONNX names: what users pass to
-    ``run(**inputs)``."""
+    ``run(**inputs)``; the shape variables named in ``unified`` replaced by their dimension."""
     params: dict = {}  # dim_param -> (size, input) given with shapes=
     for inp in gp.input:
         if inp.name in init_names:
@@ -1420,7 +1446,7 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict) -> Non
             raise OnnxImportError(f"input {inp.name!r} is a {_type_name(tt.elem_type)} "
                                   f"tensor, which is not supported (tensors of "
                                   f"{', '.join(SCALAR_DTYPES)} are)")
-        env[inp.name] = b.input(inp.name, shape, dtype)
+        env[inp.name] = b.input(inp.name, tuple(S.substitute(d, unified) for d in shape), dtype)
     if shapes:
         raise OnnxImportError(f"shapes given for unknown inputs {sorted(shapes)}")
 
