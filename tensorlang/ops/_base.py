@@ -113,14 +113,17 @@ def normalize_axis(op: str, arg: str, axis, ndim: int) -> int:
     return a % ndim
 
 
-def scan_axis(op: str, x: Tensor, axis) -> tuple[int, int]:
+def scan_axis(op: str, x: Tensor, axis, symbolic: bool = False) -> tuple[int, Expr | int]:
     """(axis, its extent) for an op that walks a numeric tensor's axis in order (cumsum, topk):
-    x checked, bool refused, the axis normalized and its extent a constant."""
+    x checked, bool refused, the axis normalized and its extent a constant (or, ``symbolic``,
+    the size expression where the op can run over any length)."""
     check_tensor(op, "x", x)
     if dt.is_bool(x.dtype):
         raise ValueError(f"{op}: x must be numeric, got bool")
     ax = normalize_axis(op, "axis", axis, x.ndim)
     n = as_int(x.shape[ax])
+    if n is None and symbolic:
+        return ax, x.shape[ax]
     if n is None:
         raise ValueError(f"{op}: the axis needs a constant extent, got {x.shape[ax]!r}")
     return ax, n

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from .. import te
 from ..ir import dtype as dt
-from ..ir.expr import const
+from ..ir.expr import Min, const
 from ..te.tensor import Tensor
 from ._base import (
     ELEMWISE,
     OPAQUE,
     REDUCE,
+    as_int,
     check_tensor,
     normalize_axes,
     normalize_axis,
@@ -171,7 +172,7 @@ def cumprod(x: Tensor, axis: int = 0, exclusive: bool = False, reverse: bool = F
 
 def _cumulative(op: str, x: Tensor, axis: int, exclusive: bool, reverse: bool, combine,
                 identity: int) -> Tensor:
-    ax, n = scan_axis(op, x, axis)
+    ax, n = scan_axis(op, x, axis, symbolic=True)
     for arg, v in (("exclusive", exclusive), ("reverse", reverse)):
         if not isinstance(v, bool):
             raise ValueError(f"{op}: {arg} must be a bool, got {v!r}")
@@ -182,13 +183,16 @@ def _cumulative(op: str, x: Tensor, axis: int, exclusive: bool, reverse: bool, c
         return x[tuple(r[:ax]) + (pos,) + tuple(r[ax:])]
 
     start = const(identity, x.dtype)
-    if n <= 1:  # nothing to scan: the result so far is x itself (or the identity, exclusive;
-        # x is still read, under a false condition, so that it stays the op's argument)
+    known = as_int(n) is not None
+    if known and n <= 1:  # nothing to scan: the result so far is x itself (or the identity,
+        # exclusive; x is still read, under a false condition, so that it stays the op's argument)
         return op_compute(op, x.shape,
                           lambda *i: te.select(i[ax] < 0, x[i], start) if exclusive else x[i],
                           OPAQUE, axis=ax, exclusive=exclusive, reverse=reverse)
     state = te.placeholder((n, *rest), x.dtype, name=f"{op}_state")
-    init = op_compute(f"{op}_init", (1, *rest),
+    # a symbolic length may be 0 at run time: the init row then has no place in the state
+    first = 1 if known else Min(n, const(1))
+    init = op_compute(f"{op}_init", (first, *rest),
                       lambda _t, *r: start if exclusive else read(0, r), OPAQUE)
     lag = 1 if exclusive else 0
     step = op_compute(f"{op}_step", (n, *rest),

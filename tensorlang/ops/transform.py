@@ -322,9 +322,11 @@ def pad(x: Tensor, pad_width, mode: str = "constant", constant_value=0) -> Tenso
                          f"got {pad_width!r}")
     pw = [(check_int("pad", "pad_width", b, 0), check_int("pad", "pad_width", a, 0))
           for b, a in pw]
-    # an unpadded axis may be symbolic (the batch); a padded one needs its extent
-    src = dims_of("pad", "x", x, constant=[d for d, p in enumerate(pw) if p != (0, 0)],
-                  why="a padded axis")
+    # an unpadded axis may be symbolic (the batch), and so may one padded with a constant or
+    # its edge (MobileBERT's shifted trigram embeddings over a dynamic sequence: the bounds
+    # are expressions); reflect needs the extent (its period and the n >= 2 check)
+    src = dims_of("pad", "x", x, why="a reflected axis",
+                  constant=[d for d, p in enumerate(pw) if p != (0, 0) and mode == "reflect"])
     if mode == "reflect":
         for d, (b, a) in enumerate(pw):
             if (b or a) and src[d] < 2:
@@ -354,7 +356,8 @@ def pad(x: Tensor, pad_width, mode: str = "constant", constant_value=0) -> Tenso
                 idx.append(j)
                 inside.append(te.all(j >= 0, j < n))
             elif mode == "edge":
-                idx.append(te.max(te.min(j, const(n - 1)), const(0)))
+                last = const(n - 1) if isinstance(n, int) else n - 1
+                idx.append(te.max(te.min(j, last), const(0)))
             else:
                 idx.append(reflect(j, n))
         v = x[tuple(idx)]
