@@ -454,7 +454,8 @@ def _pointwise_conv_nchw(x: Tensor, w: Tensor, d: str, attrs: dict) -> Tensor:
     whatever the row width (the reads x[b, c, p // W, p % W] flatten to x's contiguous plane)
     and tiles output channels x whole vectors of pixels; a 4-D stage would be tiled in boxes of
     rows, and vectorized along rows of 28, 14 or 7 columns (4-lane vectors or scalar tails)."""
-    n, _, h, wd = static_shape("conv2d_nchw", "x", x)
+    n, _, h, wd = dims_of("conv2d_nchw", "x", x, constant=(1, 2, 3),
+                          why="channels and spatial extents")
     ws = static_shape("conv2d_nchw", "w", w)
     ob = ws[4] if w.ndim == 5 else 0  # packed by pack_conv_weight: [OC/ob, C/g, 1, 1, ob]
     oc, cpg = (ws[0] * ob if ob else ws[0]), ws[1]

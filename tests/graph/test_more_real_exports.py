@@ -190,3 +190,16 @@ def test_reflect_pad_of_a_symbolic_axis_is_refused():
                    [_ints("pads", [1, 0, 1, 0])])
     with pytest.raises(Exception, match="a reflected axis"):
         graph.build(graph.from_onnx(model))
+
+
+@pytest.mark.parametrize("oc,ic,group", [(4, 16, 1), (20, 40, 2)])
+def test_pointwise_conv_over_a_dynamic_batch(oc, ic, group):
+    """transformers' ResNet / RegNet with a dynamic batch: a 1x1 conv off the oc-blocked path
+    (4 output channels; a group of 10) needed a constant batch (a BuildError)."""
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((oc, ic // group, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], group=group),
+             helper.make_node("Relu", ["c"], ["y"])]
+    model = _model(nodes, [("x", TP.FLOAT, ["b", ic, 6, 5])], [("y", TP.FLOAT, None)], 17,
+                   [onnx.numpy_helper.from_array(w, "w")])
+    _check(model, [{"x": rng.standard_normal((b, ic, 6, 5)).astype(np.float32)} for b in (1, 3)])
