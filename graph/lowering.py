@@ -583,7 +583,8 @@ def lower_op(op: str, ins: list, attrs: dict, out_type: Type):
     elif op == "reshape":
         y = O.reshape(ins[0], storage_shape(out_shape))
     elif op == "transpose":
-        y = O.transpose(ins[0], attrs["perm"])
+        # a 0-d value is stored as [1] (storage_shape): its transpose (perm []) is a copy
+        y = O.transpose(ins[0], attrs["perm"] or None)
     elif op == "concat":
         y = O.concat(list(ins), attrs["axis"] % ins[0].ndim)
     elif op == "slice":

@@ -660,8 +660,9 @@ def _transpose_infer(types, attrs):
     return [(tuple(xs[p] for p in perm), xt)]
 
 
+# a C-ordered copy (np.ascontiguousarray would turn a 0-d array into shape (1,))
 register("transpose", INJECTIVE, 1, _transpose_infer,
-         lambda xs, a: [np.ascontiguousarray(np.transpose(xs[0], a["perm"]))])
+         lambda xs, a: [np.transpose(xs[0], a["perm"]).copy(order="C")])
 
 
 def _concat_infer(types, attrs):

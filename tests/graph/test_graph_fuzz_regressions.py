@@ -54,3 +54,22 @@ def test_max_pool_window_of_only_padding_is_lowest_finite(spatial):
     x = np.random.default_rng(0).uniform(-2, 2, shape).astype(np.float32)
     want = _matches_onnxruntime(model, {"x": x})
     assert (want["y"] == np.finfo(np.float32).min).any()  # the case: a window of only padding
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_transpose_of_a_scalar(constant):
+    """Seed 20011: Transpose (no perm) of a 0-d constant was refused at import, "folded shape
+    (1,) differs from the inferred ()": the fold's np.ascontiguousarray makes a 0-d array 1-d.
+    The same transpose of a 0-d input (computed at run time) is checked too."""
+    nodes = [helper.make_node("Transpose", ["s"], ["t"]),
+             helper.make_node("Add", ["t", "x"], ["y"])]
+    s = np.float32(1.25)
+    inputs, inits, feeds = [_io("x", [2])], [], {"x": np.array([1, -2], np.float32)}
+    if constant:
+        inits.append(_const("s", s))
+    else:
+        inputs.append(_io("s", []))
+        feeds["s"] = np.asarray(s)
+    model = _model(nodes, inputs, [_io("t", []), _io("y", [2])], inits)
+    want = _matches_onnxruntime(model, feeds)
+    assert want["t"].shape == ()
