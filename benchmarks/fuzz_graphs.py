@@ -33,11 +33,14 @@ class Tally:
                                           F.INVALID: Counter()}
         self.failures: list[dict] = []
         self.walls: list[float] = []
+        self.example: dict[str, int] = {}  # kind -> the first seed of it
 
     def add(self, r: dict) -> None:
         self.outcomes[r["outcome"]] += 1
         if r["outcome"] in self.kinds:
-            self.kinds[r["outcome"]][r.get("kind") or r.get("why", "")[:100]] += 1
+            kind = r.get("kind") or r.get("why", "")[:100]
+            self.kinds[r["outcome"]][kind] += 1
+            self.example.setdefault(kind, r["seed"])
         if r["outcome"] in F.FAILURES:
             self.failures.append(r)
         if "wall_s" in r:
@@ -52,7 +55,8 @@ class Tally:
         for outcome, kinds in self.kinds.items():
             if kinds:
                 lines.append(f"{outcome} by kind:")
-                lines += [f"  {v:6d}  {k}" for k, v in kinds.most_common(20)]
+                lines += [f"  {v:6d}  {k} (seed {self.example[k]})"
+                          for k, v in kinds.most_common(20)]
         lines.append(f"failures: {len(self.failures)}")
         for r in self.failures:
             lines.append(f"  {r['outcome']:6s} seed {r['seed']}: {r.get('why', '')[:300]}")

@@ -29,7 +29,7 @@ FLOAT = "float32"
 TP = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "int64": TensorProto.INT64,
       "bool": TensorProto.BOOL}
 FROM_TP = {v: k for k, v in TP.items()}
-MAX_ELEMS = 4096  # per value: keeps a case's build and run short
+MAX_ELEMS = 8192  # per value: keeps a case's build and run short
 MAX_RANK = 5
 INT_MAX, INT_MIN = 2**63 - 1, -(2**63)
 
@@ -85,8 +85,8 @@ class GraphGen:
 
     def restore(self, snap: tuple) -> None:
         nn, ni, nin, nv = snap
-        for v in self.vals[nv:]:
-            self.feeds.pop(v.name, None)
+        for i in self.inputs[nin:]:
+            self.feeds.pop(i.name, None)
         del self.nodes[nn:], self.inits[ni:], self.inputs[nin:], self.vals[nv:]
 
     def model(self, outputs: list[V] | None = None) -> onnx.ModelProto:
@@ -136,7 +136,11 @@ class GraphGen:
     # ------------------------------------------------------------------------- operands
 
     def shape(self, rank: int, lo: int = 1, hi: int = 6) -> tuple:
-        return tuple(self.rng.choice([lo, *range(lo, hi + 1)]) for _ in range(rank))
+        """Small dims, 1 often; now and then one past a vector width (a loop's tail)."""
+        dims = [self.rng.choice([lo, *range(lo, hi + 1)]) for _ in range(rank)]
+        if rank and self.rng.random() < 0.15:
+            dims[self.rng.randrange(rank)] = self.rng.choice((9, 13, 16, 17, 33))
+        return tuple(dims)
 
     def new_input(self, shape: tuple, dtype: str = FLOAT) -> V:
         name = self.fresh("in")
@@ -194,6 +198,8 @@ class GraphGen:
         lo, hi = (rank, rank) if rank is not None else (min_rank, max_rank)
 
         def new():
+            if lo == 0 and self.rng.random() < 0.1:
+                return self.new_input(())  # a scalar input
             return self.new_input(self.shape(self.rng.randint(max(lo, 1), max(hi, 1)))
                                   if hi > 0 else ())
 
@@ -414,9 +420,10 @@ class OpsGen(GraphGen):
     def image(self, rank: int = 4) -> V:
         def new():
             spatial = tuple(self.rng.randint(3, 10) for _ in range(rank - 2))
-            return self.new_input((self.rng.randint(1, 2), self.rng.randint(1, 8), *spatial))
+            c = self.rng.choice((1, 2, 3, 4, 5, 8, 16, 16, 24))
+            return self.new_input((self.rng.randint(1, 2), c, *spatial))
 
-        v = self.pick(lambda v: v.dtype == FLOAT and len(v.shape) == rank and v.shape[1] <= 16,
+        v = self.pick(lambda v: v.dtype == FLOAT and len(v.shape) == rank and v.shape[1] <= 32,
                       new)
         return self.tame(v, 100)
 
@@ -426,6 +433,8 @@ class OpsGen(GraphGen):
         divisors = [g for g in range(1, c + 1) if c % g == 0]
         g = c if self.rng.random() < 0.3 else self.rng.choice(divisors)
         m = g * self.rng.choice((1, 1, 2, 3))
+        if g == 1 and self.rng.random() < 0.5:  # channel counts the blocked layouts take
+            m = self.rng.choice((8, 16, 16, 32))
         ks = tuple(self.rng.choice((1, 2, 3, 3, 5)) for _ in spatial)
         dil = tuple(self.rng.choice((1, 1, 2)) for _ in spatial)
         eff = [d * (k - 1) + 1 for k, d in zip(ks, dil)]
@@ -634,7 +643,46 @@ class OpsGen(GraphGen):
         shape = self.shape(self.rng.randint(0, 2), 1, 4)
         idx = self.np.integers(-d, d, shape).astype(self.rng.choice((np.int64, np.int32)))
         named = axis - r if self.rng.random() < 0.3 else axis
+        if self.rng.random() < 0.3:  # indices known at run time only (negative ones too)
+            name = self.fresh("idx")
+            self.inputs.append(helper.make_tensor_value_info(name, TP[str(idx.dtype)], shape))
+            self.feeds[name] = idx
+            self.moved("Gather", [v, name], v, axis=named)
+            return
         self.moved("Gather", [v, self.const(idx, keep=False)], v, axis=named)
+
+    def op_shape_chain(self) -> None:
+        """Shape -> Gather/Slice -> Concat -> Reshape/Expand/ConstantOfShape, as exporters
+        write shape arithmetic (folded to constants at import)."""
+        v = self.any_val(1)
+        r = len(v.shape)
+        shp = self.emit1("Shape", [v], exact=True, mag=max(v.shape))
+        if self.rng.random() < 0.5:  # the last dims, flattened to one
+            k = self.rng.randint(0, r - 1)
+            head = self.emit1("Slice", [shp, self.ints([0]), self.ints([k])], exact=True) \
+                if k else None
+            parts = [head] if head is not None else []
+            target = self.emit1("Concat", [*parts, self.ints([-1])], exact=True, axis=0)
+            self.moved("Reshape", [v, target], v)
+            return
+        i = self.rng.randrange(r)
+        dim = self.emit1("Gather", [shp, self.ints([i])], exact=True)
+        target = self.emit1("Concat", [self.ints([self.rng.randint(1, 2)]), dim], exact=True,
+                            axis=0)
+        if self.rng.random() < 0.5:
+            self.emit1("ConstantOfShape", [target], exact=True, mag=1.5,
+                       value=numpy_helper.from_array(np.asarray([1.5], np.float32)))
+        else:
+            x = self.pick(lambda w: w.shape in ((), (1,), (v.shape[i],)) and w.dtype == FLOAT,
+                          lambda: self.new_input((v.shape[i],)))
+            self.moved("Expand", [x, target], x)
+
+    def op_const_chain(self) -> None:
+        """An operator whose operands are all constants (folded at import)."""
+        c = self.const(self.np.uniform(-2, 2, self.shape(self.rng.randint(0, 3)))
+                       .astype(np.float32))
+        op = self.rng.choice(("Neg", "Relu", "Transpose", "Sigmoid", "Abs"))
+        self.emit1(op, [c], mag=c.mag, exact=op != "Sigmoid")
 
     def op_expand(self) -> None:
         v = self.any_val(0)
@@ -669,6 +717,65 @@ class OpsGen(GraphGen):
         if mode == "constant" and d > 2 and self.rng.random() < 0.2:
             return -1  # a crop
         return self.rng.randint(0, 2)
+
+    # ------------------------------------------------------------------------- pass baits
+
+    def op_channel_affine(self) -> None:
+        """x * s + b per channel after a conv-shaped value: what fold_scale_into_conv folds
+        into the conv's weights and convert_layout re-lays out."""
+        x = self.image(4)
+        c = x.shape[1]
+        shape = self.rng.choice(((c, 1, 1), (1, c, 1, 1), (c, 1, 1), (1,)))
+        op = self.rng.choice(("Mul", "Add", "Sub", "Div"))
+        k = self.weight(shape, 0.5, 1.5)
+        y = self.emit1(op, [x, k], mag=x.mag * 2 + 1.5)
+        if self.rng.random() < 0.5:
+            self.emit1("Relu", [y], mag=y.mag)
+        elif self.rng.random() < 0.5:
+            self.emit1("Add", [y, self.weight(shape)], mag=y.mag + 1)
+
+    def op_neutral(self) -> None:
+        """x*1, x+0, x-0, x/1, x**1 ... with constants of any broadcasting shape: a constant that
+        broadcasts x to a bigger shape must not be simplified away."""
+        x = self.float_val()
+        op, neutral = self.rng.choice((("Mul", 1), ("Add", 0), ("Sub", 0), ("Div", 1),
+                                       ("Pow", 1)))
+        shape = self.broadcast_shape(x.shape) if self.rng.random() < 0.7 else \
+            (self.rng.randint(1, 3), *x.shape)
+        c = self.const(np.full(shape, neutral, np.float32), keep=False)
+        ins = [c, x] if op in ("Mul", "Add") and self.rng.random() < 0.5 else [x, c]
+        if op == "Pow":
+            ins = [self.positive(x), c]
+        self.emit1(op, ins, mag=x.mag + 1, exact=x.exact)
+
+    def op_pairs(self) -> None:
+        """Transpose-transpose, reshape-reshape, squeeze-unsqueeze, cast/expand to what the
+        value already is, Where over a constant condition: what simplify_algebra folds."""
+        kind = self.rng.choice(("transpose", "reshape", "unsqueeze", "same", "where"))
+        if kind == "transpose":
+            self.op_transpose()
+            self.op_transpose()
+        elif kind == "reshape":
+            self.op_reshape()
+            self.op_reshape()
+        elif kind == "unsqueeze":
+            v = self.any_val(1)
+            if len(v.shape) >= MAX_RANK:
+                raise Reject("rank")
+            a = self.rng.randint(-len(v.shape) - 1, len(v.shape))
+            u = self.moved("Unsqueeze", [v, self.ints([a])], v)[0]
+            self.moved("Squeeze", [u, self.ints([a])], u)
+        elif kind == "same":
+            v = self.any_val(0)
+            if self.rng.random() < 0.5:
+                self.moved("Cast", [v], v, to=TP[v.dtype])
+            else:
+                self.moved("Expand", [v, self.ints(v.shape)], v)
+        else:
+            x = self.float_val()
+            cond = self.const(np.full(self.broadcast_shape(x.shape), self.rng.random() < 0.5))
+            y = self.partner(x)
+            self.emit1("Where", [cond, x, y], mag=max(x.mag, y.mag), exact=x.exact and y.exact)
 
     def op_identity(self) -> None:
         v = self.any_val(0)
@@ -706,7 +813,8 @@ OPS = {"unary": 10, "gelu": 1, "binary": 10, "clip": 2, "int_binary": 2, "cast":
        "compare_where": 3, "reduce": 4, "softmax": 2, "matmul": 3, "gemm": 2, "conv": 4,
        "pool": 3, "batchnorm": 2, "layernorm": 2, "resize": 2, "transpose": 3, "reshape": 3,
        "flatten": 1, "squeeze": 2, "slice": 3, "concat": 3, "split": 2, "gather": 2,
-       "expand": 2, "pad": 2, "identity": 1}
+       "expand": 2, "pad": 2, "identity": 1, "channel_affine": 3, "neutral": 2, "pairs": 3,
+       "shape_chain": 2, "const_chain": 1}
 NODES = (3, 25)
 MAX_OUTPUTS = 5
 
@@ -722,6 +830,9 @@ def _outputs(gen: OpsGen) -> list[V]:
     outs = sinks[:MAX_OUTPUTS] or made[-1:]
     inner = [v for v in made if v.name in read and v not in outs]
     outs += [v for v in inner if gen.rng.random() < 0.15][:MAX_OUTPUTS - len(outs) + 1]
+    if gen.rng.random() < 0.1:  # an output that is an input, or another output, copied
+        src = gen.rng.choice([v for v in gen.vals if v.name in gen.feeds] + outs)
+        outs.append(gen.emit1("Identity", [src], mag=src.mag, exact=src.exact))
     return outs
 
 
