@@ -507,6 +507,12 @@ def _pool_infer(types, attrs):
         _fixed_spatial(xs[2 + d])
         eff = dil[d] * (k[d] - 1) + 1
         span = xs[2 + d] + pads[d] + pads[nsp + d] - eff
+        # ONNX's (span / stride) + 1, truncated toward zero, is 1 here; an average counting
+        # the padding then divides by the whole window in onnxruntime (taps past the padding
+        # too), which the library's count does not do: refused below
+        if -st[d] < span < 0 and not attrs.get("count_include_pad", 0):
+            out.append(1)
+            continue
         if span < 0:
             raise GraphError(f"kernel {k} larger than the padded input {list(xs)}")
         if attrs.get("ceil_mode", 0):

@@ -291,8 +291,13 @@ def _padding4(op: str, padding) -> tuple:
     return (p, p, p, p)
 
 
-def _out_size(op, n, k, s, d, lo, hi, ceil_mode=False, axis="height"):
+def _out_size(op, n, k, s, d, lo, hi, ceil_mode=False, axis="height", pool=False):
+    """``pool``: a window longer than the padded input by less than the stride still gives
+    one output (ONNX's and onnxruntime's integer formula, (span / s) + 1 truncated toward
+    zero); its taps past the padding read padding."""
     span = n + lo + hi - d * (k - 1) - 1
+    if pool and -s < span < 0:
+        return 1
     if span < 0:
         raise ValueError(f"{op}: the kernel (extent {d * (k - 1) + 1} with dilation) is larger "
                          f"than the padded input {axis} ({n + lo + hi})")
@@ -308,11 +313,11 @@ def _window(op, stride, padding, dilation):
             _padding4(op, padding))
 
 
-def _out_hw(op, h, w, kh, kw, window, ceil_mode=False) -> tuple[int, int]:
+def _out_hw(op, h, w, kh, kw, window, ceil_mode=False, pool=False) -> tuple[int, int]:
     """Output height and width of a kh x kw window with `window` (see _window) on h x w."""
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = window
-    return (_out_size(op, h, kh, sh, dh, pt, pb, ceil_mode),
-            _out_size(op, w, kw, sw, dw, pl, pr, ceil_mode, axis="width"))
+    return (_out_size(op, h, kh, sh, dh, pt, pb, ceil_mode, pool=pool),
+            _out_size(op, w, kw, sw, dw, pl, pr, ceil_mode, axis="width", pool=pool))
 
 
 def _pad_nchw(x, pt, pl, pb, pr, value=0.0, spatial=(2, 3)):
@@ -604,7 +609,7 @@ def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
         raise ValueError(f"{op}: ceil_mode must be a bool, got {ceil_mode!r}")
     if max(pt, pb) > (kh - 1) * dh + 1 or max(pl, pr) > (kw - 1) * dw + 1:
         raise ValueError(f"{op}: padding {(pt, pl, pb, pr)} is larger than the kernel window")
-    oh, ow = _out_hw(op, h, wd, kh, kw, win, ceil_mode)
+    oh, ow = _out_hw(op, h, wd, kh, kw, win, ceil_mode, pool=True)
     # ceil mode may let the last window run past the bottom/right padding: pad that too
     eh = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
     ew = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (wd + pl + pr))

@@ -73,3 +73,38 @@ def test_transpose_of_a_scalar(constant):
     model = _model(nodes, inputs, [_io("t", []), _io("y", [2])], inits)
     want = _matches_onnxruntime(model, feeds)
     assert want["t"].shape == ()
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("after_conv", [False, True])
+def test_pool_window_longer_than_the_padded_input_by_less_than_a_stride(op, after_conv):
+    """Seeds 20084, 20280: a pool whose window is longer than the padded input (H=1, kernel 2
+    dilated 2 or W=2, kernel 3) by less than its stride has one output in ONNX's formula
+    ((span / stride) + 1, truncated) and onnxruntime; it was refused ("kernel larger than the
+    padded input"). After a 16-channel conv the pool runs on the blocked layout."""
+    shape = [1, 16 if after_conv else 3, 1, 2]
+    attrs = {"kernel_shape": [2, 3], "strides": [2, 3], "pads": [0, 0, 1, 0]}
+    if op == "MaxPool":
+        attrs["dilations"] = [2, 1]
+    else:
+        attrs["kernel_shape"] = [3, 3]
+    nodes, inits = [helper.make_node(op, ["h"], ["y"], **attrs)], []
+    if after_conv:
+        w = np.random.default_rng(1).uniform(-1, 1, (16, 16, 1, 1)).astype(np.float32)
+        nodes.insert(0, helper.make_node("Conv", ["x", "w"], ["h"], kernel_shape=[1, 1]))
+        inits.append(_const("w", w))
+    else:
+        nodes.insert(0, helper.make_node("Relu", ["x"], ["h"]))
+    model = _model(nodes, [_io("x", shape)], [_io("y", None)], inits)
+    x = np.random.default_rng(0).uniform(-2, 2, shape).astype(np.float32)
+    assert _matches_onnxruntime(model, {"x": x})["y"].shape == (1, shape[1], 1, 1)
+
+
+def test_average_pool_counting_padding_over_a_too_long_window_is_refused():
+    """onnxruntime divides such a window's sum by the whole kernel, taps past the padding
+    included (count_include_pad=1); the library counts only the padded input: refused, said."""
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3], strides=[3],
+                            count_include_pad=1)
+    model = _model([node], [_io("x", [1, 1, 2])], [_io("y", None)])
+    with pytest.raises(graph.OnnxImportError, match="kernel .3. larger than the padded input"):
+        graph.from_onnx(model)
