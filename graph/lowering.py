@@ -375,7 +375,12 @@ def _pad(x, a):
     xs = _shape(x)
     nd = len(xs)
     p = [parse(v) for v in a["pads"]]
-    if not all(isinstance(v, int) for v in p):
+    cropped = any(isinstance(v, int) and v < 0 for v in p)
+    sized = all(isinstance(d, int) for d in xs)
+    if not all(isinstance(v, int) for v in p) or (
+            cropped and not sized and a.get("mode", "constant") == "constant"):
+        # (a crop of a symbolic axis has expression bounds, which strided_slice cannot take:
+        # RWKV's time shift, ZeroPad2d((0, 0, 1, -1)) over a dynamic sequence)
         return _symbolic_pad(x, xs, p, a.get("value", 0.0))
     if any(v < 0 for v in p):  # negative pads crop first
         lo = [max(0, -p[d]) for d in range(nd)]

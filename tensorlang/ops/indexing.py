@@ -118,13 +118,16 @@ def _fits(i, d) -> bool:
 def _scatter_args(op, data, indices, updates, reduction):
     check_tensor(op, "data", data)
     check_tensor(op, "updates", updates)
-    ds, ishp = static_shape(op, "data", data), _index_tensor(op, indices)
-    us = static_shape(op, "updates", updates)
+    # symbolic extents are allowed, as in gather_nd (RWKV's state written at a position of a
+    # dynamic batch); the tuples' length sizes the index, so it is a constant
+    _index_tensor(op, indices, symbolic=True)
+    ds, us = dims_of(op, "data", data), dims_of(op, "updates", updates)
+    ishp = dims_of(op, "indices", indices, constant=(-1,), why="the index tuples' length")
     k = ishp[-1]
     if not 1 <= k <= len(ds):
         raise ValueError(f"{op}: index tuples of {k} do not fit data of rank {len(ds)}")
     want = ishp[:-1] + ds[k:]
-    if us != want:
+    if len(us) != len(want) or not all(dim_equal(a, b) for a, b in zip(us, want)):
         raise ValueError(f"{op}: updates {us} must have shape indices.shape[:-1] + "
                          f"data.shape[{k}:] = {want}")
     if updates.dtype != data.dtype:
@@ -175,7 +178,9 @@ def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, reduction: str = 
         def f(*o):
             p, rest = o[:k], o[k:]
             w = owner[p]
-            src = te.max(te.min(w, const(count - 1, "int64")), const(0, "int64"))
+            last = const(count - 1, "int64") if isinstance(count, int) else te.cast(
+                count - 1, "int64")
+            src = te.max(te.min(w, last), const(0, "int64"))
             uidx, left = [], src
             for n in reversed(ups):
                 uidx.insert(0, left % n)

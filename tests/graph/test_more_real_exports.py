@@ -203,3 +203,32 @@ def test_pointwise_conv_over_a_dynamic_batch(oc, ic, group):
     model = _model(nodes, [("x", TP.FLOAT, ["b", ic, 6, 5])], [("y", TP.FLOAT, None)], 17,
                    [onnx.numpy_helper.from_array(w, "w")])
     _check(model, [{"x": rng.standard_normal((b, ic, 6, 5)).astype(np.float32)} for b in (1, 3)])
+
+
+def test_rwkv_time_shift_crops_a_dynamic_sequence():
+    """RWKV's time shift, ZeroPad2d((0, 0, 1, -1)) over a dynamic sequence: pads [0, 1, 0, 0,
+    -1, 0] crop the symbolic axis (was a BuildError: the crop's end was an expression)."""
+    node = helper.make_node("Pad", ["x", "pads"], ["y"])
+    model = _model([node], [("x", TP.FLOAT, ["b", "s", 4])], [("y", TP.FLOAT, None)], 17,
+                   [_ints("pads", [0, 1, 0, 0, -1, 0])])
+    rng = np.random.default_rng(10)
+    _check(model, [{"x": rng.standard_normal(s).astype(np.float32)}
+                   for s in ((2, 6, 4), (1, 1, 4))])
+
+
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_scatter_nd_over_symbolic_sizes(reduction):
+    """RWKV with dynamic axes writes its state at run-time positions of a dynamic batch and
+    sequence: ScatterND's data, indices and updates of symbolic shape (was a BuildError:
+    data needs a constant shape); negative indices count from the end."""
+    node = helper.make_node("ScatterND", ["x", "idx", "u"], ["y"], reduction=reduction)
+    model = _model([node], [("x", TP.FLOAT, ["b", "s", 4]), ("idx", TP.INT64, ["b", 1, 2]),
+                            ("u", TP.FLOAT, ["b", 1, 4])], [("y", TP.FLOAT, None)], 18)
+    rng = np.random.default_rng(11)
+    feeds = []
+    for b, n in ((1, 5), (3, 2)):
+        idx = np.stack([np.arange(b), rng.integers(-n, n, b)], -1)[:, None, :]
+        feeds.append({"x": rng.standard_normal((b, n, 4)).astype(np.float32),
+                      "idx": idx.astype(np.int64),
+                      "u": rng.standard_normal((b, 1, 4)).astype(np.float32)})
+    _check(model, feeds)
