@@ -121,3 +121,14 @@ def test_minimize_keeps_what_the_failure_needs():
     small, small_feeds = F.minimize(model, feeds, fails_with_culprit)
     assert [n.op_type for n in small.graph.node] == [culprit.op_type]
     assert F.ort_run(small, small_feeds)  # still a model onnxruntime runs
+
+
+def test_a_graph_without_inputs_is_checked():
+    """Seed 40138 (a graph of constants only) was an ERROR of the checker itself: run() with
+    no inputs returns None, the outputs are read with get_output."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Neg", ["c"], ["y"])], "consts", [],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3])],
+        [onnx.numpy_helper.from_array(np.arange(3, dtype=np.float32), "c")]),
+        opset_imports=[helper.make_opsetid("", 18)])
+    assert F.check_model(model, {}, levels=(2, 0), save_load=True)["outcome"] == F.OK
