@@ -14,6 +14,7 @@ import string
 
 import numpy as np
 
+from .. import symbolic as S
 from .onnx_context import _conv, _np_dtype, refuse
 
 # ---------------------------------------------------------------------------- float classes
@@ -165,23 +166,30 @@ def _letter_sizes(c, eq, terms, ins) -> dict:
     sizes: dict[str, int] = {}
     for t, v in zip(terms, ins):
         for ch, n in zip(t, v.shape):
-            if sizes.get(ch, 1) not in (1, n) and n != 1:
-                raise refuse(c, f"equation {eq!r}: letter {ch!r} has sizes {sizes[ch]} and {n}")
-            sizes[ch] = max(sizes.get(ch, 1), n)
+            # (S.same: a size may be symbolic, Funnel's sequence; a 1 broadcasts)
+            have = sizes.get(ch, 1)
+            if S.same(n, 1) or S.same(have, n):
+                sizes.setdefault(ch, n)
+            elif S.same(have, 1):
+                sizes[ch] = n
+            else:
+                raise refuse(c, f"equation {eq!r}: letter {ch!r} has sizes "
+                                f"{S.dim_text(have)} and {S.dim_text(n)}")
     return sizes
 
 
 def _expand_ellipsis(c, v, t, sizes):
     """Broadcast size-1 dimensions of broadcast (ellipsis) letters to the letter's size."""
     want = [sizes[ch] for ch in t]
-    if list(v.shape) == want:
+    if all(S.same(a, b) for a, b in zip(v.shape, want)):
         return v
     return c.op("expand", [v], shape=want)
 
 
 def _reshape(c, v, shape):
-    shape = [int(s) for s in shape]
-    return v if list(v.shape) == shape else c.op("reshape", [v], shape=shape)
+    shape = [S.dim(s) for s in shape]
+    same = len(shape) == len(v.shape) and all(S.same(a, b) for a, b in zip(v.shape, shape))
+    return v if same else c.op("reshape", [v], shape=shape)
 
 
 def _permute(c, v, t: str, order: str):
@@ -229,7 +237,7 @@ def _contract(c, x, tx: str, y, ty: str, later: set):
     size = dict(zip(tx, x.shape)) | dict(zip(ty, y.shape))
 
     def prod(letters):
-        return int(np.prod([size[ch] for ch in letters], dtype=np.int64))
+        return S.num_elements([size[ch] for ch in letters])
 
     xm = _permute(c, x, tx, "".join(batch + left + red))
     ym = _permute(c, y, ty, "".join(batch + red + right))

@@ -232,3 +232,21 @@ def test_scatter_nd_over_symbolic_sizes(reduction):
                       "idx": idx.astype(np.int64),
                       "u": rng.standard_normal((b, 1, 4)).astype(np.float32)})
     _check(model, feeds)
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("bind,bjnd->bnij", [["b", "s", 4, 8], ["b", "s", 4, 8]]),
+    ("binh,tnh->bnit", [["b", "s", 4, 8], ["t", 4, 8]]),
+    ("bnij,bjnd->bind", [["b", 4, "s", "s"], ["b", "s", 4, 8]])])
+def test_einsum_over_symbolic_sizes(eq, shapes):
+    """Funnel Transformer with dynamic axes: its attention's Einsums over a symbolic batch and
+    sequence (was an internal TypeError: a letter's size compared with max())."""
+    names = [f"x{i}" for i in range(len(shapes))]
+    node = helper.make_node("Einsum", names, ["y"], equation=eq)
+    model = _model([node], [(n, TP.FLOAT, s) for n, s in zip(names, shapes)],
+                   [("y", TP.FLOAT, None)], 17)
+    rng = np.random.default_rng(12)
+    feeds = [{n: rng.standard_normal([env.get(d, d) for d in s]).astype(np.float32)
+              for n, s in zip(names, shapes)} for env in ({"b": 2, "s": 5, "t": 3},
+                                                         {"b": 1, "s": 1, "t": 2})]
+    _check(model, feeds)
