@@ -43,7 +43,7 @@ def _fuzz(seeds):
 
 
 def test_short_run():
-    _fuzz(range(20))
+    _fuzz(range(12))  # (suite time: about 1.4 s a graph on a loaded 2-core machine)
 
 
 @pytest.mark.slow
