@@ -28,7 +28,7 @@ from tensorlang.ops.rnn import split_inputs
 
 from . import op_registry as R
 from .fused_group import FUSED, FusedGroup
-from .symbolic import dim, parse, shape_of
+from .symbolic import dim, is_symbolic, parse, shape_of
 
 Type = R.Type
 
@@ -169,7 +169,7 @@ def _conv(ins, a, out_shape):
             y = O.add(y, O.reshape(ins[2], (out_shape[1], 1, 1, out_shape[4])))
         return y
     nsp = len(out_shape) - 2
-    if nsp == 2:
+    if nsp == 2 and not R.symbolic_spatial(out_shape):
         p = a["pads"]
         y = O.conv2d_nchw(x, w, a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"],
                           a["groups"])
@@ -186,10 +186,35 @@ def _pad_spatial(x, lo, hi, value):
     return O.pad(x, [(0, 0), (0, 0)] + list(zip(lo, hi)), "constant", value)
 
 
-def _window_pads(in_sp, out_sp, k, st, dil, lo):
-    """High-side padding that the windows actually reach (strided windows may stop short)."""
-    return [max(0, (o - 1) * s + d * (kk - 1) + 1 - n - p)
-            for n, o, kk, s, d, p in zip(in_sp, out_sp, k, st, dil, lo)]
+def _window_reader(x, lo, hi, value):
+    """read(idx): x padded by lo/hi with ``value`` at idx (N, C, then padded positions). Over
+    a symbolic plane every spatial read is a select on its position being inside x, not a read
+    of a padded tensor: the output extents there are clamped to >= 1 (the runtime refuses the
+    sizes without a whole window before the kernel runs), so the windows of sizes never run
+    would reach past any padded extent, and the build's bounds proof must see the condition.
+    (The code generator masks a load by the condition selecting it: no read leaves x.)"""
+    xs = _shape(x)
+    if not R.symbolic_spatial(xs):
+        xp = _pad_spatial(x, lo, hi, value)
+        return lambda idx: xp[idx]
+    fill = tl.const(value, x.dtype)
+
+    def read(idx):
+        pos = [p - b if b else p for p, b in zip(idx[2:], lo)]
+        inside = [c for d, j in enumerate(pos) for c in (j >= 0, j < xs[2 + d])]
+        return tl.select(tl.all(*inside), x[(*idx[:2], *pos)], fill)
+
+    return read
+
+
+def _window_pads(in_sp, out_sp, k, st, dil, lo, hi, ceil_mode=False):
+    """High-side padding that the windows actually reach (strided windows may stop short).
+    Over an axis of symbolic size: the given padding, and with ceil_mode up to a stride less
+    one more for the last window (a bound: the output's extent stops the windows, and the
+    padded rows no window reaches are never read, the pad being inlined as a condition)."""
+    return [h + (s - 1 if ceil_mode else 0) if is_symbolic(n) or is_symbolic(o)
+            else max(0, (o - 1) * s + d * (kk - 1) + 1 - n - p)
+            for n, o, kk, s, d, p, h in zip(in_sp, out_sp, k, st, dil, lo, hi)]
 
 
 def _conv_nd(x, w, a, out_shape):
@@ -198,8 +223,8 @@ def _conv_nd(x, w, a, out_shape):
     xs, ws = _shape(x), _shape(w)
     groups, st, dil = a["groups"], a["strides"], a["dilations"]
     lo = a["pads"][:nsp]
-    hi = _window_pads(xs[2:], out_shape[2:], ws[2:], st, dil, lo)
-    xp = _pad_spatial(x, lo, hi, 0.0)
+    hi = _window_pads(xs[2:], out_shape[2:], ws[2:], st, dil, lo, a["pads"][nsp:])
+    read = _window_reader(x, lo, hi, 0.0)
     cin_g, cout_g = ws[1], ws[0] // groups
     rc = tl.reduce_axis(cin_g, "rc")
     rk = [tl.reduce_axis(ws[2 + d], f"r{d}") for d in range(nsp)]
@@ -208,7 +233,7 @@ def _conv_nd(x, w, a, out_shape):
         n, k, sp = idx[0], idx[1], idx[2:]
         c = rc.var if groups == 1 else (k // cout_g) * cin_g + rc.var
         xi = (n, c) + tuple(sp[d] * st[d] + rk[d].var * dil[d] for d in range(nsp))
-        return tl.sum(xp[xi] * w[(k, rc.var) + tuple(r.var for r in rk)], axis=[rc, *rk])
+        return tl.sum(read(xi) * w[(k, rc.var) + tuple(r.var for r in rk)], axis=[rc, *rk])
 
     return tl.compute(tuple(out_shape), f, name="conv_nd")
 
@@ -239,7 +264,7 @@ def _pool(op, ins, a, out_shape):
     k, st, p = a["kernel"], a["strides"], a["pads"]
     dil = a.get("dilations", [1] * nsp)
     ceil = bool(a.get("ceil_mode", 0))
-    if nsp == 2:
+    if nsp == 2 and not R.symbolic_spatial(out_shape):
         try:
             if op == "max_pool":
                 return O.max_pool2d(x, k, st, (p[0], p[1], p[2], p[3]), dil, ceil)
@@ -261,16 +286,17 @@ def _pool_nd(op, x, a, out_shape):
     xs = _shape(x)
     k, st, lo = a["kernel"], a["strides"], a["pads"][:nsp]
     dil = a.get("dilations", [1] * nsp)
-    hi = _window_pads(xs[2:], out_shape[2:], k, st, dil, lo)
+    hi = _window_pads(xs[2:], out_shape[2:], k, st, dil, lo, a["pads"][nsp:],
+                      bool(a.get("ceil_mode", 0)))
     is_max = op == "max_pool"
     fill = O.max_pool_pad_value(x.dtype) if is_max else 0.0
-    xp = _pad_spatial(x, lo, hi, fill)
+    read = _window_reader(x, lo, hi, fill)
     rk = [tl.reduce_axis(k[d], f"r{d}") for d in range(nsp)]
 
     def window(*o):
         n, c, sp = o[0], o[1], o[2:]
         idx = (n, c) + tuple(sp[d] * st[d] + rk[d].var * dil[d] for d in range(nsp))
-        return (tl.max if is_max else tl.sum)(xp[idx], axis=rk)
+        return (tl.max if is_max else tl.sum)(read(idx), axis=rk)
 
     red = tl.compute(tuple(out_shape), window, name=f"{op}_nd")
     if is_max:
@@ -296,7 +322,8 @@ def _pool_nd(op, x, a, out_shape):
 
 
 def _global_pool(op, x, a):
-    if x.ndim == 4 or R.channel_block(a.get("layout")):
+    # (a symbolic plane: the generic reduction below; the library's pool sizes its loops by it)
+    if x.ndim == 4 and not R.symbolic_spatial(_shape(x)) or R.channel_block(a.get("layout")):
         return O.global_avg_pool2d(x) if op == "global_avg_pool" else O.global_max_pool2d(x)
     axes = tuple(range(2, x.ndim))
     red = O.mean if op == "global_avg_pool" else O.max

@@ -326,24 +326,62 @@ for _name in ("sum_n", "mean_n", "max_n", "min_n"):
 # ---------------------------------------------------------------------------- conv / dense
 
 
-def conv_out_dim(size, k, stride, pad_lo, pad_hi, dilation):
+def conv_out_dim(size, k, stride, pad_lo, pad_hi, dilation, clamp=True):
     if stride < 1 or dilation < 1 or k < 1:  # (the importers check first; other callers too)
         raise GraphError(f"stride {stride}, dilation {dilation} and kernel {k} must be positive")
-    _fixed_spatial(size)
-    out = (size + pad_lo + pad_hi - dilation * (k - 1) - 1) // stride + 1
+    span = size + pad_lo + pad_hi - dilation * (k - 1) - 1
+    if S.is_symbolic(size):
+        # ONNX's floor formula over the size, the span clamped at 0 so that shape inference
+        # knows the extent is >= 1 (a slice of it by -1 is then extent - 1, not max(.., 0));
+        # a size too small for one window is refused at run time before any kernel runs, by
+        # the unclamped formula (window_needs). Written (span + stride) // stride, one term: a
+        # reshape's -1 divides by it exactly (T // (b * L * 16) with L one atom, not a sum)
+        return _one_term_windows(S.smax(span, 0) if clamp else span, stride)
+    out = span // stride + 1
     if out <= 0:
         raise GraphError(f"the output would be empty (input {size}, kernel {k}, stride {stride}, "
                          f"pads {pad_lo}+{pad_hi}, dilation {dilation})")
     return out
 
 
-def _fixed_spatial(size) -> None:
-    """Windows (conv, pooling) slide over a spatial axis of fixed size: a symbolic one (an
-    image of dynamic height) is refused here, naming it (the passes and kernels that follow
-    size their taps and padding by it; was a TypeError from a comparison)."""
-    if S.is_symbolic(size):
-        raise GraphError(f"a spatial axis of symbolic size {S.dim_text(size)} is not supported "
-                         "(windows need a fixed size: give the inputs' sizes, shapes=)")
+def _one_term_windows(span, stride: int):
+    """span // stride + 1 as the one floor division (span + stride) // stride (the same)."""
+    return S.dim((span + stride) // stride)
+
+
+# ops that slide a window over spatial axes: an output extent of symbolic size must be at least
+# 1 at run time (graph/storage.py records window_needs, runtime/_plan.py checks them per shape)
+WINDOW_OPS = ("conv", "max_pool", "avg_pool")
+
+
+def window_needs(op: str, attrs: dict, x_shape, w_shape=None) -> list:
+    """The unclamped output extents of a conv or pool over symbolic sizes of NCHW ``x_shape``
+    (ONNX's formulas, < 1 where the size holds no whole window), which must be >= 1 at run
+    time; [] for a static plane. The inferred shape holds them clamped (conv_out_dim)."""
+    nsp = len(x_shape) - 2
+    if op not in WINDOW_OPS or not symbolic_spatial(x_shape) or \
+            channel_block(attrs.get("layout")) is not None:
+        return []
+    pads, dil = attrs["pads"], attrs.get("dilations", [1] * nsp)
+    k = list(w_shape[2:]) if op == "conv" else attrs["kernel"]
+    out = []
+    for d in range(nsp):
+        n = x_shape[2 + d]
+        if not S.is_symbolic(n):
+            continue
+        if op == "conv":
+            out.append(conv_out_dim(n, k[d], attrs["strides"][d], pads[d], pads[nsp + d],
+                                    dil[d], clamp=False))
+        else:
+            out.append(_symbolic_pool_dim(n, k[d], attrs["strides"][d], pads[d], pads[nsp + d],
+                                          dil[d], attrs.get("ceil_mode", 0), clamp=False))
+    return out
+
+
+def symbolic_spatial(shape) -> bool:
+    """True when an N C spatial... shape has a spatial axis of symbolic size (the convs and
+    pools over it run on the generic computes of graph/lowering_window.py)."""
+    return not S.is_static(tuple(shape)[2:])
 
 
 def channel_block(layout: str | None) -> int | None:
@@ -504,7 +542,10 @@ def _pool_infer(types, attrs):
     if min(st, default=1) < 1 or min(dil, default=1) < 1:
         raise GraphError(f"strides {st} and dilations {dil} must be positive")
     for d in range(nsp):
-        _fixed_spatial(xs[2 + d])
+        if S.is_symbolic(xs[2 + d]):
+            out.append(_symbolic_pool_dim(xs[2 + d], k[d], st[d], pads[d], pads[nsp + d], dil[d],
+                                          attrs.get("ceil_mode", 0)))
+            continue
         eff = dil[d] * (k[d] - 1) + 1
         span = xs[2 + d] + pads[d] + pads[nsp + d] - eff
         # ONNX's (span / stride) + 1, truncated toward zero, is 1 here; an average counting
@@ -524,6 +565,23 @@ def _pool_infer(types, attrs):
             o = span // st[d] + 1
         out.append(o)
     return [(tuple(out), xt)]
+
+
+def _symbolic_pool_dim(n, k, stride, lo, hi, dil, ceil_mode, clamp=True):
+    """A pooled extent of symbolic size ``n``: ONNX's floor formula, or with ceil_mode
+    c = ceil(span / stride) windows past the first, less the last one when it would start past
+    the input and its leading padding (c * stride >= n + lo), as the static rule: min(c + 1,
+    max(c, ceil((n + lo) / stride))). A window longer than the padded input gives < 1, refused
+    at run time (onnxruntime's truncated formula gives 1 where the excess is under the stride:
+    stricter here, never a wrong read). ``clamp``: the span clamped at 0, as conv_out_dim."""
+    span = n + lo + hi - dil * (k - 1) - 1
+    if clamp:
+        span = S.smax(span, 0)
+    if not ceil_mode:
+        return _one_term_windows(span, stride)
+    c = S.dim((span + stride - 1) // stride)
+    starts = S.dim((n + lo + stride - 1) // stride)
+    return S.smin(S.dim(c + 1), S.smax(c, starts))
 
 
 register("max_pool", OUT_ELEMWISE_FUSABLE, 1, _pool_infer, None)

@@ -59,11 +59,11 @@ class _Assigner:
         self.storages.append(StorageSpec(sid, kind, size, const))
         return sid
 
-    def add_value(self, v, sid: int) -> None:
+    def add_value(self, v, sid: int, needs: tuple = ()) -> None:
         if v.name in self.values:
             raise GraphError(f"two values are named {v.name!r}")
         self.storage_of[id(v)] = sid
-        self.values[v.name] = ValueSpec(sid, tuple(v.shape), v.dtype)
+        self.values[v.name] = ValueSpec(sid, tuple(v.shape), v.dtype, needs)
         self.members.setdefault(sid, []).append(v)
 
 
@@ -85,14 +85,31 @@ def assign_storage(g: Graph, kernel_of: dict[str, str], inplace: bool = True,
             continue
         donor = inplace_donor(n, a, last_read, i, kernel_of[n.name] not in non_default) \
             if inplace else None
+        needs = _window_needs(n)
         for v in n.outputs:
             a.add_value(v, a.storage_of[id(donor)] if donor is not None
-                        else a.new_storage(v, "arena"))
+                        else a.new_storage(v, "arena"), needs)
         steps.append(StepSpec(n.name, n.op, kernel_of[n.name],
                               tuple(v.name for v in [*n.inputs, *n.outputs]), len(n.outputs),
                               donor.name if donor is not None else None))
     lifetimes = _lifetimes(g, a, steps)
     return StorageAssignment(tuple(a.storages), a.values, tuple(steps), lifetimes, a.constants)
+
+
+def _window_needs(n) -> tuple:
+    """The extents a node's (or fused group's) conv or pool over a symbolic size needs >= 1
+    (op_registry.window_needs), recorded on its outputs for the runtime to check per shape."""
+    group = group_of(n)
+    if group is None:
+        ws = n.inputs[1].shape if len(n.inputs) > 1 else None
+        return tuple(R.window_needs(n.op, n.attrs, n.inputs[0].shape, ws)) if n.inputs else ()
+    types = list(group.inputs)
+    needs: list = []
+    for m in group.members:
+        ins = [types[k] if src == "in" else group.members[k].type for src, k in m.inputs]
+        if m.op in R.WINDOW_OPS:
+            needs += R.window_needs(m.op, m.attrs, ins[0][0], ins[1][0] if len(ins) > 1 else None)
+    return tuple(needs)
 
 
 def _last_reads(g: Graph) -> dict[int, float]:

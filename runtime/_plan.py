@@ -51,14 +51,20 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class ValueSpec:
-    """A value of the graph: the storage holding it, its shape and dtype."""
+    """A value of the graph: the storage holding it, its shape and dtype; ``needs``: extents
+    that must be >= 1 at run time for the node making it to be defined (a conv or pool over a
+    symbolic size: its windows, by ONNX's unclamped formula; the shape holds them clamped)."""
 
     storage: int
     shape: tuple[int, ...]
     dtype: str
+    needs: tuple = ()
 
     def to_json(self) -> dict:
-        return {"storage": self.storage, "shape": dims_json(self.shape), "dtype": self.dtype}
+        out = {"storage": self.storage, "shape": dims_json(self.shape), "dtype": self.dtype}
+        if self.needs:
+            out["needs"] = dims_json(self.needs)
+        return out
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,8 @@ class ExecutionPlan:
             target=plan.get("target", {}),
             inputs=tuple(_tensor(t) for t in plan["inputs"]),
             outputs=tuple(_tensor(t) for t in plan["outputs"]),
-            values={n: ValueSpec(v["storage"], tuple(v["shape"]), v["dtype"])
+            values={n: ValueSpec(v["storage"], tuple(v["shape"]), v["dtype"],
+                                 tuple(v.get("needs", ())))
                     for n, v in plan["values"].items()},
             storages=tuple(StorageSpec(st["id"], st["kind"], st["nbytes"], st.get("const"),
                                        st.get("offset")) for st in plan["storages"]),
@@ -447,6 +454,9 @@ def _check_symbolic_plan(plan: dict) -> None:
               f"value {name!r} must be an object naming a storage of the plan")
         _dtype(v.get("dtype"), f"value {name!r}")
         _need(isinstance(v.get("shape"), list), f"value {name!r}: shape must be a list")
+        _need(isinstance(v.get("needs", []), list), f"value {name!r}: needs must be a list")
+        for d in v.get("needs", []):
+            _dim(d, known, f"value {name!r} needs")
         for d in v["shape"]:
             _dim(d, known, f"value {name!r}")
     for key in ("inputs", "outputs"):
@@ -466,19 +476,28 @@ def evaluate_shape(shape: list, env: Mapping[str, int], known: tuple[str, ...]) 
 
 def _check_extents(plan: dict, values: dict, env: Mapping[str, int]) -> None:
     """A value whose extent is negative at these sizes (a Pad cropping more than the axis
-    holds; onnxruntime refuses it too): refused naming the node that makes it, the extent's
-    expression and value, and the sizes."""
+    holds; onnxruntime refuses it too), or made by a conv or pool whose input is too small for
+    one window (an extent of its ``needs`` < 1): refused naming the node that makes it, the
+    extent's expression and value, and the sizes."""
+    known = tuple(plan["vars"])
     for name, v in values.items():
         bad = [ax for ax, d in enumerate(v["shape"]) if d < 0]
-        if not bad:
-            continue
-        step = next((st for st in plan["steps"]
-                     if name in st["args"][len(st["args"]) - st.get("n_out", 1):]), None)
-        who = f"node {step['node']!r} ({step['op']})" if step and "node" in step else "a node"
-        text = plan["values"][name]["shape"][bad[0]]
-        sizes = ", ".join(f"{k} = {env[k]}" for k in sorted(env))
-        raise PlanError(f"{who} would make {name!r} of shape {v['shape']}: its axis {bad[0]} "
-                        f"extent {text} is {v['shape'][bad[0]]} < 0 at {sizes}")
+        if bad:
+            text, got = plan["values"][name]["shape"][bad[0]], v["shape"][bad[0]]
+            _refuse_extent(plan, env, name, v, f"its axis {bad[0]} extent {text} is {got} < 0")
+        for text in v.get("needs", ()):
+            got = _dim(text, known, f"value {name!r} needs").evaluate(env)
+            if got < 1:
+                why = f"its input is too small for one window: the output extent {text} is {got}"
+                _refuse_extent(plan, env, name, v, why + " < 1")
+
+
+def _refuse_extent(plan: dict, env: Mapping[str, int], name: str, v: dict, why: str) -> None:
+    step = next((st for st in plan["steps"]
+                 if name in st["args"][len(st["args"]) - st.get("n_out", 1):]), None)
+    who = f"node {step['node']!r} ({step['op']})" if step and "node" in step else "a node"
+    sizes = ", ".join(f"{k} = {env[k]}" for k in sorted(env))
+    raise PlanError(f"{who} would make {name!r} of shape {v['shape']}: {why} at {sizes}")
 
 
 def instantiate(plan: dict, env: Mapping[str, int]) -> dict:

@@ -251,9 +251,13 @@ def _auto_pads(a: dict, in_spatial, kernel, strides, dilations) -> list[int]:
         return [0] * 2 * nsp
     lo, hi = [], []
     for d in range(nsp):
-        out = -(-in_spatial[d] // strides[d])
-        total = max(0, (out - 1) * strides[d] + dilations[d] * (kernel[d] - 1) + 1 -
-                    in_spatial[d])
+        eff = dilations[d] * (kernel[d] - 1) + 1
+        if S.is_symbolic(in_spatial[d]):
+            _same_pads_fixed(in_spatial[d], strides[d], mode)
+            total = eff - 1  # (stride 1: the output keeps the size)
+        else:
+            out = -(-in_spatial[d] // strides[d])
+            total = max(0, (out - 1) * strides[d] + eff - in_spatial[d])
         small, big = total // 2, total - total // 2
         if mode == "SAME_UPPER":
             lo.append(small)
@@ -262,6 +266,16 @@ def _auto_pads(a: dict, in_spatial, kernel, strides, dilations) -> list[int]:
             lo.append(big)
             hi.append(small)
     return lo + hi
+
+
+def _same_pads_fixed(n, stride: int, mode: str) -> None:
+    """SAME_* pads over an axis of symbolic size ``n``: at stride 1 they are the window's extent
+    less one, whatever n (what follows then computes with ints); at a larger stride they depend
+    on n modulo the stride, which the pads (ints) cannot say: refused naming shapes=."""
+    if stride != 1:
+        raise GraphError(f"auto_pad {mode} with stride {stride} over a spatial axis of symbolic "
+                         f"size {S.dim_text(n)}: its pads depend on the size modulo the stride "
+                         "(give the inputs' sizes, shapes=)")
 
 
 def _conv_group(c, a: dict, x: Value, w: Value) -> int:

@@ -20,6 +20,7 @@ build time); a conv that a layout pass already rewrote (it carries a layout) is 
 
 from __future__ import annotations
 
+from .. import op_registry as R
 from ..ir import Graph, Node, Value
 from .rewrite import Emitter, rebuild
 
@@ -38,8 +39,9 @@ def conv1d_as_conv2d(g: Graph) -> Graph:
 
     def visit(n: Node, ins: list[Value]):
         if n.op != "conv" or len(n.outputs[0].shape) != 3 or not ins[1].is_constant \
-                or {"layout", "out_layout", "weight_layout"} & n.attrs.keys():
-            return None
+                or {"layout", "out_layout", "weight_layout"} & n.attrs.keys() \
+                or R.symbolic_spatial(n.outputs[0].shape):
+            return None  # (over a symbolic length: the generic conv, whose loops take it)
         out = n.outputs[0]
         lo, hi = n.attrs["pads"]
         attrs = dict(n.attrs, strides=[1, *n.attrs["strides"]],

@@ -161,8 +161,8 @@ def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
         return None
     x, w, out = ins[0], ins[1], n.outputs[0]
     xs = R.unblocked_shape(x.shape, x.layout)
-    if not w.is_constant or len(w.shape) != 4 or len(xs) != 4:
-        return None
+    if not w.is_constant or len(w.shape) != 4 or len(xs) != 4 or R.symbolic_spatial(xs):
+        return None  # (the blocked convs need fixed planes: over a symbolic one, NCHW)
     ob = value_block(w.shape[0], preferred)
     if ob is None:
         return None
@@ -207,6 +207,8 @@ def _library_pool(n: Node) -> bool:
     pads wider than the window or a dilated average, is NCHW only)."""
     k, pads = n.attrs["kernel"], n.attrs["pads"]
     dil = n.attrs.get("dilations", [1] * len(k))
+    if R.symbolic_spatial(R.unblocked_shape(n.inputs[0].shape, n.inputs[0].layout)):
+        return False  # (the library's pooling needs a fixed plane)
     if len(k) != 2 or (n.op == "avg_pool" and dil != [1, 1]):
         return False
     return all(p <= (k[d % 2] - 1) * dil[d % 2] + 1 for d, p in enumerate(pads))
@@ -370,8 +372,9 @@ class _LayoutConverter:
         if n.op in SPATIAL_MEAN_MAX and len(ins) == 1 and _spatial_reduce(n, ins[0]):
             return [self.node(n.name, SPATIAL_MEAN_MAX[n.op], ins, {"layout": layout}, layout,
                               self.named(out, layout))]
-        if n.op in ("global_avg_pool", "global_max_pool") or n.op in ("max_pool", "avg_pool") \
-                and _library_pool(n):
+        if n.op in ("global_avg_pool", "global_max_pool") and not R.symbolic_spatial(
+                R.unblocked_shape(ins[0].shape, ins[0].layout)) \
+                or n.op in ("max_pool", "avg_pool") and _library_pool(n):
             return [self.node(n.name, n.op, ins, dict(n.attrs, layout=layout), layout,
                               self.named(out, layout))]
         return self.unblock_all(n, ins)

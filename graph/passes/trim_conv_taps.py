@@ -19,6 +19,7 @@ alone).
 
 from __future__ import annotations
 
+from .. import op_registry as R
 from ..ir import Graph, Node, Value
 from .rewrite import Emitter, rebuild
 
@@ -28,8 +29,9 @@ def trim_conv_taps(g: Graph) -> Graph:
 
     def visit(n: Node, ins: list[Value]):
         if n.op != "conv" or not ins[1].is_constant \
-                or {"layout", "out_layout", "weight_layout"} & n.attrs.keys():
-            return None
+                or {"layout", "out_layout", "weight_layout"} & n.attrs.keys() \
+                or R.symbolic_spatial(ins[0].shape):
+            return None  # (which taps read the input depends on a symbolic size)
         cut = _live_taps(ins[0].shape, ins[1].shape, n.outputs[0].shape, n.attrs)
         if cut is None:
             return None
