@@ -371,8 +371,9 @@ def _from_ast(node: Any, text: str) -> Any:
 
 _FOLD_ELEMENTWISE = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
                      "multiply": lambda a, b: a * b, "divide": lambda a, b: _divide(a, b),
-                     "maximum": lambda a, b: _int_only(max, a, b),
-                     "minimum": lambda a, b: _int_only(min, a, b)}
+                     "maximum": lambda a, b: smax(a, b), "minimum": lambda a, b: smin(a, b)}
+# ONNX Max/Min of any number of inputs (dynamo's max(0, 2048 - seq)), folded pairwise
+_FOLD_NARY = {"max_n": smax, "min_n": smin}
 # ops that only move elements: their numpy references work on object arrays as they are
 _FOLD_MOVES = ("gather", "concat", "reshape", "slice", "transpose", "expand", "tile")
 
@@ -456,16 +457,54 @@ def _divide(a: Any, b: Any) -> Any:
     raise GraphError(f"cannot divide {a} by {b} at import: the rounding depends on the sizes")
 
 
-def _int_only(fn, a, b):
-    if isinstance(a, int) and isinstance(b, int):
-        return fn(a, b)
-    raise GraphError(f"cannot compare {a} and {b}: the result depends on the sizes")
+def _abs(d: Any) -> Any:
+    """|d|: d or -d where the sizes decide its sign evidently, else max(d, -d) (exact)."""
+    return smax(d, dim(0 - _as_expr(dim(d))))
+
+
+def _clip_bound(v: Any, node: str) -> int | None:
+    """A Clip bound (the converter's float) as the int it is for integer shape values; None
+    for no bound."""
+    if v is None or abs(float(v)) == float("inf"):
+        return None
+    if float(v) != int(v):
+        raise GraphError(f"clip node {node!r}: bound {v} of integer shape values is not an "
+                         "integer")
+    return int(v)
+
+
+def _clip(d: Any, attrs: Mapping[str, Any], node: str) -> Any:
+    """ONNX Clip of a dimension: min(max(d, lo), hi), as onnxruntime applies the bounds."""
+    lo, hi = (_clip_bound(attrs.get(k), node) for k in ("min", "max"))
+    d = d if lo is None else smax(d, lo)
+    return d if hi is None else smin(d, hi)
+
+
+def _elementwise(fn, objs: list) -> Any:
+    """fn over the broadcast elements of object arrays, as an object array."""
+    import numpy as np
+
+    arrs = np.broadcast_arrays(*objs)
+    flat = [a.reshape(-1) for a in arrs]
+    return np.array([dim(fn(*xs)) for xs in zip(*flat)],
+                    dtype=object).reshape(arrs[0].shape)
+
+
+def _fold_nary(fn, objs: list) -> Any:
+    def pairwise(*xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = fn(out, x)
+        return out
+
+    return _elementwise(pairwise, objs)
 
 
 def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
     """Fold an op over shape tensors some of whose elements are symbolic dimensions (object
     arrays): element moves (gather, concat, reshape/unsqueeze/squeeze, slice), integer
-    arithmetic (negation; integer division where its rounding is known at import), casts
+    arithmetic (negation; integer division where its rounding is known at import; max, min,
+    Max/Min of several inputs, Clip and Abs as max/min of dimensions), casts
     between integer types, and equality where it is known at import (the same expression; or
     a difference that is at least 1 at every size: a variable is never 0 or -1, but may be 1).
     Anything else is a GraphError naming the op (the builder then computes it at run time);
@@ -483,10 +522,13 @@ def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
         out = np.array([dim(0 - _as_expr(dim(x))) for x in objs[0].reshape(-1)],
                        dtype=object).reshape(objs[0].shape)
     elif op in _FOLD_ELEMENTWISE:
-        fn = _FOLD_ELEMENTWISE[op]
-        a, b = np.broadcast_arrays(*objs)
-        out = np.array([dim(fn(x, y)) for x, y in zip(a.reshape(-1), b.reshape(-1))],
-                       dtype=object).reshape(a.shape)
+        out = _elementwise(_FOLD_ELEMENTWISE[op], objs)
+    elif op in _FOLD_NARY:
+        out = _fold_nary(_FOLD_NARY[op], objs)
+    elif op == "abs":
+        out = _elementwise(_abs, objs[:1])
+    elif op == "clip":
+        out = _elementwise(lambda d: _clip(d, attrs, node), objs[:1])
     elif op in ("equal", "not_equal"):
         a, b = np.broadcast_arrays(*objs)
         eq = np.array([_equal(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))],
@@ -511,8 +553,18 @@ def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
 # -- ONNX's clamped Slice over symbolic extents ------------------------------------------------
 
 
-def clamped_slice(n: Any, start: Any, end: Any, step: int,
-                  within: bool = False) -> tuple[Any, Any]:
+def onnx_bound(v: Any, n: Any) -> Any:
+    """ONNX's reading of a Slice bound ``v`` on an axis of extent n, counted from the axis'
+    beginning: v, or v + n where v is negative, exactly for either sign: v + n * min(max(-v,
+    0), 1), the last factor the 0/1 step of v < 0 (the reading jumps at v = 0, which no max or
+    min of v and n alone can hold). Still to be clamped (clamped_slice)."""
+    v = dim(v)
+    negative = smin(smax(dim(0 - _as_expr(v)), 0), 1)
+    return dim(_as_expr(v) + _as_expr(dim(n)) * _as_expr(negative))
+
+
+def clamped_slice(n: Any, start: Any, end: Any, step: int, within: bool = False,
+                  start_inside: bool = False) -> tuple[Any, Any]:
     """(first index, length) of ONNX's Slice start:end:step on an axis of extent n, where
     start and end are already counted from the axis' beginning (a negative bound plus n) and
     may still lie outside it. ONNX clamps them to [0, n] (for a negative step, the start to
@@ -524,8 +576,12 @@ def clamped_slice(n: Any, start: Any, end: Any, step: int,
     to -1 (and the length at most n: none at n = 0). Every max/min that the sizes decide
     evidently is simplified away (x[:, :-1] is n - 1 long, x[:, ::-1] n, x[:, -3:] min(n, 3)).
     ``within`` (a positive step): the end is taken as inside the axis, unclamped; the caller
-    checks that at run time."""
-    if step > 0:
+    checks that at run time. ``start_inside`` (a positive step): the start is taken as inside
+    [0, n], unclamped, which the caller checks at run time."""
+    if step > 0 and start_inside:  # (end clamped up from 0 only makes the span negative)
+        first = dim(start)
+        spans = (end - _as_expr(first),) + (() if within else (n - _as_expr(first),))
+    elif step > 0:
         first = smax(start, 0)
         spans = (end - _as_expr(dim(start)), end) + \
             (() if within else (n - _as_expr(dim(start)), n))

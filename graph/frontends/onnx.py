@@ -771,13 +771,15 @@ def _slice(c, ins, a):
 
 def _slice_at_symbolic_positions(c, x, starts, ends, axes, steps):
     """Slice whose bounds depend on the sizes (BERT's position_ids[:, :seq], OPT's
-    positions[:, past:], x[:, :seq - 1], x[seq::-2]): on each such axis a gather of the
-    positions computed at run time, ONNX's clamping in their first one and their number
-    (symbolic.clamped_slice). A bound must have a sign known at import (a size, or minus
-    one). An end (of a positive step) that is a size not evidently inside the axis is taken
-    as inside: the model's other shapes need it unclamped (BERT adds position_ids[:, :seq]
-    to the seq token embeddings) and the gather refuses a position past the axis at run time
-    (onnxruntime clamps it, and the model then fails to broadcast)."""
+    positions[:, past:], x[:, :seq - 1], x[seq::-2], MPT's alibi[..., 2048 - seq:]): on each
+    such axis a gather of the positions computed at run time, ONNX's clamping in their first
+    one and their number (symbolic.clamped_slice). A bound of a sign the sizes decide is read
+    exactly (symbolic.onnx_bound), or, where the model needs its evident case, taken in that
+    case and checked at run time (_bound_case). An end (of a positive step) that is a size not
+    evidently inside the axis is taken as inside: the model's other shapes need it unclamped
+    (BERT adds position_ids[:, :seq] to the seq token embeddings) and the gather refuses a
+    position past the axis at run time (onnxruntime clamps it, and the model then fails to
+    broadcast)."""
     axes = _distinct_axes(c, list(axes), len(x.shape))
     for ax, s, e, step in zip(axes, starts, ends, steps):
         if isinstance(s, (int, np.integer)) and isinstance(e, (int, np.integer)):
@@ -786,31 +788,96 @@ def _slice_at_symbolic_positions(c, x, starts, ends, axes, steps):
         if step == 0:
             raise refuse(c, "a slice step of 0")
         n = x.shape[ax]
-        start, end = (_slice_bound(c, x, ax, v, step) for v in (s, e))
+        (start, checks), (end, end_checks) = (_slice_bound(c, x, ax, v, step, which)
+                                              for v, which in ((s, "start"), (e, "end")))
         within = step > 0 and not isinstance(end, int) and not S.same(S.smin(end, n), end)
-        first, count = S.clamped_slice(n, start, end, int(step), within=within)
-        x = c.op("gather", [x, _positions(c, first, int(step), count, "int64")], axis=ax)
+        first, count = S.clamped_slice(n, start, end, int(step), within=within,
+                                       start_inside=bool(checks))
+        zero = _checked_zero(c, checks + end_checks)
+        x = c.op("gather", [x, _positions(c, first, int(step), count, "int64", zero)], axis=ax)
     return x
 
 
-def _slice_bound(c, x, ax: int, v, step: int):
-    """A Slice bound counted from the axis' beginning: a size as it is, minus a size plus the
-    extent; an int as ONNX reads it (INT64_MAX/MIN-like: the axis' end on that side)."""
+def _slice_bound(c, x, ax: int, v, step: int, which: str) -> tuple[Any, list]:
+    """A Slice bound counted from the axis' beginning, and the (name, size) checks that must
+    hold at run time (size >= 0) for it: a size as it is, minus a size plus the extent; an int
+    as ONNX reads it (INT64_MAX/MIN-like: the axis' end on that side)."""
     n = x.shape[ax]
     if isinstance(v, (int, np.integer)):
         v = int(v)
         if abs(v) >= 2**61:
-            return (n if step > 0 else S.dim(n - 1)) if v > 0 else (0 if step > 0 else -1)
-        return S.dim(n + v) if v < 0 else v
+            return ((n if step > 0 else S.dim(n - 1)) if v > 0 else (0 if step > 0 else -1)), []
+        return (S.dim(n + v) if v < 0 else v), []
     v = S.dim(v)
+    case = _bound_case(n, v, which) if step > 0 else None
+    if case is not None:
+        if c.take_bound_cases:
+            return case
+        c.bound_cases_found.append(c.node_name)
     low, high = S.lower_bound(v), S.lower_bound(S.dim(0 - v))
     if low is not None and low >= 0:
-        return v
+        return v, []
     if high is not None and high >= 1:
-        return S.dim(n + v)
-    raise refuse(c, f"a slice bound {v} of axis {ax} ({x.type_str()}) may be negative or not "
-                    "depending on the sizes, which is not supported; give the inputs' sizes "
-                    "(from_onnx(model, shapes=...))")
+        return S.dim(n + v), []
+    # (clamped to n here: an end read exactly is not one that the model needs unclamped)
+    return (S.onnx_bound(v, n) if which == "start" else S.smin(S.onnx_bound(v, n), n)), []
+
+
+def _bound_case(n, v, which: str) -> tuple[Any, list] | None:
+    """The evident case of bound ``v`` on an axis of extent n, as (bound, checks): a bound
+    inside [0, n] at every size where the checks (size >= 0) hold: max(w, k) taken as w (w >=
+    k), min(w, k) as w (w <= k), a bound of either sign read from the beginning (v >= 0, where
+    v <= n evidently: MPT's 2048 - seq of a 2048 axis) or from the end (v < 0, where v + n >= 0
+    evidently: 3 - seq of a seq axis); None when there is none. The exact reading (onnx_bound)
+    differs from it only at the sizes the checks refuse."""
+    if isinstance(v, (S.E.Max, S.E.Min)) and isinstance(S.dim(v.b), int):
+        w, k = S.dim(v.a), S.dim(v.b)  # (canonical: the int operand last)
+        # (an end past the axis is refused by the gather at run time: inside is not needed)
+        taken = _bound_case(n, w, which) or _inside(n, w) or (
+            (w, []) if which == "end" and (S.lower_bound(w) or 0) >= 0 and
+            S.lower_bound(w) is not None else None)
+        if taken is None:
+            return None
+        kind = "max" if isinstance(v, S.E.Max) else "min"
+        gap = S.dim(w - k) if kind == "max" else S.dim(k - w)
+        return taken[0], [(f"slice_{which}_{kind}_is_its_size_operand", gap)] + taken[1]
+    low, high = S.lower_bound(v), S.lower_bound(S.dim(0 - v))
+    if (low is not None and low >= 0) or (high is not None and high >= 1):
+        return None  # (its sign is known: no case to take)
+    inside = S.lower_bound(S.dim(n - v))
+    if inside is not None and inside >= 0:
+        return v, [(f"slice_{which}_not_negative", v)]
+    inside = S.lower_bound(S.dim(n + v))
+    if inside is not None and inside >= 0:
+        return S.dim(n + v), [(f"slice_{which}_negative", S.dim(-1 - v))]
+    return None
+
+
+def _inside(n, v) -> tuple[Any, list] | None:
+    """(v, no checks) where 0 <= v <= n at every size evidently, else None."""
+    low, room = S.lower_bound(v), S.lower_bound(S.dim(n - v))
+    return (v, []) if low is not None and low >= 0 and room is not None and room >= 0 else None
+
+
+def _checked_zero(c, checks: list):
+    """A [1] tensor of 0 that depends on a value of extent ``size`` for each (name, size) of
+    ``checks``: a negative extent is refused at run time naming the node, the value (its name
+    says which bound's case failed), the extent and the sizes (runtime/_plan.py). None when
+    there is no check. (arange_like is opaque: its input stays a value of the plan, whose
+    extents the runtime checks; its pad by one 0 gives the element read.)"""
+    if not checks:
+        return None
+    zero = c.b.const(np.zeros(1, np.int64), name="zero")
+    seen: list = []
+    for name, size in checks:
+        if any(S.same(size, d) for d in seen):
+            continue
+        seen.append(size)
+        probe = c.b.op("expand", [zero], name=c.node_name, outputs=[name], shape=[size])
+        probe = c.op("arange_like", [probe], start=0, delta=0)
+        probe = c.op("pad", [probe], pads=[1, 0], mode="constant", value=0.0)
+        zero = c.op("gather", [probe, c.b.const(np.zeros(1, np.int64), name="first")], axis=0)
+    return zero
 
 
 @_conv("Pad")
@@ -990,10 +1057,12 @@ def _symbolic_range(c, s: np.ndarray, l: np.ndarray, d: np.ndarray, dtype):
     return _positions(c, start, delta, n, dtype)
 
 
-def _positions(c, start, step: int, n, dtype):
+def _positions(c, start, step: int, n, dtype, zero=None):
     """start, start + step, ... (n of them) as a tensor: n and start may be expressions of the
-    sizes (a symbolic start is added at run time)."""
-    like = c.op("expand", [c.b.const(np.zeros(1, dtype), name="zero")], shape=[n])
+    sizes (a symbolic start is added at run time). ``zero``: the [1] zero to expand (one that
+    carries run-time checks: _checked_zero)."""
+    zero = c.b.const(np.zeros(1, dtype), name="zero") if zero is None else zero
+    like = c.op("expand", [zero], shape=[n])
     if isinstance(start, int):
         return c.op("arange_like", [like], start=start, delta=step)
     steps = c.op("arange_like", [like], start=0, delta=step)
@@ -1157,12 +1226,19 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     opset = _model_opset(m)
     _check_names(m.graph)
     unified: dict[str, Any] = {}  # variable -> the dimension it is replaced by
+    take_cases = False  # Slice bounds taken in their evident case (_slice_bound)
     while True:
-        ctx, scope = _import_graph(m, opset, shapes, name, unified)
+        ctx, scope = _import_graph(m, opset, shapes, name, unified, take_cases)
         solved = next_substitution(ctx.refused, ctx.b._inputs)
-        if solved is None:
+        if solved is not None:
+            unified = substituted(unified, *solved)
+        elif ctx.refused and ctx.bound_cases_found and not take_cases:
+            # the exact extents of slices whose bounds' case the sizes decide may not match
+            # the rest of the model (MPT's alibi[..., 2048 - seq:] against seq x seq scores):
+            # again, taking the evident case, which the run time checks
+            take_cases = True
+        else:
             break
-        unified = substituted(unified, *solved)
     if ctx.refused and not ctx.unsupported and len(ctx.refused) == 1:
         raise ctx.refused[0][3]  # one refusal: its own error, as it was raised
     if ctx.unsupported or ctx.refused:
@@ -1171,8 +1247,9 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
 
 
 def _import_graph(m, opset: int, shapes: dict | None, name: str | None,
-                  unified: dict[str, Any]) -> tuple[_Ctx, _Scope]:
-    """One import of the model's nodes, the inputs' shape variables ``unified`` replaced."""
+                  unified: dict[str, Any], take_cases: bool = False) -> tuple[_Ctx, _Scope]:
+    """One import of the model's nodes, the inputs' shape variables ``unified`` replaced;
+    ``take_cases``: Slice bounds in their evident case (_slice_bound)."""
     gp = m.graph
     b = Builder(name or _sanitize(gp.name or "onnx_model"), fold=True)
     scope = _Scope()
@@ -1183,6 +1260,7 @@ def _import_graph(m, opset: int, shapes: dict | None, name: str | None,
         data = _initializer_array(init)
         scope.set(init.name, Value(names[init.name], data.shape, data.dtype, data=data))
     ctx = _Ctx(b, opset, scope, names, [])
+    ctx.take_bound_cases = take_cases
     ctx.output_names = {o.name for o in gp.output}
     ctx.bound = {id(v) for v in scope.local.values()}
     import_nodes(ctx, gp.node)

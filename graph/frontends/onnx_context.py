@@ -130,6 +130,12 @@ class _Ctx:
         # as a one-item list shared with the subgraphs' contexts (None: no loop being unrolled);
         # a per-loop count let nested loops multiply past the limit (an import that never ends)
         self.unrolled: list[int] | None = None
+        # Slice bounds whose case the sizes decide (2048 - seq: from which end it counts;
+        # max(2048 - seq, 0)): the nodes read exactly (bound_cases_found); an import whose
+        # exact extents the rest of the model refuses is repeated taking the evident case,
+        # checked at run time (take_bound_cases; graph/frontends/onnx.py _slice_bound)
+        self.bound_cases_found: list[str] = []
+        self.take_bound_cases = False
 
     def child(self, scope: _Scope, b: Builder | None = None) -> _Ctx:
         """The context of a subgraph: its own scope, the same builder unless given another
@@ -138,6 +144,8 @@ class _Ctx:
         sub.refused = self.refused
         sub.unsupported_why = self.unsupported_why
         sub.unrolled = self.unrolled
+        sub.bound_cases_found = self.bound_cases_found
+        sub.take_bound_cases = self.take_bound_cases
         if b is None:  # the same graph: its values and names are shared
             sub.bound, sub.sub_named = self.bound, self.sub_named
         return sub

@@ -116,17 +116,110 @@ def test_an_end_past_the_axis_is_refused_at_run_time():
         gm.run(x=_x(1, 3), y=_x(5))
 
 
-def test_a_bound_of_unknown_sign_is_refused():
-    """x[:, 3 - s:]: negative or not depending on s, so counted from which end is unknown at
-    import: refused naming the node and the way out."""
+def test_a_bound_of_either_sign_is_read_as_onnx_does():
+    """x[:, 3 - s:], x[:, :3 - s], x[:, 3 - s::-1] of x [b, s] and c[:, 8 - s:] of a constant c
+    [2, 8]: a bound whose sign the sizes decide counts from the end where negative, exactly (a
+    0/1 step of its sign in the extent: symbolic.onnx_bound), so one build gives onnxruntime's
+    answer on both sides (was refused: may be negative or not depending on the sizes)."""
     nodes = _size_nodes() + [helper.make_node("Sub", ["three", "s"], ["st"]),
-                             _slice("a", "x", "st", "max", "one")]
+                             helper.make_node("Sub", ["eight", "s"], ["st8"]),
+                             _slice("a", "x", "st", "max", "one"),
+                             _slice("b", "x", "zero", "st", "one"),
+                             _slice("c", "x", "st", "min", "mone"),
+                             _slice("d", "cst", "st8", "max", "one")]
+    inits = {"ax": [1], "zero": [0], "one": [1], "mone": [-1], "three": [3], "eight": [8],
+             "max": [BIG], "min": [-BIG - 1]}
+    model = _model(nodes, [("x", ["b", "s"]), ("y", ["t"])], list("abcd"), inits)
+    model.graph.initializer.append(numpy_helper.from_array(_x(2, 8), "cst"))
+    _check(model, [{"x": _x(2, s), "y": _x(1)} for s in (1, 2, 3, 4, 6, 8, 9, 13, 17)])
+
+
+def _alibi_model(start_nodes, then_add):
+    """MPT's ALiBi bias: a constant c [2, 1, 8] sliced on its last axis from a start computed
+    from s, the length of x [b, s] (``st``); added to x where ``then_add`` (the model then needs
+    the slice s long)."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=1, end=2)] + start_nodes + [
+        helper.make_node("Slice", ["cst", "st", "max", "ax"], ["a"], name="alibi")]
+    if then_add:
+        nodes.append(helper.make_node("Add", ["a", "x"], ["z"]))
+    inits = {"ax": [2], "zero": [0], "eight": [8], "max": [BIG]}
+    m = _model(nodes, [("x", ["b", "s"])], ["z" if then_add else "a"], inits)
+    m.graph.initializer.append(numpy_helper.from_array(_x(2, 1, 8), "cst"))
+    return m
+
+
+TS_START = [helper.make_node("Sub", ["eight", "s"], ["st"])]  # TorchScript: 8 - s
+DYNAMO_START = TS_START[:0] + [helper.make_node("Sub", ["eight", "s"], ["d"]),  # max(8 - s, 0)
+                               helper.make_node("Max", ["d", "zero"], ["st"])]
+
+
+@pytest.mark.parametrize("start,check", [(TS_START, "slice_start_not_negative"),
+                                         (DYNAMO_START, "slice_start_max_is_its_size_operand")])
+def test_alibi_slice_takes_the_evident_case_checked_at_run_time(start, check):
+    """c[..., 8 - s:] (TorchScript) and c[..., max(8 - s, 0):] (dynamo: ONNX Max of sizes, was
+    refused as computed at run time) added to x [b, s]: read exactly the slice is min(s, 8)
+    long or, for the first, jumps at s = 8, which x's s does not broadcast with; so the import
+    takes the case s <= 8 (s long), and the run time refuses a larger s naming the node, the
+    check, the extent and the sizes (onnxruntime answers at s = 9 only by broadcasting the
+    length 1 it slices)."""
+    alone = _alibi_model(start, then_add=False)
+    _check(alone, [{"x": _x(b, s)} for b, s in [(1, 1), (2, 5), (1, 8), (2, 9), (1, 13)]])
+    model = _alibi_model(start, then_add=True)
+    assert graph.from_onnx(model).outputs[0].type_str() == "float32[2, b, s]"
+    gm = _check(model, [{"x": _x(b, s)} for b, s in [(1, 1), (2, 5), (1, 8)]])
+    with pytest.raises(PlanError, match=rf"node 'alibi' \(expand\) would make '{check}'.*: its "
+                                        r"axis 0 extent 0 - s \+ 8 is -1 < 0 at b = 1, s = 9"):
+        gm.run(x=_x(1, 9))
+
+
+@pytest.mark.parametrize("op", ["Min", "Clip"])
+def test_min_and_clip_of_sizes_fold_into_an_end(op):
+    """c[..., :min(s, 8)] with the end from ONNX Min or Clip(s, 0, 8) of a size (were computed
+    at run time and refused): exact alone; added to x [b, s], taken as s <= 8, checked."""
+    end = (helper.make_node("Min", ["s", "eight"], ["e"]) if op == "Min" else
+           helper.make_node("Clip", ["s", "zero", "eight"], ["e"]))
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=1, end=2), end,
+             helper.make_node("Slice", ["cst", "zero", "e", "ax"], ["a"], name="alibi")]
+    inits = {"ax": [2], "zero": [0], "eight": [8]}
+    if op == "Clip":  # (Clip's bounds are scalars)
+        inits.update({"zero": np.array(0), "eight": np.array(8), "z1": [0]})
+        nodes[-1].input[1] = "z1"
+    for then_add, sizes in ((False, [(1, 1), (2, 5), (1, 8), (2, 11)]),
+                            (True, [(1, 1), (2, 5), (1, 8)])):
+        extra = [helper.make_node("Add", ["a", "x"], ["z"])] if then_add else []
+        m = _model(nodes + extra, [("x", ["b", "s"])], ["z" if then_add else "a"], inits)
+        m.graph.initializer.append(numpy_helper.from_array(_x(2, 1, 8), "cst"))
+        gm = _check(m, [{"x": _x(b, s)} for b, s in sizes])
+    with pytest.raises(PlanError, match=r"'slice_end_min_is_its_size_operand'.* extent "
+                                        r"0 - s \+ 8 is -1 < 0 at b = 2, s = 9"):
+        gm.run(x=_x(2, 9))
+
+
+def test_max_of_a_size_and_data_stays_refused():
+    """Max(s, argmax(y)): a value of the data, not a size, so the slice's start is known only
+    at run time: refused naming the node and the input it comes from."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=1, end=2),
+             helper.make_node("ArgMax", ["y"], ["i"], keepdims=1),
+             helper.make_node("Max", ["s", "i"], ["st"]),
+             _slice("a", "x", "st", "max", "one")]
     model = _model(nodes, [("x", ["b", "s"]), ("y", ["t"])], ["a"],
-                   {"ax": [1], "one": [1], "three": [3], "max": [BIG]})
-    with pytest.raises(graph.OnnxImportError, match=r"\(Slice, opset 18\): a slice bound "
-                       r"0 - s \+ 3 of axis 1 .* may be negative or not depending on the "
-                       r"sizes.*shapes="):
+                   {"ax": [1], "one": [1], "max": [BIG]})
+    with pytest.raises(graph.OnnxImportError, match=r"\(Slice, opset 18\): Slice starts must "
+                       r"be known at compile time.*from the values of graph input\(s\) \['x', 'y'\]"):
         graph.from_onnx(model)
+
+
+def test_abs_clip_and_max_of_shape_values_fold():
+    s = S.shape_var("s")
+    obj = np.array([S.dim(3 - s), s], dtype=object)
+    assert [str(d) for d in S.fold_symbolic("abs", [obj], {}, "n")[0]] == [
+        "max(0 - s + 3, s - 3)", "s"]
+    assert [str(d) for d in S.fold_symbolic("clip", [obj], {"min": 0.0, "max": 8.0}, "n")[0]] \
+        == ["min(max(0 - s + 3, 0), 8)", "min(s, 8)"]
+    assert [str(d) for d in S.fold_symbolic("max_n", [obj, np.array(2), obj], {}, "n")[0]] \
+        == ["2", "max(s, 2)"]
+    with pytest.raises(S.GraphError, match="bound 0.5 of integer shape values"):
+        S.fold_symbolic("clip", [obj], {"min": 0.5}, "n")
 
 
 # -- Pad by widths of symbolic size -------------------------------------------------------------
