@@ -209,6 +209,8 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     tuning = None if tuning_log is None else _open_tuning_log(tuning_log, tgt)
     passes = run_graph_passes(g, opt_level, tuning, dump_ir)
     _report_passes(rep, passes)
+    if not specialize:
+        _warn_generic_windows(passes.graph)
     kernels = select_kernels(passes.graph, tgt, tuning)
     _report_kernels(rep, kernels, tuning_log)
     storage = _timed(rep, "assign storage",
@@ -273,6 +275,24 @@ def _report_kernels(rep: BuildReport, kernels: KernelSelection, tuning_log) -> N
             f"the {len(tuning_log)} records given"
         warnings.warn(f"{len(kernels.untuned)} tunable kernels have no record in "
                       f"{where} and use default schedules: {', '.join(kernels.untuned)}",
+                      stacklevel=3)
+
+
+def _warn_generic_windows(g: Graph) -> None:
+    """Convs and pools over spatial axes of symbolic size run, correctly, on the generic window
+    computes: measured 3x (HuBERT's convs over the audio length) to 300x (a 2-D ResNet over a
+    symbolic plane) slower than the library's schedules for fixed sizes. Said once, with the
+    ways to fix the sizes, rather than left for the user to find in a profile."""
+    from .op_registry import symbolic_spatial
+
+    slow = [n.name for n in g.nodes if n.op in ("conv", "max_pool", "avg_pool")
+            and symbolic_spatial(n.inputs[0].shape)]
+    if slow:
+        names = ", ".join(slow[:4]) + (f" and {len(slow) - 4} more" if len(slow) > 4 else "")
+        warnings.warn(f"{len(slow)} conv/pool node(s) slide their windows over spatial axes of "
+                      f"symbolic size ({names}): they run on generic schedules, many times "
+                      "slower than with fixed sizes; fix the sizes with from_onnx(..., shapes=) "
+                      "or build for the sizes you run with build(..., specialize={var: [sizes]})",
                       stacklevel=3)
 
 

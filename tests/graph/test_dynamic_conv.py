@@ -15,6 +15,8 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper
 
 RNG = np.random.default_rng(7)
+# every build here warns that its windows run on generic schedules (tested once, below)
+pytestmark = pytest.mark.filterwarnings("ignore:.*generic schedules:UserWarning")
 
 
 def _model(nodes, x_shape, inits, opset=17):
@@ -210,3 +212,13 @@ def test_a_dynamic_conv_model_saves_and_loads(tmp_path):
                                    rtol=1e-4, atol=1e-4)
     with pytest.raises(PlanError, match="too small for one window"):
         back.run(x=np.zeros((1, 1, 14), np.float32))
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_build_says_once_that_windows_over_symbolic_sizes_run_on_generic_schedules():
+    m = _model([_conv(pads=[1, 1])], [1, 2, "n"], {"w": _w(4, 2, 3), "b": _w(4)})
+    with pytest.warns(UserWarning, match=r"1 conv/pool node\(s\) slide their windows over "
+                      r"spatial axes of symbolic size.*generic schedules.*shapes=.*specialize="):
+        graph.build(graph.from_onnx(m))
+    graph.build(graph.from_onnx(m, shapes={"x": (1, 2, 9)}))  # fixed sizes: no warning
+    graph.build(graph.from_onnx(m), specialize={"n": [9]})  # the sizes chosen: no warning
