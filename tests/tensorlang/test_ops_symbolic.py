@@ -253,9 +253,14 @@ def test_pad_and_gather_with_symbolic_rows():
     n = tl.var("n")
     x = tl.placeholder((n, 6), name="x")
     check_sizes([x], ops.pad(x, [(0, 0), (1, 2)]), lambda a: np.pad(a, [(0, 0), (1, 2)]), each())
+    # the symbolic axis padded too, with a constant or its edge (MobileBERT's trigrams over a
+    # dynamic sequence); reflect needs the extent
+    for mode in ("constant", "edge"):
+        check_sizes([x], ops.pad(x, [(1, 2), (0, 1)], mode),
+                    lambda a, m=mode: np.pad(a, [(1, 2), (0, 1)], m), each())
     with pytest.raises(ValueError, match=r"pad: dimension 0 of x must be a constant "
-                                         r"\(a padded axis\)"):
-        ops.pad(x, [(1, 0), (0, 0)])
+                                         r"\(a reflected axis\)"):
+        ops.pad(x, [(1, 0), (0, 0)], "reflect")
     # an embedding lookup: the token ids' extents symbolic, the table constant
     table = tl.placeholder((30, 8), name="table")
     ids = tl.placeholder((n,), dtype="int64", name="ids")
