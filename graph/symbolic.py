@@ -65,8 +65,31 @@ def dim(d: Any) -> Any:
         return int(d)
     if not isinstance(d, E.Expr):
         raise GraphError(f"dimension {d!r} is neither an int nor a shape expression")
+    return _memo(_CANONICAL, str(d), lambda: _canonical(d))
+
+
+def _canonical(d: E.Expr) -> Any:
     atoms: dict[str, E.Expr] = {}
     return _rebuild(_poly(d, atoms), atoms)
+
+
+# Canonical forms and evident bounds by expression text. Nested max/min (ONNX's clamped slice
+# bounds, read with their sign) canonicalize their operands and compare them again at every
+# level: without these a model's dims took minutes (a 4-deep bound: 0.2-0.5 s per dim() call).
+# The text names the expression exactly (variables are interned by name); the values are
+# immutable expressions.
+_CANONICAL: dict[str, Any] = {}
+_LOWER_BOUND: dict[str, Any] = {}
+_AT_LEAST: dict[tuple[str, str], bool] = {}
+_MEMO_LIMIT = 100_000
+
+
+def _memo(table: dict, key, compute) -> Any:
+    if key not in table:
+        if len(table) >= _MEMO_LIMIT:
+            table.clear()
+        table[key] = compute()
+    return table[key]
 
 
 def shape_of(shape: Iterable[Any]) -> tuple[Any, ...]:
@@ -249,6 +272,10 @@ def _at_least(a: Any, b: Any) -> bool:
     """True when a >= b at every size, evidently: their difference has a lower bound >= 0
     (lower_bound), or b is a min (a a max) of which one operand is evidently at most a (at
     least b): min(n, 3) <= n."""
+    return _memo(_AT_LEAST, (str(a), str(b)), lambda: _evidently_at_least(a, b))
+
+
+def _evidently_at_least(a: Any, b: Any) -> bool:
     low = lower_bound(dim(a) - dim(b))
     if low is not None and low >= 0:
         return True
@@ -388,6 +415,10 @@ def lower_bound(d: Any) -> int | None:
     d = dim(d)
     if isinstance(d, int):
         return d
+    return _memo(_LOWER_BOUND, str(d), lambda: _evident_lower_bound(d))
+
+
+def _evident_lower_bound(d: E.Expr) -> int | None:
     atoms: dict[str, E.Expr] = {}
     poly = _poly(_as_expr(d), atoms)
     total = 0
