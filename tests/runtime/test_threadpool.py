@@ -98,6 +98,9 @@ def test_task_error_propagates(pfill):
     _run_pfill(pfill, 100, 3)  # the pool is fine afterwards
 
 
+# 20000 launches each meet the other pool thread: with a test of the other xdist process on
+# the other CPU, each waits for a time slice (0.07 s alone, 64 s so in one CI run)
+@pytest.mark.cpus_to_itself
 def test_many_launches(pfill):
     out = np.zeros(257, np.float32)
     tids = np.zeros(2, np.int64)
