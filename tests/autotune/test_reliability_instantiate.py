@@ -57,7 +57,8 @@ _SLOW = pytest.mark.slow
     ("grid", "spin", False),
     pytest.param("grid", "sleep", False, marks=_SLOW),
     pytest.param("xgb-in-process", "spin", False, marks=_SLOW),
-    ("xgb-in-process", "sleep", False),
+    # (the in-process tuner's sleep: SIGALRM as grid's spin; its watchdog thread as below)
+    pytest.param("xgb-in-process", "sleep", False, marks=_SLOW),
     ("xgb-in-process", "spin", True),  # the watchdog thread, not SIGALRM
     ("xgb-feature-workers", "sleep", False),
     # no signal reaches the builder job: the batch's deadline kills the builder processes
