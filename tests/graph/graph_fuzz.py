@@ -20,22 +20,22 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Self
 
 import numpy as np
 import onnx
 from onnx import helper
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # tests/: the fuzzers' worker pool
+import fuzz_pool
 
 OK, REFUSED, INVALID = "ok", "refused", "invalid"
 WRONG, CRASH, HANG, ERROR = "WRONG", "CRASH", "HANG", "ERROR"
@@ -49,7 +49,6 @@ OUTCOMES = (OK, REFUSED, INVALID, *FAILURES)
 # where onnxruntime's mean happened to be exact and gave 0)
 RTOL = 1e-4
 MIN_SCALE = 1.0
-STARTUP_S = 120  # a worker's imports, on top of the time limit of its first job
 REFUSAL = re.compile(r"not supported|unsupported|only supports|is refused", re.IGNORECASE)
 
 
@@ -210,135 +209,26 @@ def check_seed(seed: int, inject: str | None = None) -> dict:
 
 
 def worker_main() -> None:
-    """Read jobs (JSON lines) on stdin, answer each with one JSON line on the original stdout.
-    Anything else the process prints (C code included) goes to stderr."""
-    out = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    """check_seed for the jobs of a Pool (fuzz_pool.serve)."""
+    fuzz_pool.serve(lambda job: check_seed(job["seed"], job.get("inject")), _worker_imports)
+
+
+def _worker_imports() -> None:
     import graph_fuzz_gen  # noqa: F401 - imported (with onnx) before the first job's clock
     import tensorlang.graph  # noqa: F401
 
-    out.write(json.dumps({"ready": True}) + "\n")
-    out.flush()
-    for line in sys.stdin:
-        job = json.loads(line)
-        res = check_seed(job["seed"], job.get("inject"))
-        out.write(json.dumps(res) + "\n")
-        out.flush()
 
-
-class _Worker:
-    def __init__(self, env: dict):
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in kill()
-        code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); "
-                "import graph_fuzz; graph_fuzz.worker_main()")
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, env=env)
-        self.job: dict | None = None
-        self.ready = False
-        self.started = 0.0
-        self.done = 0
-        self.buf = b""
-
-    def send(self, job: dict) -> None:
-        self.job, self.started = job, time.monotonic()
-        if self.ready:
-            self._write(job)
-
-    def _write(self, job: dict) -> None:
-        self.proc.stdin.write((json.dumps(job) + "\n").encode())
-        self.proc.stdin.flush()
-        self.started = time.monotonic()
-
-    def on_ready(self) -> None:
-        self.ready = True
-        if self.job is not None:
-            self._write(self.job)
-
-    def stderr_tail(self, n: int = 600) -> str:
-        self.log.seek(0, os.SEEK_END)
-        self.log.seek(max(0, self.log.tell() - n))
-        return self.log.read().decode(errors="replace")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.log.close()
-
-
-class Pool:
-    """Worker processes with a time limit per job. A worker that dies (CRASH) or runs past the
-    limit (``timeout``, or the job's own "timeout": HANG, killed) is replaced, and so is one
-    that has run ``recycle`` jobs (every kernel built stays loaded in its process)."""
+class Pool(fuzz_pool.Pool):
+    """Worker processes running check_seed (tests/fuzz_pool.py): a worker that dies is a CRASH,
+    one past the time limit (``timeout``, or the job's own "timeout") a HANG, each replaced."""
 
     def __init__(self, workers: int = 1, timeout: float = 120.0, recycle: int = 100):
-        self.n, self.timeout, self.recycle = workers, timeout, recycle
-        self.cache = tempfile.TemporaryDirectory(prefix="graph-fuzz-kernels-")
-        # one kernel cache for the run (kernels recur across graphs), none of a past run
-        self.env = dict(os.environ, TENSORLANG_CACHE_DIR=self.cache.name,
-                        OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        self.workers: list[_Worker] = []
+        super().__init__(HERE / "graph_fuzz.py", _lost, workers, timeout, recycle,
+                         cache_prefix="graph-fuzz-kernels-")
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(self, *exc) -> None:
-        for w in self.workers:
-            w.kill()
-        self.workers = []
-        self.cache.cleanup()
-
-    def run(self, jobs: Iterable[dict]) -> Iterator[dict]:
-        """Outcomes of the jobs, in completion order."""
-        pending = list(jobs)[::-1]
-        while len(self.workers) < self.n:
-            self.workers.append(_Worker(self.env))
-        while pending or any(w.job for w in self.workers):
-            for i, w in enumerate(self.workers):
-                if w.job is None and pending:
-                    if w.done >= self.recycle:
-                        w.kill()
-                        w = self.workers[i] = _Worker(self.env)
-                    w.send(pending.pop())
-            yield from self._collect()
-
-    def _collect(self) -> Iterator[dict]:
-        busy = [w for w in self.workers if w.job]
-        ready, _, _ = select.select([w.proc.stdout for w in busy], [], [], 0.2)
-        now = time.monotonic()
-        for i, w in enumerate(self.workers):
-            if w.job is None:
-                continue
-            if w.proc.stdout in ready:
-                chunk = os.read(w.proc.stdout.fileno(), 1 << 20)
-                if not chunk:
-                    rc = w.proc.wait()
-                    sig = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
-                    yield self._replace(i, CRASH, f"worker died ({sig}); stderr: "
-                                                  f"{w.stderr_tail()!r}")
-                    continue
-                w.buf += chunk
-                while b"\n" in w.buf and w.job is not None:
-                    line, w.buf = w.buf.split(b"\n", 1)
-                    res = json.loads(line)
-                    if res.get("ready"):
-                        w.on_ready()
-                        continue
-                    w.job, w.done = None, w.done + 1
-                    yield res
-            elif now - w.started > w.job.get("timeout", self.timeout) + \
-                    (0 if w.ready else STARTUP_S):
-                limit = w.job.get("timeout", self.timeout)
-                yield self._replace(i, HANG, f"no answer after {limit:.0f} s (killed)")
-
-    def _replace(self, i: int, outcome: str, why: str) -> dict:
-        w = self.workers[i]
-        res = {"seed": w.job["seed"], "outcome": outcome, "why": why,
-               "wall_s": time.monotonic() - w.started}
-        w.kill()
-        self.workers[i] = _Worker(self.env)
-        return res
+def _lost(job: dict, outcome: str, why: str) -> dict:
+    return {"seed": job["seed"], "outcome": outcome, "why": why}
 
 
 # ----------------------------------------------------------------------------- minimizing

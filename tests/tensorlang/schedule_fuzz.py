@@ -21,22 +21,21 @@ import json
 import os
 import random
 import re
-import select
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Self
 
 import numpy as np
 
 from tensorlang.errors import ScheduleError
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # tests/: the fuzzers' worker pool
+import fuzz_pool
 
 OK, REFUSED, WRONG, CRASH, HANG, ERROR = "ok", "refused", "WRONG", "CRASH", "HANG", "ERROR"
 FAILURES = (WRONG, CRASH, HANG, ERROR)
@@ -51,7 +50,6 @@ MAX_UNROLL_EXTENT = 16  # an unrolled loop of a known extent above this is not d
 MAX_UNROLLS = 2
 PLACEMENTS = ("compute_at", "compute_inline")
 STEPS = (2, 14)  # how many primitives a schedule's draw tries (refused ones included)
-STARTUP_S = 120  # a worker's imports, on top of the time limit of its first job
 
 
 # ----------------------------------------------------------------------------- drawing schedules
@@ -350,146 +348,29 @@ def check_one(case_name: str, seed: int, inject: str | None = None,
 
 
 def worker_main() -> None:
-    """Read jobs (JSON lines) on stdin, answer each with one JSON line on the original stdout.
-    Anything else the process prints (C code included) goes to stderr."""
-    out = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    """check_one for the jobs of a Pool (fuzz_pool.serve)."""
+    fuzz_pool.serve(lambda job: check_one(job["case"], job["seed"], job.get("inject")),
+                    _worker_imports)
+
+
+def _worker_imports() -> None:
     import schedule_fuzz_cases  # noqa: F401 - imported (with tensorlang) before the first job
 
     import tensorlang.analysis  # noqa: F401
 
-    out.write(json.dumps({"ready": True}) + "\n")  # a job's clock starts once this is read
-    out.flush()
-    for line in sys.stdin:
-        job = json.loads(line)
-        res = check_one(job["case"], job["seed"], job.get("inject"))
-        out.write(json.dumps(res) + "\n")
-        out.flush()
 
-
-class _Worker:
-    def __init__(self, env: dict):
-        # the worker's stderr (read back when it dies), closed in kill()
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115
-        code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); "
-                "import schedule_fuzz; schedule_fuzz.worker_main()")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env)
-        self.job: dict | None = None
-        self.ready = False
-        self.started = 0.0
-        self.done = 0
-        self.buf = b""
-
-    def send(self, job: dict) -> None:
-        self.job, self.started = job, time.monotonic()
-        if self.ready:
-            self._write(job)
-
-    def _write(self, job: dict) -> None:
-        self.proc.stdin.write((json.dumps(job) + "\n").encode())
-        self.proc.stdin.flush()
-        self.started = time.monotonic()
-
-    def on_ready(self) -> None:
-        self.ready = True
-        if self.job is not None:
-            self._write(self.job)
-
-    def stderr_tail(self, n: int = 1500) -> str:
-        self.log.seek(0, os.SEEK_END)
-        size = self.log.tell()
-        self.log.seek(max(0, size - n))
-        return self.log.read().decode(errors="replace")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.log.close()
-
-
-class Pool:
-    """A bounded pool of worker processes. A worker that dies (CRASH) or runs past the time limit
-    (`timeout`, or the job's own "timeout") is replaced (HANG, killed); a worker is also
-    replaced every `recycle` jobs (each built kernel stays loaded in its process)."""
+class Pool(fuzz_pool.Pool):
+    """Worker processes running check_one (tests/fuzz_pool.py): a worker that dies is a CRASH,
+    one past the time limit (``timeout``, or the job's own "timeout") a HANG, each replaced."""
 
     def __init__(self, workers: int = 2, timeout: float = 60.0, recycle: int = 300):
-        self.n, self.timeout, self.recycle = workers, timeout, recycle
-        self.cache = tempfile.TemporaryDirectory(prefix="fuzz-kernels-")
-        # a fresh kernel cache: every schedule is compiled, none is a cache hit of a past run
-        self.env = dict(os.environ, TENSORLANG_CACHE_DIR=self.cache.name,
-                        OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        self.workers: list[_Worker] = []
+        super().__init__(HERE / "schedule_fuzz.py", _lost, workers, timeout, recycle,
+                         cache_prefix="fuzz-kernels-")
 
-    def __enter__(self) -> Self:
-        return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.kill()
-        self.workers = []
-        self.cache.cleanup()
-
-    def run(self, jobs: Iterable[dict]) -> Iterator[dict]:
-        """Outcomes of the jobs, in completion order."""
-        pending = list(jobs)[::-1]
-        while len(self.workers) < self.n:
-            self.workers.append(_Worker(self.env))
-        while pending or any(w.job for w in self.workers):
-            for i, w in enumerate(self.workers):
-                if w.job is None and pending:
-                    if w.done >= self.recycle:
-                        w.kill()
-                        w = self.workers[i] = _Worker(self.env)
-                    w.send(pending.pop())
-            yield from self._collect()
-
-    def _collect(self) -> Iterator[dict]:
-        busy = [w for w in self.workers if w.job]
-        ready, _, _ = select.select([w.proc.stdout for w in busy], [], [], 0.2)
-        now = time.monotonic()
-        for i, w in enumerate(self.workers):
-            if w.job is None:
-                continue
-            if w.proc.stdout in ready:
-                chunk = os.read(w.proc.stdout.fileno(), 1 << 20)
-                if chunk:
-                    w.buf += chunk
-                    if w.buf.endswith(b"\n"):
-                        res = json.loads(w.buf)
-                        w.buf = b""
-                        if res.get("ready"):
-                            w.on_ready()
-                            continue
-                        w.job = None
-                        w.done += 1
-                        res["wall_s"] = now - w.started
-                        yield res
-                    continue
-                yield self._replace(i, CRASH, self._died(w))
-            elif now - w.started > w.job.get("timeout", self.timeout) + \
-                    (0 if w.ready else STARTUP_S):
-                limit = w.job.get("timeout", self.timeout)
-                yield self._replace(i, HANG, f"no answer after {limit:.0f} s (killed)")
-
-    def _died(self, w: _Worker) -> str:
-        rc = w.proc.wait()
-        sig = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
-        return f"worker died ({sig}); stderr: {w.stderr_tail(600)!r}"
-
-    def _replace(self, i: int, outcome: str, why: str) -> dict:
-        w = self.workers[i]
-        res = {"case": w.job["case"], "seed": w.job["seed"], "outcome": outcome, "why": why,
-               "trace": None, "wall_s": time.monotonic() - w.started}
-        w.kill()
-        self.workers[i] = _Worker(self.env)
-        return res
+def _lost(job: dict, outcome: str, why: str) -> dict:
+    return {"case": job["case"], "seed": job["seed"], "outcome": outcome, "why": why,
+            "trace": None}
 
 
 def jobs_for(cases: list[str], n: int, seed: int = 0) -> list[dict]:
