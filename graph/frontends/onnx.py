@@ -1554,17 +1554,22 @@ def _input_shape(name: str, dims) -> tuple:
     """An input's declared shape: a ``dim_param`` is the shape variable of that name (issue 19:
     the graph is built once for every size), an unnamed dynamic dimension the variable
     ``<input>_<axis>``. Names that are not identifiers are made so (``batch size`` ->
-    ``batch_size``). A negative size is refused (it is no size, not a dynamic one)."""
+    ``batch_size``). A negative size is a dynamic one too, as onnxruntime reads it: paddle2onnx
+    writes -1 for a dynamic axis (the direction classifier shipped in rapidocr's wheel). A
+    ``dim_param`` of "?" is its unknown marker, not a name: two "?" axes (that classifier's
+    height and width) are two variables."""
     out = []
     for k, d in enumerate(dims):
-        if d.HasField("dim_value") and d.dim_value < 0:
-            raise OnnxImportError(f"input {name!r} declares dimension {k} as {d.dim_value}; "
-                                  "a size must be positive (or a dim_param, for a dynamic one)")
         if d.HasField("dim_value") and d.dim_value > 0:
             out.append(int(d.dim_value))
         else:
-            out.append(S.shape_var(_var_name(d.dim_param or f"{name}_{k}")))
+            out.append(S.shape_var(_var_name(_dim_param(d) or f"{name}_{k}")))
     return tuple(out)
+
+
+def _dim_param(d) -> str:
+    """A dimension's name; "" for none, and for "?" (paddle2onnx's mark of an unknown size)."""
+    return "" if d.dim_param == "?" else d.dim_param
 
 
 def _var_name(text: str) -> str:
@@ -1593,7 +1598,7 @@ def _given_shape(name: str, given, declared: tuple | None, dims, params: dict) -
             raise ValueError(f"shapes[{name!r}] = {list(given)} sets dimension {k} to {g!r}, but "
                              f"input {name!r} is declared {shown}: only its dynamic "
                              "dimensions may be given")
-        if d.dim_param and isinstance(g, (int, np.integer)):
+        if _dim_param(d) and isinstance(g, (int, np.integer)):
             size, other = params.setdefault(d.dim_param, (g, name))
             if size != g:
                 raise ValueError(f"shapes[{name!r}] = {list(given)} sets {d.dim_param!r} "

@@ -319,7 +319,25 @@ def test_string_constants_are_refused():
              r"supported")
 
 
-def test_input_with_a_negative_size():
+@pytest.mark.parametrize("size", [-1, -2])
+def test_input_with_a_negative_size_is_dynamic_as_in_onnxruntime(size):
+    # paddle2onnx writes -1 for a dynamic axis; onnxruntime reads any negative size so
     m = _relu([2, 3])
-    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -2
-    _refused(m, r"input 'x' declares dimension 0 as -2; a size must be positive")
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = size
+    g = graph.from_onnx(m)
+    assert g.inputs[0].type_str() == "float32[x_0, 3]"
+    gm = graph.build(g)
+    for rows in (1, 5):
+        x = np.random.default_rng(rows).standard_normal((rows, 3)).astype(np.float32)
+        (y,) = gm.run(x=x).values()
+        np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_dim_params_of_question_marks_are_separate_variables():
+    # paddle2onnx's unknown marker: a [-1, 3, ?, ?] input takes any height and width
+    m = _relu([2, "?", "?"])
+    g = graph.from_onnx(m)
+    assert g.inputs[0].type_str() == "float32[2, x_1, x_2]"
+    x = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32)
+    (y,) = graph.build(graph.from_onnx(m, shapes={"x": (2, 3, 5)})).run(x=x).values()
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
