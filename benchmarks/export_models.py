@@ -948,7 +948,10 @@ def ensure(entry: Entry, cache: Path, force: bool = False) -> dict:
     {'export_error': 'Class: message'}."""
     meta_path = cache / f"{entry.name}.json"
     if meta_path.exists() and not force:
-        return json.loads(meta_path.read_text())
+        meta = json.loads(meta_path.read_text())
+        # a package missing then may be installed now: only that failure is tried again
+        if not meta.get("export_error", "").startswith("ModuleNotFoundError"):
+            return meta
     cache.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     meta = {"name": entry.name, "family": entry.family, "source": entry.source}
