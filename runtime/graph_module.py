@@ -30,6 +30,7 @@ import json
 import os
 import re
 import statistics
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -179,6 +180,10 @@ class GraphModule:
         self._spare: list[_Buffers] = []  # for concurrent run(**inputs); list ops are atomic
         # shape variables: the buffer sets of the latest shapes, by their sizes (see _buffers)
         self._pools: dict[tuple[int, ...], list[_Buffers]] = {}
+        # _pool reorders and evicts in _pools: concurrent runs at new shapes raced there (one
+        # thread's eviction popped the key another had just picked: KeyError, or "dictionary
+        # changed size during iteration", out of run() with more shapes than MAX_SHAPES)
+        self._pools_lock = threading.Lock()
         self._latest: tuple = (None, None, None)  # (inputs' shapes, sizes, pool) last run
         self._pending: dict[str, np.ndarray] = {}  # set_input of a model with variables
         self._env_of: dict[tuple, dict[str, int]] = {}  # inputs' shapes -> sizes (_bind)
@@ -450,12 +455,13 @@ class GraphModule:
         """The spare buffer sets of this shape: made at its first run (the arena placed for
         its sizes) and reused while it repeats; the oldest shape's dropped beyond MAX_SHAPES."""
         key = tuple(env[v] for v in self._vars)
-        pool = self._pools.pop(key, None)
-        if pool is None:
-            pool = []
-            while len(self._pools) >= self.MAX_SHAPES:
-                self._pools.pop(next(iter(self._pools)))
-        self._pools[key] = pool  # (re)inserted last: the dict's order is the use order
+        with self._pools_lock:  # (taken only when the shape differs from the last run's)
+            pool = self._pools.pop(key, None)
+            if pool is None:
+                pool = []
+                while len(self._pools) >= self.MAX_SHAPES:
+                    self._pools.pop(next(iter(self._pools)))
+            self._pools[key] = pool  # (re)inserted last: the dict's order is the use order
         return pool
 
     def _new_buffers(self, env: Mapping[str, int]) -> _Buffers:
