@@ -11,11 +11,10 @@ stages run in order on a table of named arrays:
 
 Every GraphModule runs in the program's mode: "graph" (one native driver call per piece) or
 "interactive" (kernels called from Python). ``run(**inputs)`` may be called from several
-threads at once as :meth:`GraphModule.run` (each piece's run(**inputs) is; the table is the
-call's own), except for a piece that reads no run-time value (only constants), which runs on
-its module's own buffers. Saved as a folder: ``manifest.json`` (the stages,
-and which sub-folder holds each piece) and one GraphModule artifact per piece, each checked at
-load as any saved model.
+threads at once as :meth:`GraphModule.run` (each piece's run(**inputs) is, a piece that
+reads only constants included; the table is the call's own). Saved as a folder:
+``manifest.json`` (the stages, and which sub-folder holds each piece) and one GraphModule
+artifact per piece, each checked at load as any saved model.
 """
 
 from __future__ import annotations
@@ -58,9 +57,13 @@ class GraphStage:
     def run(self, table: dict[str, np.ndarray], mode: str) -> None:
         if self.inputs:
             table.update(self.module.run(mode=mode, **{n: table[n] for n in self.inputs}))
-        else:  # a piece reading constants only (run() without inputs returns nothing)
-            self.module.run(mode=mode)
-            table.update({n: self.module.get_output(n) for n in self.module.output_names})
+        else:
+            # a piece reading constants only (an If branch returning a constant): run() without
+            # inputs is the stateful API, whose buffers and get_output are the module's own, so
+            # concurrent runs raced there ("the model has not run yet" from get_output while
+            # another thread's run was under way); a run given all of its (no) inputs runs on
+            # buffers of its own, as any other piece
+            table.update(self.module._run_private(mode, {}))
 
     def modules(self) -> list[GraphModule]:
         return [self.module]

@@ -21,6 +21,13 @@ class _SlowPops(dict):
         return super().pop(*args)
 
 
+def _slowed(fn):
+    def slow(*args, **kwargs):
+        time.sleep(0.002)
+        return fn(*args, **kwargs)
+    return slow
+
+
 def test_runs_at_more_shapes_than_kept_from_several_threads():
     """Threads running a model with a shape variable at more distinct shapes than it keeps
     buffer sets for (MAX_SHAPES): each new shape evicts the oldest. Two threads evicting at
@@ -53,3 +60,47 @@ def test_runs_at_more_shapes_than_kept_from_several_threads():
     assert not any(th.is_alive() for th in threads), "a run hung"
     assert not errors, errors[:3]
     assert len(gm._pools) <= gm.MAX_SHAPES
+
+
+def test_if_branch_of_constants_only_from_several_threads():
+    """A model with a run-time If whose else branch returns a constant: that branch is a piece
+    with no inputs. It ran on its module's own buffers through the stateful API (run() then
+    get_output), so a thread reading its output while another's run was under way got
+    InputError('the model has not run yet')."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    F = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    k = np.array([1.0, 2.0, 3.0], np.float32)
+    then_b = helper.make_graph([helper.make_node("Identity", ["x"], ["xi"])], "then", [],
+                               [vi("xi", F, [3])])
+    else_b = helper.make_graph([helper.make_node(
+        "Constant", [], ["k"], value=numpy_helper.from_array(k, "kv"))], "else", [],
+        [vi("k", F, [3])])
+    g = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then_b, else_branch=else_b)], "m",
+        [vi("c", TensorProto.BOOL, []), vi("x", F, [3])], [vi("y", F, [3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    prog = graph.build(graph.from_onnx(m), mode="interactive")
+    const_piece = next(mod for mod in prog.modules() if not mod.input_names)
+    # widen the windows: a run under way on the piece, another thread reading its output
+    for method in ("_run_buffers", "get_output"):
+        const_piece.__dict__[method] = _slowed(getattr(const_piece, method))
+    errors: list[BaseException] = []
+
+    def worker(t: int) -> None:
+        try:
+            x = np.full(3, t, np.float32)
+            for r in range(10):
+                c = (r + t) % 2 == 0
+                np.testing.assert_array_equal(prog.run(c=np.array(c), x=x)["y"], x if c else k)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert not any(th.is_alive() for th in threads), "a run hung"
+    assert not errors, errors[:3]
