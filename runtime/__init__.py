@@ -7,6 +7,7 @@ that deployed code runs without the compiler.
 """
 
 from .arrays import array, empty
+from .device import enabled
 from .extern_c import load_library
 from .graph_module import GraphModule, InputError, load
 from .module import ArtifactError, KernelError, LoadError, Module, load_module
@@ -24,6 +25,7 @@ __all__ = [
     "array",
     "bind_threads",
     "empty",
+    "enabled",
     "get_num_threads",
     "load",
     "load_library",

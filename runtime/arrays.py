@@ -82,6 +82,33 @@ class NDArray(np.ndarray):
 
         return cpu(0)
 
+    def copyfrom(self, source: Any) -> NDArray:
+        """TVM's ``arr.copyfrom(src)``: ``src``'s values into this array (same shape; cast to
+        this dtype as numpy does); returns this array."""
+        src = np.asarray(source)
+        if src.shape != self.shape:
+            raise ValueError(f"copyfrom: source shape {src.shape} differs from the array's "
+                             f"{self.shape}")
+        np.copyto(self, src, casting="same_kind")
+        return self
+
+    def copyto(self, target: Any) -> Any:
+        """TVM's ``arr.copyto(target)``: into the array ``target`` (same shape), or, given
+        the device (``tl.cpu(0)``), a new array on it; returns that array."""
+        if isinstance(target, np.ndarray):
+            if target.shape != self.shape:
+                raise ValueError(f"copyto: target shape {target.shape} differs from the "
+                                 f"array's {self.shape}")
+            np.copyto(target, self, casting="same_kind")
+            return target
+        from .device import Device
+
+        if not isinstance(target, Device):
+            raise TypeError(f"copyto: expected an array or a device such as tl.cpu(0), got "
+                            f"{type(target).__name__}")
+        _device_or_dtype("copyto", target, None)
+        return array(self)
+
 
 def _device_or_dtype(fn: str, device, dtype):
     """TVM passes a device where tensorlang's older signature took the dtype: tell them

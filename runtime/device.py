@@ -60,6 +60,16 @@ def cpu(index: int = 0) -> Device:
     return device("cpu", index)
 
 
+def enabled(target: str) -> bool:
+    """TVM's ``tvm.runtime.enabled(target)``: whether kernels for this target or device kind
+    build and run here: True for the host CPU ("llvm", "cpu"), False for GPU and other kinds."""
+    if not isinstance(target, str):
+        raise TypeError(f"enabled: expected a target or device name such as 'llvm', got "
+                        f"{type(target).__name__}")
+    name = target.split()[0].lower() if target.strip() else ""
+    return name in ("cpu", "llvm")
+
+
 def check_device(dev, what: str) -> None:
     """Refuse anything but the CPU device where a TVM call form takes one."""
     if not isinstance(dev, Device):

@@ -884,6 +884,20 @@ class Module:
         write_module_artifact(Path(path), self.manifest, self._required_flags, members,
                               self._sources)
 
+    def export_library(self, file_name: str | os.PathLike, fcompile: Any = None,
+                       **kwargs: Any) -> None:
+        """TVM's ``mod.export_library(path)``: :meth:`save` under that name. The file is
+        tensorlang's module artifact (a zip holding the linked .so, the object and the
+        manifest) whatever its suffix, and :func:`load_module` (``tl.runtime.load_module``)
+        reads it; it is not a bare shared library to ``dlopen``. TVM's cross-compiler options
+        (``fcompile``, ``cc``, ``options``, ...) are refused."""
+        if fcompile is not None or kwargs:
+            given = (["fcompile"] if fcompile is not None else []) + sorted(kwargs)
+            raise TypeError(f"export_library: {given} are not supported: the module is "
+                            "already compiled and linked for its target; export_library(path) "
+                            "writes it, tl.runtime.load_module(path) loads it")
+        self.save(file_name)
+
     def _library_bytes(self) -> bytes | None:
         """The linked library to ship: the one loaded, else one linked from the object.
 

@@ -38,6 +38,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .arrays import NDArray
+
 CALL_SLOT = "__tl_packed_call"
 DESC_SLOTS = 5
 KIND_INT, KIND_FLOAT, KIND_INPUT, KIND_OUTPUT = 0, 1, 2, 3
@@ -234,7 +236,9 @@ def _array(ptr: int, dtype: np.dtype, shape: tuple, writable: bool) -> np.ndarra
     for d in shape:
         n *= d
     mem = (ctypes.c_char * (n * dtype.itemsize)).from_address(ptr) if n else bytearray(0)
-    arr = np.frombuffer(mem, dtype=dtype).reshape(shape)
+    # an NDArray (a numpy array with TVM's .numpy() / .copyto()): TVM's packed functions get
+    # tvm.nd.NDArray arguments, and scripts written for it call those methods
+    arr = np.frombuffer(mem, dtype=dtype).reshape(shape).view(NDArray)
     if not writable:
         arr.flags.writeable = False
     return arr
@@ -308,6 +312,8 @@ def cblas_matmul(a, b, c, transa=0, transb=0) -> None:
 
 
 register_func("tl.cblas.matmul", cblas_matmul, check=_check_matmul)
+# TVM's name for it (its extern tutorial calls call_packed("tvm.contrib.cblas.matmul", ...))
+register_func("tvm.contrib.cblas.matmul", cblas_matmul, check=_check_matmul)
 
 
 __all__ = [

@@ -54,6 +54,12 @@ def __getattr__(name: str):
         value = getattr(_importlib.import_module(_NAMES[name], __name__), name)
     elif name.startswith("_"):
         raise AttributeError(f"module 'tensorlang' has no attribute {name!r}")
+    elif name in ("relay", "relax", "topi"):
+        # TVM modules we do not have: their stub modules refuse at import (for `from tensorlang
+        # import relay`); the attribute is an AttributeError saying the same (tvm_names.py)
+        from .tvm_names import MODULE_NAMES, missing
+
+        raise missing("module 'tensorlang'", name, MODULE_NAMES)
     elif _importlib_util.find_spec(f"{__name__}.{name}") is not None:
         value = _importlib.import_module(f".{name}", __name__)  # a subpackage: tl.ops, tl.te...
     else:

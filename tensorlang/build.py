@@ -126,9 +126,15 @@ def _call_order(args, func: S.PrimFunc) -> dict:
     return {"call_order": order}
 
 
-def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int = 3,
-          timeout: float | None = DEFAULT_BUILD_TIMEOUT):
+def build(schedule, args=None, target=None, name: str = "main", opt_level: int = 3,
+          timeout: float | None = DEFAULT_BUILD_TIMEOUT, *, target_host=None):
     """Compile a schedule (or an already lowered kernel) into a runtime.Module.
+
+    target: "llvm" (the host CPU) or "llvm -mcpu=... -mattr=..."; None (the default): the
+    innermost ``with tl.target.Target(...)`` scope's, else "llvm".
+
+    target_host: TVM's host target, accepted as None or an "llvm ..." string: the kernel runs on
+    the host, so the host code is the kernel's own (built for `target`).
 
     timeout: the seconds LLVM may spend compiling (60 by default; None: no limit), else
     BuildTimeoutError. A compile under a limit runs in a forked child process.
@@ -153,6 +159,15 @@ def build(schedule, args=None, target="llvm", name: str = "main", opt_level: int
     from .runtime import Module
 
     timeout = check_timeout(timeout)  # before the work, not after a lowering
+    if target_host is not None and (not isinstance(target_host, str)
+                                    or target_host.split(" ", 1)[0] != "llvm"):
+        raise ValueError(f"build: target_host={target_host!r}: the kernel runs on the host "
+                         "CPU, built for target ('llvm ...'); a separate host target is not "
+                         "supported")
+    if target is None:  # TVM's `with tvm.target.Target(...):` scope, else the host CPU
+        from .target import Target as TargetScope
+
+        target = TargetScope.current() or "llvm"
     if isinstance(schedule, Schedule):
         if args is None:
             raise TypeError("build: give the kernel's argument tensors, e.g. "

@@ -21,35 +21,24 @@ MODULE_NAMES = {
     "opencl": f"tvm.opencl() {GPU_ONLY}: use tl.cpu(0)",
     "vulkan": f"tvm.vulkan() {GPU_ONLY}: use tl.cpu(0)",
     "metal": f"tvm.metal() {GPU_ONLY}: use tl.cpu(0)",
-    "nd": "tvm.nd.array(x, dev) / tvm.nd.empty(shape, dtype, dev): use "
-          "tl.runtime.array(x, dev) / tl.runtime.empty(shape, dtype, dev), 64-byte aligned "
-          "numpy arrays with .numpy() / .asnumpy(); kernels take any numpy array (outputs are "
-          "written into the array passed)",
-    "tir": "tvm.tir.X: the expression helpers are tl.X: tir.Select -> tl.select, tir.const -> "
-           "tl.const, tir.if_then_else -> tl.if_then_else, tir.exp/log/sqrt -> tl.exp/log/sqrt, "
-           "tir.max_value/min_value -> tl.max_value/min_value, tir.all/any -> tl.all/any; "
-           "tir.indexdiv / indexmod / floordiv / floormod / truncdiv / truncmod / power / fma "
-           "-> tl.indexdiv, ...; tir.call_extern / call_pure_extern / call_packed -> "
-           "tl.call_extern / tl.call_pure_extern / tl.call_packed; tir.call_intrin(dtype, "
-           "'tir.exp', x) -> tl.call_intrin or tl.exp",
     "create_prim_func": "te.create_prim_func builds TensorIR for tvm.tir.Schedule, which "
                         "tensorlang does not have: schedule with tl.create_schedule, and "
                         "tl.lower(s, args) gives the loop IR",
     "IRModule": "tvm.IRModule: tl.lower(s, args) returns one kernel (a PrimFunc) and "
                 "tl.build(s, args) a runtime Module; there are no multi-function IR modules",
-    "target": "tvm.target.Target('llvm ...'): pass the target as a string, "
-              "tl.build(s, args, target='llvm -mcpu=...')",
-    "transform": "tvm.transform.PassContext / tvm.ir.transform: the lowering passes are a fixed, "
-                 "ordered list (tensorlang.lower.PASSES); options are keyword arguments of "
-                 "tl.lower and tl.build",
-    "testing": "tvm.testing.assert_allclose: use numpy.testing.assert_allclose",
     "autotvm": "tvm.autotvm: `from tensorlang import autotune` (autotvm.template -> "
                "autotune.template, autotvm.task.create -> autotune.create_task, "
                "autotvm.tuner.XGBTuner -> autotune.XGBTuner, autotvm.apply_history_best -> "
                "autotune.apply_history_best); see docs/tvm_compat.md",
-    "relay": "tvm.relay: the graph layer is tensorlang.graph (graph.from_onnx, graph.Builder, "
-             "graph.build)",
-    "topi": "tvm.topi: the operator library is tensorlang.ops",
+    "relay": "tvm.relay (Relay graphs) is not in tensorlang: the graph layer is "
+             "tensorlang.graph: graph.from_onnx(path) (relay.frontend.from_onnx) or "
+             "graph.Builder for a hand-made graph, graph.build(g, target='llvm') (relay.build), "
+             "gm.run(x=...) (graph_executor)",
+    "relax": "tvm.relax is not in tensorlang: the graph layer is tensorlang.graph "
+             "(graph.from_onnx, graph.Builder, graph.build)",
+    "topi": "tvm.topi is not in tensorlang: the operator library is tensorlang.ops (its own "
+            "names and signatures: tl.ops.matmul, tl.ops.conv2d_nchw, ...; docs/operators.md), or "
+            "write the compute with tl.compute",
     "call_llvm_intrin": "tvm.tir.call_llvm_intrin / call_llvm_pure_intrin (an LLVM intrinsic "
                         "by name) are not supported: the math functions (tl.exp, tl.sqrt, "
                         "tl.fma, ...) lower to LLVM's intrinsics; a C function is called per "
@@ -103,6 +92,29 @@ def register_intrin_lowering(op_name, target="default", *, f=None, level=10):
     """TVM's tvm.ir.register_intrin_lowering: refused (NEW_INTRINSIC)."""
     raise NotImplementedError(f"tvm.ir.register_intrin_lowering({op_name!r}, "
                               f"target={target!r}): {NEW_INTRINSIC}")
+
+
+# TVM modules that scripts import (`from tvm import relay`, `from tvm.contrib import
+# graph_executor`) and that tensorlang does not have: the stub module of that name raises this
+# at import, so the script stops at its import line with what to use (Python's `from X import
+# name` would otherwise replace the message with "cannot import name")
+REFUSED_IMPORTS = {
+    "tensorlang.relay": MODULE_NAMES["relay"],
+    "tensorlang.relax": MODULE_NAMES["relax"],
+    "tensorlang.topi": MODULE_NAMES["topi"],
+    "tensorlang.contrib.graph_executor": (
+        "tvm.contrib.graph_executor is not in tensorlang: graph.build(g) returns the graph "
+        "module itself (runtime.GraphModule: set_input / run / get_output, or gm.run(x=...))"),
+    "tensorlang.contrib.cc": (
+        "tvm.contrib.cc (linking a saved object into a .so) is not needed: "
+        "f.export_library(path) writes the compiled, linked module and "
+        "tl.runtime.load_module(path) loads it"),
+}
+
+
+def refuse_import(module: str) -> ImportError:
+    """The ImportError that the stub module ``module`` raises (REFUSED_IMPORTS)."""
+    return ImportError(f"No module {module!r}: {REFUSED_IMPORTS[module]}", name=module)
 
 
 def missing(owner: str, name: str, table: dict) -> AttributeError:

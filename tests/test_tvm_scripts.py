@@ -35,7 +35,7 @@ def test_the_scripts_are_there():
                                          "tuple_inputs", "opt_gemm", "opt_gemm_write_cache",
                                          "te_schedule_idioms", "extern_tensor_functions",
                                          "scan", "auto_scheduler_matmul",
-                                         "auto_scheduler_network"}
+                                         "auto_scheduler_network", "import_swap_only"}
 
 
 # ----------------------------------------------------------------------------- rfactor
@@ -246,8 +246,8 @@ def test_gpu_only_stage_primitives_say_so():
 @pytest.mark.parametrize("name,message", [
     ("thread_axis", "te.thread_axis is a GPU construct.*parallel"),
     ("cuda", r"tvm.cuda\(\) is a GPU construct.*tl.cpu\(0\)"),
-    ("nd", r"tvm.nd.array.*tl.runtime.array\(x, dev\).*numpy arrays with .numpy\(\)"),
-    ("tir", r"tir.Select -> tl.select"),
+    ("relay", r"tvm.relay \(Relay graphs\) is not in tensorlang.*graph.from_onnx"),
+    ("topi", r"tvm.topi is not in tensorlang.*tensorlang.ops"),
     ("create_prim_func", "TensorIR.*tl.create_schedule"),
     ("autotvm", "from tensorlang import autotune"),
 ])
@@ -263,3 +263,131 @@ def test_unknown_module_name_keeps_pythons_message():
     with pytest.raises(AttributeError, match="^module 'tensorlang' has no attribute 'nope'$"):
         tl.nope  # noqa: B018
     assert tl.BuildTimeoutError.__name__ == "BuildTimeoutError"
+
+
+# ----------------------------------------------------------------------------- import swap only
+# tvm.nd, tvm.testing, tvm.tir, tvm.target, tvm.contrib: names a TVM script reaches through the
+# `tvm` module, so that changing its import lines is enough (tests/tvm_scripts/import_swap_only.py)
+
+
+def test_nd_arrays_copy_as_tvms():
+    a = tl.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3), tl.cpu(0))
+    b = tl.nd.empty((2, 3), "float32", tl.cpu(0))
+    assert b.copyfrom(a) is b and a.copyto(np.zeros((2, 3), np.float32)).sum() == 15
+    c = a.copyto(tl.cpu(0))
+    assert c is not a and type(c.numpy()) is np.ndarray
+    np.testing.assert_array_equal(c, a)
+    with pytest.raises(ValueError, match=r"copyto: target shape \(3, 2\) differs"):
+        a.copyto(np.zeros((3, 2), np.float32))
+    with pytest.raises(ValueError, match=r"copyfrom: source shape \(6,\) differs"):
+        b.copyfrom(np.zeros(6, np.float32))
+    with pytest.raises(TypeError, match="copyto: expected an array or a device"):
+        a.copyto("cpu")
+    with pytest.raises(AttributeError, match="tl.nd has array.*empty"):
+        tl.nd.ones  # noqa: B018
+
+
+def test_testing_assert_allclose_checks_shapes():
+    tl.testing.assert_allclose(np.ones(3), [1.0, 1.0, 1.0 + 1e-9])
+    with pytest.raises(AssertionError, match=r"shapes differ: actual \(3,\), desired \(1,\)"):
+        tl.testing.assert_allclose(np.ones(3), [1.0])
+    with pytest.raises(AssertionError):
+        tl.testing.assert_allclose(np.ones(3), np.ones(3) * 1.01, rtol=1e-3)
+    with pytest.raises(AttributeError, match="test-suite helpers are not provided"):
+        tl.testing.requires_gpu  # noqa: B018
+
+
+def test_tir_expression_helpers_and_refusals():
+    from tensorlang import tir
+
+    assert str(tir.FloatImm("float32", 2)) == str(tl.const(2.0, "float32"))
+    assert tir.IntImm("int32", 3).dtype == "int32"
+    assert tir.Cast("float32", tl.var("i")).dtype == "float32"
+    assert tir.Select is tl.select and tir.Var("k").name == "k"
+    with pytest.raises(TypeError, match="FloatImm: dtype must be a float type"):
+        tir.FloatImm("int32", 1)
+    with pytest.raises(TypeError, match="IntImm: value must be an integer"):
+        tir.IntImm("int32", 1.5)
+    with pytest.raises(AttributeError, match="decl_buffer.*tl.decl_tensor_intrin"):
+        tir.decl_buffer  # noqa: B018
+    with pytest.raises(AttributeError, match="tvm.tir.Schedule: TensorIR is not in tensorlang"):
+        tir.Schedule  # noqa: B018
+
+
+def test_target_is_the_target_string():
+    tgt = tl.target.Target(target="llvm", host="llvm")
+    assert tgt == "llvm" and tgt.kind.name == "llvm" and tl.device(tgt.kind.name, 0) == tl.cpu(0)
+    assert tl.target.Target("llvm  -mcpu=haswell").attrs == {"mcpu": "haswell"}
+    for spec, message in (("cuda", "cuda is a GPU target.*use 'llvm'"),
+                          ("c", "C source backend is not supported"),
+                          ("x86", "unknown target kind 'x86'")):
+        with pytest.raises(ValueError, match=message):
+            tl.target.Target(spec)
+    with pytest.raises(ValueError, match="unknown host kind"):
+        tl.target.Target("llvm", host="arm")
+    with pytest.raises(TypeError, match="a dict target is not supported"):
+        tl.target.Target({"kind": "llvm"})
+
+
+def test_build_in_a_target_scope_and_target_host():
+    A = tl.placeholder((8,), name="A")
+    B = tl.compute((8,), lambda i: A[i] + 1, name="B")
+    s = tl.create_schedule(B)
+    with tl.target.Target("llvm -mcpu=haswell"):
+        assert tl.target.Target.current() == "llvm -mcpu=haswell"
+        f = tl.build(s, [A, B], name="scoped")
+    assert f.manifest["target"]["cpu"] == "haswell" and tl.target.Target.current() is None
+    g = tl.build(s, [A, B], "llvm", name="hosted", target_host="llvm")
+    b = np.zeros(8, np.float32)
+    g(np.ones(8, np.float32), b)
+    np.testing.assert_array_equal(b, 2)
+    with pytest.raises(ValueError, match="target_host='cuda'.*not supported"):
+        tl.build(s, [A, B], "llvm", target_host="cuda")
+
+
+def test_export_library_saves_and_refuses_compiler_options(add, tmp_path):
+    path = tmp_path / "add.so"
+    add.export_library(str(path))
+    loaded = tl.runtime.load_module(path)
+    b = np.zeros(64, np.float32)
+    loaded.get_function("add_one")(np.ones(64, np.float32), b)
+    np.testing.assert_array_equal(b, 2)
+    with pytest.raises(TypeError, match=r"export_library: \['fcompile'\] are not supported"):
+        add.export_library(str(path), fcompile=lambda *a: None)
+
+
+def test_runtime_enabled():
+    assert tl.runtime.enabled("llvm") and tl.runtime.enabled("llvm -mcpu=haswell")
+    assert not tl.runtime.enabled("cuda")
+    with pytest.raises(TypeError, match="expected a target or device name"):
+        tl.runtime.enabled(None)
+
+
+@pytest.mark.parametrize("module,message", [
+    ("tensorlang.relay", "Relay graphs.*graph.from_onnx.*graph.build"),
+    ("tensorlang.relax", "graph.from_onnx"),
+    ("tensorlang.topi", "tensorlang.ops"),
+    ("tensorlang.contrib.graph_executor", "runtime.GraphModule"),
+    ("tensorlang.contrib.cc", "export_library"),
+])
+def test_tvm_modules_we_lack_refuse_at_import(module, message):
+    with pytest.raises(ImportError, match=f"No module '{module}': .*{message}"):
+        importlib.import_module(module)
+
+
+def test_from_import_of_a_refused_module_keeps_the_message():
+    with pytest.raises(ImportError, match="graph.from_onnx"):
+        exec("from tensorlang import relay", {})  # noqa: S102
+
+
+def test_scan_of_several_states_is_refused():
+    X = tl.placeholder((5, 4), name="X")
+    st1, st2 = tl.placeholder((5, 4)), tl.placeholder((5, 4))
+    i1 = tl.compute((1, 4), lambda _, i: X[0, i])
+    i2 = tl.compute((1, 4), lambda _, i: X[0, i] * 2)
+    u1 = tl.compute((5, 4), lambda t, i: st1[t - 1, i] + X[t, i])
+    u2 = tl.compute((5, 4), lambda t, i: st2[t - 1, i] + st1[t - 1, i])
+    with pytest.raises(NotImplementedError, match="scan of several states .*not supported"):
+        tl.scan([i1, i2], [u1, u2], [st1, st2])
+    with pytest.raises(TypeError, match="must be all tensors or all lists"):
+        tl.scan([i1], u1, st1)

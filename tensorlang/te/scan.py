@@ -64,7 +64,9 @@ def scan(init: Tensor, update: Tensor, state_placeholder: Tensor, inputs=None,
          name: str = "scan") -> Tensor:
     """The recurrence res[t] = update[t] (t >= init's extent), res[:k] = init, where the update
     reads res's earlier steps through `state_placeholder`. `inputs` (TVM's hint) may list the
-    scan's inputs; they are checked to be tensors."""
+    scan's inputs; they are checked to be tensors. As TVM, init, update and state may each be
+    a one-element list (the scan of one state); several states are not supported."""
+    init, update, state_placeholder = _one_state(init, update, state_placeholder, name)
     _check_args(init, update, state_placeholder, inputs, name)
     state = state_placeholder
     body = _body_ops(update, state)
@@ -80,6 +82,23 @@ def scan_of(op) -> ScanOp | None:
     """The scan whose init, update or body `op` is."""
     got = getattr(op, "scan_op", None)
     return got if got is not None and got.role(op) is not None else None
+
+
+def _one_state(init, update, state, name: str):
+    """TVM's list form: [init], [update], [state] is the scan of that one state."""
+    given = [x for x in (init, update, state) if isinstance(x, (list, tuple))]
+    if not given:
+        return init, update, state
+    if len(given) != 3:
+        raise TypeError(f"scan {name}: init, update and state_placeholder must be all tensors "
+                        "or all lists (one entry per state)")
+    counts = {len(x) for x in given}
+    if counts == {1}:
+        return init[0], update[0], state[0]
+    raise NotImplementedError(
+        f"scan {name}: a scan of several states ({max(counts)} inits/updates/states) is not "
+        "supported: tl.scan carries one state tensor; scan each state that does not read the "
+        "others on its own, or stack states of one shape into one tensor with an extra axis")
 
 
 def _check_args(init, update, state, inputs, name: str) -> None:

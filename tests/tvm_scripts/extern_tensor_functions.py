@@ -59,6 +59,6 @@ x = rng.random(n, dtype=np.float32)
 y = np.zeros(n, np.float32)
 f(x, y)
 np.testing.assert_allclose(y, x + 1)
-assert calls == [("ndarray", "ndarray")], calls
+assert calls == [("NDArray", "NDArray")], calls  # numpy arrays with TVM's .numpy()
 
 print("all results match numpy")
