@@ -3,4 +3,4 @@
 ``utils.tempdir()`` (a temporary folder with ``relpath``), ``cblas.matmul(A, B, transa,
 transb)`` (a BLAS matmul as an extern op). Other ``tvm.contrib`` modules are not here; each one
 that TVM's tutorials import is refused by name when it is imported
-(``tensorlang.contrib.graph_executor`` and the others listed in ``REFUSED``)."""
+(``tensorlang.contrib.graph_executor``, ``tensorlang.contrib.cc``: tvm_names.REFUSED_IMPORTS)."""

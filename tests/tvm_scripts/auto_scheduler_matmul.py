@@ -4,8 +4,9 @@
 # schedule applied, lowered, built, checked against numpy and timed, printed as Python, and the
 # search resumed from the log. Small sizes and few trials, so that it runs in seconds. The log
 # is written to the working directory, as in TVM.
-# (Two spellings differ: tvm.target.Target("llvm") is the string "llvm" here, and tvm.nd.array
-# / tvm.nd.empty are tl.runtime.array / tl.runtime.empty.)
+# (Written with the strings and calls tensorlang names first: "llvm" for tvm.target.Target("llvm")
+# and tl.runtime.array / empty for tvm.nd.array / empty; TVM's spellings work too, see
+# import_swap_only.py.)
 import json
 
 import numpy as np
