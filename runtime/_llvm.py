@@ -11,7 +11,9 @@ and a target machine is not safe to share between threads.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 LLVM_LOCK = threading.RLock()
@@ -44,6 +46,26 @@ def binding() -> Any:
                 llvm.initialize_native_asmprinter()
                 _initialized = True
     return llvm
+
+
+@contextlib.contextmanager
+def no_llvm_call_in_flight() -> Iterator[None]:
+    """Held across ``os.fork`` (compile_limit): no thread of this process is inside LLVM.
+
+    LLVM_LOCK alone does not ensure it: llvmlite objects are disposed whenever Python frees
+    them (a ModuleRef at the end of compile_ir_text, after the lock is released), and the host
+    queries (get_host_cpu_name, ...) run unlocked. Each such call holds llvmlite's own lock, and
+    a fork made while another thread held it left the child waiting for it forever: with
+    graph.build running in two threads, compile children hung until the build's time limit
+    (60 s), then the kernel was refused and fell back to the naive schedule. The forking thread
+    owns both locks, so the child (that thread's copy) can take them again."""
+    with LLVM_LOCK:
+        binding()
+        from llvmlite.binding import ffi
+
+        lock = getattr(getattr(ffi, "lib", None), "_lock", None)  # (llvmlite 0.4x-0.50)
+        with lock if lock is not None else contextlib.nullcontext():
+            yield
 
 
 def target_machine(cpu: str, features: str, triple: str, opt_level: int) -> Any:

@@ -17,6 +17,7 @@ import pickle
 import resource
 import select
 import signal
+import threading
 import time
 import warnings
 
@@ -105,9 +106,8 @@ def _compile_in_child(args, deadline: float, cpu_budget: float | None):
     """The child's pickled result; None past the deadline (the child killed); _OVER_BUDGET
     when the child used up `cpu_budget` seconds of CPU."""
     # no other thread is inside LLVM while the process forks: the child's copy of LLVM's
-    # state is consistent (every use of LLVM holds this lock)
-    with _llvm.LLVM_LOCK:
-        _llvm.binding()  # initialized once here, not in every child
+    # state is consistent, and no lock in it is held by a thread the child does not have
+    with _llvm.no_llvm_call_in_flight():  # (initializes LLVM once here, not in every child)
         die_with_parent = _parent_death_signal()
         parent = os.getpid()
         read_end, write_end = os.pipe()
@@ -146,16 +146,21 @@ def _compile_in_child(args, deadline: float, cpu_budget: float | None):
 
 
 _exited: list = []
+# builds in several threads reap at once: without the lock two of them waited for the same
+# child, and the second (ChildProcessError, taken as reaped) failed in list.remove with
+# ValueError, out of tl.build (graph.build then refused the kernel's default schedule)
+_reap_lock = threading.Lock()
 
 
 def _reap() -> None:
-    for pid in list(_exited):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            _exited.remove(pid)
+    with _reap_lock:
+        for pid in list(_exited):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                _exited.remove(pid)
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,0 +1,74 @@
+"""Builds from several threads of one process: each compile under a time limit runs in a
+forked child (codegen/compile_limit); a fork made while another thread was inside llvmlite
+left the child waiting forever for llvmlite's lock, and reaping those children raced."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from tensorlang.codegen import compile_limit
+from tensorlang.codegen.target import Target
+
+_IR = "define i32 @f(i32 %x) {\n  %y = add i32 %x, 1\n  ret i32 %y\n}\n"
+
+
+def test_a_compile_child_is_not_forked_while_another_thread_is_inside_llvmlite():
+    """Another thread inside an llvmlite call (one that LLVM_LOCK does not cover: disposing
+    a module as Python frees it, asking for the host CPU) holds llvmlite's own lock; a child
+    forked then inherited it held and hung until the time limit (BuildTimeoutError; in
+    graph.build, the kernel fell back to the naive schedule after 60 s). The fork now waits
+    for that call to end."""
+    from llvmlite.binding import ffi
+
+    tgt = Target.host()
+    in_call, done = threading.Event(), threading.Event()
+
+    def inside_llvmlite() -> None:
+        with ffi.lib._lock:  # as any llvmlite call holds it
+            in_call.set()
+            done.wait(0.3)
+
+    t = threading.Thread(target=inside_llvmlite)
+    t.start()
+    in_call.wait()
+    try:
+        obj, _ir, _asm = compile_limit.compile_ir_text(_IR, tgt.cpu, tgt.features, tgt.triple,
+                                                       1, timeout=5)
+    finally:
+        done.set()
+        t.join()
+    assert obj
+
+
+def test_compile_children_are_reaped_once_when_threads_reap_at_once(monkeypatch):
+    """Two threads reaping the same exited child: the second one's waitpid fails
+    (ChildProcessError, taken as reaped) and its list.remove raised ValueError."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        os._exit(0)
+    time.sleep(0.05)
+    real_waitpid = os.waitpid
+
+    def slow_waitpid(*args):  # both threads take their snapshot of _exited first
+        time.sleep(0.05)
+        return real_waitpid(*args)
+
+    monkeypatch.setattr(compile_limit.os, "waitpid", slow_waitpid)
+    monkeypatch.setattr(compile_limit, "_exited", [pid])
+    errors: list[BaseException] = []
+
+    def reap() -> None:
+        try:
+            compile_limit._reap()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=reap) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert compile_limit._exited == []
