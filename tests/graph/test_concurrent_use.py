@@ -104,3 +104,39 @@ def test_if_branch_of_constants_only_from_several_threads():
         th.join(timeout=60)
     assert not any(th.is_alive() for th in threads), "a run hung"
     assert not errors, errors[:3]
+
+
+def test_saves_to_one_path_from_several_threads(tmp_path):
+    """Saves of a model to one path at once (threads here; processes alike): each used the
+    folder name '<path>.tmp-<pid>', removed the saved folder before moving its own in, and
+    refused a folder caught mid-swap as not tensorlang's: FileNotFoundError, OSError
+    (ENOTEMPTY), FileExistsError, and at times no model left at the path. Each save now
+    returns and the path holds a whole model."""
+    from tensorlang import runtime
+
+    rng = np.random.default_rng(1)
+    b = graph.Builder("small")
+    x = b.input("x", (4, 32))
+    w = b.const(rng.standard_normal((32, 16)).astype(np.float32), "w")
+    g = b.build([b.relu(b.matmul(x, w))])
+    gm = graph.build(g)
+    path = tmp_path / "m.tlpkg"
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            for _ in range(3):
+                gm.save(path)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert not errors, errors[:3]
+    assert [p.name for p in tmp_path.iterdir()] == ["m.tlpkg"]  # nothing left beside it
+    xs = rng.standard_normal((4, 32)).astype(np.float32)
+    out = g.outputs[0].name
+    np.testing.assert_array_equal(runtime.load(path).run(x=xs)[out], gm.run(x=xs)[out])
