@@ -261,15 +261,17 @@ def check_plan(plan: Any) -> None:
     for name, v in values.items():
         _need(isinstance(v, dict), f"value {name!r} must be an object")
         sid = v.get("storage")
-        _need(sid in capacity, f"value {name!r} refers to unknown storage {sid!r}")
+        # (_is_count first: true is == 1 in a dict look-up, and a list is unhashable)
+        _need(_is_count(sid) and sid in capacity,
+              f"value {name!r} refers to unknown storage {sid!r}")
         need = value_nbytes(v, name)
         if capacity[sid] is not None:
             _need(need <= capacity[sid], f"value {name!r} ({need} bytes) does not fit its "
                                          f"storage {sid} ({capacity[sid]} bytes)")
     for key in ("inputs", "outputs"):
         for io in plan[key]:
-            _need(isinstance(io, dict) and io.get("name") in values,
-                  f"{key} entry {io!r} names no value of the plan")
+            _need(isinstance(io, dict) and isinstance(io.get("name"), str)
+                  and io["name"] in values, f"{key} entry {io!r} names no value of the plan")
             v = values[io["name"]]
             _need(io.get("shape") == v["shape"] and io.get("dtype") == v["dtype"],
                   f"{key} entry {io['name']!r} disagrees with its value's shape or dtype")
@@ -450,7 +452,7 @@ def _check_symbolic_plan(plan: dict) -> None:
         _need(isinstance(life, list) and len(life) == 2 and all(isinstance(t, int) for t in life),
               f"storage {st['id']}: no lifetime [first, last] in plan['lifetimes']")
     for name, v in plan["values"].items():
-        _need(isinstance(v, dict) and v.get("storage") in ids,
+        _need(isinstance(v, dict) and _is_count(v.get("storage")) and v["storage"] in ids,
               f"value {name!r} must be an object naming a storage of the plan")
         _dtype(v.get("dtype"), f"value {name!r}")
         _need(isinstance(v.get("shape"), list), f"value {name!r}: shape must be a list")
@@ -461,8 +463,9 @@ def _check_symbolic_plan(plan: dict) -> None:
             _dim(d, known, f"value {name!r}")
     for key in ("inputs", "outputs"):
         for io in plan[key]:
-            _need(isinstance(io, dict) and io.get("name") in plan["values"],
-                  f"{key} entry {io!r} names no value of the plan")
+            _need(isinstance(io, dict) and isinstance(io.get("name"), str)
+                  and io["name"] in plan["values"], f"{key} entry {io!r} names no value of the "
+                  "plan")
             v = plan["values"][io["name"]]
             _need(io.get("shape") == v["shape"] and io.get("dtype") == v["dtype"],
                   f"{key} entry {io['name']!r} disagrees with its value's shape or dtype")

@@ -164,6 +164,10 @@ STRUCTURAL = {
                                                                   [400, 32])),
     "storage past the arena": _edit_json("plan.json", _set("storages", 0, "offset", 1 << 40)),
     "unknown storage": _edit_json("plan.json", _set("values", "x", "storage", 99)),
+    # true is == 1 (storage 1 taken: wrong results in the interactive mode); a list as a name
+    # raised TypeError (unhashable) from the check
+    "storage id true": _edit_json("plan.json", _set("values", "x", "storage", True)),
+    "input name a list": _edit_json("plan.json", _set("inputs", 0, "name", [])),
     "dtype changed": _edit_json("plan.json", _set("values", "x", "dtype", "float64")),
     "step reads an unknown value": _edit_json("plan.json", _set("steps", 0, "args", 0, "zz")),
     "step with n_out 0": _edit_json("plan.json", _set("steps", 0, "n_out", 0)),
@@ -193,7 +197,7 @@ STRUCTURAL = {
 
 def test_damaged_model_artifacts_are_refused(small_gm, tmp_path):
     """Every file of a saved model damaged many ways (byte flips over the whole file,
-    truncations, emptied, a directory, deleted) and 27 structural edits (kernels swapped, the
+    truncations, emptied, a directory, deleted) and 29 structural edits (kernels swapped, the
     plan inconsistent, weights wrong, manifests malformed): each is refused with ArtifactError
     or, where the damage changes nothing checked, loads and computes the same -- in a
     subprocess, so that a crash fails the test."""
