@@ -986,7 +986,11 @@ def load(path: str | os.PathLike, mode: str = "graph") -> GraphModule:
     except _plan.PlanError as e:
         raise ArtifactError(f"{art.path}: the plan and its kernels or weights disagree: {e}"
                             ) from None
-    for v in man.get("variants", []):  # (absent in artifacts saved before variants existed)
+    variants = man.get("variants", [])  # (absent in artifacts saved before variants existed)
+    if not isinstance(variants, list):  # (a number here was a TypeError out of the loop)
+        raise ArtifactError(f"{art.path / 'manifest.json'}: 'variants' must be a list, got "
+                            f"{type(variants).__name__}")
+    for v in variants:
         if not (isinstance(v, dict) and isinstance(v.get("sizes"), dict)
                 and v.get("path") in (f"variants/v{i}" for i in range(len(man["variants"])))):
             raise ArtifactError(f"{art.path / 'manifest.json'}: variant entry {v!r} is malformed")

@@ -188,6 +188,8 @@ STRUCTURAL = {
     "manifest has_driver a string": _edit_json("manifest.json", _set("has_driver", "yes"),
                                                redigest=False),
     "manifest files a list": _edit_json("manifest.json", _set("files", []), redigest=False),
+    "manifest variants a number": _edit_json("manifest.json", _set("variants", 1 << 62),
+                                             redigest=False),
     "manifest required_features a string": _edit_json(
         "manifest.json", _set("required_features", "avx2"), redigest=False),
     "a file not listed": lambda art: (art / "extra.bin").write_bytes(b"x") or _edit_json(
@@ -197,7 +199,7 @@ STRUCTURAL = {
 
 def test_damaged_model_artifacts_are_refused(small_gm, tmp_path):
     """Every file of a saved model damaged many ways (byte flips over the whole file,
-    truncations, emptied, a directory, deleted) and 29 structural edits (kernels swapped, the
+    truncations, emptied, a directory, deleted) and 30 structural edits (kernels swapped, the
     plan inconsistent, weights wrong, manifests malformed): each is refused with ArtifactError
     or, where the damage changes nothing checked, loads and computes the same -- in a
     subprocess, so that a crash fails the test."""
