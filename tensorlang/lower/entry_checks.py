@@ -7,7 +7,9 @@ loop:
 - each variable a read needs is >= 1, the message naming the read;
 - each other variable the proof assumed >= 0 is >= 0, unless an argument has it as a whole
   dimension (the call binds it from a numpy shape, which is never negative);
-- each extent of the schedule's tensors that the variables' minimums do not make >= 0 is >= 0.
+- each extent of the schedule's tensors that the variables' minimums do not make >= 0 is >= 0;
+- each condition a compute declares it needs (attrs["requires"]: a conv window over a
+  symbolic size, which needs one whole window) holds.
 
 Each check is one unsigned compare, IndexCheck(x - minimum, MAX) (as the symbolic split
 factors' checks): out of range, the kernel returns the check's code and the call raises
@@ -40,7 +42,22 @@ def add_entry_checks(func: S.PrimFunc, schedule, proofs) -> S.PrimFunc:
         if ranges.bound(extent)[0] < 0:
             checks.append(_extent_check(tensor, axis, extent, code))
             code += 1
+    for value, message in _requirements(schedule, kernel_vars):
+        checks.append(S.Evaluate(IndexCheck(value, _top(value.dtype), code, message)))
+        code += 1
     return func.replace(body=S.seq(*checks, func.body)) if checks else func
+
+
+def _requirements(schedule, kernel_vars: set):
+    """(value, message) for each condition `value >= 0` over the kernel's variables that a
+    compute declares it needs (attrs["requires"]): what its definition does not hold for,
+    though every read stays in bounds (a conv window over a symbolic size too small for one
+    window, whose output extent is clamped to 1)."""
+    for st in schedule.stages:
+        for value, message in st.op.attrs.get("requires", ()) if hasattr(st.op, "attrs") else ():
+            names = collect_vars(value)
+            if names and names <= kernel_vars:
+                yield value, message
 
 
 def _minimums(proofs, kernel_vars: set) -> dict:

@@ -108,18 +108,20 @@ class _Partition(Mutator):
         return s if body is s.body else s.replace(body=body)
 
     def _visit_pieces(self, pieces: tuple) -> list:
-        # A tail piece runs the last, partial tile once: its inner symbolic loops keep their
-        # guards. Cutting them too doubled the code at every nested symbolic split (a fuzzed
-        # matmul's 282 lowered lines became 1348, its LLVM build 2.6 s -> 14 s).
-        head, *tail = pieces
-        out = [self.visit(head)]
-        if tail:
-            self.in_symbolic_tail, outer = True, self.in_symbolic_tail
-            try:
-                out.append(self.visit(tail[0]))
-            finally:
-                self.in_symbolic_tail = outer
-        return out
+        # A tail piece runs the last, partial tile once, a border piece the first few: their
+        # inner symbolic loops keep their guards. Cutting them too doubled the code at every
+        # nested symbolic split (a fuzzed matmul's 282 lowered lines became 1348, its LLVM
+        # build 2.6 s -> 14 s).
+        *border, head, tail = pieces if len(pieces) > 1 else (*pieces, None)
+        out = [self._visit_guarded(p) for p in border] + [self.visit(head)]
+        return out + ([self._visit_guarded(tail)] if tail is not None else [])
+
+    def _visit_guarded(self, piece: S.For) -> S.Stmt:
+        self.in_symbolic_tail, outer = True, self.in_symbolic_tail
+        try:
+            return self.visit(_whole_tiles(piece, self.an))
+        finally:
+            self.in_symbolic_tail = outer
 
     def _cut(self, loop: S.For, mn: int, n: int) -> int | None:
         """The first iteration where some guard may start to fail (a tail guard) or, for serial
@@ -247,33 +249,62 @@ class _DropConjuncts(Mutator):
 def _provably_le(x, y) -> bool:
     """x <= y for every value of the variables: y - x folds to a constant >= 0, or both are
     floor divisions by the same positive constant of such operands (the cut `n // 6` of a
-    split's extent `(n + 5) // 6`)."""
+    split's extent `(n + 5) // 6`), or y a max with a side that is."""
     d = simplify(E.Sub(*E.binary_operands(y, x)))
     if isinstance(d, E.Const):
         return d.value >= 0
+    if isinstance(y, E.Max):  # (a piece's start max(n // 4, 0))
+        return _provably_le(x, y.a) or _provably_le(x, y.b)
     if isinstance(x, E.FloorDiv) and isinstance(y, E.FloorDiv):
         a, b = E.as_int(x.b), E.as_int(y.b)
         return a is not None and a == b and a > 0 and _provably_le(x.a, y.a)
     return False
 
 
+def _head_cut(c, var, ranges: dict) -> int | None:
+    """The first value of `var` from which conjunct c holds for every value of the inner
+    loops, when c is `rest - a * var < 0` with a > 0 and rest linear in the inner loop
+    variables (constant ranges) and constants: a left padding guard of a conv's border
+    tiles (`z.outer * 28 + rx >= 3`); else None."""
+    lin = _as_negative(c)
+    if lin is None:
+        return None
+    a, rest_max = 0, lin.const
+    for t, coef in lin.terms.values():
+        if t is var:
+            a = coef
+        elif t in ranges and ranges[t][0 if coef < 0 else 1] not in (INF, -INF):
+            rest_max += coef * ranges[t][0 if coef < 0 else 1]
+        else:
+            return None
+    # rest - a * var < 0 for every inner value once a * var > rest_max
+    return rest_max // -a + 1 if a < 0 else None
+
+
 def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
-    """(head, tail) of a loop of symbolic extent cut where its first linear tail guard may fail
-    (the head without those guards; the head alone when they never fail), or None when no
-    guard conjunct is such a tail."""
+    """The pieces of a loop of symbolic extent: (border, head, tail) or (head, tail) or
+    (head,). The head runs without the linear tail guards (cut where the first may fail) and,
+    in a serial loop, without the head guards that hold from a constant iteration on (a
+    conv's left padding: the border piece before it keeps them). None when no guard conjunct
+    is such a tail or head."""
     var, inside = loop.loop_var, _defined_inside(loop.body)
-    cuts, proven, refused = [], [], []
+    cuts, proven, refused, heads = [], [], [], []
     for cond, ranges in _guards(loop.body, var, an):
         for c in E.conjuncts(cond):
             if var not in collect_vars(c):
                 continue
             cut = _tail_cut(c, var, ranges, inside)
-            if cut is None:
+            head = _head_cut(c, var, ranges) if cut is None and loop.kind == "serial" else None
+            if head is not None and head > mn:
+                heads.append((head, c))
+            elif cut is None:
                 refused.append(c)
             else:
                 cuts.append(cut)
                 proven.append(c)
     proven = [c for c in proven if not any(E.structural_equal(c, r) for r in refused)]
+    if heads and not any(E.structural_equal(c, r) for _, c in heads for r in refused):
+        return _border_cut(loop, max(h for h, _ in heads), [c for _, c in heads], an)
     if not proven:
         return None
     cut = cuts[0]
@@ -294,6 +325,64 @@ def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
     tail = loop.replace(min=simplify(E.Add(*E.binary_operands(loop.min, head_ext))),
                         extent=simplify(E.Sub(*E.binary_operands(loop.extent, head_ext))))
     return head, tail if rows is None else _specialize_rows(tail, *rows)
+
+
+def _unrolled_vars(body) -> set:
+    found = set()
+
+    class _Find(Visitor):
+        def visit_For(self, s):
+            if s.kind == "unrolled":
+                found.add(s.loop_var)
+            self.visit(s.body)
+
+    _Find().visit(body)
+    return found
+
+
+def _whole_tiles(piece: S.For, an: Analyzer) -> S.For:
+    """A border or tail piece with a copy of its body for the iterations whose tiles are
+    whole: there the tail guards of its unrolled tile loops (`z.outer * 14 + z - ow < 0`, of
+    the piece's loop and one tile loop) hold, and are dropped. Kept, hoist_guards
+    turns them into the bounds of a serial loop over a tile in memory; dropped, the tile
+    stays unrolled in registers, its other guards (a conv's right padding, which moves with
+    the kernel column) per copy as in a static kernel. A conv over a symbolic plane, whose
+    first and last column tiles are such pieces, ran 2.7x the static kernel's time at 56
+    columns without it."""
+    var, inside = piece.loop_var, _defined_inside(piece.body)
+    unrolled = _unrolled_vars(piece.body)
+    an.bind_range(var, piece.min, piece.extent)
+    try:
+        found = [(c, _tail_cut(c, var, ranges, inside))
+                 for cond, ranges in _guards(piece.body, var, an) for c in E.conjuncts(cond)
+                 if var in collect_vars(c) and len(collect_vars(c) & inside) == 1
+                 and collect_vars(c) & unrolled]
+    finally:
+        an.ranges.pop(var, None)
+    found = [(c, cut) for c, cut in found if cut is not None]  # (head guards stay)
+    if not found:
+        return piece
+    cut = found[0][1]
+    for _, c in found[1:]:
+        cut = c if _provably_le(c, cut) else cut if _provably_le(cut, c) else \
+            E.Min(*E.binary_operands(cut, c))
+    if _provably_le(cut, piece.min):  # (a tail of these guards' own cut: no whole tile)
+        return piece
+    whole = _DropConjuncts([c for c, _ in found]).visit(piece.body)
+    return piece.replace(body=S.IfThenElse(E.LT(*E.binary_operands(var, cut)), whole,
+                                           piece.body))
+
+
+def _border_cut(loop: S.For, start: int, conds: list, an: Analyzer) -> tuple:
+    """(border, *pieces): the iterations before ``start`` as they are, and the rest without
+    the head guards ``conds`` (they hold from ``start`` on), itself cut at its tail guards."""
+    end = simplify(E.Add(*E.binary_operands(loop.min, loop.extent)))
+    split = simplify(E.Min(*E.binary_operands(E.const(start, end.dtype), end)))
+    border = loop.replace(extent=simplify(E.Max(E.Sub(split, loop.min),
+                                                E.const(0, end.dtype))))
+    rest = loop.replace(min=split, extent=simplify(E.Sub(end, split)),
+                        body=_DropConjuncts(conds).visit(loop.body))
+    return (border, *(_symbolic_cut(rest, start, an) or (rest,)))
 
 
 # A tail piece whose last tile has fewer than this many rows is copied once per row count.
