@@ -27,6 +27,7 @@ from ._base import (
     dims_of,
     int_tuple,
     is_one,
+    is_symbolic,
     normalize_axis,
     op_compute,
     reciprocal_count,
@@ -294,8 +295,15 @@ def _padding4(op: str, padding) -> tuple:
 def _out_size(op, n, k, s, d, lo, hi, ceil_mode=False, axis="height", pool=False):
     """``pool``: a window longer than the padded input by less than the stride still gives
     one output (ONNX's and onnxruntime's integer formula, (span / s) + 1 truncated toward
-    zero); its taps past the padding read padding."""
+    zero); its taps past the padding read padding. Over a symbolic size (no ceil_mode): the
+    floor formula with the span clamped at 0, so the extent is at least 1 for every size (a
+    size without a whole window is the caller's to refuse before the kernel runs: the
+    graph's runtime does; the reads stay inside x either way, see _window_input)."""
     span = n + lo + hi - d * (k - 1) - 1
+    if not isinstance(span, int):
+        if ceil_mode:
+            raise ValueError(f"{op}: ceil_mode over the symbolic {axis} {n!r} is not supported")
+        return (te.max(span, 0) + s) // s
     if pool and -s < span < 0:
         return 1
     if span < 0:
@@ -313,11 +321,65 @@ def _window(op, stride, padding, dilation):
             _padding4(op, padding))
 
 
-def _out_hw(op, h, w, kh, kw, window, ceil_mode=False, pool=False) -> tuple[int, int]:
-    """Output height and width of a kh x kw window with `window` (see _window) on h x w."""
+def _out_hw(op, h, w, kh, kw, window, ceil_mode=False, pool=False, out_hw=None) -> tuple:
+    """Output height and width of a kh x kw window with `window` (see _window) on h x w;
+    ``out_hw``: the caller's forms of the extents over a symbolic plane (a graph writes them
+    in its canonical forms, ceil_mode's included), those over static sizes checked."""
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = window
-    return (_out_size(op, h, kh, sh, dh, pt, pb, ceil_mode, pool=pool),
-            _out_size(op, w, kw, sw, dw, pl, pr, ceil_mode, axis="width", pool=pool))
+    axes = ((h, kh, sh, dh, pt, pb, "height"), (w, kw, sw, dw, pl, pr, "width"))
+    if out_hw is not None and len(out_hw) != 2:
+        raise ValueError(f"{op}: out_hw must be (height, width), got {out_hw!r}")
+    out = []
+    for a, (n, k, st, d, lo, hi, name) in enumerate(axes):
+        given = None if out_hw is None else out_hw[a]
+        if given is not None and is_symbolic(n):
+            out.append(given)
+            continue
+        own = _out_size(op, n, k, st, d, lo, hi, ceil_mode, axis=name, pool=pool)
+        if given is not None and as_int(given) != own:
+            raise ValueError(f"{op}: out_hw gives the {name} {given!r}, the window gives {own}")
+        out.append(own)
+    return tuple(out)
+
+
+def _window_requires(op, h, w, kh, kw, window) -> dict:
+    """The ``requires`` attribute of a window op over a symbolic plane: each symbolic axis
+    holds one whole window (the output extents are clamped to >= 1 there, so the kernel
+    refuses such a size at its entry instead of computing a window over padding alone)."""
+    _, (dh, dw), (pt, pl, pb, pr) = window
+    need = []
+    for n, k, d, lo, hi, name in ((h, kh, dh, pt, pb, "height"), (w, kw, dw, pl, pr, "width")):
+        if is_symbolic(n):
+            span = n + lo + hi - d * (k - 1) - 1
+            why = (f"{op}: the input {name} {n} with padding {lo} + {hi} is smaller than the "
+                   f"window ({d * (k - 1) + 1} with dilation)")
+            need.append((span, why))
+    return {"requires": tuple(need)} if need else {}
+
+
+def _window_input(x, pt, pl, pb, pr, value=0.0, spatial=(2, 3)):
+    """x padded by (pt, pl, pb, pr) over its two spatial axes, to index as xp[idx]. Over a
+    static plane a padded copy (a pad stage, which the conv schedules read in place:
+    inline_pad_input). Over a symbolic plane every read is a select on its position being
+    inside x: the output extents there are clamped to >= 1 (_out_size), so a window of a size
+    that has none would reach past any padded extent, and the bounds proof must see that no
+    read leaves x for any size. Once inlined, both are the same select in the accumulation,
+    which guard_padded_reads and loop_partition turn into guards at the plane's borders."""
+    if is_symbolic(x.shape[spatial[0]]) or is_symbolic(x.shape[spatial[1]]):
+        return _InsideReads(x, {spatial[0]: pt, spatial[1]: pl}, const(value, x.dtype))
+    return _pad_nchw(x, pt, pl, pb, pr, value, spatial)
+
+
+class _InsideReads:
+    """x read at padded positions: xp[idx] is x[idx - lo] where that is inside x, else fill."""
+
+    def __init__(self, x: Tensor, lo: dict, fill):
+        self.x, self.lo, self.fill = x, lo, fill
+
+    def __getitem__(self, idx):
+        pos = [i - self.lo[a] if self.lo.get(a) else i for a, i in enumerate(idx)]
+        inside = [c for a in self.lo for c in (pos[a] >= 0, pos[a] < self.x.shape[a])]
+        return te.select(te.all(*inside), self.x[tuple(pos)], self.fill)
 
 
 def _pad_nchw(x, pt, pl, pb, pr, value=0.0, spatial=(2, 3)):
@@ -357,7 +419,8 @@ def pack_conv_weight(w: Tensor, oc_block: int = CONV_OC_BLOCK) -> Tensor:
 
 
 def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: int = 1,
-                out_dtype: str | None = None, out_layout: str = "NCHW") -> Tensor:
+                out_dtype: str | None = None, out_layout: str = "NCHW", *,
+                out_hw: tuple | None = None) -> Tensor:
     """2-D convolution, x [N, C, H, W], w [OC, C / groups, KH, KW] -> [N, OC, OH, OW]. padding:
     int, (ph, pw) or (top, left, bottom, right). groups == C == OC gives the depthwise op.
     w may also be pre-packed by pack_conv_weight ([OC/ob, C / groups, KH, KW, ob]).
@@ -370,13 +433,15 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
     docs/operators.md for the figures on this path).
     out_layout: "NCHW", or "NCHW<ob>c" (ob = the weight block) on that blocked path: the
     output is [N, OC/ob, OH, OW, ob], written from the register tile as whole vectors (the
-    first conv of a CNN, whose 3 input channels cannot be blocked, feeding blocked layers)."""
+    first conv of a CNN, whose 3 input channels cannot be blocked, feeding blocked layers).
+    H and W may be symbolic (tl.var): see _out_size and _window_input; out_hw gives the output
+    extents as the caller writes them (a graph's canonical forms of the same formula)."""
     op = "conv2d_nchw"
     check_tensor(op, "x", x)
     check_tensor(op, "w", w)
     if x.ndim != 4 or w.ndim not in (4, 5):
         raise ValueError(f"{op}: x and w must be 4-D, got {x.ndim}-D and {w.ndim}-D")
-    n, c, h, wd = dims_of(op, "x", x, constant=(1, 2, 3), why="channels and spatial extents")
+    n, c, h, wd = dims_of(op, "x", x, constant=(1,), why="channels")
     packed = None
     if w.ndim == 5:
         obn, cpg, kh, kw, ob = static_shape(op, "w", w)
@@ -407,14 +472,17 @@ def conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1, groups: i
                          f"of each group a multiple of the block), got {out_layout!r} for "
                          f"groups={g}, {oc} output channels")
     if depthwise and packed is None:
-        return depthwise_conv2d_nchw(x, w, stride, (pt, pl, pb, pr), dilation, out_dtype)
-    oh, ow = _out_hw(op, h, wd, kh, kw, win)
+        return depthwise_conv2d_nchw(x, w, stride, (pt, pl, pb, pr), dilation, out_dtype,
+                                     out_hw=out_hw)
+    oh, ow = _out_hw(op, h, wd, kh, kw, win, out_hw=out_hw)
     d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
-    attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw], "groups": g}
+    attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw], "groups": g,
+             **_window_requires(op, h, wd, kh, kw, win)}
     if (kh, kw, sh, sw) == (1, 1, 1, 1) and not any((pt, pl, pb, pr)) and \
-            out_layout == "NCHW" and (g > 1 or not oc_blocked):
+            out_layout == "NCHW" and (g > 1 or not oc_blocked) and \
+            not (is_symbolic(h) or is_symbolic(wd)):
         return _pointwise_conv_nchw(x, w, d, attrs)
-    xp = _pad_nchw(x, pt, pl, pb, pr)
+    xp = _window_input(x, pt, pl, pb, pr)
     rc = te.reduce_axis((0, cpg), name="rc")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
@@ -495,23 +563,25 @@ def _padded_pixels(p: int) -> int:
 
 
 def depthwise_conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
-                          out_dtype: str | None = None) -> Tensor:
-    """Depthwise conv: x [N, C, H, W], w [C * m, 1, KH, KW] (channel multiplier m)."""
+                          out_dtype: str | None = None, *, out_hw: tuple | None = None
+                          ) -> Tensor:
+    """Depthwise conv: x [N, C, H, W], w [C * m, 1, KH, KW] (channel multiplier m). H and W
+    may be symbolic, out_hw as conv2d_nchw's."""
     op = "depthwise_conv2d_nchw"
     check_tensor(op, "x", x)
     check_tensor(op, "w", w)
     if x.ndim != 4 or w.ndim != 4:
         raise ValueError(f"{op}: x and w must be 4-D")
-    n, c, h, wd = dims_of(op, "x", x, constant=(1, 2, 3), why="channels and spatial extents")
+    n, c, h, wd = dims_of(op, "x", x, constant=(1,), why="channels")
     oc, one, kh, kw = static_shape(op, "w", w)
     if one != 1 or oc % c:
         raise ValueError(f"{op}: w must be [C * multiplier, 1, KH, KW] for C={c}, got "
                          f"{(oc, one, kh, kw)}")
     win = _window(op, stride, padding, dilation)
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
-    oh, ow = _out_hw(op, h, wd, kh, kw, win)
+    oh, ow = _out_hw(op, h, wd, kh, kw, win, out_hw=out_hw)
     d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
-    xp = _pad_nchw(x, pt, pl, pb, pr)
+    xp = _window_input(x, pt, pl, pb, pr)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     mult = oc // c
@@ -522,26 +592,29 @@ def depthwise_conv2d_nchw(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
                       * _read(w, (o, 0, ry, rx), d), axis=[ry, rx])
 
     return op_compute(op, (n, oc, oh, ow), f, OUT_ELEMWISE_FUSABLE,
-                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw])
+                      stride=[sh, sw], padding=[pt, pl, pb, pr], dilation=[dh, dw],
+                      **_window_requires(op, h, wd, kh, kw, win))
 
 
 def depthwise_conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
-                           out_dtype: str | None = None) -> Tensor:
+                           out_dtype: str | None = None, *, out_hw: tuple | None = None
+                           ) -> Tensor:
     """Blocked depthwise conv: x [N, C/cb, H, W, cb], w [C/cb, 1, KH, KW, cb] (OIHW packed by
     pack_conv_weight(w, cb)) -> [N, C/cb, OH, OW, cb]. The cb channels of a block are one
-    SIMD vector for every window tap, at any stride."""
+    SIMD vector for every window tap, at any stride. H and W may be symbolic, out_hw as
+    conv2d_nchw's."""
     op = "depthwise_conv2d_nchwc"
     check_tensor(op, "x", x)
     check_tensor(op, "w", w)
     if x.ndim != 5 or w.ndim != 5:
         raise ValueError(f"{op}: x and w must be 5-D, got {x.ndim}-D and {w.ndim}-D")
-    n, cbn, h, wd, cb = dims_of(op, "x", x, constant=(1, 2, 3, 4), why="channels and spatial extents")
+    n, cbn, h, wd, cb = dims_of(op, "x", x, constant=(1, 4), why="channels")
     wcbn, one, kh, kw, wcb = static_shape(op, "w", w)
     if (wcbn, one, wcb) != (cbn, 1, cb):
         raise ValueError(f"{op}: w must be [{cbn}, 1, KH, KW, {cb}] for x {(n, cbn, h, wd, cb)},"
                          f" got {(wcbn, one, kh, kw, wcb)}")
     xp, d, (oh, ow), (sh, sw), (dh, dw), attrs = _blocked_window(
-        op, x, w, kh, kw, stride, padding, dilation, out_dtype)
+        op, x, w, kh, kw, stride, padding, dilation, out_dtype, out_hw)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
 
@@ -552,34 +625,37 @@ def depthwise_conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1
     return op_compute(op, (n, cbn, oh, ow, cb), f, OUT_ELEMWISE_FUSABLE, **attrs)
 
 
-def _blocked_window(op, x, w, kh, kw, stride, padding, dilation, out_dtype):
+def _blocked_window(op, x, w, kh, kw, stride, padding, dilation, out_dtype, out_hw=None):
     """What the blocked convs share: (padded input, accumulation dtype, (OH, OW), strides,
     dilations, the op's window attributes)."""
     win = _window(op, stride, padding, dilation)
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
-    oh, ow = _out_hw(op, as_int(x.shape[2]), as_int(x.shape[3]), kh, kw, win)
+    h, wd = dims_of(op, "x", x)[2:4]
+    oh, ow = _out_hw(op, h, wd, kh, kw, win, out_hw=out_hw)
     d = dt.canonical(out_dtype) if out_dtype else _mm_dtype(op, x, w)
-    attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw]}
-    return _pad_nchw(x, pt, pl, pb, pr), d, (oh, ow), (sh, sw), (dh, dw), attrs
+    attrs = {"stride": [sh, sw], "padding": [pt, pl, pb, pr], "dilation": [dh, dw],
+             **_window_requires(op, h, wd, kh, kw, win)}
+    return _window_input(x, pt, pl, pb, pr), d, (oh, ow), (sh, sw), (dh, dw), attrs
 
 
 def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
-                 out_dtype: str | None = None) -> Tensor:
+                 out_dtype: str | None = None, *, out_hw: tuple | None = None) -> Tensor:
     """Blocked convolution: x [N, C/cb, H, W, cb], w [OC/ob, C/cb, KH, KW, cb, ob] (see
     layout_transform / kernel_layout_transform) -> [N, OC/ob, OH, OW, ob]. The ob output channels
-    of a block are consecutive in memory, so they are one SIMD vector."""
+    of a block are consecutive in memory, so they are one SIMD vector. H and W may be
+    symbolic, out_hw as conv2d_nchw's."""
     op = "conv2d_nchwc"
     check_tensor(op, "x", x)
     check_tensor(op, "w", w)
     if x.ndim != 5 or w.ndim != 6:
         raise ValueError(f"{op}: x must be 5-D and w 6-D, got {x.ndim}-D and {w.ndim}-D")
-    n, cbn, _, _, cb = dims_of(op, "x", x, constant=(1, 2, 3, 4), why="channels and spatial extents")
+    n, cbn, _, _, cb = dims_of(op, "x", x, constant=(1, 4), why="channels")
     obn, wcbn, kh, kw, wcb, ob = static_shape(op, "w", w)
     if (wcbn, wcb) != (cbn, cb):
         raise ValueError(f"{op}: w's input channel blocks {(wcbn, wcb)} do not match x's "
                          f"{(cbn, cb)}")
     xp, d, (oh, ow), (sh, sw), (dh, dw), attrs = _blocked_window(
-        op, x, w, kh, kw, stride, padding, dilation, out_dtype)
+        op, x, w, kh, kw, stride, padding, dilation, out_dtype, out_hw)
     rco = te.reduce_axis((0, cbn), name="rco")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
@@ -595,13 +671,14 @@ def conv2d_nchwc(x: Tensor, w: Tensor, stride=1, padding=0, dilation=1,
 # ----------------------------------------------------------------------------- pooling
 
 
-def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode, out_hw=None):
     """Window geometry of a pooling op on NCHW (4-D) or blocked NCHW[x]c (5-D: [N, C/x, H, W,
     x], the channel block innermost, as the blocked conv writes it)."""
     check_tensor(op, "x", x)
     if x.ndim not in (4, 5):
         raise ValueError(f"{op}: x must be 4-D NCHW or 5-D NCHW[x]c, got {x.ndim}-D")
-    n, c, h, wd = dims_of(op, "x", x, constant=range(1, x.ndim), why="channels and spatial extents")[:4]
+    n, c, h, wd = dims_of(op, "x", x, constant=(1, 4) if x.ndim == 5 else (1,),
+                          why="channels")[:4]
     kh, kw = int_tuple(op, "kernel_size", kernel_size, 2, 1)
     win = _window(op, (kh, kw) if stride is None else stride, padding, dilation)
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = win
@@ -609,10 +686,11 @@ def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
         raise ValueError(f"{op}: ceil_mode must be a bool, got {ceil_mode!r}")
     if max(pt, pb) > (kh - 1) * dh + 1 or max(pl, pr) > (kw - 1) * dw + 1:
         raise ValueError(f"{op}: padding {(pt, pl, pb, pr)} is larger than the kernel window")
-    oh, ow = _out_hw(op, h, wd, kh, kw, win, ceil_mode, pool=True)
-    # ceil mode may let the last window run past the bottom/right padding: pad that too
-    eh = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
-    ew = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (wd + pl + pr))
+    oh, ow = _out_hw(op, h, wd, kh, kw, win, ceil_mode, pool=True, out_hw=out_hw)
+    # ceil mode may let the last window run past the bottom/right padding: pad that too (over
+    # a symbolic plane no padded copy is made: every read is guarded, _window_input)
+    eh = 0 if is_symbolic(h) else max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + pt + pb))
+    ew = 0 if is_symbolic(wd) else max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (wd + pl + pr))
     return (n, c, h, wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew)
 
 
@@ -632,34 +710,36 @@ def max_pool_pad_value(dtype: str) -> float:
 
 
 def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0, dilation=1,
-               ceil_mode: bool = False) -> Tensor:
-    """Max pooling over the spatial axes of NCHW or NCHW[x]c (5-D) input."""
+               ceil_mode: bool = False, *, out_hw: tuple | None = None) -> Tensor:
+    """Max pooling over the spatial axes of NCHW or NCHW[x]c (5-D) input. H and W may be
+    symbolic, out_hw as conv2d_nchw's."""
     op = "max_pool2d"
-    (n, c, _h, _wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
-        _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode)
-    xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, max_pool_pad_value(x.dtype))
+    (n, c, h, wd), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
+        _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode, out_hw)
+    xp = _window_input(x, pt, pl, pb + eh, pr + ew, max_pool_pad_value(x.dtype))
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     blk = _block_suffix(x)
     return op_compute(op, (n, c, oh, ow, *blk), lambda b, o, y, z, *i: te.max(
         xp[(b, o, y * sh + ry * dh, z * sw + rx * dw, *i)], axis=[ry, rx]),
         OUT_ELEMWISE_FUSABLE, kernel_size=[kh, kw], stride=[sh, sw], padding=[pt, pl, pb, pr],
-        ceil_mode=ceil_mode)
+        ceil_mode=ceil_mode,
+        **_window_requires(op, h, wd, kh, kw, ((sh, sw), (dh, dw), (pt, pl, pb, pr))))
 
 
 def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-               count_include_pad: bool = False) -> Tensor:
+               count_include_pad: bool = False, *, out_hw: tuple | None = None) -> Tensor:
     """Average pooling over the spatial axes of NCHW or NCHW[x]c (5-D) input; count_include_pad
     counts the explicit padding in the divisor (never the extra region ceil mode adds past
-    it), as PyTorch and ONNX do."""
+    it), as PyTorch and ONNX do. H and W may be symbolic, out_hw as conv2d_nchw's."""
     op = "avg_pool2d"
     if not isinstance(count_include_pad, bool):
         raise ValueError(f"{op}: count_include_pad must be a bool, got {count_include_pad!r}")
     (n, c, h, wd), (kh, kw), (sh, sw), _, (pt, pl, pb, pr), (oh, ow), (eh, ew) = \
-        _pool_args(op, x, kernel_size, stride, padding, 1, ceil_mode)
+        _pool_args(op, x, kernel_size, stride, padding, 1, ceil_mode, out_hw)
     if not dt.is_float(x.dtype):
         raise ValueError(f"{op}: x must be a float tensor, got {x.dtype}")
-    xp = _pad_nchw(x, pt, pl, pb + eh, pr + ew, 0.0)
+    xp = _window_input(x, pt, pl, pb + eh, pr + ew, 0.0)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     blk = _block_suffix(x)
@@ -670,23 +750,27 @@ def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool =
 
     def f(b, o, y, z, *i):
         y0, x0 = y * sh - pt, z * sw - pl
-        cnt_h = te.min(y0 + kh, const(hi_h)) - te.max(y0, const(lo_h))
-        cnt_w = te.min(x0 + kw, const(hi_w)) - te.max(x0, const(lo_w))
+        cnt_h = te.min(y0 + kh, hi_h) - te.max(y0, lo_h)
+        cnt_w = te.min(x0 + kw, hi_w) - te.max(x0, lo_w)
         return total[(b, o, y, z, *i)] / te.cast(cnt_h * cnt_w, x.dtype)
 
     return op_compute(op, (n, c, oh, ow, *blk), f, ELEMWISE, kernel_size=[kh, kw],
                       stride=[sh, sw], padding=[pt, pl, pb, pr], ceil_mode=ceil_mode,
-                      count_include_pad=count_include_pad)
+                      count_include_pad=count_include_pad,
+                      **_window_requires(op, h, wd, kh, kw, ((sh, sw), (1, 1), (pt, pl, pb, pr))))
 
 
 def _global_pool(op, x, reducer, scale):
     check_tensor(op, "x", x)
     if x.ndim not in (4, 5):
         raise ValueError(f"{op}: x must be 4-D NCHW or 5-D NCHW[x]c, got {x.ndim}-D")
-    n, c, h, wd = dims_of(op, "x", x, constant=range(1, x.ndim), why="channels and spatial extents")[:4]
+    n, c, h, wd = dims_of(op, "x", x, constant=(1, 4) if x.ndim == 5 else (1,),
+                          why="channels")[:4]
     ry = te.reduce_axis((0, h), name="ry")
     rx = te.reduce_axis((0, wd), name="rx")
-    inv = const(1.0 / (h * wd), x.dtype) if scale else None
+    plane = h * wd
+    inv = None if not scale else const(1.0 / plane, x.dtype) if isinstance(plane, int) \
+        else const(1.0, x.dtype) / te.cast(plane, x.dtype)
     blk = _block_suffix(x)
 
     def f(b, o, y, z, *i):

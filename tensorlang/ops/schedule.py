@@ -248,7 +248,7 @@ def _schedule_layout_transform(st) -> bool:
         else:
             st.reorder(n, h, cb, w, ci)
         st.vectorize(ci)
-        st.parallel(st.fuse(n, h, cb))
+        st.parallel(_fuse_tasks(st, n, h, cb))
         return True
     m = BLOCKED_LAYOUT.match(str(st.op.attrs.get("src_layout", "")))
     block = int(m.group(1)) if m else 0
@@ -265,7 +265,7 @@ def _schedule_layout_transform(st) -> bool:
     else:
         st.reorder(n, h, cb, ci, w)
         _vectorize_row(st, w)
-    st.parallel(st.fuse(n, h, cb))
+    st.parallel(_fuse_tasks(st, n, h, cb))
     return True
 
 
@@ -645,6 +645,7 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
     ocoo, ocoi = o.split(oco, factor=nb)
     if oc_outer is None:
         oc_outer = _nbytes(s[comp].op.input_tensors[-1]) > 256 * 1024  # the weights
+    oc_outer = oc_outer and _ext(oh) is not None  # (rows of symbolic count: _fuse_tasks)
     o.reorder(*((n, ocoo, oh) if oc_outer else (n, oh, ocoo)), owo, ocoi, owi, oci)
     _vectorize_block(o, oci)
     cs = tile_sums_at(s, comp, s[comp].op.reduce_axis[0], chain, o, owo)
@@ -658,7 +659,7 @@ def schedule_conv2d_nchwc(s, c: Tensor, out: Tensor | None = None, reg_n: int = 
         cs.unroll(rx)
     inline_pad_input(s, cs)
     if parallel:
-        o.parallel(o.fuse(n, ocoo, oh) if oc_outer else o.fuse(n, oh, ocoo))
+        o.parallel(_fuse_tasks(o, n, ocoo, oh) if oc_outer else _fuse_tasks(o, n, oh, ocoo))
 
 
 def tile_sums_at(s, comp: Tensor, outer, chain: int, o, at):
@@ -831,7 +832,7 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _narrow_block_tile(blocks: int, ow: int, max_blocks: int, max_cols: int,
+def _narrow_block_tile(blocks: int, ow: int | None, max_blocks: int, max_cols: int,
                        registers: int = 28) -> tuple[int, int]:
     """(oc blocks, output columns) of an NCHW8c conv's register tile: divisors of the block
     count (at most max_blocks) and of OW (at most max_cols) with at most ``registers``
@@ -842,8 +843,10 @@ def _narrow_block_tile(blocks: int, ow: int, max_blocks: int, max_cols: int,
     column: 3.37 ms (51 GFLOP/s) on one core, 1 x 13: 2.05 ms (84 GFLOP/s). It picks the
     measured best of the cases that chose the knob defaults: 3 x 8 for 144 -> 24 at 56x56,
     5 x 4 for 240 -> 40 at 28x28."""
+    # (a row of symbolic width takes any tile width, its last tile guarded)
+    widths = range(1, max(1, max_cols) + 1) if ow is None else _divisors(ow)
     tiles = [(nb, rn) for nb in _divisors(blocks) if nb <= max_blocks
-             for rn in _divisors(ow) if rn <= max(1, max_cols) and nb * rn <= registers]
+             for rn in widths if rn <= max(1, max_cols) and nb * rn <= registers]
     return max(tiles, key=lambda t: (t[0] * t[1] / (t[0] + t[1]), t[0] * t[1]))
 
 
@@ -894,7 +897,10 @@ def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int =
     owe, oce = _ext(ow), _ext(oc)
     lanes = _vector_lanes(owe)
     toc = _largest_divisor(oce, tile_oc) or 1
-    tw = owe if owe <= tile_ow else (_largest_divisor(owe, tile_ow, lanes or 1) or tile_ow)
+    if owe is None:  # a row of symbolic width: segments of tile_ow, the last one guarded
+        tw = tile_ow
+    else:
+        tw = owe if owe <= tile_ow else (_largest_divisor(owe, tile_ow, lanes or 1) or tile_ow)
     oco, oci = o.split(oc, factor=toc)
     owo, owi = o.split(ow, factor=tw)
     o.reorder(n, oco, oh, owo, oci, owi)
@@ -902,7 +908,7 @@ def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int =
     cs = s[comp]
     _, ccc, _, cw = cs.op.axis
     red = list(cs.op.reduce_axis)
-    if lanes and _ext(cw) % lanes == 0 and _stride_one(cs):
+    if lanes and (_ext(cw) or tw) % lanes == 0 and _stride_one(cs):
         cwo, cwi = cs.split(cw, factor=lanes)
         cs.reorder(*red, ccc, cwo, cwi)
         cs.vectorize(cwi)
@@ -912,7 +918,7 @@ def schedule_conv2d_nchw(s, c: Tensor, out: Tensor | None = None, tile_oc: int =
         cs.reorder(*red, ccc, cw)
     _schedule_pad_input(s, cs)
     if parallel:
-        o.parallel(o.fuse(n, oco, oh))
+        o.parallel(_fuse_tasks(o, n, oco, oh))
 
 
 def _conv_block_stage(s, c: Tensor):
@@ -1076,9 +1082,10 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
         # reads its input rows once for every oc block); else oc blocks outside, so a task's
         # weight block is reused by the rows that follow it
         oc_outer = _nbytes(blk_weight(blk)) > 256 * 1024
+    oc_outer = oc_outer and _ext(oh) is not None  # (rows of symbolic count: _fuse_tasks)
     o.reorder(*((n, oco, oh) if oc_outer else (n, oh, oco)), owo, oci, owi,
               *([lane] if lane is not None else []))
-    task = o.fuse(n, oco, oh) if oc_outer else o.fuse(n, oh)
+    task = _fuse_tasks(o, n, oco, oh) if oc_outer else _fuse_tasks(o, n, oh)
     total = blk.op.output(0)
     blk = tile_sums_at(s, total, blk.op.reduce_axis[1], chain, o, owo)
     _, bo, _, bw, bc = blk.op.axis[:5]
@@ -1105,14 +1112,33 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
         o.parallel(task)
 
 
-def _register_columns(ow: int, limit: int) -> int:
+def _fuse_tasks(st, *axes):
+    """The parallel loop over the task axes ``axes`` (outermost first, adjacent): their
+    fusion; where one is of symbolic extent, less the leading axes of extent 1 and the axes
+    outside the innermost symbolic one, which stay serial loops outside it. A fused index is
+    divided by the extents inside each axis to recover it: by constants, quasi-affine, when
+    only the outermost extent is symbolic. A division by a symbolic extent is neither folded nor
+    provable, so every load it indexes got a run-time check (a conv over a symbolic plane
+    fused over (batch 1, rows): two checks per FMA row, 1.7x the static kernel's time)."""
+    keep = list(axes)
+    if any(_ext(a) is None for a in keep):  # (static tasks fuse as they are)
+        while len(keep) > 1 and _ext(keep[0]) == 1:
+            keep.pop(0)
+        keep = keep[max(i for i, a in enumerate(keep) if _ext(a) is None):]
+    return st.fuse(*keep) if len(keep) > 1 else keep[0]
+
+
+def _register_columns(ow: int | None, limit: int) -> int:
     """The register tile's output columns: the largest divisor of ow up to `limit`, or, when
     that is narrow (< 4 columns: 799 = 17 x 47 and the prime 199 of wav2vec2's feature
     extractor got 1: a third to half of onnxruntime's speed) and the row is wider than the knob, a
     ragged width of limit // 2 ... limit that leaves the fewest unused columns in the last tile
     (10 for 799 and 199: 1 column). The split's tail guard bounds the last tile to the row:
     loop_partition peels that tile off the guard-free interior, and its unrolled columns past
-    the row are dropped, so no read leaves the input (check_indices refuses one at build)."""
+    the row are dropped, so no read leaves the input (check_indices refuses one at build).
+    A row of symbolic width (None) gets the knob's width, its last tile ragged the same way."""
+    if ow is None:
+        return limit
     best = _largest_divisor(ow, limit) or 1
     if best >= 4 or limit < 4 or ow <= limit:
         return best
@@ -1162,10 +1188,13 @@ def _sole_root_pad(s, cs):
 def _vectorize_row(st, iv) -> None:
     """Vectorize the row loop `iv`: a row of at most 64 elements that is not a whole number of
     zmm as one vector of its width (a 16-lane split of 30 would leave 14 scalar loads), else
-    split by the widest vector width that divides it."""
+    split by the widest vector width that divides it (a symbolic width: by whole vectors, the
+    last one guarded)."""
     width = _ext(iv)
     v = _vector_lanes(width)
-    if width <= 64 and width % LANES:
+    if width is None:
+        st.vectorize(st.split(iv, factor=v)[1])
+    elif width <= 64 and width % LANES:
         st.vectorize(iv)
     elif v and width > v:
         st.vectorize(st.split(iv, factor=v)[1])
@@ -1203,8 +1232,9 @@ def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: b
     width = _ext(cs.op.axis[3])
     whole_row = width is not None and width <= row_lanes_max and width % LANES != 0
     lanes = width if whole_row else _vector_lanes(width)
-    fast = bool(lanes) and _stride_one(cs) and width >= lanes
-    rb = (_largest_divisor(_ext(oh), max(1, rows)) or 1) if fast else 1
+    fast = bool(lanes) and _stride_one(cs) and (width is None or width >= lanes)
+    # (over a symbolic plane one row at a time: its tasks are rows, whatever their count)
+    rb = (_largest_divisor(_ext(oh) or 1, max(1, rows)) or 1) if fast else 1
     if rb > 1:
         _, ohi = o.split(oh, factor=rb)
         o.reorder(n, ch, _, ohi, ow)
@@ -1229,7 +1259,7 @@ def schedule_spatial_window(s, c: Tensor, out: Tensor | None = None, parallel: b
             if (_ext(r) or 99) <= 7:
                 cs.unroll(r)
     lanes_o = _ext(ow) if whole_row else _vector_lanes(_ext(ow))
-    if lanes_o and _ext(ow) > lanes_o:
+    if lanes_o and (_ext(ow) is None or _ext(ow) > lanes_o):
         _, owi = o.split(ow, factor=lanes_o)
         o.vectorize(owi)
     elif lanes_o == _ext(ow):
@@ -1255,9 +1285,11 @@ def _schedule_window_blocked(s, cs, o, parallel: bool, reg_ow: int, rows: int) -
     window loops unrolled around them: reg_ow independent chains. The padding is not
     materialized: reads that may fall into it are masked loads."""
     n, cb, oh, ow, ci = o.op.axis
-    rn = _largest_divisor(_ext(ow), reg_ow) or 1
+    # a row of symbolic width: tiles of reg_ow columns, the last one guarded (loop_partition
+    # peels it); a symbolic height: one row per task
+    rn = reg_ow if _ext(ow) is None else _largest_divisor(_ext(ow), reg_ow) or 1
     owo, owi = o.split(ow, factor=rn)
-    rb = _largest_divisor(_ext(oh), max(1, rows)) or 1
+    rb = _largest_divisor(_ext(oh) or 1, max(1, rows)) or 1
     oh, ohi = o.split(oh, factor=rb)
     # rows outside the channel blocks: a thread works on the same rows of every channel as in
     # the blocked convs before and after (whose activations then stay in its L2)
@@ -1277,7 +1309,7 @@ def _schedule_window_blocked(s, cs, o, parallel: bool, reg_ow: int, rows: int) -
         for r in red:
             if (_ext(r) or 99) <= 7:
                 cs.unroll(r)
-    task = o.fuse(n, oh, cb)
+    task = _fuse_tasks(o, n, oh, cb)
     for t in cs.op.input_tensors:
         st = s.stage_map.get(t.op)
         if st is not None and is_op(st.op, "pad") and st.attach_type == "root":

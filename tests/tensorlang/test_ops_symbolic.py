@@ -418,18 +418,111 @@ def test_pooling_and_batch_norm_symbolic_batch():
                     np.abs(_rand((16,), seed=4)) + 0.1])
 
 
-def test_cnn_ops_refuse_symbolic_channels_and_spatial_extents():
-    n, c, h = tl.var("n"), tl.var("c"), tl.var("h")
+def test_cnn_ops_refuse_symbolic_channels():
+    n, c = tl.var("n"), tl.var("c")
     w = tl.placeholder((16, 8, 3, 3), name="w")
     with pytest.raises(ValueError, match=r"conv2d_nchw: dimension 1 of x must be a constant "
-                                         r"\(channels and spatial extents\), got the symbolic "
-                                         r"extent c"):
+                                         r"\(channels\), got the symbolic extent c"):
         ops.conv2d_nchw(tl.placeholder((n, c, 8, 8), name="x"), w)
-    with pytest.raises(ValueError, match=r"max_pool2d: dimension 2 of x must be a constant"):
-        ops.max_pool2d(tl.placeholder((n, 8, h, 8), name="x"), 2)
-    with pytest.raises(ValueError, match=r"global_avg_pool2d: dimension 3 of x must be a "
+    with pytest.raises(ValueError, match=r"max_pool2d: dimension 1 of x must be a constant"):
+        ops.max_pool2d(tl.placeholder((n, c, 8, 8), name="x"), 2)
+    with pytest.raises(ValueError, match=r"global_avg_pool2d: dimension 1 of x must be a "
                                          r"constant"):
-        ops.global_avg_pool2d(tl.placeholder((n, 8, 8, h), name="x"))
+        ops.global_avg_pool2d(tl.placeholder((n, c, 8, 8), name="x"))
+
+
+# ----------------------------------------------------------------------------- CNN ops, symbolic plane
+
+# planes below, at and past the register tiles' widths (14 columns, 16-column segments), with
+# ragged last tiles, and of one tile's width
+PLANES = [{"h": h, "w": w} for h, w in ((3, 3), (7, 9), (14, 14), (16, 29), (30, 57))]
+
+
+def _plane(c, name="x"):
+    return tl.placeholder((1, c, tl.var("h"), tl.var("w")), name=name)
+
+
+@pytest.mark.parametrize("c,w_shape,stride,padding,groups", [
+    (16, (32, 16, 3, 3), 1, 1, 1),  # the oc-blocked path
+    (3, (16, 3, 7, 7), 2, 3, 1),  # a stem conv
+    (8, (12, 4, 3, 3), 1, 1, 2),  # plain grouped
+    (16, (16, 1, 3, 3), 2, 1, 16),  # depthwise, strided
+    (8, (12, 8, 1, 1), 1, 0, 1),  # a 1x1 off the blocked path (12 channels)
+    (8, (16, 8, 3, 1), 1, 1, 1),  # a 3x1 window (every column one tap)
+], ids=["blocked", "stem", "grouped", "depthwise", "pointwise", "tall_window"])
+def test_conv2d_nchw_over_a_symbolic_plane(c, w_shape, stride, padding, groups):
+    from tensorlang.ops import references as ref
+
+    x, w = _plane(c), tl.placeholder(w_shape, name="w")
+    out = ops.relu(ops.conv2d_nchw(x, w, stride=stride, padding=padding, groups=groups))
+    check_sizes([x, w], out, lambda a, b: np.maximum(
+        ref.conv2d_nchw(a, b, stride, padding, groups=groups), 0), PLANES, rtol=1e-4, atol=1e-4)
+
+
+def test_blocked_convs_and_pools_over_a_symbolic_plane():
+    """The NCHW16c kernels a CNN's chain runs in: the blocked conv, the NCHW-in conv writing
+    NCHW16c, the blocked depthwise conv and pooling."""
+    from tensorlang.ops import references as ref
+
+    h, w = tl.var("h"), tl.var("w")
+    x = tl.placeholder((1, 2, h, w, 16), name="x")
+    wb = tl.placeholder((2, 2, 3, 3, 16, 16), name="wb")
+    check_sizes([x, wb], ops.conv2d_nchwc(x, wb, padding=1), lambda a, b: ref.to_nchwc(
+        ref.conv2d_nchw(ref.from_nchwc(a), _unblock_w(b), 1, 1), 16), PLANES, rtol=1e-4,
+        atol=1e-4)
+    wd = tl.placeholder((2, 1, 3, 3, 16), name="wd")
+    check_sizes([x, wd], ops.depthwise_conv2d_nchwc(x, wd, stride=2, padding=1),
+                lambda a, b: ref.to_nchwc(ref.conv2d_nchw(
+                    ref.from_nchwc(a), b.transpose(0, 4, 1, 2, 3).reshape(32, 1, 3, 3), 2, 1,
+                    groups=32), 16), PLANES, rtol=1e-4, atol=1e-4)
+    xs, wp = _plane(3), tl.placeholder((2, 3, 3, 3, 16), name="wp")  # packed, NCHW in
+    check_sizes([xs, wp], ops.conv2d_nchw(xs, wp, 2, 1, out_layout="NCHW16c"),
+                lambda a, b: ref.to_nchwc(ref.conv2d_nchw(
+                    a, b.transpose(0, 4, 1, 2, 3).reshape(32, 3, 3, 3), 2, 1), 16), PLANES,
+                rtol=1e-4, atol=1e-4)
+    check_sizes([x], ops.max_pool2d(x, 3, 2, 1), lambda a: ref.to_nchwc(
+        ref.pool2d(ref.from_nchwc(a), 3, 2, 1, "max"), 16), PLANES)
+    check_sizes([x], ops.global_avg_pool2d(x), lambda a: a.mean((2, 3), keepdims=True),
+                PLANES, rtol=1e-5, atol=1e-5)
+
+
+def test_pooling_over_a_symbolic_plane():
+    from tensorlang.ops import references as ref
+
+    x = _plane(16)
+    check_sizes([x], ops.max_pool2d(x, 3, 2, 1), lambda a: ref.pool2d(a, 3, 2, 1, "max"),
+                PLANES)
+    box = np.full((16, 1, 3, 3), 1 / 9, np.float32)  # every window counts its 9 taps
+    check_sizes([x], ops.avg_pool2d(x, 3, 2, 1, count_include_pad=True),
+                lambda a: ref.conv2d_nchw(a, box, 2, 1, groups=16), PLANES)
+    check_sizes([x], ops.avg_pool2d(x, 2, 2), lambda a: ref.pool2d(a, 2, 2, 0, "avg"), PLANES)
+    check_sizes([x], ops.global_max_pool2d(x), lambda a: a.max((2, 3), keepdims=True), PLANES)
+
+
+def test_a_plane_without_a_whole_window_is_refused_by_the_kernel():
+    x, w = _plane(16), tl.placeholder((16, 16, 3, 3), name="w")
+    f = tl.build(ops.default_schedule([y := ops.conv2d_nchw(x, w)]), [x, w, y])
+    out = np.zeros((1, 16, 1, 3), np.float32)
+    f(np.ones((1, 16, 3, 5), np.float32), np.ones((16, 16, 3, 3), np.float32), out)
+    assert (out == 144).all()
+    with pytest.raises(tl.runtime.KernelError, match=r"conv2d_nchw: the input height h with padding "
+                                             r"0 \+ 0 is smaller than the window \(3"):
+        f(np.ones((1, 16, 2, 5), np.float32), np.ones((16, 16, 3, 3), np.float32), out)
+    p = ops.max_pool2d(x, 2, 2)
+    fp = tl.build(ops.default_schedule([p]), [x, p])
+    with pytest.raises(tl.runtime.KernelError, match=r"max_pool2d: the input width w with padding"):
+        fp(np.ones((1, 16, 4, 1), np.float32), np.zeros((1, 16, 2, 1), np.float32))
+
+
+def test_window_ops_over_a_symbolic_plane_misuse():
+    x, w = _plane(16), tl.placeholder((16, 16, 3, 3), name="w")
+    with pytest.raises(ValueError, match=r"ceil_mode over the symbolic height h"):
+        ops.max_pool2d(x, 3, 2, ceil_mode=True)
+    with pytest.raises(ValueError, match=r"out_hw must be \(height, width\)"):
+        ops.conv2d_nchw(x, w, out_hw=(tl.var("a"),))
+    xs = tl.placeholder((1, 16, 8, 8), name="xs")
+    with pytest.raises(ValueError, match=r"out_hw gives the height 7, the window gives 6"):
+        ops.conv2d_nchw(xs, w, out_hw=(7, 6))
 
 
 def test_matmul_prepacked_symbolic_rows():
