@@ -4,6 +4,7 @@
     python benchmarks/dynamic_shapes.py --models encoder --sizes 1x8,4x128 --rounds 5
     python benchmarks/dynamic_shapes.py --threads 1          # one thread each (ours and ORT)
     python benchmarks/dynamic_shapes.py --models cnn --sizes 1x1,2x1,4x1,8x1   # batch only
+    python benchmarks/dynamic_shapes.py --models cnn_hw --sizes 224x224,97x131   # height x width
 
 For each model (graph.model_zoo, inputs with dim_params) the symbolic build is made once; then
 at each size a build specialised to that size (``from_onnx(model, shapes=...)``) is made, and
@@ -38,6 +39,9 @@ MODELS = {
     # ResNet-50's layer structure at 64x64, width 16: dims batch (the size's seq is ignored)
     "cnn": lambda: __import__("tensorlang.graph.model_zoo", fromlist=["x"]).resnet50(
         batch="batch", size=64, classes=100, width=16),
+    # the same over a symbolic height and width: dims height x width
+    "cnn_hw": lambda: __import__("tensorlang.graph.model_zoo", fromlist=["x"]).resnet50(
+        batch=1, size=("h", "w"), classes=100, width=16),
 }
 BATCH_ONLY = ("mlp", "cnn")
 
@@ -51,6 +55,8 @@ def _inputs(name: str, b: int, s: int, hidden: int = 128) -> dict[str, np.ndarra
         return {"x": rng.standard_normal((b, 256)).astype("float32")}
     if name == "cnn":
         return {"x": rng.standard_normal((b, 3, 64, 64)).astype("float32")}
+    if name == "cnn_hw":
+        return {"x": rng.standard_normal((1, 3, b, s)).astype("float32")}
     mask = np.where(rng.random((b, 1, 1, s)) < 0.1, -1e4, 0).astype("float32")
     return {"x": rng.standard_normal((b, s, hidden)).astype("float32"), "mask": mask}
 
@@ -102,7 +108,7 @@ def _one_size(name, model, gm_sym, b, s, rounds, number, pause):
 
 
 def _sizes(gm, b: int, s: int) -> dict[str, int]:
-    return {v: b if v == "batch" else s for v in gm.shape_vars}
+    return {v: b if v in ("batch", "h") else s for v in gm.shape_vars}
 
 
 def run_model(name: str, sizes, rounds: int, number: int, pause: float) -> None:
@@ -142,7 +148,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--models", default="encoder,mlp")
     p.add_argument("--sizes", default="1x8,1x128,4x64,8x128,2x512",
-                   help="batch x seq, comma-separated")
+                   help="batch x seq (cnn_hw: height x width), comma-separated")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--number", type=int, default=20)
     p.add_argument("--pause", type=float, default=0.25)

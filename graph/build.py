@@ -279,14 +279,16 @@ def _report_kernels(rep: BuildReport, kernels: KernelSelection, tuning_log) -> N
 
 
 def _warn_generic_windows(g: Graph) -> None:
-    """Convs and pools over spatial axes of symbolic size run, correctly, on the generic window
-    computes: measured 3x (HuBERT's convs over the audio length) to 300x (a 2-D ResNet over a
-    symbolic plane) slower than the library's schedules for fixed sizes. Said once, with the
-    ways to fix the sizes, rather than left for the user to find in a profile."""
-    from .op_registry import symbolic_spatial
+    """Convs and pools over 1-D or 3-D spatial axes of symbolic size run, correctly, on the
+    generic window computes: measured 3x (HuBERT's convs over the audio length) slower than
+    the library's schedules for fixed sizes (2-D windows over a symbolic plane run the
+    library's kernels). Said once, with the ways to fix the sizes, rather than left for the
+    user to find in a profile."""
+    from .op_registry import symbolic_spatial, unblocked_shape
 
     slow = [n.name for n in g.nodes if n.op in ("conv", "max_pool", "avg_pool")
-            and symbolic_spatial(n.inputs[0].shape)]
+            and symbolic_spatial(n.inputs[0].shape)
+            and len(unblocked_shape(n.inputs[0].shape, n.attrs.get("layout"))) != 4]
     if slow:
         names = ", ".join(slow[:4]) + (f" and {len(slow) - 4} more" if len(slow) > 4 else "")
         warnings.warn(f"{len(slow)} conv/pool node(s) slide their windows over spatial axes of "

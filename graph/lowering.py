@@ -157,27 +157,35 @@ def _conv(ins, a, out_shape):
     if blocked_in or a.get("out_layout") is not None:  # NCHW[x]c out
         p = a["pads"]
         window = (a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"])
+        hw = _symbolic_out_hw(out_shape)
         if not blocked_in:  # NCHW in (e.g. 3 channels): the oc-blocked direct conv
-            y = O.conv2d_nchw(x, w, *window, a["groups"], out_layout=a["out_layout"])
+            y = O.conv2d_nchw(x, w, *window, a["groups"], out_layout=a["out_layout"],
+                              out_hw=hw)
         elif a.get("groups", 1) > 1:
-            y = O.depthwise_conv2d_nchwc(x, w, *window)
+            y = O.depthwise_conv2d_nchwc(x, w, *window, out_hw=hw)
         elif str(a.get("weight_layout")).startswith(R.WINOGRAD_LAYOUT_PREFIX):
             y = O.conv2d_winograd_nchwc(x, w, window[1])
         else:
-            y = O.conv2d_nchwc(x, w, *window)
+            y = O.conv2d_nchwc(x, w, *window, out_hw=hw)
         if len(ins) > 2:  # bias [OC] is [OC/o, 1, 1, o] in the blocked layout
             y = O.add(y, O.reshape(ins[2], (out_shape[1], 1, 1, out_shape[4])))
         return y
     nsp = len(out_shape) - 2
-    if nsp == 2 and not R.symbolic_spatial(out_shape):
+    if nsp == 2:
         p = a["pads"]
         y = O.conv2d_nchw(x, w, a["strides"], (p[0], p[1], p[2], p[3]), a["dilations"],
-                          a["groups"])
+                          a["groups"], out_hw=_symbolic_out_hw(out_shape))
     else:
         y = _conv_nd(x, w, a, out_shape)
     if len(ins) > 2:
         y = O.add(y, _channel_vector(ins[2], len(out_shape)))
     return y
+
+
+def _symbolic_out_hw(out_shape) -> tuple | None:
+    """A window op's output plane in the graph's canonical forms when it is symbolic (the
+    library's ops then take them as they are, so the kernel's shapes are the graph's)."""
+    return tuple(out_shape[2:4]) if R.symbolic_spatial(out_shape) else None
 
 
 def _pad_spatial(x, lo, hi, value):
@@ -264,13 +272,14 @@ def _pool(op, ins, a, out_shape):
     k, st, p = a["kernel"], a["strides"], a["pads"]
     dil = a.get("dilations", [1] * nsp)
     ceil = bool(a.get("ceil_mode", 0))
-    if nsp == 2 and not R.symbolic_spatial(out_shape):
+    if nsp == 2:
+        hw = _symbolic_out_hw(out_shape)
         try:
             if op == "max_pool":
-                return O.max_pool2d(x, k, st, (p[0], p[1], p[2], p[3]), dil, ceil)
+                return O.max_pool2d(x, k, st, (p[0], p[1], p[2], p[3]), dil, ceil, out_hw=hw)
             if dil == [1, 1]:
                 return O.avg_pool2d(x, k, st, (p[0], p[1], p[2], p[3]), ceil,
-                                    bool(a.get("count_include_pad", 0)))
+                                    bool(a.get("count_include_pad", 0)), out_hw=hw)
         except ValueError:
             if blocked:
                 raise
@@ -322,8 +331,7 @@ def _pool_nd(op, x, a, out_shape):
 
 
 def _global_pool(op, x, a):
-    # (a symbolic plane: the generic reduction below; the library's pool sizes its loops by it)
-    if x.ndim == 4 and not R.symbolic_spatial(_shape(x)) or R.channel_block(a.get("layout")):
+    if x.ndim == 4 or R.channel_block(a.get("layout")):
         return O.global_avg_pool2d(x) if op == "global_avg_pool" else O.global_max_pool2d(x)
     axes = tuple(range(2, x.ndim))
     red = O.mean if op == "global_avg_pool" else O.max

@@ -199,10 +199,11 @@ def bert_encoder(batch="batch", seq="seq", hidden: int = 64, heads: int = 4, ffn
                    [x], opset=13 if not fused_layer_norm else 17)
 
 
-def resnet50(batch: int = 1, size: int = 224, classes: int = 1000, width: int = 64):
+def resnet50(batch: int = 1, size: int | tuple = 224, classes: int = 1000, width: int = 64):
     """ResNet-50's layer structure (bottlenecks [3, 4, 6, 3], conv+bn+relu, strided 3x3, 1x1
     projections, residual adds, max pool, global average pool, Gemm) with random weights; the
-    weights are scaled so that activations stay O(1) through the 50 layers."""
+    weights are scaled so that activations stay O(1) through the 50 layers. size: the side,
+    or (height, width); a str is a dim_param (a symbolic size)."""
     m = _M(5)
     x = m.conv_bn("x", 3, width, 7, stride=2)
     x = m.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
@@ -220,7 +221,8 @@ def resnet50(batch: int = 1, size: int = 224, classes: int = 1000, width: int = 
             cin = cout
     x = m.op("Flatten", [m.op("GlobalAveragePool", [x])], axis=1)
     y = m.op("Gemm", [x, m.w((classes, cin)), m.w((classes,), 0.1)], transB=1)
-    return m.model("resnet50", [("x", [batch, 3, size, size])], [y])
+    plane = list(size) if isinstance(size, tuple) else [size, size]
+    return m.model("resnet50", [("x", [batch, 3, *plane])], [y])
 
 
 def shufflenet_v1(batch: int = 1, size: int = 224, groups: int = 3, units=(4, 8, 4),

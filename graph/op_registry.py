@@ -357,13 +357,17 @@ WINDOW_OPS = ("conv", "max_pool", "avg_pool")
 def window_needs(op: str, attrs: dict, x_shape, w_shape=None) -> list:
     """The unclamped output extents of a conv or pool over symbolic sizes of NCHW ``x_shape``
     (ONNX's formulas, < 1 where the size holds no whole window), which must be >= 1 at run
-    time; [] for a static plane. The inferred shape holds them clamped (conv_out_dim)."""
+    time; [] for a static plane. The inferred shape holds them clamped (conv_out_dim). A
+    blocked x (NCHW[x]c) is read as its NCHW shape, a packed weight by its kernel extents
+    (axes 2 and 3 in every packing)."""
+    if op not in WINDOW_OPS:
+        return []
+    x_shape = unblocked_shape(x_shape, attrs.get("layout"))
     nsp = len(x_shape) - 2
-    if op not in WINDOW_OPS or not symbolic_spatial(x_shape) or \
-            channel_block(attrs.get("layout")) is not None:
+    if not symbolic_spatial(x_shape):
         return []
     pads, dil = attrs["pads"], attrs.get("dilations", [1] * nsp)
-    k = list(w_shape[2:]) if op == "conv" else attrs["kernel"]
+    k = list(w_shape[2:2 + nsp]) if op == "conv" else attrs["kernel"]
     out = []
     for d in range(nsp):
         n = x_shape[2 + d]

@@ -16,11 +16,12 @@ thread, kernels of a run: 360 -> 42 us (the first encoder conv 127 -> 2.4 us, th
 
 Only a conv whose weight is a constant is rewritten (the weight's reshape is then free at
 build time); a conv that a layout pass already rewrote (it carries a layout) is left alone.
+A length of symbolic size is rewritten too: the 2-D kernels take a plane of symbolic width
+(wav2vec2 / HuBERT's feature extractor over the audio length).
 """
 
 from __future__ import annotations
 
-from .. import op_registry as R
 from ..ir import Graph, Node, Value
 from .rewrite import Emitter, rebuild
 
@@ -39,9 +40,8 @@ def conv1d_as_conv2d(g: Graph) -> Graph:
 
     def visit(n: Node, ins: list[Value]):
         if n.op != "conv" or len(n.outputs[0].shape) != 3 or not ins[1].is_constant \
-                or {"layout", "out_layout", "weight_layout"} & n.attrs.keys() \
-                or R.symbolic_spatial(n.outputs[0].shape):
-            return None  # (over a symbolic length: the generic conv, whose loops take it)
+                or {"layout", "out_layout", "weight_layout"} & n.attrs.keys():
+            return None
         out = n.outputs[0]
         lo, hi = n.attrs["pads"]
         attrs = dict(n.attrs, strides=[1, *n.attrs["strides"]],

@@ -98,6 +98,7 @@ from tensorlang.ops.winograd import winograd_eligible, winograd_pays, winograd_w
 from .. import op_registry as R
 from ..ir import Graph, Node, Value
 from ..kernel_cost import flops_per_byte
+from ..symbolic import is_symbolic
 from .pack_conv_weights import pack_oihw
 from .rewrite import Emitter, rebuild
 
@@ -161,8 +162,8 @@ def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
         return None
     x, w, out = ins[0], ins[1], n.outputs[0]
     xs = R.unblocked_shape(x.shape, x.layout)
-    if not w.is_constant or len(w.shape) != 4 or len(xs) != 4 or R.symbolic_spatial(xs):
-        return None  # (the blocked convs need fixed planes: over a symbolic one, NCHW)
+    if not w.is_constant or len(w.shape) != 4 or len(xs) != 4:
+        return None
     ob = value_block(w.shape[0], preferred)
     if ob is None:
         return None
@@ -172,7 +173,10 @@ def _blocked_conv(n: Node, ins: list[Value], preferred: int | None = None
                                            or channel_block(xs[1]) is None)
         return ("nchw_in" if reads_nchw else "conv"), ob
     if groups == xs[1] == w.shape[0] and w.shape[1] == 1:
-        if not _block_of(x) and out.shape[3] >= NCHW_DEPTHWISE_MIN_WIDTH:
+        # (a row of symbolic width: blocked, whose tiles take any width and stride; the NCHW
+        # schedule's strided rows are gathers)
+        if not _block_of(x) and not is_symbolic(out.shape[3]) and \
+                out.shape[3] >= NCHW_DEPTHWISE_MIN_WIDTH:
             return None
         return "depthwise", ob
     if w.shape[1] > 1 and (w.shape[0] // groups) % ob == 0 and not _pixels_conv(n, w):
@@ -186,8 +190,9 @@ def _winograd(n: Node, w: Value, x: Value, out: Value) -> bool:
     run at the FMA peak) where ``winograd_eligible`` says it can, and ``winograd_pays`` that its
     products are not bound by reading their weights on this machine."""
     xs = R.unblocked_shape(x.shape, x.layout)
-    if w.dtype != "float32" or x.dtype != "float32" or len(xs) != 4 or len(w.shape) != 4:
-        return False
+    if w.dtype != "float32" or x.dtype != "float32" or len(xs) != 4 or len(w.shape) != 4 \
+            or R.symbolic_spatial(xs):
+        return False  # (its tiles of 4 x 4 outputs are sized to a fixed plane)
     a = n.attrs
     return (winograd_eligible(xs[1], w.shape[0], w.shape[2:], a.get("strides", [1, 1]),
                               a.get("dilations", [1, 1]), a.get("groups", 1), out.shape[2:4])
@@ -207,8 +212,6 @@ def _library_pool(n: Node) -> bool:
     pads wider than the window or a dilated average, is NCHW only)."""
     k, pads = n.attrs["kernel"], n.attrs["pads"]
     dil = n.attrs.get("dilations", [1] * len(k))
-    if R.symbolic_spatial(R.unblocked_shape(n.inputs[0].shape, n.inputs[0].layout)):
-        return False  # (the library's pooling needs a fixed plane)
     if len(k) != 2 or (n.op == "avg_pool" and dil != [1, 1]):
         return False
     return all(p <= (k[d % 2] - 1) * dil[d % 2] + 1 for d, p in enumerate(pads))
@@ -372,8 +375,7 @@ class _LayoutConverter:
         if n.op in SPATIAL_MEAN_MAX and len(ins) == 1 and _spatial_reduce(n, ins[0]):
             return [self.node(n.name, SPATIAL_MEAN_MAX[n.op], ins, {"layout": layout}, layout,
                               self.named(out, layout))]
-        if n.op in ("global_avg_pool", "global_max_pool") and not R.symbolic_spatial(
-                R.unblocked_shape(ins[0].shape, ins[0].layout)) \
+        if n.op in ("global_avg_pool", "global_max_pool") \
                 or n.op in ("max_pool", "avg_pool") and _library_pool(n):
             return [self.node(n.name, n.op, ins, dict(n.attrs, layout=layout), layout,
                               self.named(out, layout))]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import op_registry as R
 from ..ir import Graph, Node, Value
 from .rewrite import Emitter, rebuild
 
@@ -53,8 +52,8 @@ def pack_conv_weights(g: Graph) -> Graph:
     packed: dict[tuple, Value] = {}  # a weight shared by several convs is packed once
 
     def visit(n: Node, ins: list[Value]):
-        if n.op != "conv" or "weight_layout" in n.attrs or R.symbolic_spatial(n.inputs[0].shape):
-            return None  # (over a symbolic size: the generic conv reads OIHW)
+        if n.op != "conv" or "weight_layout" in n.attrs or len(n.inputs[0].shape) != 4:
+            return None  # (1-D and 3-D convs left by their passes: the generic conv reads OIHW)
         w = ins[1]
         block = _conv_block(n, w) if w.is_constant and len(w.shape) == 4 else 0
         if not block:

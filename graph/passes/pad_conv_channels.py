@@ -91,8 +91,8 @@ def _padded_chain(n: Node, readers: dict[int, list[Node]], outputs: set[int]) ->
 def _paddable_conv(n: Node) -> bool:
     if n.op != "conv" or len(n.outputs) != 1 or n.attrs.get("groups", 1) != 1 \
             or {"layout", "out_layout", "weight_layout"} & n.attrs.keys() \
-            or R.symbolic_spatial(n.inputs[0].shape):
-        return False  # (over a symbolic size the conv stays NCHW: no block to fill)
+            or len(n.inputs[0].shape) != 4:
+        return False
     w, bias = n.inputs[1], n.inputs[2:]
     oc = w.shape[0]
     added = -oc % VECTOR_CHANNELS
