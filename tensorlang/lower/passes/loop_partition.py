@@ -113,13 +113,13 @@ class _Partition(Mutator):
         # nested symbolic split (a fuzzed matmul's 282 lowered lines became 1348, its LLVM
         # build 2.6 s -> 14 s).
         *border, head, tail = pieces if len(pieces) > 1 else (*pieces, None)
-        out = [self._visit_guarded(p) for p in border] + [self.visit(head)]
-        return out + ([self._visit_guarded(tail)] if tail is not None else [])
+        out = [self._visit_guarded(p, True) for p in border] + [self.visit(head)]
+        return out + ([self._visit_guarded(tail, False)] if tail is not None else [])
 
-    def _visit_guarded(self, piece: S.For) -> S.Stmt:
+    def _visit_guarded(self, piece: S.For, border: bool) -> S.Stmt:
         self.in_symbolic_tail, outer = True, self.in_symbolic_tail
         try:
-            return self.visit(_whole_tiles(piece, self.an))
+            return self.visit(_whole_tiles(piece, self.an, border))
         finally:
             self.in_symbolic_tail = outer
 
@@ -288,10 +288,15 @@ def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
     conv's left padding: the border piece before it keeps them). None when no guard conjunct
     is such a tail or head."""
     var, inside = loop.loop_var, _defined_inside(loop.body)
+    # a parallel loop is not cut at a conjunct that also bounds a serial loop inside (a
+    # conv's bottom rows, `y + ry - h < 1`): hoist_guards makes it that loop's bounds, where
+    # a cut ran the last rows' every tile with guards, as a tail (13-20% of a 3x3 conv over a
+    # symbolic 56x56 plane)
+    serial = _loop_vars(loop.body, "serial") if loop.kind == "parallel" else set()
     cuts, proven, refused, heads = [], [], [], []
     for cond, ranges in _guards(loop.body, var, an):
         for c in E.conjuncts(cond):
-            if var not in collect_vars(c):
+            if var not in collect_vars(c) or collect_vars(c) & serial:
                 continue
             cut = _tail_cut(c, var, ranges, inside)
             head = _head_cut(c, var, ranges) if cut is None and loop.kind == "serial" else None
@@ -327,12 +332,13 @@ def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
     return head, tail if rows is None else _specialize_rows(tail, *rows)
 
 
-def _unrolled_vars(body) -> set:
+def _loop_vars(body, kind: str) -> set:
+    """The variables of the loops of ``kind`` in body."""
     found = set()
 
     class _Find(Visitor):
         def visit_For(self, s):
-            if s.kind == "unrolled":
+            if s.kind == kind:
                 found.add(s.loop_var)
             self.visit(s.body)
 
@@ -340,23 +346,25 @@ def _unrolled_vars(body) -> set:
     return found
 
 
-def _whole_tiles(piece: S.For, an: Analyzer) -> S.For:
+def _whole_tiles(piece: S.For, an: Analyzer, border: bool = False) -> S.For:
     """A border or tail piece with a copy of its body for the iterations whose tiles are
     whole: there the tail guards of its unrolled tile loops (`z.outer * 14 + z - ow < 0`, of
     the piece's loop and one tile loop) hold, and are dropped. Kept, hoist_guards
     turns them into the bounds of a serial loop over a tile in memory; dropped, the tile
     stays unrolled in registers, its other guards (a conv's right padding, which moves with
-    the kernel column) per copy as in a static kernel. A conv over a symbolic plane, whose
-    first and last column tiles are such pieces, ran 2.7x the static kernel's time at 56
-    columns without it."""
+    the kernel column) per copy as in a static kernel. In a ``border`` piece (a row's first
+    tiles) the far edge's tail guards are dropped too: they hold there unless the row is
+    narrow, and kept, they were a branch per column and the tile in memory. A conv over a
+    symbolic plane, whose first and last column tiles are such pieces, ran 2.7x the static
+    kernel's time at 56 columns without it."""
     var, inside = piece.loop_var, _defined_inside(piece.body)
-    unrolled = _unrolled_vars(piece.body)
+    unrolled = _loop_vars(piece.body, "unrolled")
     an.bind_range(var, piece.min, piece.extent)
     try:
         found = [(c, _tail_cut(c, var, ranges, inside))
                  for cond, ranges in _guards(piece.body, var, an) for c in E.conjuncts(cond)
-                 if var in collect_vars(c) and len(collect_vars(c) & inside) == 1
-                 and collect_vars(c) & unrolled]
+                 if var in collect_vars(c) and collect_vars(c) & unrolled
+                 and (border or len(collect_vars(c) & inside) == 1)]
     finally:
         an.ranges.pop(var, None)
     found = [(c, cut) for c, cut in found if cut is not None]  # (head guards stay)
