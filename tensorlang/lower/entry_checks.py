@@ -53,10 +53,12 @@ def _requirements(schedule, kernel_vars: set):
     compute declares it needs (attrs["requires"]): what its definition does not hold for,
     though every read stays in bounds (a conv window over a symbolic size too small for one
     window, whose output extent is clamped to 1)."""
+    seen = set()  # (a stage and its cache_write copy declare the same)
     for st in schedule.stages:
         for value, message in st.op.attrs.get("requires", ()) if hasattr(st.op, "attrs") else ():
             names = collect_vars(value)
-            if names and names <= kernel_vars:
+            if names and names <= kernel_vars and (str(value), message) not in seen:
+                seen.add((str(value), message))
                 yield value, message
 
 

@@ -499,6 +499,28 @@ def test_pooling_over_a_symbolic_plane():
     check_sizes([x], ops.global_max_pool2d(x), lambda a: a.max((2, 3), keepdims=True), PLANES)
 
 
+def test_conv_tiles_over_a_symbolic_plane_are_partitioned():
+    """A 3x3 conv over a symbolic plane lowers as a static one does, in pieces: a row's first
+    column tile (the left padding), the guard-free interior tiles from column tile 1, and the
+    last tile; the first and last have a copy for whole tiles, without the right padding's
+    guards where the row goes on past the tile and with the row's width a constant where it
+    ends at it (guards folded per column). The task loop is the rows alone: no index is
+    divided by a symbolic extent, so none is checked at run time."""
+    h, w = tl.var("h"), tl.var("w")
+    x = tl.placeholder((1, 4, h, w, 16), name="x")
+    wt = tl.placeholder((4, 4, 3, 3, 16, 16), name="wt")
+    y = ops.conv2d_nchwc(x, wt, padding=1)
+    text = str(tl.lower(ops.default_schedule([y]), [x, wt, y]))
+    entry, loops = text.split("  parallel for", 1)
+    # the kernel's entry checks one whole window per axis, and nothing else is checked
+    assert entry.count("checked(") == 2 and "checked(" not in loops, text
+    assert "parallel for y.oco.outer.fused in range(max(h - 1, 0) * 2 + 2):" in text, text
+    assert "for z.outer in range(1, " in text, text  # the interior
+    first, last = text.split("for z.outer in range(1, ")[0], text.split("for z.outer in ")[-1]
+    assert "if w > 14:" in first and "if w == 14:" in first, text
+    assert "if w - z.outer * 14 > 14:" in last and "if w - z.outer * 14 == 14:" in last, text
+
+
 def test_a_plane_without_a_whole_window_is_refused_by_the_kernel():
     x, w = _plane(16), tl.placeholder((16, 16, 3, 3), name="w")
     f = tl.build(ops.default_schedule([y := ops.conv2d_nchw(x, w)]), [x, w, y])

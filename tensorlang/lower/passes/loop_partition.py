@@ -364,7 +364,7 @@ def _whole_tiles(piece: S.For, an: Analyzer, border: bool = False) -> S.For:
         found = [(c, _tail_cut(c, var, ranges, inside))
                  for cond, ranges in _guards(piece.body, var, an) for c in E.conjuncts(cond)
                  if var in collect_vars(c) and collect_vars(c) & unrolled
-                 and (border or len(collect_vars(c) & inside) == 1)]
+                 and len(collect_vars(c) & inside) == 1]
     finally:
         an.ranges.pop(var, None)
     found = [(c, cut) for c, cut in found if cut is not None]  # (head guards stay)
@@ -377,8 +377,70 @@ def _whole_tiles(piece: S.For, an: Analyzer, border: bool = False) -> S.For:
     if _provably_le(cut, piece.min):  # (a tail of these guards' own cut: no whole tile)
         return piece
     whole = _DropConjuncts([c for c, _ in found]).visit(piece.body)
+    an.bind_range(var, piece.min, piece.extent)
+    try:
+        whole = _edge_versions(whole, var, an)
+    finally:
+        an.ranges.pop(var, None)
     return piece.replace(body=S.IfThenElse(E.LT(*E.binary_operands(var, cut)), whole,
                                            piece.body))
+
+
+# Distances to a row's far edge that _edge_versions compiles a copy for.
+EDGE_COPIES = 1
+
+
+def _edge_versions(body: S.Stmt, var, an: Analyzer) -> S.Stmt:
+    """``body`` (a whole tile) versioned by its distance d = w - a * var to the far edge of a
+    symbolic extent w, for the guards `a * var + inner - w < c` of that edge (a conv's right
+    padding at each column and kernel column): a copy without them where d is past every
+    inner value, and a copy per value of d where some fail (the last EDGE_COPIES), w
+    replaced by a * var + d so that they fold to constants per unrolled copy, as in a static
+    kernel. Guards that vary per column were a branch per column per reduction step, which
+    kept the tile in memory (a 3x3 conv over a symbolic 14x14 plane, one tile per row: 2.75x
+    the static kernel's time). Other distances keep the guards."""
+    inside = _defined_inside(body)
+    edges, edge_of = [], set()
+    for cond, ranges in _guards(body, var, an):
+        for c in E.conjuncts(cond):
+            found = _edge(c, var, ranges, inside)
+            if found is not None:
+                edges.append(c)
+                edge_of.add(found[:2])
+    if len(edge_of) != 1:
+        return body
+    (w, a), reach = edge_of.pop(), max(_edge(c, var, r, inside)[2]
+                                       for cond, r in _guards(body, var, an)
+                                       for c in E.conjuncts(cond) if _edge(c, var, r, inside))
+    d = E.Sub(w, E.Mul(var, E.const(a, var.dtype)))
+    out = body
+    for k in range(reach - EDGE_COPIES + 1, reach + 1):
+        at = simplify(E.Add(E.Mul(var, E.const(a, var.dtype)), E.const(k, var.dtype)))
+        out = S.IfThenElse(E.EQ(d, E.const(k, var.dtype)), substitute(body, {w: at}), out)
+    clean = _DropConjuncts(edges).visit(body)
+    return S.IfThenElse(E.GT(d, E.const(reach, var.dtype)), clean, out)
+
+
+def _edge(c, var, ranges: dict, inside: set):
+    """(w, a, reach) when conjunct c is `a * var + inner - w < 0` (a > 0, inner linear in
+    loop variables of constant ranges, w a variable defined outside): it holds for every
+    inner value exactly where w - a * var > reach; else None."""
+    lin = _as_negative(c)
+    if lin is None:
+        return None
+    a, w, reach = 0, None, lin.const
+    for t, coef in lin.terms.values():
+        if t is var:
+            a = coef
+        elif isinstance(t, E.Var) and coef == -1 and t not in inside and t not in ranges:
+            if w is not None:
+                return None
+            w = t
+        elif t in ranges and ranges[t][1 if coef > 0 else 0] not in (INF, -INF):
+            reach += coef * ranges[t][1 if coef > 0 else 0]
+        else:
+            return None
+    return (w, a, reach) if w is not None and a > 0 else None
 
 
 def _border_cut(loop: S.For, start: int, conds: list, an: Analyzer) -> tuple:
