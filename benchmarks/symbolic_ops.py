@@ -5,7 +5,8 @@ slower; the target is <= 1.15x at every size).
 Cases: dense 768x768 (+bias; the weight packed per call), dense_prepacked (the weight packed
 at build time, as graph/passes/pack_dense_weights does), an attention's q . k^T and p . v
 (batch x 12 heads x seq, head dim 64), its softmax [batch, 12, seq, seq], layer_norm over 768,
-bias + gelu over 3072, and a ResNet 3x3 conv 64 -> 64 on 56x56 (+relu) at batch 1-8. For the
+bias + gelu over 3072, a ResNet 3x3 conv 64 -> 64 on 56x56 (+relu) at batch 1-8, and 3x3 convs
+in NCHW16c over a symbolic height and width (64 and 256 channels, +relu). For the
 row ops (softmax, layer_norm, bias_gelu) the "GFLOP/s" column is G elements per second.
 One symbolic kernel per op (default schedule); for each size a static kernel with the same
 default schedule. Each round times the symbolic and the static kernel alternately (median of
@@ -89,6 +90,17 @@ def _conv(dims):
     return [x, w], ops.relu(ops.conv2d_nchw(x, w, padding=1))
 
 
+def _conv_plane(dims):
+    c, h, w = dims  # a 3x3 conv in the blocked layout a CNN's chain runs in, over an H x W plane
+    x = tl.placeholder((1, c // 16, h, w, 16), name="x")
+    wt = tl.placeholder((c // 16, c // 16, 3, 3, 16, 16), name="w")
+    return [x, wt], ops.relu(ops.conv2d_nchwc(x, wt, padding=1))
+
+
+def _planes(*hw):
+    return [{"H": h, "W": w} for h, w in hw]
+
+
 # name -> (declare(dims), symbolic dims (tl.var names in place), sizes: list of var bindings,
 #          flops(bindings))
 CASES = {
@@ -110,6 +122,14 @@ CASES = {
                   lambda v: v["B"] * v["S"] * 3072),
     "conv2d": (_conv, ("N", 64, 56, 64), [{"N": n} for n in (1, 2, 4, 8)],
                lambda v: 2 * v["N"] * 64 * 56 * 56 * 64 * 9),
+    # over a symbolic height and width (a CNN exported with dynamic axes): row widths that are
+    # whole register tiles (14 columns), one tile, ragged, and under one tile
+    "conv2d_plane": (_conv_plane, (64, "H", "W"), _planes((56, 56), (28, 28), (14, 14),
+                                                          (57, 61), (30, 20)),
+                     lambda v: 2 * 64 * 64 * 9 * v["H"] * v["W"]),
+    "conv2d_plane_256": (_conv_plane, (256, "H", "W"), _planes((28, 28), (14, 14), (7, 7),
+                                                               (10, 8)),
+                         lambda v: 2 * 256 * 256 * 9 * v["H"] * v["W"]),
 }
 
 
