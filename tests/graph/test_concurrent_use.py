@@ -28,6 +28,25 @@ def _slowed(fn):
     return slow
 
 
+def _in_threads(body, n: int) -> None:
+    """body(t) in n threads at once: none hangs, none raises (the first errors reported)."""
+    errors: list[BaseException] = []
+
+    def worker(t: int) -> None:
+        try:
+            body(t)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert not any(th.is_alive() for th in threads), "a run hung"
+    assert not errors, errors[:3]
+
+
 def test_runs_at_more_shapes_than_kept_from_several_threads():
     """Threads running a model with a shape variable at more distinct shapes than it keeps
     buffer sets for (MAX_SHAPES): each new shape evicts the oldest. Two threads evicting at
@@ -42,23 +61,13 @@ def test_runs_at_more_shapes_than_kept_from_several_threads():
     out = g.outputs[0].name
     xs = [np.full((k, 4), -1.0, np.float32) + np.arange(4, dtype=np.float32)
           for k in range(1, 2 * gm.MAX_SHAPES + 1)]
-    errors: list[BaseException] = []
 
-    def worker(t: int) -> None:
-        try:
-            for r in range(20):
-                x = xs[(t * 3 + r) % len(xs)]
-                np.testing.assert_array_equal(gm.run(x=x)[out], np.maximum(x, 0))
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+    def runs(t: int) -> None:
+        for r in range(20):
+            x = xs[(t * 3 + r) % len(xs)]
+            np.testing.assert_array_equal(gm.run(x=x)[out], np.maximum(x, 0))
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=60)
-    assert not any(th.is_alive() for th in threads), "a run hung"
-    assert not errors, errors[:3]
+    _in_threads(runs, 8)
     assert len(gm._pools) <= gm.MAX_SHAPES
 
 
@@ -86,24 +95,14 @@ def test_if_branch_of_constants_only_from_several_threads():
     # widen the windows: a run under way on the piece, another thread reading its output
     for method in ("_run_buffers", "get_output"):
         const_piece.__dict__[method] = _slowed(getattr(const_piece, method))
-    errors: list[BaseException] = []
 
-    def worker(t: int) -> None:
-        try:
-            x = np.full(3, t, np.float32)
-            for r in range(10):
-                c = (r + t) % 2 == 0
-                np.testing.assert_array_equal(prog.run(c=np.array(c), x=x)["y"], x if c else k)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+    def runs(t: int) -> None:
+        x = np.full(3, t, np.float32)
+        for r in range(10):
+            c = (r + t) % 2 == 0
+            np.testing.assert_array_equal(prog.run(c=np.array(c), x=x)["y"], x if c else k)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=60)
-    assert not any(th.is_alive() for th in threads), "a run hung"
-    assert not errors, errors[:3]
+    _in_threads(runs, 6)
 
 
 def test_saves_to_one_path_from_several_threads(tmp_path):
@@ -121,21 +120,12 @@ def test_saves_to_one_path_from_several_threads(tmp_path):
     g = b.build([b.relu(b.matmul(x, w))])
     gm = graph.build(g)
     path = tmp_path / "m.tlpkg"
-    errors: list[BaseException] = []
 
-    def worker() -> None:
-        try:
-            for _ in range(3):
-                gm.save(path)
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+    def saves(_t: int) -> None:
+        for _ in range(3):
+            gm.save(path)
 
-    threads = [threading.Thread(target=worker) for _ in range(6)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=60)
-    assert not errors, errors[:3]
+    _in_threads(saves, 6)
     assert [p.name for p in tmp_path.iterdir()] == ["m.tlpkg"]  # nothing left beside it
     xs = rng.standard_normal((4, 32)).astype(np.float32)
     out = g.outputs[0].name
