@@ -152,9 +152,14 @@ def _build(declare, dims, name):
 def _arrays(ins, out, sizes):
     rng = np.random.default_rng(0)
 
+    def extent(d):  # an extent at these sizes (an expression of them: a conv's output)
+        from tensorlang.ir.functor import collect_vars, substitute
+
+        bound = {v: tl.ir.expr.const(sizes[v.name], v.dtype) for v in collect_vars(d)}
+        return int(tl.ir.expr.as_int(tl.ir.simplify.simplify(substitute(d, bound))))
+
     def shape(t):
-        return tuple(int(tl.ir.expr.as_int(d)) if tl.ir.expr.as_int(d) is not None
-                     else sizes[d.name] for d in t.shape)
+        return tuple(extent(d) for d in t.shape)
 
     args = [rng.uniform(-1, 1, shape(t)).astype(t.dtype) for t in ins]
     return args + [np.zeros(shape(out), out.dtype)]
