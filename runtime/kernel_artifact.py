@@ -26,6 +26,11 @@ from ._cache import atomic_write
 from .load_errors import ArtifactError
 
 ABI_VERSION = 1
+# A kernel with float scalar parameters (manifest "var_dtypes") is saved as ABI 2: the same
+# signature, but those int64 arguments carry a float's bits, which a runtime reading only ABI 1
+# would take for integers; this runtime reads both.
+FLOAT_SCALARS_ABI = 2
+READ_ABIS = (ABI_VERSION, FLOAT_SCALARS_ABI)
 ARTIFACT_FORMAT = 1
 SOURCE_PREFIX = "sources/"
 
@@ -40,7 +45,7 @@ def write_module_artifact(path: Path, manifest: dict[str, Any], required_flags: 
     meta = manifest
     meta["artifact"] = {
         "format": ARTIFACT_FORMAT,
-        "abi": ABI_VERSION,
+        "abi": FLOAT_SCALARS_ABI if meta.get("var_dtypes") else ABI_VERSION,
         "arch": _cpu.triple_arch(meta["target"]["triple"]) or _cpu.machine(),
         "required_features": list(required_flags),
         "created_by": __version__,
@@ -135,11 +140,15 @@ def read_module_artifact(path: Path) -> tuple[dict, dict[str, bytes], dict[str, 
     art = meta.pop("artifact", None)
     if not isinstance(art, dict):
         raise ArtifactError(f"{path}: manifest has no artifact section")
-    if art.get("format") != ARTIFACT_FORMAT or art.get("abi") != ABI_VERSION:
+    if art.get("format") != ARTIFACT_FORMAT or art.get("abi") not in READ_ABIS:
         raise ArtifactError(
             f"{path}: artifact format {art.get('format')} / kernel ABI {art.get('abi')} is "
-            f"not supported (this runtime reads format {ARTIFACT_FORMAT}, ABI {ABI_VERSION})"
+            f"not supported (this runtime reads format {ARTIFACT_FORMAT}, ABI "
+            f"{' or '.join(map(str, READ_ABIS))})"
         )
+    if art.get("abi") == ABI_VERSION and meta.get("var_dtypes"):
+        raise ArtifactError(f"{path}: a kernel with float scalar parameters must be saved "
+                            f"as ABI {FLOAT_SCALARS_ABI}, not {ABI_VERSION}")
     # without its library or sources a module still loads (relinked from the object)
     _checked_build_info(path, meta, art)
     check_member_digests(path, art.get("members"), members, optional=_optional_member)

@@ -2,7 +2,8 @@
 
 ``{"name", "symbol", "args": [{"name", "shape", "dtype", "written"}], "vars",
 "target": {"cpu", "features", "triple"}, "version", "error_messages"}``, optionally
-``"call_order"``. A dimension is an int, the name of one of ``vars``, or an expression of them
+``"call_order"`` and ``"var_dtypes"`` ({var: "float16" | "float32" | "float64"}: the float scalar
+parameters; a var not listed is an int64). A dimension is an int, the name of one of ``vars``, or an expression of them
 (``"n - 2"``). The checked call trusts this description, so a malformed one is refused
 (ValueError naming the field) rather than half-used.
 """
@@ -60,6 +61,23 @@ def _check_call_order(order: Any, arg_names: list[str], vars_: list[str]) -> Non
              f"'call_order' {order} names something neither an argument nor in vars")
 
 
+# The dtypes a scalar parameter (a var) may have besides int64, the default: float ones,
+# passed through the ABI's int64 as their IEEE-754 bit pattern (runtime.module.scalar_bits).
+SCALAR_FLOAT_DTYPES = ("float16", "float32", "float64")
+
+
+def _check_var_dtypes(var_dtypes: Any, vars_: list[str]) -> None:
+    """The optional 'var_dtypes': {var name: float dtype} for the float scalar parameters
+    (tl.var("bias", dtype="float32")); a var it does not list is an int64 (manifests from
+    before float scalars have none)."""
+    _require(isinstance(var_dtypes, Mapping), "'var_dtypes' must map var names to dtypes")
+    for name, d in var_dtypes.items():
+        _require(name in vars_, f"'var_dtypes' names {name!r}, which is not in vars")
+        _require(d in SCALAR_FLOAT_DTYPES or d == "int64",
+                 f"var {name!r} has dtype {d!r}: a scalar parameter is int64 or one of "
+                 f"{', '.join(SCALAR_FLOAT_DTYPES)}")
+
+
 def normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Check a manifest's structure and return a JSON-clean deep copy of it."""
     _require(isinstance(manifest, Mapping), f"expected a dict, got {type(manifest).__name__}")
@@ -75,6 +93,10 @@ def normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
         "'vars' must be a list of names",
     )
     _require(len(set(m["vars"])) == len(m["vars"]), f"duplicate names in vars {m['vars']}")
+    if "var_dtypes" in m:
+        _check_var_dtypes(m["var_dtypes"], m["vars"])
+    # a float scalar parameter is never a dimension
+    int_vars = [v for v in m["vars"] if m.get("var_dtypes", {}).get(v, "int64") == "int64"]
     names = set()
     for i, a in enumerate(m["args"]):
         _require(isinstance(a, Mapping), f"args[{i}] must be a dict")
@@ -90,7 +112,10 @@ def normalize_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
         for d in shape:
             if isinstance(d, str):
                 if d not in m["vars"]:
-                    _check_dim_expr(name, d, m["vars"])
+                    _check_dim_expr(name, d, int_vars)
+                else:
+                    _require(d in int_vars, f"argument {name!r}: dimension {d!r} is a float "
+                             "scalar parameter, not a size")
             else:
                 _require(
                     isinstance(d, int) and not isinstance(d, bool) and d >= 0,

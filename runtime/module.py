@@ -5,7 +5,10 @@ The kernel ABI (what ``tensorlang.codegen`` emits and this loader calls)::
     int32_t <symbol>(void *arg0, ..., void *argN-1, int64_t var0, ..., int64_t varM-1);
 
 returning 0 on success and a nonzero error code otherwise. Array arguments come first, in the
-manifest's order, then the symbolic shape variables in ``manifest["vars"]`` order. An object
+manifest's order, then the scalar variables in ``manifest["vars"]`` order: shape variables and
+integer scalars as int64 values, float scalar parameters (``manifest["var_dtypes"]``, e.g.
+``{"bias": "float32"}``) as their IEEE-754 bit pattern in the low 16, 32 or 64 bits of the
+int64 (:func:`scalar_bits`), so every scalar travels the same way. An object
 that runs parallel loops also defines ``ptr @__tl_parallel_launch = null`` (external linkage):
 the loader stores the thread pool's ``tl_parallel_launch`` address there before any call.
 
@@ -20,6 +23,7 @@ import copy
 import ctypes
 import math
 import os
+import struct
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
@@ -110,6 +114,22 @@ class _Arg:
     def describe(self) -> str:
         dims = ", ".join(str(d) for d in self.shape)
         return f"{self.dtype.name}[{dims}]"
+
+
+def scalar_bits(value: Any, dtype: np.dtype) -> int:
+    """How the ABI passes a float scalar parameter: ``value`` rounded to ``dtype`` as numpy
+    rounds (``np.float32(value)``), its bits as a signed int of the same width, as an int64."""
+    with np.errstate(over="ignore"):  # a value past the dtype's range is inf, as in numpy
+        x = dtype.type(value)
+    return int(x.view(_SIGNED_OF_WIDTH[dtype.itemsize]))
+
+
+_SIGNED_OF_WIDTH = {2: np.int16, 4: np.int32, 8: np.int64}
+# struct's packing rounds a Python float as numpy does (round to nearest even) and raises
+# OverflowError past the range, where the fast call falls back to scalar_bits
+_FAST_BITS = {np.dtype(d): (struct.Struct(p).pack, struct.Struct(u).unpack)
+              for d, p, u in (("float16", "<e", "<h"), ("float32", "<f", "<i"),
+                              ("float64", "<d", "<q"))}
 
 
 def _timing_form(number: int = 10, repeat: int = 3,
@@ -256,6 +276,9 @@ class Module:
         self._name: str = m["name"]
         self._symbol: str = m["symbol"]
         self._vars: tuple[str, ...] = tuple(m["vars"])
+        # the float scalar parameters' dtypes (the other vars are int64)
+        self._var_dtypes: dict[str, np.dtype] = {
+            v: np.dtype(d) for v, d in m.get("var_dtypes", {}).items() if d != "int64"}
         self._args = tuple(
             _Arg(i, a["name"], np.dtype(a["dtype"]), tuple(a["shape"]), a["written"], self._vars)
             for i, a in enumerate(m["args"])
@@ -397,7 +420,8 @@ class Module:
 
     @property
     def raw_function(self) -> Callable[..., int]:
-        """The ctypes function itself: ints in (pointers, then vars), error code out."""
+        """The ctypes function itself: ints in (pointers, then vars: a float scalar as its
+        bits, :func:`scalar_bits`), error code out."""
         return self._fn
 
     def __reduce_ex__(self, protocol: int):
@@ -408,13 +432,16 @@ class Module:
                         "tensorlang.runtime.load_module(path)")
 
     def __repr__(self) -> str:
-        vars_ = f"; vars {', '.join(self._vars)}" if self._vars else ""
+        vars_ = ", ".join(f"{v}: {self._var_dtypes[v].name}" if v in self._var_dtypes else v
+                          for v in self._vars)
+        vars_ = f"; vars {vars_}" if vars_ else ""
         return f"<tensorlang.runtime.Module {self._name}({self._signature}){vars_}>"
 
     # -- calling --------------------------------------------------------------------------
 
     def prepare_args(self, *args: Any, **var_values: int) -> list[int]:
-        """Check arguments as a call does; return the raw ints that :meth:`call_raw` takes.
+        """Check arguments as a call does; return the raw ints that :meth:`call_raw` takes
+        (a float scalar as its bits, :func:`scalar_bits`).
 
         The pointers are valid only while the arrays are alive and not resized.
         """
@@ -474,12 +501,25 @@ class Module:
         if self._vars:
             if bound is None or len(bound) < len(self._vars):
                 missing = [v for v in self._vars if bound is None or v not in bound]
+                if any(v in self._var_dtypes for v in missing):
+                    raise TypeError(self._missing_scalars_message(missing))
                 raise TypeError(
                     f"{self._name}(): cannot determine {', '.join(missing)} from the array "
                     "shapes; pass them as keyword arguments"
                 )
             raw.extend(bound[v] for v in self._vars)
         return raw
+
+    def _missing_scalars_message(self, missing: list[str]) -> str:
+        what = ", ".join(f"{v!r} ({self._scalar_type(v)})" for v in missing)
+        where = (f"in its place, {self._name}({', '.join(self._call_names())}), "
+                 if self._scalar_at else "")
+        return (f"{self._name}() missing the scalar argument{'s' if len(missing) > 1 else ''} "
+                f"{what}: pass {'it' if len(missing) == 1 else 'them'} {where}or by keyword")
+
+    def _scalar_type(self, var: str) -> str:
+        d = self._var_dtypes.get(var)
+        return "int" if d is None else d.name
 
     def _split_scalars(self, args: tuple, var_values: Mapping[str, Any]
                        ) -> tuple[tuple, dict[str, Any]]:
@@ -500,7 +540,7 @@ class Module:
             return (f"{self._name}() takes {self._nargs} array arguments ({self._signature}), "
                     f"got {got}")
         specs = {a.name: f"{a.name}: {a.describe()}" for a in self._args}
-        specs.update((n, f"{n}: int") for _, n in self._scalar_at)
+        specs.update((n, f"{n}: {self._scalar_type(n)}") for _, n in self._scalar_at)
         ordered = [specs[n] for n in self._call_names()]
         scalars = ", ".join(n for _, n in self._scalar_at)
         return (f"{self._name}() takes {self._arity} arguments ({', '.join(ordered)}), or the "
@@ -552,7 +592,7 @@ class Module:
             "failed": self._kernel_error,
             "slow": self._checked_call,
         }
-        params, body, var_expr = self._fast_params()
+        params, body, var_expr = self._fast_params(env)
         size_expr: dict[int, str] = {}
         for a in self._args:
             i = a.index
@@ -620,17 +660,25 @@ class Module:
         exec(code, env)  # noqa: S102
         return env["fast_call"]
 
-    def _fast_params(self) -> tuple[str, list[str], dict[str, str]]:
+    def _fast_params(self, env: dict[str, Any]) -> tuple[str, list[str], dict[str, str]]:
         """The fast call's parameters (arrays a<index>, scalars x<position>, in call order),
-        the checks of the scalars (a plain int, else the general path), and their bindings."""
+        the checks of the scalars (a plain int, or a plain float for a float scalar, whose
+        bits are passed; else the general path), and their bindings."""
         if not self._scalar_at:
             return ", ".join(f"a{a.index}" for a in self._args), [], {}
         params = [f"a{a.index}" for a in self._args]
         body, var_expr = [], {}
         for pos, name in self._scalar_at:
             params.insert(pos, f"x{pos}")
-            body.append(f"if type(x{pos}) is not int: raise Slow")
-            var_expr[name] = f"x{pos}"
+            d = self._var_dtypes.get(name)
+            if d is None:
+                body.append(f"if type(x{pos}) is not int: raise Slow")
+                var_expr[name] = f"x{pos}"
+            else:
+                env[f"pack{pos}"], env[f"unpack{pos}"] = _FAST_BITS[d]
+                body.append(f"if type(x{pos}) is not float: raise Slow")
+                body.append(f"(b{pos},) = unpack{pos}(pack{pos}(x{pos}))")
+                var_expr[name] = f"b{pos}"
         return ", ".join(params), body, var_expr
 
     def _fast_expr_checks(self, var_expr: dict[str, str]) -> list[str]:
@@ -667,8 +715,9 @@ class Module:
         return lines
 
     def call_raw(self, *raw: int) -> int:
-        """Unchecked call: data pointers (ints) then var values, exactly as the ABI orders them.
-        Returns the kernel's code (0: success). Wrong pointers crash the process."""
+        """Unchecked call: data pointers (ints) then var values, exactly as the ABI orders them
+        (a float scalar as its bits, :func:`scalar_bits`; :meth:`prepare_args` makes the
+        list). Returns the kernel's code (0: success). Wrong pointers crash the process."""
         return self._fn(*raw)
 
     def _kernel_error(self, rc: int) -> KernelError:
@@ -687,10 +736,30 @@ class Module:
         for k, v in var_values.items():
             if k not in self._vars:
                 raise TypeError(f"{self._name}() got an unexpected keyword argument {k!r}")
+            d = self._var_dtypes.get(k)
+            if d is not None:
+                bound[k] = self._float_scalar(k, v, d)
+                continue
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise TypeError(f"{self._name}(): {k} must be an int, got {type(v).__name__}")
             bound[k] = int(v)
         return bound
+
+    def _float_scalar(self, name: str, v: Any, d: np.dtype) -> int:
+        """The bits of a float scalar parameter's value: a Python or numpy real number (an
+        int too, converted as TVM does), never a bool, a string or an array."""
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                np.floating)):
+            got = type(v).__name__
+            if isinstance(v, np.ndarray):
+                got = f"a numpy.ndarray of shape {v.shape} (pass a scalar: float(x), x.item())"
+            raise TypeError(f"{self._name}(): scalar argument {name!r} must be a {d.name} "
+                            f"number (a float, an int or a numpy scalar), got {got}")
+        try:
+            return scalar_bits(v, d)
+        except OverflowError:  # an int too large even for a float64
+            raise ValueError(f"{self._name}(): scalar argument {name!r} = {v} is out of "
+                             f"{d.name}'s range") from None
 
     def _bind(self, spec: _Arg, shape: tuple, bound: dict[str, int] | None) -> dict[str, int]:
         if len(shape) != len(spec.shape):
