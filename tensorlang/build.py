@@ -3,6 +3,7 @@ code -> a runtime Module callable on numpy arrays."""
 
 from __future__ import annotations
 
+from .ir import dtype as dt
 from .ir import expr as E
 from .ir import stmt as S
 from .ir.checks import error_messages
@@ -103,11 +104,18 @@ def manifest_of(func: S.PrimFunc, target) -> dict:
         "args": [{"name": b.name, "shape": [_shape_entry(d, b.name) for d in b.shape],
                   "dtype": b.dtype, "written": w} for b, w in zip(func.params, func.written)],
         "vars": [v.name for v in func.shape_vars],
+        # a float scalar parameter's dtype (the other vars are int64, as in older manifests)
+        **_var_dtypes(func),
         "error_messages": {**error_messages(func.body), **allocation_error_messages(func.body)},
         "target": target.to_dict(),
         "version": __version__,
         **({"externs": externs} if externs else {}),
     }
+
+
+def _var_dtypes(func: S.PrimFunc) -> dict:
+    floats = {v.name: v.dtype for v in func.shape_vars if v.dtype != dt.INDEX_DTYPE}
+    return {"var_dtypes": floats} if floats else {}
 
 
 def _call_order(args, func: S.PrimFunc) -> dict:

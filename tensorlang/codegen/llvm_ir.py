@@ -1247,7 +1247,7 @@ class CodeGen:
             em.bufs[buf] = a
         for v, a in zip(f.shape_vars, fn.args[len(f.params):]):
             a.name = v.name
-            em.vars[v] = a
+            em.vars[v] = a if not dt.is_float(v.dtype) else _scalar_from_bits(em.b, a, v)
         em.stmt(f.body)
         em.b.ret(ir.Constant(I32, 0))
         return fn
@@ -1260,6 +1260,14 @@ class CodeGen:
         if self.target_features:
             attrs += f' "target-features"="{self.target_features}"'
         return src.replace(") nounwind\n", f") nounwind {attrs}\n")
+
+
+def _scalar_from_bits(b: ir.IRBuilder, a, v):
+    """A float scalar parameter's value: the ABI passes every scalar as an int64, a float one
+    as its IEEE-754 bit pattern in the low bits (runtime.module.scalar_bits)."""
+    t = scalar_type(v.dtype)
+    bits = a if dt.bits(v.dtype) == 64 else b.trunc(a, ir.IntType(dt.bits(v.dtype)))
+    return b.bitcast(bits, t, name=v.name)
 
 
 def emit_llvm_ir(func: S.PrimFunc, target=None) -> str:

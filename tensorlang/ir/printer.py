@@ -123,7 +123,9 @@ class Printer:
             params.append(f"{self.name(b, b.name)}: {b.dtype}[{self.exprs(b.shape)}]"
                           + (" (out)" if w else ""))
         for v in f.shape_vars:
-            self.name(v, v.name)
+            name = self.name(v, v.name)
+            if dt.is_float(v.dtype):  # a float scalar parameter (a shape variable shows in
+                params.append(f"{name}: {v.dtype}")  # the shapes that use it)
         self.emit(f"def {f.name}({', '.join(params)}):", 0)
         self.stmt(f.body, 1)
         return "\n".join(self.lines)

@@ -38,6 +38,7 @@ class LoopNestBuilder:
         self.written: list = []
         self.scalar_vars: list = []  # tl.var arguments (TVM's scalar parameters)
         self._bind_args(args)
+        self._check_float_scalars()
         scan_allocs = self._alias_scans()
         # every buffer and offset exists before any body is converted: a consumer's body is
         # converted before the producers computed inside its loops are emitted
@@ -85,6 +86,19 @@ class LoopNestBuilder:
                 for t in st.op.outputs:
                     if (st, t.value_index) not in self.buffers:
                         raise ValueError(f"output {t.name} is missing from the argument list")
+
+    def _check_float_scalars(self) -> None:
+        """A float tl.var a compute uses is a scalar parameter: it must be listed among the
+        arguments (an integer one not listed is a shape variable, bound from the shapes)."""
+        listed = set(self.scalar_vars)
+        for st in self.s.stages:
+            for b in getattr(st.op, "body", None) or ():
+                for v in sorted(collect_vars(b), key=lambda v: v.name):
+                    if dt.is_float(v.dtype) and v not in listed:
+                        raise ValueError(
+                            f"stage {st.name} uses the float scalar {v.name}, which is not "
+                            f"among the kernel's arguments: list it where the call passes "
+                            f"it, e.g. tl.build(s, [..., {v.name}, ...])")
 
     def _alias_scans(self) -> dict:
         """A tl.scan's init and update write its buffer and its state reads it: one buffer,

@@ -218,7 +218,11 @@ class Stage:
             raise ValueError(f"split on stage {self.name}: give exactly one of factor= or nparts=")
         n = _split_count(factor if factor is not None else nparts)
         factor, nparts = (n, None) if factor is not None else (None, n)
-        if isinstance(n, Var):  # tl.var: always an integer
+        if isinstance(n, Var) and not dt.is_int(n.dtype):
+            raise TypeError(f"split on stage {self.name}: factor/nparts {n.name} is a "
+                            f"{n.dtype} tl.var (a scalar parameter for compute bodies); a "
+                            "symbolic factor must be an integer tl.var")
+        if isinstance(n, Var):  # an integer tl.var
             return self._record("split", [parent], factor=factor, nparts=nparts)
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"split on stage {self.name}: factor/nparts must be an int, got "

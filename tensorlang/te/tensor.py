@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..ir import dtype as dt
 from ..ir.expr import Const, Expr, Var, binary_operands, const, convert
-from ..ir.functor import Visitor, expr_depth, fit_recursion, substitute
+from ..ir.functor import Visitor, collect_vars, expr_depth, fit_recursion, substitute
 from ..ir.stmt import IterVar, Range
 
 
@@ -28,8 +28,19 @@ def _to_extent(x, what: str) -> Expr:
             raise ValueError(f"{what} must be positive, got {x}")
         return const(x)
     if not dt.is_int(x.dtype):
-        raise TypeError(f"{what} must be an integer expression, got {x.dtype}")
+        raise TypeError(f"{what} must be an integer expression, got {x.dtype}"
+                        f"{float_var_hint(x)}")
     return x if x.dtype == dt.INDEX_DTYPE else x.astype(dt.INDEX_DTYPE)
+
+
+def float_var_hint(e) -> str:
+    """Why an expression with a float tl.var cannot be a shape, extent or index: the var named
+    ('' when it has none)."""
+    names = sorted({v.name for v in collect_vars(e) if dt.is_float(v.dtype)})
+    if not names:
+        return ""
+    return (f" ({', '.join(names)}: a float tl.var is a scalar parameter for compute bodies; "
+            "it cannot be a shape, a loop extent, an index or a split factor)")
 
 
 def _whole_float(x: float, what: str) -> int:
@@ -46,7 +57,8 @@ def to_index(x, what: str = "index") -> Expr:
         return x.var
     e = convert(x, dt.INDEX_DTYPE)
     if not (dt.is_int(e.dtype) or dt.is_bool(e.dtype)):
-        raise TypeError(f"{what} must be an integer expression, got {e.dtype}: {e!r}")
+        raise TypeError(f"{what} must be an integer expression, got {e.dtype}: {e!r}"
+                        f"{float_var_hint(e)}")
     return e if e.dtype == dt.INDEX_DTYPE else e.astype(dt.INDEX_DTYPE)
 
 
@@ -353,19 +365,32 @@ def reduce_axis(dom, name: str = "k") -> IterVar:
 
 
 def var(name: str = "n", dtype="int64") -> Var:
-    """A symbolic scalar (e.g. a shape extent given at call time)."""
+    """A symbolic scalar: an integer one is a shape extent or split factor given at call time
+    (int64 whatever integer dtype is asked for: indices are int64); a float16/32/64 one is a
+    scalar kernel parameter (TVM's ``te.var("bias", dtype="float32")``) that compute bodies
+    may use but shapes, extents and split factors may not. List it in tl.build's arguments
+    and pass a Python or numpy number in its place at the call."""
+    if not isinstance(name, str):
+        raise TypeError(f"tl.var: name must be a str, got {type(name).__name__}")
     d = dt.canonical(dtype)
-    if not dt.is_int(d):
-        # a kernel's scalar arguments are sizes and split factors, passed as int64 (the
-        # runtime's calling convention and saved modules have no float scalar)
-        raise TypeError(f"tl.var {name}: dtype must be an integer type, got {d}: a kernel "
-                        f"takes integer scalars only; pass a {d} value as a one-element "
-                        f"tensor (tl.placeholder((1,), dtype={d!r})) and read it at [0]")
-    return Var(name, dt.INDEX_DTYPE)
+    if dt.is_int(d):
+        return Var(name, dt.INDEX_DTYPE)
+    if dt.is_float(d) and dt.lanes(d) == 1 and d in _SCALAR_FLOATS:
+        return Var(name, d)
+    raise TypeError(f"tl.var {name}: dtype must be an integer type or one of "
+                    f"{', '.join(_SCALAR_FLOATS)}, got {d}")
+
+
+_SCALAR_FLOATS = ("float16", "float32", "float64")
 
 
 def size_var(name: str = "n", dtype="int64") -> Var:
-    """TVM's size_var (a symbolic extent): a tl.var, which is what shapes use here too."""
+    """TVM's size_var (a symbolic extent): an integer tl.var, which is what shapes use here
+    too."""
+    d = dt.canonical(dtype)
+    if not dt.is_int(d):
+        raise TypeError(f"tl.size_var {name}: dtype must be an integer type (a size), got {d}; "
+                        f"a float scalar parameter is tl.var({name!r}, dtype={d!r})")
     return var(name, dtype)
 
 

@@ -274,7 +274,9 @@ def test_declaration_errors():
     with pytest.raises(TypeError, match="condition must be boolean"):
         tl.if_then_else(A[0, 0], 1.0, 2.0)
     with pytest.raises(TypeError, match="dtype must be an integer type"):
-        tl.var("n", "float32")
+        tl.size_var("n", "float32")
+    with pytest.raises(TypeError, match="dtype must be an integer type or one of float16"):
+        tl.var("n", "bool")
 
 
 # ----------------------------------------------------------------------------- build and calls

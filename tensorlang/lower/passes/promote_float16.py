@@ -75,7 +75,10 @@ class _Promote(Mutator):
         return e.replace(dtype=_wide(e.dtype)) if _is_half(e.dtype) else e
 
     def visit_Var(self, v):
-        return self.vars.get(v, v)
+        if v in self.vars:
+            return self.vars[v]
+        # a float16 scalar parameter (tl.var(dtype="float16")): widened where it is read
+        return E.Cast(_wide(v.dtype), v) if _is_half(v.dtype) else v
 
     def _bind(self, node, body_field: str):
         value = self.visit(node.value)
