@@ -241,6 +241,24 @@ def _random_inputs(manifest: dict, seed: int = 0) -> list[np.ndarray]:
     return placed
 
 
+def _scalar_values(manifest: dict, seed: int = 0) -> dict:
+    """A value for each float scalar parameter (a template's tl.var("alpha", dtype="float32")
+    listed among its arguments), drawn once per workload as the arrays are: in [0.5, 1.5), so
+    that a kernel that ignores or misreads it gives a wrong answer."""
+    rng = np.random.default_rng(seed + 1)
+    return {v: np.dtype(d).type(rng.uniform(0.5, 1.5))
+            for v, d in sorted(manifest.get("var_dtypes", {}).items()) if d != "int64"}
+
+
+def _reference_inputs(manifest: dict, arrays: list, scalars: dict) -> list:
+    """What a template's numpy reference takes: the arrays the kernel does not write, and its
+    scalar parameters where the argument list has them (manifest["call_order"])."""
+    inputs = {a["name"]: arr for a, arr in zip(manifest["args"], arrays) if not a["written"]}
+    order = manifest.get("call_order") or [a["name"] for a in manifest["args"]]
+    return [scalars[n] if n in scalars else inputs[n] for n in order
+            if n in scalars or n in inputs]
+
+
 def _runner_main(conn) -> None:
     """The measuring process: serves one job at a time until the pipe closes."""
     from tensorlang.runtime import load_module
@@ -257,20 +275,20 @@ def _runner_main(conn) -> None:
             conn.send({"error": RUN_ERROR, "msg": f"{type(e).__name__}: {e}"})
 
 
-def _reference(job: dict, arrays: list, written: list[bool], load_module):
+def _reference(job: dict, arrays: list, written: list[bool], load_module, manifest: dict,
+               scalars: dict):
     ref = job["reference"]
     if ref is None:
         return None
-    inputs = [a for a, w in zip(arrays, written) if not w]
     if ref[0] == "template":
         from .task import get_template, load_template
 
         load_template(ref[1])
-        out = get_template(ref[2]).reference(*inputs)
+        out = get_template(ref[2]).reference(*_reference_inputs(manifest, arrays, scalars))
         return list(out) if isinstance(out, (list, tuple)) else [out]
     mod = load_module(ref[1])  # ("kernel", path): the fallback config's kernel
     bufs = [a.copy() for a in arrays]
-    mod(*bufs)
+    mod(*bufs, **scalars)
     return [b for b, w in zip(bufs, written) if w]
 
 
@@ -310,7 +328,8 @@ def _workers_kept_awake(wake):
 
 
 def _cold_costs(mod, bufs: list, number: int, repeat: int, cooldown: float,
-                warm: tuple = (), flush_bytes: int = FLUSH_BYTES) -> list[float]:
+                warm: tuple = (), flush_bytes: int = FLUSH_BYTES,
+                scalars: dict | None = None) -> list[float]:
     """Each repeat: the caches evicted, the arguments numbered in ``warm`` read back in, then
     ``number`` calls timed with no call in between. time_evaluator's warm-up call would bring
     every argument back into the caches before its timing; a model's kernel runs once per
@@ -324,7 +343,7 @@ def _cold_costs(mod, bufs: list, number: int, repeat: int, cooldown: float,
         _junk[flush_bytes] = np.zeros(max(flush_bytes, 64), dtype=np.uint8)
     junk = _junk[flush_bytes]
     timer = mod._native_timer()
-    raw = mod.prepare_args(*bufs)
+    raw = mod.prepare_args(*bufs, **(scalars or {}))
     costs = []
     with _workers_kept_awake(lambda: timer(raw, 1)):
         for _ in range(repeat):
@@ -358,15 +377,19 @@ def _run_job(job: dict, cache: dict, load_module) -> dict:
     written = [a["written"] for a in mod.manifest["args"]]
     key = job["key"]
     if key not in cache:
-        arrays = _random_inputs(mod.manifest)
+        manifest = mod.manifest
+        arrays = _random_inputs(manifest)
+        scalars = _scalar_values(manifest)  # the float scalar parameters' values
         cache.clear()  # one workload's arrays at a time (they can be large)
-        cache[key] = (arrays, _reference(job, arrays, written, load_module))
-    bufs, ref = cache[key]  # one set per workload: each candidate writes over the outputs
+        cache[key] = (arrays, scalars,
+                      _reference(job, arrays, written, load_module, manifest, scalars))
+    # one set per workload: each candidate writes over the outputs
+    bufs, scalars, ref = cache[key]
     outs = [b for b, w in zip(bufs, written) if w]
     if ref is not None:
         for o in outs:  # a kernel that skips elements must not pass on stale values
             o.fill(np.nan if o.dtype.kind == "f" else 123456789 % (1 << 31))
-        mod(*bufs)
+        mod(*bufs, **scalars)
         bad = _compare(outs, ref, job["rtol"])
         if bad:
             return {"error": WRONG_ANSWER, "msg": bad}
@@ -374,9 +397,10 @@ def _run_job(job: dict, cache: dict, load_module) -> dict:
             o.fill(np.nan if o.dtype.kind == "f" else 123456789 % (1 << 31))
     if job["flush_cache"]:
         costs = _cold_costs(mod, bufs, job["number"], job["repeat"], job["cooldown"],
-                            _warm_args(job.get("warm"), bufs), job["flush_bytes"])
+                            _warm_args(job.get("warm"), bufs), job["flush_bytes"], scalars)
     else:
-        r = mod.time_evaluator(job["number"], job["repeat"], job["min_repeat_ms"])(*bufs)
+        r = mod.time_evaluator(job["number"], job["repeat"], job["min_repeat_ms"])(
+            *bufs, **scalars)
         costs = list(r.results)
     if ref is not None:
         # check the output of the *timed* calls too: a kernel (or a runtime bug) that computes

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..ir import stmt as S
-from ..ir.expr import as_int
+from ..ir.expr import Var, as_int
 from ..ir.functor import count_arith
 from .space import ConfigEntity, ConfigSpace, FallbackConfig
 from .timelimit import alarm_handler, time_limit
@@ -299,7 +299,8 @@ class Task:
         import tensorlang as tl
 
         _, tensors = self.template.run_with(FallbackConfig(), self.args)
-        outs = [t for t in tensors if not is_placeholder(t)]
+        # the outputs: not the inputs, nor the scalar parameters (tl.var) listed among them
+        outs = [t for t in tensors if not isinstance(t, Var) and not is_placeholder(t)]
         return tl.lower(tl.create_schedule(outs), list(tensors), name="workload")
 
     def _compute_def(self) -> None:
