@@ -662,8 +662,8 @@ class Module:
 
     def _fast_params(self, env: dict[str, Any]) -> tuple[str, list[str], dict[str, str]]:
         """The fast call's parameters (arrays a<index>, scalars x<position>, in call order),
-        the checks of the scalars (a plain int, or a plain float for a float scalar, whose
-        bits are passed; else the general path), and their bindings."""
+        the checks of the scalars (a plain int; a plain float or int for a float scalar,
+        whose bits are passed; else the general path), and their bindings."""
         if not self._scalar_at:
             return ", ".join(f"a{a.index}" for a in self._args), [], {}
         params = [f"a{a.index}" for a in self._args]
@@ -676,7 +676,8 @@ class Module:
                 var_expr[name] = f"x{pos}"
             else:
                 env[f"pack{pos}"], env[f"unpack{pos}"] = _FAST_BITS[d]
-                body.append(f"if type(x{pos}) is not float: raise Slow")
+                body.append(f"if type(x{pos}) is not float and type(x{pos}) is not int: "
+                            "raise Slow")
                 body.append(f"(b{pos},) = unpack{pos}(pack{pos}(x{pos}))")
                 var_expr[name] = f"b{pos}"
         return ", ".join(params), body, var_expr
@@ -758,8 +759,8 @@ class Module:
         try:
             return scalar_bits(v, d)
         except OverflowError:  # an int too large even for a float64
-            raise ValueError(f"{self._name}(): scalar argument {name!r} = {v} is out of "
-                             f"{d.name}'s range") from None
+            raise ValueError(f"{self._name}(): scalar argument {name!r} = {v!s:.30} is "
+                             f"out of {d.name}'s range") from None
 
     def _bind(self, spec: _Arg, shape: tuple, bound: dict[str, int] | None) -> dict[str, int]:
         if len(shape) != len(spec.shape):
