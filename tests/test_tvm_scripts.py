@@ -35,7 +35,8 @@ def test_the_scripts_are_there():
                                          "tuple_inputs", "opt_gemm", "opt_gemm_write_cache",
                                          "te_schedule_idioms", "extern_tensor_functions",
                                          "scan", "auto_scheduler_matmul",
-                                         "auto_scheduler_network", "import_swap_only"}
+                                         "auto_scheduler_network", "import_swap_only",
+                                         "extern_op_float_bias"}
 
 
 # ----------------------------------------------------------------------------- rfactor
