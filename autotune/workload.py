@@ -65,6 +65,11 @@ def declare_tensors(func: Callable, name: str, args: tuple) -> list:
         raise TemplateError(f"workload {name!r} called with args={list(args)}: {e}") from None
     if isinstance(out, Tensor):
         out = [out]
+    if isinstance(out, (list, tuple)) and any(isinstance(t, Var) for t in out):
+        names = ", ".join(t.name for t in out if isinstance(t, Var))
+        raise TemplateError(f"workload {name!r} lists the scalar parameter(s) {names}: a "
+                            "template-free workload takes tensors only; tune a kernel with "
+                            "scalar parameters through an @autotune.template")
     if not isinstance(out, (list, tuple)) or not out or \
             not all(isinstance(t, Tensor) for t in out):
         raise TemplateError(f"workload {name!r} must return a list of tensors (its inputs, "

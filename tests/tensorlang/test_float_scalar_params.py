@@ -266,3 +266,15 @@ def test_the_tuner_measures_a_template_with_a_float_scalar():
     c = np.empty_like(a)
     f(a, 0.5, c)
     np.testing.assert_array_equal(c, a * 0.5 + 1)
+
+
+def test_a_template_free_workload_refuses_a_scalar_parameter_naming_it():
+    @autotune.workload
+    def float_scalar_workload(n):
+        A = tl.placeholder((n,), name="A")
+        b = tl.var("b", dtype="float32")
+        return [A, b, tl.compute((n,), lambda i: A[i] * b, name="C")]
+
+    with pytest.raises(autotune.TemplateError, match="lists the scalar parameter.* b: a "
+                                                     "template-free workload takes tensors"):
+        autotune.create_task(float_scalar_workload, (64,))
