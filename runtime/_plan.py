@@ -341,6 +341,9 @@ def check_kernels(plan: dict, kernels: Mapping[str, Any], driver: Any,
         if m is None:
             m = manifests[st["kernel"]] = k.manifest
         known = tuple(plan.get("vars", ())) if env is None else tuple(env)
+        _need(not m.get("var_dtypes"),
+              f"kernel {st['kernel']!r} takes float scalar parameters {m.get('var_dtypes')}; "
+              "a model's kernels take arrays and shape variables only")
         _need(set(m["vars"]) <= set(known),
               f"kernel {st['kernel']!r} takes shape variables {m['vars']}, but the plan has "
               f"{list(known) or 'none (a model of fixed shapes)'}")

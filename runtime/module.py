@@ -352,7 +352,8 @@ class Module:
 
         ``manifest``: ``{"name", "symbol", "args": [{"name", "shape", "dtype", "written"}],
         "vars", "target": {"cpu", "features", "triple"}, "version"}``, optionally
-        ``"error_messages": {code: text}``. ``sources``: texts for :meth:`get_source`, by
+        ``"error_messages": {code: text}``, ``"call_order"`` and ``"var_dtypes"`` (the float
+        scalar parameters' dtypes). ``sources``: texts for :meth:`get_source`, by
         format ("ll", "asm", "tir", ...). ``loader``: "so" (link and dlopen), "jit" (llvmlite
         ORC JIT) or "auto" (the first that works).
         """

@@ -99,7 +99,8 @@ def IntImm(dtype, value):
 
 
 def Var(name, dtype="int64"):
-    """``tvm.tir.Var(name, dtype)``: ``tl.var`` (an integer scalar: a size or a factor)."""
+    """``tvm.tir.Var(name, dtype)``: ``tl.var`` (an integer scalar: a size or a factor; a
+    float16/32/64 one: a scalar kernel parameter for compute bodies)."""
     return var(name, dtype)
 
 
