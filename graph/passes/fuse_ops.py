@@ -117,11 +117,21 @@ class _Groups:
 
 
 def _grows(h: Node, d: Node) -> bool:
-    """d's output has more elements than h's (False where a shape is symbolic)."""
+    """d's output has more elements than h's. Where a shape is symbolic: d broadcasts an axis
+    of h's output of extent 1 (or one h lacks) to an extent not known to be 1, as
+    squeeze-excite's gate [1, C, 1, 1] times a feature map over a symbolic plane [1, C, h, w]
+    (read as no growth, the gate's conv ran once per pixel of the map: 0.09 ms against 0.005
+    for the multiply alone, PP-OCR's direction classifier at 48x192 2.2x its static build)."""
     shapes = [v.shape for v in (*h.outputs[:1], *d.outputs[:1])]
-    if len(shapes) < 2 or not all(isinstance(x, int) for s in shapes for x in s):
+    if len(shapes) < 2:
         return False
-    return math.prod(shapes[1]) > math.prod(shapes[0])
+    a, b = shapes
+    if all(isinstance(x, int) for s in shapes for x in s):
+        return math.prod(b) > math.prod(a)
+    a = (1,) * (len(b) - len(a)) + tuple(a)
+    return any(isinstance(x, int) and (x == 1 and not (isinstance(y, int) and y == 1)
+                                       or isinstance(y, int) and y > x)
+               for x, y in zip(a[len(a) - len(b):], b))
 
 
 def _path(i: int, d: int, consumers) -> set[int]:

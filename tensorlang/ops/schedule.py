@@ -133,6 +133,7 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
     for a in axes:
         total *= _ext(a) or SYMBOLIC_EXTENT
     outer = axes[:-1]
+    v = None
     if n is None or n >= 4:
         v = _masked_lanes(n, lanes)
         if v and (n is None or n > v or n % v):
@@ -148,6 +149,13 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
             # run time): per vector if the vector loop is fused too. Fuse only the axes above
             # the row, whose indices are then divided once per row.
             outer = axes[:-1] if len(axes) > 1 else outer
+            if n is not None and v == n and _ext(outer[-1]) is None and \
+                    any((_ext(a) or 1) > 1 for a in outer[:-1]):
+                # the innermost axis a blocked layout's channel lanes ([n, c, h, w, 8]), the
+                # row its outer's last: fuse the axes above the row (the fused rows divided
+                # per vector by w and h, with run-time checks: squeeze-excite's multiply of
+                # a 25 x 8-channel map at 12 x 48 took 0.22 ms against the static 0.017)
+                outer = outer[:-1]
         fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
         st.parallel(fused)
         _stream_if_big(st, fused)

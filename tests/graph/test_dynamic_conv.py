@@ -275,3 +275,24 @@ def test_conv1d_over_a_symbolic_length_runs_as_the_2d_library_conv():
     gm = _check(m, [(1, 1, 20), (1, 1, 400), (2, 1, 1001)])
     convs = [k for k in gm.plan["kernels"].values() if "conv" in k["ops"]]
     assert convs and all(k["layout"] == "NCHW16c" for k in convs), convs
+
+
+def test_a_squeeze_excite_gate_over_a_symbolic_plane_is_not_fused_into_its_multiply():
+    """MobileNetV3 / EfficientNet's squeeze-excite over a symbolic plane: the gate's conv on the
+    pooled [1, C, 1, 1] is not fused into the multiply that broadcasts it over the map (it ran
+    once per pixel; fuse_ops read a symbolic shape as no growth), as with fixed sizes."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["c0"], ["p0"]),
+        helper.make_node("Conv", ["p0", "w1", "b1"], ["c1"]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
+        helper.make_node("HardSigmoid", ["c2"], ["s2"]),
+        helper.make_node("Mul", ["c0", "s2"], ["y"]),
+    ]
+    inits = {"w0": _w(16, 3, 3, 3), "w1": _w(8, 16, 1, 1), "b1": _w(8), "w2": _w(16, 8, 1, 1),
+             "b2": _w(16)}
+    gm = _check(_model(nodes, [1, 3, "h", "w"], inits), [(1, 3, 1, 1), (1, 3, 12, 48),
+                                                         (1, 3, 17, 5)])
+    for k in gm.plan["kernels"].values():
+        assert not ("conv" in k["ops"] and "multiply" in k["ops"]), k

@@ -657,3 +657,17 @@ def test_arange_like_symbolic_length_and_misuse():
         ops.arange_like(tl.placeholder((n,)))
     with pytest.raises(TypeError, match=r"arange_like: delta must be an int, got 0.5"):
         ops.arange_like(x, 0, 0.5)
+
+
+def test_blocked_broadcast_multiply_over_a_symbolic_plane_fuses_rows_not_columns():
+    """A squeeze-excite gate [1, C/8, 1, 1, 8] times a blocked map [1, C/8, h, w, 8]: the
+    injective schedule's parallel loop fuses the axes above the row (the lanes are the
+    innermost axis, the row w its outer's last); fusing w too divided every vector's index by w
+    and h, with run-time checks (13x the static kernel's time)."""
+    h, w = tl.var("h"), tl.var("w")
+    x = tl.placeholder((1, 3, h, w, 8), name="x")
+    g = tl.placeholder((1, 3, 1, 1, 8), name="g")
+    out = ops.multiply(x, g)
+    text = str(tl.lower(ops.default_schedule([out]), [x, g, out]))
+    assert "// w" not in text and "% w" not in text, text
+    check_sizes([x, g], out, lambda a, b: a * b, PLANES + [{"h": 1, "w": 1}])
