@@ -334,16 +334,7 @@ def _symbolic_cut(loop: S.For, mn: int, an: Analyzer):
 
 def _loop_vars(body, kind: str) -> set:
     """The variables of the loops of ``kind`` in body."""
-    found = set()
-
-    class _Find(Visitor):
-        def visit_For(self, s):
-            if s.kind == kind:
-                found.add(s.loop_var)
-            self.visit(s.body)
-
-    _Find().visit(body)
-    return found
+    return {s.loop_var for s in _loops(body) if s.kind == kind}
 
 
 def _whole_tiles(piece: S.For, an: Analyzer, border: bool = False) -> S.For:
