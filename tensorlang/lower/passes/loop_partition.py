@@ -113,13 +113,13 @@ class _Partition(Mutator):
         # nested symbolic split (a fuzzed matmul's 282 lowered lines became 1348, its LLVM
         # build 2.6 s -> 14 s).
         *border, head, tail = pieces if len(pieces) > 1 else (*pieces, None)
-        out = [self._visit_guarded(p, True) for p in border] + [self.visit(head)]
-        return out + ([self._visit_guarded(tail, False)] if tail is not None else [])
+        out = [self._visit_guarded(p) for p in border] + [self.visit(head)]
+        return out + ([self._visit_guarded(tail)] if tail is not None else [])
 
-    def _visit_guarded(self, piece: S.For, border: bool) -> S.Stmt:
+    def _visit_guarded(self, piece: S.For) -> S.Stmt:
         self.in_symbolic_tail, outer = True, self.in_symbolic_tail
         try:
-            return self.visit(_whole_tiles(piece, self.an, border))
+            return self.visit(_whole_tiles(piece, self.an))
         finally:
             self.in_symbolic_tail = outer
 
@@ -337,17 +337,15 @@ def _loop_vars(body, kind: str) -> set:
     return {s.loop_var for s in _loops(body) if s.kind == kind}
 
 
-def _whole_tiles(piece: S.For, an: Analyzer, border: bool = False) -> S.For:
+def _whole_tiles(piece: S.For, an: Analyzer) -> S.For:
     """A border or tail piece with a copy of its body for the iterations whose tiles are
     whole: there the tail guards of its unrolled tile loops (`z.outer * 14 + z - ow < 0`, of
     the piece's loop and one tile loop) hold, and are dropped. Kept, hoist_guards
     turns them into the bounds of a serial loop over a tile in memory; dropped, the tile
-    stays unrolled in registers, its other guards (a conv's right padding, which moves with
-    the kernel column) per copy as in a static kernel. In a ``border`` piece (a row's first
-    tiles) the far edge's tail guards are dropped too: they hold there unless the row is
-    narrow, and kept, they were a branch per column and the tile in memory. A conv over a
-    symbolic plane, whose first and last column tiles are such pieces, ran 2.7x the static
-    kernel's time at 56 columns without it."""
+    stays unrolled in registers, its far edge's guards (a conv's right padding, which moves
+    with the kernel column) versioned by _edge_versions. A conv over a symbolic plane, whose
+    first and last column tiles are such pieces, ran 2.7x the static kernel's time at 56
+    columns without it. The iterations whose tile is partial run _half_tiles."""
     var, inside = piece.loop_var, _defined_inside(piece.body)
     unrolled = _loop_vars(piece.body, "unrolled")
     an.bind_range(var, piece.min, piece.extent)
