@@ -173,6 +173,14 @@ def _as_negative(c):
     return to_linear(simplify(d))
 
 
+def _term_max(t, coef: int, ranges: dict):
+    """The largest value of coef * t over t's constant range, None when t has none."""
+    if t not in ranges:
+        return None
+    edge = ranges[t][1 if coef > 0 else 0]
+    return None if edge in (INF, -INF) else coef * edge
+
+
 def _tail_cut(c, var, ranges: dict, inside: set):
     """The first value of `var` where conjunct c may fail, as an expression of what is defined
     outside the loop, when c is `a * var + rest < 0` with a > 0, rest linear in the inner loop
@@ -188,11 +196,10 @@ def _tail_cut(c, var, ranges: dict, inside: set):
                 return None
             a, step = coef, (1 if t is var else E.as_int(t.b))
         elif t in ranges:
-            lo, hi = ranges[t]
-            edge = hi if coef > 0 else lo
-            if edge in (INF, -INF):
+            most = _term_max(t, coef, ranges)
+            if most is None:
                 return None
-            rest_max += coef * edge
+            rest_max += most
         elif collect_vars(t) & inside or var in collect_vars(t):
             return None
         else:
@@ -273,8 +280,8 @@ def _head_cut(c, var, ranges: dict) -> int | None:
     for t, coef in lin.terms.values():
         if t is var:
             a = coef
-        elif t in ranges and ranges[t][0 if coef < 0 else 1] not in (INF, -INF):
-            rest_max += coef * ranges[t][0 if coef < 0 else 1]
+        elif _term_max(t, coef, ranges) is not None:
+            rest_max += _term_max(t, coef, ranges)
         else:
             return None
     # rest - a * var < 0 for every inner value once a * var > rest_max
@@ -460,18 +467,17 @@ def _edge_versions(body: S.Stmt, var, an: Analyzer) -> S.Stmt:
     kept the tile in memory (a 3x3 conv over a symbolic 14x14 plane, one tile per row: 2.75x
     the static kernel's time). Other distances keep the guards."""
     inside = _defined_inside(body)
-    edges, edge_of = [], set()
+    edges, edge_of, reaches = [], set(), []
     for cond, ranges in _guards(body, var, an):
         for c in E.conjuncts(cond):
             found = _edge(c, var, ranges, inside)
             if found is not None:
                 edges.append(c)
                 edge_of.add(found[:2])
+                reaches.append(found[2])
     if len(edge_of) != 1:
         return body
-    (w, a), reach = edge_of.pop(), max(_edge(c, var, r, inside)[2]
-                                       for cond, r in _guards(body, var, an)
-                                       for c in E.conjuncts(cond) if _edge(c, var, r, inside))
+    (w, a), reach = edge_of.pop(), max(reaches)
     d = E.Sub(w, E.Mul(var, E.const(a, var.dtype)))
     out = body
     for k in range(reach - EDGE_COPIES + 1, reach + 1):
@@ -496,8 +502,8 @@ def _edge(c, var, ranges: dict, inside: set):
             if w is not None:
                 return None
             w = t
-        elif t in ranges and ranges[t][1 if coef > 0 else 0] not in (INF, -INF):
-            reach += coef * ranges[t][1 if coef > 0 else 0]
+        elif _term_max(t, coef, ranges) is not None:
+            reach += _term_max(t, coef, ranges)
         else:
             return None
     return (w, a, reach) if w is not None and a > 0 else None
