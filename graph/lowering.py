@@ -473,8 +473,9 @@ def _depth_to_space(x, a):
 # ----------------------------------------------------------------------------- vision (issue 18)
 
 
-def _resize(x, a):
-    return O.resize(x, a["sizes"], a.get("scales"), a["mode"],
+def _resize(x, a, out_shape):
+    # the output shape: the sizes as expressions where they are symbolic (attrs hold text)
+    return O.resize(x, out_shape, a.get("scales"), a["mode"],
                     a["coordinate_transformation_mode"], a.get("nearest_mode",
                                                                "round_prefer_floor"),
                     a.get("cubic_coeff_a", -0.75), bool(a.get("exclude_outside", 0)),
@@ -491,7 +492,7 @@ def _ct_interleave(y, a):
 
 def _vision(op: str, ins: list, a: dict, out_shape):
     if op == "resize":
-        return _resize(ins[0], a)
+        return _resize(ins[0], a, out_shape)
     if op == "conv_transpose_weight":
         return O.conv_transpose_weight(ins[0], a["strides"], a["dilations"], a["groups"])
     if op == "conv_transpose_interleave":

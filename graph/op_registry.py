@@ -979,8 +979,8 @@ register("layout_transform", INJECTIVE, 1, _layout_transform_infer, _layout_tran
 
 def _resize_infer(types, attrs):
     xs, xt = types[0]
-    sizes = tuple(int(v) for v in attrs["sizes"])
-    if len(sizes) != len(xs) or min(sizes, default=1) < 1:
+    sizes = parse_shape(attrs["sizes"])  # symbolic lengths are written as their text
+    if len(sizes) != len(xs) or min((v for v in sizes if isinstance(v, int)), default=1) < 1:
         raise GraphError(f"sizes {list(sizes)} must give a positive length for each of the "
                          f"{len(xs)} axes of {list(xs)}")
     if xt == "bool":

@@ -5,8 +5,11 @@ inputs that do not fit, is an :class:`OnnxImportError` naming the node, the op a
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
+from .. import symbolic as S
 from .onnx_context import REFUSED_VERSIONS, _conv, refuse
 
 
@@ -30,6 +33,15 @@ def _ints(c, v, what: str) -> list[int] | None:
         return None
     arr = _numbers(c, c.const_array(v, what), what)
     return None if arr.size == 0 else [int(t) for t in np.asarray(arr).reshape(-1)]
+
+
+def _lengths(c, v, what: str) -> list | None:
+    """Resize's sizes as ints and, computed from symbolic shapes (Shape -> Slice -> Concat:
+    resize to another tensor's size, as FPN, UNet and SegFormer decoders do), expressions."""
+    if v is None:
+        return None
+    arr = c.const_array(v, what)
+    return None if arr.size == 0 else [S.dim(t) for t in np.asarray(arr).reshape(-1)]
 
 
 def _numbers(c, arr: np.ndarray, what: str) -> np.ndarray:
@@ -67,14 +79,33 @@ def _legacy_resize(c, x, a: dict, scales) -> dict:
             "nearest_mode": "simple", "scales": scales, "sizes": _sizes_of(c, x, scales)}
 
 
-def _sizes_of(c, x, scales) -> list[int]:
-    """ONNX's output lengths floor(input * scale) (the float32 scales in float64)."""
+def _sizes_of(c, x, scales) -> list:
+    """ONNX's output lengths floor(input * scale) (the float32 scales in float64); of a
+    symbolic length, an expression (_scaled_length)."""
     if any(not s > 0 for s in scales):
         raise refuse(c, f"scales {scales} must all be positive")
-    sizes = [int(np.floor(n * np.float64(np.float32(s)))) for n, s in zip(x.shape, scales)]
-    if min(sizes) < 1:
+    sizes = [_scaled_length(c, n, s) if S.is_symbolic(n) else
+             int(np.floor(n * np.float64(np.float32(s)))) for n, s in zip(x.shape, scales)]
+    if min((v for v in sizes if not S.is_symbolic(v)), default=1) < 1:
         raise refuse(c, f"scales {scales} give an empty output for input {list(x.shape)}")
     return sizes
+
+
+# a symbolic length times a scale p / 2**k (float32) is exact below 2**24 // p: onnxruntime's
+# float32 product then floors as the integer formula (n * p) // 2**k does, for lengths
+# up to 65536 when p <= 256 (2.0, 0.5, 1.5, 0.25, ... are p <= 3)
+_MAX_SCALE_NUMERATOR = 256
+
+
+def _scaled_length(c, n, scale):
+    """floor(n * scale) of a symbolic length n as an integer expression."""
+    f = Fraction(float(np.float32(scale)))
+    if f.numerator > _MAX_SCALE_NUMERATOR:
+        raise refuse(c, f"scale {scale} over the symbolic length {S.dim_text(n)}: the output "
+                        "length floor(length * scale) is exact at every size only for a scale "
+                        f"p / 2**k with p <= {_MAX_SCALE_NUMERATOR} (2, 0.5, 1.5, ...); give "
+                        "sizes, or the inputs' sizes (from_onnx(model, shapes=...))")
+    return S.dim((n * f.numerator) // f.denominator)
 
 
 def _full_axes(c, a: dict, rank: int) -> list[int]:
@@ -109,7 +140,7 @@ def _aspect_sizes(c, x, sizes, axes, policy: str):
 def _scales_or_sizes(c, x, ins, a: dict, axes) -> tuple[list, list]:
     rank = len(x.shape)
     scales = _floats(c, ins[2] if len(ins) > 2 else None, "Resize scales")
-    sizes = _ints(c, ins[3] if len(ins) > 3 else None, "Resize sizes")
+    sizes = _lengths(c, ins[3] if len(ins) > 3 else None, "Resize sizes")
     if (scales is None) == (sizes is None):
         raise refuse(c, "exactly one of scales and sizes must be given (non-empty)")
     given = scales if sizes is None else sizes
@@ -122,11 +153,22 @@ def _scales_or_sizes(c, x, ins, a: dict, axes) -> tuple[list, list]:
         scales = _spread(scales, axes, rank, [1.0] * rank)
         return scales, _sizes_of(c, x, scales)
     sizes = _spread(sizes, axes, rank, x.shape)
-    if min(sizes) < 1:
+    if min((v for v in sizes if not S.is_symbolic(v)), default=1) < 1:
         raise refuse(c, f"sizes {given} must be positive")
+    symbolic = any(S.is_symbolic(v) for v in list(sizes) + list(x.shape))
+    if policy != "stretch" and symbolic:
+        raise refuse(c, f"keep_aspect_ratio_policy={policy!r} over symbolic lengths (input "
+                        f"{_text(x.shape)}, sizes {_text(sizes)}) is not supported; give the "
+                        "inputs' sizes (from_onnx(model, shapes=...))")
     if policy != "stretch":
         return _aspect_sizes(c, x, sizes, axes, policy)
-    return [m / n for m, n in zip(sizes, x.shape)], sizes
+    # a symbolic axis's scale is output / input, computed by the kernel (None)
+    return [None if S.is_symbolic(m) or S.is_symbolic(n) else m / n
+            for m, n in zip(sizes, x.shape)], sizes
+
+
+def _text(shape) -> str:
+    return f"[{', '.join(S.dim_text(d) for d in shape)}]"
 
 
 def _resize_roi(c, x, ins, axes) -> list[float]:

@@ -9,7 +9,13 @@ output index with the arithmetic of ONNX's reference implementation (onnx.refere
 nearest pixel chosen at a rounding tie is the same; the taps' weights are cast to the compute
 type (float32, or float64 for float64 data). Integer data is interpolated in float64 and rounded
 half to even, saturated to its type. Indices are clamped to the axis (ONNX's edge padding), so
-every read is in bounds by construction."""
+every read is in bounds by construction.
+
+Any axis may have a symbolic length (tl.var expressions: a model exported with a dynamic batch,
+height or width), its output length too (an expression of the same variables): the lengths and
+a scale given as None (output / input, computed in the kernel's arithmetic as onnxruntime does
+from the sizes) enter the tables' arithmetic as expressions; only the antialiasing filter and
+Resize-10's 'simple' rounding need a constant scale."""
 
 from __future__ import annotations
 
@@ -20,9 +26,12 @@ import numpy as np
 
 from .. import te
 from ..ir import dtype as dt
+from ..ir import expr as E
 from ..ir.expr import const
+from ..ir.functor import collect_vars
+from ..ir.simplify import Analyzer, simplify
 from ..te.tensor import Tensor
-from ._base import OPAQUE, check_tensor, op_compute, static_shape
+from ._base import OPAQUE, as_int, check_tensor, dims_of, is_symbolic, op_compute
 
 MODES = ("nearest", "linear", "cubic")
 # tf_half_pixel_for_nn: opset 11 only
@@ -61,19 +70,47 @@ class ResizeMode:
 
 @dataclass(frozen=True)
 class AxisResize:
-    """One resized axis: input and output lengths, the scale (output / input unless given) and
-    the region of interest (tf_crop_and_resize only)."""
+    """One resized axis: input and output lengths (ints or expressions of shape variables), the
+    scale (None: output / input, computed in the kernel where a length is symbolic) and the
+    region of interest (tf_crop_and_resize only)."""
 
     axis: int
-    in_len: int
-    out_len: int
-    scale: float
+    in_len: object
+    out_len: object
+    scale: float | None
     roi: tuple[float, float] = (0.0, 1.0)
 
-    @property
-    def out_width(self) -> float:
-        """The output length as the scale gives it (a real number: ONNX's output_width)."""
-        return self.scale * self.in_len
+
+def _length(n, t: str):
+    """An axis length (an int or an int64 expression) as a value of float type ``t``; an int
+    rounded as onnxruntime's float arithmetic rounds it."""
+    v = as_int(n)
+    if v is None:
+        return te.cast(n, t)
+    return const(float(np.float32(v)) if t == F32 else float(v), t)
+
+
+def _scale(ax: AxisResize, t: str):
+    """The axis's scale as a value of type ``t``: the given one rounded to it, or output /
+    input in ``t`` (onnxruntime: float(output) / float(input))."""
+    if ax.scale is not None:
+        return const(float(np.float32(ax.scale)) if t == F32 else float(ax.scale), t)
+    return _length(ax.out_len, t) / _length(ax.in_len, t)
+
+
+def _unless_one(m, x, t: str):
+    """``x``, or 0 where the output length ``m`` is 1 (align_corners, pytorch_half_pixel and
+    tf_crop_and_resize treat a length of 1 apart; a symbolic length is tested in the kernel)."""
+    v = as_int(m)
+    if v is not None:
+        return const(0.0, t) if v == 1 else x
+    return te.select(m > 1, x, const(0.0, t))
+
+
+def _between_ends(m, t: str):
+    """(m - 1) as a divisor: at least 1, where _unless_one sets a length of 1 apart."""
+    v = as_int(m)
+    return _length(v - 1, t) if v is not None else te.cast(te.max(m - 1, 1), t)
 
 
 def _source_coordinate(o, ax: AxisResize, how: str, cd: str = F32):
@@ -87,39 +124,63 @@ def _source_coordinate(o, ax: AxisResize, how: str, cd: str = F32):
     and onnxruntime do (where a scale gives a fractional length, onnx's reference uses the
     fraction: its two align_corners downscale cases disagree with both)."""
     t = F32 if cd != F64 else F64
-    rnd = np.float32 if t == F32 else float
+    c = lambda v: const(float(np.float32(v)) if t == F32 else float(v), t)
     of = te.cast(o, t)
-    n, s, m = ax.in_len, float(rnd(ax.scale)), ax.out_len
-    c = lambda v: const(float(rnd(v)), t)
+    n, m, s = ax.in_len, ax.out_len, _scale(ax, t)
     if how == "align_corners":
-        x = c(0.0) if m == 1 else of * c(n - 1) / c(m - 1)
+        x = _unless_one(m, of * _length(n - 1, t) / _between_ends(m, t), t)
     elif how == "asymmetric":
-        x = of / c(s)
+        x = of / s
     elif how == "tf_crop_and_resize":
-        r0, r1 = ax.roi
-        x = c(0.5 * (r0 + r1) * (n - 1)) if m == 1 else \
-            c(r0) * c(n - 1) + of * (c(r1) - c(r0)) * c(n - 1) / c(m - 1)
-    elif how == "pytorch_half_pixel" and m == 1:
-        x = c(0.0)
+        x = _crop_coordinate(of, ax, t, c)
+    elif how == "pytorch_half_pixel":
+        x = _unless_one(m, (of + c(0.5)) / s - c(0.5), t)
     elif how == "tf_half_pixel_for_nn":
-        x = (of + c(0.5)) / c(s)
+        x = (of + c(0.5)) / s
     elif how == "half_pixel_symmetric":
-        # onnxruntime: the offset in float32, the rest in double, rounded to float32
-        ow = rnd(s) * rnd(n)
-        offset = rnd(n / 2) * (rnd(1) - rnd(m) / ow)
-        d = (te.cast(o, F64) + const(0.5, F64)) / const(s, F64) - const(0.5, F64)
-        x = te.cast(const(float(offset), F64) + d, t)
+        x = _half_pixel_symmetric(o, n, m, s, t)
     else:
-        x = (of + c(0.5)) / c(s) - c(0.5)
+        x = (of + c(0.5)) / s - c(0.5)
     return te.cast(x, F64)
 
 
-def _clamped_index(v, n: int):
+def _crop_coordinate(of, ax: AxisResize, t: str, c):
+    """tf_crop_and_resize: the output spread over the roi; an output of length 1 at the roi's
+    centre (onnxruntime computes that one in double)."""
+    r0, r1 = ax.roi
+    n, m = ax.in_len, ax.out_len
+    span = _length(n - 1, t)
+    x = c(r0) * span + of * (c(r1) - c(r0)) * span / _between_ends(m, t)
+    half = 0.5 * (r0 + r1)
+    if as_int(n) is not None:
+        centre = c(half * (as_int(n) - 1))
+    else:
+        centre = te.cast(const(half, F64) * te.cast(n - 1, F64), t)
+    if as_int(m) is not None:
+        return centre if as_int(m) == 1 else x
+    return te.select(m > 1, x, centre)
+
+
+def _half_pixel_symmetric(o, n, m, s, t: str):
+    """onnxruntime: the offset in float32, the rest in double, rounded to float32."""
+    ow = s * _length(n, t)
+    offset = (_length(n, t) / const(2.0, t)) * (const(1.0, t) - _length(m, t) / ow)
+    d = (te.cast(o, F64) + const(0.5, F64)) / te.cast(s, F64) - const(0.5, F64)
+    return te.cast(te.cast(offset, F64) + d, t)
+
+
+def _int64(n):
+    """An axis length (or one less) as an int64 value: a constant or the expression."""
+    v = as_int(n)
+    return const(v, "int64") if v is not None else te.cast(n, "int64")
+
+
+def _clamped_index(v, n):
     """An int64 index from a float64 expression, clamped to [0, n): ONNX's edge padding (the
     float clamp first keeps the conversion defined for any coordinate)."""
-    v = te.max(te.min(v, const(float(n), F64)), const(-1.0, F64))
+    v = te.max(te.min(v, _length(n, F64)), const(-1.0, F64))
     i = te.cast(v, "int64")
-    return te.max(te.min(i, const(n - 1, "int64")), const(0, "int64"))
+    return te.max(te.min(i, _int64(n - 1)), const(0, "int64"))
 
 
 def _nearest_index(x, rule: str, scale: float):
@@ -160,7 +221,7 @@ def _taps(ax: AxisResize, how: ResizeMode) -> tuple[int, int, float]:
 def _floor_index(x, ax: AxisResize, count: int):
     """floor(x) as int64, kept within reach of the axis (the taps are clamped to it anyway)."""
     lo = const(-3.0 - count, F64)
-    return te.cast(te.max(te.min(te.floor(x), const(float(ax.in_len), F64)), lo), "int64")
+    return te.cast(te.max(te.min(te.floor(x), _length(ax.in_len, F64)), lo), "int64")
 
 
 def _index_table(ax: AxisResize, how: ResizeMode, cd: str) -> Tensor:
@@ -175,12 +236,12 @@ def _index_table(ax: AxisResize, how: ResizeMode, cd: str) -> Tensor:
         else:
             i = _floor_index(x, ax, count)
         if how.coordinate_transformation_mode == "tf_crop_and_resize":
-            out = te.any(x < const(0.0, F64), x > const(float(ax.in_len - 1), F64))
+            out = te.any(x < const(0.0, F64), x > _length(ax.in_len - 1, F64))
             i = te.select(out, const(OUTSIDE, "int64"), i)
         return i
 
     return op_compute("resize_index", (ax.out_len,), f, OPAQUE, name=f"resize_index{ax.axis}",
-                      axis=ax.axis)
+                      axis=ax.axis, **_requires(ax))
 
 
 def _tap_weight(j, ratio, fs: float, how: ResizeMode):
@@ -227,7 +288,7 @@ def _axis_pass(cur: Tensor, ax: AxisResize, how: ResizeMode, cd: str, tag: str) 
     first, count, _ = _taps(ax, how)
     index = _index_table(ax, how, cd)
     weights = None if how.mode == "nearest" else _weight_table(ax, how, cd)
-    last = const(ax.in_len - 1, "int64")
+    last = _int64(ax.in_len - 1)
     zero = const(0, "int64")
 
     def read(i, k):
@@ -287,18 +348,44 @@ def _to_dtype(y: Tensor, d: str) -> Tensor:
     return op_compute("resize", y.shape, f, OPAQUE)
 
 
+def _same_length(n, m) -> bool:
+    """Whether two lengths are the same int or the same expression (a graph writes equal
+    symbolic lengths in one canonical form)."""
+    if is_symbolic(n) or is_symbolic(m):
+        return is_symbolic(n) and is_symbolic(m) and E.structural_equal(n, m)
+    return as_int(n) == as_int(m)
+
+
+def _axis_scale(n, m, given):
+    """The scale of an axis: the given one, else output / input (None where a length is
+    symbolic: computed in the kernel)."""
+    if given is not None:
+        return float(given)
+    return None if is_symbolic(n) or is_symbolic(m) else as_int(m) / as_int(n)
+
+
 def plan_axes(in_shape, sizes, scales, roi) -> list[AxisResize]:
     """The axes a resize changes (an axis of scale 1, same length and the whole roi is left
     alone, as ONNX's reference does)."""
     out = []
     for a, (n, m) in enumerate(zip(in_shape, sizes)):
-        s = float(scales[a]) if scales is not None else m / n
+        s = _axis_scale(n, m, scales[a] if scales is not None else None)
         r = (float(roi[a]), float(roi[len(in_shape) + a])) if roi is not None else (0.0, 1.0)
-        if math.isclose(s, 1.0) and m == n and math.isclose(r[0], 0.0) and \
-                math.isclose(r[1], 1.0):
+        if (s is None or math.isclose(s, 1.0)) and _same_length(n, m) and \
+                math.isclose(r[0], 0.0) and math.isclose(r[1], 1.0):
             continue
         out.append(AxisResize(a, n, m, s, r))
     return out
+
+
+def _enlarged(ax: AxisResize) -> bool:
+    """Whether the axis gets longer: from its scale, or its lengths where the variables
+    (each at least 1) decide it."""
+    if ax.scale is not None:
+        return ax.scale > 1
+    diff = simplify(ax.out_len - ax.in_len)
+    ranges = {v: (1, float("inf")) for v in collect_vars(diff)}
+    return Analyzer(ranges).bound(diff)[0] >= 1
 
 
 def _pass_order(axes: list, rank: int, how: ResizeMode) -> list:
@@ -306,24 +393,23 @@ def _pass_order(axes: list, rank: int, how: ResizeMode) -> list:
     passes read whole rows. An enlarged innermost axis goes first, so that it gathers from the
     smaller tensor and the big output pass reads rows (2x bilinear of 1x256x32x32: 1.82 ->
     0.38 ms; onnxruntime 1.47)."""
-    if how.mode != "nearest" and axes and axes[-1].axis == rank - 1 and \
-            axes[-1].out_len > axes[-1].in_len:
+    if how.mode != "nearest" and axes and axes[-1].axis == rank - 1 and _enlarged(axes[-1]):
         return [axes[-1]] + axes[:-1]
     return axes
 
 
 def _check_args(x, sizes, scales, roi, how):
     check_tensor("resize", "x", x)
-    shp = static_shape("resize", "x", x)
+    shp = dims_of("resize", "x", x)
     how.check()
-    sizes = [int(v) for v in sizes]
-    if len(sizes) != len(shp) or any(v < 1 for v in sizes):
+    sizes = [v if is_symbolic(v) else as_int(v) for v in sizes]
+    if len(sizes) != len(shp) or any(not is_symbolic(v) and v < 1 for v in sizes):
         raise ValueError(f"resize: sizes must give a positive length for each of the {len(shp)} "
                          f"axes of x {shp}; got {sizes}")
-    if scales is not None and (len(scales) != len(shp) or any(not float(s) > 0
-                                                              for s in scales)):
+    if scales is not None and (len(scales) != len(shp) or any(
+            s is not None and not float(s) > 0 for s in scales)):
         raise ValueError(f"resize: scales must give a positive scale for each of the "
-                         f"{len(shp)} axes; got {list(scales)}")
+                         f"{len(shp)} axes (None: sizes / input); got {list(scales)}")
     if how.coordinate_transformation_mode == "tf_crop_and_resize" and (
             roi is None or len(roi) != 2 * len(shp)):
         raise ValueError(f"resize: tf_crop_and_resize needs roi with {2 * len(shp)} entries "
@@ -331,6 +417,27 @@ def _check_args(x, sizes, scales, roi, how):
     if dt.is_bool(x.dtype):
         raise ValueError("resize: bool data cannot be interpolated")
     return shp, sizes
+
+
+def _check_constant_scales(axes: list, how: ResizeMode) -> None:
+    """The antialiasing filter's width and Resize-10's 'simple' rounding depend on the scale:
+    it must be a number, given or from constant lengths."""
+    needs = "antialias" if how.antialias else "nearest_mode 'simple'" if \
+        how.mode == "nearest" and how.nearest_mode == "simple" else None
+    for ax in axes:
+        if needs and ax.scale is None:
+            raise ValueError(f"resize: {needs} needs a constant scale; axis {ax.axis} goes "
+                             f"from {ax.in_len} to {ax.out_len}, symbolic lengths: give scales")
+
+
+def _requires(ax: AxisResize) -> dict:
+    """A symbolic output length must be at least 1 (floor(n * scale) is 0 for a small n):
+    checked at the kernel's entry (the ``requires`` attribute, see lower/entry_checks.py)."""
+    if not is_symbolic(ax.out_len):
+        return {}
+    why = (f"resize: the output length {ax.out_len} of axis {ax.axis} (input length "
+           f"{ax.in_len}) is less than 1")
+    return {"requires": ((ax.out_len - 1, why),)}
 
 
 def resize(x: Tensor, sizes, scales=None, mode: str = "nearest",
@@ -346,6 +453,7 @@ def resize(x: Tensor, sizes, scales=None, mode: str = "nearest",
     shp, sizes = _check_args(x, sizes, scales, roi, how)
     axes = plan_axes(shp, sizes, scales, roi if how.coordinate_transformation_mode ==
                      "tf_crop_and_resize" else None)
+    _check_constant_scales(axes, how)
     cd = _compute_dtype(x, how)
     if not axes:
         return op_compute("resize", x.shape, lambda *i: x[i], OPAQUE)
