@@ -662,6 +662,29 @@ def solve_equal(a: Any, b: Any, prefer: Sequence[str]) -> tuple[str, Any] | None
     return None
 
 
+# the multiples tried by solve_multiple: a UNet's depth of 2x2 poolings (2 ** 6 = 64)
+_MULTIPLES = (2, 4, 8, 16, 32, 64)
+
+
+def solve_multiple(a: Any, b: Any, prefer: Sequence[str]) -> tuple[str, Any] | None:
+    """(v, m * v_divm) where ``a == b`` holds at every multiple of m of the one variable v
+    they hold, m the smallest of _MULTIPLES for which the canonical forms prove it; None when
+    there is none. A UNet pools a plane of height h twice and upsamples it back: the skip's
+    2 * (h // 2 // 2 * 2 // 2) == h // 2 holds where h is a multiple of 4 (and at 4t + 1, where
+    the next skip fails). A stricter reading than the equation's, as for ONNX's runtime
+    failures: the runtime refuses an input size that is no multiple of m, never computes it."""
+    names = variables([a, b])
+    if len(names) != 1 or not prefer or next(iter(names)) not in prefer:
+        return None
+    (v,) = names
+    for m in _MULTIPLES:
+        part = shape_var(f"{v}_div{m}")
+        value = dim(m * part)
+        if same(substitute(a, {v: value}), substitute(b, {v: value})):
+            return v, value
+    return None
+
+
 def _drop_extrema(a: Any, b: Any) -> tuple[Any, Any]:
     """max(x, y) == z where z > y at every size is x == z (min: where z < y); repeated."""
     for x, z in ((a, b), (b, a)):

@@ -17,6 +17,11 @@ records the inputs' shapes, so a saved model checks them too.
 
 A size of 1 that ONNX would broadcast against the other side is then refused at run time (the
 axes must be equal): never computed as another size. ``shapes=`` builds for such sizes.
+
+An equation of one variable with no exact solution may hold at its multiples: a UNet's skip
+``h == 2 * (h // 2)`` after a pooling and a ConvTranspose back (symbolic.solve_multiple). The
+input's axis then becomes ``h_div2 * 2``, and the runtime refuses an odd size naming the input
+(onnxruntime fails the Concat there).
 """
 
 from __future__ import annotations
@@ -58,9 +63,10 @@ def next_substitution(refused: Sequence[tuple], inputs: Sequence[Value],
     """(variable, dimension) solving the first solvable equation among the refusals of one
     import (op, node, opset, error), for a variable of the inputs' shapes; None when none is."""
     order = elimination_order(inputs)
-    for *_, e in refused:
-        if isinstance(e, UnprovenEqualityError):
-            solved = S.solve_equal(e.a, e.b, order)
+    equations = [(e.a, e.b) for *_, e in refused if isinstance(e, UnprovenEqualityError)]
+    for solve in (S.solve_equal, S.solve_multiple):  # (a multiple only where none is exact)
+        for a, b in equations:
+            solved = solve(a, b, order)
             if solved is not None:
                 return solved
     return None
