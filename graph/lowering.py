@@ -482,12 +482,13 @@ def _resize(x, a, out_shape):
                     a.get("extrapolation_value", 0.0), a.get("roi"), bool(a.get("antialias", 0)))
 
 
-def _ct_interleave(y, a):
+def _ct_interleave(y, a, out_shape):
     from tensorlang.ops.conv_transpose import AxisGeometry
 
-    geo = [AxisGeometry(s, 0, (0, 0), n, sh, m)
-           for s, sh, m, n in zip(a["strides"], a["shifts"], a["out_lens"], _shape(y)[2:])]
-    return O.conv_transpose_interleave(y, geo, a["groups"])
+    # (taps and the conv's padding are the conv's business: the interleave reads the rest)
+    geo = [AxisGeometry(s, 0, (0, 0), sh, e)
+           for s, sh, e in zip(a["strides"], a["shifts"], a["ends"])]
+    return O.conv_transpose_interleave(y, geo, a["groups"], out_lens=tuple(out_shape[2:]))
 
 
 def _vision(op: str, ins: list, a: dict, out_shape):
@@ -496,7 +497,7 @@ def _vision(op: str, ins: list, a: dict, out_shape):
     if op == "conv_transpose_weight":
         return O.conv_transpose_weight(ins[0], a["strides"], a["dilations"], a["groups"])
     if op == "conv_transpose_interleave":
-        return _ct_interleave(ins[0], a)
+        return _ct_interleave(ins[0], a, out_shape)
     if op == "gather_elements":
         return O.gather_elements(ins[0], ins[1], a.get("axis", 0))
     if op == "gather_nd":

@@ -351,7 +351,7 @@ def _one_term_windows(span, stride: int):
 
 # ops that slide a window over spatial axes: an output extent of symbolic size must be at least
 # 1 at run time (graph/storage.py records window_needs, runtime/_plan.py checks them per shape)
-WINDOW_OPS = ("conv", "max_pool", "avg_pool")
+WINDOW_OPS = ("conv", "max_pool", "avg_pool", "conv_transpose_interleave")
 
 
 def window_needs(op: str, attrs: dict, x_shape, w_shape=None) -> list:
@@ -366,6 +366,8 @@ def window_needs(op: str, attrs: dict, x_shape, w_shape=None) -> list:
     nsp = len(x_shape) - 2
     if not symbolic_spatial(x_shape):
         return []
+    if op == "conv_transpose_interleave":
+        return _ct_interleave_needs(x_shape, attrs)
     pads, dil = attrs["pads"], attrs.get("dilations", [1] * nsp)
     k = list(w_shape[2:2 + nsp]) if op == "conv" else attrs["kernel"]
     out = []
@@ -1011,18 +1013,38 @@ def _ct_weight_ref(xs, a):
 register("conv_transpose_weight", INJECTIVE, 1, _ct_weight_infer, _ct_weight_ref)
 
 
+def _ct_interleave_lens(ys, attrs) -> list:
+    """The output lengths, stride * conv_len - shift - end (tensorlang.ops.conv_transpose's
+    AxisGeometry): expressions of the sizes over a symbolic plane."""
+    return [S.dim(s * n - sh - e)
+            for s, n, sh, e in zip(attrs["strides"], ys[2:], attrs["shifts"], attrs["ends"])]
+
+
+def _ct_interleave_needs(ys, attrs) -> list:
+    """Output lengths that may be < 1 at some size (shift + end >= stride: ONNX's length is then
+    < 1 where the conv before has one row), for the runtime to refuse those sizes."""
+    return [n for n, s, sh, e, y in zip(_ct_interleave_lens(ys, attrs), attrs["strides"],
+                                        attrs["shifts"], attrs["ends"], ys[2:])
+            if S.is_symbolic(y) and sh + e >= s]
+
+
 def _ct_interleave_infer(types, attrs):
     (ys, yt), = types
     st, g = attrs["strides"], attrs["groups"]
     phases = int(np.prod(st))
     if len(ys) != len(st) + 2 or ys[1] % (g * phases):
         raise GraphError(f"input {list(ys)} does not hold {g} groups of {phases} phases")
-    return [((ys[0], ys[1] // phases, *attrs["out_lens"]), yt)]
+    outs = _ct_interleave_lens(ys, attrs)
+    if any(not S.is_symbolic(n) and n < 1 for n in outs):
+        raise GraphError(f"input {list(ys)} with shifts {attrs['shifts']} and ends "
+                         f"{attrs['ends']}: the output would be empty ({outs})")
+    return [((ys[0], ys[1] // phases, *outs), yt)]
 
 
 def _ct_interleave_ref(xs, a):
     y = xs[0]
-    g, st, shifts, outs = a["groups"], a["strides"], a["shifts"], a["out_lens"]
+    g, st, shifts = a["groups"], a["strides"], a["shifts"]
+    outs = _ct_interleave_lens(y.shape, a)
     nsp = len(st)
     ocg = y.shape[1] // (g * int(np.prod(st)))
     yp = y.reshape(y.shape[0], g, *st, ocg, *y.shape[2:])

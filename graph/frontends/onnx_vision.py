@@ -9,6 +9,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from tensorlang.ops.conv_transpose import output_length, transpose_geometry
+
 from .. import symbolic as S
 from .onnx_context import REFUSED_VERSIONS, _conv, refuse
 
@@ -245,10 +247,13 @@ def _resize(c, ins, a):
 
 
 def _ct_pads(c, a: dict, in_sp, ks, st, dil, outp) -> tuple[list, list]:
-    """(pads begin + end, output lengths) from pads, auto_pad or output_shape (ONNX's
-    equations; output_shape overrides pads, and auto_pad SAME_* asks for input * stride)."""
+    """(pads begin, pads end net of output_padding) from pads, auto_pad or output_shape (ONNX's
+    equations; output_shape overrides pads, and auto_pad SAME_* asks for input * stride): the
+    output is stride * (n - 1) + (k - 1) * dilation + 1 - begin - end long, and both are
+    constants over a symbolic n too (SAME_*'s total padding does not depend on n)."""
     nsp = len(ks)
-    full = [s * (n - 1) + p + (k - 1) * d + 1 for n, k, s, d, p in zip(in_sp, ks, st, dil, outp)]
+    full = [S.dim(s * (n - 1) + p + (k - 1) * d + 1)
+            for n, k, s, d, p in zip(in_sp, ks, st, dil, outp)]
     mode = a.get("auto_pad", "NOTSET")
     if mode not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
         raise refuse(c, f"auto_pad={mode!r} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
@@ -258,20 +263,23 @@ def _ct_pads(c, a: dict, in_sp, ks, st, dil, outp) -> tuple[list, list]:
         if shape is None:
             raise refuse(c, f"output_shape {list(a['output_shape'])} must give the {nsp} "
                             "spatial lengths")
+        if not S.is_static(in_sp):
+            raise refuse(c, f"output_shape {list(a['output_shape'])} over the symbolic input "
+                            f"lengths {[S.dim_text(n) for n in in_sp]}: its pads would depend "
+                            "on the sizes (give the inputs' sizes, shapes=)")
     elif mode in ("SAME_UPPER", "SAME_LOWER"):
-        shape = [n * s for n, s in zip(in_sp, st)]
+        shape = [S.dim(n * s) for n, s in zip(in_sp, st)]
     if shape is None:
         pads = [0] * (2 * nsp) if mode == "VALID" else list(a.get("pads", [0] * (2 * nsp)))
         if len(pads) != 2 * nsp:
             raise refuse(c, f"pads {pads} must have {2 * nsp} entries")
-        outs = [f - pads[d] - pads[nsp + d] for d, f in enumerate(full)]
-        return pads, outs
-    total = [f - o for f, o in zip(full, shape)]
+        return pads[:nsp], [pads[nsp + d] - outp[d] for d in range(nsp)]
+    total = [S.dim(f - o) for f, o in zip(full, shape)]  # ints, as said above
     if mode == "SAME_UPPER":
         begin = [t // 2 for t in total]
     else:
         begin = [t - t // 2 for t in total]
-    return begin + [t - b for t, b in zip(total, begin)], list(shape)
+    return begin, [t - b - p for t, b, p in zip(total, begin, outp)]
 
 
 def _ct_bias(c, b, groups: int, phases: int):
@@ -305,35 +313,30 @@ def _ct_attrs(c, x, w, a: dict):
     if x.shape[1] != w.shape[0] or x.shape[1] % g:
         raise refuse(c, f"input has {x.shape[1]} channels, weight {list(w.shape)} expects "
                         f"{w.shape[0]} (divisible by group={g})")
-    pads, outs = _ct_pads(c, a, x.shape[2:], ks, st, dil, outp)
-    if min(outs) < 1:
+    begin, end = _ct_pads(c, a, x.shape[2:], ks, st, dil, outp)
+    outs = [S.dim(output_length(n, k, s, d, b, e, 0))
+            for n, k, s, d, b, e in zip(x.shape[2:], ks, st, dil, begin, end)]
+    if any(not S.is_symbolic(n) and n < 1 for n in outs):
+        # (over a symbolic length the runtime refuses the sizes that give one < 1)
         raise refuse(c, f"the output would be empty (lengths {outs})")
-    return nsp, ks, st, dil, g, pads, outs
+    return nsp, ks, st, dil, g, begin, end
 
 
 @_conv("ConvTranspose")
 def _conv_transpose(c, ins, a):
-    from tensorlang.ops.conv_transpose import transpose_geometry
-
     x, w = ins[0], ins[1]
     b = ins[2] if len(ins) > 2 else None
-    nsp, ks, st, dil, g, pads, outs = _ct_attrs(c, x, w, a)
-    geo = [transpose_geometry(x.shape[2 + d], ks[d], st[d], dil[d], pads[d], outs[d])
-           for d in range(nsp)]
-    crop = [(max(0, -t.conv_pad[0]), max(0, -t.conv_pad[1])) for t in geo]
-    if any(lo or hi for lo, hi in crop):
-        x = c.op("slice", [x], starts=[lo for lo, _ in crop],
-                 ends=[n - hi for n, (_, hi) in zip(x.shape[2:], crop)],
-                 axes=list(range(2, 2 + nsp)), steps=[1] * nsp)
+    nsp, ks, st, dil, g, begin, end = _ct_attrs(c, x, w, a)
+    geo = [transpose_geometry(ks[d], st[d], dil[d], begin[d], end[d]) for d in range(nsp)]
     w2 = c.op("conv_transpose_weight", [w], strides=st, dilations=dil, groups=g)
     phases = int(np.prod(st))
     conv_in = [x, w2]
     if b is not None and b.is_constant:
         conv_in.append(_ct_bias(c, b, g, phases))
     y = c.op("conv", conv_in, strides=[1] * nsp, dilations=[1] * nsp, groups=g,
-             pads=[max(0, t.conv_pad[0]) for t in geo] + [max(0, t.conv_pad[1]) for t in geo])
+             pads=[t.conv_pad[0] for t in geo] + [t.conv_pad[1] for t in geo])
     y = c.op("conv_transpose_interleave", [y], strides=st, shifts=[t.shift for t in geo],
-             out_lens=outs, groups=g)
+             ends=[t.end for t in geo], groups=g)
     if b is not None and not b.is_constant:
         vec = c.op("reshape", [b], shape=[b.shape[0]] + [1] * nsp)
         y = c.op("add", [y, vec])

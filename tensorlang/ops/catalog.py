@@ -491,8 +491,8 @@ def _define_vision() -> None:
         ex([(4, 3, 3, 4)], lambda w: CT.conv_transpose_weight(w, (2, 3), (1, 2), 2),
            lambda w: CT.conv_transpose_weight_numpy(w, (2, 3), (1, 2), 2))])
     define("conv_transpose_interleave", CT.conv_transpose_interleave, INJECTIVE, [
-        ex([(1, 12, 4, 3)], lambda y: CT.conv_transpose_interleave(
-            y, [CT.transpose_geometry(3, 3, 2, 1, 1, 5), CT.transpose_geometry(2, 2, 3, 1, 0, 7)]),
+        ex([(1, 12, 3, 3)], lambda y: CT.conv_transpose_interleave(
+            y, [CT.transpose_geometry(3, 2, 1, 1, 1), CT.transpose_geometry(2, 3, 1, 0, -2)]),
            ref.conv_transpose_interleave)])
 
 

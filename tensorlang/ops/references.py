@@ -179,7 +179,7 @@ def conv_transpose(x, w, strides, pads, output_padding=None, dilations=None, gro
 
 
 def conv_transpose_interleave(y):
-    """The phases of y [1, 12 = 6 phases (2 x 3) * 2 channels, 4, 3] at their pixels for the
+    """The phases of y [1, 12 = 6 phases (2 x 3) * 2 channels, 3, 3] at their pixels for the
     geometry of catalog.py's example: axis 2 stride 2 shift 1, axis 3 stride 3 shift 0."""
     out = np.zeros((1, 2, 5, 7), y.dtype)
     for o in range(2):
