@@ -18,6 +18,7 @@ from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor
+from ..lower.passes.hoist_allocations import leading_allocations
 from ..lower.passes.plan_allocation import MAX_ALLOC_BYTES
 from ..runtime import extern_c, packed
 from . import dot_intrinsics, intrinsics
@@ -241,6 +242,9 @@ class _FreeVars(Visitor):
 
     def visit_Allocate(self, s):
         self.allocated.add(s.buffer)
+        for d in s.buffer.shape:  # a symbolic size is computed where the buffer is allocated
+            if not isinstance(d, int):
+                self.visit(d)
         self.visit(s.body)
 
     def _buf(self, b):
@@ -1023,6 +1027,10 @@ class FunctionEmitter:
             self.bufs[buf] = _opaque(arr)
             self.stmt(s.body)
             return
+        self._in_heap_buffer(buf, lambda: self.stmt(s.body))
+
+    def _in_heap_buffer(self, buf, emit_body) -> None:
+        """Allocate heap buffer `buf`, emit its scope (emit_body()), free it."""
         nbytes, too_big = self._heap_bytes(buf)
         # aligned_alloc needs a multiple of the alignment; a size refused anyway asks for none
         nbytes = self.b.and_(self.b.add(nbytes, ir.Constant(I64, 63)), ir.Constant(I64, ~63))
@@ -1035,7 +1043,7 @@ class FunctionEmitter:
             self._return_error(ir.Constant(I32, self.cg.alloc_codes[buf]))
         self.bufs[buf] = p
         self.heap.append(p)
-        self.stmt(s.body)
+        emit_body()
         self.heap.pop()
         self.b.call(self.cg.declare("free", ir.VoidType(), [PTR]), [p])
 
@@ -1223,7 +1231,16 @@ class CodeGen:
         lo = b.mul(t64, chunk)
         hi = b.add(lo, chunk)
         hi = b.select(b.icmp_signed("<", hi, extent), hi, extent)
-        em._loop(s.loop_var, b.add(start, lo), b.add(start, hi), s.body)
+        # heap buffers of the iterations' bodies: one per task, not one per iteration
+        heap_bufs, body = leading_allocations(s.body, s.loop_var)
+
+        def run_chunk(i=0):
+            if i == len(heap_bufs):
+                em._loop(s.loop_var, b.add(start, lo), b.add(start, hi), body)
+            else:
+                em._in_heap_buffer(heap_bufs[i], lambda: run_chunk(i + 1))
+
+        run_chunk()
         if streaming:
             em._fence_streaming_stores()  # before the task reports completion to the pool
         em.b.ret(ir.Constant(I32, 0))

@@ -12,6 +12,7 @@ from .inline import inline_bodies
 from .loop_nest import build_loop_nest
 from .passes.check_indices import check_indices
 from .passes.guard_padded_reads import guard_padded_reads
+from .passes.hoist_allocations import hoist_allocations
 from .passes.hoist_guards import hoist_guards
 from .passes.loop_partition import partition_loops
 from .passes.plan_allocation import plan_allocation
@@ -35,6 +36,8 @@ from .passes.vectorize import vectorize_loops
 #   range can hide a row index out of range), and before vectorize and unroll, which then copy
 #   each check with its load;
 # - storage_flatten before vectorize: vector accesses are recognised on flat indices;
+# - hoist_allocations after plan_allocation (it moves heap buffers only) and before unroll,
+#   which would copy an allocation into each unrolled iteration;
 # - tensorize right after flattening: it checks each tensorized nest's flat addresses on the
 #   real buffers and replaces it with the intrinsic's vector code, which no later pass rewrites;
 # - promote_float16 after flattening (it rewrites flat loads/stores), before vectorize;
@@ -51,6 +54,7 @@ PASSES = (
     ("check_indices", check_indices),
     ("storage_flatten", storage_flatten),
     ("plan_allocation", plan_allocation),
+    ("hoist_allocations", hoist_allocations),
     ("tensorize", tensorize_loops),
     ("promote_float16", promote_float16),
     ("vectorize", vectorize_loops),

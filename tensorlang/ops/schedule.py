@@ -1347,7 +1347,8 @@ def _pad_per_channel(s, cs, o, chan) -> bool:
 def schedule_softmax(s, out: Tensor) -> None:
     """softmax / log_softmax over the last axis: one row per parallel iteration; the max and sum
     reductions use the rfactor vector accumulator, the exp and the output are vectorized; the
-    row's intermediates live in a stack buffer of one row."""
+    row's intermediates live in a buffer of one row (on the heap for a row of symbolic length,
+    allocated once per task: hoist_allocations)."""
     o = s[out]
     ax = o.op.attrs.get("axis")
     parts = _internal_stages(s, o, ("max", "exp", "sum"))
@@ -1355,13 +1356,6 @@ def schedule_softmax(s, out: Tensor) -> None:
         _generic_opaque(s, out)
         return
     mx, ex, sm = parts
-    if _ext(ex.op.axis[-1]) is None:
-        # a row of symbolic length: a row buffer of exp would be a heap allocation per row
-        # (its size is not a constant); exp is computed twice instead, in the sum and the output
-        ex.compute_inline()
-        row, _ = _row_parallel_output(o)
-        _attach_row_stages(s, o, row, (sm, mx), reductions=(mx, sm))
-        return
     row, lanes = _row_parallel_output(o)
     _stream_if_big(o, row)
     ecol = ex.op.axis[-1]

@@ -419,3 +419,27 @@ def test_simplify_memo_tells_zero_from_negative_zero():
         for c in (first, second):
             out = simplify(E.Add(x, E.const(c, "float32")))
             assert (out is x) == (c == 0.0 and str(c).startswith("-"))
+
+
+def test_heap_buffers_are_allocated_once_per_task_not_per_iteration():
+    """A stage of symbolic size computed at a serial loop is allocated outside that loop (its
+    iterations each write it before reading it), but inside the parallel loop: each task
+    needs its own."""
+    n = tl.var("n")
+    A = tl.placeholder((4, 3, n), name="A")
+    B = tl.compute((4, 3, n), lambda i, j, k: A[i, j, k] * 2.0, name="B")
+    C = tl.compute((4, 3, n), lambda i, j, k: B[i, j, k] + B[i, j, n - 1 - k], name="C")
+    s = tl.create_schedule(C)
+    s[C].parallel(C.op.axis[0])
+    s[B].compute_at(s[C], C.op.axis[1])
+    func = tl.lower(s, [A, C])
+    par = next(lp for lp in _loops(func) if lp.kind == "parallel")
+    assert isinstance(par.body, S.Allocate) and par.body.buffer.name == "B"
+    assert par.body.buffer.scope == "heap"
+    assert isinstance(par.body.body, S.For) and par.body.body.loop_var.name == "j"
+    f = tl.build(s, [A, C])
+    for size in (1, 5, 33):
+        a = np.random.default_rng(size).standard_normal((4, 3, size)).astype("float32")
+        c = np.zeros_like(a)
+        f(a, c)
+        np.testing.assert_allclose(c, 2 * a + 2 * a[:, :, ::-1], rtol=1e-6)
