@@ -298,11 +298,13 @@ def _div_or_mod(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
     num, den = _poly(e.a, atoms), _poly(e.b, atoms)
     if set(den) <= {()} and den.get((), 0) > 0:
         k = den.get((), 0)
-        if all(c % k == 0 for c in num.values()):  # exact: (4 * n) // 2 is 2 * n
-            return {m: c // k for m, c in num.items()} if isinstance(e, E.FloorDiv) else {}
-        if set(num) <= {()}:
-            c = num.get((), 0)
-            return {(): c // k if isinstance(e, E.FloorDiv) else c % k}
+        if all(c % k == 0 for m, c in num.items() if m):
+            # k * q + r with a constant r: (k * q + r) // k is q + r // k and the remainder
+            # r % k for every integer q ((4 * n) // 2 is 2 * n, (32 * t + 1) // 2 is 16 * t)
+            r = num.get((), 0)
+            if isinstance(e, E.FloorMod):
+                return {(): r % k} if r % k else {}
+            return _add({m: c // k for m, c in num.items() if m}, {(): r // k}, 1)
     a, b = _as_expr(_rebuild(num, atoms)), _as_expr(_rebuild(den, atoms))
     whole = a // b if isinstance(e, E.FloorDiv) else a % b
     key = f"({whole})"

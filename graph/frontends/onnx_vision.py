@@ -30,13 +30,6 @@ def _floats(c, v, what: str) -> list[float] | None:
     return None if arr.size == 0 else [float(t) for t in np.asarray(arr).reshape(-1)]
 
 
-def _ints(c, v, what: str) -> list[int] | None:
-    if v is None:
-        return None
-    arr = _numbers(c, c.const_array(v, what), what)
-    return None if arr.size == 0 else [int(t) for t in np.asarray(arr).reshape(-1)]
-
-
 def _lengths(c, v, what: str) -> list | None:
     """Resize's sizes as ints and, computed from symbolic shapes (Shape -> Slice -> Concat:
     resize to another tensor's size, as FPN, UNet and SegFormer decoders do), expressions."""
@@ -47,9 +40,8 @@ def _lengths(c, v, what: str) -> list | None:
 
 
 def _numbers(c, arr: np.ndarray, what: str) -> np.ndarray:
-    """``arr`` when it holds numbers; a shape tensor still holding symbolic dimensions (sizes
-    computed from the input's, as ViT's interpolated position embeddings have) is refused
-    naming the node (was a TypeError from int())."""
+    """``arr`` when it holds numbers; a shape tensor still holding symbolic dimensions (scales
+    computed from sizes) is refused naming the node (was a TypeError from float())."""
     if arr.dtype == object and not all(isinstance(t, int) for t in arr.reshape(-1)):
         raise refuse(c, f"{what} depend on symbolic dimensions "
                         f"({', '.join(map(str, arr.reshape(-1)))}), which is not supported; "
@@ -103,7 +95,8 @@ def _scaled_length(c, n, scale):
     """floor(n * scale) of a symbolic length n as an integer expression."""
     f = Fraction(float(np.float32(scale)))
     if f.numerator > _MAX_SCALE_NUMERATOR:
-        raise refuse(c, f"scale {scale} over the symbolic length {S.dim_text(n)}: the output "
+        shown = np.format_float_positional(np.float32(scale))
+        raise refuse(c, f"scale {shown} over the symbolic length {S.dim_text(n)}: the output "
                         "length floor(length * scale) is exact at every size only for a scale "
                         f"p / 2**k with p <= {_MAX_SCALE_NUMERATOR} (2, 0.5, 1.5, ...); give "
                         "sizes, or the inputs' sizes (from_onnx(model, shapes=...))")

@@ -313,17 +313,3 @@ def test_tile_by_repeats_that_are_sizes():
     model = _model(nodes, [("x", ["a", 3]), ("y", ["b"])], ["z"], {"two": [2]})
     assert graph.from_onnx(model).outputs[0].type_str() == "float32[a * b, 6]"
     _check(model, [{"x": _x(a, 3), "y": _x(b)} for a, b in [(1, 1), (2, 3), (3, 1), (1, 4)]])
-
-
-def test_resizes_to_sizes_computed_from_symbolic_image_sizes_are_refused():
-    """An image of dynamic height and width (ViT interpolating its position embeddings):
-    Resize to sizes computed from it is refused naming the node and the way out (was a
-    TypeError from int() of an expression). Convs and pools over such sizes run:
-    tests/graph/test_dynamic_conv.py."""
-    nodes = [helper.make_node("Shape", ["x"], ["s"]),
-             helper.make_node("Div", ["s", "two"], ["half"]),
-             helper.make_node("Resize", ["x", "", "", "half"], ["y"])]
-    model = _model(nodes, [("x", ["b", 3, "h", "w"])], ["y"], {"two": [1, 1, 2, 2]})
-    with pytest.raises(graph.OnnxImportError, match=r"\(Resize, opset 18\): .*Resize sizes "
-                                                    r"depend on symbolic dimensions.*shapes="):
-        graph.from_onnx(model)
