@@ -244,7 +244,8 @@ def value_nbytes(v: Mapping[str, Any], name: str) -> int:
 
 
 def check_plan(plan: Any) -> None:
-    """The plan's structure: types, references between its parts, and bounds. A plan with
+    """The plan's structure: types, references between its parts, and bounds; and that no two
+    values live at the same time share bytes (runtime/_liveness.py). A plan with
     shape variables is checked here for its form; its sizes and bounds are checked at each
     shape it runs at (:func:`instantiate` makes the plan of that shape, checked here too)."""
     _need(isinstance(plan, dict), f"the plan must be a JSON object, got {type(plan).__name__}")
@@ -277,6 +278,14 @@ def check_plan(plan: Any) -> None:
                   f"{key} entry {io['name']!r} disagrees with its value's shape or dtype")
     for i, st in enumerate(plan["steps"]):
         _check_step(i, st, values)
+    _check_lifetimes(plan, symbolic=False)
+
+
+def _check_lifetimes(plan: dict, symbolic: bool) -> None:
+    # (imported here: _liveness imports PlanError from this module)
+    from ._liveness import check_lifetimes
+
+    check_lifetimes(plan, symbolic)
 
 
 def _check_storages(storages: list, arena: int) -> dict[Any, int | None]:
@@ -474,6 +483,7 @@ def _check_symbolic_plan(plan: dict) -> None:
                   f"{key} entry {io['name']!r} disagrees with its value's shape or dtype")
     for i, st in enumerate(plan["steps"]):
         _check_step(i, st, plan["values"])
+    _check_lifetimes(plan, symbolic=True)
 
 
 def evaluate_shape(shape: list, env: Mapping[str, int], known: tuple[str, ...]) -> list[int]:
