@@ -33,7 +33,9 @@ first step (O(n log n)), against the quadratic pair checks of graph/passes/plan_
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,12 +121,17 @@ def _nbytes(v: dict, symbolic: bool) -> int | None:
     """A value's bytes; None for a symbolic size (treated as non-empty: it may be at some
     shape)."""
     shape = v["shape"]
-    itemsize = np.dtype(v["dtype"]).itemsize
     if 0 in shape:
         return 0
     if symbolic and not all(isinstance(d, int) for d in shape):
         return None
-    return int(np.prod(shape, dtype=np.int64)) * itemsize
+    # (math.prod and a cached itemsize: np.prod and np.dtype were most of the check's time)
+    return math.prod(shape) * _itemsize(v["dtype"])
+
+
+@functools.lru_cache(maxsize=64)
+def _itemsize(dtype: str) -> int:
+    return np.dtype(dtype).itemsize
 
 
 def _lives(plan: dict, written: dict[str, int], last_read: dict[str, int], end: int,
@@ -210,8 +217,7 @@ def _in_place_refusal(plan: dict, out: _Life) -> str | None:
     d, v = plan["values"][donor], plan["values"][out.name]
     if d["storage"] != v["storage"]:
         return f"step {i} is in place over {donor!r}, which lives in storage {d['storage']}"
-    if d["shape"] != v["shape"] or np.dtype(d["dtype"]).itemsize != np.dtype(
-            v["dtype"]).itemsize:
+    if d["shape"] != v["shape"] or _itemsize(d["dtype"]) != _itemsize(v["dtype"]):
         return (f"step {i} is in place over {donor!r} of {d['dtype']}{d['shape']}, not the "
                 f"output's shape and element size ({v['dtype']}{v['shape']})")
     if st.get("op") in _READS_ROWS_FIRST and out.name in {o["name"] for o in plan["outputs"]}:
