@@ -356,11 +356,14 @@ def test_transpose_gathers_any_element_type(dtype):
     np.testing.assert_array_equal(b, a.T)
 
 
-def test_transpose_gathers_leaves_conditional_gathers_and_written_buffers_alone():
-    # gathers under a select may not all be read: they stay gathers (masked lane by lane)
+def test_transpose_gathers_masks_conditional_gathers_and_leaves_written_buffers_alone():
+    # gathers all under one lane mask (select(i > 1, A[i, j], 0)): row i of the block is read
+    # only where lane i is, here rows 0 and 1 never (a ragged tile's rows past the end)
     s, A, B = _transpose_schedule(16, 16, masked=True)
     text = str(tl.lower(s, [A, B]))
-    assert "shuffle(" not in text and ", 16, 16)]" in text
+    assert "shuffle(" in text and ", 16, 16)]" not in text
+    assert "A[ramp(0, 1, 16)]" not in text and "A[ramp(16, 1, 16)]" not in text
+    assert "A[ramp(32, 1, 16)]" in text
     a = np.arange(256, dtype="float32").reshape(16, 16)
     b = np.zeros((16, 16), "float32")
     tl.build(s, [A, B])(a, b)

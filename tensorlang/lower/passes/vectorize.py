@@ -37,16 +37,46 @@ def _bcast(e, n):
 
 
 def _affine_coef(idx, var):
-    """(coef, base) when idx == coef * var + base with base free of var, else None."""
+    """(coef, base) when idx == coef * var + base with base free of var, else None. coef is an
+    int, or an expression free of var where it is symbolic (a channel's stride H * W in an
+    NCHW tensor over a symbolic plane)."""
     lin = to_linear(simplify(idx))
     coef = 0
     for term, c in lin.terms.values():
         if term is var:
             coef = c
         elif var in collect_vars(term):
-            return None
+            return _symbolic_coef(idx, var)
     base = simplify(substitute(idx, {var: E.const(0, var.dtype)}))
     return coef, base
+
+
+def _symbolic_coef(idx, var):
+    """(coef, base) for idx == coef * var + base where coef is an expression (sums and products
+    distribute exactly over integers), None where var sits under any other operator (a
+    division, a min). A Ramp of that stride is a gather like the vector index it replaces,
+    but transpose_gathers can then turn a group of them into rows and shuffles."""
+    t = type(idx)
+    if idx is var:
+        return E.const(1, idx.dtype), E.const(0, idx.dtype)
+    if var not in collect_vars(idx):
+        return E.const(0, idx.dtype), idx
+    if t in (E.Add, E.Sub):
+        a, b = _symbolic_coef(idx.a, var), _symbolic_coef(idx.b, var)
+        if a is None or b is None:
+            return None
+        return simplify(t(a[0], b[0])), simplify(t(a[1], b[1]))
+    if t is E.Mul:
+        a, b = _symbolic_coef(idx.a, var), _symbolic_coef(idx.b, var)
+        if a is None or b is None or not (_zero(a[0]) or _zero(b[0])):
+            return None
+        (ca, ba), other = (a, idx.b) if not _zero(a[0]) else (b, idx.a)
+        return simplify(ca * other), simplify(ba * other)
+    return None
+
+
+def _zero(e) -> bool:
+    return E.as_int(e) == 0
 
 
 class _Vectorizer(Mutator):
@@ -95,10 +125,13 @@ class _Vectorizer(Mutator):
             aff = _affine_coef(idx, self.var)
             if aff is not None:
                 coef, base = aff
-                start_base = simplify(base + self.start * coef) if coef else base
+                if not isinstance(coef, int) and E.as_int(coef) is not None:
+                    coef = E.as_int(coef)
                 if coef == 0:
-                    return start_base
-                return E.Ramp(start_base, E.const(coef, idx.dtype), self.n)
+                    return base
+                start_base = simplify(base + self.start * coef)
+                stride = E.const(coef, idx.dtype) if isinstance(coef, int) else coef
+                return E.Ramp(start_base, stride, self.n)
         return _bcast(self.visit(idx), self.n)
 
     def visit_Load(self, e):
