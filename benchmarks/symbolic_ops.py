@@ -6,8 +6,9 @@ Cases: dense 768x768 (+bias; the weight packed per call), dense_prepacked (the w
 at build time, as graph/passes/pack_dense_weights does), an attention's q . k^T and p . v
 (batch x 12 heads x seq, head dim 64), its softmax [batch, 12, seq, seq], layer_norm over 768,
 bias + gelu over 3072, a ResNet 3x3 conv 64 -> 64 on 56x56 (+relu) at batch 1-8, and 3x3 convs
-in NCHW16c over a symbolic height and width (64 and 256 channels, +relu). For the
-row ops (softmax, layer_norm, bias_gelu) the "GFLOP/s" column is G elements per second.
+in NCHW16c over a symbolic height and width (64 and 256 channels, +relu), and the NCHW <->
+NCHW16c layout transforms over a symbolic plane. For the row ops (softmax, layer_norm,
+bias_gelu) and the layout transforms the "GFLOP/s" column is G elements per second.
 One symbolic kernel per op (default schedule); for each size a static kernel with the same
 default schedule. Each round times the symbolic and the static kernel alternately (median of
 `number` calls, 0.25 s pause before each: the machine is shared); the median over rounds is
@@ -97,6 +98,15 @@ def _conv_plane(dims):
     return [x, wt], ops.relu(ops.conv2d_nchwc(x, wt, padding=1))
 
 
+def _layout(dims, to_blocked):
+    c, h, w = dims  # a graph's NCHW <-> NCHW16c transform (convert_layout) over an H x W plane
+    if to_blocked:
+        x = tl.placeholder((1, c, h, w), name="x")
+        return [x], ops.layout_transform(x, "NCHW", "NCHW16c")
+    x = tl.placeholder((1, c // 16, h, w, 16), name="x")
+    return [x], ops.layout_transform(x, "NCHW16c", "NCHW")
+
+
 def _planes(*hw):
     return [{"H": h, "W": w} for h, w in hw]
 
@@ -130,6 +140,16 @@ CASES = {
     "conv2d_plane_256": (_conv_plane, (256, "H", "W"), _planes((28, 28), (14, 14), (7, 7),
                                                                (10, 8)),
                          lambda v: 2 * 256 * 256 * 9 * v["H"] * v["W"]),
+    # layout transforms: "GFLOP/s" is G elements per second; rows of whole 16-column tiles,
+    # a ragged last tile, none, and a 3-channel input (its block zero-padded)
+    "layout_to_blocked": (lambda d: _layout(d, True), (64, "H", "W"),
+                          _planes((56, 56), (28, 28), (30, 20), (57, 61), (128, 128)),
+                          lambda v: 64 * v["H"] * v["W"]),
+    "layout_to_blocked_c3": (lambda d: _layout(d, True), (3, "H", "W"),
+                             _planes((64, 96), (128, 128)), lambda v: 16 * v["H"] * v["W"]),
+    "layout_from_blocked": (lambda d: _layout(d, False), (64, "H", "W"),
+                            _planes((56, 56), (28, 28), (30, 20), (57, 61), (128, 128)),
+                            lambda v: 64 * v["H"] * v["W"]),
 }
 
 

@@ -280,9 +280,15 @@ def _schedule_layout_transform(st) -> bool:
 def _transpose_tile(block: int | None, width: int | None) -> int | None:
     """Columns per tile for a layout transform done as block x tile transposes in registers
     (the lowering's transpose_gathers pass): the widest of 16, 8, 4 that divides the row, for
-    a block of 4, 8 or 16 channels. None: no such tile (the strided row schedule)."""
-    if block not in (4, 8, 16) or not width:
+    a block of 4, 8 or 16 channels. None: no such tile (the strided row schedule). A row of
+    symbolic width (a model exported with dynamic h/w) gets 16: loop_partition splits off the
+    ragged last tile, whose rows transpose_gathers reads masked; the strided schedule it had
+    took 2.4-8x the static kernel's time (1x64 channels at 56^2, 28^2, 30x20, 128^2, one
+    thread), now 0.6-1.6x (benchmarks/symbolic_ops.py, layout_*)."""
+    if block not in (4, 8, 16):
         return None
+    if width is None:
+        return 16
     return next((t for t in (16, 8, 4) if width % t == 0), None)
 
 
