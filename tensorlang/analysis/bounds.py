@@ -430,6 +430,22 @@ _DECIDED_SIZE = 512
 _DECIDED_LOCK = threading.Lock()
 
 
+_EMPTY: OrderedDict = OrderedDict()
+
+
+def set_is_empty(text: str) -> bool:
+    """isl's verdict on whether the set `text` is empty (cached by text)."""
+    with _DECIDED_LOCK:
+        got = _EMPTY.get(text)
+        if got is not None:
+            _EMPTY.move_to_end(text)
+            return got
+        got = _EMPTY[text] = isl.Set(text).is_empty()
+        if len(_EMPTY) > _DECIDED_SIZE:
+            _EMPTY.popitem(last=False)
+    return got
+
+
 def _decide(problems: list, decl: str, assume: list) -> list:
     """[(k, None or sample point)] for each problem k under the constraints `assume` on the
     shape variables: one isl parse for all of them."""

@@ -146,17 +146,17 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
         if len(outer) > 1 and any(_ext(a) is None for a in outer[1:]):
             # fusing a loop of symbolic extent into one outside it recovers each index by a
             # division by that extent (not constant-folded, and not affine, so also checked at
-            # run time): per vector if the vector loop is fused too. Fuse only the axes above
-            # the row, whose indices are then divided once per row.
-            outer = axes[:-1] if len(axes) > 1 else outer
-            if n is not None and v == n and _ext(outer[-1]) is None and \
-                    any((_ext(a) or 1) > 1 for a in outer[:-1]):
-                # the innermost axis a blocked layout's channel lanes ([n, c, h, w, 8]), the
-                # row its outer's last: fuse the axes above the row (the fused rows divided
-                # per vector by w and h, with run-time checks: squeeze-excite's multiply of
-                # a 25 x 8-channel map at 12 x 48 took 0.22 ms against the static 0.017)
-                outer = outer[:-1]
-        fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
+            # run time): per vector if the vector loop is fused too. The tasks are the axes
+            # above the row (_task_axes).
+            rows = axes[:-1] if len(axes) > 1 else outer
+            if n is not None and v == n and len(rows) > 1 and _ext(rows[-1]) is None:
+                # the innermost axis a blocked layout's channel lanes ([n, c, h, w, 8]): the
+                # row is its outer's last (the fused rows divided per vector by w and h, with
+                # run-time checks: squeeze-excite's multiply of a 25 x 8-channel map at
+                # 12 x 48 took 0.22 ms against the static 0.017)
+                rows = rows[:-1]
+            outer = _task_axes(rows, INJECTIVE_TASKS)
+        fused = _fuse_tasks(st, *outer)
         st.parallel(fused)
         _stream_if_big(st, fused)
 
@@ -171,7 +171,8 @@ def _transposed_axis(s, st) -> int | None:
     (itself, or inlined through an elementwise/broadcast tail of the same shape, e.g. a GELU):
     when it is not the output's innermost axis, the generic schedule's vector along the output
     row would read the input with a stride (a gather per vector). None: no such transpose, it
-    keeps the innermost axis innermost, or its extents are symbolic or below a vector of 4."""
+    keeps the innermost axis innermost, or its extents are below a vector of 4 (a symbolic
+    extent is taken as long: its tiles split, the last one guarded)."""
     for op in _inlined_transposes(s, st):
         perm = list(op.attrs.get("axes", ()))
         axes = list(st.op.axis)
@@ -180,7 +181,7 @@ def _transposed_axis(s, st) -> int | None:
         k = perm.index(len(perm) - 1)
         if k == len(perm) - 1:
             continue
-        if all((_ext(axes[i]) or 0) >= 4 for i in (k, -1)):
+        if all(_ext(axes[i]) is None or _ext(axes[i]) >= 4 for i in (k, -1)):
             return k
     return None
 
@@ -228,7 +229,7 @@ def _schedule_transpose_tiles(st, k: int, parallel_min: int) -> None:
     for a in axes:
         total *= _ext(a) or SYMBOLIC_EXTENT
     if total >= parallel_min:
-        fused = st.fuse(*outer) if len(outer) > 1 else outer[0]
+        fused = _fuse_tasks(st, *outer)
         st.parallel(fused)
         _stream_if_big(st, fused)
 
@@ -547,10 +548,11 @@ def schedule_matmul(s, c: Tensor, out: Tensor | None = None, tile_m: int = 6,
         # from the last one (an attention's q . k^T over a symbolic sequence: 0.1 vs 50
         # GFLOP/s static at seq = 8)
         whole = (m, tm) if rows_outer else (n, tn)
-        # (batch axes of extent 1 fuse away: the tile loop then keeps its linear guards)
+        # (batch axes of extent 1 fuse away: the tile loop then keeps its linear guards; over
+        # a symbolic extent they stay outside it, _fuse_tasks)
         single = all(_ext(b) == 1 for b in batch)
         outer = list(batch) + ([first] if single or _whole_tiles(*whole) else [])
-        par = o.fuse(*outer) if len(outer) > 1 else outer[0]
+        par = _fuse_tasks(o, *outer)
         # few column panels (a narrow or tall matrix): split rows across threads instead
         # (the packed panel is at jo, outside io: packed once, then its row tiles in parallel)
         if not rows_outer and _ext(jo) is not None and _ext(jo) < 4 and not batch:
@@ -1126,6 +1128,28 @@ def schedule_conv2d_nchw_blocked(s, c: Tensor, out: Tensor | None = None, oc_vec
         o.parallel(task)
 
 
+# Tasks enough for the thread pool from the static axes above a symbolic one (an elementwise
+# op's channels above a symbolic plane): up to this count the symbolic axis is the parallel one.
+INJECTIVE_TASKS = 64
+
+
+def _task_axes(rows: list, enough: int) -> list:
+    """The axes of `rows` (outermost first, one of symbolic extent below the first) to run as
+    the parallel tasks: those above the first symbolic one when they make at least `enough`
+    tasks (fused, each index is divided by constants only), else that symbolic axis alone (the
+    axes above it serial loops around it). Fused into the tasks, a symbolic axis divides every
+    index by its extent, with a run-time check: a resize over a symbolic plane fused over
+    (1, 128 channels, rows) took 6.7x its static kernel; a [1, 1, h * w, keys] softmax fused
+    the rows above its sequence, one task."""
+    cut = next((d for d in range(1, len(rows)) if _ext(rows[d]) is None), None)
+    if cut is None:  # (only the outermost is symbolic: its index is divided by no extent)
+        return rows
+    tasks = 1
+    for a in rows[:cut]:
+        tasks *= _ext(a) or enough
+    return rows[:cut] if tasks >= enough else rows[:cut + 1]
+
+
 def _fuse_tasks(st, *axes):
     """The parallel loop over the task axes ``axes`` (outermost first, adjacent): their
     fusion; where one is of symbolic extent, less the leading axes of extent 1 and the axes
@@ -1379,9 +1403,8 @@ def _row_parallel_output(o):
     symbolic extent (an attention's [batch, heads, seq, seq] softmax: fused over batch and
     heads, the seq rows inside)."""
     rows = list(o.op.axis[:-1])
-    cut = next((d for d in range(1, len(rows)) if _ext(rows[d]) is None), len(rows))
-    if cut < len(rows):
-        par = o.fuse(*rows[:cut]) if cut > 1 else rows[0]
+    if any(_ext(a) is None for a in rows[1:]):
+        par = _fuse_tasks(o, *_task_axes(rows, 2))
         lanes = _vectorize_columns(o)
         o.parallel(par)
         return rows[-1], lanes

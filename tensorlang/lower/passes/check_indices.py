@@ -22,12 +22,14 @@ and LLVM's unswitching hoists it with the load of the index."""
 from __future__ import annotations
 
 from ...analysis.affine import Names, Params, to_isl
-from ...analysis.intervals import in_bounds
+from ...analysis.bounds import set_is_empty
+from ...analysis.intervals import in_bounds, nonneg_facts
+from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.checks import FIRST_INDEX_CODE, IndexCheck
-from ...ir.functor import Mutator, collect_vars
-from ...ir.simplify import Analyzer
+from ...ir.functor import Mutator, Visitor, collect_vars
+from ...ir.simplify import Analyzer, simplify
 
 
 def _quasi_affine(e) -> bool:
@@ -42,13 +44,45 @@ class _CheckIndices(Mutator):
         self.ranges = Analyzer()
         self.data_vars: set = set()  # let-bound variables that hold computed values
         self.loop_extents: dict = {}  # loop variable -> extent, for loops from 0
+        self.loops: list[S.For] = []  # the loops around the statement visited, outermost first
+        self.facts: list = []  # integer expressions >= 0 where the statement visited runs
         self.code = FIRST_INDEX_CODE
 
     def visit_For(self, s: S.For):
         self.ranges.bind_range(s.loop_var, s.min, s.extent)
         if E.is_const(s.min, 0):
             self.loop_extents[s.loop_var] = s.extent
-        return self.generic(s)
+        self.loops.append(s)
+        try:
+            return self.generic(s)
+        finally:
+            self.loops.pop()
+
+    def visit_IfThenElse(self, s: S.IfThenElse):
+        cond = self.visit(s.condition)
+        then = self._under(cond, True, s.then_case)
+        other = self._under(cond, False, s.else_case)
+        if cond is s.condition and then is s.then_case and other is s.else_case:
+            return s
+        return S.IfThenElse(cond, then, other)
+
+    def visit_Select(self, e: E.Select):
+        cond = self.visit(e.condition)
+        a, b = self._under(cond, True, e.true_value), self._under(cond, False, e.false_value)
+        if cond is e.condition and a is e.true_value and b is e.false_value:
+            return e
+        return E.Select(cond, a, b)
+
+    def _under(self, cond, holds: bool, node):
+        """node visited where `cond` is `holds` (what it states joins the facts)."""
+        if node is None:
+            return None
+        n = len(self.facts)
+        self.facts.extend(nonneg_facts(cond, holds))
+        try:
+            return self.visit(node)
+        finally:
+            del self.facts[n:]
 
     def visit_LetStmt(self, s: S.LetStmt):
         value = self.visit(s.value)
@@ -85,7 +119,85 @@ class _CheckIndices(Mutator):
         over = self.loop_extents.get(idx) if type(idx) is E.Var else None
         if over is not None and E.structural_equal(over, extent):
             return False
-        return not in_bounds(self.ranges, idx, extent)
+        return (not in_bounds(self.ranges, idx, extent, self.facts)
+                and not self._proven_over_loops(idx, extent))
+
+    def _proven_over_loops(self, idx, extent) -> bool:
+        """isl's proof that idx is in [0, extent) over the ranges of the loops around it, each
+        part of an expression that isl cannot read but that depends on no loop or let variable
+        (a product of sizes: a sequence of h * w tokens) taken as one unknown, the same one
+        wherever it occurs. A split of such an extent (whole vectors, then a tail) is in bounds
+        whatever the product's value; left checked, an attention's softmax over h * w / 64
+        keys compared each vector's index at run time (5x its static kernel)."""
+        names = Names()
+        params, env, unknowns = Params(names), {}, {}
+        for lp in self.loops:
+            env[lp.loop_var] = names.fresh(lp.loop_var.name)
+        ranges = []
+        for lp in self.loops:
+            lo, n = (to_isl(self._as_unknowns(e, unknowns), env, params)
+                     for e in (lp.min, lp.extent))
+            if lo is not None and n is not None:  # else unbounded: still a safe verdict
+                v = env[lp.loop_var]
+                ranges.append(f"({lo}) <= {v} < ({lo}) + ({n})")
+        for f in self.facts:
+            got = to_isl(self._as_unknowns(f, unknowns), env, params)
+            if got is not None:
+                ranges.append(f"({got}) >= 0")
+        i, n = (to_isl(self._as_unknowns(e, unknowns), env, params) for e in (idx, extent))
+        if i is None or n is None:
+            return False
+        for part, var in unknowns.values():  # (a product of sizes >= 1 is >= 1)
+            lo = self.ranges.bound(part)[0]
+            if isinstance(lo, int):
+                ranges.append(f"{params.name(var)} >= {lo}")
+        out = " and ".join(ranges + [f"(({i}) < 0 or ({i}) >= ({n}))"])
+        return set_is_empty(f"{params.decl()}{{ [{', '.join(env.values())}] : {out} }}")
+
+    def _as_unknowns(self, e, unknowns: dict):
+        """e with each smallest part isl cannot read (a product of two sizes, a division by a
+        size, a value loaded from memory) replaced by a variable standing for it, so that
+        what is around it (the product // 16, a clamp of a loaded index) stays readable.
+        Sound: the proof then holds for every value of the variable, the part's among them.
+        `unknowns`: key -> (the part, its variable); a part without loads is one variable
+        wherever it occurs (its text the key), a load is a variable of its own."""
+        if not isinstance(e, E.Expr) or _quasi_affine(e):
+            return e
+        if isinstance(e, (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max)):
+            a, b = self._as_unknowns(e.a, unknowns), self._as_unknowns(e.b, unknowns)
+            if a is not e.a or b is not e.b:
+                e = type(e)(a, b)
+                if _quasi_affine(e):
+                    return e
+        if not dt.is_int(e.dtype):
+            return e
+        key = len(unknowns) if _loads(e) else _structure(simplify(e))  # equal forms: one
+        if key not in unknowns:
+            unknowns[key] = (e, E.Var(f"_part{len(unknowns)}", e.dtype))
+        return unknowns[key][1]
+
+
+def _structure(e):
+    """A hashable key equal for structurally equal expressions (variables by identity: two
+    loops may share a name)."""
+    if isinstance(e, E.Var):
+        return id(e)
+    if isinstance(e, E.Expr):
+        return (type(e).__name__, *(_structure(getattr(e, f)) for f in e.fields()))
+    if isinstance(e, tuple):
+        return tuple(_structure(x) for x in e)
+    return e
+
+
+def _loads(e) -> bool:
+    found = []
+
+    class _Find(Visitor):
+        def visit_Load(self, x):
+            found.append(x)
+
+    _Find().visit(e)
+    return bool(found)
 
 
 def check_indices(body: S.Stmt) -> S.Stmt:
