@@ -140,6 +140,10 @@ CASES = {
     "conv2d_plane_256": (_conv_plane, (256, "H", "W"), _planes((28, 28), (14, 14), (7, 7),
                                                                (10, 8)),
                          lambda v: 2 * 256 * 256 * 9 * v["H"] * v["W"]),
+    # planes of powers of two (UNets, SegFormer): every row ends in a ragged tile (16 = 14 + 2)
+    "conv2d_plane_pow2": (_conv_plane, (64, "H", "W"), _planes((16, 16), (32, 32), (64, 64),
+                                                               (128, 128)),
+                          lambda v: 2 * 64 * 64 * 9 * v["H"] * v["W"]),
     # layout transforms: "GFLOP/s" is G elements per second; rows of whole 16-column tiles,
     # a ragged last tile, none, and a 3-channel input (its block zero-padded)
     "layout_to_blocked": (lambda d: _layout(d, True), (64, "H", "W"),
