@@ -773,8 +773,8 @@ def test_cli_ends_a_model_s_tuning_by_choosing_inside_runs_of_the_model(tmp_path
     onnx.save(model_zoo.small_cnn(), model)
     log = tmp_path / "cnn.jsonl"
     argv = ["tune", str(model), "--log", str(log), "--tuner", "random", "--seed", "0",
-            "--number", "1", "--repeat", "1", "--min-repeat-ms", "0", "--budget", "10",
-            "--flush-mib", "8"]
+            "--number", "1", "--repeat", "1", "--min-repeat-ms", "0", "--budget", "4",
+            "--flush-mib", "8"]  # 4 trials: rounds of 2, two tasks with finalists to choose from
     assert main([*argv, "--in-model-top", "0"]) == 0
     assert "in-model choice" not in capsys.readouterr().out
     assert not any(r.in_model for r in autotune.load_records(log))
@@ -786,7 +786,7 @@ def test_cli_ends_a_model_s_tuning_by_choosing_inside_runs_of_the_model(tmp_path
     keys = {r.key for r in in_model}
     assert timed >= 1 and len(keys) == timed
     assert all(sum(r.chosen for r in in_model if r.key == k) == 1 for k in keys)
-    assert _trials(log) == 10
+    assert _trials(log) == 4
 
 
 def _trials(log) -> int:
