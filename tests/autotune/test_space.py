@@ -240,8 +240,9 @@ def test_batch_matmul_space_sample_matches_numpy():
     assert checked == 16
 
 
-# the whole space (384 configs, ~23 s) with `-m slow`; a sample of it in the default run
-@pytest.mark.parametrize("limit", [24, pytest.param(None, marks=pytest.mark.slow)])
+# the whole space (384 configs, ~23 s) with `-m slow`; a sample of it in the default run (the
+# seeded 12 hold every value of every knob, as the 24 it was did)
+@pytest.mark.parametrize("limit", [12, pytest.param(None, marks=pytest.mark.slow)])
 def test_conv2d_nchwc_wide_space_enumerates_and_matches_numpy(limit):
     # OW 2, OH 4, two output-channel blocks: every knob has at least two values
     task = autotune.create_task("conv2d_nchwc", (1, 16, 4, 2, 32, 3, 3, 1, 1, 16, "float32"))
