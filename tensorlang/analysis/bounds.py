@@ -49,7 +49,7 @@ import islpy as isl
 
 from ..errors import LoweringError
 from ..ir import expr as E
-from ..ir.functor import Visitor, collect_vars, substitute
+from ..ir.functor import Visitor, collect_vars, contains, substitute
 from ..ir.simplify import Analyzer, simplify
 from ..te.tensor import ComputeOp, TensorRead
 from .affine import Names, Params, cond_to_isl, to_isl
@@ -318,7 +318,7 @@ class _Prover:
         ext_t = to_isl(ext, self.env, self.params)
         if idx_t is None or ext_t is None:
             # lower/passes/check_indices.py checks exactly these (it reads the same isl forms)
-            why = ("data-dependent index" if _reads_data(idx) else "index not affine"
+            why = ("data-dependent index" if contains(idx, TensorRead) else "index not affine"
                    if idx_t is None else f"extent {ext} not affine")
             return _with(access, status=RUNTIME, how=f"{why}, checked when the kernel runs"), None
         cons, axes = self._domain_of([idx, *(c for c, _ in guards)])
@@ -327,7 +327,7 @@ class _Prover:
             g = cond_to_isl(c, self.env, self.params)
             if g is None:
                 inexact.append(f"the guard {c} is not affine"
-                               + (" (it reads data)" if _reads_data(c) else ""))
+                               + (" (it reads data)" if contains(c, TensorRead) else ""))
             else:
                 cons.append(f"({g})" if holds else f"not ({g})")
         cons.append(f"({_p(idx_t)} < 0 or {_p(idx_t)} >= {_p(ext_t)})")
@@ -355,17 +355,6 @@ class _Same:
 
     def __eq__(self, other) -> bool:
         return E.structural_equal(self.value, other.value)
-
-
-def _reads_data(e) -> bool:
-    found = []
-
-    class _Find(Visitor):
-        def visit_TensorRead(self, r):
-            found.append(r)
-
-    _Find().visit(e)
-    return bool(found)
 
 
 def _with(a: Access, **changes) -> Access:

@@ -17,7 +17,7 @@ from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import Visitor
+from ..ir.functor import Visitor, contains
 from ..lower.passes.hoist_allocations import leading_allocations
 from ..lower.passes.plan_allocation import MAX_ALLOC_BYTES
 from ..runtime import extern_c, packed
@@ -71,17 +71,6 @@ def _suffix(t: ir.Type) -> str:
     if isinstance(t, ir.HalfType):
         return "f16"
     return f"i{t.width}"
-
-
-def _has_load(e) -> bool:
-    found = []
-
-    class _Find(Visitor):
-        def visit_Load(self, x):
-            found.append(x)
-
-    _Find().visit(e)
-    return bool(found)
 
 
 def _const_divisor(b) -> int | None:
@@ -545,7 +534,7 @@ class FunctionEmitter:
         return self.b.not_(self.expr(e.a))
 
     def e_Select(self, e):
-        if not (_has_load(e.true_value) or _has_load(e.false_value)):
+        if not (contains(e.true_value, E.Load) or contains(e.false_value, E.Load)):
             return self.b.select(self.expr(e.condition), self.expr(e.true_value),
                                  self.expr(e.false_value))
         if isinstance(e.condition, E.Broadcast):

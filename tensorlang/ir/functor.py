@@ -201,6 +201,24 @@ def fit_recursion(depth: int, what: str, error=ValueError,
         sys.setrecursionlimit(need)
 
 
+def contains(node, kind: type) -> bool:
+    """Whether a node of class `kind` (Load, TensorRead, ...) is in the expression or
+    statement `node`."""
+
+    class _Found(Exception):
+        pass
+
+    def found(self, _node):
+        raise _Found
+
+    finder = type("_Find", (Visitor,), {"visit_" + kind.__name__: found})()
+    try:
+        finder.visit(node)
+    except _Found:
+        return True
+    return False
+
+
 def collect_vars(node) -> set:
     """The Vars in an expression or statement (what a Visitor reaches: through Expr, Stmt and
     Range nodes and tuples of them, not into buffers or iteration variables)."""

@@ -28,7 +28,7 @@ from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.checks import FIRST_INDEX_CODE, IndexCheck
-from ...ir.functor import Mutator, Visitor, collect_vars
+from ...ir.functor import Mutator, collect_vars, contains
 from ...ir.simplify import Analyzer, simplify
 
 
@@ -171,7 +171,7 @@ class _CheckIndices(Mutator):
                     return e
         if not dt.is_int(e.dtype):
             return e
-        key = len(unknowns) if _loads(e) else _structure(simplify(e))  # equal forms: one
+        key = len(unknowns) if contains(e, E.Load) else _structure(simplify(e))  # equal forms: one
         if key not in unknowns:
             unknowns[key] = (e, E.Var(f"_part{len(unknowns)}", e.dtype))
         return unknowns[key][1]
@@ -187,17 +187,6 @@ def _structure(e):
     if isinstance(e, tuple):
         return tuple(_structure(x) for x in e)
     return e
-
-
-def _loads(e) -> bool:
-    found = []
-
-    class _Find(Visitor):
-        def visit_Load(self, x):
-            found.append(x)
-
-    _Find().visit(e)
-    return bool(found)
 
 
 def check_indices(body: S.Stmt) -> S.Stmt:
