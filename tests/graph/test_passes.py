@@ -14,7 +14,7 @@ from tensorlang.graph.passes import (
     simplify_algebra,
 )
 from tensorlang.graph.passes.fuse_ops import find_groups, kernel_count
-from tensorlang.graph.passes.plan_memory import validate_plan
+from tensorlang.runtime._plan import PlanError, check_plan
 
 import tensorlang as tl
 from tensorlang import graph
@@ -246,7 +246,7 @@ def test_optimized_equals_unoptimized(name):
     for level in (1, 2, 3):
         rep = graph.BuildReport()
         gm = graph.build(g, opt_level=level, report=rep)
-        validate_plan(gm.plan)
+        check_plan(gm.plan)
         got = gm.run(**feeds)
         for k in ref:
             err = np.abs(got[k].astype(np.float64) - ref[k]).max() / max(
@@ -271,7 +271,7 @@ def test_inplace_only_when_input_dies_and_validator_catches_overlap():
     assert "inplace" not in steps["sigmoid"]
     d = y.producer.inputs[0]
     assert steps["add"].get("inplace") in (a.name, d.name)  # both die at the add
-    validate_plan(gm.plan)
+    check_plan(gm.plan)
     feeds = {"x": _rand(64, 64) * 0.1}
     ref = graph.build(g, opt_level=0, memory_reuse=False, inplace=False).run(**feeds)
     np.testing.assert_allclose(gm.run(**feeds)[gm.output_names[0]],
@@ -279,8 +279,8 @@ def test_inplace_only_when_input_dies_and_validator_catches_overlap():
     bad = dict(gm.plan)
     bad["storages"] = [dict(st, offset=0) if st["kind"] == "arena" else st
                        for st in gm.plan["storages"]]
-    with pytest.raises(AssertionError, match="overlap"):
-        validate_plan(bad)
+    with pytest.raises(PlanError, match="overlap while both are live"):
+        check_plan(bad)
 
 
 def _attention_tail(axis: int = -1):
@@ -306,7 +306,7 @@ def test_a_last_axis_softmax_and_layer_norm_write_over_their_dying_input():
         steps = {st["op"]: st for st in gm.plan["steps"]}
         assert ("inplace" in steps["softmax"]) == in_place, (axis, steps["softmax"])
         assert "inplace" in steps["layer_norm"]
-        validate_plan(gm.plan)
+        check_plan(gm.plan)
         ref = graph.build(g, opt_level=0, inplace=False).run(**feeds)
         np.testing.assert_allclose(gm.run(**feeds)[gm.output_names[0]],
                                    ref[gm.output_names[0]], rtol=1e-5, atol=1e-6)
