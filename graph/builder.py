@@ -211,9 +211,13 @@ class Builder:
         carriers: list[Value] = []
         var_dims = []  # [variable, carrier, axis]
         for var in sorted(variables(flat)):
+            # an axis that is the variable alone, else one linear in it alone (an input of
+            # h_over16 + 16 or 32 * h_div32 rows, from_onnx's solved equations)
             found = next(((inp, axis) for inp in self._inputs
                           for axis, d in enumerate(inp.shape)
-                          if is_symbolic(d) and dim_text(d) == var), None)
+                          if is_symbolic(d) and dim_text(d) == var), None) or next(
+                ((inp, axis) for inp in self._inputs for axis, d in enumerate(inp.shape)
+                 if is_symbolic(d) and variables([d]) == {var} and _linear(d, var)), None)
             if found is None:
                 raise GraphError(f"{op} node {name or op!r} reads a value computed from "
                                  f"symbolic dimension {var}, which no graph input has as a "
@@ -221,8 +225,9 @@ class Builder:
                                  "(from_onnx(model, shapes=...))")
             if not any(c is found[0] for c in carriers):
                 carriers.append(found[0])
-            var_dims.append([var, next(i for i, c in enumerate(carriers) if c is found[0]),
-                             found[1]])
+            entry = [var, next(i for i, c in enumerate(carriers) if c is found[0]), found[1]]
+            axis_dim = found[0].shape[found[1]]
+            var_dims.append(entry if dim_text(axis_dim) == var else [*entry, dim_text(axis_dim)])
         return self.op("shape_values", carriers, name=f"{v.name}_values",
                        values=[dim_text(d) for d in flat], shape=list(v.shape),
                        dtype=str(v.dtype), var_dims=var_dims)
@@ -240,6 +245,14 @@ class Builder:
     def build(self, outputs: Value | Sequence[Value], name: str | None = None) -> Graph:
         outs = [outputs] if isinstance(outputs, Value) else list(outputs)
         return Graph(self._nodes, self._inputs, outs, name=name or self.name)
+
+
+def _linear(d, var: str) -> bool:
+    """True when dimension ``d`` of the one variable ``var`` is a * var + b (a != 0)."""
+    from .symbolic import evaluate
+
+    a, b = (evaluate(d, {var: k}) for k in (1, 0))
+    return a != b and all(evaluate(d, {var: k}) == b + (a - b) * k for k in (2, 3, 7))
 
 
 def _is_zero(d) -> bool:

@@ -917,7 +917,13 @@ def _shape_values_infer(types, attrs):
 def _shape_values_ref(xs, a):
     from .symbolic import evaluate, parse
 
-    env = {var: xs[i].shape[axis] for var, i, axis in a["var_dims"]}
+    env = {}
+    for var, i, axis, *form in a["var_dims"]:  # (form: the axis's dim, linear in var alone)
+        n = xs[i].shape[axis]
+        if form:
+            low, step = (evaluate(parse(form[0]), {var: k}) for k in (0, 1))
+            n = (n - low) // (step - low)
+        env[var] = n
     flat = [evaluate(parse(t), env) for t in a["values"]]
     return [np.array(flat, dtype=a["dtype"]).reshape(a["shape"])]
 

@@ -305,11 +305,46 @@ def _div_or_mod(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
             if isinstance(e, E.FloorMod):
                 return {(): r % k} if r % k else {}
             return _add({m: c // k for m, c in num.items() if m}, {(): r // k}, 1)
+        nested = _nested_floordiv(num, atoms) if isinstance(e, E.FloorDiv) else None
+        if nested is not None:
+            # (p // m + q) // k is (p + m * q) // (m * k) for integer p and q: a size halved
+            # three times rounding up, ((h + 1) // 2 + 1) // 2 + 1) // 2, is (h + 7) // 8,
+            # as a dynamo export writes it ((h - 1) // 8 + 1)
+            key, inner, m = nested
+            rest = _as_expr(_rebuild({t: c for t, c in num.items() if t != (key,)}, atoms))
+            return _poly(E.FloorDiv(inner.a + rest * m, _as_expr(m * k)), atoms)
+        r = num.get((), 0)
+        extremum = [t for t in num if t and num[t] == 1 and isinstance(atoms[t[0]], (E.Max, E.Min))
+                    and len(t) == 1]
+        if r and len(num) == 2 and extremum:
+            # max(x, y) + r is max(x + r, y + r): a clamped window count, (max(h - 16, 0) + 16)
+            # // 16, stays one floor division, max(h, 16) // 16
+            x = atoms[extremum[0][0]]
+            moved = type(x)(x.a + _as_expr(r), x.b + _as_expr(r))
+            return _poly(type(e)(_as_expr(dim(moved)), e.b), atoms)
+        if not 0 <= r < k:
+            # the constant in [0, k): (p + r) // k is (p + r % k) // k + r // k, and
+            # (p + r) % k is (p + r % k) % k ((h - 1) // 8 + 1 is (h + 7) // 8)
+            num = _add(num, {(): r % k - r}, 1)
+            shifted = _div_or_mod(type(e)(_as_expr(_rebuild(num, atoms)), e.b), atoms)
+            return _add(shifted, {(): r // k}, 1) if isinstance(e, E.FloorDiv) else shifted
     a, b = _as_expr(_rebuild(num, atoms)), _as_expr(_rebuild(den, atoms))
     whole = a // b if isinstance(e, E.FloorDiv) else a % b
     key = f"({whole})"
     atoms[key] = whole
     return {(key,): 1}
+
+
+def _nested_floordiv(num: _Poly, atoms: Mapping[str, E.Expr]) -> tuple | None:
+    """(key, p // m, m) for a term of ``num`` that is ``p // m`` alone with coefficient 1 and
+    a constant m > 0; None when there is none."""
+    for t, c in num.items():
+        if len(t) == 1 and c == 1:
+            a = atoms[t[0]]
+            if (isinstance(a, E.FloorDiv) and isinstance(a.b, E.Const)
+                    and isinstance(a.b.value, int) and a.b.value > 0):
+                return t[0], a, a.b.value
+    return None
 
 
 def _as_expr(x: Any) -> E.Expr:
@@ -490,6 +525,21 @@ def _divide(a: Any, b: Any) -> Any:
     raise GraphError(f"cannot divide {a} by {b} at import: the rounding depends on the sizes")
 
 
+def _mod(a: Any, b: Any, fmod: int) -> Any:
+    """ONNX's integer Mod of two dimensions by a positive constant: a % k (Python's, the sign
+    of the divisor, as fmod=0; fmod=1 has the dividend's sign, the same where a is evidently
+    not negative). A Swin's padding to whole windows, (w - h % w) % w. Else refused (computed
+    at run time)."""
+    a, b = dim(a), dim(b)
+    if isinstance(a, int) and isinstance(b, int) and b:
+        return a % b if not fmod or a >= 0 else -(-a % abs(b))
+    low = lower_bound(a)
+    if not isinstance(b, int) or b <= 0 or (fmod and (low is None or low < 0)):
+        raise GraphError(f"cannot compute {a} mod {b} at import: the result depends on the "
+                         "sizes")
+    return dim(_as_expr(a) % _as_expr(b))
+
+
 def _abs(d: Any) -> Any:
     """|d|: d or -d where the sizes decide its sign evidently, else max(d, -d) (exact)."""
     return smax(d, dim(0 - _as_expr(dim(d))))
@@ -536,7 +586,8 @@ def _fold_nary(fn, objs: list) -> Any:
 def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
     """Fold an op over shape tensors some of whose elements are symbolic dimensions (object
     arrays): element moves (gather, concat, reshape/unsqueeze/squeeze, slice), integer
-    arithmetic (negation; integer division where its rounding is known at import; max, min,
+    arithmetic (negation; integer division where its rounding is known at import; Mod by a
+    positive constant; max, min,
     Max/Min of several inputs, Clip and Abs as max/min of dimensions), casts
     between integer types, and equality where it is known at import (the same expression; or
     a difference that is at least 1 at every size: a variable is never 0 or -1, but may be 1).
@@ -558,6 +609,8 @@ def fold_symbolic(op: str, arrays, attrs, node: str) -> list:
         out = _elementwise(_FOLD_ELEMENTWISE[op], objs)
     elif op in _FOLD_NARY:
         out = _fold_nary(_FOLD_NARY[op], objs)
+    elif op == "mod":
+        out = _elementwise(lambda a, b: _mod(a, b, attrs.get("fmod", 0)), objs)
     elif op == "abs":
         out = _elementwise(_abs, objs[:1])
     elif op == "clip":
@@ -685,6 +738,71 @@ def solve_multiple(a: Any, b: Any, prefer: Sequence[str]) -> tuple[str, Any] | N
         if same(substitute(a, {v: value}), substitute(b, {v: value})):
             return v, value
     return None
+
+
+def solve_offset(a: Any, b: Any, prefer: Sequence[str]) -> tuple[str, Any] | None:
+    """(v, v_overc + c) where ``a == b`` holds once every variable of theirs is large enough
+    that no max/min of theirs depends on it: c the least offset (per variable) for which each
+    such extremum's operands are evidently ordered at ``v_overc >= 0``. A conv or pool over a
+    size too small for one window is refused at run time, so its output extent is written
+    clamped (max(h - 16, 0) // 16 + 1 for a 16x16 patch embedding, op_registry.conv_out_dim),
+    while an exporter computes the same extent from Shape ops unclamped (h // 16: a ViT's
+    position embeddings interpolated to the patch grid, a Swin's windows): equal at every size
+    the model runs. The input's axis then becomes ``h_over16 + 16`` (h_over16 >= 0: every
+    extremum decided at h = 16 already), and the runtime refuses smaller sizes naming the
+    input.
+    The first variable of ``prefer`` (with an offset) is returned; the next import solves the
+    others. None when no offsets make the forms equal."""
+    names = variables([a, b])
+    if not names or not names <= set(prefer):
+        return None
+    env: dict[str, Any] = {}
+    for v in sorted(names, key=list(prefer).index):
+        c = _least_offset([a, b], v)
+        if c:
+            env[v] = dim(shape_var(f"{v}_over{c}") + c)
+    if not env or not same(substitute(a, env), substitute(b, env)):
+        return None
+    v = next(iter(env))
+    return v, env[v]
+
+
+_OFFSET_LIMIT = 1 << 16
+
+
+def _least_offset(ds: Sequence[Any], v: str) -> int:
+    """The least c >= 0 such that every max/min in ``ds`` whose operands' order depends on v
+    alone has them evidently ordered at v = u + c with u >= 0 (0 when there is none)."""
+    extrema: list[E.Expr] = []
+    for d in ds:
+        _collect_extrema(_as_expr(dim(d)), extrema)
+    best = 0
+    u = shape_var(f"__{v}_offset")
+    for x in extrema:
+        diff = dim(_as_expr(dim(x.a)) - _as_expr(dim(x.b)))
+        if variables([diff]) != {v}:
+            continue
+        for sign in (1, -1):
+            def ordered(c, sign=sign, diff=diff):  # (u >= 1: v = u - 1 + c covers u >= 0)
+                low = lower_bound(substitute(sign * diff, {v: dim(u + (c - 1))}))
+                return low is not None and low >= 0
+            if not ordered(_OFFSET_LIMIT):
+                continue
+            lo, hi = 0, _OFFSET_LIMIT  # (ordered(hi); the least such c, by bisection)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if ordered(mid) else (mid + 1, hi)
+            best = max(best, lo)
+            break
+    return best
+
+
+def _collect_extrema(e: E.Expr, out: list) -> None:
+    if isinstance(e, (E.Max, E.Min)):
+        out.append(e)
+    if isinstance(e, E.BinaryOp):
+        _collect_extrema(e.a, out)
+        _collect_extrema(e.b, out)
 
 
 def _drop_extrema(a: Any, b: Any) -> tuple[Any, Any]:

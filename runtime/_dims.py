@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-MAX_TEXT = 256  # longer texts are refused (deeply nested ones would exhaust the parser)
+MAX_TEXT = 2048  # longer texts are refused (deeply nested ones would exhaust the parser;
+# a ViT's attention over h_over16 // 16 * (w_over16 // 16) tokens, squared, takes ~300)
 
 _BINARY = {
     ast.Add: lambda a, b: a + b,

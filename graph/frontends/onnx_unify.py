@@ -64,7 +64,9 @@ def next_substitution(refused: Sequence[tuple], inputs: Sequence[Value],
     import (op, node, opset, error), for a variable of the inputs' shapes; None when none is."""
     order = elimination_order(inputs)
     equations = [(e.a, e.b) for *_, e in refused if isinstance(e, UnprovenEqualityError)]
-    for solve in (S.solve_equal, S.solve_multiple):  # (a multiple only where none is exact)
+    # (an offset past the window clamps, or a multiple, only where none is exact; the offset
+    # first: a patch conv's max(h, 16) // 16 == h // 16 also holds at multiples of 16)
+    for solve in (S.solve_equal, S.solve_offset, S.solve_multiple):
         for a, b in equations:
             solved = solve(a, b, order)
             if solved is not None:
