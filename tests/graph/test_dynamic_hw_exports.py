@@ -1,6 +1,6 @@
 """Detection / segmentation exports with a dynamic height and width: what their size
 arithmetic needs at import. Each hand-made graph reproduces one thing a real export did
-(torchvision's LRASPP and DeepLab by dynamo, HF YOLOS and MaskFormer), built once without
+(torchvision's LRASPP, HF YOLOS and MaskFormer), built once without
 sizes and checked against onnxruntime at several sizes, odd ones included."""
 
 import numpy as np
@@ -42,27 +42,6 @@ def _check(model, planes, channels=1):
 
 def _w(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def test_nested_ceil_halvings_are_one_floor_division():
-    """Three 3x3 stride-2 convs give (((h + 1) // 2 + 1) // 2 + 1) // 2 rows, a 1x1 stride-8
-    conv (or dynamo's written size) (h - 1) // 8 + 1: both are (h + 7) // 8, so the Add of the
-    two branches (LRASPP's) imports with h and w free (it asked for multiples of 8)."""
-    h = S.shape_var("h")
-    assert S.same((((h + 1) // 2 + 1) // 2 + 1) // 2, (h - 1) // 8 + 1)
-    assert str(S.dim((h - 1) // 8 + 1)) == "(h + 7) // 8"
-    for n in range(1, 40):
-        assert S.evaluate(S.dim((((h + 1) // 2 + 1) // 2 + 1) // 2), {"h": n}) == (n + 7) // 8
-    conv = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["a1"], **conv),
-             helper.make_node("Conv", ["a1", "w2"], ["a2"], **conv),
-             helper.make_node("Conv", ["a2", "w3"], ["a3"], **conv),
-             helper.make_node("Conv", ["x", "w8"], ["b"], kernel_shape=[1, 1], strides=[8, 8]),
-             helper.make_node("Add", ["a3", "b"], ["y"])]
-    inits = {"w1": _w(2, 1, 3, 3), "w2": _w(2, 2, 3, 3), "w3": _w(2, 2, 3, 3), "w8": _w(2, 1, 1, 1)}
-    m = _model(nodes, inits)
-    assert graph.from_onnx(m).inputs[0].shape == (1, 1, S.shape_var("h"), S.shape_var("w"))
-    _check(m, [(16, 24), (17, 9), (1, 3)])
 
 
 def test_patch_embedding_and_a_grid_from_shape_ops():
@@ -120,3 +99,21 @@ def test_shape_values_read_a_variable_from_an_axis_linear_in_it():
     m = _model(nodes, inits)
     assert graph.from_onnx(m).inputs[0].shape[2] == S.dim(S.shape_var("h_div2") * 2)
     _check(m, [(8, 12), (2, 6), (14, 10)])
+
+
+def test_strided_depthwise_conv_after_a_stride_4_conv():
+    """MobileNetV3's 5x5 stride-2 depthwise conv + ReLU over (h + 3) // 4 rows (LRASPP): its
+    output rows are the form its kernel derives, ((h + 3) // 4 + 1) // 2 (a canonical form
+    that flattened them to (h + 7) // 8 made the kernel compute wrong rows). A constant in a
+    floor division is kept in [0, k): (h - 1) // 4 + 1 is (h + 3) // 4."""
+    h = S.shape_var("h")
+    assert str(S.dim((h - 1) // 4 + 1)) == "(h + 3) // 4"
+    assert str(S.dim(((h + 3) // 4 - 1) // 2 + 1)) == "((h + 3) // 4 + 1) // 2"
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], kernel_shape=[3, 3], strides=[4, 4],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["a", "w1"], ["b"], kernel_shape=[1, 1]),
+             helper.make_node("Conv", ["b", "w2"], ["c"], group=16, kernel_shape=[5, 5],
+                              strides=[2, 2], pads=[2, 2, 2, 2]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    inits = {"w0": _w(8, 1, 3, 3), "w1": _w(16, 8, 1, 1), "w2": _w(16, 1, 5, 5)}
+    _check(_model(nodes, inits), [(64, 80), (49, 67), (8, 8)])
