@@ -12,7 +12,7 @@ from tensorlang.runtime import KernelError
 
 import tensorlang as tl
 from tensorlang.ir import expr as E
-from tensorlang.ir.functor import Visitor
+from tensorlang.ir.functor import Visitor, collect_vars
 
 ops = tl.ops
 
@@ -56,13 +56,14 @@ def _build_and_check(ins, out, ref, sizes_list):
     func = tl.lower(s, [*ins, out])
     f = tl.build(ops.default_schedule([out]), [*ins, out])
     rng = np.random.default_rng(0)
+    names = {v.name for t in (*ins, out) for d in t.shape for v in collect_vars(d)}
     for h, w in sizes_list:
         env = {"h": h, "w": w}
         shape = [[int(tl.ir.simplify.simplify(_bind(d, env))) if E.as_int(d) is None
                   else E.as_int(d) for d in t.shape] for t in (*ins, out)]
         arrays = [rng.uniform(-2, 2, sh).astype("float32") for sh in shape[:-1]]
         got = np.full(shape[-1], np.nan, "float32")
-        f(*arrays, got, h=h, w=w)
+        f(*arrays, got, **{k: v for k, v in env.items() if k in names})
         np.testing.assert_allclose(got, ref(*arrays), rtol=2e-5, atol=2e-5,
                                    err_msg=f"h={h}, w={w}")
     return func
@@ -158,3 +159,26 @@ def test_a_split_product_of_sizes_is_proven_in_bounds():
     _, inner = s[b].split(b.op.axis[0], factor=16)
     s[b].vectorize(inner)
     assert _walk(tl.lower(s, [a, b]))["checks"] == 0
+
+
+def test_a_strided_depthwise_conv_whose_output_rows_are_written_another_way():
+    """A 5x5 stride-2 depthwise conv + relu over a plane of (h + 3) // 4 rows, its output rows
+    given as (h + 7) // 8 (the same number, another form: a graph's canonical shapes).
+    loop_partition's last-row piece split the kernel-row loop (guarded by the bottom padding,
+    like a tile's columns) in two halves that each started the accumulator afresh and stored
+    it: the last output row lost its first kernel rows' terms."""
+    h = tl.var("h")  # (the width static: the rows are what matters; the build is 3x shorter)
+    x = tl.placeholder((1, 1, (h + 3) // 4, 9, 16), name="x")
+    k = tl.placeholder((1, 1, 5, 5, 16), name="k")
+    out = ops.relu(ops.depthwise_conv2d_nchwc(x, k, 2, 2, out_hw=((h + 7) // 8, 5)))
+
+    def ref(a, b):
+        pad = np.pad(a[0, 0], ((2, 2), (2, 2), (0, 0)))
+        oh, ow = (a.shape[2] + 1) // 2, (a.shape[3] + 1) // 2
+        y = np.zeros((oh, ow, 16), "float64")
+        for r in range(5):
+            for c in range(5):
+                y += pad[r:r + 2 * oh:2, c:c + 2 * ow:2] * b[0, 0, r, c]
+        return np.maximum(y, 0)[None, None].astype("float32")
+
+    _build_and_check([x, k], out, ref, [(64, 1), (49, 1), (8, 1), (33, 1)])

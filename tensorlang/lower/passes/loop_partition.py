@@ -419,6 +419,8 @@ def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set):
     extents = {E.as_int(s.extent) for s in _loops(body) if s.loop_var in tile_vars}
     if len(extents) != 1 or None in extents or min(extents) < 4:
         return None
+    if not all(_writes_along(s) for s in _loops(body) if s.loop_var in tile_vars):
+        return None
     width = extents.pop()
     half = width // 2
     cuts = []
@@ -439,6 +441,24 @@ def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set):
     rest = _TileRange(tile_vars, half, width).visit(body)
     return S.IfThenElse(E.LT(*E.binary_operands(var, cut)),
                         S.seq(_edge_versions(first, var, an), rest), body)
+
+
+def _writes_along(loop: S.For) -> bool:
+    """True when every store inside `loop` writes an element indexed by its variable (a tile's
+    columns: each its own output). A reduction's loop (a conv's kernel rows, guarded by the
+    padding like the columns) is not: split in two, each half would start the accumulator
+    afresh and store it, the second half's store losing the first's terms (a depthwise 5x5
+    stride-2 conv's last row over a symbolic plane computed only its last 3 kernel rows)."""
+    stores: list = []
+
+    class _Find(Visitor):
+        def visit_Store(self, s):
+            stores.append(s)
+            self.generic(s)
+
+    _Find().visit(loop.body)
+    v = loop.loop_var
+    return bool(stores) and all(any(v in collect_vars(i) for i in s.indices) for s in stores)
 
 
 def _loops(body) -> list:
