@@ -5,6 +5,7 @@ sizes and checked against onnxruntime at several sizes, odd ones included."""
 
 import numpy as np
 import pytest
+from dynamic_planes import check_planes, plane_model
 from tensorlang.graph import symbolic as S
 from tensorlang.runtime.graph_module import InputError
 
@@ -12,32 +13,18 @@ from tensorlang import graph
 
 ort = pytest.importorskip("onnxruntime")
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 RNG = np.random.default_rng(5)
 pytestmark = pytest.mark.filterwarnings("ignore:.*generic schedules:UserWarning")
 
 
 def _model(nodes, inits, channels=1, opset=17):
-    consts = [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()]
-    g = helper.make_graph(
-        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, "h", "w"])],
-        [helper.make_empty_tensor_value_info("y")], consts)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
+    return plane_model(nodes, inits, channels, opset)
 
 
 def _check(model, planes, channels=1):
-    gm = graph.build(graph.from_onnx(model))
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    for hw in planes:
-        x = RNG.standard_normal((1, channels, *hw)).astype(np.float32)
-        want = sess.run(None, {"x": x})[0]
-        got = gm.run(x=x)["y"]
-        assert got.shape == want.shape, hw
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(hw))
-    return gm
+    return check_planes(model, planes, channels, RNG)
 
 
 def _w(*shape):
