@@ -123,12 +123,11 @@ class _CheckIndices(Mutator):
                 and not self._proven_over_loops(idx, extent))
 
     def _proven_over_loops(self, idx, extent) -> bool:
-        """isl's proof that idx is in [0, extent) over the ranges of the loops around it, each
-        part of an expression that isl cannot read but that depends on no loop or let variable
-        (a product of sizes: a sequence of h * w tokens) taken as one unknown, the same one
-        wherever it occurs. A split of such an extent (whole vectors, then a tail) is in bounds
-        whatever the product's value; left checked, an attention's softmax over h * w / 64
-        keys compared each vector's index at run time (5x its static kernel)."""
+        """isl's proof that idx is in [0, extent) over the ranges of the loops and the guards
+        around it, each part isl cannot read (a product of sizes: a sequence of h * w tokens)
+        taken as an unknown (_as_unknowns). A split of such an extent (whole vectors, then a
+        tail) is in bounds whatever the product's value; left checked, an attention's softmax
+        over h * w / 64 keys compared each vector's index at run time (5x its static kernel)."""
         names = Names()
         params, env, unknowns = Params(names), {}, {}
         for lp in self.loops:
@@ -171,7 +170,8 @@ class _CheckIndices(Mutator):
                     return e
         if not dt.is_int(e.dtype):
             return e
-        key = len(unknowns) if contains(e, E.Load) else _structure(simplify(e))  # equal forms: one
+        # equal forms of one part are one unknown; a loaded value is one of its own
+        key = len(unknowns) if contains(e, E.Load) else _structure(simplify(e))
         if key not in unknowns:
             unknowns[key] = (e, E.Var(f"_part{len(unknowns)}", e.dtype))
         return unknowns[key][1]
