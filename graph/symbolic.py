@@ -305,6 +305,14 @@ def _div_or_mod(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
             if isinstance(e, E.FloorMod):
                 return {(): r % k} if r % k else {}
             return _add({m: c // k for m, c in num.items() if m}, {(): r // k}, 1)
+        nested = _nested_floordiv(num, atoms) if isinstance(e, E.FloorDiv) else None
+        if nested is not None:
+            # (p // m + q) // k is (p + m * q) // (m * k) for integer p and q: a size halved
+            # three times rounding up, ((h + 1) // 2 + 1) // 2 + 1) // 2, is (h + 7) // 8,
+            # as a dynamo export writes it ((h - 1) // 8 + 1)
+            key, inner, m = nested
+            rest = _as_expr(_rebuild({t: c for t, c in num.items() if t != (key,)}, atoms))
+            return _poly(E.FloorDiv(inner.a + rest * m, _as_expr(m * k)), atoms)
         r = num.get((), 0)
         extremum = [t for t in num if t and num[t] == 1 and isinstance(atoms[t[0]], (E.Max, E.Min))
                     and len(t) == 1]
@@ -325,6 +333,18 @@ def _div_or_mod(e: E.Expr, atoms: dict[str, E.Expr]) -> _Poly:
     key = f"({whole})"
     atoms[key] = whole
     return {(key,): 1}
+
+
+def _nested_floordiv(num: _Poly, atoms: Mapping[str, E.Expr]) -> tuple | None:
+    """(key, p // m, m) for a term of ``num`` that is ``p // m`` alone with coefficient 1 and
+    a constant m > 0; None when there is none."""
+    for t, c in num.items():
+        if len(t) == 1 and c == 1:
+            a = atoms[t[0]]
+            if (isinstance(a, E.FloorDiv) and isinstance(a.b, E.Const)
+                    and isinstance(a.b.value, int) and a.b.value > 0):
+                return t[0], a, a.b.value
+    return None
 
 
 def _as_expr(x: Any) -> E.Expr:

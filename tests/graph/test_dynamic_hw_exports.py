@@ -90,12 +90,14 @@ def test_shape_values_read_a_variable_from_an_axis_linear_in_it():
 
 def test_strided_depthwise_conv_after_a_stride_4_conv():
     """MobileNetV3's 5x5 stride-2 depthwise conv + ReLU over (h + 3) // 4 rows (LRASPP): its
-    output rows are the form its kernel derives, ((h + 3) // 4 + 1) // 2 (a canonical form
-    that flattened them to (h + 7) // 8 made the kernel compute wrong rows). A constant in a
-    floor division is kept in [0, k): (h - 1) // 4 + 1 is (h + 3) // 4."""
+    output rows' canonical form is (h + 7) // 8 (nested floor divisions flattened, as dynamo
+    writes them), where the kernel derives ((h + 3) // 4 + 1) // 2; the kernel's last row was
+    wrong with the two forms until loop_partition stopped splitting the kernel-row loop
+    (d637f9f). A constant in a floor division is kept in [0, k): (h - 1) // 4 + 1 is
+    (h + 3) // 4."""
     h = S.shape_var("h")
     assert str(S.dim((h - 1) // 4 + 1)) == "(h + 3) // 4"
-    assert str(S.dim(((h + 3) // 4 - 1) // 2 + 1)) == "((h + 3) // 4 + 1) // 2"
+    assert str(S.dim(((h + 3) // 4 - 1) // 2 + 1)) == "(h + 7) // 8"
     nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], kernel_shape=[3, 3], strides=[4, 4],
                               pads=[1, 1, 1, 1]),
              helper.make_node("Conv", ["a", "w1"], ["b"], kernel_shape=[1, 1]),
