@@ -8,6 +8,7 @@ the loader stores in the global `@__tl_parallel_launch`."""
 
 from __future__ import annotations
 
+import functools
 import platform
 
 from llvmlite import ir
@@ -1223,13 +1224,10 @@ class CodeGen:
         # heap buffers of the iterations' bodies: one per task, not one per iteration
         heap_bufs, body = leading_allocations(s.body, s.loop_var)
 
-        def run_chunk(i=0):
-            if i == len(heap_bufs):
-                em._loop(s.loop_var, b.add(start, lo), b.add(start, hi), body)
-            else:
-                em._in_heap_buffer(heap_bufs[i], lambda: run_chunk(i + 1))
-
-        run_chunk()
+        emit = functools.partial(em._loop, s.loop_var, b.add(start, lo), b.add(start, hi), body)
+        for buf in reversed(heap_bufs):
+            emit = functools.partial(em._in_heap_buffer, buf, emit)
+        emit()
         if streaming:
             em._fence_streaming_stores()  # before the task reports completion to the pool
         em.b.ret(ir.Constant(I32, 0))

@@ -12,7 +12,8 @@ from tensorlang.runtime import KernelError
 
 import tensorlang as tl
 from tensorlang.ir import expr as E
-from tensorlang.ir.functor import Visitor, collect_vars
+from tensorlang.ir.checks import IndexCheck
+from tensorlang.ir.functor import Visitor, collect_vars, contains
 
 ops = tl.ops
 
@@ -33,8 +34,7 @@ def _walk(func):
             self.generic(s)
 
         def visit_Load(self, e):
-            found["checks"] += sum(type(i).__name__ == "IndexCheck" or
-                                   "checked(" in str(i) for i in e.indices)
+            found["checks"] += sum(contains(i, IndexCheck) for i in e.indices)
             self.generic(e)
 
         def visit_FloorDiv(self, e):
