@@ -40,3 +40,22 @@ def log_with_costs(log, out, searched: float, default: float) -> str:
         lines.append(json.dumps(rec))
     Path(out).write_text("\n".join(lines) + "\n")
     return str(out)
+
+
+def onnx_node_cases(modules, name_pattern):
+    """The onnx package's backend node cases (``onnx.backend.test.case.node``) whose name
+    ``name_pattern`` (a compiled regex) matches, sorted by name, made by importing only the case
+    modules named in ``modules``: ``collect_testcases(None)`` imports all ~190 of them and runs
+    their reference implementations (~8 s in every test process that collects the suite). Each
+    export is seeded (``np.random.seed(0)``) by the case machinery, so the cases are the same as
+    those of the full collection; the module list is the one that yields every matching case
+    (tests/graph/test_onnx_node_cases_all.py imports them all)."""
+    import importlib
+
+    from onnx.backend.test.case import node
+
+    node._TargetOpType = None
+    for m in modules:
+        importlib.import_module(f"onnx.backend.test.case.node.{m}")
+    return sorted((c for c in node._NodeTestCases if name_pattern.match(c.name)),
+                  key=lambda c: c.name)
