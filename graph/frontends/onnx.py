@@ -763,10 +763,30 @@ def _slice(c, ins, a):
         raise refuse(c, f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must "
                         "have one entry each per sliced axis")
     axes = _distinct_axes(c, list(axes), len(x.shape))
-    big = 2**62  # INT64_MAX-like sentinels: clamp without overflowing the arithmetic
-    starts = [max(min(s, big), -big) for s in starts]
-    ends = [max(min(e, big), -big) for e in ends]
+    starts = [_past_any_extent(x, ax, s) for ax, s in zip(axes, starts)]
+    ends = [_past_any_extent(x, ax, e) for ax, e in zip(axes, ends)]
     return [c.op("slice", [x], starts=starts, ends=ends, axes=list(axes), steps=steps)]
+
+
+SLICE_SENTINEL = 2**62  # INT64_MAX-like: clamps without overflowing the arithmetic
+MAX_TENSOR_BYTES = 2**48  # more than any machine can address (x86-64 and AArch64: 2**48)
+
+
+def _past_any_extent(x: Value, ax: int, v: int) -> int:
+    """Slice bound ``v`` of axis ``ax``, as +-SLICE_SENTINEL where it lies past the end (or
+    before the beginning) of that axis at every size a tensor can have. tf2onnx writes 1e9 for
+    "to the end" (magika's x[:, :, :]): on a symbolic axis n it reads min(n, 1e9), which
+    equals n only where the sizes say so; n * (the other axes' elements) * itemsize is at most
+    MAX_TENSOR_BYTES, so an axis n of a tensor that exists is shorter than |v| when
+    |v| * (the rest) * itemsize >= MAX_TENSOR_BYTES, and ONNX clamps v to the axis' end."""
+    v = int(v)
+    rest = np.dtype(str(x.dtype)).itemsize
+    for i, d in enumerate(x.shape):
+        if i != ax and isinstance(d, int):
+            rest *= d
+    if abs(v) >= SLICE_SENTINEL or (rest and abs(v) * rest >= MAX_TENSOR_BYTES):
+        return SLICE_SENTINEL if v > 0 else -SLICE_SENTINEL
+    return v
 
 
 def _slice_at_symbolic_positions(c, x, starts, ends, axes, steps):
