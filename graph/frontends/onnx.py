@@ -1293,6 +1293,15 @@ def import_nodes(ctx: _Ctx, nodes) -> None:
         _import_node(ctx, i, n)
 
 
+def import_body(ctx: _Ctx, body) -> None:
+    """Import subgraph ``body`` (an If branch, a Loop or Scan body) into ``ctx``: its own
+    initializers first (the spec allows them in subgraphs, and the exporter of openwakeword's
+    silero VAD keeps each branch's constants there), bound in its scope, then its nodes."""
+    for init in body.initializer:
+        ctx.scope.set(init.name, ctx.b.const(_initializer_array(init), name=_sanitize(init.name)))
+    import_nodes(ctx, body.node)
+
+
 def _read_inputs(ctx: _Ctx, n) -> list:
     ins = []
     for v in n.input:

@@ -36,12 +36,13 @@ MAX_UNROLL_ITERATIONS = 4096
 MAX_UNROLL_NODES = 50_000
 
 
-def _import_nodes(c: _Ctx, nodes) -> None:
-    """The importer's walk over a subgraph's nodes (onnx.py, which imports this module to
-    register its converters: looked up when a subgraph is imported, not at import time)."""
-    from .onnx import import_nodes
+def _import_body(c: _Ctx, body) -> None:
+    """The importer's walk over a subgraph: its own initializers, then its nodes (onnx.py,
+    which imports this module to register its converters: looked up when a subgraph is
+    imported, not at import time)."""
+    from .onnx import import_body
 
-    import_nodes(c, nodes)
+    import_body(c, body)
 
 
 def _where(c: _Ctx) -> str:
@@ -69,7 +70,7 @@ def _import_inline(c: _Ctx, body, bindings: dict[str, Value]) -> list:
     for name, v in bindings.items():
         scope.set(name, v)
     sub = c.child(scope)
-    _import_nodes(sub, body.node)
+    _import_body(sub, body)
     return [scope.get(o.name) for o in body.output]
 
 
@@ -97,7 +98,7 @@ class _Branch:
         sub = c.child(scope, self.builder)
         sub.refused = []  # the branch's own: a refusal makes it a refusing branch
         try:
-            _import_nodes(sub, body.node)
+            _import_body(sub, body)
         except (OnnxImportError, GraphError) as e:
             sub.refused.append(e)
         if sub.refused:

@@ -1,6 +1,7 @@
 """Patterns of ONNX files shipped inside PyPI packages (not exported here) that did not import,
 build or match onnxruntime, each as a small hand-made ONNX model checked against onnxruntime:
-magika (tf2onnx from JAX: slices "to the end" written as 1e9 on a symbolic batch axis).
+magika (tf2onnx from JAX: slices "to the end" written as 1e9 on a symbolic batch axis),
+openwakeword 0.4's silero VAD (If branches holding their own initializers).
 """
 
 from __future__ import annotations
@@ -53,3 +54,61 @@ def test_slice_to_end_written_as_1e9_on_a_symbolic_axis():
     rng = np.random.default_rng(0)
     _check(model, [{"x": rng.standard_normal((b, 2048, 40)).astype(np.float32)}
                    for b in (1, 3)])
+
+
+def _branch(name, nodes, out, inits):
+    return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(out, TP.FLOAT, None)],
+                             initializer=inits)
+
+
+def _if_with_branch_initializers(cond_nodes, inputs, cond_inits=()):
+    """y = x * 2 + 1 if the condition holds, else x - 3: each branch's constants are
+    initializers of the branch itself (openwakeword's silero VAD keeps 45 in each)."""
+    then = _branch("then", [helper.make_node("Mul", ["x", "two"], ["t0"]),
+                            helper.make_node("Add", ["t0", "one_f"], ["t1"])], "t1",
+                   [helper.make_tensor("two", TP.FLOAT, [], [2.0]),
+                    helper.make_tensor("one_f", TP.FLOAT, [], [1.0])])
+    other = _branch("else", [helper.make_node("Sub", ["x", "three"], ["e0"])], "e0",
+                    [helper.make_tensor("three", TP.FLOAT, [1], [3.0])])
+    nodes = cond_nodes + [helper.make_node("If", ["c"], ["y"], then_branch=then,
+                                           else_branch=other)]
+    return _model(nodes, inputs, [("y", TP.FLOAT, None)], 16, cond_inits)
+
+
+def test_if_branches_with_their_own_initializers_condition_at_run_time():
+    """silero VAD v4 (openwakeword 0.4) picks its 16 kHz or 8 kHz branch from input sr: each
+    branch reads initializers of its own, which were unknown names (refused)."""
+    cond = [helper.make_node("Equal", ["sr", "k16"], ["c"])]
+    model = _if_with_branch_initializers(
+        cond, [("x", TP.FLOAT, [2, 5]), ("sr", TP.INT64, [])],
+        [helper.make_tensor("k16", TP.INT64, [], [16000])])
+    x = np.random.default_rng(1).standard_normal((2, 5)).astype(np.float32)
+    _check(model, [{"x": x, "sr": np.array(sr, np.int64)} for sr in (16000, 8000)])
+
+
+def test_if_branch_with_its_own_initializers_condition_at_import():
+    """The same with a condition that folds at import (the taken branch inlined)."""
+    cond = [helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("ReduceProd", ["s"], ["n"], keepdims=0),
+            helper.make_node("Greater", ["n", "k"], ["c"])]
+    model = _if_with_branch_initializers(cond, [("x", TP.FLOAT, [2, 5])],
+                                         [helper.make_tensor("k", TP.INT64, [], [4])])
+    x = np.random.default_rng(2).standard_normal((2, 5)).astype(np.float32)
+    _check(model, [{"x": x}])
+
+
+def test_loop_body_with_its_own_initializer():
+    """A Loop (unrolled at import) whose body adds a constant of its own each iteration."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["acc_in", "step"], ["acc_out"])], "body",
+        [helper.make_tensor_value_info("i", TP.INT64, []),
+         helper.make_tensor_value_info("cond_in", TP.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TP.FLOAT, [3])],
+        [helper.make_tensor_value_info("cond_out", TP.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TP.FLOAT, [3])],
+        initializer=[helper.make_tensor("step", TP.FLOAT, [3], [0.5, -1.0, 2.0])])
+    node = helper.make_node("Loop", ["trips", "", "x"], ["y"], body=body)
+    model = _model([node], [("x", TP.FLOAT, [3])], [("y", TP.FLOAT, None)], 13,
+                   [helper.make_tensor("trips", TP.INT64, [], [4])])
+    _check(model, [{"x": np.array([1.0, 2.0, 3.0], np.float32)}])
