@@ -120,13 +120,21 @@ def _gelu(c, ins, a):
 @_conv("Clip")
 def _clip(c, ins, a):
     if c.opset < 11:
-        lo, hi = a.get("min"), a.get("max")
-    else:
-        lo = c.const_array(ins[1], "Clip min") if len(ins) > 1 and ins[1] is not None else None
-        hi = c.const_array(ins[2], "Clip max") if len(ins) > 2 and ins[2] is not None else None
-        lo = None if lo is None else float(lo)
-        hi = None if hi is None else float(hi)
-    return [c.op("clip", ins[:1], min=lo, max=hi)]
+        return [c.op("clip", ins[:1], min=a.get("min"), max=a.get("max"))]
+    lo, hi = (ins[i] if len(ins) > i else None for i in (1, 2))
+    if all(v is None or v.is_constant for v in (lo, hi)):
+        lo, hi = (None if v is None else float(v.data) for v in (lo, hi))
+        return [c.op("clip", ins[:1], min=lo, max=hi)]
+    # a bound computed at run time (a log-mel spectrogram's floor, its maximum - 80 dB:
+    # openwakeword's melspectrogram): max(x, min), then min(., max), as onnxruntime clamps
+    # (which gives max where min > max)
+    y = ins[0]
+    for v, what, op in ((lo, "min", "max_n"), (hi, "max", "min_n")):
+        if v is not None:
+            if v.size != 1:
+                raise refuse(c, f"Clip {what} must be a scalar, got shape {list(v.shape)}")
+            y = c.op(op, [y, c.op("reshape", [v], shape=[])])
+    return [y]
 
 
 @_conv("Cast", "CastLike")

@@ -1,12 +1,14 @@
 """Patterns of ONNX files shipped inside PyPI packages (not exported here) that did not import,
 build or match onnxruntime, each as a small hand-made ONNX model checked against onnxruntime:
 magika (tf2onnx from JAX: slices "to the end" written as 1e9 on a symbolic batch axis),
-openwakeword 0.4's silero VAD (If branches holding their own initializers).
+openwakeword 0.4's silero VAD (If branches holding their own initializers), openwakeword's
+melspectrogram (Clip whose min is computed at run time).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from graph_testing import assert_close, onnx, ort_run
 
 from tensorlang import graph
@@ -112,3 +114,22 @@ def test_loop_body_with_its_own_initializer():
     model = _model([node], [("x", TP.FLOAT, [3])], [("y", TP.FLOAT, None)], 13,
                    [helper.make_tensor("trips", TP.INT64, [], [4])])
     _check(model, [{"x": np.array([1.0, 2.0, 3.0], np.float32)}])
+
+
+@pytest.mark.parametrize("bounds", ["min", "max", "both"])
+def test_clip_with_bounds_computed_at_run_time(bounds):
+    """openwakeword's melspectrogram floors its log-mel power at its maximum - 80 dB:
+    Clip(x, min=ReduceMax(x) - 80), a min computed at run time (was refused); a max at run
+    time too, and both (where min > max onnxruntime gives max)."""
+    nodes = [helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0),
+             helper.make_node("Sub", ["top", "range"], ["floor"]),
+             helper.make_node("ReduceMin", ["x"], ["low"], keepdims=0),
+             helper.make_node("Add", ["low", "range"], ["ceil"])]
+    lo, hi = {"min": ("floor", ""), "max": ("", "ceil"), "both": ("floor", "ceil")}[bounds]
+    nodes.append(helper.make_node("Clip", ["x", lo, hi], ["y"]))
+    model = _model(nodes, [("x", TP.FLOAT, ["batch", 6])], [("y", TP.FLOAT, None)], 13,
+                   [helper.make_tensor("range", TP.FLOAT, [], [3.0])])
+    rng = np.random.default_rng(3)
+    feeds = [{"x": rng.uniform(-5, 5, (b, 6)).astype(np.float32)} for b in (1, 4)]
+    feeds.append({"x": np.array([[0.0, 1.0, 2.0, 10.0, 11.0, 12.0]], np.float32)})  # min > max
+    _check(model, feeds)
