@@ -1388,6 +1388,10 @@ def _convert(ctx: _Ctx, n, ins: list) -> list:
     try:
         outs = converter_for(n.domain, n.op_type)(ctx, ins, _attrs(n))
     except (GraphError, KeyError, IndexError, ValueError, TypeError) as e:
+        if type(e) is OnnxImportError and "shapes=" not in str(e) and _symbolic_note(ins):
+            # a converter's own refusal of symbolic inputs (silero VAD's LSTM given the rank
+            # of a branch taken for other sizes) says the way out too
+            raise OnnxImportError(f"{e}{_symbolic_note(ins)}") from None
         if isinstance(e, OnnxImportError):
             raise
         why = f"node {ctx.node_name!r} ({ctx.op_label}, opset {ctx.opset}): {e}"

@@ -30,9 +30,24 @@ import numpy as np
 
 from tensorlang.ops.rnn import pack_recurrent_weights
 
+from .. import symbolic as S
 from .onnx_context import _conv, refuse
 
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
+
+
+def _symbolic_length(x, t) -> str:
+    """Why a symbolic sequence length is refused, and which sizes to give: X's own where it
+    is a graph input, else the shape variables of its length, which the inputs declare
+    (ddddocr's CRNN runs its LSTM over the image width / 8)."""
+    if x.producer is None:
+        return (f"input {x.name!r} has a symbolic sequence length '{t}': the steps are "
+                f"unrolled at import, so give its size (from_onnx(model, shapes={{{x.name!r}: "
+                "...}))")
+    names = ", ".join(sorted(S.variables([t])))
+    return (f"X has a symbolic sequence length {t} (shape variables {names}): the steps are "
+            "unrolled at import, so fix the sizes of the inputs that declare them: "
+            "from_onnx(model, shapes={...})")
 # activations that take alpha / beta (ONNX's defaults), consumed in order from the node's lists
 _ALPHA = {"LeakyRelu": 0.01, "ThresholdedRelu": 1.0, "Elu": 1.0, "HardSigmoid": 0.2,
           "Affine": 1.0, "ScaledTanh": 1.0}
@@ -115,9 +130,7 @@ class _Rnn:
         self.x = x
         self.T, self.B, self.I = x.shape
         if not isinstance(self.T, int):  # (issue 19) the steps are unrolled at import
-            raise refuse(c, f"input {ins[0].name!r} has a symbolic sequence length "
-                            f"'{self.T}': the steps are unrolled at import, so give its size "
-                            f"(from_onnx(model, shapes={{{ins[0].name!r}: ...}}))")
+            raise refuse(c, _symbolic_length(ins[0], self.T))
         if self.T < 1:
             raise refuse(c, "X has no time steps")
         self.w = self._weight(ins, 1, "W")

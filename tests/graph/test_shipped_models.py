@@ -2,7 +2,8 @@
 build or match onnxruntime, each as a small hand-made ONNX model checked against onnxruntime:
 magika (tf2onnx from JAX: slices "to the end" written as 1e9 on a symbolic batch axis),
 openwakeword 0.4's silero VAD (If branches holding their own initializers), openwakeword's
-melspectrogram (Clip whose min is computed at run time).
+melspectrogram (Clip whose min is computed at run time), ddddocr's OCR model (LSTM over a
+symbolic width).
 """
 
 from __future__ import annotations
@@ -133,3 +134,25 @@ def test_clip_with_bounds_computed_at_run_time(bounds):
     feeds = [{"x": rng.uniform(-5, 5, (b, 6)).astype(np.float32)} for b in (1, 4)]
     feeds.append({"x": np.array([[0.0, 1.0, 2.0, 10.0, 11.0, 12.0]], np.float32)})  # min > max
     _check(model, feeds)
+
+
+def test_lstm_over_a_symbolic_width_names_the_shape_variable():
+    """ddddocr's OCR model runs an LSTM over the image width / 8 (a CRNN): the steps are
+    unrolled at import, so a symbolic width is refused; the message names the shape variable
+    the inputs declare (it named an internal tensor as if it were an input)."""
+    hidden, feat = 4, 3
+    rng = np.random.default_rng(4)
+    w = helper.make_tensor("W", TP.FLOAT, [1, 4 * hidden, feat],
+                           rng.standard_normal(4 * hidden * feat).tolist())
+    r = helper.make_tensor("R", TP.FLOAT, [1, 4 * hidden, hidden],
+                           rng.standard_normal(4 * hidden * hidden).tolist())
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("LSTM", ["t", "W", "R"], ["y"], hidden_size=hidden)]
+    model = _model(nodes, [("x", TP.FLOAT, [1, "image_width", feat])], [("y", TP.FLOAT, None)],
+                   13, [w, r])
+    with pytest.raises(graph.OnnxImportError, match=r"symbolic sequence length image_width "
+                       r"\(shape variables image_width\).*shapes=\{\.\.\.\}"):
+        graph.from_onnx(model)
+    x = rng.standard_normal((1, 7, feat)).astype(np.float32)
+    gm = graph.build(graph.from_onnx(model, shapes={"x": (1, 7, feat)}))
+    assert_close(gm.run(x=x)["y"], ort_run(model, {"x": x})["y"])
