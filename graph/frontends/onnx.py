@@ -1061,12 +1061,41 @@ def _const_of_shape(c, ins, a):
 
 @_conv("Range")
 def _range(c, ins, a):
-    s, l, d = (c.const_array(v, "Range bounds") for v in ins[:3])
+    s, l, d = (_range_bound(c, v) for v in ins[:3])
     if object not in (s.dtype, l.dtype, d.dtype):
         _ints(c, np.concatenate([a.reshape(-1) for a in (s, l, d)]), "Range's bounds")
         return [c.b.const(np.arange(s.item(), l.item(), d.item()).astype(s.dtype),
                           name="range")]
+    if np.dtype(str(ins[0].dtype)).kind == "f":
+        # YOLOv8's anchor points, Range(0.0, float(w), 1.0) + 0.5 over a feature map of
+        # symbolic width: the integers start + k * delta, exact in floats
+        s, l, d = (_integral(c, v, what) for v, what in ((s, "start"), (l, "limit"),
+                                                          (d, "delta")))
+        ints = _symbolic_range(c, s, l, d, "int64")
+        return [c.op("cast", [ints], dtype=str(ins[0].dtype))]
     return [_symbolic_range(c, s, l, d, ins[0].dtype)]
+
+
+def _range_bound(c, v: Value) -> np.ndarray:
+    """A Range bound's value at import: a constant's data, or the symbolic sizes that a float
+    Cast of a shape holds (the builder computes such a cast at run time: floats of
+    expressions do not fold)."""
+    if not v.is_constant and v.producer is not None and v.producer.op == "cast":
+        held = v.producer.inputs[0].producer
+        if held is not None and held.op == "shape_values":
+            sizes = [S.parse(t) for t in held.attrs["values"]]
+            return np.array(sizes, dtype=object).reshape(held.attrs["shape"])
+    return c.const_array(v, "Range bounds")
+
+
+def _integral(c, v: np.ndarray, what: str) -> np.ndarray:
+    """A float Range bound as the integer it must be where the limit is symbolic."""
+    if v.dtype == object:
+        return v
+    if v.size != 1 or float(v.reshape(-1)[0]) != int(v.reshape(-1)[0]):
+        raise refuse(c, f"a float Range whose bounds depend on symbolic sizes needs an "
+                        f"integer {what}, got {v.reshape(-1).tolist()}")
+    return np.array(int(v.reshape(-1)[0]), dtype=np.int64)
 
 
 def _symbolic_range(c, s: np.ndarray, l: np.ndarray, d: np.ndarray, dtype):

@@ -1,9 +1,10 @@
 """Patterns of ONNX files shipped inside PyPI packages (not exported here) that did not import,
 build or match onnxruntime, each as a small hand-made ONNX model checked against onnxruntime:
 magika (tf2onnx from JAX: slices "to the end" written as 1e9 on a symbolic batch axis),
-openwakeword 0.4's silero VAD (If branches holding their own initializers), openwakeword's
-melspectrogram (Clip whose min is computed at run time), ddddocr's OCR model (LSTM over a
-symbolic width).
+openwakeword 0.4's silero VAD (If branches holding their own initializers) and melspectrogram
+(Clip whose min is computed at run time), ddddocr's OCR model (LSTM over a symbolic width),
+nudenet's YOLOv8 detector with dynamic height and width (anchor points from a float Range
+over the feature map's symbolic width).
 """
 
 from __future__ import annotations
@@ -156,3 +157,35 @@ def test_lstm_over_a_symbolic_width_names_the_shape_variable():
     x = rng.standard_normal((1, 7, feat)).astype(np.float32)
     gm = graph.build(graph.from_onnx(model, shapes={"x": (1, 7, feat)}))
     assert_close(gm.run(x=x)["y"], ort_run(model, {"x": x})["y"])
+
+
+def _anchor_model(start=0.0, delta=1.0):
+    """YOLOv8's anchor points (ultralytics make_anchors): Range(0.0, float(w), 1.0) + 0.5
+    along each axis of a feature map, w read from its shape."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"])]
+    for axis, name in ((2, "h"), (3, "w")):
+        nodes += [helper.make_node("Gather", ["s", f"ax{axis}"], [f"{name}_i"], axis=0),
+                  helper.make_node("Cast", [f"{name}_i"], [f"{name}_f"], to=TP.FLOAT),
+                  helper.make_node("Range", ["start", f"{name}_f", "delta"], [f"{name}_r"]),
+                  helper.make_node("Add", [f"{name}_r", "half"], [f"{name}_y"])]
+    inits = [helper.make_tensor("ax2", TP.INT64, [], [2]),
+             helper.make_tensor("ax3", TP.INT64, [], [3]),
+             helper.make_tensor("start", TP.FLOAT, [], [start]),
+             helper.make_tensor("delta", TP.FLOAT, [], [delta]),
+             helper.make_tensor("half", TP.FLOAT, [], [0.5])]
+    return _model(nodes, [("x", TP.FLOAT, [1, 2, "height", "width"])],
+                  [("h_y", TP.FLOAT, None), ("w_y", TP.FLOAT, None)], 17, inits)
+
+
+def test_float_range_over_a_symbolic_feature_map_size():
+    """nudenet's 320n.onnx (dynamic batch, height, width) was refused for dynamic sizes: the
+    Range's limit is a float Cast of a symbolic size, which the import computed at run time.
+    One build at two sizes, against onnxruntime; a start of 1 and a delta of 2 too."""
+    for start, delta in ((0.0, 1.0), (1.0, 2.0)):
+        model = _anchor_model(start, delta)
+        _check(model, [{"x": np.zeros((1, 2, h, w), np.float32)} for h, w in ((4, 5), (3, 9))])
+
+
+def test_float_range_with_a_fractional_delta_over_a_symbolic_size_is_refused():
+    with pytest.raises(graph.OnnxImportError, match="needs an integer delta, got \\[0.5\\]"):
+        graph.from_onnx(_anchor_model(0.0, 0.5))
