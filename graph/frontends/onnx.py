@@ -936,7 +936,38 @@ def _pad(c, ins, a):
         raise OnnxImportError(f"node {c.node_name!r}: Pad mode {mode!r} is not supported")
     if mode == "reflect":
         _check_reflect(c, x.shape, pads)
+    if mode != "constant" and len(pads) == 2 * len(x.shape) and min(pads, default=0) >= 0:
+        x, pads = _mirror_symbolic_axes(c, x, pads, mode)
+        if not any(pads):
+            return [x]
     return [c.op("pad", [x], pads=pads, mode=mode, value=value)]
+
+
+def _mirror_symbolic_axes(c, x: Value, pads: list[int], mode: str) -> tuple[Value, list]:
+    """Reflect or edge padding of the axes of symbolic extent n, as gathers of the positions
+    they repeat, concatenated around x (the pad kernel needs a constant extent to mirror:
+    silero VAD's STFT reflects 64 samples past the end of a chunk of any length); the pads
+    left for the static axes. Reflect reads b..1 before and n-2..n-1-e after, and needs n > b
+    and n > e (checked at run time, as onnxruntime refuses it); edge repeats 0 and n-1."""
+    nd, left = len(x.shape), list(pads)
+    for ax, n in enumerate(x.shape):
+        before, after = pads[ax], pads[nd + ax]
+        if isinstance(n, int) or not (before or after):
+            continue
+        left[ax] = left[nd + ax] = 0
+        step = -1 if mode == "reflect" else 0
+        zero = _checked_zero(c, [("reflect_pad_is_shorter_than_the_axis",
+                                  S.dim(n - 1 - max(before, after)))]) if step else None
+        first = {"before": before if step else 0, "after": S.dim(n - 2) if step else
+                 S.dim(n - 1)}
+        parts = [x]
+        for side, count in (("before", before), ("after", after)):
+            if count:
+                where = _positions(c, first[side], step, count, "int64", zero)
+                part = c.op("gather", [x, where], axis=ax)
+                parts.insert(0 if side == "before" else len(parts), part)
+        x = c.op("concat", parts, axis=ax)
+    return x, left
 
 
 def _pad_widths(c, arr: np.ndarray, mode) -> list:

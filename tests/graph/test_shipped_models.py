@@ -4,7 +4,8 @@ magika (tf2onnx from JAX: slices "to the end" written as 1e9 on a symbolic batch
 openwakeword 0.4's silero VAD (If branches holding their own initializers) and melspectrogram
 (Clip whose min is computed at run time), ddddocr's OCR model (LSTM over a symbolic width),
 nudenet's YOLOv8 detector with dynamic height and width (anchor points from a float Range
-over the feature map's symbolic width).
+over the feature map's symbolic width), silero-vad 6's op18 "ifless" export (reflect padding
+of its symbolic sequence axis).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from graph_testing import assert_close, onnx, ort_run
+from tensorlang.runtime._plan import PlanError
 
 from tensorlang import graph
 
@@ -189,3 +191,29 @@ def test_float_range_over_a_symbolic_feature_map_size():
 def test_float_range_with_a_fractional_delta_over_a_symbolic_size_is_refused():
     with pytest.raises(graph.OnnxImportError, match="needs an integer delta, got \\[0.5\\]"):
         graph.from_onnx(_anchor_model(0.0, 0.5))
+
+
+def _pad_model(mode, pads):
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)
+    return _model([node], [("x", TP.FLOAT, [2, "n"])], [("y", TP.FLOAT, None)], 18,
+                  [_ints("pads", pads)])
+
+
+@pytest.mark.parametrize("mode", ["reflect", "edge"])
+@pytest.mark.parametrize("pads", [[0, 0, 0, 4], [1, 2, 0, 3]])
+def test_mirror_padding_of_a_symbolic_axis(mode, pads):
+    """silero VAD's op18 'ifless' export (silero-vad 6) reflects 64 samples past the end of
+    its chunk before the STFT, on its symbolic sequence axis: the build was refused (the pad
+    kernel needs a constant extent to mirror). One build at several lengths, against
+    onnxruntime."""
+    rng = np.random.default_rng(5)
+    _check(_pad_model(mode, pads),
+           [{"x": rng.standard_normal((2, n)).astype(np.float32)} for n in (5, 9)])
+
+
+def test_reflect_padding_past_a_symbolic_axis_is_refused_at_run_time():
+    """onnxruntime refuses a reflection as long as the axis; so does the run (it would read
+    before the axis)."""
+    gm = graph.build(graph.from_onnx(_pad_model("reflect", [0, 0, 0, 4])))
+    with pytest.raises(PlanError, match="'reflect_pad_is_shorter_than_the_axis'.* at n = 4"):
+        gm.run(x=np.zeros((2, 4), np.float32))
