@@ -263,10 +263,15 @@ class _Rnn:
 
     def step_input(self, xw, t):
         """The projection of step t, [B, G*H]: a gather by a constant index, not a slice, so
-        that every step's kernels are the same workload (a slice's offset is part of it)."""
-        rows = self.c.b.const(np.arange(t * self.B, (t + 1) * self.B, dtype=np.int64),
-                              name=f"{self.c.node_name}_t{t}")
-        return self.c.op("gather", [xw, rows], axis=0)
+        that every step's kernels are the same workload (a slice's offset is part of it).
+        A symbolic batch has no constant rows: step t of the [T, B, G*H] view then."""
+        c = self.c
+        if not isinstance(self.B, int):
+            steps = c.op("reshape", [xw], shape=[self.T, self.B, xw.shape[1]])
+            return c.op("gather", [steps, c.b.const(np.array(t, np.int64), name="t")], axis=0)
+        rows = c.b.const(np.arange(t * self.B, (t + 1) * self.B, dtype=np.int64),
+                         name=f"{c.node_name}_t{t}")
+        return c.op("gather", [xw, rows], axis=0)
 
     def pre(self, x_t, rec, k, n=1):
         """Gates k..k+n-1 before activation: the step's projection plus the recurrent
@@ -332,6 +337,13 @@ def one_kernel(rnn) -> bool:
     return True
 
 
+def _kernel_fits(rnn) -> bool:
+    """Whether the recurrence kernel can take the layer: it is compiled for a static batch,
+    and the unrolled steps' graph ops take a symbolic one (openwakeword's hey_mycroft model,
+    a tf2onnx LSTM with a dynamic batch, failed to build)."""
+    return isinstance(rnn.B, int)
+
+
 def _fused(rnn, ins, cell, acts, biases, extra, lbr):
     """The layer as two kernels: the projection of every step and direction (one dense:
     [T*B, I] x [I, D*G*H]), then the recurrence over the steps (ops/rnn.py: the time loop
@@ -370,7 +382,7 @@ def _lstm(c, ins, a):
         rnn._check_shape(peep, (rnn.dirs, 3 * rnn.H), "P")
         if not peep.any():  # zero peepholes add nothing
             peep = None
-    if one_kernel(rnn) and not input_forget and peep is None:
+    if one_kernel(rnn) and _kernel_fits(rnn) and not input_forget and peep is None:
         bias = [rnn.bias[d][:4 * rnn.H] + rnn.bias[d][4 * rnn.H:] for d in range(rnn.dirs)]
         return _fused(rnn, ins, "lstm", acts, bias, rnn.initial_all(ins, 6), 0)
     ys, hs, cs = [], [], []
@@ -429,7 +441,7 @@ def _gru(c, ins, a):
     acts = _activations(c, a, 2, ["Sigmoid", "Tanh"], rnn.dirs)
     lbr = int(a.get("linear_before_reset", 0))
     H = rnn.H
-    if one_kernel(rnn):
+    if one_kernel(rnn) and _kernel_fits(rnn):
         bias = [_gru_projection_bias(rnn, d, lbr) for d in range(rnn.dirs)]
         rbh = np.stack([rnn.bias[d][5 * H:] * (1 if lbr else 0) for d in range(rnn.dirs)])
         return _fused(rnn, ins, "gru", acts, bias, c.b.const(
@@ -490,7 +502,7 @@ def _vanilla_rnn(c, ins, a):
     acts = _activations(c, a, 1, ["Tanh"], rnn.dirs)
     H = rnn.H
     biases = [rnn.bias[d][:H] + rnn.bias[d][H:] for d in range(rnn.dirs)]  # both add
-    if one_kernel(rnn):
+    if one_kernel(rnn) and _kernel_fits(rnn):
         return _fused(rnn, ins, "rnn", acts, biases, None, 0)
     ys, hs = [], []
     for d in range(rnn.dirs):

@@ -5,7 +5,7 @@ openwakeword 0.4's silero VAD (If branches holding their own initializers) and m
 (Clip whose min is computed at run time), ddddocr's OCR model (LSTM over a symbolic width),
 nudenet's YOLOv8 detector with dynamic height and width (anchor points from a float Range
 over the feature map's symbolic width), silero-vad 6's op18 "ifless" export (reflect padding
-of its symbolic sequence axis).
+of its symbolic sequence axis), openwakeword's hey_mycroft (an LSTM over a symbolic batch).
 """
 
 from __future__ import annotations
@@ -217,3 +217,35 @@ def test_reflect_padding_past_a_symbolic_axis_is_refused_at_run_time():
     gm = graph.build(graph.from_onnx(_pad_model("reflect", [0, 0, 0, 4])))
     with pytest.raises(PlanError, match="'reflect_pad_is_shorter_than_the_axis'.* at n = 4"):
         gm.run(x=np.zeros((2, 4), np.float32))
+
+
+@pytest.mark.parametrize("op,direction", [("LSTM", "bidirectional"), ("GRU", "forward"),
+                                          ("RNN", "reverse")])
+def test_recurrent_layer_over_a_symbolic_batch(op, direction):
+    """openwakeword's hey_mycroft model (tf2onnx: a bidirectional LSTM, batch dynamic) failed
+    to build: the recurrence kernel needs a static batch; the layer's steps are then unrolled
+    graph ops, which take it. Initial states of the batch's size, at batch 1 and 3."""
+    gates, dirs, hidden, feat, steps = {"LSTM": 4, "GRU": 3, "RNN": 1}[op], \
+        2 if direction == "bidirectional" else 1, 5, 3, 4
+    rng = np.random.default_rng(6)
+
+    def weight(name, *shape):
+        return onnx.numpy_helper.from_array(
+            (0.5 * rng.standard_normal(shape)).astype(np.float32), name)
+
+    inits = [weight("W", dirs, gates * hidden, feat), weight("R", dirs, gates * hidden, hidden),
+             weight("B", dirs, 2 * gates * hidden)]
+    ins = ["x", "W", "R", "B", "", "h0"] + (["c0"] if op == "LSTM" else [])
+    node = helper.make_node(op, ins, ["y", "h"], hidden_size=hidden, direction=direction)
+    inputs = [("x", TP.FLOAT, [steps, "batch", feat]), ("h0", TP.FLOAT, [dirs, "batch", hidden])]
+    if op == "LSTM":
+        inputs.append(("c0", TP.FLOAT, [dirs, "batch", hidden]))
+    model = _model([node], inputs, [("y", TP.FLOAT, None), ("h", TP.FLOAT, None)], 14, inits)
+    feeds = []
+    for b in (1, 3):
+        feed = {"x": rng.standard_normal((steps, b, feat)).astype(np.float32),
+                "h0": rng.standard_normal((dirs, b, hidden)).astype(np.float32)}
+        if op == "LSTM":
+            feed["c0"] = rng.standard_normal((dirs, b, hidden)).astype(np.float32)
+        feeds.append(feed)
+    _check(model, feeds)
