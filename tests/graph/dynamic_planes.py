@@ -8,12 +8,13 @@ from onnx import TensorProto, helper, numpy_helper
 from tensorlang import graph
 
 
-def plane_model(nodes, inits: dict, channels: int, opset: int = 17):
-    """The model of `nodes` with the arrays `inits` as initializers."""
+def plane_model(nodes, inits: dict, channels: int, opset: int = 17, width="w"):
+    """The model of `nodes` with the arrays `inits` as initializers (`width`: the input's width,
+    symbolic "w" unless given a number)."""
     consts = [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()]
     g = helper.make_graph(
         nodes, "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, "h", "w"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, "h", width])],
         [helper.make_empty_tensor_value_info("y")], consts)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
