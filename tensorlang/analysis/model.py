@@ -31,6 +31,7 @@ from ..te.extern import ExternOp
 from ..te.scan import ScanOp
 from ..te.tensor import PlaceholderOp, Reduce
 from .affine import Names, Params, cond_to_isl, to_isl
+from .dataflow import dataflow
 
 
 @dataclass(eq=False)
@@ -133,14 +134,7 @@ class Definition:
         order = isl.UnionMap(spec.order_text).intersect_domain(self.domains)
         self.order = order
 
-        raw = (isl.UnionAccessInfo.from_sink(self.reads).set_must_source(must)
-               .set_may_source(may).set_schedule_map(order).compute_flow().get_may_dependence())
-        # WAR: reads are may-sources (reads do not kill each other); the must writes end a chain
-        war = (isl.UnionAccessInfo.from_sink(self.writes).set_may_source(self.reads)
-               .set_kill(must).set_schedule_map(order).compute_flow().get_may_dependence())
-        waw = (isl.UnionAccessInfo.from_sink(self.writes).set_must_source(must)
-               .set_may_source(may).set_schedule_map(order).compute_flow()
-               .get_may_dependence())
+        raw, war, waw = dataflow(self.statements, self.decl, self.reads, must, may, order)
         self.raw, self.war, self.waw = raw, war, waw
         self.deps: list[Dependence] = []
         for kind, umap in (("RAW", raw), ("WAR", war), ("WAW", waw)):
