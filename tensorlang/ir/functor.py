@@ -91,24 +91,59 @@ class Visitor:
     def visit(self, node) -> None:
         if node is None:
             return
-        fn = getattr(self, "visit_" + type(node).__name__, None)
-        if fn is not None:
-            fn(node)
-        else:
+        fn = _visit_method(type(self), type(node))
+        if fn is None:
             self.generic(node)
+        else:
+            fn(self, node)
 
     def generic(self, node) -> None:
+        if isinstance(node, _BINARY_TYPES):  # the common node: no walk over its fields
+            self.visit(node.a)
+            self.visit(node.b)
+            return
         if isinstance(node, _LEAF_TYPES) or not isinstance(node, Node):
             return
         for name in node.fields():
             self._walk(getattr(node, name))
 
     def _walk(self, value) -> None:
-        if isinstance(value, (Expr, Stmt, Range)):
+        if isinstance(value, _CHILD_TYPES):
             self.visit(value)
         elif isinstance(value, tuple):
             for v in value:
                 self._walk(v)
+
+
+class StmtVisitor(Visitor):
+    """A Visitor that walks statements only, never into their expressions: for walks that look
+    for loops, allocations or stores (a lowered kernel's statements are a few percent of its
+    nodes)."""
+
+    def _walk(self, value) -> None:
+        if isinstance(value, Stmt):
+            self.visit(value)
+        elif isinstance(value, tuple):
+            for v in value:
+                self._walk(v)
+
+
+# (visitor class, node class) -> the visitor's visit_<ClassName> function, or None: looked up
+# once per pair, not per node (a string concatenation and getattr per node were a third of a
+# walk's time). Bounded: visitor classes defined inside functions are new on every call.
+_VISIT_METHODS: dict = {}
+_VISIT_METHODS_LIMIT = 4096
+
+
+def _visit_method(visitor_cls: type, node_cls: type):
+    key = (visitor_cls, node_cls)
+    try:
+        return _VISIT_METHODS[key]
+    except KeyError:
+        if len(_VISIT_METHODS) >= _VISIT_METHODS_LIMIT:
+            _VISIT_METHODS.clear()
+        fn = _VISIT_METHODS[key] = getattr(visitor_cls, "visit_" + node_cls.__name__, None)
+        return fn
 
 
 def substitute(node, mapping: dict):
@@ -201,19 +236,25 @@ def fit_recursion(depth: int, what: str, error=ValueError,
         sys.setrecursionlimit(need)
 
 
+class _Found(Exception):
+    pass
+
+
+def _found(self, _node):
+    raise _Found
+
+
+_FINDERS: dict = {}
+
+
 def contains(node, kind: type) -> bool:
     """Whether a node of class `kind` (Load, TensorRead, ...) is in the expression or
     statement `node`."""
-
-    class _Found(Exception):
-        pass
-
-    def found(self, _node):
-        raise _Found
-
-    finder = type("_Find", (Visitor,), {"visit_" + kind.__name__: found})()
+    finder = _FINDERS.get(kind)
+    if finder is None:  # one class per kind (the method look-ups are cached by class)
+        finder = _FINDERS[kind] = type("_Find", (Visitor,), {"visit_" + kind.__name__: _found})
     try:
-        finder.visit(node)
+        finder().visit(node)
     except _Found:
         return True
     return False

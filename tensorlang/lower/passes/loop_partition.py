@@ -34,7 +34,7 @@ from __future__ import annotations
 from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, Visitor, collect_vars, substitute
+from ...ir.functor import Mutator, StmtVisitor, collect_vars, substitute
 from ...ir.simplify import INF, Analyzer, simplify, to_linear
 
 
@@ -451,10 +451,9 @@ def _writes_along(loop: S.For) -> bool:
     stride-2 conv's last row over a symbolic plane computed only its last 3 kernel rows)."""
     stores: list = []
 
-    class _Find(Visitor):
+    class _Find(StmtVisitor):
         def visit_Store(self, s):
             stores.append(s)
-            self.generic(s)
 
     _Find().visit(loop.body)
     v = loop.loop_var
@@ -464,7 +463,7 @@ def _writes_along(loop: S.For) -> bool:
 def _loops(body) -> list:
     found = []
 
-    class _Find(Visitor):
+    class _Find(StmtVisitor):
         def visit_For(self, s):
             found.append(s)
             self.visit(s.body)
@@ -570,7 +569,7 @@ def _rows_left(proven: list, var, inside: set) -> tuple | None:
     return (n, a) if 2 <= a <= MAX_SPECIALIZED_ROWS else None
 
 
-class _FindAllocate(Visitor):
+class _FindAllocate(StmtVisitor):
     def __init__(self):
         self.found = False
 
