@@ -18,7 +18,7 @@ from ..errors import LoweringError
 from ..ir import dtype as dt
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import Visitor, contains
+from ..ir.functor import StmtVisitor, Visitor, contains
 from ..lower.passes.hoist_allocations import leading_allocations
 from ..lower.passes.plan_allocation import MAX_ALLOC_BYTES
 from ..runtime import extern_c, packed
@@ -83,7 +83,7 @@ def _heap_buffers(body) -> list:
     """The heap buffers a kernel body allocates, in program order."""
     found: list = []
 
-    class _Find(Visitor):
+    class _Find(StmtVisitor):
         def visit_Allocate(self, s):
             if s.buffer.scope == "heap":
                 found.append(s.buffer)
@@ -300,6 +300,11 @@ def extern_manifest(func: S.PrimFunc) -> list[dict]:
     return out
 
 
+# integer index arithmetic: pure, no branches, the same value wherever its variables are
+_REUSED_NODES = (E.Add, E.Sub, E.Mul)
+_REUSED_DTYPES = (dt.INDEX_DTYPE, "int32")
+
+
 class FunctionEmitter:
     def __init__(self, cg: CodeGen, fn: ir.Function, in_parallel: bool):
         self.cg = cg
@@ -316,13 +321,27 @@ class FunctionEmitter:
         self.heap: list = []
         self.mask = None  # while evaluating a select's branch: the lanes that take it
         self.streaming: frozenset = frozenset()  # buffer names under a "nontemporal" pragma
+        # (basic block, integer expression) -> its value there: an unrolled tile's stores each
+        # computed `o.outer * 25088 + y * 28` again (a third of a conv kernel's instructions,
+        # which llvmlite builds and prints one Python object at a time). Only within the block
+        # that computed it (which dominates the rest of itself); cleared when a variable is
+        # bound again.
+        self.index_values: dict = {}
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e) -> ir.Value:
+        reuse = type(e) in _REUSED_NODES and e.dtype in _REUSED_DTYPES
+        if reuse:
+            got = self.index_values.get((self.b.block, e))
+            if got is not None:
+                return got
         fn = getattr(self, "e_" + type(e).__name__, None)
         if fn is None:
             raise LoweringError(f"codegen: unsupported expression {type(e).__name__}: {e!r}")
-        return fn(e)
+        value = fn(e)
+        if reuse:
+            self.index_values[(self.b.block, e)] = value
+        return value
 
     def e_Const(self, e):
         t = scalar_type(e.dtype)
@@ -341,6 +360,7 @@ class FunctionEmitter:
 
     def e_Let(self, e):
         self.vars[e.var] = self.expr(e.value)
+        self.index_values.clear()
         return self.expr(e.body)
 
     def e_Ramp(self, e):
@@ -945,6 +965,7 @@ class FunctionEmitter:
 
     def s_LetStmt(self, s):
         self.vars[s.var] = self.expr(s.value)
+        self.index_values.clear()
         self.stmt(s.body)
 
     def s_Store(self, s):
