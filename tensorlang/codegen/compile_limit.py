@@ -111,16 +111,20 @@ def _compile_in_child(args, deadline: float, cpu_budget: float | None):
         die_with_parent = _parent_death_signal()
         parent = os.getpid()
         read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover (the child; its result is checked through the parent)
-            os.close(read_end)
-            die_with_parent()
-            if os.getppid() != parent:  # the parent died before that took effect
-                os._exit(1)
-            if cpu_budget is not None:  # SIGXCPU ends the child when it is spent
-                resource.setrlimit(resource.RLIMIT_CPU,
-                                   (math.ceil(cpu_budget), resource.RLIM_INFINITY))
-            _child(write_end, args)
+        # Ctrl-C (SIGINT to the whole process group) must not raise KeyboardInterrupt in the
+        # child before it is inside _child's try: it would unwind this process's copied stack
+        # and run the parent's handlers in the child, which then held the parent's stdout and
+        # stderr open. Blocked across the fork, it stays blocked in the child, which ends
+        # with os._exit.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        pid = -1
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover (the child; checked through the parent)
+                _child(write_end, args, read_end, parent, die_with_parent, cpu_budget)
+        finally:
+            if pid != 0:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_end)
     try:
         data = _read_result(read_end, deadline)
@@ -176,8 +180,16 @@ def _parent_death_signal():
     return lambda: prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
 
 
-def _child(fd: int, args) -> None:  # pragma: no cover (runs in the forked child)
+def _child(fd: int, args, read_end: int, parent: int, die_with_parent,
+           cpu_budget: float | None) -> None:  # pragma: no cover (runs in the forked child)
     try:
+        os.close(read_end)
+        die_with_parent()
+        if os.getppid() != parent:  # the parent died before that took effect
+            os._exit(1)
+        if cpu_budget is not None:  # SIGXCPU ends the child when it is spent
+            resource.setrlimit(resource.RLIMIT_CPU,
+                               (math.ceil(cpu_budget), resource.RLIM_INFINITY))
         try:
             out = ("ok", _llvm.compile_ir_text(*args))
         except _llvm.LLVMCompileError as e:
