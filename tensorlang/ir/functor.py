@@ -7,10 +7,12 @@ import dataclasses
 import sys
 from collections.abc import Callable
 
-from .expr import Add, BinaryOp, Call, CmpOp, Div, Expr, Max, Min, Mul, Node, Sub, Var
+from .expr import Add, BinaryOp, Call, CmpOp, Const, Div, Expr, Max, Min, Mul, Node, Sub, Var
 from .stmt import Buffer, IterVar, Range, Stmt
 
 _LEAF_TYPES = (Var, Buffer, IterVar)
+# what the walkers never look inside (a third of a lowered kernel's nodes are constants)
+_NO_CHILDREN = (*_LEAF_TYPES, Const)
 _BINARY_TYPES = (BinaryOp, CmpOp)
 
 
@@ -37,12 +39,17 @@ class Mutator:
             a, b = node.a, node.b
             na, nb = self.visit(a), self.visit(b)
             return node if na is a and nb is b else type(node)(na, nb)
-        if isinstance(node, _LEAF_TYPES) or not isinstance(node, Node):
+        if isinstance(node, _NO_CHILDREN) or not isinstance(node, Node):
             return node
         changes = None
         for name in node.fields():
             old = getattr(node, name)
-            new = self._visit_field(old)
+            if isinstance(old, _CHILD_TYPES):  # (the test inlined: most fields are children,
+                new = self.visit(old)  # dtypes or buffers, and a call per field added up)
+            elif isinstance(old, tuple):
+                new = self._visit_field(old)
+            else:
+                continue
             if new is not old:
                 if changes is None:
                     changes = {}
@@ -67,6 +74,17 @@ class Mutator:
                     return new
             return value
         return value
+
+
+class StmtMutator(Mutator):
+    """A Mutator that rewrites statements only: expressions come back as they are, unwalked
+    (for passes that move loops, guards and allocations: most of a kernel's nodes are in its
+    expressions)."""
+
+    def visit(self, node):
+        if isinstance(node, Expr):
+            return node
+        return Mutator.visit(self, node)
 
 
 _CHILD_TYPES = (Expr, Stmt, Range)
@@ -102,7 +120,7 @@ class Visitor:
             self.visit(node.a)
             self.visit(node.b)
             return
-        if isinstance(node, _LEAF_TYPES) or not isinstance(node, Node):
+        if isinstance(node, _NO_CHILDREN) or not isinstance(node, Node):
             return
         for name in node.fields():
             self._walk(getattr(node, name))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, collect_vars
+from ...ir.functor import StmtMutator, collect_vars
 
 
 def _is_zero(e) -> bool:
@@ -46,7 +46,7 @@ def _unguard(e, vector_vars: set):
     return None
 
 
-class _Guard(Mutator):
+class _Guard(StmtMutator):
     def __init__(self):
         super().__init__()
         self.vector_vars: set = set()

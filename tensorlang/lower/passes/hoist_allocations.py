@@ -11,7 +11,7 @@ instead, 1.6-3.5x the static kernel)."""
 from __future__ import annotations
 
 from ...ir import stmt as S
-from ...ir.functor import Mutator, collect_vars
+from ...ir.functor import StmtMutator, collect_vars
 
 
 def leading_allocations(body: S.Stmt, loop_var) -> tuple[list[S.Buffer], S.Stmt]:
@@ -32,7 +32,7 @@ def leading_allocations(body: S.Stmt, loop_var) -> tuple[list[S.Buffer], S.Stmt]
     return hoisted, body
 
 
-class _Hoist(Mutator):
+class _Hoist(StmtMutator):
     def visit_For(self, s: S.For):
         s = self.generic(s)
         if s.kind == "parallel":

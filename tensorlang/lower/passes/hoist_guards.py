@@ -27,7 +27,7 @@ from __future__ import annotations
 from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, collect_vars
+from ...ir.functor import StmtMutator, Visitor, collect_vars
 from ...ir.simplify import simplify, to_linear
 from ...te.intrin import all as all_of
 
@@ -92,22 +92,22 @@ def _shape_vars(body) -> set:
     """The variables in the shapes of the buffers that `body` loads, stores or allocates."""
     found: set = set()
 
-    class _Buffers(Mutator):
+    class _Buffers(Visitor):
         def _note(self, buf):
             for d in buf.shape:
                 found.update(collect_vars(d))
 
         def visit_Load(self, e):
             self._note(e.buffer)
-            return self.generic(e)
+            self.generic(e)
 
         def visit_Store(self, s):
             self._note(s.buffer)
-            return self.generic(s)
+            self.generic(s)
 
         def visit_Allocate(self, s):
             self._note(s.buffer)
-            return self.generic(s)
+            self.generic(s)
 
     _Buffers().visit(body)
     return found
@@ -125,7 +125,7 @@ def _merged_guards(body: S.Stmt) -> S.Stmt:
     return body
 
 
-class _Hoist(Mutator):
+class _Hoist(StmtMutator):
     def __init__(self, shape_vars: set):
         super().__init__()
         self.shape_vars = shape_vars

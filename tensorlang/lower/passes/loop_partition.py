@@ -34,7 +34,7 @@ from __future__ import annotations
 from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, StmtVisitor, collect_vars, substitute
+from ...ir.functor import StmtMutator, StmtVisitor, collect_vars, substitute
 from ...ir.simplify import INF, Analyzer, simplify, to_linear
 
 
@@ -77,7 +77,7 @@ def _holds(cond, var, at: int, an: Analyzer, ranges: dict, at_end: bool = False)
     return isinstance(out, E.Const) and bool(out.value)
 
 
-class _Partition(Mutator):
+class _Partition(StmtMutator):
     def __init__(self):
         super().__init__()
         self.an = Analyzer()
@@ -232,7 +232,7 @@ def _defined_inside(body) -> set:
     return found
 
 
-class _DropConjuncts(Mutator):
+class _DropConjuncts(StmtMutator):
     """Guards without the given conjuncts (proven to hold); a guard left with none is its
     then-branch."""
 
@@ -383,7 +383,7 @@ def _whole_tiles(piece: S.For, an: Analyzer) -> S.For:
                                            partial))
 
 
-class _TileRange(Mutator):
+class _TileRange(StmtMutator):
     """The loops over ``tile_vars`` run over [lo, hi) of their columns (their variable
     shifted by lo in their bodies)."""
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, collect_vars, substitute
+from ...ir.functor import StmtMutator, collect_vars, substitute
 from ...ir.simplify import Analyzer, Simplifier
 
 
-class _StmtSimplifier(Mutator):
+class _StmtSimplifier(StmtMutator):
     def __init__(self):
         super().__init__()
         self.an = Analyzer()

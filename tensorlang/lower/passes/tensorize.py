@@ -14,7 +14,7 @@ from functools import cache
 from ...errors import ScheduleError
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, substitute
+from ...ir.functor import Mutator, StmtMutator, substitute
 from ...ir.simplify import simplify
 from ...te.tensor import Reduce
 from ...te.tensorize import (
@@ -119,7 +119,7 @@ def _is_init(loop: S.For, intrin: TensorIntrin) -> bool:
             and isinstance(store, S.Store) and isinstance(store.value, E.Const))
 
 
-class _Tensorize(Mutator):
+class _Tensorize(StmtMutator):
     def visit_For(self, s: S.For):
         names = [v for k, v in s.annotations if k == KEY]
         if not names:

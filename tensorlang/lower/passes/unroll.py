@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...errors import LoweringError
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, substitute
+from ...ir.functor import StmtMutator, substitute
 
 PRAGMA = "auto_unroll_max_step"
 
@@ -35,7 +35,7 @@ def _steps(s) -> int | None:
     return 1
 
 
-class _Unroll(Mutator):
+class _Unroll(StmtMutator):
     def __init__(self):
         super().__init__()
         self.auto_limit = 0
