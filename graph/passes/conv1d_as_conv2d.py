@@ -18,6 +18,15 @@ Only a conv whose weight is a constant is rewritten (the weight's reshape is the
 build time); a conv that a layout pass already rewrote (it carries a layout) is left alone.
 A length of symbolic size is rewritten too: the 2-D kernels take a plane of symbolic width
 (wav2vec2 / HuBERT's feature extractor over the audio length).
+
+A 2-D conv over a plane one column wide ([N, C, H, 1] by a kernel [OC, C/g, KH, 1], no
+padding of the width: tf2onnx's Conv1D, which convolves [N, L, 1] after an expand_dims) is the
+same 1-D conv along the height, and runs as one along the width: ``reshape(x, [N, C, 1, H])``
+(the same memory), the weight [OC, C/g, 1, KH], strides / dilations / pads of the height moved
+to the width. The register-tiled schedules tile output columns: over a plane one column wide
+their tile was one column (1 x 2 vectors of output channels, an input broadcast per 2 FMAs).
+magika's 256 -> 512 channel conv of 5 taps over 512 bytes, one thread: 11.8 -> 4.1 ms
+(onnxruntime 3.8 ms), its layout transforms to and from NCHW16c 152 + 369 -> 29 + 85 us.
 """
 
 from __future__ import annotations
@@ -32,15 +41,19 @@ def conv1d_as_conv2d(g: Graph) -> Graph:
 
     def as_2d(v: Value) -> Value:
         if id(v) not in made:
-            shape = (*v.shape[:2], 1, v.shape[2])
+            shape = (*v.shape[:2], 1, v.shape[2])  # [N, C, L] or [N, C, H, 1] -> [N, C, 1, L]
             made[id(v)] = (Value(f"{v.name}_as_2d", shape, v.dtype, data=v.data.reshape(shape))
                            if v.is_constant else
                            _reshape(em, f"{v.name}_to_2d", v, shape, f"{v.name}_as_2d"))
         return made[id(v)]
 
     def visit(n: Node, ins: list[Value]):
-        if n.op != "conv" or len(n.outputs[0].shape) != 3 or not ins[1].is_constant \
+        if n.op != "conv" or not ins[1].is_constant \
                 or {"layout", "out_layout", "weight_layout"} & n.attrs.keys():
+            return None
+        if len(n.outputs[0].shape) == 4 and _one_column(ins[0], ins[1], n.attrs):
+            return column_as_row(n, ins)
+        if len(n.outputs[0].shape) != 3:
             return None
         out = n.outputs[0]
         lo, hi = n.attrs["pads"]
@@ -52,7 +65,26 @@ def conv1d_as_conv2d(g: Graph) -> Graph:
         made[id(y3)] = y  # a conv reading this one reads the 4-D value
         return [y3]
 
+    def column_as_row(n: Node, ins: list[Value]):
+        out = n.outputs[0]
+        top, _, bottom, _ = n.attrs["pads"]
+        attrs = dict(n.attrs, strides=[1, n.attrs["strides"][0]],
+                     dilations=[1, n.attrs["dilations"][0]], pads=[0, top, 0, bottom])
+        y = Value(f"{out.name}_2d", (*out.shape[:2], 1, out.shape[2]), out.dtype)
+        y, = em.emit(n.name, "conv", [as_2d(ins[0]), as_2d(ins[1]), *ins[2:]], attrs, [y])
+        y4 = _reshape(em, f"{n.name}_to_column", y, out.shape, out.name)
+        made[id(y4)] = y  # a conv reading this one reads the row
+        return [y4]
+
     return rebuild(g, visit, em)
+
+
+def _one_column(x: Value, w: Value, attrs: dict) -> bool:
+    """A conv over [N, C, H, 1] (H not 1) whose kernel is one column wide, the width unpadded:
+    its output is [N, OC, OH, 1]."""
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    return (len(x.shape) == 4 and x.shape[3] == 1 and x.shape[2] != 1 and w.shape[3] == 1
+            and len(pads) == 4 and pads[1] == 0 and pads[3] == 0)
 
 
 def _reshape(em: Emitter, name: str, x: Value, shape: tuple, out_name: str) -> Value:

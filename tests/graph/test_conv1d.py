@@ -130,3 +130,49 @@ def test_a_conv1d_with_a_runtime_weight_is_left_as_it_is():
     assert_close(got["y"], ort_run(model, feeds)["y"])
     g = run_passes(graph.from_onnx(model), 2)
     assert not any(n.op == "reshape" for n in g.nodes)
+
+
+def _column_net():
+    """tf2onnx's Conv1D: 2-D convs over [N, C, L, 1] with kernels one column wide (padding,
+    dilation and a stride along L, groups), a residual add, and a 3x3 conv padded across the
+    width (trim_conv_taps cuts its all-padding columns first: a column conv too)."""
+    def w(*shape):
+        return _rand(*shape) * 0.3
+
+    inits = {"w0": w(16, 8, 5, 1), "b0": _rand(16), "w1": w(16, 4, 3, 1), "w2": w(8, 16, 3, 1),
+             "w3": w(8, 8, 3, 3)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], kernel_shape=[5, 1],
+                         pads=[4, 0, 4, 0], dilations=[2, 1]),
+        helper.make_node("Relu", ["c0"], ["a0"]),
+        helper.make_node("Conv", ["a0", "w1"], ["c1"], kernel_shape=[3, 1], pads=[1, 0, 1, 0],
+                         group=4),
+        helper.make_node("Add", ["a0", "c1"], ["s1"]),
+        helper.make_node("Conv", ["s1", "w2"], ["y"], kernel_shape=[3, 1], strides=[2, 1]),
+        helper.make_node("Conv", ["x", "w3"], ["z"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    g = helper.make_graph(
+        nodes, "column", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 37, 1])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in ("y", "z")],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_convs_over_one_column_match_onnxruntime_and_run_along_the_width():
+    model = _column_net()
+    feeds = {"x": _rand(2, 8, 37, 1)}
+    got = graph.build(graph.from_onnx(model)).run(**feeds)
+    for out, ref in ort_run(model, feeds).items():
+        assert got[out].shape == ref.shape
+        assert_close(got[out], ref)
+    g = run_passes(graph.from_onnx(model), 1)
+    nodes = [m for n in g.nodes for m in ([n] if n.op != "fused" else _members(n))]
+    convs = [n for n in nodes if n.op == "conv"]
+    assert len(convs) == 4
+    # each conv's height (its taps, padding, dilation and stride) moved to the width
+    assert sorted(n.attrs["strides"] for n in convs) == [[1, 1], [1, 1], [1, 1], [1, 2]]
+    assert sorted(n.attrs["pads"] for n in convs) == [[0, 0, 0, 0], [0, 1, 0, 1], [0, 1, 0, 1],
+                                                      [0, 4, 0, 4]]
+    assert max(n.attrs["dilations"] for n in convs) == [1, 2]
+    # x to a row once (both its convs read it), y and z back to columns: none between convs
+    assert sum(n.op == "reshape" for n in nodes) == 3
