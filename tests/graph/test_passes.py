@@ -180,6 +180,25 @@ def test_simplify_same_type_casts_expands_and_decided_wheres():
     np.testing.assert_array_equal(next(iter(graph.build(g).run(x=xv).values())), want)
 
 
+def test_simplify_whole_slices():
+    """A slice of every element in order (tf2onnx's x[:, :, :, 0:1] of a [N, C, L, 1] tensor,
+    ends past the axis) is x; a slice that drops, reverses or strides elements stays."""
+    b = graph.Builder("sl")
+    x = b.input("x", (2, 5, 1))
+    y = b.relu(b.slice(x, starts=[0, 0, 0], ends=[2**62, 5, 1], axes=[0, 1, 2],
+                       steps=[1, 1, 1]))
+    kept = [b.slice(y, starts=[0], ends=[4], axes=[1], steps=[1]),
+            b.slice(y, starts=[-1], ends=[-(2**62)], axes=[1], steps=[-1]),
+            b.slice(y, starts=[0], ends=[5], axes=[1], steps=[2])]
+    g = infer_types(b.build(kept))
+    assert _ops(eliminate_dead_code(simplify_algebra(g))) == ["relu", "slice", "slice", "slice"]
+    xv = _rand(2, 5, 1)
+    r = np.maximum(xv, 0)
+    got = list(graph.build(g).run(x=xv).values())
+    for a, want in zip(got, (r[:, :4], r[:, ::-1], r[:, ::2])):
+        np.testing.assert_array_equal(a, want)
+
+
 def test_simplify_small_integer_powers_as_multiplies():
     """x ** 3 (GPT-2's tanh GELU) and x ** 2 become multiplies; a fractional or per-element
     exponent stays a power. The built model matches numpy's power."""
