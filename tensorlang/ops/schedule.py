@@ -123,9 +123,9 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
         return
     if is_op(st.op, "layout_transform") and _schedule_layout_transform(st):
         return
-    k = _transposed_axis(s, st)
-    if k is not None:
-        _schedule_transpose_tiles(st, k, parallel_min)
+    swapped = _transposed_axis(s, st)
+    if swapped is not None:
+        _schedule_transpose_tiles(st, *swapped, parallel_min)
         return
     inner = axes[-1]
     n = _ext(inner)
@@ -166,23 +166,30 @@ def schedule_injective(s, t: Tensor, lanes: int = LANES, parallel_min: int = 1 <
 TRANSPOSE_TILE = 16
 
 
-def _transposed_axis(s, st) -> int | None:
-    """The output axis that walks the input's contiguous rows of a transpose this stage computes
-    (itself, or inlined through an elementwise/broadcast tail of the same shape, e.g. a GELU):
-    when it is not the output's innermost axis, the generic schedule's vector along the output
-    row would read the input with a stride (a gather per vector). None: no such transpose, it
-    keeps the innermost axis innermost, or its extents are below a vector of 4 (a symbolic
-    extent is taken as long: its tiles split, the last one guarded)."""
+def _transposed_axis(s, st) -> tuple[int, int] | None:
+    """(k, row): the output axis k that walks the input's contiguous rows of a transpose this
+    stage computes (itself, or inlined through an elementwise/broadcast tail of the same shape,
+    e.g. a GELU), and the output's row (its innermost axis of extent other than 1), when they
+    differ: the generic schedule's vector along the output row would then read the input with
+    a stride (a gather per vector). Axes of extent 1 are no rows: tf2onnx transposes [N, L, C,
+    1] to [N, C, L, 1] before a conv (magika: 512 x 256, 151 us as a strided copy of rows of
+    one element, 19 us in tiles). None: no such transpose, it keeps the row innermost, or its
+    extents are below a vector of 4 (a symbolic extent is taken as long: its tiles split, the
+    last one guarded)."""
     for op in _inlined_transposes(s, st):
         perm = list(op.attrs.get("axes", ()))
         axes = list(st.op.axis)
         if len(perm) != len(axes) or len(perm) < 2:
             continue
-        k = perm.index(len(perm) - 1)
-        if k == len(perm) - 1:
+        long = [i for i, a in enumerate(axes) if _ext(a) != 1]  # (None: symbolic)
+        if len(long) < 2:
             continue
-        if all(_ext(axes[i]) is None or _ext(axes[i]) >= 4 for i in (k, -1)):
-            return k
+        row = long[-1]
+        k = perm.index(max(perm[i] for i in long))  # the input's innermost long axis
+        if k == row:
+            continue
+        if all(_ext(axes[i]) is None or _ext(axes[i]) >= 4 for i in (k, row)):
+            return k, row
     return None
 
 
@@ -208,9 +215,10 @@ def _inlined_transposes(s, st) -> list:
     return found
 
 
-def _schedule_transpose_tiles(st, k: int, parallel_min: int) -> None:
+def _schedule_transpose_tiles(st, k: int, row: int, parallel_min: int) -> None:
     """A transpose (and its fused elementwise tail) in square tiles of the output's axis k (the
-    input's contiguous rows) x its innermost axis: the vector runs along the output row and
+    input's contiguous rows) x its row axis (the innermost one longer than 1, axes of extent 1
+    outside the tiles): the vector runs along the output row and
     axis k's tile is unrolled, so each tile reads TRANSPOSE_TILE contiguous input rows that the
     transpose_gathers pass turns around in registers (not a gather per vector), the tail is
     computed on the tile's vectors, and the outer tiles run on the thread pool. Ragged extents
@@ -220,8 +228,8 @@ def _schedule_transpose_tiles(st, k: int, parallel_min: int) -> None:
     axes = list(st.op.axis)
     t = TRANSPOSE_TILE
     ko, ki = st.split(axes[k], factor=t)
-    lo, li = st.split(axes[-1], factor=t)
-    outer = [a for i, a in enumerate(axes[:-1]) if i != k] + [ko]
+    lo, li = st.split(axes[row], factor=t)
+    outer = [a for i, a in enumerate(axes) if i not in (k, row)] + [ko]
     st.reorder(*outer, lo, ki, li)
     st.unroll(ki)
     st.vectorize(li)

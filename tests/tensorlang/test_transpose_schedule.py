@@ -41,6 +41,9 @@ def _run(shape, perm, tail=None):
     ((5, 7, 4), (2, 0, 1)),
     ((1500, 6), (1, 0)),
     ((2, 6, 5, 4), (3, 2, 1, 0)),
+    ((1, 40, 37, 1), (0, 2, 1, 3)),   # a unit innermost axis: the row is the one before it
+    ((1, 33, 1, 20), (0, 3, 2, 1)),
+    ((3, 1, 20, 1), (2, 3, 0, 1)),    # one long axis: nothing to turn around
 ])
 def test_transposes_match_numpy(shape, perm):
     _, a, got = _run(shape, perm)
@@ -82,6 +85,16 @@ def test_the_transpose_is_blocked_and_reads_input_rows():
     assert "for i1.outer in range(8):\n    for i2.outer in range(4):" in text
     assert "X[ramp(i2.outer * 2048 + i1.outer * 16 + 1920, 1, 16)]" in text
     assert "shuffle(" in text and ", 128, 16)]" not in text
+
+
+def test_a_transpose_past_a_unit_innermost_axis_is_tiled():
+    """tf2onnx's [N, L, C, 1] -> [N, C, L, 1] before a conv: the row is L, not the unit axis
+    (which kept the generic schedule: a strided copy of one-element rows, 8x slower)."""
+    x = tl.placeholder((1, 64, 128, 1), name="X")
+    out = ops.transpose(x, (0, 2, 1, 3))
+    s = ops.default_schedule(out)
+    assert sched._transposed_axis(s, s[out]) == (1, 2)
+    assert "shuffle(" in str(tl.lower(s, [x, out]))
 
 
 def test_a_big_transpose_runs_its_outer_tiles_on_the_thread_pool():
