@@ -5,8 +5,10 @@ left the child waiting forever for llvmlite's lock, and reaping those children r
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
+from pathlib import Path
 
 from tensorlang.codegen import compile_limit
 from tensorlang.codegen.target import Target
@@ -72,3 +74,22 @@ def test_compile_children_are_reaped_once_when_threads_reap_at_once(monkeypatch)
         t.join()
     assert not errors, errors
     assert compile_limit._exited == []
+
+
+def test_a_compile_child_runs_with_sigint_blocked(monkeypatch):
+    """A Ctrl-C reaches the whole process group: in a compile child forked a moment before,
+    it must not raise KeyboardInterrupt and run this process's handlers in the child. The
+    child reports its signal mask (read in the child through the compile function it runs)."""
+    from tensorlang.runtime import _llvm
+
+    def report_mask(*_args):
+        status = Path("/proc/self/status").read_text()
+        blocked = next(line for line in status.splitlines() if line.startswith("SigBlk:"))
+        return blocked.split()[1].encode(), "", None
+
+    monkeypatch.setattr(_llvm, "compile_ir_text", report_mask)
+    tgt = Target.host()
+    mask, _ir, _asm = compile_limit.compile_ir_text(_IR, tgt.cpu, tgt.features, tgt.triple, 1,
+                                                    timeout=5)
+    assert int(mask, 16) & (1 << (signal.SIGINT - 1)), mask
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # ours: as before
