@@ -17,6 +17,9 @@ each one. Ordering constraints:
   and before DCE, which drops the unfolded conv/bn nodes it orphans.
 - ``trim_conv_taps`` after ``fold_scale_into_conv`` (it cuts the folded weight) and before
   ``convert_layout`` / ``pack_conv_weights``, which must see the cut kernel.
+- ``flush_denormal_weights`` after ``fold_scale_into_conv`` and ``trim_conv_taps`` (the
+  weights they fold and cut are final) and before the layout and packing passes, which copy
+  the weights it flushes into their blocked layouts.
 - ``conv1d_as_conv2d`` after ``fold_scale_into_conv`` (which sees the convs as imported)
   and right before ``sink_reshape``, which moves its reshapes back to 3-D below the ops
   that follow and collapses them into the next conv's reshape to 4-D; ``conv3d_as_conv2d``
@@ -35,7 +38,8 @@ each one. Ordering constraints:
   not on the graph.
 
 ``opt_level``: 0 -- types and DCE only (one kernel per operator); 1 -- constant folding,
-algebraic simplification, convs' all-padding taps dropped, 1-D convs as 2-D ones, fusion;
+algebraic simplification, convs' all-padding taps dropped, subnormal conv / dense / matmul
+weights zeroed, 1-D convs as 2-D ones, fusion;
 2 (the default) -- also CSE and folding batch norm and per-channel scales into conv/dense weights, conv chains in blocked
 activation layouts NCHW16c / NCHW8c by channel count or, with a tuning log, per conv from its
 records (``convert_layout``), and conv and dense weights packed into the library's blocked
@@ -55,6 +59,7 @@ from .conv3d_as_conv2d import conv3d_as_conv2d
 from .convert_layout import convert_layout
 from .cse import eliminate_common_subexpr
 from .dead_code import eliminate_dead_code
+from .flush_denormal_weights import flush_denormal_weights
 from .fold_constants import fold_constants
 from .fold_qdq import fold_qdq
 from .fold_scale import fold_scale_into_conv
@@ -77,6 +82,7 @@ PASSES: list[tuple[str, Callable[[Graph], Graph], int]] = [
     ("simplify_algebra", simplify_algebra, 1),
     ("fold_scale_into_conv", fold_scale_into_conv, 2),
     ("trim_conv_taps", trim_conv_taps, 1),
+    ("flush_denormal_weights", flush_denormal_weights, 1),
     ("conv1d_as_conv2d", conv1d_as_conv2d, 1),
     ("conv3d_as_conv2d", conv3d_as_conv2d, 1),
     ("sink_reshape", sink_reshape, 1),
@@ -130,7 +136,7 @@ def describe() -> str:
 
 
 __all__ = ["PASSES", "conv1d_as_conv2d", "conv3d_as_conv2d", "convert_layout", "describe",
-           "eliminate_common_subexpr", "eliminate_dead_code", "fold_constants",
-           "fold_qdq", "fold_scale_into_conv", "fuse_ops", "infer_types", "pack_conv_weights",
-           "pack_dense_weights", "pad_conv_channels", "run_passes", "simplify_algebra",
-           "sink_reshape", "trim_conv_taps", "widen_float16"]
+           "eliminate_common_subexpr", "eliminate_dead_code", "flush_denormal_weights",
+           "fold_constants", "fold_qdq", "fold_scale_into_conv", "fuse_ops", "infer_types",
+           "pack_conv_weights", "pack_dense_weights", "pad_conv_channels", "run_passes",
+           "simplify_algebra", "sink_reshape", "trim_conv_taps", "widen_float16"]
