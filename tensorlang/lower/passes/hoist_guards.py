@@ -126,10 +126,19 @@ def _merged_guards(body: S.Stmt) -> S.Stmt:
 
 
 class _Hoist(StmtMutator):
-    def __init__(self, shape_vars: set):
+    def __init__(self, body: S.Stmt):
         super().__init__()
-        self.shape_vars = shape_vars
+        self.body = body
+        self._shape_vars: set | None = None
         self.tile_loops: list = []  # loop variables inside the innermost allocation
+
+    @property
+    def shape_vars(self) -> set:
+        """Found on first use (a walk of every expression: most kernels have no loop whose body
+        is a guard, and never need them)."""
+        if self._shape_vars is None:
+            self._shape_vars = _shape_vars(self.body)
+        return self._shape_vars
 
     def visit_Allocate(self, s: S.Allocate):
         outer, self.tile_loops = self.tile_loops, []
@@ -180,4 +189,4 @@ class _Hoist(StmtMutator):
 
 
 def hoist_guards(body: S.Stmt) -> S.Stmt:
-    return _Hoist(_shape_vars(body)).visit(body)
+    return _Hoist(body).visit(body)
