@@ -730,29 +730,56 @@ def test_cli_budget_is_for_models(tmp_path, capsys):
     assert "--budget is for models" in capsys.readouterr().err
 
 
-def test_cli_tunes_a_model_within_a_trial_budget(tmp_path, capsys):
-    """`tensorlang tune model.onnx --budget N`: N trials in all, over the model's tasks by the
-    scheduler, the curve beside the log; a second run with a larger budget resumes."""
-    import onnx
-    from tensorlang.graph import model_zoo
+def _cli_out(argv) -> tuple[int, str]:
+    """main(argv)'s exit status and what it printed."""
+    import contextlib
+    import io
 
     from tensorlang.cli import main
 
-    model = tmp_path / "cnn.onnx"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def small_cnn_budget_runs(tmp_path_factory):
+    """`tensorlang tune cnn.onnx --budget 3`, then the same with `--budget 5` (a resumed run),
+    both --in-model-top 0: (the model, its log, the arguments but the budget, each run's
+    (exit status, output, trials logged after it)). The two tests below read these runs: one
+    tuning of the model from scratch between them (test_cli_ends_... made its own, of 4 trials,
+    only to have a log to choose in)."""
+    import onnx
+    from tensorlang.graph import model_zoo
+
+    d = tmp_path_factory.mktemp("cnn")
+    model = d / "cnn.onnx"
     onnx.save(model_zoo.small_cnn(), model)
-    log = tmp_path / "cnn.jsonl"
+    log = d / "cnn.jsonl"
     argv = ["tune", str(model), "--log", str(log), "--tuner", "random", "--seed", "0",
             "--number", "1", "--repeat", "1", "--min-repeat-ms", "0",
-            "--in-model-top", "0",  # the choice in the model: the test below
             "--flush-mib", "8"]  # the calibration (9 s a run): test_errors_and_artifacts.py
-    assert main([*argv, "--budget", "3"]) == 0
-    out = capsys.readouterr().out
+    runs = []
+    for budget in (["--budget", "3"], ["--budget", "5", "--budget", "10m"]):
+        # the choice in the model: test_cli_ends_a_model_s_tuning_by_choosing_inside_runs_...
+        code, out = _cli_out([*argv, *budget, "--in-model-top", "0"])
+        runs.append((code, out, _trials(log)))
+    return model, log, argv, runs
+
+
+def test_cli_tunes_a_model_within_a_trial_budget(small_cnn_budget_runs):
+    """`tensorlang tune model.onnx --budget N`: N trials in all, over the model's tasks by the
+    scheduler, the curve beside the log; a second run with a larger budget resumes."""
+    _, log, _, ((code, out, trials), (code2, _, trials2)) = small_cnn_budget_runs
+    assert code == 0
     assert "tuning within 3 trials" in out and "estimated latency of the tuned kernels" not in out
     assert "no valid record (not reached within the budget)" in out  # 3 trials: 2 tasks tried
-    assert _trials(log) == 3
-    assert main([*argv, "--budget", "5", "--budget", "10m"]) == 0
-    assert _trials(log) == 5
-    curve = [json.loads(x) for x in (tmp_path / "cnn.jsonl.curve.jsonl").read_text().splitlines()]
+    assert trials == 3
+    assert code2 == 0
+    assert trials2 == 5
+    curve = [json.loads(x) for x in log.with_name("cnn.jsonl.curve.jsonl").read_text()
+             .splitlines()]
     # each run ends by re-measuring the tasks it tuned (a curve line of its own, no trials)
     assert [(c["trials"], c["task"]) for c in curve if c["task"] == "re-measured"] == \
         [(3, "re-measured"), (5, "re-measured")]
@@ -760,33 +787,29 @@ def test_cli_tunes_a_model_within_a_trial_budget(tmp_path, capsys):
     assert [c["trials"] for c in curve if c["task"] != "re-measured"] == [2, 3, 5]
 
 
-def test_cli_ends_a_model_s_tuning_by_choosing_inside_runs_of_the_model(tmp_path, capsys):
+def test_cli_ends_a_model_s_tuning_by_choosing_inside_runs_of_the_model(small_cnn_budget_runs,
+                                                                         tmp_path):
     """`tune model.onnx` ends by timing each tuned kernel's finalists inside runs of the model
     (graph.remeasure_in_model) unless --in-model-top 0; a run whose budget is already in the
-    log only makes the choice."""
-    import onnx
-    from tensorlang.graph import model_zoo
+    log only makes the choice. (The log: 5 trials in rounds of 2, 1 and 2, so tasks with
+    finalists to choose from.)"""
+    import shutil
 
-    from tensorlang.cli import main
-
-    model = tmp_path / "cnn.onnx"
-    onnx.save(model_zoo.small_cnn(), model)
+    _, tuned, argv, runs = small_cnn_budget_runs
+    assert all(code == 0 and "in-model choice" not in out for code, out, _ in runs)
+    assert not any(r.in_model for r in autotune.load_records(tuned))
     log = tmp_path / "cnn.jsonl"
-    argv = ["tune", str(model), "--log", str(log), "--tuner", "random", "--seed", "0",
-            "--number", "1", "--repeat", "1", "--min-repeat-ms", "0", "--budget", "4",
-            "--flush-mib", "8"]  # 4 trials: rounds of 2, two tasks with finalists to choose from
-    assert main([*argv, "--in-model-top", "0"]) == 0
-    assert "in-model choice" not in capsys.readouterr().out
-    assert not any(r.in_model for r in autotune.load_records(log))
-    assert main([*argv, "--in-model-top", "2"]) == 0
-    out = capsys.readouterr().out
+    shutil.copyfile(tuned, log)
+    argv = [str(log) if a == str(tuned) else a for a in argv]
+    code, out = _cli_out([*argv, "--budget", "5", "--in-model-top", "2"])
+    assert code == 0
     timed = int(re.search(r"in-model choice: (\d+) kernels' finalists timed inside runs of "
                           r"the model in \d+ s; \d+ changed", out).group(1))
     in_model = [r for r in autotune.load_records(log) if r.in_model]
     keys = {r.key for r in in_model}
     assert timed >= 1 and len(keys) == timed
     assert all(sum(r.chosen for r in in_model if r.key == k) == 1 for k in keys)
-    assert _trials(log) == 4
+    assert _trials(log) == 5
 
 
 def _trials(log) -> int:
