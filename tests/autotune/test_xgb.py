@@ -28,7 +28,10 @@ def test_xgb_tuner_never_repeats_and_prunes_illegal(tmp_path):
     assert all(b >= a for a, b in zip(tuner.curve, tuner.curve[1:]))
 
     # a fresh tuner on another size learns from this log (transfer) before measuring anything
-    other = autotune.XGBTuner(autotune.create_task("matmul", (48, 32, 32, "float32")), seed=1)
+    # (it and the resuming tuner below featurize here: a pool of feature workers, which they
+    # would start for their first 8 configs, computes the same features, test_features.py)
+    other = autotune.XGBTuner(autotune.create_task("matmul", (48, 32, 32, "float32")), seed=1,
+                              feature_workers=0)
     other.load_history(recs)
     assert other._model is not None and len(other._tx) > 0 and not other.visited
     batch = other.next_batch(8)
@@ -36,7 +39,7 @@ def test_xgb_tuner_never_repeats_and_prunes_illegal(tmp_path):
     # the template's default comes first even so: the best record never loses to it
     assert batch[0] == other.space.fallback_index()
     # resuming the same workload: its configs are marked measured
-    again = autotune.XGBTuner(task, seed=2)
+    again = autotune.XGBTuner(task, seed=2, feature_workers=0)
     again.load_history(recs)
     assert set(idx) <= again.visited
     assert not set(again.next_batch(8)) & set(idx)
