@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +117,6 @@ def _types(n) -> tuple[list, list]:
 def select_kernels(g: Graph, target, tuning) -> KernelSelection:
     """Step "select kernels": a kernel for every node that is not an alias, in node order."""
     t0 = time.perf_counter()
-    ahead = _compile_ahead(g, target, tuning)
     kernel_of: dict[str, str] = {}
     modules: dict[str, Any] = {}
     infos: list[KernelInfo] = []
@@ -129,9 +126,7 @@ def select_kernels(g: Graph, target, tuning) -> KernelSelection:
         if R.get_op(n.op).alias:
             continue
         in_types, out_types = _types(n)
-        got = ahead.get(workload_key(n.op, n.attrs, in_types, out_types)) if ahead else None
-        if got is None:
-            got = build_kernel(n.op, n.attrs, in_types, out_types, target, tuning)
+        got = build_kernel(n.op, n.attrs, in_types, out_types, target, tuning)
         name = got.module.name
         kernel_of[n.name] = name
         if got.tuned_failure is not None:
@@ -144,54 +139,6 @@ def select_kernels(g: Graph, target, tuning) -> KernelSelection:
             untuned.append(name)
     return KernelSelection(kernel_of, modules, tuple(infos), tuple(untuned), tuple(failures),
                            time.perf_counter() - t0)
-
-
-def _build_threads() -> int:
-    """Threads that compile a graph's kernels ahead (TENSORLANG_BUILD_THREADS, else the CPUs, at
-    most 4: one thread holds the GIL to lower and emit at a time, the others wait on their
-    LLVM child processes; 1 turns it off)."""
-    given = os.environ.get("TENSORLANG_BUILD_THREADS", "").strip()
-    if given:
-        try:
-            return max(1, int(given))
-        except ValueError:
-            raise ValueError(f"TENSORLANG_BUILD_THREADS must be a whole number of threads, got "
-                             f"{given!r}") from None
-    return min(4, os.cpu_count() or 1)
-
-
-def _compile_ahead(g: Graph, target, tuning) -> dict:
-    """{workload key: its kernel} for the graph's distinct uncached kernels, compiled on a few
-    threads before the selection walks the nodes. Each compile's LLVM runs in a child process
-    (codegen/compile_limit), so one kernel's compile overlaps the next one's scheduling and
-    lowering in this process. Best effort: a kernel that fails here is left out and built again,
-    in node order, by the walk, which raises or warns as a sequential build does; so are the
-    kernels of a tuned build (the tuning log's look-ups keep state)."""
-    threads = _build_threads()
-    if tuning is not None or threads < 2:
-        return {}
-    work: dict[str, tuple] = {}
-    for n in g.nodes:
-        if R.get_op(n.op).alias:
-            continue
-        in_types, out_types = _types(n)
-        key = workload_key(n.op, n.attrs, in_types, out_types)
-        if key not in _KERNEL_CACHE:
-            work.setdefault(key, (n.op, n.attrs, in_types, out_types))
-    if len(work) < 2:
-        return {}
-
-    def ahead(op, attrs, in_types, out_types) -> _Built | None:
-        try:
-            return build_kernel(op, attrs, in_types, out_types, target, None)
-        except Exception:  # noqa: BLE001 - the walk builds it again and reports
-            return None
-
-    with ThreadPoolExecutor(max_workers=min(threads, len(work)),
-                            thread_name_prefix="tensorlang-build") as pool:
-        futures = {key: pool.submit(ahead, *w) for key, w in work.items()}
-        built = {key: f.result() for key, f in futures.items()}
-    return {key: got for key, got in built.items() if got is not None}
 
 
 def _kernel_info(n, got: _Built, tuning) -> KernelInfo:
