@@ -26,6 +26,32 @@ def assert_close(got, ref, rtol=1e-4):
     assert err <= rtol, f"max relative error {err:.2e} > {rtol}"
 
 
+def onnx_model(nodes, inputs, outputs, opset, inits=()):
+    """A one-graph ONNX model: `inputs` / `outputs` are (name, elem_type, shape) triples."""
+    h = onnx.helper
+    g = h.make_graph(nodes, "m", [h.make_tensor_value_info(*i) for i in inputs],
+                     [h.make_tensor_value_info(*o) for o in outputs], initializer=list(inits))
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+
+
+def int64s(name, values):
+    """An int64 initializer holding `values`."""
+    return onnx.helper.make_tensor(name, onnx.TensorProto.INT64, [len(values)], values)
+
+
+def check_against_ort(model, feeds_list, rtol=1e-4):
+    """One build of `model`, run on each feed dict and compared with onnxruntime's outputs."""
+    from tensorlang import graph
+
+    gm = graph.build(graph.from_onnx(model))
+    for feeds in feeds_list:
+        got, ref = gm.run(**feeds), ort_run(model, feeds)
+        for name, r in ref.items():
+            assert np.asarray(got[name]).shape == r.shape, name
+            if r.size:  # (assert_close takes the maximum of the arrays)
+                assert_close(np.asarray(got[name]), r, rtol)
+
+
 def log_with_costs(log, out, searched: float, default: float) -> str:
     """The tuning log ``log`` written to ``out`` with every valid template-free record's time
     set to ``searched`` and every logged graph default's to ``default`` (seconds per call)."""

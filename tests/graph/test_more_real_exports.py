@@ -8,33 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from graph_testing import assert_close, onnx, ort_run
+from graph_testing import check_against_ort, int64s, onnx, onnx_model
 
 from tensorlang import graph
 
 helper, TP = onnx.helper, onnx.TensorProto
 INT64_MAX = 2**63 - 1
-
-
-def _model(nodes, inputs, outputs, opset, inits=()):
-    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info(*i) for i in inputs],
-                          [helper.make_tensor_value_info(*o) for o in outputs],
-                          initializer=list(inits))
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def _ints(name, values):
-    return helper.make_tensor(name, TP.INT64, [len(values)], values)
-
-
-def _check(model, feeds_list, rtol=1e-4):
-    gm = graph.build(graph.from_onnx(model))
-    for feeds in feeds_list:
-        got, ref = gm.run(**feeds), ort_run(model, feeds)
-        for name, r in ref.items():
-            assert np.asarray(got[name]).shape == r.shape, name
-            if r.size:  # (assert_close takes the maximum of the arrays)
-                assert_close(np.asarray(got[name]), r, rtol)
 
 
 REDUCTIONS = ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"]
@@ -49,23 +28,23 @@ def test_norm_reductions(op, opset, keepdims):
     inits = []
     ins = ["x"]
     if opset >= 18:
-        inits, ins = [_ints("axes", [-1, 1])], ["x", "axes"]
+        inits, ins = [int64s("axes", [-1, 1])], ["x", "axes"]
     else:
         attrs["axes"] = [-1, 1]
     node = helper.make_node(op, ins, ["y"], **attrs)
-    model = _model([node], [("x", TP.FLOAT, [2, 5, 3, 7])], [("y", TP.FLOAT, None)], opset,
+    model = onnx_model([node], [("x", TP.FLOAT, [2, 5, 3, 7])], [("y", TP.FLOAT, None)], opset,
                    inits)
     x = np.random.default_rng(0).uniform(0.1, 3, (2, 5, 3, 7)).astype(np.float32)
     if op != "ReduceLogSum":
         x[0] *= -1
-    _check(model, [{"x": x}])
+    check_against_ort(model, [{"x": x}])
 
 
 def test_norm_reduction_of_all_axes_and_int_refusal():
     node = helper.make_node("ReduceL2", ["x"], ["y"], keepdims=0)
-    model = _model([node], [("x", TP.FLOAT, [4, 6])], [("y", TP.FLOAT, None)], 13)
-    _check(model, [{"x": np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)}])
-    ints = _model([node], [("x", TP.INT64, [4, 6])], [("y", TP.INT64, None)], 13)
+    model = onnx_model([node], [("x", TP.FLOAT, [4, 6])], [("y", TP.FLOAT, None)], 13)
+    check_against_ort(model, [{"x": np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)}])
+    ints = onnx_model([node], [("x", TP.INT64, [4, 6])], [("y", TP.INT64, None)], 13)
     with pytest.raises(Exception, match="only float inputs"):
         graph.from_onnx(ints)
 
@@ -93,13 +72,13 @@ def test_rotary_embedding_over_a_dynamic_sequence():
         helper.make_node("Add", ["a", "b"], ["y"]),
     ]
     inits = [helper.make_tensor("zero", TP.INT64, [], [0]),
-             helper.make_tensor("one", TP.INT64, [], [1]), _ints("ax1", [1]),
-             _ints("ax2", [2]), _ints("s0", [0]), _ints("s4", [4]), _ints("smax", [INT64_MAX]),
+             helper.make_tensor("one", TP.INT64, [], [1]), int64s("ax1", [1]),
+             int64s("ax2", [2]), int64s("s0", [0]), int64s("s4", [4]), int64s("smax", [INT64_MAX]),
              helper.make_tensor("inv_freq", TP.FLOAT, [4], [1.0, 0.3, 0.1, 0.03])]
-    model = _model(nodes, [("x", TP.FLOAT, [1, "seq", 8])], [("y", TP.FLOAT, None)], 17,
+    model = onnx_model(nodes, [("x", TP.FLOAT, [1, "seq", 8])], [("y", TP.FLOAT, None)], 17,
                    inits)
     rng = np.random.default_rng(2)
-    _check(model, [{"x": rng.standard_normal((1, n, 8)).astype(np.float32)} for n in (5, 40)])
+    check_against_ort(model, [{"x": rng.standard_normal((1, n, 8)).astype(np.float32)} for n in (5, 40)])
 
 
 def test_slices_of_a_symbolic_axis():
@@ -109,12 +88,12 @@ def test_slices_of_a_symbolic_axis():
              helper.make_node("Slice", ["x", "s1", "smax", "ax"], ["b"]),
              helper.make_node("Slice", ["x", "s2", "m1", "ax"], ["c"]),
              helper.make_node("Add", ["a", "b"], ["y"])]
-    inits = [_ints("s0", [0]), _ints("m1", [-1]), _ints("s1", [1]), _ints("smax", [INT64_MAX]),
-             _ints("s2", [2]), _ints("ax", [1])]
-    model = _model(nodes, [("x", TP.FLOAT, ["b", "s"])],
+    inits = [int64s("s0", [0]), int64s("m1", [-1]), int64s("s1", [1]), int64s("smax", [INT64_MAX]),
+             int64s("s2", [2]), int64s("ax", [1])]
+    model = onnx_model(nodes, [("x", TP.FLOAT, ["b", "s"])],
                    [("y", TP.FLOAT, None), ("c", TP.FLOAT, None)], 13, inits)
     rng = np.random.default_rng(3)
-    _check(model, [{"x": rng.standard_normal(s).astype(np.float32)} for s in ((2, 9), (3, 6))])
+    check_against_ort(model, [{"x": rng.standard_normal(s).astype(np.float32)} for s in ((2, 9), (3, 6))])
 
 
 @pytest.mark.parametrize("start,end", [(-3, INT64_MAX), (0, 4)])
@@ -122,10 +101,10 @@ def test_a_clamped_slice_of_a_symbolic_axis(start, end):
     """numpy clamps x[:, -3:] and x[:, :4] to the axis: their length is min(s, 3 or 4) at run
     time (refused until symbolic sizes held min/max)."""
     node = helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"])
-    model = _model([node], [("x", TP.FLOAT, [2, "s"])], [("y", TP.FLOAT, None)], 13,
-                   [_ints("st", [start]), _ints("en", [end]), _ints("ax", [1])])
+    model = onnx_model([node], [("x", TP.FLOAT, [2, "s"])], [("y", TP.FLOAT, None)], 13,
+                   [int64s("st", [start]), int64s("en", [end]), int64s("ax", [1])])
     rng = np.random.default_rng(8)
-    _check(model, [{"x": rng.standard_normal((2, n)).astype(np.float32)} for n in (6, 2)])
+    check_against_ort(model, [{"x": rng.standard_normal((2, n)).astype(np.float32)} for n in (6, 2)])
 
 
 def test_roberta_positions_cumsum_over_a_dynamic_sequence():
@@ -141,9 +120,9 @@ def test_roberta_positions_cumsum_over_a_dynamic_sequence():
              helper.make_node("Add", ["pos64", "pad"], ["y"])]
     inits = [helper.make_tensor("pad", TP.INT64, [], [1]),
              helper.make_tensor("ax", TP.INT64, [], [1])]
-    model = _model(nodes, [("ids", TP.INT64, ["b", "s"])], [("y", TP.INT64, None)], 17, inits)
+    model = onnx_model(nodes, [("ids", TP.INT64, ["b", "s"])], [("y", TP.INT64, None)], 17, inits)
     rng = np.random.default_rng(4)
-    _check(model, [{"ids": rng.integers(0, 4, s).astype(np.int64)}
+    check_against_ort(model, [{"ids": rng.integers(0, 4, s).astype(np.int64)}
                    for s in ((2, 9), (1, 1), (3, 0))])
 
 
@@ -151,10 +130,10 @@ def test_roberta_positions_cumsum_over_a_dynamic_sequence():
 def test_cumsum_over_a_symbolic_axis(exclusive, reverse):
     """The scan's length is the size at run time, 0 and 1 included."""
     node = helper.make_node("CumSum", ["x", "ax"], ["y"], exclusive=exclusive, reverse=reverse)
-    model = _model([node], [("x", TP.FLOAT, [3, "s"])], [("y", TP.FLOAT, None)], 18,
+    model = onnx_model([node], [("x", TP.FLOAT, [3, "s"])], [("y", TP.FLOAT, None)], 18,
                    [helper.make_tensor("ax", TP.INT64, [], [-1])])
     rng = np.random.default_rng(5)
-    _check(model, [{"x": rng.uniform(0.5, 1.5, (3, n)).astype(np.float32)} for n in (6, 1, 0)])
+    check_against_ort(model, [{"x": rng.uniform(0.5, 1.5, (3, n)).astype(np.float32)} for n in (6, 1, 0)])
 
 
 def test_mobilebert_trigram_pads_over_a_dynamic_sequence():
@@ -166,32 +145,32 @@ def test_mobilebert_trigram_pads_over_a_dynamic_sequence():
              helper.make_node("Pad", ["tail", "after1"], ["nxt"]),
              helper.make_node("Pad", ["head", "before1"], ["prv"]),
              helper.make_node("Concat", ["nxt", "x", "prv"], ["y"], axis=2)]
-    inits = [_ints("s0", [0]), _ints("s1", [1]), _ints("m1", [-1]), _ints("smax", [INT64_MAX]),
-             _ints("ax", [1]), _ints("after1", [0, 0, 0, 0, 1, 0]),
-             _ints("before1", [0, 1, 0, 0, 0, 0])]
-    model = _model(nodes, [("x", TP.FLOAT, ["b", "s", 4])], [("y", TP.FLOAT, None)], 17, inits)
+    inits = [int64s("s0", [0]), int64s("s1", [1]), int64s("m1", [-1]), int64s("smax", [INT64_MAX]),
+             int64s("ax", [1]), int64s("after1", [0, 0, 0, 0, 1, 0]),
+             int64s("before1", [0, 1, 0, 0, 0, 0])]
+    model = onnx_model(nodes, [("x", TP.FLOAT, ["b", "s", 4])], [("y", TP.FLOAT, None)], 17, inits)
     rng = np.random.default_rng(6)
-    _check(model, [{"x": rng.standard_normal(s).astype(np.float32)}
+    check_against_ort(model, [{"x": rng.standard_normal(s).astype(np.float32)}
                    for s in ((2, 7, 4), (1, 2, 4))])
 
 
 @pytest.mark.parametrize("mode", ["constant", "edge"])
 def test_pad_of_a_symbolic_axis(mode):
     node = helper.make_node("Pad", ["x", "pads", "cval"], ["y"], mode=mode)
-    inits = [_ints("pads", [1, 0, 2, 3]), helper.make_tensor("cval", TP.FLOAT, [], [0.5])]
-    model = _model([node], [("x", TP.FLOAT, ["s", 3])], [("y", TP.FLOAT, None)], 18, inits)
+    inits = [int64s("pads", [1, 0, 2, 3]), helper.make_tensor("cval", TP.FLOAT, [], [0.5])]
+    model = onnx_model([node], [("x", TP.FLOAT, ["s", 3])], [("y", TP.FLOAT, None)], 18, inits)
     rng = np.random.default_rng(7)
-    _check(model, [{"x": rng.standard_normal((n, 3)).astype(np.float32)} for n in (5, 1)])
+    check_against_ort(model, [{"x": rng.standard_normal((n, 3)).astype(np.float32)} for n in (5, 1)])
 
 
 def test_reflect_pad_of_a_symbolic_axis():
     """(Was refused: the pad kernel mirrors constant extents only; the importer gathers the
     mirrored rows: test_shipped_models.py.)"""
     node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")
-    model = _model([node], [("x", TP.FLOAT, ["s", 3])], [("y", TP.FLOAT, None)], 18,
-                   [_ints("pads", [1, 0, 1, 0])])
+    model = onnx_model([node], [("x", TP.FLOAT, ["s", 3])], [("y", TP.FLOAT, None)], 18,
+                   [int64s("pads", [1, 0, 1, 0])])
     rng = np.random.default_rng(8)
-    _check(model, [{"x": rng.standard_normal((n, 3)).astype(np.float32)} for n in (2, 5)])
+    check_against_ort(model, [{"x": rng.standard_normal((n, 3)).astype(np.float32)} for n in (2, 5)])
 
 
 @pytest.mark.parametrize("oc,ic,group", [(4, 16, 1), (20, 40, 2)])
@@ -202,19 +181,19 @@ def test_pointwise_conv_over_a_dynamic_batch(oc, ic, group):
     w = rng.standard_normal((oc, ic // group, 1, 1)).astype(np.float32)
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], group=group),
              helper.make_node("Relu", ["c"], ["y"])]
-    model = _model(nodes, [("x", TP.FLOAT, ["b", ic, 6, 5])], [("y", TP.FLOAT, None)], 17,
+    model = onnx_model(nodes, [("x", TP.FLOAT, ["b", ic, 6, 5])], [("y", TP.FLOAT, None)], 17,
                    [onnx.numpy_helper.from_array(w, "w")])
-    _check(model, [{"x": rng.standard_normal((b, ic, 6, 5)).astype(np.float32)} for b in (1, 3)])
+    check_against_ort(model, [{"x": rng.standard_normal((b, ic, 6, 5)).astype(np.float32)} for b in (1, 3)])
 
 
 def test_rwkv_time_shift_crops_a_dynamic_sequence():
     """RWKV's time shift, ZeroPad2d((0, 0, 1, -1)) over a dynamic sequence: pads [0, 1, 0, 0,
     -1, 0] crop the symbolic axis (was a BuildError: the crop's end was an expression)."""
     node = helper.make_node("Pad", ["x", "pads"], ["y"])
-    model = _model([node], [("x", TP.FLOAT, ["b", "s", 4])], [("y", TP.FLOAT, None)], 17,
-                   [_ints("pads", [0, 1, 0, 0, -1, 0])])
+    model = onnx_model([node], [("x", TP.FLOAT, ["b", "s", 4])], [("y", TP.FLOAT, None)], 17,
+                   [int64s("pads", [0, 1, 0, 0, -1, 0])])
     rng = np.random.default_rng(10)
-    _check(model, [{"x": rng.standard_normal(s).astype(np.float32)}
+    check_against_ort(model, [{"x": rng.standard_normal(s).astype(np.float32)}
                    for s in ((2, 6, 4), (1, 1, 4))])
 
 
@@ -224,7 +203,7 @@ def test_scatter_nd_over_symbolic_sizes(reduction):
     sequence: ScatterND's data, indices and updates of symbolic shape (was a BuildError:
     data needs a constant shape); negative indices count from the end."""
     node = helper.make_node("ScatterND", ["x", "idx", "u"], ["y"], reduction=reduction)
-    model = _model([node], [("x", TP.FLOAT, ["b", "s", 4]), ("idx", TP.INT64, ["b", 1, 2]),
+    model = onnx_model([node], [("x", TP.FLOAT, ["b", "s", 4]), ("idx", TP.INT64, ["b", 1, 2]),
                             ("u", TP.FLOAT, ["b", 1, 4])], [("y", TP.FLOAT, None)], 18)
     rng = np.random.default_rng(11)
     feeds = []
@@ -233,7 +212,7 @@ def test_scatter_nd_over_symbolic_sizes(reduction):
         feeds.append({"x": rng.standard_normal((b, n, 4)).astype(np.float32),
                       "idx": idx.astype(np.int64),
                       "u": rng.standard_normal((b, 1, 4)).astype(np.float32)})
-    _check(model, feeds)
+    check_against_ort(model, feeds)
 
 
 @pytest.mark.parametrize("eq,shapes", [
@@ -245,10 +224,10 @@ def test_einsum_over_symbolic_sizes(eq, shapes):
     sequence (was an internal TypeError: a letter's size compared with max())."""
     names = [f"x{i}" for i in range(len(shapes))]
     node = helper.make_node("Einsum", names, ["y"], equation=eq)
-    model = _model([node], [(n, TP.FLOAT, s) for n, s in zip(names, shapes)],
+    model = onnx_model([node], [(n, TP.FLOAT, s) for n, s in zip(names, shapes)],
                    [("y", TP.FLOAT, None)], 17)
     rng = np.random.default_rng(12)
     feeds = [{n: rng.standard_normal([env.get(d, d) for d in s]).astype(np.float32)
               for n, s in zip(names, shapes)} for env in ({"b": 2, "s": 5, "t": 3},
                                                          {"b": 1, "s": 1, "t": 2})]
-    _check(model, feeds)
+    check_against_ort(model, feeds)

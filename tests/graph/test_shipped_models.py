@@ -12,32 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from graph_testing import assert_close, onnx, ort_run
+from graph_testing import assert_close, check_against_ort, int64s, onnx, onnx_model, ort_run
 from tensorlang.runtime._plan import PlanError
 
 from tensorlang import graph
 
 helper, TP = onnx.helper, onnx.TensorProto
-
-
-def _model(nodes, inputs, outputs, opset, inits=()):
-    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info(*i) for i in inputs],
-                          [helper.make_tensor_value_info(*o) for o in outputs],
-                          initializer=list(inits))
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def _ints(name, values):
-    return helper.make_tensor(name, TP.INT64, [len(values)], values)
-
-
-def _check(model, feeds_list, rtol=1e-4):
-    gm = graph.build(graph.from_onnx(model))
-    for feeds in feeds_list:
-        got, ref = gm.run(**feeds), ort_run(model, feeds)
-        for name, r in ref.items():
-            assert np.asarray(got[name]).shape == r.shape, name
-            assert_close(np.asarray(got[name]), r, rtol)
 
 
 def test_slice_to_end_written_as_1e9_on_a_symbolic_axis():
@@ -53,12 +33,12 @@ def test_slice_to_end_written_as_1e9_on_a_symbolic_axis():
         helper.make_node("Concat", ["batch", "one"], ["to"], axis=0),
         helper.make_node("Reshape", ["sums", "to"], ["y"]),
     ]
-    inits = [_ints("zeros", [0, 0]), _ints("far", [10**9] * 2), _ints("axes", [0, 2]),
-             _ints("rows", [1, 2]), _ints("zero", [0]), _ints("one", [1])]
-    model = _model(nodes, [("x", TP.FLOAT, ["batch", 2048, 40])], [("y", TP.FLOAT, None)], 13,
+    inits = [int64s("zeros", [0, 0]), int64s("far", [10**9] * 2), int64s("axes", [0, 2]),
+             int64s("rows", [1, 2]), int64s("zero", [0]), int64s("one", [1])]
+    model = onnx_model(nodes, [("x", TP.FLOAT, ["batch", 2048, 40])], [("y", TP.FLOAT, None)], 13,
                    inits)
     rng = np.random.default_rng(0)
-    _check(model, [{"x": rng.standard_normal((b, 2048, 40)).astype(np.float32)}
+    check_against_ort(model, [{"x": rng.standard_normal((b, 2048, 40)).astype(np.float32)}
                    for b in (1, 3)])
 
 
@@ -78,7 +58,7 @@ def _if_with_branch_initializers(cond_nodes, inputs, cond_inits=()):
                     [helper.make_tensor("three", TP.FLOAT, [1], [3.0])])
     nodes = cond_nodes + [helper.make_node("If", ["c"], ["y"], then_branch=then,
                                            else_branch=other)]
-    return _model(nodes, inputs, [("y", TP.FLOAT, None)], 16, cond_inits)
+    return onnx_model(nodes, inputs, [("y", TP.FLOAT, None)], 16, cond_inits)
 
 
 def test_if_branches_with_their_own_initializers_condition_at_run_time():
@@ -89,7 +69,7 @@ def test_if_branches_with_their_own_initializers_condition_at_run_time():
         cond, [("x", TP.FLOAT, [2, 5]), ("sr", TP.INT64, [])],
         [helper.make_tensor("k16", TP.INT64, [], [16000])])
     x = np.random.default_rng(1).standard_normal((2, 5)).astype(np.float32)
-    _check(model, [{"x": x, "sr": np.array(sr, np.int64)} for sr in (16000, 8000)])
+    check_against_ort(model, [{"x": x, "sr": np.array(sr, np.int64)} for sr in (16000, 8000)])
 
 
 def test_if_branch_with_its_own_initializers_condition_at_import():
@@ -100,7 +80,7 @@ def test_if_branch_with_its_own_initializers_condition_at_import():
     model = _if_with_branch_initializers(cond, [("x", TP.FLOAT, [2, 5])],
                                          [helper.make_tensor("k", TP.INT64, [], [4])])
     x = np.random.default_rng(2).standard_normal((2, 5)).astype(np.float32)
-    _check(model, [{"x": x}])
+    check_against_ort(model, [{"x": x}])
 
 
 def test_loop_body_with_its_own_initializer():
@@ -115,9 +95,9 @@ def test_loop_body_with_its_own_initializer():
          helper.make_tensor_value_info("acc_out", TP.FLOAT, [3])],
         initializer=[helper.make_tensor("step", TP.FLOAT, [3], [0.5, -1.0, 2.0])])
     node = helper.make_node("Loop", ["trips", "", "x"], ["y"], body=body)
-    model = _model([node], [("x", TP.FLOAT, [3])], [("y", TP.FLOAT, None)], 13,
+    model = onnx_model([node], [("x", TP.FLOAT, [3])], [("y", TP.FLOAT, None)], 13,
                    [helper.make_tensor("trips", TP.INT64, [], [4])])
-    _check(model, [{"x": np.array([1.0, 2.0, 3.0], np.float32)}])
+    check_against_ort(model, [{"x": np.array([1.0, 2.0, 3.0], np.float32)}])
 
 
 @pytest.mark.parametrize("bounds", ["min", "max", "both"])
@@ -131,12 +111,12 @@ def test_clip_with_bounds_computed_at_run_time(bounds):
              helper.make_node("Add", ["low", "range"], ["ceil"])]
     lo, hi = {"min": ("floor", ""), "max": ("", "ceil"), "both": ("floor", "ceil")}[bounds]
     nodes.append(helper.make_node("Clip", ["x", lo, hi], ["y"]))
-    model = _model(nodes, [("x", TP.FLOAT, ["batch", 6])], [("y", TP.FLOAT, None)], 13,
+    model = onnx_model(nodes, [("x", TP.FLOAT, ["batch", 6])], [("y", TP.FLOAT, None)], 13,
                    [helper.make_tensor("range", TP.FLOAT, [], [3.0])])
     rng = np.random.default_rng(3)
     feeds = [{"x": rng.uniform(-5, 5, (b, 6)).astype(np.float32)} for b in (1, 4)]
     feeds.append({"x": np.array([[0.0, 1.0, 2.0, 10.0, 11.0, 12.0]], np.float32)})  # min > max
-    _check(model, feeds)
+    check_against_ort(model, feeds)
 
 
 def test_lstm_over_a_symbolic_width_names_the_shape_variable():
@@ -151,7 +131,7 @@ def test_lstm_over_a_symbolic_width_names_the_shape_variable():
                            rng.standard_normal(4 * hidden * hidden).tolist())
     nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
              helper.make_node("LSTM", ["t", "W", "R"], ["y"], hidden_size=hidden)]
-    model = _model(nodes, [("x", TP.FLOAT, [1, "image_width", feat])], [("y", TP.FLOAT, None)],
+    model = onnx_model(nodes, [("x", TP.FLOAT, [1, "image_width", feat])], [("y", TP.FLOAT, None)],
                    13, [w, r])
     with pytest.raises(graph.OnnxImportError, match=r"symbolic sequence length image_width "
                        r"\(shape variables image_width\).*shapes=\{\.\.\.\}"):
@@ -175,7 +155,7 @@ def _anchor_model(start=0.0, delta=1.0):
              helper.make_tensor("start", TP.FLOAT, [], [start]),
              helper.make_tensor("delta", TP.FLOAT, [], [delta]),
              helper.make_tensor("half", TP.FLOAT, [], [0.5])]
-    return _model(nodes, [("x", TP.FLOAT, [1, 2, "height", "width"])],
+    return onnx_model(nodes, [("x", TP.FLOAT, [1, 2, "height", "width"])],
                   [("h_y", TP.FLOAT, None), ("w_y", TP.FLOAT, None)], 17, inits)
 
 
@@ -185,7 +165,7 @@ def test_float_range_over_a_symbolic_feature_map_size():
     One build at two sizes, against onnxruntime; a start of 1 and a delta of 2 too."""
     for start, delta in ((0.0, 1.0), (1.0, 2.0)):
         model = _anchor_model(start, delta)
-        _check(model, [{"x": np.zeros((1, 2, h, w), np.float32)} for h, w in ((4, 5), (3, 9))])
+        check_against_ort(model, [{"x": np.zeros((1, 2, h, w), np.float32)} for h, w in ((4, 5), (3, 9))])
 
 
 def test_float_range_with_a_fractional_delta_over_a_symbolic_size_is_refused():
@@ -195,8 +175,8 @@ def test_float_range_with_a_fractional_delta_over_a_symbolic_size_is_refused():
 
 def _pad_model(mode, pads):
     node = helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)
-    return _model([node], [("x", TP.FLOAT, [2, "n"])], [("y", TP.FLOAT, None)], 18,
-                  [_ints("pads", pads)])
+    return onnx_model([node], [("x", TP.FLOAT, [2, "n"])], [("y", TP.FLOAT, None)], 18,
+                  [int64s("pads", pads)])
 
 
 @pytest.mark.parametrize("mode", ["reflect", "edge"])
@@ -207,7 +187,7 @@ def test_mirror_padding_of_a_symbolic_axis(mode, pads):
     kernel needs a constant extent to mirror). One build at several lengths, against
     onnxruntime."""
     rng = np.random.default_rng(5)
-    _check(_pad_model(mode, pads),
+    check_against_ort(_pad_model(mode, pads),
            [{"x": rng.standard_normal((2, n)).astype(np.float32)} for n in (5, 9)])
 
 
@@ -240,7 +220,7 @@ def test_recurrent_layer_over_a_symbolic_batch(op, direction):
     inputs = [("x", TP.FLOAT, [steps, "batch", feat]), ("h0", TP.FLOAT, [dirs, "batch", hidden])]
     if op == "LSTM":
         inputs.append(("c0", TP.FLOAT, [dirs, "batch", hidden]))
-    model = _model([node], inputs, [("y", TP.FLOAT, None), ("h", TP.FLOAT, None)], 14, inits)
+    model = onnx_model([node], inputs, [("y", TP.FLOAT, None), ("h", TP.FLOAT, None)], 14, inits)
     feeds = []
     for b in (1, 3):
         feed = {"x": rng.standard_normal((steps, b, feat)).astype(np.float32),
@@ -248,4 +228,4 @@ def test_recurrent_layer_over_a_symbolic_batch(op, direction):
         if op == "LSTM":
             feed["c0"] = rng.standard_normal((dirs, b, hidden)).astype(np.float32)
         feeds.append(feed)
-    _check(model, feeds)
+    check_against_ort(model, feeds)
