@@ -27,9 +27,16 @@ def _softmax_task(g) -> FreeGraphTask:
     return task
 
 
-def _option():
-    return autotune.measure_option(autotune.LocalBuilder(2),
-                                   autotune.LocalRunner(number=2, repeat=2, timeout=10))
+@pytest.fixture(scope="module")
+def option():
+    """One measure option (two builder processes, a measuring process) for the tuning runs of
+    this file: each new one spawned its three processes again (about a second of CPU each)."""
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=2, repeat=2, timeout=10))
+    try:
+        yield opt
+    finally:
+        opt.close()
 
 
 def _records(log: str, name: str) -> list:
@@ -37,23 +44,19 @@ def _records(log: str, name: str) -> list:
 
 
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory):
+def tuned(tmp_path_factory, option):
     """The softmax's template-free task tuned 2 trials by tune_tasks into a fresh log, then
     resumed to 4 trials, without transfer (the log's copy after each run)."""
     g = _graph()
     task = _softmax_task(g)
     root = tmp_path_factory.mktemp("free_tune")
     log = root / "log.jsonl"
-    opt = _option()
-    try:
-        autotune.tune_tasks([task], 2, log, tuner="random", measure_option=opt, progress=False,
-                            seed=0, remeasure_top=0)
-        first = (root / "first.jsonl")
-        first.write_text(log.read_text())
-        autotune.tune_tasks([task], 4, log, tuner="random", measure_option=opt, progress=False,
-                            seed=0, remeasure_top=0, transfer=False)
-    finally:
-        opt.close()
+    autotune.tune_tasks([task], 2, log, tuner="random", measure_option=option, progress=False,
+                        seed=0, remeasure_top=0)
+    first = (root / "first.jsonl")
+    first.write_text(log.read_text())
+    autotune.tune_tasks([task], 4, log, tuner="random", measure_option=option, progress=False,
+                        seed=0, remeasure_top=0, transfer=False)
     return g, task, str(first), str(log)
 
 
@@ -90,34 +93,26 @@ def test_build_applies_a_tuned_record_only_when_faster_than_the_logged_default(
     np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
-def test_task_scheduler_logs_the_baseline_once_over_its_rounds(tmp_path):
+def test_task_scheduler_logs_the_baseline_once_over_its_rounds(tmp_path, option):
     task = _softmax_task(_graph())
     log = str(tmp_path / "log.jsonl")
-    opt = _option()
-    try:
-        sched = autotune.TaskScheduler([task], log_file=log, measure_option=opt,
-                                       tuner="random", round_trials=1, progress=False, seed=0)
-        sched.tune(n_trial=3)
-    finally:
-        opt.close()
+    sched = autotune.TaskScheduler([task], log_file=log, measure_option=option,
+                                   tuner="random", round_trials=1, progress=False, seed=0)
+    sched.tune(n_trial=3)
     assert sum(not r.remeasured for r in _records(log, WORKLOAD)) == 3  # and re-measured ones
     (base,) = _records(log, BASELINE)
     assert base.valid
 
 
-def test_a_tuner_with_history_holding_the_baseline_does_not_measure_it(tmp_path):
+def test_a_tuner_with_history_holding_the_baseline_does_not_measure_it(tmp_path, option):
     task = _softmax_task(_graph())
     log = str(tmp_path / "log.jsonl")
-    opt = _option()
-    try:
-        tuner = autotune.RandomTuner(task, batch_size=1, seed=0)
-        tuner.tune(1, opt, callbacks=[autotune.log_to_file(log)])
-        again = autotune.RandomTuner(task, batch_size=1, seed=1)
-        again.load_history(autotune.load_records(log))
-        assert again.baseline_logged
-        again.tune(2, opt, callbacks=[autotune.log_to_file(log)])
-    finally:
-        opt.close()
+    tuner = autotune.RandomTuner(task, batch_size=1, seed=0)
+    tuner.tune(1, option, callbacks=[autotune.log_to_file(log)])
+    again = autotune.RandomTuner(task, batch_size=1, seed=1)
+    again.load_history(autotune.load_records(log))
+    assert again.baseline_logged
+    again.tune(2, option, callbacks=[autotune.log_to_file(log)])
     assert len(_records(log, BASELINE)) == 1
     assert len(_records(log, WORKLOAD)) == 3
 
