@@ -32,16 +32,23 @@ def test_untemplated_kernels_get_template_free_tasks():
         assert t.warm_args == (0,)
 
 
-def _tune_free(task, log, costs: float):
-    """Two random trials of ``task`` into ``log`` (with its default's baseline); ``costs``:
-    the searched records' figures set to it afterwards (the tests choose who wins)."""
+@pytest.fixture(scope="module")
+def option():
+    """One measure option (two builder processes, a measuring process) for the tuning runs of
+    this file: each new one spawned its three processes again (about a second of CPU each)."""
     opt = autotune.measure_option(autotune.LocalBuilder(2),
                                   autotune.LocalRunner(number=2, repeat=2, timeout=20))
     try:
-        autotune.RandomTuner(task, batch_size=2, seed=0).tune(
-            2, opt, callbacks=[autotune.log_to_file(log)])
+        yield opt
     finally:
         opt.close()
+
+
+def _tune_free(task, log, costs: float, option):
+    """Two random trials of ``task`` into ``log`` (with its default's baseline); ``costs``:
+    the searched records' figures set to it afterwards (the tests choose who wins)."""
+    autotune.RandomTuner(task, batch_size=2, seed=0).tune(
+        2, option, callbacks=[autotune.log_to_file(log)])
     _with_costs(task, log, log, costs)
 
 
@@ -56,7 +63,7 @@ def _with_costs(task, src, dst, costs: float):
     dst.write_text("".join(json.dumps(r) + "\n" for r in recs))
 
 
-def test_build_replays_the_template_free_record(tmp_path):
+def test_build_replays_the_template_free_record(tmp_path, option):
     g = _graph()
     task = graph.extract_tasks(g, template_free=True)[1]  # the softmax
     log = tmp_path / "free.jsonl"
@@ -64,7 +71,7 @@ def test_build_replays_the_template_free_record(tmp_path):
     # the build applies the best (one slower than the default would be left out)
     # (set, not scaled: a searched trial's repeat can take 12 ms when a thread wakes late, and
     # a thousandth of that lost to the default's 2 us in CI)
-    _tune_free(task, log, 1e-9)
+    _tune_free(task, log, 1e-9, option)
     gm = graph.build(g, target="llvm", tuning_log=str(log))
     tuned = {k["op"]: k["tuned"] for k in gm.plan["kernels"].values()}
     assert tuned == {"relu": False, "softmax": True}
@@ -110,7 +117,8 @@ def test_template_free_all_refuses_conv_blocks():
         graph.extract_tasks(g, template_free="all", blocks=(16,))
 
 
-def test_build_applies_a_template_free_conv_record_unless_the_default_wins(tmp_path):
+def test_build_applies_a_template_free_conv_record_unless_the_default_wins(tmp_path,
+                                                                           option):
     g, w = _conv_graph()
     task = graph.extract_tasks(g, template_free="all")[0]  # the conv
     x = np.random.default_rng(2).standard_normal((1, 16, 12, 12)).astype(np.float32)
@@ -118,7 +126,7 @@ def test_build_applies_a_template_free_conv_record_unless_the_default_wins(tmp_p
     win = np.lib.stride_tricks.sliding_window_view(pad, (3, 3), axis=(1, 2))
     ref = np.maximum(np.einsum("chwij,ocij->ohw", win, w), 0.0)[None]
     tuned_log = tmp_path / "all.jsonl"
-    _tune_free(task, tuned_log, 1.0)  # tuned once; each case sets the searched figures
+    _tune_free(task, tuned_log, 1.0, option)  # tuned once; each case sets the searched figures
     for costs, tuned in ((1e-9, True), (1.0, False)):  # searched faster / slower than default
         log = tmp_path / f"all_{costs}.jsonl"
         _with_costs(task, tuned_log, log, costs)
@@ -131,7 +139,7 @@ def test_build_applies_a_template_free_conv_record_unless_the_default_wins(tmp_p
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
-def test_a_sketch_fallback_the_rules_refuse_does_not_stop_the_tuning(tmp_path):
+def test_a_sketch_fallback_the_rules_refuse_does_not_stop_the_tuning(tmp_path, option):
     # a 4x4 output in 16-channel blocks: the sketch's fallback register tile has 1024 elements
     rng = np.random.default_rng(3)
     b = graph.Builder("small_conv")
@@ -145,13 +153,8 @@ def test_a_sketch_fallback_the_rules_refuse_does_not_stop_the_tuning(tmp_path):
     sched, _ = task.reference_schedule()
     assert json.loads(sched.trace.dumps()) == []
     log = tmp_path / "small.jsonl"
-    opt = autotune.measure_option(autotune.LocalBuilder(2),
-                                  autotune.LocalRunner(number=2, repeat=2, timeout=20))
-    try:
-        autotune.tune_tasks([task], n_trial=3, log_file=str(log), tuner="evolution",
-                            measure_option=opt, progress=False, seed=0)
-    finally:
-        opt.close()
+    autotune.tune_tasks([task], n_trial=3, log_file=str(log), tuner="evolution",
+                        measure_option=option, progress=False, seed=0)
     recs = [r for r in autotune.load_records(str(log)) if r.key == task.key]
     assert len([r for r in recs if not r.remeasured]) == 3
     assert all(r.valid for r in recs), [r.result for r in recs if not r.valid]
