@@ -300,8 +300,9 @@ def extern_manifest(func: S.PrimFunc) -> list[dict]:
     return out
 
 
-# integer index arithmetic: pure, no branches, the same value wherever its variables are
-_REUSED_NODES = (E.Add, E.Sub, E.Mul)
+# integer index arithmetic: pure, no branches (a division's zero-divisor lanes are selects), the
+# same value wherever its variables are
+_REUSED_NODES = (E.Add, E.Sub, E.Mul, E.Div, E.FloorDiv, E.FloorMod, E.Min, E.Max)
 _REUSED_DTYPES = (dt.INDEX_DTYPE, "int32")
 
 
