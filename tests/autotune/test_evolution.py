@@ -21,6 +21,19 @@ def _changed(space, a: int, b: int) -> list[str]:
     return [n for n, x, y in zip(space.knobs, space.point(a), space.point(b)) if x != y]
 
 
+@pytest.fixture(scope="module")
+def option():
+    """One measure option (two builder processes, a measuring process) for the tuning runs of
+    this file: each new one spawned its three processes again (about a second of CPU each).
+    Repeats 2 of 1 call (the tests count records, not their costs)."""
+    opt = autotune.measure_option(autotune.LocalBuilder(2),
+                                  autotune.LocalRunner(number=1, repeat=2, timeout=10))
+    try:
+        yield opt
+    finally:
+        opt.close()
+
+
 def test_mutation_changes_one_decision_and_moves_a_tile_factor_between_two_levels():
     t = _tuner(W.plain_matmul, (64, 128, 32))
     space = t.space
@@ -120,23 +133,18 @@ def test_evolution_tuner_rejects_bad_arguments():
 
 
 @pytest.mark.slow  # ~15 s idle, builds 12 kernels (test_workload.py's fixture tunes 4)
-def test_tuning_a_workload_logs_distinct_configs_and_resumes(tmp_path):
+def test_tuning_a_workload_logs_distinct_configs_and_resumes(tmp_path, option):
     log = tmp_path / "ln.jsonl"
     task = autotune.create_task(W.layer_norm, (16, 64))
-    opt = autotune.measure_option(autotune.LocalBuilder(2),
-                                  autotune.LocalRunner(number=2, repeat=2, timeout=10))
-    try:
-        t = autotune.EvolutionTuner(task, batch_size=4, seed=0, search_ratio=0.0)
-        t.tune(8, opt, callbacks=[autotune.log_to_file(log)])
-        recs = [json.loads(x) for x in log.read_text().splitlines()]
-        assert len(recs) == 8 and t.best_flops > 0
-        configs = {json.dumps(r["config"]["entity"], sort_keys=True) for r in recs}
-        assert len(configs) == 8
-        again = autotune.EvolutionTuner(task, batch_size=4, seed=1, search_ratio=0.0)
-        again.load_history(autotune.load_records(log))
-        again.tune(4, opt, callbacks=[autotune.log_to_file(log)])
-    finally:
-        opt.close()
+    t = autotune.EvolutionTuner(task, batch_size=4, seed=0, search_ratio=0.0)
+    t.tune(8, option, callbacks=[autotune.log_to_file(log)])
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(recs) == 8 and t.best_flops > 0
+    configs = {json.dumps(r["config"]["entity"], sort_keys=True) for r in recs}
+    assert len(configs) == 8
+    again = autotune.EvolutionTuner(task, batch_size=4, seed=1, search_ratio=0.0)
+    again.load_history(autotune.load_records(log))
+    again.tune(4, option, callbacks=[autotune.log_to_file(log)])
     recs = [json.loads(x) for x in log.read_text().splitlines()]
     configs = {json.dumps(r["config"]["entity"], sort_keys=True) for r in recs}
     assert len(recs) == 12 and len(configs) == 12
@@ -159,45 +167,34 @@ def test_records_of_the_same_workload_at_other_sizes_train_the_model():
     assert max(t._ty) == 1.0  # throughput normalized to the other workload's best
 
 
-def test_a_spent_space_stops_the_search_early_and_says_so(tmp_path, caplog):
+def test_a_spent_space_stops_the_search_early_and_says_so(tmp_path, caplog, option):
     # row sums of one 32-element row: 48 configs, 25 distinct schedules (the lanes of the
     # plain rule, and every decision but the parts of rf_par, change nothing there)
     task = autotune.create_task(W.row_sum, (1, 32))
     assert len(task.config_space) == 48
     log = tmp_path / "rs.jsonl"
-    opt = autotune.measure_option(autotune.LocalBuilder(2),
-                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
     t = autotune.EvolutionTuner(task, batch_size=16, seed=0)
-    try:
-        with caplog.at_level("WARNING", logger="tensorlang.autotune.evolution"):
-            t.tune(64, opt, callbacks=[autotune.log_to_file(log)])
-        recs = [json.loads(x) for x in log.read_text().splitlines()]
-        assert t.trials == len(recs) == t.distinct_schedules == 25
-        assert len({json.dumps(r["trace"]) for r in recs}) == 25
-        assert t.search_stats["duplicates"] == 48 - 25
-        assert "the search space is spent after 25 of 64 trials" in t.stop_reason
-        assert "48 configs give 25 distinct schedules" in t.stop_reason
-        assert t.stop_reason in caplog.text
-        # asked for fewer trials than the space holds: no early stop, nothing said (measured
-        # by the same builders and runner: new ones would only start their processes again)
-        t2 = autotune.EvolutionTuner(task, batch_size=8, seed=0)
-        t2.tune(8, opt)
-    finally:
-        opt.close()
+    with caplog.at_level("WARNING", logger="tensorlang.autotune.evolution"):
+        t.tune(64, option, callbacks=[autotune.log_to_file(log)])
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    assert t.trials == len(recs) == t.distinct_schedules == 25
+    assert len({json.dumps(r["trace"]) for r in recs}) == 25
+    assert t.search_stats["duplicates"] == 48 - 25
+    assert "the search space is spent after 25 of 64 trials" in t.stop_reason
+    assert "48 configs give 25 distinct schedules" in t.stop_reason
+    assert t.stop_reason in caplog.text
+    # asked for fewer trials than the space holds: no early stop, nothing said
+    t2 = autotune.EvolutionTuner(task, batch_size=8, seed=0)
+    t2.tune(8, option)
     assert t2.trials == 8 and t2.stop_reason is None
 
 
-def test_tune_tasks_runs_the_evolution_tuner_and_its_final_remeasurement(tmp_path):
+def test_tune_tasks_runs_the_evolution_tuner_and_its_final_remeasurement(tmp_path, option):
     # tune_tasks passes remeasure_top / remeasure_rounds to every tuner's tune()
     task = autotune.create_task(W.row_sum, (4, 64))
     log = tmp_path / "rs.jsonl"
-    opt = autotune.measure_option(autotune.LocalBuilder(2),
-                                  autotune.LocalRunner(number=1, repeat=2, timeout=10))
-    try:
-        autotune.tune_tasks([task], n_trial=4, log_file=log, tuner="evolution",
-                            measure_option=opt, remeasure_top=2, remeasure_rounds=2)
-    finally:
-        opt.close()
+    autotune.tune_tasks([task], n_trial=4, log_file=log, tuner="evolution",
+                        measure_option=option, remeasure_top=2, remeasure_rounds=2)
     recs = autotune.load_records(log)
     assert sum(not r.remeasured for r in recs) == 4
     assert sum(r.remeasured for r in recs) >= 2  # the top configs (and the default) again
