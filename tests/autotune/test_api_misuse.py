@@ -14,8 +14,10 @@ import tensorlang as tl
 from tensorlang import autotune
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def option():
+    """One measure option for the module (a builder process and a measuring process, spawned
+    and importing tensorlang once, not for every test that tunes)."""
     opt = autotune.measure_option(autotune.LocalBuilder(n_parallel=1, timeout=30),
                                   autotune.LocalRunner(number=1, repeat=1))
     yield opt
