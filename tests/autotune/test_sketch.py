@@ -92,7 +92,19 @@ def test_filled_sketches_of_every_workload_match_numpy(name, args):
     assert _check_builds(name, args, 4) == 0
 
 
-def test_illegal_fills_are_refused_counted_and_never_built():
+@pytest.fixture(scope="module")
+def option():
+    """One measure option (a builder process, a measuring process) for the module's two
+    measurements, not one spawned for each."""
+    opt = autotune.measure_option(autotune.LocalBuilder(1),
+                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
+    try:
+        yield opt
+    finally:
+        opt.close()
+
+
+def test_illegal_fills_are_refused_counted_and_never_built(option):
     # a reducer declared not commutative: factoring its reduction (rfactor) reorders the
     # combination, which the dependence analysis refuses
     task = autotune.create_task(W.first_nonzero_2d, (4, 8, 32))
@@ -108,12 +120,7 @@ def test_illegal_fills_are_refused_counted_and_never_built():
     for idx in picked:
         assert space.get(idx).entities["s0.rule"].val != "rf_lanes"
     # measuring it: an "illegal schedule" record, from the builder, with no module built
-    opt = autotune.measure_option(autotune.LocalBuilder(1),
-                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
-    try:
-        res, = measure_batch(opt, [MeasureInput(task, bad)])
-    finally:
-        opt.close()
+    res, = measure_batch(option, [MeasureInput(task, bad)])
     assert res.error == ILLEGAL and res.trace is None and not res.costs
 
 
@@ -196,18 +203,13 @@ def test_packed_conv_sketch_vectorizes_the_channels():
     assert "Y.local[ramp(8, 1, 8)] = Y.local[ramp(8, 1, 8)] + " in text  # vector FMAs
 
 
-def test_a_replayed_packing_record_reproduces_it(tmp_path):
+def test_a_replayed_packing_record_reproduces_it(tmp_path, option):
     from tensorlang.autotune.record import append_records, make_record
 
     args = (48, 64, 32)
     task = autotune.create_task(W.plain_matmul, args)
     cfg = _config(task, s0_pack=1, s0_S1=[-1, 1, 1, 16])
-    opt = autotune.measure_option(autotune.LocalBuilder(1),
-                                  autotune.LocalRunner(number=1, repeat=1, timeout=10))
-    try:
-        res, = measure_batch(opt, [MeasureInput(task, cfg)])
-    finally:
-        opt.close()
+    res, = measure_batch(option, [MeasureInput(task, cfg)])
     assert res.error is None, res.error_msg
     log = tmp_path / "mm.jsonl"
     append_records(log, [make_record(MeasureInput(task, cfg), res)])
