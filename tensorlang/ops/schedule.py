@@ -357,11 +357,19 @@ def schedule_reduce(s, t: Tensor, rows: int = 4) -> None:
     st = s[t]
     if _reduce_over_outer_axes(st):
         # e.g. global pooling of NCHW[x]c: the innermost output axis (the channel block) is
-        # also every read's innermost index, so it is the vector and the reduce loops wrap it
+        # also every read's innermost index, so it is the vector and the reduce loops wrap it;
+        # a longer one (a softmax over a middle axis: YOLOv8's DFL over 16 bins of [n, 16, 4,
+        # anchors]) in vectors of 16 lanes, each wrapped by the reduce loops
         *outer, inner = st.op.axis
-        row = st.fuse(*outer) if len(outer) > 1 else outer[0]
-        st.reorder(row, *st.op.reduce_axis, inner)
-        st.vectorize(inner)
+        row = _fuse_tasks(st, *outer) if len(outer) > 1 else outer[0]
+        n = _ext(inner)
+        if n is not None and n <= 4 * LANES:
+            st.reorder(row, *st.op.reduce_axis, inner)
+            st.vectorize(inner)
+        else:
+            io, ii = st.split(inner, factor=LANES)
+            st.reorder(row, io, *st.op.reduce_axis, ii)
+            st.vectorize(ii)
         st.parallel(row)
         return
     rst = _reduce_rows(s, t) if st.op.num_outputs == 1 and _reduce_rows_ok(st.op) else None
@@ -387,12 +395,14 @@ def schedule_reduce(s, t: Tensor, rows: int = 4) -> None:
 
 
 def _reduce_over_outer_axes(st) -> bool:
-    """True when the stage's innermost output axis is a whole number of vectors and the
-    innermost index of every read it makes (reduce axes outside it)."""
+    """True when the stage's innermost output axis is a whole number of vectors, or longer
+    than 4 vectors (or symbolic: vectors and a masked last one), and the innermost index of
+    every read it makes (reduce axes outside it)."""
     if st.op.num_outputs != 1 or len(st.op.axis) < 2:
         return False
     inner = st.op.axis[-1]
-    if (_ext(inner) or 1) % LANES and _ext(inner) not in (4, 8):
+    n = _ext(inner)
+    if n is not None and n <= 4 * LANES and n % LANES and n not in (4, 8):
         return False
     from ..ir.functor import Visitor
 

@@ -286,6 +286,20 @@ def test_softmax_symbolic_rows_and_row_length():
     check_sizes([x], ops.softmax(x), _softmax, sizes)
 
 
+def test_softmax_over_a_middle_axis_symbolic_and_static():
+    """YOLOv8's DFL: a softmax over the 16 bins of [batch, 16, 4, anchors]: max and sum over
+    a middle axis, in 16-lane vectors of the anchors (symbolic, or static past 4 vectors,
+    ragged or whole), the last one masked; also a plain max over a middle axis."""
+    b, a = tl.var("batch"), tl.var("anchors")
+    x = tl.placeholder((b, 16, 4, a), name="x")
+    sizes = [{"batch": bb, "anchors": aa} for bb, aa in ((1, 1), (2, 15), (1, 17), (1, 100))]
+    check_sizes([x], ops.softmax(x, axis=1), lambda v: _softmax(v, 1), sizes)
+    for n in (70, 96):  # a ragged and a whole number of vectors, past 4 of them
+        y = tl.placeholder((2, 16, 4, n), name="y")
+        check_sizes([y], ops.softmax(y, axis=1), lambda v: _softmax(v, 1), [{}])
+    check_sizes([x], ops.max(x, axis=1), lambda v: v.max(1), sizes)
+
+
 def test_softmax_with_mask_add_symbolic():
     b, s = tl.var("batch"), tl.var("seq")
     x = tl.placeholder((b, 2, s, s), name="x")
