@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tensorlang import autotune
 
 
-def test_xgb_tuner_never_repeats_and_prunes_illegal(tmp_path):
-    log = tmp_path / "x.jsonl"
-    task = autotune.create_task("matmul", (32, 32, 32, "float32"))
+@pytest.fixture(scope="module")
+def option():
+    """One measure option (two builder processes, a measuring process) for the module's three
+    tuning runs, not one spawned for each."""
     opt = autotune.measure_option(autotune.LocalBuilder(2),
                                   autotune.LocalRunner(number=2, repeat=2, timeout=5))
-    tuner = autotune.XGBTuner(task, batch_size=8, seed=0)
     try:
-        tuner.tune(24, opt, callbacks=[autotune.log_to_file(log)])
+        yield opt
     finally:
         opt.close()
+
+
+def test_xgb_tuner_never_repeats_and_prunes_illegal(tmp_path, option):
+    log = tmp_path / "x.jsonl"
+    task = autotune.create_task("matmul", (32, 32, 32, "float32"))
+    tuner = autotune.XGBTuner(task, batch_size=8, seed=0)
+    tuner.tune(24, option, callbacks=[autotune.log_to_file(log)])
     recs = autotune.load_records(log)
     idx = [r.config["index"] for r in recs]
     assert len(idx) == 24 and len(set(idx)) == 24
@@ -46,18 +54,13 @@ def test_xgb_tuner_never_repeats_and_prunes_illegal(tmp_path):
     assert np.isfinite(again.best_flops)
 
 
-def test_xgb_tuner_exhausts_a_small_space():
+def test_xgb_tuner_exhausts_a_small_space(option):
     # the search must not spin when fewer configs are left than its population
     import autotune_test_templates  # noqa: F401
 
     task = autotune.create_task("test_vadd", (16,))
-    opt = autotune.measure_option(autotune.LocalBuilder(2),
-                                  autotune.LocalRunner(number=1, repeat=1, timeout=5))
     tuner = autotune.XGBTuner(task, batch_size=8, seed=0)
-    try:
-        tuner.tune(100, opt)
-    finally:
-        opt.close()
+    tuner.tune(100, option)
     assert tuner.trials == len(task.config_space) == len(tuner.visited)
 
 
@@ -87,18 +90,14 @@ def test_a_plan_spreads_its_random_picks_over_every_prefix(monkeypatch):
                     ranked[-3], ranked[3], ranked[-4]]
 
 
-def test_relearning_the_transfer_records_renormalizes_them_and_drops_the_plan(tmp_path):
+def test_relearning_the_transfer_records_renormalizes_them_and_drops_the_plan(tmp_path,
+                                                                           option):
     """TaskScheduler rounds grow the log between one task's rounds: its tuner learns the
     other workloads' records anew, labels normalized by each workload's best so far."""
     log = tmp_path / "x.jsonl"
     task = autotune.create_task("matmul", (32, 32, 32, "float32"))
-    opt = autotune.measure_option(autotune.LocalBuilder(2),
-                                  autotune.LocalRunner(number=2, repeat=2, timeout=5))
-    try:
-        autotune.XGBTuner(task, batch_size=4, seed=0).tune(
-            8, opt, callbacks=[autotune.log_to_file(log)])
-    finally:
-        opt.close()
+    autotune.XGBTuner(task, batch_size=4, seed=0).tune(
+        8, option, callbacks=[autotune.log_to_file(log)])
     recs = autotune.load_records(log)
     other = autotune.XGBTuner(autotune.create_task("matmul", (48, 32, 32, "float32")), seed=1)
     other.load_history(recs[:4])
