@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from forked_cli import ForkedCLI
 
 
 def _cli(*argv, timeout=300):
@@ -28,10 +29,6 @@ def _assert_one_line_error(proc, message: str) -> None:
 
 @pytest.fixture
 def files(tmp_path):
-    return _make_files(tmp_path)
-
-
-def _make_files(tmp_path: Path) -> dict:
     import onnx
     from onnx import TensorProto, helper
 
@@ -87,91 +84,26 @@ CASES = [
 ]
 
 
-# Runs the CLI once per argv in a forked copy of one interpreter that imported tensorlang.cli
-# (as `python -m tensorlang.cli` does before it parses anything) and the modules its
-# subcommands import: each case is still a process of its own, with its own exit status and
-# its own stdout and stderr (what the imports printed included, as each fresh interpreter
-# would print it), without 33 interpreter starts and imports (up to 0.8 s a case, 12 s in
-# all; ~2 s so). Reads a JSON list of argv lists on stdin, writes a JSON list of
-# [exit status, stdout, stderr].
-_FORKED_CLI = r"""
-import json, os, shutil, sys, tempfile
-
-cases = json.loads(sys.stdin.read())
-tmp = tempfile.mkdtemp()
-
-
-def redirected(k):
-    # fds 1 and 2 to files of their own; the fds they were, to restore them
-    saved = []
-    for fd, name in ((1, "out"), (2, "err")):
-        saved.append(os.dup(fd))
-        to = os.open(os.path.join(tmp, f"{k}.{name}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(to, fd)
-        os.close(to)
-    return saved
-
-
-def said(k):
-    texts = []
-    for name in ("out", "err"):
-        with open(os.path.join(tmp, f"{k}.{name}")) as f:
-            texts.append(f.read())
-    return texts
-
-
-saved = redirected("import")
-from tensorlang.cli import main
-# and what its subcommands import when they run (~0.7 s of each case that reads a model)
-import onnx, tensorlang.autotune.cli, tensorlang.graph.frontends.onnx, tensorlang.runtime
-sys.stdout.flush()
-sys.stderr.flush()
-for fd, old in zip((1, 2), saved):
-    os.dup2(old, fd)
-    os.close(old)
-at_import = said("import")
-results = []
-for k, argv in enumerate(cases):
-    pid = os.fork()
-    if pid == 0:
-        redirected(k)
-        sys.argv = ["tensorlang", *argv]
-        sys.exit(main(argv))  # the process ends here, as the real one does
-    _, status = os.waitpid(pid, 0)
-    results.append([os.waitstatus_to_exitcode(status),
-                    *(a + b for a, b in zip(at_import, said(k)))])
-shutil.rmtree(tmp)
-sys.stdout.write(json.dumps(results))
-"""
-
-
 @pytest.fixture(scope="module")
-def user_errors(tmp_path_factory):
-    """Each case of CASES, by its id, run on files of its own: (the files, the process, the
-    model file's bytes before the run)."""
-    runs = []
-    for argv, _ in CASES:
-        files = _make_files(tmp_path_factory.mktemp("case"))
-        argv = [next((v + a[len(k):] for k, v in files.items() if a.startswith(k)), a)
-                for a in argv]
-        runs.append((files, argv, Path(files["MODEL"]).read_bytes()))
-    proc = subprocess.run([sys.executable, "-c", _FORKED_CLI], capture_output=True, text=True,
-                          input=json.dumps([argv for _, argv, _ in runs]), timeout=600,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    done = [subprocess.CompletedProcess(argv, *r)
-            for (_, argv, _), r in zip(runs, json.loads(proc.stdout))]
-    by_case = {" ".join(argv): (files, proc, model)
-               for (argv, _), (files, _, model), proc in zip(CASES, runs, done)}
-    assert len(by_case) == len(CASES)
-    return by_case
+def forked_cli():
+    """The user-error cases run as forks of one process that imported the CLI (forked_cli.py:
+    each still a process of its own, with its exit status, stdout and stderr), not 33
+    interpreter starts and imports of up to 0.8 s each; the other tests of this file run
+    python -m tensorlang.cli itself."""
+    cli = ForkedCLI()
+    try:
+        yield cli
+    finally:
+        cli.close()
 
 
 @pytest.mark.parametrize("argv, message", CASES, ids=[" ".join(a) for a, _ in CASES])
-def test_user_error_is_one_line_exit_2(user_errors, argv, message):
-    files, proc, model = user_errors[" ".join(argv)]
+def test_user_error_is_one_line_exit_2(files, forked_cli, argv, message):
+    argv = [next((v + a[len(k):] for k, v in files.items() if a.startswith(k)), a)
+            for a in argv]
     message = message.replace("MODEL", files["MODEL"])
-    _assert_one_line_error(proc, message)
+    model = Path(files["MODEL"]).read_bytes()
+    _assert_one_line_error(forked_cli.run(*argv), message)
     assert Path(files["MODEL"]).read_bytes() == model  # -o or --log naming it left it whole
 
 

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from forked_cli import ForkedCLI
 from onnx import TensorProto, helper, numpy_helper
 from tensorlang.graph.frontends import onnx_control_flow
 from tensorlang.runtime.graph_module import InputError
@@ -262,6 +263,19 @@ def _cli(*argv, env=None, timeout=120):
                           env={**os.environ, **(env or {})})
 
 
+@pytest.fixture(scope="module")
+def forked_cli():
+    """The CLI runs of the tests below (their `_cli`: this run method) as forks of one process
+    that imported the CLI (tests/forked_cli.py: each still a process of its own, with the
+    given environment, its exit status, stdout and stderr), not an interpreter start and
+    imports for each of the 12; the fixture's compile runs python -m tensorlang.cli itself."""
+    cli = ForkedCLI()
+    try:
+        yield cli.run
+    finally:
+        cli.close()
+
+
 def _one_line_error(proc, message):
     err = [x for x in proc.stderr.splitlines() if x.strip()]
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
@@ -286,7 +300,8 @@ def artifact(tmp_path_factory):
     return d
 
 
-def test_cli_fifos_are_refused_not_read_for_ever(artifact):
+def test_cli_fifos_are_refused_not_read_for_ever(artifact, forked_cli):
+    _cli = forked_cli
     d = artifact
     _one_line_error(_cli("run", str(d / "dyn.tlpkg"), "--input", f"x={d / 'fifo.npy'}"),
                     "is not a regular file; give a input file")
@@ -295,7 +310,8 @@ def test_cli_fifos_are_refused_not_read_for_ever(artifact):
     _one_line_error(_cli("inspect", str(d / "fifo.npy")), "is not a regular file")
 
 
-def test_cli_run_odd_inputs_and_outputs(artifact):
+def test_cli_run_odd_inputs_and_outputs(artifact, forked_cli):
+    _cli = forked_cli
     d, pkg, x = artifact, str(artifact / "dyn.tlpkg"), f"x={artifact / 'x.npy'}"
     _one_line_error(_cli("run", pkg, "--input", x, "--input", x), "--input x is given twice")
     _one_line_error(_cli("run", pkg, "--input", x, "--output", str(d)),
@@ -308,7 +324,8 @@ def test_cli_run_odd_inputs_and_outputs(artifact):
     assert np.load(d / "o.npz")["y"].shape == (0, 3)
 
 
-def test_cli_checks_the_thread_variables_for_every_command(artifact):
+def test_cli_checks_the_thread_variables_for_every_command(artifact, forked_cli):
+    _cli = forked_cli
     pkg, x = str(artifact / "dyn.tlpkg"), f"x={artifact / 'x.npy'}"
     for value in ("0", "-1", "abc"):
         _one_line_error(_cli("run", pkg, "--input", x, env={"TENSORLANG_NUM_THREADS": value}),
@@ -317,7 +334,8 @@ def test_cli_checks_the_thread_variables_for_every_command(artifact):
                     "TENSORLANG_BIND_THREADS must be 0 or 1")
 
 
-def test_cli_a_model_too_big_for_memory_is_a_user_error(artifact):
+def test_cli_a_model_too_big_for_memory_is_a_user_error(artifact, forked_cli):
+    _cli = forked_cli
     d = artifact
     # 10**15 rows: past any address space, so refused on every machine
     _one_line_error(_cli("compile", str(d / "dyn.onnx"), "-o", str(d / "big.tlpkg"),
