@@ -289,16 +289,20 @@ def _schedule_layout_transform(st) -> bool:
 def _transpose_tile(block: int | None, width: int | None) -> int | None:
     """Columns per tile for a layout transform done as block x tile transposes in registers
     (the lowering's transpose_gathers pass): the widest of 16, 8, 4 that divides the row, for
-    a block of 4, 8 or 16 channels. None: no such tile (the strided row schedule). A row of
-    symbolic width (a model exported with dynamic h/w) gets 16: loop_partition splits off the
-    ragged last tile, whose rows transpose_gathers reads masked; the strided schedule it had
-    took 2.4-8x the static kernel's time (1x64 channels at 56^2, 28^2, 30x20, 128^2, one
-    thread), now 0.6-1.6x (benchmarks/symbolic_ops.py, layout_*)."""
+    a block of 4, 8 or 16 channels. A row of symbolic width (a model exported with dynamic
+    h/w) gets 16: loop_partition splits off the ragged last tile, whose rows transpose_gathers
+    reads masked; the strided schedule it had took 2.4-8x the static kernel's time (1x64
+    channels at 56^2, 28^2, 30x20, 128^2, one thread), now 0.6-1.6x (benchmarks/symbolic_ops.py,
+    layout_*). So does a static row that none of them divides (its last tile's columns past
+    the row dropped once unrolled), which had the strided schedule: 64 channels to NCHW16c and
+    back, one thread, at 10^2 3.9 / 3.4 -> 1.8 / 1.0 us, 13^2 6.6 / 5.8 -> 2.5 / 2.8 us, 26^2
+    42 / 45 -> 7.1 / 10.7 us (YOLOv8's maps at 320 and 416). None under 4 columns (the strided
+    row schedule)."""
     if block not in (4, 8, 16):
         return None
     if width is None:
         return 16
-    return next((t for t in (16, 8, 4) if width % t == 0), None)
+    return next((t for t in (16, 8, 4) if width % t == 0), 16 if width >= 4 else None)
 
 
 def _reduce_rows(s, red: Tensor, lanes: int = 64):

@@ -261,8 +261,9 @@ def test_layout_transform_roundtrip():
 def test_layout_transform_schedule_transposes_tiles_in_registers():
     """One task per (n, row, channel block); inside it, tiles of 16, 8 or 4 columns x the
     block's channels are read as contiguous vectors and transposed in registers (the
-    transpose_gathers pass), never as strided loads. A row no tile divides walks the row with
-    plain strides (no division chain per vector), one strided load per vector."""
+    transpose_gathers pass), never as strided loads. A row no tile divides gets tiles of 16,
+    the last one ragged (its columns past the row dropped); a row under 4 columns walks the
+    row with plain strides (no division chain per vector), one strided load per vector."""
     a = rand((1, 32, 6, 20))
     A = ph(a, "A")
     blocked = ops.layout_transform(A, "NCHW", "NCHW16c")
@@ -276,19 +277,27 @@ def test_layout_transform_schedule_transposes_tiles_in_registers():
     text = str(tl.lower(ops.default_schedule(back), [B, back]))
     assert "shuffle(" in text and ", 16, 4)]" not in text
     check(back, [B], [np.ascontiguousarray(exp)], a)
-    # 7 columns: no tile
-    a = rand((1, 32, 3, 7))
+    # 13 columns: one tile of 16, ragged
+    for w in (13,):
+        a = rand((1, 32, 3, w))
+        A = ph(a, "A")
+        blocked = ops.layout_transform(A, "NCHW", "NCHW16c")
+        text = str(tl.lower(ops.default_schedule(blocked), [A, blocked]))
+        assert "shuffle(" in text and f"z, {3 * w}, 16)]" not in text
+        exp = a.reshape(1, 2, 16, 3, w).transpose(0, 1, 3, 4, 2)
+        check(blocked, [A], [a], exp)
+        B = ph(exp, "B")
+        back = ops.layout_transform(B, "NCHW16c", "NCHW")
+        text = str(tl.lower(ops.default_schedule(back), [B, back]))
+        assert "shuffle(" in text and f", 16, {w})]" not in text
+        check(back, [B], [np.ascontiguousarray(exp)], a)
+    # 3 columns: no tile
+    a = rand((1, 32, 2, 3))
     A = ph(a, "A")
     blocked = ops.layout_transform(A, "NCHW", "NCHW16c")
     text = str(tl.lower(ops.default_schedule(blocked), [A, blocked]))
-    assert "for z in range(7):" in text and "z, 21, 16)]" in text and "shuffle(" not in text
-    exp = a.reshape(1, 2, 16, 3, 7).transpose(0, 1, 3, 4, 2)
-    check(blocked, [A], [a], exp)
-    B = ph(exp, "B")
-    back = ops.layout_transform(B, "NCHW16c", "NCHW")
-    text = str(tl.lower(ops.default_schedule(back), [B, back]))
-    assert "for b.inner in range(16):" in text and ", 16, 7)]" in text  # a row per channel
-    check(back, [B], [np.ascontiguousarray(exp)], a)
+    assert "for z in range(3):" in text and "z, 6, 16)]" in text and "shuffle(" not in text
+    check(blocked, [A], [a], a.reshape(1, 2, 16, 2, 3).transpose(0, 1, 3, 4, 2))
 
 
 def test_patterns_are_declared():
