@@ -322,16 +322,17 @@ class FunctionEmitter:
         self.heap: list = []
         self.mask = None  # while evaluating a select's branch: the lanes that take it
         self.streaming: frozenset = frozenset()  # buffer names under a "nontemporal" pragma
-        # (basic block, integer expression) -> its value there: an unrolled tile's stores each
+        # (basic block, integer index expression) -> its value there: an unrolled tile's stores each
         # computed `o.outer * 25088 + y * 28` again (a third of a conv kernel's instructions,
         # which llvmlite builds and prints one Python object at a time). Only within the block
         # that computed it (which dominates the rest of itself); cleared when a variable is
         # bound again.
         self.index_values: dict = {}
+        self.index_arith: dict = {}  # expression -> whether it is such index arithmetic
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e) -> ir.Value:
-        reuse = type(e) in _REUSED_NODES and e.dtype in _REUSED_DTYPES
+        reuse = type(e) in _REUSED_NODES and self._index_arith(e)
         if reuse:
             got = self.index_values.get((self.b.block, e))
             if got is not None:
@@ -343,6 +344,19 @@ class FunctionEmitter:
         if reuse:
             self.index_values[(self.b.block, e)] = value
         return value
+
+    def _index_arith(self, e) -> bool:
+        """e is integer arithmetic over variables and constants only: no load (memory a store
+        in the same block may change, or a select's mask may hide) and no call."""
+        got = self.index_arith.get(e)
+        if got is None:
+            if isinstance(e, (E.Var, E.Const)):
+                got = True
+            else:
+                got = (type(e) in _REUSED_NODES and e.dtype in _REUSED_DTYPES and
+                       self._index_arith(e.a) and self._index_arith(e.b))
+            self.index_arith[e] = got
+        return got
 
     def e_Const(self, e):
         t = scalar_type(e.dtype)
