@@ -322,11 +322,11 @@ class FunctionEmitter:
         self.heap: list = []
         self.mask = None  # while evaluating a select's branch: the lanes that take it
         self.streaming: frozenset = frozenset()  # buffer names under a "nontemporal" pragma
-        # (basic block, integer index expression) -> its value there: an unrolled tile's stores each
-        # computed `o.outer * 25088 + y * 28` again (a third of a conv kernel's instructions,
-        # which llvmlite builds and prints one Python object at a time). Only within the block
-        # that computed it (which dominates the rest of itself); cleared when a variable is
-        # bound again.
+        # (basic block, integer index expression) -> its value there: an unrolled tile's stores
+        # each computed `o.outer * 25088 + y * 28` again (a third of a conv kernel's
+        # instructions, which llvmlite builds and prints one Python object at a time). Only
+        # within the block that computed it (which dominates the rest of itself); cleared when
+        # a variable is bound again.
         self.index_values: dict = {}
         self.index_arith: dict = {}  # expression -> whether it is such index arithmetic
 
