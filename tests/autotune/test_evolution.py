@@ -3,6 +3,7 @@ features, refusals counted, a real (small) tuning run that never measures a conf
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 
@@ -28,10 +29,8 @@ def option():
     Repeats 2 of 1 call (the tests count records, not their costs)."""
     opt = autotune.measure_option(autotune.LocalBuilder(2),
                                   autotune.LocalRunner(number=1, repeat=2, timeout=10))
-    try:
+    with contextlib.closing(opt):
         yield opt
-    finally:
-        opt.close()
 
 
 def test_mutation_changes_one_decision_and_moves_a_tile_factor_between_two_levels():

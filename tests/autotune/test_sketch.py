@@ -4,6 +4,7 @@ built), oversized register tiles refused before lowering."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 
@@ -98,10 +99,8 @@ def option():
     measurements, not one spawned for each."""
     opt = autotune.measure_option(autotune.LocalBuilder(1),
                                   autotune.LocalRunner(number=1, repeat=1, timeout=10))
-    try:
+    with contextlib.closing(opt):
         yield opt
-    finally:
-        opt.close()
 
 
 def test_illegal_fills_are_refused_counted_and_never_built(option):

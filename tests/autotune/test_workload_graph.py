@@ -3,6 +3,7 @@ tunes; graph.build(tuning_log=...) replays their records (issue 20)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 
@@ -38,10 +39,8 @@ def option():
     this file: each new one spawned its three processes again (about a second of CPU each)."""
     opt = autotune.measure_option(autotune.LocalBuilder(2),
                                   autotune.LocalRunner(number=2, repeat=2, timeout=20))
-    try:
+    with contextlib.closing(opt):
         yield opt
-    finally:
-        opt.close()
 
 
 def _tune_free(task, log, costs: float, option):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -14,10 +16,8 @@ def option():
     tuning runs, not one spawned for each."""
     opt = autotune.measure_option(autotune.LocalBuilder(2),
                                   autotune.LocalRunner(number=2, repeat=2, timeout=5))
-    try:
+    with contextlib.closing(opt):
         yield opt
-    finally:
-        opt.close()
 
 
 def test_xgb_tuner_never_repeats_and_prunes_illegal(tmp_path, option):

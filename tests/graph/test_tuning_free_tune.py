@@ -5,6 +5,7 @@ rule "apply a searched record only if faster than the default" always has its ba
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +34,8 @@ def option():
     this file: each new one spawned its three processes again (about a second of CPU each)."""
     opt = autotune.measure_option(autotune.LocalBuilder(2),
                                   autotune.LocalRunner(number=2, repeat=2, timeout=10))
-    try:
+    with contextlib.closing(opt):
         yield opt
-    finally:
-        opt.close()
 
 
 def _records(log: str, name: str) -> list:
