@@ -59,14 +59,14 @@ def _by_stage(statements, decl: str, reads, must, may) -> tuple | None:
     writer_stage: dict = {}  # array -> the stage index of its writers
     writes_of: dict = {}  # array -> [write access maps]
     own_write: dict = {}  # (statement id, array) -> its write access
-    for m in _maps(must.union(may)):
+    for m in maps_of(must.union(may)):
         s, array = by_id[m.get_tuple_name(_IN)], m.get_tuple_name(_OUT)
         if writer_stage.setdefault(array, s.stage_index) != s.stage_index:
             return None
         writes_of.setdefault(array, []).append(m)
         own_write[(s.id, array)] = m
     raw = isl.UnionMap.empty(reads.get_space())
-    for m in _maps(reads):
+    for m in maps_of(reads):
         s, array = by_id[m.get_tuple_name(_IN)], m.get_tuple_name(_OUT)
         stage = writer_stage.get(array)
         if stage is None:
@@ -127,6 +127,7 @@ def _check_against_isl(got: tuple, want: tuple) -> None:
                                  f"  compute_flow: {b}")
 
 
-def _maps(umap) -> list:
+def maps_of(umap) -> list:
+    """The maps of a union map, one per pair of spaces."""
     ml = umap.get_map_list()
     return [ml.get_at(k) for k in range(ml.n_map())]

@@ -31,7 +31,7 @@ from ..te.extern import ExternOp
 from ..te.scan import ScanOp
 from ..te.tensor import PlaceholderOp, Reduce
 from .affine import Names, Params, cond_to_isl, to_isl
-from .dataflow import dataflow
+from .dataflow import dataflow, maps_of
 
 
 @dataclass(eq=False)
@@ -138,7 +138,7 @@ class Definition:
         self.raw, self.war, self.waw = raw, war, waw
         self.deps: list[Dependence] = []
         for kind, umap in (("RAW", raw), ("WAR", war), ("WAW", waw)):
-            for m in _maps(umap):
+            for m in maps_of(umap):
                 if m.is_empty():
                     continue
                 src = self.by_id[m.get_tuple_name(isl.dim_type.in_)]
@@ -190,10 +190,6 @@ def _same_element(decl: str, s: Statement) -> isl.Map:
     return isl.Map(f"{decl}{{ {s.id}[{', '.join(xs)}] -> {s.id}[{', '.join(ys)}] : "
                    f"{eq or 'true'} }}")
 
-
-def _maps(umap) -> list:
-    ml = umap.get_map_list()
-    return [ml.get_at(k) for k in range(ml.n_map())]
 
 
 def _union_set(sets) -> isl.UnionSet:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import islpy as isl
 
+from .dataflow import maps_of
 from .legality import _SERIALS, _Context, _stage_key
 from .model import Binding, Dependence
 from .timemap import PlacementError
@@ -45,9 +46,9 @@ class Dependences:
         lines = ["statements (iteration domains):"]
         lines += [f"  {s.domain}" for s in self.statements]
         lines.append("reads:")
-        lines += [f"  {m}" for m in _maps(self.reads)]
+        lines += [f"  {m}" for m in maps_of(self.reads)]
         lines.append("writes:")
-        lines += [f"  {m}" for m in _maps(self.writes)]
+        lines += [f"  {m}" for m in maps_of(self.writes)]
         for kind, title in (("RAW", "read after write"), ("WAR", "write after read"),
                             ("WAW", "write after write")):
             lines.append(f"{kind} ({title}):")
@@ -61,12 +62,8 @@ class Dependences:
         if self.schedule is None:
             lines.append(f"  cannot be built: {self.placement_error}")
         else:
-            lines += [f"  {m}" for m in _maps(self.schedule)]
+            lines += [f"  {m}" for m in maps_of(self.schedule)]
         return "\n".join(lines)
 
     __repr__ = __str__
 
-
-def _maps(umap) -> list:
-    ml = umap.get_map_list()
-    return [ml.get_at(k) for k in range(ml.n_map())]

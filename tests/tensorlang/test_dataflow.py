@@ -82,7 +82,7 @@ def test_closed_forms_equal_compute_flow(case):
                                   model.order)
     for kind, a, b in zip(("RAW", "WAR", "WAW"), got, want):
         assert a.is_equal(b), (kind, str(a), str(b))
-    assert any(not m.is_empty() for m in dataflow._maps(got[0]))
+    assert any(not m.is_empty() for m in dataflow.maps_of(got[0]))
 
 
 def test_a_scan_is_left_to_compute_flow():
