@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Value
+from ..symbolic import num_elements
 from .onnx_context import CONVERTERS, _conv, refuse
 
 # zero point / quantized data types per opset (int16/uint16 from opset 21)
@@ -211,7 +212,7 @@ def _dense_integer(c, A: Value, B: Value, za: Value | None) -> Value:
     from tensorlang.ops.quant_kernels import pack_dense_weight
 
     k, n = B.shape
-    rows = int(np.prod(A.shape[:-1]))
+    rows = num_elements(A.shape[:-1])  # an expression where a batch or sequence is symbolic
     a2 = A if len(A.shape) == 2 else c.op("reshape", [A], shape=[rows, k])
     packed, colsum = pack_dense_weight(np.ascontiguousarray(B.data.T))
     ins = [a2, c.b.const(packed, name=f"{B.name}_packed")]

@@ -170,7 +170,10 @@ def dense_integer(a: Tensor, w_packed: Tensor, w_colsum: Tensor | None, n: int,
     check_tensor(op, "a", a)
     if a.dtype not in ("uint8", "int8") or a.ndim != 2:
         raise ValueError(f"{op}: a must be a 2-D uint8 or int8 tensor, got {a.dtype}{a.ndim}-D")
-    m, k = (as_int(d) for d in a.shape)
+    # rows may be a shape expression (a symbolic batch or sequence); K fixes the weight
+    m, k = a.shape[0], as_int(a.shape[1])
+    if k is None:
+        raise ValueError(f"{op}: a's reduction axis must have a static size, got {a.shape[1]}")
     nb, kb, ob, ib = (as_int(d) for d in check_tensor(op, "w_packed", w_packed).shape)
     if w_packed.dtype != "int8" or (nb, kb, ob, ib) != (-(-n // 16), -(-k // 4), 16, 4):
         raise ValueError(f"{op}: w_packed must be pack_dense_weight's int8 [{-(-n // 16)}, "
@@ -207,7 +210,7 @@ def _as_uint8(a: Tensor, kp: int, shift: int) -> Tensor:
         v = (a[i, kk].astype("int32") + shift).astype("uint8") if shift else a[i, kk]
         return te.if_then_else(kk < k, v, const(0, "uint8")) if kp != k else v
 
-    return op_compute("dense_integer_u8", (as_int(a.shape[0]), kp), f, "opaque",
+    return op_compute("dense_integer_u8", (a.shape[0], kp), f, "opaque",
                       name="dense_integer.u8")
 
 

@@ -191,7 +191,8 @@ def schedule_dense_int8(s, y: Tensor, rows: int = 4, blocks: int = 4,
     parts = _stages_before(y)
     acc = parts["acc"]
     m, nb = as_int(acc.shape[0]), as_int(acc.shape[1])
-    rows, blocks = _divisor(m, rows), _divisor(nb, blocks)
+    # a symbolic row count (a dynamic batch) takes row tiles of one, which divide any count
+    rows, blocks = (1 if m is None else _divisor(m, rows)), _divisor(nb, blocks)
     ys = s[_tail_host(s, y, acc, out)]
     i, j = ys.op.axis
     io, ii = ys.split(i, rows)

@@ -140,15 +140,18 @@ def linear_coeffs(e: E.Expr, loop_vars: tuple) -> dict | None:
 
 def flat_coeffs(indices, shape, loop_vars: tuple) -> tuple | None:
     """Coefficients of `loop_vars` in the row-major flat address of `indices` into `shape`
-    (a tuple in loop order), or None when not affine or the shape is not constant."""
+    (a tuple in loop order), or None when not affine or a dimension inside the first is not
+    constant (the first, a dynamic batch say, scales no address)."""
     total = [0] * len(loop_vars)
     stride = 1
-    for idx, dim in zip(reversed(indices), reversed(shape)):
+    for axis, (idx, dim) in enumerate(zip(reversed(indices), reversed(shape))):
         co = linear_coeffs(idx, loop_vars)
         if co is None:
             return None
         for n, v in enumerate(loop_vars):
             total[n] += co.get(v, 0) * stride
+        if axis == len(indices) - 1:
+            break
         d = E.as_int(dim)
         if d is None:
             return None

@@ -5,10 +5,14 @@ openwakeword 0.4's silero VAD (If branches holding their own initializers) and m
 (Clip whose min is computed at run time), ddddocr's OCR model (LSTM over a symbolic width),
 nudenet's YOLOv8 detector with dynamic height and width (anchor points from a float Range
 over the feature map's symbolic width), silero-vad 6's op18 "ifless" export (reflect padding
-of its symbolic sequence axis), openwakeword's hey_mycroft (an LSTM over a symbolic batch).
+of its symbolic sequence axis), openwakeword's hey_mycroft (an LSTM over a symbolic batch),
+pipecat's smart-turn v3.2 (a QDQ-quantized Whisper encoder: int8 products over a symbolic
+batch).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -229,3 +233,61 @@ def test_recurrent_layer_over_a_symbolic_batch(op, direction):
             feed["c0"] = rng.standard_normal((dirs, b, hidden)).astype(np.float32)
         feeds.append(feed)
     check_against_ort(model, feeds)
+
+
+def _build_without_fallback(model):
+    """graph.build of ``model``, failing where a kernel's default schedule was refused (the
+    build then warns and runs the naive schedule: correct, but not what is under test)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        return graph.build(graph.from_onnx(model))
+
+
+def test_qdq_gemm_over_a_symbolic_batch_runs_on_the_int8_kernel():
+    """pipecat's smart-turn-v3.2-cpu.onnx (quantize_static, QDQ) over its symbolic batch: the
+    folded Gemm's int8 product (dense_integer) took its row count as a static int and the
+    build crashed (TypeError: shape[0] must be an int, got None); then its VNNI tensorize
+    was refused over rows of symbolic extent. One build, three batch sizes, bit for bit."""
+    nh = onnx.numpy_helper
+    rng = np.random.default_rng(6)
+    sw = (rng.random(12) * 0.02 + 0.002).astype(np.float32)
+    inits = [nh.from_array(np.float32(0.05), "sx"), nh.from_array(np.uint8(120), "zx"),
+             nh.from_array(rng.integers(-128, 128, (12, 40)).astype(np.int8), "wq"),
+             nh.from_array(sw, "sw"), nh.from_array(np.zeros(12, np.int8), "zw"),
+             nh.from_array(rng.integers(-500, 500, 12).astype(np.int32), "bq"),
+             nh.from_array(np.float32(0.05) * sw, "sb"),
+             nh.from_array(np.float32(0.2), "sy"), nh.from_array(np.uint8(100), "zy")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "zx"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "zx"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["wq", "sw", "zw"], ["wf"], axis=0),
+             helper.make_node("DequantizeLinear", ["bq", "sb"], ["bf"], axis=0),
+             helper.make_node("Gemm", ["xf", "wf", "bf"], ["y"], transB=1),
+             helper.make_node("QuantizeLinear", ["y", "sy", "zy"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "sy", "zy"], ["out"])]
+    model = onnx_model(nodes, [("x", TP.FLOAT, ["batch", 40])], [("out", TP.FLOAT, None)], 13,
+                       inits)
+    gm = _build_without_fallback(model)
+    for n in (1, 5, 13):
+        x = (rng.standard_normal((n, 40)) * 3).astype(np.float32)
+        np.testing.assert_array_equal(gm.run(x=x)["out"], ort_run(model, {"x": x})["out"])
+
+
+@pytest.mark.parametrize("x_shape", [["n", 40], ["b", "s", 40]])
+def test_matmul_integer_over_symbolic_rows(x_shape):
+    """quantize_dynamic's pattern (DynamicQuantizeLinear -> MatMulInteger with a constant int8
+    weight) over a symbolic batch or sequence: the import took the row count as an int and
+    was refused ("int() argument must be ... not 'Var'")."""
+    nh = onnx.numpy_helper
+    rng = np.random.default_rng(7)
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "sx", "zx"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "zx"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TP.FLOAT),
+             helper.make_node("Mul", ["sx", "sw"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    inits = [nh.from_array(rng.integers(-127, 128, (40, 20)).astype(np.int8), "w"),
+             nh.from_array(np.float32(0.01), "sw")]
+    model = onnx_model(nodes, [("x", TP.FLOAT, x_shape)], [("y", TP.FLOAT, None)], 13, inits)
+    gm = _build_without_fallback(model)
+    for n in (1, 6):
+        x = rng.standard_normal((n, 40) if len(x_shape) == 2 else (2, n, 40)).astype(np.float32)
+        np.testing.assert_array_equal(gm.run(x=x)["y"], ort_run(model, {"x": x})["y"])
