@@ -10,6 +10,11 @@ from collections.abc import Callable
 
 COMMANDS: dict[str, tuple[str, Callable, Callable]] = {}
 
+DESCRIPTION = ("tensorlang's command line: tune a template or every kernel of an ONNX model, "
+               "compile a model into a deployable folder, run it, inspect a tuning log or a "
+               "model. Each subcommand wraps the same public calls a user makes from Python "
+               "(README.md, docs/).")
+
 
 class CLIError(Exception):
     """A user error on the command line (a bad option value, a missing file, a run in which
@@ -271,6 +276,11 @@ def _tune_model(a) -> int:
             raise CLIError(f"--blocks must be comma-separated integers, e.g. 16,8; got "
                            f"{a.blocks!r}") from None
     g = _load_model(a.template, a.shape)
+    symbolic = _symbolic_inputs(g)
+    if symbolic:
+        raise CLIError(f"{a.template} has inputs with shape variables ({symbolic}): tune its "
+                       "kernels at the sizes it will run, giving each such input's shape with "
+                       "--shape NAME=d0,d1,...")
     if a.no_templates and blocks:
         raise CLIError("--blocks tunes the conv template in activation blocks; with "
                        "--no-templates no kernel is tuned by its template")
@@ -302,7 +312,10 @@ def _tune_model(a) -> int:
         fail_if_no_valid_record(a.log, chosen)
     if a.in_model_top and chosen:
         _choose_in_model(a, g)
-    print(f"deploy with: tensorlang compile {a.template} -o model.tlpkg --log {a.log}")
+    import shlex
+
+    shapes = "".join(f" --shape {shlex.quote(item)}" for item in a.shape)  # the tuned graph
+    print(f"deploy with: tensorlang compile {a.template} -o model.tlpkg --log {a.log}{shapes}")
     return 0
 
 
@@ -450,9 +463,22 @@ def _inspect_onnx(path: str) -> int:
         return 1
     print(g)
     print("operators:", ", ".join(f"{op} x{n}" for op, n in g.op_counts().items()))
+    counts = f"{len(g.nodes)} nodes, {len(g.constants)} constants"
+    symbolic = _symbolic_inputs(g)
+    if symbolic:  # its tasks exist at given sizes only (graph.extract_tasks(g, sizes=...))
+        print(f"{counts}; inputs with shape variables ({symbolic}): one build runs at every "
+              "size; tune it at the sizes it will run, --shape NAME=d0,d1,...")
+        return 0
     tasks = graph.extract_tasks(g)
-    print(f"{len(g.nodes)} nodes, {len(g.constants)} constants, {len(tasks)} tunable workloads")
+    print(f"{counts}, {len(tasks)} tunable workloads")
     return 0
+
+
+def _symbolic_inputs(g) -> str:
+    """The graph's inputs with shape variables, as `x: float32[batch, 3]`; '' for none."""
+    from tensorlang.graph.symbolic import is_static
+
+    return ", ".join(f"{v.name}: {v.type_str()}" for v in g.inputs if not is_static(v.shape))
 
 
 @command("compile", "compile an ONNX model into a deployable artifact folder")
@@ -613,12 +639,12 @@ def main(argv=None) -> int:
     """Run one subcommand. A user error is one line on stderr and exit status 2, Ctrl-C one
     line and 130 (what a tuning log holds stays: it is appended per candidate); --debug shows the
     traceback instead."""
-    ap = _Parser(prog="tensorlang", description=__doc__.splitlines()[0])
+    ap = _Parser(prog="tensorlang", description=DESCRIPTION)
     ap.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = ap.add_subparsers(dest="cmd", required=True)
     runners = {}
     for name, (help_text, configure, _) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text)
         # also after the subcommand; SUPPRESS keeps the subparser from resetting it to False
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of an error")

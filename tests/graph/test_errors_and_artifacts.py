@@ -242,6 +242,31 @@ def test_cli_tune_refusals(tmp_path, capsys, argv, message):
     assert code == 2 and re.search(message, err) and len(err.strip().splitlines()) == 1, err
 
 
+def test_cli_on_a_model_with_shape_variables(tmp_path, capsys):
+    """`inspect` summarizes a model whose inputs have shape variables (it once ended in
+    extract_tasks' error), `tune` asks for --shape (not for extract_tasks' sizes=, a Python
+    argument), and the deploy line it prints repeats the --shape options that were tuned."""
+    import onnx
+
+    from tensorlang.cli import main
+
+    model = tmp_path / "mlp.onnx"
+    onnx.save(model_zoo.mlp(batch="batch"), model)
+    assert main(["inspect", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert "inputs with shape variables (x: float32[batch, 64])" in out and "--shape" in out
+    log = tmp_path / "mlp.jsonl"
+    assert main(["tune", str(model), "--log", str(log), "--trials", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "shape variables (x: float32[batch, 64])" in err and "--shape NAME=" in err
+    assert "sizes=" not in err and len(err.strip().splitlines()) == 1, err
+    assert main(["tune", str(model), "--log", str(log), "--shape", "x=4,64", "--trials", "1",
+                 "--tasks", "1", "--tuner", "random", "--seed", "0", "--flush-mib", "0",
+                 "--in-model-top", "0"]) == 0
+    assert f"tensorlang compile {model} -o model.tlpkg --log {log} --shape x=4,64" in \
+        capsys.readouterr().out
+
+
 def test_cli_tune_flush_mib_sets_the_runners_eviction(tmp_path, capsys, monkeypatch):
     import onnx
     from tensorlang.autotune import measure
