@@ -132,9 +132,13 @@ _FAST_BITS = {np.dtype(d): (struct.Struct(p).pack, struct.Struct(u).unpack)
                               ("float64", "<d", "<q"))}
 
 
-def _timing_form(number: int = 10, repeat: int = 3,
-                 min_repeat_ms: float = 0) -> tuple[int, int, float]:
-    """Module.time_evaluator's own call form (its arguments, with their defaults)."""
+def _timing_form(number: int = 10, repeat: int = 3, min_repeat_ms: float = 0,
+                 **tvm_only: Any) -> tuple[int, int, float]:
+    """Module.time_evaluator's own call form (its arguments, with their defaults); TVM's other
+    options are refused by name, as in its own form (not as this helper's unexpected keyword)."""
+    if tvm_only:
+        raise TypeError(f"time_evaluator: TVM's {sorted(tvm_only)} are not supported; this "
+                        "timer takes number, repeat and min_repeat_ms")
     return number, repeat, min_repeat_ms
 
 

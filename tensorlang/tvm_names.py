@@ -44,6 +44,15 @@ MODULE_NAMES = {
                         "tl.fma, ...) lower to LLVM's intrinsics; a C function is called per "
                         "element with tl.call_pure_extern(dtype, 'symbol', x)",
     "create_schedule_state": "not in tensorlang: schedules are tl.create_schedule(outputs)",
+    "hybrid": "te.hybrid (Python-like loop scripts) is not supported: declare the computation "
+              "with tl.compute (tl.if_then_else for conditions, tl.scan for recurrences), or "
+              "tl.extern for an opaque body",
+    "gradient": "te.gradient (automatic differentiation) is not supported: declare the "
+                "gradient's computation with tl.compute",
+    "tag_scope": "te.tag_scope is not supported: give the tag to each tl.compute(..., tag=...)",
+    "transform": "tvm.transform (PassContext, passes by name) is not in tensorlang: the lowering "
+                 "passes are a fixed ordered list; options are keyword arguments of tl.build "
+                 "(tl.build(s, args, opt_level=3))",
 }
 
 STAGE_NAMES = {

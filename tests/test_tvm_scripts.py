@@ -209,6 +209,9 @@ def test_time_evaluator_tvm_form_errors(add):
         add.time_evaluator(add.entry_name, "cpu")
     with pytest.raises(TypeError, match=r"TVM's \['cooldown_interval_ms'\] are not supported"):
         add.time_evaluator(add.entry_name, tl.cpu(0), cooldown_interval_ms=5)
+    # our own form refuses them the same way (it was `_timing_form() got an unexpected keyword`)
+    with pytest.raises(TypeError, match=r"TVM's \['cache_flush_bytes'\] are not supported"):
+        add.time_evaluator(number=2, cache_flush_bytes=1 << 20)
 
 
 @pytest.mark.parametrize("kind,message", [
@@ -251,6 +254,10 @@ def test_gpu_only_stage_primitives_say_so():
     ("topi", r"tvm.topi is not in tensorlang.*tensorlang.ops"),
     ("create_prim_func", "TensorIR.*tl.create_schedule"),
     ("autotvm", "from tensorlang import autotune"),
+    ("hybrid", "te.hybrid .*not supported.*tl.compute"),
+    ("gradient", "te.gradient .*not supported"),
+    ("tag_scope", "te.tag_scope .*not supported.*tag="),
+    ("transform", r"tvm.transform .*fixed ordered list.*tl.build\(.*opt_level="),
 ])
 def test_tvm_module_names_we_lack_name_ours(name, message):
     with pytest.raises(AttributeError, match=f"module 'tensorlang' has no attribute '{name}': "
