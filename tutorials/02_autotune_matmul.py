@@ -2,7 +2,7 @@
 
     python tutorials/02_autotune_matmul.py [--size 512] [--trials 64]
 
-(CI runs it with TL_TUTORIAL_TRIALS=8 and a small size.)
+(CI runs it with TL_TUTORIAL_TRIALS=6 and TL_TUTORIAL_SIZE=64: tests/autotune/test_tutorial.py.)
 
 1. The template. `matmul` is registered under "matmul" in tensorlang.autotune.templates: it
    computes with tl.ops.matmul and schedules with the operator library's register-tile
@@ -95,5 +95,6 @@ def main() -> None:
         raise SystemExit("the deployed kernel does not match numpy")
 
 
-if __name__ == "__main__":  # builder / runner processes re-import this file: keep the guard
+if __name__ == "__main__":  # good style; not needed for tuning: its worker processes never
+    # import this file (a script without the guard tunes the same)
     main()

@@ -1,4 +1,4 @@
-"""Tutorial 03: deploy an ONNX model -- import, (briefly) tune, build, save, load, run.
+"""Tutorial 03: deploy an ONNX model -- import, list its tuning tasks, build, save, load, run.
 
     python tutorials/03_deploy_onnx_model.py            # a small CNN, seconds
     python tutorials/03_deploy_onnx_model.py --resnet50 # the ResNet-50-shaped model
@@ -38,8 +38,9 @@ def main(argv=None) -> int:
     tasks = graph.extract_tasks(g)
     for t in tasks[:3]:
         print("  task", t)
-    # (tuning them with tensorlang.autotune and passing tuning_log= to build is the next step;
-    # the default schedules are used here)
+    # tuning them is one call, autotune.tune_tasks(tasks, n_trial=32, log_file="model.jsonl"),
+    # after which graph.build(g, tuning_log="model.jsonl") uses the best records (the command
+    # line: `tensorlang tune model.onnx --log model.jsonl`); here the default schedules are used
 
     # 4. build: every node lowered to a kernel; one native driver runs them all
     t0 = time.perf_counter()
