@@ -127,3 +127,10 @@ __all__ = [
                       "tune_tasks",
                       "workload",
 ]
+
+
+def __getattr__(name: str):
+    # an AutoTVM name we do not have: the error says what to use (tensorlang/tvm_names.py)
+    from tensorlang.tvm_names import AUTOTVM_NAMES, missing
+
+    raise missing("module 'tensorlang.autotune'", name, AUTOTVM_NAMES)

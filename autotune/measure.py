@@ -695,3 +695,10 @@ def measure_batch(option: MeasureOption, inputs: list[MeasureInput],
         if on_result is not None:
             on_result(n, results[n])
     return results  # type: ignore[return-value]
+
+
+def __getattr__(name: str):
+    # an AutoTVM name we do not have: the error says what to use (tensorlang/tvm_names.py)
+    from tensorlang.tvm_names import AUTOTVM_NAMES, missing
+
+    raise missing("module 'tensorlang.autotune.measure'", name, AUTOTVM_NAMES)

@@ -469,3 +469,10 @@ class ApplyConfig(DispatchContext):
     def query(self, target, name, args=None):
         split_workload(name, args)
         return self.config
+
+
+def __getattr__(name: str):
+    # an AutoTVM name we do not have: the error says what to use (tensorlang/tvm_names.py)
+    from tensorlang.tvm_names import AUTOTVM_NAMES, missing
+
+    raise missing("module 'tensorlang.autotune.task'", name, AUTOTVM_NAMES)

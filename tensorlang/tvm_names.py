@@ -91,6 +91,25 @@ NEW_INTRINSIC = ("adding an intrinsic (an op name with attributes and per-target
                  "library with tl.load_library)")
 
 
+# AutoTVM names (`from tensorlang import autotune as autotvm`) with no equivalent here: the
+# module-level __getattr__ of tensorlang.autotune, of its task and of its measure module
+_NO_AUTOTVM_RPC = ("there is no RPC measurement: candidates are built and timed on this "
+                   "machine, each in a process of its own (autotune.LocalRunner); measuring "
+                   "machines of a dask.distributed cluster are autotune.DaskRunner "
+                   "(docs/distributed_tuning.md)")
+_TOPI_TEMPLATES = ("the operator library (tl.ops) registers its own templates; tune a compute "
+                   "of your own with @autotune.template(name)")
+AUTOTVM_NAMES = {
+    "RPCRunner": f"autotvm.RPCRunner: {_NO_AUTOTVM_RPC}",
+    "request_remote": f"autotvm.measure.request_remote: {_NO_AUTOTVM_RPC}",
+    "register_topi_compute": f"autotvm.register_topi_compute: {_TOPI_TEMPLATES}",
+    "register_topi_schedule": f"autotvm.register_topi_schedule: {_TOPI_TEMPLATES}",
+    "extract_from_program": "autotvm.task.extract_from_program: a model is a graph.Graph "
+                            "(graph.from_onnx(path)), and graph.extract_tasks(g, target) gives "
+                            "its tasks",
+}
+
+
 def register_op_attr(op_name, attr_key, value=None, level=10):
     """TVM's tvm.ir.register_op_attr: refused (NEW_INTRINSIC)."""
     raise NotImplementedError(f"tvm.ir.register_op_attr({op_name!r}, {attr_key!r}): "
