@@ -830,7 +830,7 @@ class Module:
         shape = args[spec.index].shape
         values = ", ".join(f"{v}={bound[v]}" for v in e.vars if v in bound)
         with_vars = f" with {values}" if values else ""
-        dims = ", ".join(map(str, spec.shape))
+        dims = ", ".join(map(str, spec.shape)) + ("," if len(spec.shape) == 1 else "")
         return ValueError(
             f"{self._name}(): argument {spec.name!r} must have shape ({dims}), got {shape}: "
             f"axis {axis} is {shape[axis]}, expected {why}{with_vars}{note}"

@@ -107,7 +107,7 @@ def test_solved_refusals_match_the_general_path(scaled, sizes):
 
 
 def test_scaled_refusal_message(scaled):
-    with pytest.raises(ValueError, match=r"argument 'A' must have shape \(8 \* m\), got "
+    with pytest.raises(ValueError, match=r"argument 'A' must have shape \(8 \* m,\), got "
                                          r"\(20,\): axis 0 is 20, expected 8 \* m"):
         scaled(np.zeros(20, "float32"), np.zeros(20, "float32"), np.zeros(5, "float32"))
 

@@ -463,7 +463,7 @@ def test_an_argument_of_negative_extent_is_refused_at_the_call():
     C = tl.compute((n - 2,), lambda i: A[i + 2] - A[i], name="C")
     f = _build(C, [A, C])
     for size in (1, 0):
-        with pytest.raises(ValueError, match=rf"argument 'C' must have shape \(n - 2\), got "
+        with pytest.raises(ValueError, match=rf"argument 'C' must have shape \(n - 2,\), got "
                                              rf"\(0,\): axis 0 is 0, expected n - 2 = "
                                              rf"{size - 2} with n={size}: a negative size, n "
                                              r"too small$"):

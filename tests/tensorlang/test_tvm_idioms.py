@@ -193,7 +193,7 @@ def test_scaled_dimension_binds_its_variable():
     f(a, b, y)
     assert_close(b, a.reshape(3, 8).sum(axis=1))
     assert_close(y, a * 2)
-    with pytest.raises(ValueError, match=r"argument 'A' must have shape \(8 \* m\), got "
+    with pytest.raises(ValueError, match=r"argument 'A' must have shape \(8 \* m,\), got "
                                          r"\(20,\): axis 0 is 20, expected 8 \* m = 16 with m=2"):
         f(rand((20,)), np.zeros(2, "float32"), np.zeros(20, "float32"))
     with pytest.raises(ValueError, match=r"argument 'Y' .* axis 0 is 16, expected 8 \* m = 24 "
@@ -202,7 +202,7 @@ def test_scaled_dimension_binds_its_variable():
     g = tl.build(tl.create_schedule(Y), [A, Y])
     g(a, y)
     assert_close(y, a * 2)
-    with pytest.raises(ValueError, match=r"argument 'A' must have shape \(8 \* m\), got "
+    with pytest.raises(ValueError, match=r"argument 'A' must have shape \(8 \* m,\), got "
                                          r"\(20,\): axis 0 is 20, expected 8 \* m for an "
                                          r"integer m \(none gives 20\)"):
         g(rand((20,)), np.zeros(20, "float32"))
