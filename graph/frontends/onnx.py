@@ -1304,7 +1304,8 @@ def from_onnx(model, shapes: dict[str, tuple] | None = None, name: str | None = 
     Inputs with symbolic dimensions (``dim_param``, or unnamed dynamic ones) keep them as shape
     variables: the graph is built once and runs at any sizes (issue 19). ``shapes``: input
     name -> shape, to fix them instead (ints; a name makes that axis the variable of that
-    name); it must have the declared rank and keep the declared fixed sizes (ValueError;
+    name; a ``dim_param`` given a size is that size in every input that has it); it must have
+    the declared rank and keep the declared fixed sizes (ValueError;
     TypeError for entries that are neither ints nor names), and an input that declares no
     shape needs one. Two variables that a node needs equal (a mask's length ``t`` added to
     scores of length ``p + s``) become one: the model is imported again with the solved one
@@ -1614,6 +1615,13 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict,
     """The graph inputs (not initializers) under their exact ONNX names: what users pass to
     ``run(**inputs)``; the shape variables named in ``unified`` replaced by their dimension."""
     params: dict = {}  # dim_param -> (size, input) given with shapes=
+    given: dict = {}  # input -> its shape given with shapes=, read first: it sizes dim_params
+    for inp in gp.input:
+        tt = inp.type.tensor_type
+        if inp.name in shapes and inp.name not in init_names and inp.name not in given:
+            declared = _input_shape(inp.name, tt.shape.dim) if tt.HasField("shape") else None
+            given[inp.name] = _given_shape(inp.name, shapes.pop(inp.name), declared,
+                                           tt.shape.dim, params)
     for inp in gp.input:
         if inp.name in init_names:
             continue  # an initializer listed as input: a weight
@@ -1623,14 +1631,14 @@ def _add_inputs(b: Builder, gp, init_names: set, shapes: dict, env: dict,
         if not tt.HasField("elem_type"):
             raise OnnxImportError(f"input {inp.name!r} is not a tensor")
         declared = _input_shape(inp.name, tt.shape.dim) if tt.HasField("shape") else None
-        if inp.name in shapes:
-            shape = _given_shape(inp.name, shapes.pop(inp.name), declared, tt.shape.dim,
-                                 params)
+        if inp.name in given:
+            shape = given.pop(inp.name)
         elif declared is None:
             raise OnnxImportError(f"input {inp.name!r} declares no shape (not even its rank); "
                                   f"give it: from_onnx(model, shapes={{{inp.name!r}: (...)}})")
-        else:
-            shape = declared
+        else:  # a dim_param sized by another input's shapes= entry has that size here too
+            shape = tuple(params[d.dim_param][0] if _dim_param(d) in params else size
+                          for d, size in zip(tt.shape.dim, declared))
         try:
             dtype = _np_dtype(tt.elem_type)
         except OnnxImportError as e:

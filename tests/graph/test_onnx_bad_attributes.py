@@ -267,6 +267,17 @@ def test_shapes_that_give_one_dim_param_two_sizes():
         graph.from_onnx(m, shapes={"x": (2, 3), "z": (5, 3)})
 
 
+def test_a_dim_param_sized_in_one_input_has_that_size_in_the_others():
+    """shapes= for x alone fixes N in z too (ONNX: one dim_param, one size); at 1 nothing else
+    unified them (1 broadcasts against N), and z kept a variable N: a symbolic build."""
+    g = helper.make_graph([helper.make_node("Add", ["x", "z"], ["y"])], "m",
+                          [helper.make_tensor_value_info(n, TP.FLOAT, ["N", 3]) for n in "xz"],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    for given, size in (({"x": (1, 3)}, 1), ({"z": (4, 3)}, 4)):
+        assert [v.shape for v in graph.from_onnx(m, shapes=given).inputs] == [(size, 3)] * 2
+
+
 def test_shapes_may_size_a_dynamic_dimension():
     assert _out_shapes(_relu(["N", 3]), shapes={"x": (5, 3)}) == [(5, 3)]
     assert _out_shapes(_relu(["N", 3]), shapes={"x": (np.int64(2), 3)}) == [(2, 3)]
