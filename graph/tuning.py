@@ -122,13 +122,41 @@ def sizes_matching(sym_args, args) -> int | None:
     pairs: list = []
     if not all(_unify(json.loads(a), json.loads(b), pairs) for a, b in zip(sym_args, args)):
         return None
-    env = {d: g for d, g in pairs if d.isidentifier()}
     try:
-        if any(evaluate(parse(d), env) != g for d, g in pairs):
+        env = _sizes_of(pairs)
+        if env is None or any(evaluate(parse(d), env) != g for d, g in pairs):
             return None
-    except GraphError:  # a variable only inside expressions: no size read for it
+    except GraphError:  # an expression this cannot read
         return None
     return sum(math.prod(sh) for sh, _ in json.loads(args[-2]) + json.loads(args[-1]))
+
+
+def _sizes_of(pairs: list) -> dict[str, int] | None:
+    """Sizes of the variables of the (dimension text, int) pairs that the caller then checks
+    every pair against; None where some variable has none. A variable alone on an axis is read
+    from it; one that is the only unknown of an expression is solved from it where that is
+    linear in it (``batch * seq`` = 1024 once batch = 8 is read: seq = 128); variables found
+    only together (a dense over ``batch * seq`` rows and nothing else) take 1, but the last,
+    which is solved: any sizes at which the kernel is the record's workload will do."""
+    from .symbolic import solve_equal, substitute, variables
+
+    env = {d: g for d, g in pairs if d.isidentifier()}
+    pending = [(parse(d), g) for d, g in pairs if not d.isidentifier()]
+    while True:
+        pending = [(e, g) for e, g in pending if variables([e]) - env.keys()]
+        if not pending:
+            return env
+        for e, g in pending:
+            (*others, v) = sorted(variables([e]) - env.keys())
+            if not others:
+                found = solve_equal(substitute(e, env), g, [v])
+                value = found[1] if found is not None else None
+                if not isinstance(value, int) or value < 1:
+                    return None
+                env[v] = value
+                break
+        else:  # every expression left has two unknowns or more
+            env[min(variables([pending[0][0]]) - env.keys())] = 1
 
 
 def _unify(a, b, pairs: list) -> bool:

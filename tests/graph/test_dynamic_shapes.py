@@ -706,6 +706,29 @@ def test_sizes_matching_unifies_symbolic_and_concrete_workloads():
     assert sizes_matching(expr, ('{}', '[[[3, 5], "float32"]]', '[[[3], "float32"]]')) is None
 
 
+def test_sizes_matching_solves_variables_found_only_inside_products():
+    """A transformer's dense over batch * seq rows (docs/dynamic_shapes.md's BERT): tuned at
+    batch 8, seq 128 (1024 rows), its symbolic kernel replays the record (it found none: no
+    axis was a variable alone). Sizes that no assignment gives still do not match."""
+    from tensorlang.graph.tuning import sizes_matching
+
+    rows = ('{"units": 16}', '[[["batch * seq", 16], "float32"]]',
+            '[[["batch * seq", 16], "float32"]]')
+    at = lambda i, o: ('{"units": 16}', f'[[[{i}, 16], "float32"]]', f'[[[{o}, 16], "float32"]]')
+    assert sizes_matching(rows, at(1024, 1024)) == 2 * 1024 * 16
+    assert sizes_matching(rows, at(1024, 1000)) is None
+    # one variable read from its own axis, the other solved from the product
+    mixed = ('{}', '[[["b", "b * s"], "float32"]]', '[[["s * 2"], "float32"]]')
+    assert sizes_matching(mixed, ('{}', '[[[8, 1024], "float32"]]', '[[[256], "float32"]]')) \
+        == 8 * 1024 + 256
+    assert sizes_matching(mixed, ('{}', '[[[8, 1024], "float32"]]',
+                                  '[[[250], "float32"]]')) is None
+    # no integer sizes make 2 * b * s odd
+    even = ('{}', '[[["b * s * 2"], "float32"]]', '[[[1], "float32"]]')
+    assert sizes_matching(even, ('{}', '[[[7], "float32"]]', '[[[1], "float32"]]')) is None
+    assert sizes_matching(even, ('{}', '[[[8], "float32"]]', '[[[1], "float32"]]')) == 9
+
+
 def test_run_time_if_with_a_symbolic_batch():
     """A model with an If on a run-time condition (tests/graph/test_control_flow.py's gate:
     before / then / else / after pieces) and a dim_param batch, its branches' outputs too: one
