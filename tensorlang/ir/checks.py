@@ -49,3 +49,26 @@ def error_messages(body) -> dict[str, str]:
     v = _Messages()
     v.visit(body)
     return v.found
+
+
+def checked_minimums(body) -> dict:
+    """{shape variable: (minimum, inf)} that the kernel's entry checks establish: the leading
+    statements `checked(v - m, top)` (lower/entry_checks.py) return before the loops when v <
+    m, so everything after them may take v >= m (a conv's output width `max(w - 1, 0) + 1` is
+    then `w`). The checks themselves are not simplified with it: no pass folds an IndexCheck."""
+    from . import stmt as S
+    from .expr import Add, Const, Sub, Var
+
+    out: dict = {}
+    stmts = body.stmts if isinstance(body, S.SeqStmt) else (body,)
+    for s in stmts:
+        if not (isinstance(s, S.Evaluate) and isinstance(s.value, IndexCheck)):
+            break
+        i = s.value.index
+        if isinstance(i, Var):
+            out[i] = (0, float("inf"))
+        elif isinstance(i, Sub) and isinstance(i.a, Var) and isinstance(i.b, Const):
+            out[i.a] = (int(i.b.value), float("inf"))
+        elif isinstance(i, Add) and isinstance(i.a, Var) and isinstance(i.b, Const):
+            out[i.a] = (-int(i.b.value), float("inf"))
+    return out

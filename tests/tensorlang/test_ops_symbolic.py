@@ -509,8 +509,10 @@ def test_conv_tiles_over_a_symbolic_plane_are_partitioned():
     column tile (the left padding), the guard-free interior tiles from column tile 1, and the
     last tile; the first and last have a copy for whole tiles, without the right padding's
     guards where the row goes on past the tile and with the row's width a constant where it
-    ends at it (guards folded per column). The task loop is the rows alone: no index is
-    divided by a symbolic extent, so none is checked at run time."""
+    ends at it (guards folded per column). The last tile, where partial, is shifted inwards
+    to end at the row's end: whole, at columns w - 14 .. w - 1. The task loop is the rows
+    alone (`h * 2`: the entry checks make h >= 1, so the output height max(h - 1, 0) + 1 is
+    h): no index is divided by a symbolic extent, so none is checked at run time."""
     h, w = tl.var("h"), tl.var("w")
     x = tl.placeholder((1, 4, h, w, 16), name="x")
     wt = tl.placeholder((4, 4, 3, 3, 16, 16), name="wt")
@@ -519,11 +521,70 @@ def test_conv_tiles_over_a_symbolic_plane_are_partitioned():
     entry, loops = text.split("  parallel for", 1)
     # the kernel's entry checks one whole window per axis, and nothing else is checked
     assert entry.count("checked(") == 2 and "checked(" not in loops, text
-    assert "parallel for y.oco.outer.fused in range(max(h - 1, 0) * 2 + 2):" in text, text
+    assert "parallel for y.oco.outer.fused in range(h * 2):" in text, text
     assert "for z.outer in range(1, " in text, text  # the interior
     first, last = text.split("for z.outer in range(1, ")[0], text.split("for z.outer in ")[-1]
     assert "if w > 14:" in first and "if w == 14:" in first, text
     assert "if w - z.outer * 14 > 14:" in last and "if w - z.outer * 14 == 14:" in last, text
+    lines = last.splitlines()
+    split = next(i for i, ln in enumerate(lines) if ln.strip().startswith("if z.outer - w //"))
+    indent = lines[split][:len(lines[split]) - len(lines[split].lstrip())]
+    partial = "\n".join(lines[lines.index(indent + "else:", split) + 1:])
+    # the shifted tile's stores start at column w - 14 (16 floats a column), no guard left
+    assert "w * 16 + z.inner * 16 - 224" in partial and "if " not in partial, partial
+
+
+# rows whose last column tile is partial: past the first tile (15 = 14 + 1, ..., 43 = 3 * 14 +
+# 1) the tile is recomputed shifted inwards (loop_partition._shifted_in), in rows of one partial
+# tile (8 = 7 + 1, 10, 13) its second half; 8 also where the shifted half would reach into the
+# left padding (the 5x5 depthwise conv's, the stem's), which the guarded half then computes
+SHIFTED = [{"h": 5, "w": w} for w in (8, 10, 13, 15, 16, 20, 27, 29, 43)]
+
+
+def test_last_partial_column_tiles_are_shifted_inwards_and_match_numpy():
+    from tensorlang.ops import references as ref
+
+    h, w = tl.var("h"), tl.var("w")
+    x = tl.placeholder((1, 2, h, w, 16), name="x")
+    wb = tl.placeholder((2, 2, 3, 3, 16, 16), name="wb")
+    y = ops.relu(ops.conv2d_nchwc(x, wb, padding=1))
+    text = str(tl.lower(ops.default_schedule([y]), [x, wb, y], stop_after="simplify_partitioned"))
+    assert "w + i3.inner - 14, i4]" in text and "w + i3.inner - 7, i4]" in text, text
+    check_sizes([x, wb], y, lambda a, b: np.maximum(ref.to_nchwc(ref.conv2d_nchw(
+        ref.from_nchwc(a), _unblock_w(b), 1, 1), 16), 0), SHIFTED, rtol=1e-4, atol=1e-4)
+    wd = tl.placeholder((2, 1, 5, 5, 16), name="wd")
+    check_sizes([x, wd], ops.depthwise_conv2d_nchwc(x, wd, padding=2),
+                lambda a, b: ref.to_nchwc(ref.conv2d_nchw(
+                    ref.from_nchwc(a), b.transpose(0, 4, 1, 2, 3).reshape(32, 1, 5, 5), 1, 2,
+                    groups=32), 16), SHIFTED, rtol=1e-4, atol=1e-4)
+    xs, ws = _plane(3), tl.placeholder((16, 3, 7, 7), name="ws")
+    wide = [{"h": 9, "w": 2 * d["w"]} for d in SHIFTED]  # output rows of 8 .. 43 columns
+    check_sizes([xs, ws], ops.conv2d_nchw(xs, ws, stride=2, padding=3),
+                lambda a, b: ref.conv2d_nchw(a, b, 2, 3), wide, rtol=1e-4, atol=1e-4)
+    xp = _plane(16)
+    check_sizes([xp], ops.max_pool2d(xp, 3, 1, 1), lambda a: ref.pool2d(a, 3, 1, 1, "max"),
+                SHIFTED)
+
+
+def test_a_tile_that_sums_into_its_output_is_not_recomputed():
+    """A row sum whose column tiles add into the output element (a reduction over the split
+    axis, its tile of inputs computed per tile): recomputing the last tile shifted inwards
+    would add the columns it shares with the tile before twice, so it keeps its guards."""
+    m, n = tl.var("m"), tl.var("n")
+    a = tl.placeholder((m, n), name="a")
+    b = tl.compute((m, n), lambda i, j: a[i, j] * 2.0, name="b")
+    k = tl.reduce_axis((0, n), name="k")
+    c = tl.compute((m,), lambda i: tl.sum(b[i, k], axis=k), name="c")
+    s = tl.create_schedule(c)
+    ko, ki = s[c].split(c.op.reduce_axis[0], factor=8)
+    s[c].unroll(ki)
+    s[b].compute_at(s[c], ko)
+    f = tl.build(s, [a, c])
+    for cols in (7, 13, 21, 8):
+        x = _rand((3, cols))
+        got = np.full(3, np.nan, np.float32)
+        f(x, got)
+        np.testing.assert_allclose(got, (x * 2).sum(1), rtol=1e-5, err_msg=f"{cols} columns")
 
 
 def test_a_plane_without_a_whole_window_is_refused_by_the_kernel():

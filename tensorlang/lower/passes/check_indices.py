@@ -27,7 +27,7 @@ from ...analysis.intervals import in_bounds, nonneg_facts
 from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.checks import FIRST_INDEX_CODE, IndexCheck
+from ...ir.checks import FIRST_INDEX_CODE, IndexCheck, checked_minimums
 from ...ir.functor import Mutator, collect_vars, contains
 from ...ir.simplify import Analyzer, simplify
 
@@ -190,4 +190,6 @@ def _structure(e):
 
 
 def check_indices(body: S.Stmt) -> S.Stmt:
-    return _CheckIndices().visit(body)
+    checker = _CheckIndices()
+    checker.ranges.ranges.update(checked_minimums(body))
+    return checker.visit(body)

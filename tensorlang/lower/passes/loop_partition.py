@@ -34,8 +34,9 @@ from __future__ import annotations
 from ...ir import dtype as dt
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import StmtMutator, StmtVisitor, collect_vars, substitute
-from ...ir.simplify import INF, Analyzer, simplify, to_linear
+from ...ir.checks import checked_minimums
+from ...ir.functor import Mutator, StmtMutator, StmtVisitor, Visitor, collect_vars, substitute
+from ...ir.simplify import INF, Analyzer, Linear, simplify, to_linear
 
 
 def _guards(body, var, an: Analyzer) -> list:
@@ -94,8 +95,10 @@ class _Partition(StmtMutator):
                 and not self.in_symbolic_tail:
             pieces = _symbolic_cut(s, mn, self.an)
             if pieces is not None:
+                heads = _head_guards(s.body, s.loop_var, self.an) if s.kind == "serial" \
+                    else []
                 self.an.ranges.pop(s.loop_var, None)
-                return S.seq(*self._visit_pieces(pieces))
+                return S.seq(*self._visit_pieces(pieces, heads))
         if s.kind in ("serial", "parallel") and mn is not None and n is not None and n > 1:
             cut = self._cut(s, mn, n)
         if cut is not None:
@@ -107,19 +110,21 @@ class _Partition(StmtMutator):
         self.an.ranges.pop(s.loop_var, None)
         return s if body is s.body else s.replace(body=body)
 
-    def _visit_pieces(self, pieces: tuple) -> list:
+    def _visit_pieces(self, pieces: tuple, heads: list) -> list:
         # A tail piece runs the last, partial tile once, a border piece the first few: their
         # inner symbolic loops keep their guards. Cutting them too doubled the code at every
         # nested symbolic split (a fuzzed matmul's 282 lowered lines became 1348, its LLVM
         # build 2.6 s -> 14 s).
         *border, head, tail = pieces if len(pieces) > 1 else (*pieces, None)
-        out = [self._visit_guarded(p) for p in border] + [self.visit(head)]
-        return out + ([self._visit_guarded(tail)] if tail is not None else [])
+        out = [self._visit_guarded(p, None) for p in border] + [self.visit(head)]
+        return out + ([self._visit_guarded(tail, heads)] if tail is not None else [])
 
-    def _visit_guarded(self, piece: S.For) -> S.Stmt:
+    def _visit_guarded(self, piece: S.For, heads: list | None) -> S.Stmt:
+        """heads: the head guards the cut dropped from the piece (None: a border piece,
+        which keeps them)."""
         self.in_symbolic_tail, outer = True, self.in_symbolic_tail
         try:
-            return self.visit(_whole_tiles(piece, self.an))
+            return self.visit(_whole_tiles(piece, self.an, heads))
         finally:
             self.in_symbolic_tail = outer
 
@@ -344,7 +349,7 @@ def _loop_vars(body, kind: str) -> set:
     return {s.loop_var for s in _loops(body) if s.kind == kind}
 
 
-def _whole_tiles(piece: S.For, an: Analyzer) -> S.For:
+def _whole_tiles(piece: S.For, an: Analyzer, heads: list | None = None) -> S.For:
     """A border or tail piece with a copy of its body for the iterations whose tiles are
     whole: there the tail guards of its unrolled tile loops (`z.outer * 14 + z - ow < 0`, of
     the piece's loop and one tile loop) hold, and are dropped. Kept, hoist_guards
@@ -370,17 +375,167 @@ def _whole_tiles(piece: S.For, an: Analyzer) -> S.For:
     for _, c in found[1:]:
         cut = c if _provably_le(c, cut) else cut if _provably_le(cut, c) else \
             E.Min(*E.binary_operands(cut, c))
-    if _provably_le(cut, piece.min):  # (a tail of these guards' own cut: no whole tile)
-        return piece
+    no_whole = _provably_le(cut, piece.min)  # (a tail of these guards' own cut)
     conjs = [c for c, _ in found]
     an.bind_range(var, piece.min, piece.extent)
     try:
+        # the head guards that hold in this piece's partial tile: those the cut dropped and
+        # those it kept
+        kept = _head_guards(piece.body, var, an) if piece.kind == "serial" else None
+        partial = piece.body if no_whole else _half_tiles(
+            piece.body, var, conjs, an, inside, None if kept is None else (heads or []) + kept) \
+            or piece.body
+        if heads is not None and piece.kind == "serial":
+            partial = _shifted_in(piece, an, inside, heads, partial)
+        if no_whole:
+            return piece if partial is piece.body else piece.replace(body=partial)
         whole = _edge_versions(_DropConjuncts(conjs).visit(piece.body), var, an)
-        partial = _half_tiles(piece.body, var, conjs, an, inside) or piece.body
     finally:
         an.ranges.pop(var, None)
     return piece.replace(body=S.IfThenElse(E.LT(*E.binary_operands(var, cut)), whole,
                                            partial))
+
+
+def _shifted_in(piece: S.For, an: Analyzer, inside: set, heads: list,
+                partial: S.Stmt) -> S.Stmt:
+    """The partial last tile of a row, past the row's first tile, computed whole and shifted
+    inwards to end at the row's last column (_shift_inwards), where the row is wide enough:
+    its shifted columns start at or after 0 and every head guard that the cut dropped from
+    this piece (`heads`: a conv's left padding) holds there; elsewhere `partial` runs. A 3x3
+    conv over a symbolic plane whose rows end in 2-6 columns (16 = 14 + 2, 20 = 14 + 6) took
+    1.4-1.85x its static kernel with the guarded tile."""
+    found = _shift_inwards(piece.body, piece.loop_var, an, inside, heads)
+    if found is None:
+        return partial
+    a, width, base, least, shifted = found
+    # the tile at var has a first column, so base >= a * var + 1 - width: past the row's
+    # first tiles the shift always holds, and the partial tile is never run
+    if a * an.bound(piece.min)[0] + 1 - width >= least:
+        return shifted
+    return S.IfThenElse(E.GE(base, E.const(least, base.dtype)), shifted, partial)
+
+
+def _shift_inwards(body: S.Stmt, var, an: Analyzer, inside: set, heads: list):
+    """(a, width, base, least, shifted body) for a tile of `width` columns `a * var + z`
+    (its tile loops of one constant extent, cut by tail guards `a * var + z + k - e < 0`)
+    moved to end at the row's last column e - k - 1: `a * var` becomes base = `e - k - width`
+    wherever it appears, so the tile recomputes columns of the tile before it (Halide's
+    ShiftInwards tails). Its tail guards then hold, and the guards `heads` (_head_guards) are
+    dropped: the caller runs it where base >= least, from which they hold. None where
+    recomputing is not harmless (_recomputable), the guards disagree on the row's end, or
+    `var` appears other than as multiples of `a * var`."""
+    if not _recomputable(body):
+        return None
+    tails = [c for cond, ranges in _guards(body, var, an) for c in E.conjuncts(cond)
+             if var in collect_vars(c) and len(collect_vars(c) & inside) == 1
+             and _tail_cut(c, var, ranges, inside) is not None]
+    tile_vars = {v for c in tails for v in collect_vars(c) & inside}
+    extents = {E.as_int(s.extent) for s in _loops(body) if s.loop_var in tile_vars}
+    if not tails or len(extents) != 1 or None in extents:
+        return None
+    width, ends = extents.pop(), []
+    for c in tails:
+        lin = _as_negative(c)
+        coefs = {t: k for t, k in lin.terms.values()}
+        if any(coefs.get(v) not in (None, 1) for v in tile_vars):
+            return None
+        end = E.const(-lin.const - width, lin.dtype)  # where a * var + width - 1 is the last
+        for t, k in lin.terms.values():
+            if t is not var and t not in tile_vars:
+                end = E.Sub(end, E.Mul(t, E.const(k, lin.dtype)))
+        ends.append((coefs.get(var), simplify(end)))
+    a, base = ends[0]
+    least = _least_shift(heads, var, a)
+    if least is None or any(k != a or not E.structural_equal(e, base) for k, e in ends):
+        return None
+    shift = _ShiftTile(var, a, base)
+    shifted = shift.visit(_DropConjuncts([c for c, _ in heads]).visit(body))
+    return None if shift.failed else (a, width, base, max(least, 0), shifted)
+
+
+def _head_guards(body: S.Stmt, var, an: Analyzer) -> list:
+    """(conjunct, ranges of the loops inside) of the guards in `body` that hold from some
+    value of the serial loop variable `var` on (_head_cut): a conv's left padding, which a
+    cut drops from the pieces after the row's border tiles."""
+    return [(c, ranges) for cond, ranges in _guards(body, var, an)
+            for c in E.conjuncts(cond) if _head_cut(c, var, ranges) is not None]
+
+
+def _least_shift(heads: list, var, a: int) -> int | None:
+    """The least value of `a * var` from which every head guard `k * var + rest < 0` (k < 0,
+    a multiple of a) holds for every value of the inner loops; None where one is not of
+    that form."""
+    least = 0
+    for c, ranges in heads:
+        lin = _as_negative(c)
+        k, rest_max = 0, lin.const
+        for t, coef in lin.terms.values():
+            if t is var:
+                k = coef
+            else:
+                rest_max += _term_max(t, coef, ranges)
+        if k >= 0 or k % a:
+            return None
+        m = -k // a  # k * var + rest < 0 <=> m * (a * var) > rest
+        least = max(least, rest_max // m + 1)
+    return least
+
+
+class _ShiftTile(Mutator):
+    """Every integer expression with `a * var` in its linear form gets `base` in its place
+    (c * var: c / a times base); `failed` where var appears otherwise."""
+
+    def __init__(self, var, a: int, base):
+        super().__init__()
+        self.var, self.a, self.base, self.failed = var, a, base, False
+
+    def visit(self, node):
+        if isinstance(node, E.Expr) and not isinstance(node, E.Const) \
+                and dt.is_int(node.dtype) and dt.lanes(node.dtype) == 1 \
+                and self.var in collect_vars(node):
+            return self._shifted(node)
+        return super().visit(node)
+
+    def _shifted(self, e):
+        lin = to_linear(simplify(e))
+        out = Linear(lin.dtype, None, lin.const)
+        for t, c in lin.terms.values():
+            if t is self.var:
+                if c % self.a:
+                    self.failed = True
+                    return e
+                out = out.add(to_linear(self.base).scale(c // self.a))
+            else:
+                inner = self.generic(t) if self.var in collect_vars(t) else t
+                out = out.add(to_linear(inner).scale(c))
+        return simplify(out.to_expr())
+
+
+def _recomputable(body: S.Stmt) -> bool:
+    """True when running ``body`` twice over some of its elements stores what once did: it
+    allocates the tile it accumulates in (a register tile computed at this loop), and no
+    buffer from outside it is both stored and loaded in it (an output read back, or summed
+    into across tiles, would take the first run's values in the second). A kernel whose
+    output buffer is also one of its inputs (in place) would break that: the graph runs only
+    elementwise kernels and softmax / layer-norm rows in place (graph/storage.py), none of
+    which has such a tile."""
+    local, stored, loaded = set(), set(), set()
+
+    class _Find(Visitor):
+        def visit_Allocate(self, s):
+            local.add(s.buffer)
+            self.generic(s)
+
+        def visit_Store(self, s):
+            stored.add(s.buffer)
+            self.generic(s)
+
+        def visit_Load(self, e):
+            loaded.add(e.buffer)
+            self.generic(e)
+
+    _Find().visit(body)
+    return bool(local) and not ((stored - local) & (loaded - local))
 
 
 class _TileRange(StmtMutator):
@@ -401,14 +556,17 @@ class _TileRange(StmtMutator):
         return s.replace(extent=E.const(self.hi - self.lo, s.extent.dtype), body=body)
 
 
-def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set):
+def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set,
+                heads: list | None):
     """A partial tile (its columns cut by the tile guards ``conjs``) computed as its first half
-    whole, then the rest guarded, where the first half is whole: `if var < cut: first; rest`.
+    whole, then the rest, where the first half is whole: `if var < cut: first; rest`.
     The first half's tile loops run a constant half tile without the guards (unrolled, in
     registers; its far edge versioned as a whole tile's), where the partial tile ran them all
     as a serial loop over a tile in memory: a 3x3 conv over a symbolic 7x7 plane, whose rows
-    are one partial 14-column tile, ran 2.4x the static kernel's time. None where the tile
-    loops are not of one constant extent of at least 4."""
+    are one partial 14-column tile, ran 2.4x the static kernel's time. The rest is a half
+    tile shifted inwards to end at the row's end (_shift_inwards; in a serial loop, `heads`
+    its head guards) where the row is wide enough, else guarded (a 10x8 plane: 7 + 1
+    columns). None where the tile loops are not of one constant extent of at least 4."""
     # every stage's column loop with its tail guard: the unrolled ones' (conjs) and any other
     # of one inner variable (the copy-out's, serial), which must take the same halves
     conjs = conjs + [c for cond, ranges in _guards(body, var, an) for c in E.conjuncts(cond)
@@ -439,6 +597,11 @@ def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set):
             E.Min(*E.binary_operands(cut, c))
     first = _TileRange(tile_vars, 0, half).visit(_DropConjuncts(conjs).visit(body))
     rest = _TileRange(tile_vars, half, width).visit(body)
+    found = None if heads is None else \
+        _shift_inwards(_TileRange(tile_vars, 0, half).visit(body), var, an, inside, heads)
+    if found is not None:
+        base, least, shifted = found[2:]
+        rest = S.IfThenElse(E.GE(base, E.const(least, base.dtype)), shifted, rest)
     return S.IfThenElse(E.LT(*E.binary_operands(var, cut)),
                         S.seq(_edge_versions(first, var, an), rest), body)
 
@@ -601,4 +764,6 @@ def _specialize_rows(tail: S.For, n, a: int) -> S.For:
 
 
 def partition_loops(body: S.Stmt) -> S.Stmt:
-    return _Partition().visit(body)
+    p = _Partition()
+    p.an.ranges.update(checked_minimums(body))
+    return p.visit(body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...ir import expr as E
 from ...ir import stmt as S
+from ...ir.checks import checked_minimums
 from ...ir.functor import StmtMutator, collect_vars, substitute
 from ...ir.simplify import Analyzer, Simplifier
 
@@ -168,5 +169,7 @@ def _assume(an: Analyzer, cond) -> None:
 
 
 def simplify_stmt(body: S.Stmt) -> S.Stmt:
-    out = _StmtSimplifier().visit(body)
+    simplifier = _StmtSimplifier()
+    simplifier.an.ranges.update(checked_minimums(body))
+    out = simplifier.visit(body)
     return out if out is not None else S.Evaluate(E.const(0))
