@@ -17,8 +17,8 @@ residual add's dequantize / add / quantize when they fuse too).
 
 A 2-D conv of one group without dilation (the common case) runs whole on the library's int8
 kernel (``qlinear_conv2d``: VNNI products, bias and requantization in one kernel, uint8/int8
-in and out); a Gemm / MatMul of a 2-D activation on ``dense_integer`` (VNNI products), its
-bias added in int32, then ``requantize``. Other products run in float32 when that is exact: every term is an integer and every partial sum
+in and out); a Gemm / MatMul on ``dense_integer`` (VNNI products; a MatMul's activation of
+higher rank with its leading axes as rows), its bias added in int32, then ``requantize``. Other products run in float32 when that is exact: every term is an integer and every partial sum
 is bounded by ``max|xq - zx| * sum_k |wq - zw| + |bq|`` per output channel; below 2**24 every
 float32 addition is exact in any order, so the float conv's accumulator *is* the int32 sum, at
 the speed of the float kernels (checked per node at build time from the constant weights).
@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, Value
+from ..symbolic import num_elements, shape_json
 from .rewrite import Emitter, rebuild
 
 EXACT_LIMIT = 2 ** 24  # every integer of magnitude <= 2**24 is a float32
@@ -184,13 +185,15 @@ def _emit_qconv(em: Emitter, q: Node, m: dict, xq: Value, zx: int) -> Value:
     return em.emit(f"{name}_int8", "qlinear_conv2d", ins, attrs, q.outputs)[0]
 
 
-def _emit_qdense(em: Emitter, q: Node, m: dict, xq: Value, zx: int) -> Value:
+def _emit_qdense(em: Emitter, q: Node, m: dict, xq: Value, zx: int,
+                 outs: list[Value] | None = None) -> Value:
     """A 2-D product with an int8 weight [K, N] on dense_integer, bias added in int32, then
-    requantized per column."""
+    requantized per column into ``outs`` (the quantize's outputs unless given)."""
     from tensorlang.ops.quant_kernels import pack_dense_weight
 
     p, ints = m["p"], m["w"][0]
     name, n = p.name, ints.shape[1]
+    shape = (xq.shape[0], n)
     packed, colsum = pack_dense_weight(np.ascontiguousarray(ints.T.astype(np.int8)))
     ins = [xq, Value(f"{name}_wpacked", packed.shape, "int8", data=packed)]
     if zx != 0 or xq.dtype == "int8":  # the column sums compensate the zero point
@@ -199,22 +202,37 @@ def _emit_qdense(em: Emitter, q: Node, m: dict, xq: Value, zx: int) -> Value:
         ins.append(Value(f"{name}_x_zero", (), xq.dtype, data=np.asarray(zx, xq.dtype)))
     out = p.outputs[0]
     acc, = em.emit(f"{name}_int8", "dense_integer", ins, {"n": int(n)},
-                   [Value(f"{out.name}_acc", out.shape, "int32")])
+                   [Value(f"{out.name}_acc", shape, "int32")])
     if m["bias"] is not None:
         b = Value(f"{name}_bint", (n,), "int32", data=m["bias"].astype(np.int32))
         acc, = em.emit(f"{name}_bias", "add", [acc, b], {},
-                       [Value(f"{out.name}_biased", out.shape, "int32")])
-    return _requantize(em, q, m, name, acc)
+                       [Value(f"{out.name}_biased", shape, "int32")])
+    return _requantize(em, q, m, name, acc, outs)
 
 
-def _requantize(em: Emitter, q: Node, m: dict, name: str, acc: Value) -> Value:
+def _emit_qdense_rows(em: Emitter, q: Node, m: dict, xq: Value, zx: int) -> Value:
+    """A matmul of an activation of rank > 2 (a transformer's [batch, sequence, K]) and an
+    int8 weight [K, N]: its leading axes flattened into the rows of one dense_integer, the
+    requantized rows given their axes back (a reshape: an alias, no copy)."""
+    name, n, out = m["p"].name, m["w"][0].shape[1], q.outputs[0]
+    k = xq.shape[-1]
+    rows = num_elements(xq.shape[:-1])
+    flat, = em.emit(f"{name}_rows", "reshape", [xq], {"shape": shape_json([rows, k])},
+                    [Value(f"{name}_xrows", (rows, k), xq.dtype)])
+    y = _emit_qdense(em, q, m, flat, zx, [Value(f"{out.name}_rows", (rows, n), out.dtype)])
+    return em.emit(f"{name}_unflatten", "reshape", [y], {"shape": shape_json(out.shape)},
+                   q.outputs)[0]
+
+
+def _requantize(em: Emitter, q: Node, m: dict, name: str, acc: Value,
+                outs: list[Value] | None = None) -> Value:
     p, sw = m["p"], m["w"][1]
     mult = (np.float32(m["x"][1].reshape(-1)[0]) * sw) / np.float32(m["sy"].reshape(-1)[0])
     shape = _channel_shape(mult.size, len(acc.shape), p.op)
     mv = Value(f"{name}_multiplier", shape, "float32", data=mult.astype(np.float32).reshape(shape))
     zy = Value(f"{name}_y_zero", (), m["out_dtype"], data=m["zy"].reshape(()))
     y, = em.emit(f"{name}_requantize", "requantize", [acc, mv, zy],
-                 {"dtype": m["out_dtype"], "relu": m["relu"]}, q.outputs)
+                 {"dtype": m["out_dtype"], "relu": m["relu"]}, outs or q.outputs)
     return y
 
 
@@ -224,9 +242,11 @@ def _emit(em: Emitter, q: Node, m: dict, new: dict) -> Value:
     zx = 0 if zx is None else int(zx.reshape(-1)[0])
     if _on_int8_kernel(p, ints):
         return _emit_qconv(em, q, m, xq, zx)
-    if p.op in ("dense", "matmul") and ints.ndim == 2 and len(xq.shape) == 2 and \
-            ints.min() >= -128 and ints.max() <= 127:
+    int8 = ints.ndim == 2 and ints.min() >= -128 and ints.max() <= 127
+    if p.op in ("dense", "matmul") and int8 and len(xq.shape) == 2:
         return _emit_qdense(em, q, m, xq, zx)
+    if p.op == "matmul" and int8 and len(xq.shape) > 2:
+        return _emit_qdense_rows(em, q, m, xq, zx)
     exact = _exact_in_float(xq.dtype, zx, ints, axis, m["bias"])
     acc_t = "float32" if exact else "int32"
     name = p.name
