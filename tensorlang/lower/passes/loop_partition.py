@@ -375,44 +375,24 @@ def _whole_tiles(piece: S.For, an: Analyzer, heads: list | None = None) -> S.For
     for _, c in found[1:]:
         cut = c if _provably_le(c, cut) else cut if _provably_le(cut, c) else \
             E.Min(*E.binary_operands(cut, c))
-    no_whole = _provably_le(cut, piece.min)  # (a tail of these guards' own cut)
+    if _provably_le(cut, piece.min):  # (a tail of these guards' own cut: no whole tile)
+        return piece
     conjs = [c for c, _ in found]
     an.bind_range(var, piece.min, piece.extent)
     try:
-        # the head guards that hold in this piece's partial tile: those the cut dropped and
-        # those it kept
-        kept = _head_guards(piece.body, var, an) if piece.kind == "serial" else None
-        partial = piece.body if no_whole else _half_tiles(
-            piece.body, var, conjs, an, inside, None if kept is None else (heads or []) + kept) \
-            or piece.body
-        if heads is not None and piece.kind == "serial":
-            partial = _shifted_in(piece, an, inside, heads, partial)
-        if no_whole:
-            return piece if partial is piece.body else piece.replace(body=partial)
         whole = _edge_versions(_DropConjuncts(conjs).visit(piece.body), var, an)
+        # the head guards that hold at a shifted half tile: those the cut dropped from this
+        # piece and those it kept (a border piece's)
+        heads = None if piece.kind != "serial" else \
+            (heads or []) + _head_guards(piece.body, var, an)
+        last = simplify(E.Sub(E.Add(*E.binary_operands(piece.min, piece.extent)),
+                              E.const(1, piece.min.dtype)))
+        partial = _half_tiles(piece.body, var, conjs, an, inside, heads,
+                              (an.bound(piece.min)[0], an.bound(last)[1])) or piece.body
     finally:
         an.ranges.pop(var, None)
     return piece.replace(body=S.IfThenElse(E.LT(*E.binary_operands(var, cut)), whole,
                                            partial))
-
-
-def _shifted_in(piece: S.For, an: Analyzer, inside: set, heads: list,
-                partial: S.Stmt) -> S.Stmt:
-    """The partial last tile of a row, past the row's first tile, computed whole and shifted
-    inwards to end at the row's last column (_shift_inwards), where the row is wide enough:
-    its shifted columns start at or after 0 and every head guard that the cut dropped from
-    this piece (`heads`: a conv's left padding) holds there; elsewhere `partial` runs. A 3x3
-    conv over a symbolic plane whose rows end in 2-6 columns (16 = 14 + 2, 20 = 14 + 6) took
-    1.4-1.85x its static kernel with the guarded tile."""
-    found = _shift_inwards(piece.body, piece.loop_var, an, inside, heads)
-    if found is None:
-        return partial
-    a, width, base, least, shifted = found
-    # the tile at var has a first column, so base >= a * var + 1 - width: past the row's
-    # first tiles the shift always holds, and the partial tile is never run
-    if a * an.bound(piece.min)[0] + 1 - width >= least:
-        return shifted
-    return S.IfThenElse(E.GE(base, E.const(least, base.dtype)), shifted, partial)
 
 
 def _shift_inwards(body: S.Stmt, var, an: Analyzer, inside: set, heads: list):
@@ -557,16 +537,20 @@ class _TileRange(StmtMutator):
 
 
 def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set,
-                heads: list | None):
-    """A partial tile (its columns cut by the tile guards ``conjs``) computed as its first half
-    whole, then the rest, where the first half is whole: `if var < cut: first; rest`.
-    The first half's tile loops run a constant half tile without the guards (unrolled, in
-    registers; its far edge versioned as a whole tile's), where the partial tile ran them all
-    as a serial loop over a tile in memory: a 3x3 conv over a symbolic 7x7 plane, whose rows
-    are one partial 14-column tile, ran 2.4x the static kernel's time. The rest is a half
-    tile shifted inwards to end at the row's end (_shift_inwards; in a serial loop, `heads`
-    its head guards) where the row is wide enough, else guarded (a 10x8 plane: 7 + 1
-    columns). None where the tile loops are not of one constant extent of at least 4."""
+                heads: list | None, var_range: tuple):
+    """A partial tile (its columns cut by the tile guards ``conjs``, r of its `width` columns
+    in the row) computed in half tiles: where r >= half, its first half whole, then, where r
+    > half + 1, a half tile shifted inwards to end at the row's end (_shift_inwards), which
+    recomputes columns of the first (a rest of one column runs guarded); where r < half,
+    that shifted half tile alone. A half tile's loops run a constant half tile without
+    guards (unrolled, in registers; the first half's far edge versioned as a whole tile's),
+    where the partial tile ran them all as a serial loop over a tile in memory: a 3x3 conv
+    over a symbolic 7x7 plane, whose rows are one partial 14-column tile, ran 2.4x its static
+    kernel; over 30x20 (20 = 14 + 6 columns) 1.56x. The shifted half runs where its columns
+    start at or after the head guards' (`heads`, in a serial loop: a conv's left padding)
+    first column; past the row's first tile that always holds (`var_range`: the least and
+    the most value of var in the piece). Elsewhere the rest runs guarded. None where the
+    tile loops are not of one constant extent of at least 4."""
     # every stage's column loop with its tail guard: the unrolled ones' (conjs) and any other
     # of one inner variable (the copy-out's, serial), which must take the same halves
     conjs = conjs + [c for cond, ranges in _guards(body, var, an) for c in E.conjuncts(cond)
@@ -596,14 +580,26 @@ def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set,
         cut = c if _provably_le(c, cut) else cut if _provably_le(cut, c) else \
             E.Min(*E.binary_operands(cut, c))
     first = _TileRange(tile_vars, 0, half).visit(_DropConjuncts(conjs).visit(body))
-    rest = _TileRange(tile_vars, half, width).visit(body)
+    rest = guarded = _TileRange(tile_vars, half, width).visit(body)
+    narrow = body
     found = None if heads is None else \
         _shift_inwards(_TileRange(tile_vars, 0, half).visit(body), var, an, inside, heads)
     if found is not None:
-        base, least, shifted = found[2:]
-        rest = S.IfThenElse(E.GE(base, E.const(least, base.dtype)), shifted, rest)
+        a, _, base, least, shifted = found
+        # r = base + half - a * var: the rest is empty where r == half, and one column
+        # guarded costs less than a half tile (a 3x3 conv over 10x8, 8 = 7 + 1 columns:
+        # 1.60x its static kernel guarded, 2.11x shifted)
+        rest = S.IfThenElse(E.GT(base, simplify(E.Add(E.Mul(var, E.const(a, var.dtype)),
+                                                      E.const(1, var.dtype)))), shifted, rest)
+        # the tile at var has a first column, so base >= a * var + 1 - half; where r < half,
+        # base <= a * var - 1 (in a row's first tile never enough)
+        lo, hi = var_range
+        narrow = shifted if a * lo + 1 - half >= least else body if a * hi - 1 < least else \
+            S.IfThenElse(E.GE(base, E.const(least, base.dtype)), shifted, body)
+        if a * lo + 1 - half < least:
+            rest = S.IfThenElse(E.GE(base, E.const(least, base.dtype)), rest, guarded)
     return S.IfThenElse(E.LT(*E.binary_operands(var, cut)),
-                        S.seq(_edge_versions(first, var, an), rest), body)
+                        S.seq(_edge_versions(first, var, an), rest), narrow)
 
 
 def _writes_along(loop: S.For) -> bool:
