@@ -354,7 +354,13 @@ def _cold_costs(mod, bufs: list, number: int, repeat: int, cooldown: float,
             junk[::64] += 1
             for i in warm:
                 bufs[i].view(np.uint8).reshape(-1)[::64].sum()  # one read per cache line
-            elapsed, rc = timer(raw, number)
+            # woken: the pool's workers take an empty job first, untimed. Through the flush
+            # they wait in sched_yield, and on a shared machine a yielding worker is off its
+            # CPU whenever another process runs there; the launch waits for every worker, so
+            # a tiny kernel's timed call took that process's time slice (2 threads, a 2-conv
+            # model: 1-2 us calls timed at 1-7 ms in some repeats, calibrate_flush's ratios up
+            # to 2000x at 32-128 MiB; a 16-channel 8x8 conv recorded at 0.5 GFLOP/s).
+            elapsed, rc = timer(raw, number, woken=True)
             if rc:
                 raise mod._kernel_error(rc)
             costs.append(elapsed / number)

@@ -23,7 +23,7 @@ EXPORTS = [
     "tl_pool_after_fork",
     "tl_time_calls",
 ]
-OPTIONAL_EXPORTS = ["tl_worker_tid"]
+OPTIONAL_EXPORTS = ["tl_worker_tid", "tl_time_calls_woken"]
 
 
 class PoolUnavailable(RuntimeError):
@@ -54,14 +54,19 @@ class LoadedPool:
         # still good for running kernels; binding is then unavailable (bind_threads: no-op).
         tid_addr = addresses.get("tl_worker_tid")
         self.worker_tid = proto(ctypes.c_int64, ctypes.c_int32)(tid_addr) if tid_addr else None
-        self.time_calls = proto(
+        timing = proto(
             ctypes.c_int32,
             ctypes.c_void_p,
             ctypes.c_void_p,
             ctypes.c_int32,
             ctypes.c_int64,
             ctypes.POINTER(ctypes.c_int64),
-        )(addresses["tl_time_calls"])
+        )
+        self.time_calls = timing(addresses["tl_time_calls"])
+        # Optional too (older shipped libraries lack it): the same loop after an empty parallel
+        # region that has every worker run first (threadpool.time_calls(woken=True))
+        woken_addr = addresses.get("tl_time_calls_woken")
+        self.time_calls_woken = timing(woken_addr) if woken_addr else None
 
 
 def load_shared(path: Path) -> LoadedPool:

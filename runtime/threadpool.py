@@ -16,6 +16,8 @@ C interface (the symbols of the library)::
     int64_t tl_worker_tid(int32_t i);          /* kernel tid of worker i >= 1; 0: not started */
     int32_t tl_time_calls(void *kernel, const int64_t *args, int32_t nargs, int64_t number,
                           int64_t *elapsed_ns);  /* native timing loop, see ir/timing.ll */
+    int32_t tl_time_calls_woken(...);          /* the same, after an empty parallel region
+                                                  that every worker takes (ir/threadpool.ll) */
 
 Semantics of ``tl_parallel_launch``: runs ``fn(t, num_tasks, closure)`` exactly once for every
 ``t`` in ``[0, num_tasks)``; ``num_tasks <= 0`` means "the pool size". Task 0 runs on the calling
@@ -186,14 +188,23 @@ def shared_library_bytes() -> bytes | None:
     return pool().library_bytes
 
 
-def time_calls(fn_address: int, args: list[int], number: int) -> tuple[float, int]:
+def time_calls(fn_address: int, args: list[int], number: int,
+               woken: bool = False) -> tuple[float, int]:
     """Call the kernel at ``fn_address`` ``number`` times with ``args`` (pointers and i64s, as
-    ints) in a native loop. Returns (elapsed seconds, first nonzero return code or 0)."""
+    ints) in a native loop. Returns (elapsed seconds, first nonzero return code or 0).
+
+    ``woken``: first, untimed, an empty parallel region that every worker of the pool takes,
+    so that the timed calls find the workers on their CPUs as a kernel launched right after
+    another finds them (what a measurement that evicts the caches before each call needs: see
+    tl_time_calls_woken in ir/threadpool.ll). A pool library shipped by an older artifact lacks
+    it; timing then starts without it."""
     if len(args) > MAX_TIMED_ARGS:
         raise ValueError(f"native timing supports at most {MAX_TIMED_ARGS} kernel arguments")
     arr = (ctypes.c_int64 * max(1, len(args)))(*[ctypes.c_int64(a).value for a in args])
     elapsed = ctypes.c_int64(0)
-    rc = pool().time_calls(fn_address, arr, len(args), number, ctypes.byref(elapsed))
+    p = pool()
+    loop = p.time_calls_woken if woken and p.time_calls_woken is not None else p.time_calls
+    rc = loop(fn_address, arr, len(args), number, ctypes.byref(elapsed))
     if rc == -1:
         raise RuntimeError("tl_time_calls refused the argument count")
     return elapsed.value * 1e-9, int(rc)

@@ -67,11 +67,12 @@ class TimingResult:
 
 
 def call_timer(address: int, fn: Callable[..., int], n_args: int
-               ) -> Callable[[list[int], int], tuple[float, int]]:
-    """``timer(raw, n)`` -> (seconds for n calls, first nonzero return code or 0) of the
-    function at ``address`` with raw arguments: a native loop (the thread pool library's
-    tl_time_calls) where that library loads and the arity is within its loops, else a Python
-    loop over ``fn`` (the same function through ctypes)."""
+               ) -> Callable[..., tuple[float, int]]:
+    """``timer(raw, n, woken=False)`` -> (seconds for n calls, first nonzero return code or 0)
+    of the function at ``address`` with raw arguments: a native loop (the thread pool library's
+    tl_time_calls; ``woken``: tl_time_calls_woken, the pool's workers made to run just before,
+    untimed) where that library loads and the arity is within its loops, else a Python loop
+    over ``fn`` (the same function through ctypes; without the pool there are no workers)."""
     from . import threadpool
 
     native_ok = n_args <= threadpool.MAX_TIMED_ARGS
@@ -82,12 +83,13 @@ def call_timer(address: int, fn: Callable[..., int], n_args: int
             native_ok = False  # time from Python instead
     if native_ok:
 
-        def native(raw: list[int], n: int) -> tuple[float, int]:
-            return threadpool.time_calls(address, raw, n)
+        def native(raw: list[int], n: int, woken: bool = False) -> tuple[float, int]:
+            return threadpool.time_calls(address, raw, n, woken)
 
         return native
 
-    def python_loop(raw: list[int], n: int) -> tuple[float, int]:
+    def python_loop(raw: list[int], n: int, woken: bool = False) -> tuple[float, int]:
+        del woken  # without the pool there are no workers to wake
         err = 0
         t0 = time.perf_counter()
         for _ in range(n):

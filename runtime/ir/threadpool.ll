@@ -11,7 +11,8 @@
 ;   SYS_FUTEX   the architecture's futex syscall number
 ;   SYS_GETTID  the architecture's gettid syscall number
 ; The architecture's @tl_relax and @tl_clock come from pool_<machine>.ll, appended to this text;
-; the native timing loop (timing.ll) is appended after them.
+; the native timing loop (timing.ll) is appended after them (tl_time_calls_woken, here, calls
+; its tl_time_calls).
 ;
 ; Per-worker slot, one cache line: generation, sleeping, num_tasks, pad, fn, closure. The job is
 ; copied into every participating worker's slot so that a worker picks it up with the same
@@ -296,6 +297,28 @@ define void @tl_pool_after_fork() nounwind {
   ret void
 }
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+
+; An empty task: the job tl_time_calls_woken hands every worker.
+define internal i32 @tl_noop_task(i32 %t, i32 %n, ptr %cl) nounwind {
+  ret i32 0
+}
+
+; tl_time_calls (timing.ll, appended to this text) after an empty parallel region over the whole
+; pool, with nothing but a return between that region's end and the loop's first clock read. For
+; a measurement that evicts the caches before each timed call: through the milliseconds of the
+; eviction the workers waited in sched_yield, and on a shared machine a yielding worker is off its
+; CPU whenever another thread wants it; a launch waits for every worker it hands the job to, even
+; one that finds no task left, so the timed call waited for the worker's next turn (a 1.5 us
+; kernel timed at 1-7 ms). Once a worker has taken the empty job it has just run and spins
+; without yielding for the first PURE_SPIN units of its wait: the timed launch finds it as a
+; launch inside a model run finds it, right after the kernel before. One thread: the empty task
+; runs once on the caller.
+define i32 @tl_time_calls_woken(ptr %fn, ptr %args, i32 %nargs, i64 %number, ptr %elapsed) nounwind {
+entry:
+  %woke = call i32 @tl_parallel_launch(ptr @tl_noop_task, ptr null, i32 0)
+  %r = call i32 @tl_time_calls(ptr %fn, ptr %args, i32 %nargs, i64 %number, ptr %elapsed)
+  ret i32 %r
+}
 
 define internal i32 @tl_serial(ptr %fn, ptr %cl, i32 %n) nounwind {
 entry:

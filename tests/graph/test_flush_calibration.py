@@ -59,7 +59,7 @@ class _Kernel:
     """Stands in for a built kernel in _cold_costs (its timings do not matter here)."""
 
     def _native_timer(self):
-        return lambda raw, number: (1e-6 * number, 0)
+        return lambda raw, number, woken=False: (1e-6 * number, 0)
 
     def prepare_args(self, *bufs):
         return bufs
@@ -72,6 +72,28 @@ def test_a_cold_call_writes_every_cache_line_of_flush_bytes():
     (junk,) = measure._junk.values()
     assert junk.size == 4096
     assert (junk[::64] == 3).all() and not junk[1::64].any()  # one write per line per call
+
+
+def test_the_flush_is_done_before_each_timed_call_and_the_workers_woken_in_it():
+    # a tiny kernel's record must be its time after a flush, not the flush's: at each timed
+    # call every line of the eviction buffer has been written for this repeat already, and
+    # the timer is asked to wake the pool's workers (untimed) before its clock starts
+    from tensorlang.autotune import measure
+
+    seen = []
+
+    class Kernel(_Kernel):
+        def _native_timer(self):
+            def timer(raw, number, woken=False):
+                (junk,) = measure._junk.values()
+                seen.append((set(junk[::64].tolist()), woken))
+                return 1e-6 * number, 0
+            return timer
+
+    measure._cold_costs(Kernel(), [np.zeros(4, np.float32)], 1, 3, 0.0, (0,), 8192)
+    assert seen[-3:] == [({1}, True), ({2}, True), ({3}, True)]
+    # before them at most the untimed call that first wakes a multi-threaded pool's workers
+    assert seen[:-3] in ([], [({0}, False)])
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "64M", True])

@@ -40,6 +40,7 @@ def test_pool_module_parses_and_verifies(llvm, machine):
         "tl_pool_after_fork",
         "tl_worker_tid",
         "tl_time_calls",
+        "tl_time_calls_woken",
     }
 
 
@@ -119,3 +120,15 @@ def test_every_resource_is_package_data():
     assert resources
     for rel in resources:
         assert any(fnmatch.fnmatch(rel, g) for g in globs), f"{rel} is not in package_data"
+
+
+def test_woken_timing_launches_on_every_worker_then_times(llvm):
+    # the empty region first (num_tasks 0: the pool size), then the timing loop, whose first
+    # step is the clock read: nothing of the wake-up inside the timed interval
+    mod = _verified(llvm, _pool_ir.pool_ir("x86_64"))
+    calls = [(ops[-1].name, ops[:-1]) for _block, ops in _calls(mod.get_function(
+        "tl_time_calls_woken"))]
+    assert [name for name, _args in calls] == ["tl_parallel_launch", "tl_time_calls"]
+    fn, _closure, tasks = calls[0][1]
+    assert fn.name == "tl_noop_task" and str(tasks).endswith("i32 0")
+    assert [a.name for a in calls[1][1]] == ["fn", "args", "nargs", "number", "elapsed"]

@@ -253,3 +253,51 @@ def test_time_calls_native_loop(pfill):
     assert rc == 0 and elapsed > 0
     with pytest.raises(ValueError, match="at most"):
         threadpool.time_calls(pfill.function_address, [0] * 40, 1)
+
+
+def _switched_in(tid: int) -> int:
+    """How many times the kernel has put thread ``tid`` of this process on a CPU (schedstat's
+    third field): it grows only when the thread runs, so a sleeping worker's count stays."""
+    with open(f"/proc/self/task/{tid}/schedstat") as f:
+        return int(f.read().split()[2])
+
+
+def _asleep(tid: int) -> bool:
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "S"
+
+
+@pytest.mark.skipif(not Path("/proc/self/schedstat").exists(), reason="needs Linux schedstat")
+def test_time_calls_woken_has_the_workers_run_before_the_kernel_is_called(restore_threads):
+    # A flushed measurement times a kernel milliseconds after the last launch; on a shared
+    # machine its workers, yielding all that time, were off their CPUs when it launched, and
+    # the launch, which waits for every worker it hands the job to, took 1-7 ms for a 1.5 us
+    # kernel. The woken loop has every worker take an empty job first, outside the timing.
+    set_num_threads(2)
+    threadpool.set_spin_cycles(0)  # a worker sleeps as soon as it has served a job
+
+    @threadpool.TASK_FN
+    def nothing(t, n, closure):
+        return 0
+
+    assert threadpool.parallel_launch(ctypes.cast(nothing, ctypes.c_void_p).value, 0, 2) == 0
+    (worker,) = threadpool.worker_tids()
+    seen = []
+
+    @ctypes.CFUNCTYPE(ctypes.c_int32)
+    def kernel():  # what the timing loop calls: the worker's count when the kernel starts
+        seen.append(_switched_in(worker))
+        return 0
+
+    address = ctypes.cast(kernel, ctypes.c_void_p).value
+    for woken, ran in ((False, False), (True, True)):
+        deadline = time.monotonic() + 5
+        while not _asleep(worker) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert _asleep(worker)
+        before = _switched_in(worker)
+        seen.clear()
+        elapsed, rc = threadpool.time_calls(address, [], 2, woken=woken)
+        assert rc == 0 and elapsed > 0 and len(seen) == 2
+        # woken: the worker ran (took the empty job) before the first timed call, not during
+        assert (seen[0] > before) is ran, (woken, before, seen)
