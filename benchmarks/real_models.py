@@ -8,6 +8,7 @@ schedules, against onnxruntime.
     python benchmarks/real_models.py --models zoo_,hf_bert   # name filters
     python benchmarks/real_models.py --skip-build-time --rounds 3   # quicker
     python benchmarks/real_models.py --threads 1 --skip-build-time  # one thread per side
+    python benchmarks/real_models.py --models smart_turn --as-shipped  # dynamic axes symbolic
 
 Per model: import time; build time in a child process with an empty kernel cache (cold) and
 again with that cache (warm); max relative error of every output vs onnxruntime (max |diff| /
@@ -42,6 +43,9 @@ import export_models  # the corpus, beside this file
 
 THREADS = 2  # per side; main sets it from --threads before anything is built or timed
 MATCH_RTOL = 1e-4
+# main sets it from --as-shipped: import with the file's dynamic axes symbolic (one build for
+# every size, as a package that feeds several sizes would build it) instead of the feed's shapes
+AS_SHIPPED = False
 
 
 def _one_line(e: BaseException, limit: int = 240) -> str:
@@ -69,6 +73,8 @@ def _load_feed(cache: Path, meta: dict) -> dict:
 def _import(path: Path, feed: dict):
     from tensorlang import graph
 
+    if AS_SHIPPED:
+        return graph.from_onnx(str(path))
     return graph.from_onnx(str(path), shapes={k: v.shape for k, v in feed.items()})
 
 
@@ -85,7 +91,9 @@ def _build_child(path: str, inputs: str) -> None:
 
 def _timed_build(path: Path, inputs: Path, cache_dir: str) -> float:
     env = dict(os.environ, TENSORLANG_CACHE_DIR=cache_dir, TENSORLANG_NUM_THREADS=str(THREADS))
-    r = subprocess.run([sys.executable, __file__, "--build-child", str(path), str(inputs)],
+    shipped = ["--as-shipped"] if AS_SHIPPED else []
+    r = subprocess.run([sys.executable, __file__, "--build-child", str(path), str(inputs),
+                        *shipped],
                        capture_output=True, text=True, env=env, check=False)
     if r.returncode != 0:
         tail = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
@@ -353,7 +361,7 @@ def summary(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    global THREADS
+    global THREADS, AS_SHIPPED
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=None, help="comma-separated name filters")
     ap.add_argument("--set", choices=export_models.SETS, default="corpus",
@@ -367,9 +375,13 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-build-time", action="store_true", help="no cold/warm build children")
     ap.add_argument("--import-only", action="store_true",
                     help="stop after the import (the quick list of what does not import)")
+    ap.add_argument("--as-shipped", action="store_true",
+                    help="import with the files' dynamic axes symbolic (one build, timed at "
+                         "the feed's sizes) instead of fixing them to the feed's shapes")
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--build-child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    AS_SHIPPED = a.as_shipped
     if a.build_child:
         _build_child(*a.build_child)
         return 0
