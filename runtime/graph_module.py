@@ -641,7 +641,12 @@ class GraphModule:
         per: dict[str, list[float]] = {st["node"]: [] for _fn, _raw, st, _k in steps}
         for _ in range(runs):
             for fn, raw, st, k in steps:
-                elapsed, rc = _time_native(k.function_address, fn, list(raw), 1)
+                # woken: in a whole run a kernel launches right after the one before, its
+                # workers spinning; here Python runs between two steps, long enough for the
+                # workers to be yielding their CPUs, and the in-run figure then held their way
+                # back (2 threads, a 2-conv model: its steps summed 2.9-4.7 us, woken 2.8-3.3,
+                # whole runs 3.4-3.6 with the driver). calibrate_flush compares with these.
+                elapsed, rc = _time_native(k.function_address, fn, list(raw), 1, woken=True)
                 if rc:
                     raise KernelError(st["kernel"], rc)
                 per[st["node"]].append(elapsed)
@@ -865,10 +870,12 @@ def _check_axis(n: str, ax: int, e, got: int, env: dict, seen: dict) -> None:
                      f"{got}")
 
 
-def _time_native(address: int, fn, raw: list[int], number: int) -> tuple[float, int]:
+def _time_native(address: int, fn, raw: list[int], number: int,
+                 woken: bool = False) -> tuple[float, int]:
     """Time ``number`` calls in a native loop when the thread pool library is available, else
-    from Python (runtime.timer.call_timer, as Module.time_evaluator)."""
-    return call_timer(address, fn, len(raw))(raw, number)
+    from Python (runtime.timer.call_timer, as Module.time_evaluator); ``woken``: the pool's
+    workers made to run just before, untimed."""
+    return call_timer(address, fn, len(raw))(raw, number, woken=woken)
 
 
 def _sha256_file(path: Path) -> str:

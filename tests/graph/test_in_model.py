@@ -223,6 +223,24 @@ def test_step_times_time_every_step_in_each_run(cnn):
     assert all(len(v) == 3 and min(v) > 0 for v in times.values())
 
 
+def test_step_times_wake_the_pools_workers_before_each_timed_step(cnn, monkeypatch):
+    # as a whole run launches a kernel right after the one before, its workers spinning: each
+    # step's timing asks for the workers to run first (untimed), not to be found yielding
+    from tensorlang.runtime import threadpool
+
+    g, _tasks = cnn
+    gm = graph.build(g)
+    real, asked = threadpool.time_calls, []
+
+    def time_calls(address, raw, number, woken=False):
+        asked.append(woken)
+        return real(address, raw, number, woken)
+
+    monkeypatch.setattr(threadpool, "time_calls", time_calls)
+    gm.step_times(runs=2)
+    assert asked == [True] * (2 * len(gm.plan["steps"]))
+
+
 def _kernel_at(gm, node: str):
     return next(gm.kernels[st["kernel"]] for st in gm.plan["steps"] if st["node"] == node)
 
