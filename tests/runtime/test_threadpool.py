@@ -301,3 +301,13 @@ def test_time_calls_woken_has_the_workers_run_before_the_kernel_is_called(restor
         assert rc == 0 and elapsed > 0 and len(seen) == 2
         # woken: the worker ran (took the empty job) before the first timed call, not during
         assert (seen[0] > before) is ran, (woken, before, seen)
+
+
+def test_time_calls_woken_with_a_pool_library_that_lacks_it(pfill, monkeypatch):
+    # a pool library shipped by an older artifact has no tl_time_calls_woken: timing still works
+    monkeypatch.setattr(threadpool.pool(), "time_calls_woken", None)
+    out = np.zeros(10, np.float32)
+    raw = pfill.prepare_args(out, np.zeros(2, np.int64), np.zeros(3, np.int32))
+    elapsed, rc = threadpool.time_calls(pfill.function_address, raw, 3, woken=True)
+    assert rc == 0 and elapsed > 0
+    np.testing.assert_array_equal(out, 2 * np.arange(10, dtype=np.float32))
