@@ -3,7 +3,8 @@
 slower; the target is <= 1.15x at every size).
 
 Cases: dense 768x768 (+bias; the weight packed per call), dense_prepacked (the weight packed
-at build time, as graph/passes/pack_dense_weights does), an attention's q . k^T and p . v
+at build time, as graph/passes/pack_dense_weights does), the int8 dense of quantized models
+(dense_integer, vpdpbusd: "GFLOP/s" is G int8 ops per second) 384 -> 1536 and back, an attention's q . k^T and p . v
 (batch x 12 heads x seq, head dim 64), its softmax [batch, 12, seq, seq], layer_norm over 768,
 bias + gelu over 3072, a ResNet 3x3 conv 64 -> 64 on 56x56 (+relu) at batch 1-8, and 3x3 convs
 in NCHW16c over a symbolic height and width (64 and 256 channels, +relu), and the NCHW <->
@@ -47,6 +48,18 @@ def _dense_prepacked(dims):
     x = tl.placeholder((m, k), name="x")
     wp = tl.placeholder((-(-n // 16), k, 16), name="wp")
     return [x, wp], ops.matmul_prepacked(x, wp, n)
+
+
+def _dense_integer(dims):
+    """The graph's int8 product (a QDQ or MatMulInteger model's, ops/quant.py): int8 rows
+    times a weight packed for vpdpbusd, the zero point's shift compensated by column sums."""
+    from tensorlang.ops import quant
+
+    m, k, n = dims
+    a = tl.placeholder((m, k), "int8", name="a")
+    wp = tl.placeholder((-(-n // 16), -(-k // 4), 16, 4), "int8", name="wp")
+    colsum = tl.placeholder((n,), "int32", name="colsum")
+    return [a, wp, colsum], quant.dense_integer(a, wp, colsum, n)
 
 
 def _bmm(dims):
@@ -119,6 +132,14 @@ CASES = {
     "dense_prepacked": (_dense_prepacked, ("M", 768, 768),
                         [{"M": m} for m in (8, 32, 128, 384, 1000, 4096)],
                         lambda v: 2 * v["M"] * 768 * 768),
+    # int8 (VNNI) over a symbolic row count: a Whisper encoder's MLP shapes (smart-turn), row
+    # counts of one partial tile, prime (a ViT's 197 tokens) and whole tiles
+    "dense_integer": (_dense_integer, ("M", 384, 1536),
+                      [{"M": m} for m in (1, 7, 64, 197, 200, 1500)],
+                      lambda v: 2 * v["M"] * 384 * 1536),
+    "dense_integer_down": (_dense_integer, ("M", 1536, 384),
+                           [{"M": m} for m in (1, 7, 64, 197, 200, 1500)],
+                           lambda v: 2 * v["M"] * 1536 * 384),
     "batch_matmul_qk": (_bmm, ("B", 12, "S", 64), [{"B": 1, "S": s} for s in (8, 64, 128, 384)]
                         + [{"B": 4, "S": 128}], lambda v: 2 * v["B"] * 12 * v["S"] ** 2 * 64),
     "batch_matmul_pv": (_bmm_v, ("B", 12, "S", 64), [{"B": 1, "S": s} for s in (8, 64, 128, 384)]
@@ -185,7 +206,14 @@ def _arrays(ins, out, sizes):
     def shape(t):
         return tuple(extent(d) for d in t.shape)
 
-    args = [rng.uniform(-1, 1, shape(t)).astype(t.dtype) for t in ins]
+    def values(t):  # integers over an integer type's range (int8's products), else [-1, 1)
+        if np.issubdtype(np.dtype(t.dtype), np.integer):
+            info = np.iinfo(t.dtype)
+            lo, hi = max(info.min, -1000), min(info.max, 1000)
+            return rng.integers(lo, hi + 1, shape(t)).astype(t.dtype)
+        return rng.uniform(-1, 1, shape(t)).astype(t.dtype)
+
+    args = [values(t) for t in ins]
     return args + [np.zeros(shape(out), out.dtype)]
 
 
