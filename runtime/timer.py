@@ -72,7 +72,7 @@ def call_timer(address: int, fn: Callable[..., int], n_args: int
     of the function at ``address`` with raw arguments: a native loop (the thread pool library's
     tl_time_calls; ``woken``: tl_time_calls_woken, the pool's workers made to run just before,
     untimed) where that library loads and the arity is within its loops, else a Python loop
-    over ``fn`` (the same function through ctypes; without the pool there are no workers)."""
+    over ``fn`` (the same function through ctypes; ``woken`` has no effect there)."""
     from . import threadpool
 
     native_ok = n_args <= threadpool.MAX_TIMED_ARGS
@@ -89,7 +89,9 @@ def call_timer(address: int, fn: Callable[..., int], n_args: int
         return native
 
     def python_loop(raw: list[int], n: int, woken: bool = False) -> tuple[float, int]:
-        del woken  # without the pool there are no workers to wake
+        # no pool: no workers to wake; over MAX_TIMED_ARGS arguments the workers are timed as
+        # found, since a wake from Python leaves them microseconds to start yielding again
+        del woken
         err = 0
         t0 = time.perf_counter()
         for _ in range(n):
