@@ -531,10 +531,10 @@ def test_conv_tiles_over_a_symbolic_plane_are_partitioned():
     assert "w * 16 + z.inner * 16 - 112" in last, text
 
 
-# rows whose last column tile is partial (8 = 7 + 1, 10, 13; 15 = 14 + 1, ..., 43 = 3 * 14 + 1):
-# its columns past a half tile are a half tile shifted inwards to end at the row's end
-# (loop_partition._half_tiles), recomputing some; 8 also where the shifted half would reach
-# into the left padding (the 5x5 depthwise conv's, the stem's): the guarded half runs there
+# rows whose last column tile is partial: past the row's first tile (15 = 14 + 1, ..., 43 = 3 *
+# 14 + 1) its columns past a half tile, or all of them where fewer, are a half tile shifted
+# inwards to end at the row's end (loop_partition._half_tiles), recomputing some; in a row of
+# one tile (8 = 7 + 1, 10, 13) they stay guarded
 SHIFTED = [{"h": 5, "w": w} for w in (8, 10, 13, 15, 16, 20, 27, 29, 43)]
 
 

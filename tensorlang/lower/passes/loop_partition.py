@@ -381,14 +381,12 @@ def _whole_tiles(piece: S.For, an: Analyzer, heads: list | None = None) -> S.For
     an.bind_range(var, piece.min, piece.extent)
     try:
         whole = _edge_versions(_DropConjuncts(conjs).visit(piece.body), var, an)
-        # the head guards that hold at a shifted half tile: those the cut dropped from this
-        # piece and those it kept (a border piece's)
-        heads = None if piece.kind != "serial" else \
-            (heads or []) + _head_guards(piece.body, var, an)
-        last = simplify(E.Sub(E.Add(*E.binary_operands(piece.min, piece.extent)),
-                              E.const(1, piece.min.dtype)))
+        # the head guards a shifted half tile must start after: those the cut dropped from
+        # this piece and those it kept
+        heads = None if heads is None or piece.kind != "serial" else \
+            heads + _head_guards(piece.body, var, an)
         partial = _half_tiles(piece.body, var, conjs, an, inside, heads,
-                              (an.bound(piece.min)[0], an.bound(last)[1])) or piece.body
+                              an.bound(piece.min)[0]) or piece.body
     finally:
         an.ranges.pop(var, None)
     return piece.replace(body=S.IfThenElse(E.LT(*E.binary_operands(var, cut)), whole,
@@ -537,20 +535,23 @@ class _TileRange(StmtMutator):
 
 
 def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set,
-                heads: list | None, var_range: tuple):
+                heads: list | None, first_var: int):
     """A partial tile (its columns cut by the tile guards ``conjs``, r of its `width` columns
-    in the row) computed in half tiles: where r >= half, its first half whole, then, where r
-    > half + 1, a half tile shifted inwards to end at the row's end (_shift_inwards), which
-    recomputes columns of the first (a rest of one column runs guarded); where r < half,
-    that shifted half tile alone. A half tile's loops run a constant half tile without
-    guards (unrolled, in registers; the first half's far edge versioned as a whole tile's),
-    where the partial tile ran them all as a serial loop over a tile in memory: a 3x3 conv
-    over a symbolic 7x7 plane, whose rows are one partial 14-column tile, ran 2.4x its static
-    kernel; over 30x20 (20 = 14 + 6 columns) 1.56x. The shifted half runs where its columns
-    start at or after the head guards' (`heads`, in a serial loop: a conv's left padding)
-    first column; past the row's first tile that always holds (`var_range`: the least and
-    the most value of var in the piece). Elsewhere the rest runs guarded. None where the
-    tile loops are not of one constant extent of at least 4."""
+    in the row) computed in half tiles where the first half is whole (r >= half): `if var <
+    cut: first; rest`. A half tile's loops run a constant half tile without guards
+    (unrolled, in registers; its far edge versioned as a whole tile's), where the partial
+    tile ran them all as a serial loop over a tile in memory: a 3x3 conv over a symbolic 7x7
+    plane, whose rows are one partial 14-column tile, ran 2.4x its static kernel.
+    Past a row's first tile (the piece's loop from `first_var` >= 1, its dropped head
+    guards `heads`: a conv's left padding), the rest (r > half) and a tile of r < half are a
+    half tile shifted inwards to end at the row's end (_shift_inwards), which recomputes
+    columns of the tile before it: a 3x3 conv over a symbolic 30x20 plane (20 = 14 + 6
+    columns) ran 1.56x its static kernel, 1.07x shifted. Elsewhere (a row's first tile) they
+    run guarded, as does a row narrower than half a tile (a 10x8 plane: 7 + 1 columns; 4x4
+    and 5x5 planes, 2.7-3x their static kernel: quarter tiles brought them to 1.3-1.8x but
+    made the kernels' builds 1.7x as long, and a shifted rest in the first tile, under a
+    run-time test with the guarded one beside it, 1.4x). None where the tile loops are not
+    of one constant extent of at least 4."""
     # every stage's column loop with its tail guard: the unrolled ones' (conjs) and any other
     # of one inner variable (the copy-out's, serial), which must take the same halves
     conjs = conjs + [c for cond, ranges in _guards(body, var, an) for c in E.conjuncts(cond)
@@ -580,24 +581,16 @@ def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set,
         cut = c if _provably_le(c, cut) else cut if _provably_le(cut, c) else \
             E.Min(*E.binary_operands(cut, c))
     first = _TileRange(tile_vars, 0, half).visit(_DropConjuncts(conjs).visit(body))
-    rest = guarded = _TileRange(tile_vars, half, width).visit(body)
-    narrow = body
+    rest, narrow = _TileRange(tile_vars, half, width).visit(body), body
     found = None if heads is None else \
         _shift_inwards(_TileRange(tile_vars, 0, half).visit(body), var, an, inside, heads)
-    if found is not None:
-        a, _, base, least, shifted = found
-        # r = base + half - a * var: the rest is empty where r == half, and one column
-        # guarded costs less than a half tile (a 3x3 conv over 10x8, 8 = 7 + 1 columns:
-        # 1.60x its static kernel guarded, 2.11x shifted)
-        rest = S.IfThenElse(E.GT(base, simplify(E.Add(E.Mul(var, E.const(a, var.dtype)),
-                                                      E.const(1, var.dtype)))), shifted, rest)
-        # the tile at var has a first column, so base >= a * var + 1 - half; where r < half,
-        # base <= a * var - 1 (in a row's first tile never enough)
-        lo, hi = var_range
-        narrow = shifted if a * lo + 1 - half >= least else body if a * hi - 1 < least else \
-            S.IfThenElse(E.GE(base, E.const(least, base.dtype)), shifted, body)
-        if a * lo + 1 - half < least:
-            rest = S.IfThenElse(E.GE(base, E.const(least, base.dtype)), rest, guarded)
+    # the tile at var has a first column, so base >= a * var + 1 - half: past the row's first
+    # tile (var >= first_var >= 1) the shifted half always starts after the head guards'
+    if found is not None and found[0] * first_var + 1 - half >= found[3]:
+        a, _, base, _, shifted = found
+        # r = base + half - a * var: no rest where r == half
+        rest = S.IfThenElse(E.GT(base, simplify(E.Mul(var, E.const(a, var.dtype)))), shifted)
+        narrow = shifted
     return S.IfThenElse(E.LT(*E.binary_operands(var, cut)),
                         S.seq(_edge_versions(first, var, an), rest), narrow)
 
