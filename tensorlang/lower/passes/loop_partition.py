@@ -27,7 +27,11 @@ cannot prove them over a symbolic range) and the tail piece keeps them (issue 19
 `n` rows with 6 guarded rows in its k loop ran at half the speed of the static kernel). When
 the tail tile allocates (an accumulator) and its rows are `n - a * io` for a shape variable n
 and a <= 4, the tail is copied per count of rows left with n replaced by `a * io + k`: its
-rows are then constants, and the accumulators stay in registers (_specialize_rows)."""
+rows are then constants, and the accumulators stay in registers (_specialize_rows). A tile of
+columns whose last tile is partial runs it in half tiles (_whole_tiles, _half_tiles), the
+second shifted inwards to end at the row's end past a row's first tile: it recomputes columns
+of the tile before it instead of testing a guard per column (_shift_inwards; only where the
+tile's stores are not read back, so running some of them twice stores the same values)."""
 
 from __future__ import annotations
 
