@@ -170,6 +170,28 @@ def test_symbolic_row_tile_is_partitioned():
         np.testing.assert_allclose(got, a @ b.T, rtol=1e-4, atol=1e-4, err_msg=f"{rows} rows")
 
 
+def test_row_tile_over_a_product_of_sizes_is_copied_per_rows_left():
+    """A dense over batch * seq rows (a transformer's, or a MatMulInteger's flattened rows):
+    its last row tile is copied per count of rows left, as over one shape variable, with
+    `batch * seq` replaced by its value in each copy (the generic tail kept its accumulators in
+    memory: an int8 dense at 7 rows 0.045 ms against 0.018 over a plain m)."""
+    b, s = tl.var("batch"), tl.var("seq")
+    x = tl.placeholder((b * s, 64), name="x")
+    w = tl.placeholder((48, 64), name="w")
+    out = ops.dense(x, w)
+    text = str(tl.lower(ops.default_schedule([out]), [x, w, out]))
+    tail = text.split("parallel for")[2]
+    assert "if batch * seq - i.outer * 4 == 2:" in tail, text
+    assert "if batch * seq - i.outer * 4 == 3:" in tail, text
+    f = tl.build(ops.default_schedule([out]), [x, w, out])
+    for batch, seq in ((1, 1), (1, 2), (3, 1), (1, 5), (2, 3), (7, 1), (3, 3), (2, 4)):
+        a, wt = _rand((batch * seq, 64)), _rand((48, 64), seed=1)
+        got = np.full((batch * seq, 48), np.nan, np.float32)
+        f(a, wt, got, batch=batch, seq=seq)
+        np.testing.assert_allclose(got, a @ wt.T, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"{batch} x {seq} rows")
+
+
 # ----------------------------------------------------------------------------- data movement
 
 

@@ -705,24 +705,25 @@ MAX_SPECIALIZED_ROWS = 4
 
 
 def _rows_left(proven: list, var, inside: set) -> tuple | None:
-    """(n, a) when every proven tail guard is `a * var + (inner terms) - n < 0` for one
-    variable n defined outside the loop (a shape variable) and one a in [2,
-    MAX_SPECIALIZED_ROWS]: the tail's tile then has n - a * var rows left, 1 to a - 1 of them;
-    else None."""
-    found = set()
+    """(n, a) when every proven tail guard is `a * var + (inner terms) - n < 0` for one term n
+    of what is defined outside the loop (a shape variable, or a product of them: a dense over
+    batch * seq rows) and one a in [2, MAX_SPECIALIZED_ROWS]: the tail's tile then has n - a *
+    var rows left, 1 to a - 1 of them; else None."""
+    found: list = []
     for c in proven:
         lin = _as_negative(c)
         a = outside = None
         for t, coef in lin.terms.values():
             if t is var:
                 a = coef
-            elif isinstance(t, E.Var) and coef == -1 and t not in inside:
+            elif coef == -1 and not collect_vars(t) & (inside | {var}):
                 if outside is not None:
                     return None
                 outside = t
         if a is None or outside is None:
             return None
-        found.add((outside, a))
+        if not any(k == a and E.structural_equal(t, outside) for t, k in found):
+            found.append((outside, a))
     if len(found) != 1:
         return None
     (n, a), = found
@@ -755,12 +756,32 @@ def _specialize_rows(tail: S.For, n, a: int, exhaustive: bool) -> S.For:
     a - 1 rows): then the copy for one row is (an int8 dense over symbolic rows: 1171 -> 858
     lines of LLVM IR)."""
     var, body = tail.loop_var, tail.body
-    one = simplify(E.Add(E.Mul(var, E.const(a, var.dtype)), E.const(1, var.dtype)))
-    out = substitute(body, {n: one}) if exhaustive else body
-    for k in range(a - 1, 1 if exhaustive else 0, -1):
+
+    def rows(k):  # n = a * var + k, in the copy for k rows left
         value = simplify(E.Add(E.Mul(var, E.const(a, var.dtype)), E.const(k, var.dtype)))
-        out = S.IfThenElse(E.EQ(n, value), substitute(body, {n: value}), out)
+        copy = substitute(body, {n: value}) if isinstance(n, E.Var) else \
+            _ReplaceTerm(n, value).visit(body)
+        return value, copy
+
+    out = rows(1)[1] if exhaustive else body
+    for k in range(a - 1, 1 if exhaustive else 0, -1):
+        value, copy = rows(k)
+        out = S.IfThenElse(E.EQ(n, value), copy, out)
     return tail.replace(body=out)
+
+
+class _ReplaceTerm(Mutator):
+    """Every expression structurally equal to ``term`` (a product of shape variables) replaced
+    by ``value`` (the buffers' shapes are left: their sizes are the same)."""
+
+    def __init__(self, term, value):
+        super().__init__()
+        self.term, self.value = term, value
+
+    def visit(self, node):
+        if type(node) is type(self.term) and E.structural_equal(node, self.term):
+            return self.value
+        return super().visit(node)
 
 
 def partition_loops(body: S.Stmt) -> S.Stmt:
