@@ -402,7 +402,7 @@ def _whole_tiles(piece: S.For, an: Analyzer, heads: list | None = None) -> S.For
 
 
 def _shift_inwards(body: S.Stmt, var, an: Analyzer, inside: set, heads: list):
-    """(a, width, base, least, shifted body) for a tile of `width` columns `a * var + z`
+    """(a, base, least, shifted body) for a tile of `width` columns `a * var + z`
     (its tile loops of one constant extent, cut by tail guards `a * var + z + k - e < 0`)
     moved to end at the row's last column e - k - 1: `a * var` becomes base = `e - k - width`
     wherever it appears, so the tile recomputes columns of the tile before it (Halide's
@@ -436,7 +436,7 @@ def _shift_inwards(body: S.Stmt, var, an: Analyzer, inside: set, heads: list):
         return None
     shift = _ShiftTile(var, a, base)
     shifted = shift.visit(_DropConjuncts([c for c, _ in heads]).visit(body))
-    return None if shift.failed else (a, width, base, max(least, 0), shifted)
+    return None if shift.failed else (a, base, max(least, 0), shifted)
 
 
 def _head_guards(body: S.Stmt, var, an: Analyzer) -> list:
@@ -594,8 +594,8 @@ def _half_tiles(body: S.Stmt, var, conjs: list, an: Analyzer, inside: set,
         _shift_inwards(_TileRange(tile_vars, 0, half).visit(body), var, an, inside, heads)
     # the tile at var has a first column, so base >= a * var + 1 - half: past the row's first
     # tile (var >= first_var >= 1) the shifted half always starts after the head guards'
-    if found is not None and found[0] * first_var + 1 - half >= found[3]:
-        a, _, base, _, shifted = found
+    if found is not None and found[0] * first_var + 1 - half >= found[2]:
+        a, base, _, shifted = found
         # r = base + half - a * var: no rest where r == half
         rest = S.IfThenElse(E.GT(base, simplify(E.Mul(var, E.const(a, var.dtype)))), shifted)
         narrow = shifted
