@@ -26,6 +26,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tensorlang.runtime._plan import ExecutionPlan, KernelEntry, TensorSpec
@@ -188,7 +189,11 @@ def build(g: Graph, target: str = "llvm", tuning_log: str | None = None,
     from tensorlang.codegen.target import Target
 
     if not isinstance(g, Graph):
-        raise TypeError(f"graph.build expects a graph.Graph, got {type(g).__name__}")
+        hint = ""
+        if type(g).__name__ == "ModelProto" or isinstance(g, (str, bytes, Path)):
+            # (an ONNX model, or its path: the import step is its own call, with shapes=)
+            hint = "; import an ONNX model first: graph.build(graph.from_onnx(model))"
+        raise TypeError(f"graph.build expects a graph.Graph, got {type(g).__name__}{hint}")
     if tuning_log is None:
         # TVM compiles a model inside `with auto_scheduler.ApplyHistoryBest(log):`
         from .auto_scheduler import history_in_context

@@ -41,6 +41,19 @@ def test_malformed_file(tmp_path):
         graph.from_onnx(str(tmp_path / "missing.onnx"))
 
 
+def test_build_of_an_onnx_model_says_to_import_it_first(tmp_path):
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]))
+    for given in (model, str(tmp_path / "model.onnx")):
+        with pytest.raises(TypeError, match=r"got (ModelProto|str); import an ONNX model "
+                                            r"first: graph\.build\(graph\.from_onnx\(model\)\)"):
+            graph.build(given)
+    with pytest.raises(TypeError, match=r"expects a graph.Graph, got int$"):
+        graph.build(3)
+
+
 def test_wrong_inputs_are_clear_errors():
     gm = graph.build(graph.from_onnx(model_zoo.mlp()))
     x = np.zeros((4, 64), np.float32)
