@@ -502,3 +502,16 @@ def test_a_negative_size_passed_by_keyword_is_refused():
     np.testing.assert_array_equal(c, a * 3)
     with pytest.raises(tl.runtime.KernelError, match=r"n must be at least 0: it is a size"):
         f(np.zeros(0, "float32"), np.zeros(0, "float32"), n=-1)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+def test_a_gather_check_names_the_access_as_written(dtype):
+    # (lowering widens a narrower index to int64: the message shows the compute's index)
+    from tensorlang.ir.checks import error_messages
+
+    A = tl.placeholder((16, 8), name="A")
+    Ix = tl.placeholder((4,), dtype=dtype, name="Ix")
+    G = tl.compute((4, 8), lambda i, j: A[Ix[i], j], name="G")
+    messages = error_messages(tl.lower(tl.create_schedule(G), [A, Ix, G]).body)
+    assert "index out of bounds in A[Ix[i], j]: dimension 0's index is not in [0, 16)" in \
+        messages.values(), messages
