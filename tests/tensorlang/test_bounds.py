@@ -300,7 +300,7 @@ def test_the_message_survives_save_and_load(tmp_path):
     f(a, np.array([1, 2, 3, 4], "int32"), g)
     np.testing.assert_array_equal(g, a[1:5])
     with pytest.raises(tl.runtime.KernelError,
-                       match=r"index out of bounds in A\[int64\(Ix\[i\]\)\]"):
+                       match=r"index out of bounds in A\[Ix\[i\]\]"):
         f(a, np.array([1, 2, 3, 16], "int32"), g)
 
 
