@@ -103,7 +103,7 @@ class _CheckIndices(Mutator):
         if not self._unproven(idx, extent):
             return idx
         code, self.code = self.code, self.code + 1
-        access = f"{buf.name}[{', '.join(str(_AsWritten().visit(i)) for i in indices)}]"
+        access = f"{buf.name}[{', '.join(str(_as_written(i)) for i in indices)}]"
         what = f"dimension {d}'s index" if len(indices) > 1 else "the index"
         msg = f"index out of bounds in {access}: {what} is not in [0, {extent})"
         return IndexCheck(idx, extent, code, msg)
@@ -177,15 +177,14 @@ class _CheckIndices(Mutator):
         return unknowns[key][1]
 
 
-class _AsWritten(Mutator):
-    """An index as the user wrote it, for messages: without the widening casts lowering puts
-    around an int32 gather's index (`A[int64(Ix[i]), j]` was `A[Ix[i], j]` in the compute)."""
-
-    def visit_Cast(self, e: E.Cast):
-        value = self.visit(e.value)
-        if dt.is_int(e.dtype) and dt.is_int(value.dtype) and dt.lanes(e.dtype) == 1:
-            return value
-        return value if value is e.value else E.Cast(e.dtype, value)
+def _as_written(index):
+    """An index as the user wrote it, for messages: without the widening cast lowering puts
+    around an int32 gather's index (`A[int64(Ix[i]), j]` was `A[Ix[i], j]` in the compute).
+    Only a cast that is the whole index: inside arithmetic its operand's type is needed."""
+    while isinstance(index, E.Cast) and dt.is_int(index.dtype) and \
+            dt.is_int(index.value.dtype) and dt.lanes(index.dtype) == 1:
+        index = index.value
+    return index
 
 
 def _structure(e):
