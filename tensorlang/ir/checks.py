@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Expr
+from . import stmt as S
+from .expr import Add, Const, Expr, Sub, Var
 from .functor import Visitor
 
 # Kernel return codes 1..999 are left to other failures; an index check's code is
@@ -56,9 +57,6 @@ def checked_minimums(body) -> dict:
     statements `checked(v - m, top)` (lower/entry_checks.py) return before the loops when v <
     m, so everything after them may take v >= m (a conv's output width `max(w - 1, 0) + 1` is
     then `w`). The checks themselves are not simplified with it: no pass folds an IndexCheck."""
-    from . import stmt as S
-    from .expr import Add, Const, Sub, Var
-
     out: dict = {}
     stmts = body.stmts if isinstance(body, S.SeqStmt) else (body,)
     for s in stmts:

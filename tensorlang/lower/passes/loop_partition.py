@@ -436,7 +436,7 @@ def _shift_inwards(body: S.Stmt, var, an: Analyzer, inside: set, heads: list):
         return None
     shift = _ShiftTile(var, a, base)
     shifted = shift.visit(_DropConjuncts([c for c, _ in heads]).visit(body))
-    return None if shift.failed else (a, base, max(least, 0), shifted)
+    return None if shift.failed else (a, base, least, shifted)
 
 
 def _head_guards(body: S.Stmt, var, an: Analyzer) -> list:
@@ -505,23 +505,29 @@ def _recomputable(body: S.Stmt) -> bool:
     output buffer is also one of its inputs (in place) would break that: the graph runs only
     elementwise kernels and softmax / layer-norm rows in place (graph/storage.py), none of
     which has such a tile."""
-    local, stored, loaded = set(), set(), set()
+    found = _Buffers()
+    found.visit(body)
+    local = found.local
+    return bool(local) and not ((found.stored - local) & (found.loaded - local))
 
-    class _Find(Visitor):
-        def visit_Allocate(self, s):
-            local.add(s.buffer)
-            self.generic(s)
 
-        def visit_Store(self, s):
-            stored.add(s.buffer)
-            self.generic(s)
+class _Buffers(Visitor):
+    """The buffers a body allocates, stores and loads."""
 
-        def visit_Load(self, e):
-            loaded.add(e.buffer)
-            self.generic(e)
+    def __init__(self):
+        self.local, self.stored, self.loaded = set(), set(), set()
 
-    _Find().visit(body)
-    return bool(local) and not ((stored - local) & (loaded - local))
+    def visit_Allocate(self, s):
+        self.local.add(s.buffer)
+        self.generic(s)
+
+    def visit_Store(self, s):
+        self.stored.add(s.buffer)
+        self.generic(s)
+
+    def visit_Load(self, e):
+        self.loaded.add(e.buffer)
+        self.generic(e)
 
 
 class _TileRange(StmtMutator):
