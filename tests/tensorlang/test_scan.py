@@ -151,6 +151,25 @@ def test_primitives_that_break_the_scan_are_refused():
     _run_cumsum(s, X, res)  # nothing refused was applied
 
 
+def test_a_body_stage_between_the_state_and_the_update_may_be_inlined():
+    # TVM's scan-inline tests: x1 is computed one step at a time, so inlining it is legal
+    X = tl.placeholder((5, 3), name="X")
+    state = tl.placeholder((5, 3), name="state")
+    init = tl.compute((1, 3), lambda _, i: X[0, i], name="init")
+    x1 = tl.compute((5, 3), lambda t, i: state[t - 1, i] + X[t, i], name="x1")
+    upd = tl.compute((5, 3), lambda t, i: x1[t, i] * 2 + state[t - 1, i], name="upd")
+    res = tl.scan(init, upd, state, name="res")
+    s = tl.create_schedule(res.op)
+    s[x1].compute_inline()
+    x = RNG.standard_normal((5, 3)).astype("float32")
+    out = np.zeros((5, 3), "float32")
+    tl.build(s, [X, res])(x, out)
+    ref = x.astype("float64").copy()
+    for t in range(1, 5):
+        ref[t] = (ref[t - 1] + x[t]) * 2 + ref[t - 1]
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
 def test_bad_scan_declarations():
     X = tl.placeholder((5, 3), name="X")
     st = tl.placeholder((5, 3), name="st")
