@@ -18,12 +18,17 @@ from .te import (
     asinh,
     atan,
     atanh,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     call_extern,
     call_intrin,
     call_packed,
     call_pure_extern,
     call_pure_intrin,
     ceil,
+    comm_reducer,
     cos,
     cosh,
     div,
@@ -42,7 +47,9 @@ from .te import (
     log,
     log2,
     log10,
+    max,
     max_value,
+    min,
     min_value,
     nearbyint,
     popcount,
@@ -51,10 +58,13 @@ from .te import (
     round,
     rsqrt,
     select,
+    shift_left,
+    shift_right,
     sigmoid,
     sin,
     sinh,
     sqrt,
+    sum,
     tan,
     tanh,
     trunc,
@@ -62,19 +72,50 @@ from .te import (
     truncmod,
 )
 from .te.intrin import cast
-from .te.tensor import var
+from .te.tensor import size_var, var
 
 __all__ = [
-    "Cast", "FloatImm", "IntImm", "Select", "Var", "abs", "acos", "acosh", "all", "any", "asin",
-    "asinh", "atan", "atanh", "call_extern", "call_intrin", "call_packed", "call_pure_extern",
-    "call_pure_intrin", "ceil", "const", "cos", "cosh", "div", "erf", "exp", "exp2", "floor",
-    "floordiv", "floormod", "fma", "fmod", "if_then_else", "indexdiv", "indexmod", "isnan",
-    "log", "log2", "log10", "max_value", "min_value", "nearbyint", "popcount", "pow", "power",
-    "round", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan", "tanh", "trunc", "truncdiv",
+    "Cast", "FloatImm", "IntImm", "Max", "Min", "Select", "SizeVar", "Var", "abs", "acos",
+    "acosh", "all", "any", "asin", "asinh", "atan", "atanh", "bitwise_and", "bitwise_not",
+    "bitwise_or", "bitwise_xor", "call_extern", "call_intrin", "call_packed", "call_pure_extern",
+    "call_pure_intrin", "ceil", "ceildiv", "comm_reducer", "const", "cos", "cosh", "div", "erf",
+    "exp", "exp2", "floor", "floordiv", "floormod", "fma", "fmod", "if_then_else", "indexdiv",
+    "indexmod", "isnan", "likely", "log", "log2", "log10", "max", "max_value", "min",
+    "min_value", "nearbyint", "popcount", "pow", "power", "round", "rsqrt", "shift_left",
+    "shift_right", "sigmoid", "sin", "sinh", "sqrt", "sum", "tan", "tanh", "trunc", "truncdiv",
     "truncmod",
 ]
 
 Select = select
+
+
+def Max(a, b):
+    """``tvm.tir.Max(a, b)``: the elementwise maximum, ``tl.max(a, b)``."""
+    return max(a, b)
+
+
+def Min(a, b):
+    """``tvm.tir.Min(a, b)``: the elementwise minimum, ``tl.min(a, b)``."""
+    return min(a, b)
+
+
+def likely(cond):
+    """``tvm.tir.likely(cond)``: TVM's hint that a condition is usually true (for loop
+    partitioning); the condition itself here, where the lowering finds tails on its own."""
+    return cond
+
+
+def ceildiv(a, b):
+    """``tvm.tir.ceildiv(a, b)``: a / b rounded towards plus infinity, for integers
+    (``-((-a) // b)``); TVM's float ceildiv is ``tl.ceil(a / b)``."""
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return -floordiv(-a, b)
+
+
+def SizeVar(name, dtype="int64"):
+    """``tvm.tir.SizeVar(name, dtype)``: ``tl.size_var`` (a symbolic extent)."""
+    return size_var(name, dtype)
 
 
 def Cast(dtype, value):

@@ -279,6 +279,23 @@ def test_bitwise_and_math_refusals():
         te.size_var("alpha", dtype="float32")
 
 
+def test_tvm_tir_reducers_and_binary_helpers():
+    # tvm.tir.max / min / sum are te's reducers (binary max / min too), ceildiv rounds up
+    A = tl.placeholder((12,), name="A", dtype="int32")
+    k = te.reduce_axis((0, 12), name="k")
+    B = tl.compute((12,), lambda i: tl.tir.ceildiv(A[i], 4) + tl.tir.max(A[i], 0) * 100
+                   + tl.tir.Min(A[i], 2) * 10000 + (A[i] << 1), name="B")
+    S = tl.compute((1,), lambda i: tl.tir.sum(A[k], axis=k), name="S")
+    M = tl.compute((1,), lambda i: tl.tir.max(A[k], axis=k, where=tl.tir.likely(k < 11)),
+                   name="M")
+    a = np.arange(-6, 6, dtype="int32")
+    got_b, got_s, got_m = _run([B, S, M], [A], [a])
+    want = -(-a // 4) + np.maximum(a, 0) * 100 + np.minimum(a, 2) * 10000 + (a << 1)
+    np.testing.assert_array_equal(got_b, want)
+    assert (got_s[0], got_m[0]) == (a.sum(), a[:11].max())
+    assert tl.tir.ceildiv(7, 2) == 4 and tl.tir.shift_left is te.shift_left
+
+
 def test_chained_indexing():
     A = tl.placeholder((4, 5, 3), name="A")
     B = tl.compute((4, 5, 3), lambda i, j, k: A[i][j][k] * 2 + A[i, j][k], name="B")
