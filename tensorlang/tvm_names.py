@@ -49,7 +49,6 @@ MODULE_NAMES = {
               "tl.extern for an opaque body",
     "gradient": "te.gradient (automatic differentiation) is not supported: declare the "
                 "gradient's computation with tl.compute",
-    "tag_scope": "te.tag_scope is not supported: give the tag to each tl.compute(..., tag=...)",
     "transform": "tvm.transform (PassContext, passes by name) is not in tensorlang: the lowering "
                  "passes are a fixed ordered list; options are keyword arguments of tl.build "
                  "(tl.build(s, args, opt_level=3))",

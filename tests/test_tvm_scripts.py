@@ -256,7 +256,6 @@ def test_gpu_only_stage_primitives_say_so():
     ("autotvm", "from tensorlang import autotune"),
     ("hybrid", "te.hybrid .*not supported.*tl.compute"),
     ("gradient", "te.gradient .*not supported"),
-    ("tag_scope", "te.tag_scope .*not supported.*tag="),
     ("transform", r"tvm.transform .*fixed ordered list.*tl.build\(.*opt_level="),
 ])
 def test_tvm_module_names_we_lack_name_ours(name, message):

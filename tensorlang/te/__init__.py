@@ -8,6 +8,7 @@ from .extern import (  # noqa: F401  (TVM's te.extern, tir.call_extern / call_pu
 )
 from .intrin import *
 from .scan import scan  # noqa: F401  (TVM's te.scan)
+from .tag import tag_scope  # noqa: F401  (TVM's te.tag_scope)
 from .tensor import (  # noqa: F401
                      CommReducer,
                      ComputeOp,

@@ -40,6 +40,7 @@ from collections.abc import Callable
 from ..ir import dtype as dt
 from ..ir.expr import Expr, const, convert
 from ..ir.packed import ExternCall, PackedCall
+from .tag import scoped_tag
 from .tensor import Operation, Tensor, _to_extent
 
 
@@ -217,7 +218,7 @@ def extern(shape, inputs, fcompute: Callable, name: str = "extern", dtype=None, 
                             f"{type(t).__name__}")
     shapes = _shapes(shape, name)
     dtypes = _dtypes(dtype, len(shapes), inputs, name)
-    op = ExternOp(name, tuple(inputs), shapes, dtypes, tag, attrs)
+    op = ExternOp(name, tuple(inputs), shapes, dtypes, scoped_tag(tag, f"extern {name}"), attrs)
     call = fcompute(list(op.input_tensors), list(op.outputs))
     op.body = (_checked_call(call, op),)
     return op.outputs[0] if len(shapes) == 1 else list(op.outputs)

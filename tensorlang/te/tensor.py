@@ -11,6 +11,7 @@ from ..ir import dtype as dt
 from ..ir.expr import Const, Expr, Var, binary_operands, const, convert
 from ..ir.functor import Visitor, collect_vars, expr_depth, fit_recursion, substitute
 from ..ir.stmt import IterVar, Range
+from .tag import scoped_tag
 
 
 def _to_extent(x, what: str) -> Expr:
@@ -439,6 +440,7 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "",
         reduce_axes = first.axis
     bodies, reduce_axes, copies = own_reduce_axes(bodies, reduce_axes)
     return_tuple = isinstance(body, (tuple, list))
+    tag = scoped_tag(tag, f"compute {name}")
     op = ComputeOp(name, axis, reduce_axes, bodies, tag=tag, attrs=attrs, axis_copies=copies,
                    expr_depth=depth)
     return op.outputs if return_tuple else op.output(0)

@@ -296,6 +296,27 @@ def test_tvm_tir_reducers_and_binary_helpers():
     assert tl.tir.ceildiv(7, 2) == 4 and tl.tir.shift_left is te.shift_left
 
 
+def test_tag_scope_tags_the_computes_declared_in_it():
+    @te.tag_scope(tag="elemwise")
+    def relu(x):
+        return te.compute(x.shape, lambda *i: tl.tir.max(x(*i), tl.const(0, x.dtype)))
+
+    A = tl.placeholder((6,), name="A")
+    B = relu(A)
+    with te.tag_scope("broadcast"):
+        C = te.compute((6,), lambda i: B[i] * 2, name="C")
+    D = te.compute((6,), lambda i: C[i] + 1, name="D")
+    assert (B.op.tag, C.op.tag, D.op.tag) == ("elemwise", "broadcast", "")
+    a = rand((6,)) - 0.5
+    assert_close(_run([D], [A], [a])[0], np.maximum(a, 0) * 2 + 1)
+    with pytest.raises(ValueError, match=r"tag='own' inside te.tag_scope\('broadcast'\)"), \
+            te.tag_scope("broadcast"):
+        te.compute((6,), lambda i: A[i], tag="own")
+    with pytest.raises(ValueError, match="tag scopes do not nest"), te.tag_scope("a"):
+        relu(A)
+    assert te.compute((6,), lambda i: A[i]).op.tag == ""  # each scope closed on the error
+
+
 def test_chained_indexing():
     A = tl.placeholder((4, 5, 3), name="A")
     B = tl.compute((4, 5, 3), lambda i, j, k: A[i][j][k] * 2 + A[i, j][k], name="B")
