@@ -75,7 +75,6 @@ STAGE_NAMES = {
 SCHEDULE_NAMES = {
     "create_group": "Schedule.create_group is not supported: attach each stage with "
                     "s[T].compute_at(s[consumer], loop)",
-    "normalize": "Schedule.normalize is not needed: tl.lower works on the schedule as built",
 }
 
 

@@ -247,6 +247,14 @@ def test_gpu_only_stage_primitives_say_so():
         s.create_group(outputs=B, inputs=A)
 
 
+def test_normalize_returns_the_schedule():
+    A = tl.placeholder((16,), name="A")
+    B = tl.compute((16,), lambda i: A[i] + 1, name="B")
+    s = tl.create_schedule(B)
+    s[B].split(B.op.axis[0], factor=4)
+    assert s.normalize() is s
+
+
 @pytest.mark.parametrize("name,message", [
     ("thread_axis", "te.thread_axis is a GPU construct.*parallel"),
     ("cuda", r"tvm.cuda\(\) is a GPU construct.*tl.cpu\(0\)"),
