@@ -54,6 +54,14 @@ MODULE_NAMES = {
                  "(tl.build(s, args, opt_level=3))",
 }
 
+_EXTERN_BUFFERS = ("in TVM, an extern's fcompute(ins, outs) gets Buffers; here it gets the "
+                   "tensors themselves: pass them whole, tl.call_packed('f', ins[0], outs[0]) "
+                   "(a Python function receives NDArrays) or tl.call_extern('int32', 'f', "
+                   "ins[0], outs[0]) (a C function receives T *data, const int64_t *shape)")
+TENSOR_NAMES = {name: f"Buffer.{name}: {_EXTERN_BUFFERS}"
+                for name in ("data", "access_ptr", "elem_offset", "strides", "vload", "vstore",
+                             "offset_factor")}
+
 STAGE_NAMES = {
     "bind": f"Stage.bind(loop, te.thread_axis(...)) {GPU_ONLY}: {USE_PARALLEL}",
     "env_threads": f"Stage.env_threads {GPU_ONLY}: {USE_PARALLEL}",

@@ -152,6 +152,13 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
+    def __getattr__(self, name: str):
+        # only for a missing attribute: TVM's Buffer fields, which an extern's fcompute reads
+        # there (ins[0].data), say what to pass instead (tvm_names.py)
+        from ..tvm_names import TENSOR_NAMES, missing
+
+        raise missing("'Tensor' object", name, TENSOR_NAMES)
+
     def __call__(self, *indices) -> TensorRead:
         """`A(i, j)` is `A[i, j]` (TVM's call syntax), all indices at once."""
         if len(indices) != len(self.shape):
@@ -285,7 +292,11 @@ class CommReducer:
         return tuple(convert(o, d) if not isinstance(o, Expr) else o
                      for o, d in zip(out, dtypes))
 
-    def __call__(self, source, axis, where=None, init=None):
+    def __call__(self, source, axis, where=None, init=None, *more):
+        if axis is not None and not _are_reduce_axes(axis):
+            # TVM's other use: mysum(a, b, c) combines the values themselves
+            return self._combine_values([v for v in (source, axis, where, init, *more)
+                                         if v is not None])
         if init is not None:  # was accepted and ignored: a result without its initial value
             raise NotImplementedError(
                 f"{self.name}(..., init=...): TVM's initial value of a reduction is not "
@@ -307,8 +318,28 @@ class CommReducer:
         outs = tuple(Reduce(self, srcs, axes, cond, i) for i in range(len(srcs)))
         return outs if multi else outs[0]
 
+    def _combine_values(self, values: list):
+        """fcombine folded over the values, left to right (a reduction with no axis)."""
+        multi = isinstance(values[0], tuple)
+        as_tuple = [tuple(convert(x) for x in (v if multi else (v,))) for v in values]
+        acc = as_tuple[0]
+        for v in as_tuple[1:]:
+            if len(v) != len(acc):
+                raise ValueError(f"{self.name}: combining values of {len(acc)} and {len(v)} "
+                                 "elements")
+            acc = self.combine(acc, v)
+        return acc if multi else acc[0]
+
     def __repr__(self) -> str:
         return f"CommReducer({self.name})"
+
+
+def _are_reduce_axes(axis) -> bool:
+    """Whether a reducer's `axis` argument names axes (reduce, or misused spatial ones, which
+    the call then refuses) rather than a value to combine."""
+    if isinstance(axis, (list, tuple)):
+        return not axis or isinstance(axis[0], IterVar)
+    return isinstance(axis, IterVar)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -138,6 +138,10 @@ def test_bad_extern_declarations():
         tl.extern((4,), [A], lambda ins, outs: tl.call_packed("f", outs[0], "x"), name="C")
     with pytest.raises(ValueError, match="already registered"):
         tl.register_func("tl.cblas.matmul", lambda *a: None)
+    with pytest.raises(AttributeError, match=r"'data': Buffer.data: in TVM, an extern's "
+                                             r"fcompute\(ins, outs\) gets Buffers.*pass them "
+                                             r"whole"):
+        tl.extern((4,), [A], lambda ins, outs: tl.call_packed("f", ins[0].data, outs[0].data))
 
 
 def test_exception_in_the_function_is_a_chained_kernel_error():
