@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ._cache import cache_dir
+from ._elf_check import is_whole_elf
 
 _linker_cmd: list[str] | None | bool = False  # False: not looked up yet
 
@@ -74,7 +75,7 @@ def cached_shared_library(object_code: bytes, prefix: str = "k") -> Path | None:
         return None
     digest = hashlib.sha256(object_code).hexdigest()[:40]
     path = cache_dir() / "lib" / f"{prefix}-{digest}.so"
-    if not path.exists():
+    if not is_whole_elf(path):  # missing, or cut short: (re)link
         link_shared(object_code, path)
     return path
 
@@ -85,6 +86,6 @@ def store_shared_library(so_bytes: bytes, prefix: str = "a") -> Path:
 
     digest = hashlib.sha256(so_bytes).hexdigest()[:40]
     path = cache_dir() / "lib" / f"{prefix}-{digest}.so"
-    if not path.exists():
+    if not is_whole_elf(path):  # missing, or cut short: (re)write
         atomic_write(path, so_bytes)
     return path

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._cache import atomic_write, cache_dir
+from ._elf_check import is_whole_elf
 from ._pool_ir import machine, pool_ir, pool_key
 
 
@@ -32,10 +33,8 @@ def pool_object() -> bytes:
     same architecture.
     """
     path = object_path()
-    try:
+    if is_whole_elf(path):  # (else missing, or cut short: compiled again)
         return path.read_bytes()
-    except FileNotFoundError:
-        pass
     from . import _llvm
 
     llvm = _llvm.binding()

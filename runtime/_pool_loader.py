@@ -12,6 +12,7 @@ import ctypes
 from pathlib import Path
 from typing import Any
 
+from ._elf_check import is_whole_elf
 from ._link import link_shared, linker_command, store_shared_library
 from ._pool_build import library_path, pool_object
 
@@ -85,7 +86,7 @@ def load_shared(path: Path) -> LoadedPool:
 def load(shipped_library: bytes | None = None) -> LoadedPool:
     """Load the pool from the first source that works (see the module docstring)."""
     path = library_path()
-    if path.exists():
+    if is_whole_elf(path):  # (else missing, or cut short: rebuilt below)
         return load_shared(path)
     if shipped_library is not None:
         # An artifact carried a pool library: use it rather than needing llvmlite here. It is

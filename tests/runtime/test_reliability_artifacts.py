@@ -175,3 +175,38 @@ def test_refusals_name_the_file_and_the_problem(saved, tmp_path):
     bad.write_bytes(data[: len(data) // 2])
     with pytest.raises(ArtifactError, match=r"bad\.tlm is not a tensorlang module artifact"):
         load_module(bad)
+
+
+def test_cached_libraries_cut_short_are_made_again(tmp_path, monkeypatch):
+    """A library or pool object in the cache directory that was cut short (an interrupted copy
+    of the cache, a crash before its data reached the disk) is linked, written or compiled
+    again, never opened as it is: dlopen maps segments past the end of such a file (SIGBUS at
+    the first call) or refuses it on every later build."""
+    import numpy as np
+    from tensorlang.runtime import Module, _link, _pool_build
+    from tensorlang.runtime._elf_check import is_whole_elf
+
+    from tensorlang.codegen.target import Target, compile_ir
+
+    monkeypatch.setenv("TENSORLANG_CACHE_DIR", str(tmp_path))
+    # (compiled, not loaded: cutting a file this process has mapped would kill it)
+    obj = compile_ir(H.IRS["add"], Target.host()).object_code
+    linked = _link.cached_shared_library(obj)
+    library = linked.read_bytes()
+    shipped = _link.store_shared_library(library)
+    _pool_build.pool_object()
+    for path, make in ((linked, lambda: _link.cached_shared_library(obj)),
+                       (shipped, lambda: _link.store_shared_library(library)),
+                       (_pool_build.object_path(), _pool_build.pool_object)):
+        whole = path.read_bytes()
+        assert is_whole_elf(path)
+        for size in (0, 64, len(whole) // 2, len(whole) - 1):
+            path.write_bytes(whole[:size])
+            assert not is_whole_elf(path)
+            make()
+            assert path.read_bytes() == whole, (path.name, size)
+    linked.write_bytes(linked.read_bytes()[:4096])
+    a = np.arange(5, dtype=np.float32)
+    c = np.empty_like(a)
+    Module.from_object(obj, H.MANIFESTS["add"])(a, a, c)  # (loaded as it was: SIGBUS)
+    np.testing.assert_array_equal(c, 2 * a)
