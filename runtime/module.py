@@ -64,6 +64,8 @@ LOADERS = ("auto", "so", "jit")
 
 _VOID_P = ctypes.c_void_p
 _I64 = ctypes.c_int64
+# the range of an int variable: ctypes would wrap a Python int outside it (2**64 + 2 as 2)
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 # A zero-length ctypes array type: ``from_buffer`` on it is the cheapest way to get a numpy
 # array's data address (~0.15 us against ~0.8 us for ``arr.ctypes.data`` or
 # ``__array_interface__``), and it fails exactly when the array is read-only or not
@@ -677,7 +679,8 @@ class Module:
             params.insert(pos, f"x{pos}")
             d = self._var_dtypes.get(name)
             if d is None:
-                body.append(f"if type(x{pos}) is not int: raise Slow")
+                body.append(f"if type(x{pos}) is not int or not {_I64_MIN} <= x{pos} <= "
+                            f"{_I64_MAX}: raise Slow")
                 var_expr[name] = f"x{pos}"
             else:
                 env[f"pack{pos}"], env[f"unpack{pos}"] = _FAST_BITS[d]
@@ -748,6 +751,9 @@ class Module:
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise TypeError(f"{self._name}(): {k} must be an int, got {type(v).__name__}")
+            if not _I64_MIN <= v <= _I64_MAX:
+                raise ValueError(f"{self._name}(): {k} = {v} is out of the kernel's int64 "
+                                 f"range [-2**63, 2**63 - 1]")
             bound[k] = int(v)
         return bound
 

@@ -174,6 +174,13 @@ def test_positional_scalar_refusals(split_by_f):
         split_by_f(a, 2, 3)
     with pytest.raises(tl.runtime.KernelError, match="split factor f must be >= 1"):
         split_by_f(a, 0, b)
+    # beyond int64, ctypes would pass 2**64 + 4 as 4 (a silently wrong value of a scalar)
+    out_of_range = r"split_by_f\(\): f = -?\d+ is out of the kernel's int64 range"
+    for huge in (2**64 + 4, -(2**63) - 1, np.uint64(2**64 - 1)):
+        with pytest.raises(ValueError, match=out_of_range):
+            split_by_f(a, huge, b)
+        with pytest.raises(ValueError, match=out_of_range):
+            split_by_f(a, b, f=huge)
 
 
 def test_time_evaluator_takes_positional_scalars(split_by_f):
