@@ -46,7 +46,7 @@ from . import _cpu, _plan
 from .arrays import _aligned_bytes_at, huge_page_bytes, packed
 from .module import ArtifactError, KernelError, Module, check_built_for_here, load_module
 from .saved_folder import GRAPH_KIND, write_folder
-from .timer import TimingResult, call_timer
+from .timer import TimingResult, call_timer, count
 
 GRAPH_ARTIFACT_FORMAT = 1
 MODES = ("graph", "interactive")
@@ -770,16 +770,6 @@ def checked_mode(mode: Any, default: str) -> str:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     return mode
-
-
-def count(what: str, value: Any) -> int:
-    """``value`` as a count of runs or calls: an int >= 1 (0 divided by zero, a negative
-    one gave negative times, a float failed in ctypes)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{what} must be an int >= 1, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{what} must be an int >= 1, got {value}")
-    return int(value)
 
 
 def output_name(outputs: list[str], index: Any) -> str:

@@ -46,7 +46,7 @@ from .kernel_artifact import (
 )
 from .kernel_manifest import normalize_manifest
 from .load_errors import ArtifactError, LoadError
-from .timer import TimingResult, call_timer
+from .timer import MAX_CALLS, TimingResult, call_timer, count, duration_ms
 
 __all__ = [
     "LOADERS",
@@ -880,12 +880,8 @@ class Module:
             number, repeat, min_repeat_ms = self._tvm_timing_form(*args, **kwargs)
         else:
             number, repeat, min_repeat_ms = _timing_form(*args, **kwargs)
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise ValueError(f"number must be an int >= 1, got {number!r}")
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-            raise ValueError(f"repeat must be an int >= 1, got {repeat!r}")
-        if not min_repeat_ms >= 0:
-            raise ValueError(f"min_repeat_ms must be >= 0, got {min_repeat_ms!r}")
+        number, repeat = count("number", number), count("repeat", repeat)
+        min_repeat_ms = duration_ms("min_repeat_ms", min_repeat_ms)
         timer = self._native_timer()
 
         def evaluate(*args: Any, **var_values: int) -> TimingResult:
@@ -904,7 +900,7 @@ class Module:
                         break
                     # Aim 10% past the minimum; at least double so tiny timings converge fast.
                     scale = min_repeat_ms / max(elapsed * 1e3, 1e-6) * 1.1
-                    n = max(2 * n, math.ceil(n * scale))
+                    n = min(max(2 * n, math.ceil(n * scale)), MAX_CALLS)
                 results.append(elapsed / n)
             return TimingResult.from_results(results, n)
 

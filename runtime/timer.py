@@ -3,10 +3,39 @@
 from __future__ import annotations
 
 import math
+import numbers
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+# the most calls one native timing loop makes: it counts them in an int64, and ctypes would
+# wrap a larger count (2**70 calls timed as 0, a time per call of 1e-29 s)
+MAX_CALLS = 2**63 - 1
+
+
+def count(what: str, value: Any) -> int:
+    """``value`` as a count of runs or calls: an int (numpy's too) in [1, MAX_CALLS] (0 divided
+    by zero, a negative one gave negative times, a float failed in ctypes)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an int >= 1, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{what} must be an int >= 1, got {value}")
+    if value > MAX_CALLS:
+        raise ValueError(f"{what} = {value} is too large: at most 2**63 - 1 (an int64 count)")
+    return int(value)
+
+
+def duration_ms(what: str, value: Any) -> float:
+    """``value`` as a number of milliseconds: a finite real >= 0 (infinity never ends a
+    measurement)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a number of milliseconds >= 0, got "
+                        f"{type(value).__name__}")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{what} must be a finite number of milliseconds >= 0, got {value!r}")
+    return float(value)
 
 
 def _fmt_seconds(t: float) -> str:

@@ -93,6 +93,8 @@ def test_run_with_a_positional_array_or_a_bad_mode(gm):
     (lambda m: m.benchmark(number=-2), r"number must be an int >= 1, got -2"),
     (lambda m: m.step_times(runs=0), r"runs must be an int >= 1, got 0"),
     (lambda m: m.dispatch_overhead(number=0), r"number must be an int >= 1, got 0"),
+    # (an int64 in the native loop: 2**64 calls were timed as 0, 1e-29 s per call)
+    (lambda m: m.profile(number=2**64), r"number = 18446744073709551616 is too large"),
 ])
 def test_measuring_counts_below_one_are_refused(gm, call, match):
     with pytest.raises(ValueError, match=match):  # was ZeroDivisionError / negative times

@@ -270,6 +270,15 @@ def test_time_evaluator_checks(add):
         add.time_evaluator(number=0)
     with pytest.raises(ValueError, match="repeat"):
         add.time_evaluator(repeat=0)
+    # 2**64 calls went to the native loop's int64 as 0 (a time per call of 1e-29 s); an
+    # infinite minimum raised OverflowError from the loop that raises number
+    with pytest.raises(ValueError, match=r"number = 18446744073709551616 is too large"):
+        add.time_evaluator(number=2**64)
+    with pytest.raises(ValueError, match=r"min_repeat_ms must be a finite number .* got inf"):
+        add.time_evaluator(min_repeat_ms=float("inf"))
+    with pytest.raises(TypeError, match=r"min_repeat_ms must be a number .* got str"):
+        add.time_evaluator(min_repeat_ms="5")
+    assert add.time_evaluator(number=np.int64(2))(*_abc(8)).number == 2  # numpy ints count
     a, b, c = _abc(8)
     with pytest.raises(TypeError, match="dtype"):
         add.time_evaluator()(a.astype(np.float64), b, c)
