@@ -30,7 +30,10 @@ def write_folder(path: str | os.PathLike, fill: Callable[[Path], None]) -> Path:
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     if tmp.exists():  # left by a killed save
         shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    try:
+        tmp.mkdir(parents=True)
+    except OSError as e:  # named by the path asked for, not the temporary one beside it
+        raise OSError(e.errno, e.strerror, str(path)) from None
     try:
         fill(tmp)
         _move_into_place(tmp, path)

@@ -37,6 +37,10 @@ def test_a_user_folder_or_file_is_not_replaced_by_a_saved_model(tmp_path, relu_m
         relu_model.save(notes)
     assert notes.read_text() == "notes"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "thesis"]  # no tmp left
+    # a path that cannot be a folder: the error names it, not the temporary folder beside it
+    with pytest.raises(NotADirectoryError) as e:
+        relu_model.save(notes / "model")
+    assert e.value.filename == str(notes / "model")
 
 
 def test_a_saved_model_or_an_empty_folder_is_replaced(tmp_path, relu_model):
