@@ -12,7 +12,7 @@ import importlib.util as _importlib_util
 import sys as _sys
 import types as _types
 
-from .errors import LoweringError, ScheduleError, TensorlangError  # noqa: F401
+from .errors import LoweringError, ScheduleError, TensorlangError, TVMError  # noqa: F401
 from .version import __version__  # noqa: F401
 
 # name -> the module that defines it. The tensor-expression language's names (tl.compute,

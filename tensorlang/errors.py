@@ -2,8 +2,12 @@
 except argument errors at a call site, which are the usual TypeError / ValueError."""
 
 
-class TensorlangError(Exception):
-    """Base class of tensorlang's own errors."""
+class TensorlangError(RuntimeError):
+    """Base class of tensorlang's own errors. A RuntimeError, as TVM's TVMError is: TVM scripts
+    catch a refused schedule with `except RuntimeError` or `except tvm.error.TVMError`."""
+
+
+TVMError = TensorlangError  # tvm.error.TVMError, tvm.TVMError
 
 
 class ScheduleError(TensorlangError):

@@ -247,6 +247,30 @@ def test_gpu_only_stage_primitives_say_so():
         s.create_group(outputs=B, inputs=A)
 
 
+def test_tvm_schedule_spellings_of_the_te_tests():
+    A = tl.placeholder((40,), name="A")
+    B = tl.compute((40,), lambda i: A[i] * 2, name="B")
+    s = tl.create_schedule(B)
+    (x,) = s[B].op.axis
+    assert s[B].fuse(*s[B].op.axis) is x  # fuse of one loop is the loop (a 1-D stage)
+    xo, xi = s[B].split(x, factor=8, disable_predication=True)
+    xio, xii = s[B].split(xi, factor=4)
+    s[B].pragma(xo, "unroll_explicit", False)
+    s[B].pragma(xio, "unroll")
+    s[B].pragma(xii, "vectorize")
+    assert [v for v in s[B].iter_attrs.values()] == ["unroll", "vectorize"]
+    with pytest.raises(RuntimeError, match="not adjacent") as refused:  # as TVM's errors
+        s[B].fuse(xo, xii)
+    assert isinstance(refused.value, tl.error.TVMError)
+    with pytest.raises(ValueError, match="singleton loop of a 0-d stage is not supported"):
+        s[B].fuse()
+    f = tl.build(s, [A, B])
+    a = np.arange(40, dtype="float32")
+    b = np.zeros(40, "float32")
+    f(a, b)
+    np.testing.assert_array_equal(b, a * 2)
+
+
 def test_normalize_returns_the_schedule():
     A = tl.placeholder((16,), name="A")
     B = tl.compute((16,), lambda i: A[i] + 1, name="B")

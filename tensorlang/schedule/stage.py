@@ -198,7 +198,7 @@ class Stage:
 
     # ------------------------------------------------------------------ primitives
     def split(self, parent: IterVar, factor: int | Var | None = None,
-              nparts: int | Var | None = None):
+              nparts: int | Var | None = None, disable_predication: bool = False):
         """Split a loop in two: i -> (i.outer, i.inner) with i = i.outer * factor + i.inner.
 
             for i in range(100):            for i.outer in range(4):    # ceil(100 / 32)
@@ -212,7 +212,12 @@ class Stage:
         cannot express i = i.outer * f + i.inner with f unknown: it treats both loops of a
         symbolic split as opaque functions of i, which is exact for the split itself (a split
         never reorders i) and refuses, naming the dependence, a reorder, parallel or
-        compute_at it cannot prove for every f."""
+        compute_at it cannot prove for every f.
+
+        TVM's disable_predication=True (no tail guard) is accepted and changes nothing: the
+        guard is kept where the factor may not divide the extent (the answer is then right
+        where TVM's would read and write out of bounds) and dropped where it divides."""
+        del disable_predication
         parent = self._leaf(parent, "split")
         if (factor is None) == (nparts is None):
             raise ValueError(f"split on stage {self.name}: give exactly one of factor= or nparts=")
@@ -269,8 +274,12 @@ class Stage:
                 body(i, j)"""
         if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
             loops = tuple(loops[0])
-        if len(loops) < 2:
-            raise ValueError(f"fuse on stage {self.name}: needs at least two loops")
+        if len(loops) == 1:
+            return self._leaf(loops[0], "fuse")  # as TVM: s[T].fuse(*axes) of a 1-D stage
+        if not loops:
+            raise ValueError(f"fuse on stage {self.name}: no loops given (TVM's singleton loop "
+                             "of a 0-d stage is not supported: such a stage runs once, with no "
+                             "loop to schedule)")
         loops = tuple(self._leaf(iv, "fuse") for iv in loops)
         pos = [self.leaf_iter_vars.index(iv) for iv in loops]
         if pos != list(range(pos[0], pos[0] + len(pos))):
@@ -351,11 +360,23 @@ class Stage:
           caches (non-temporal stores where the address is aligned to the vector, a fence at
           the end of each iteration). For a kernel output too big to stay cached: it saves
           reading each line before it is written (softmax of 4096x1024: 0.63 -> 0.45 ms). The
-          stage must be a kernel output (checked when lowering)."""
+          stage must be a kernel output (checked when lowering);
+        - TVM's "unroll" and "vectorize" are s[T].unroll(iv) and s[T].vectorize(iv), and its
+          "unroll_explicit" (bool) changes nothing: unrolling is always done in the loop IR."""
         iv = self._leaf(iv, "pragma")
+        if key in ("unroll", "vectorize"):  # TVM's pragma(x, "unroll") is s[T].unroll(x)
+            getattr(self, key)(iv)
+            return
+        if key == "unroll_explicit":
+            # TVM's choice between unrolling in its IR and leaving it to LLVM: the unrolling
+            # here is always explicit, in the loop IR
+            if not isinstance(value, (bool, int)):
+                raise ValueError(f"pragma unroll_explicit needs a bool, got {value!r}")
+            return
         if key not in ("auto_unroll_max_step", "nontemporal"):
             raise ValueError(f"pragma on stage {self.name}: unknown pragma {key!r}; supported: "
-                             "'auto_unroll_max_step', 'nontemporal'")
+                             "'auto_unroll_max_step', 'nontemporal', 'unroll_explicit', "
+                             "'unroll', 'vectorize'")
         if key == "nontemporal":
             if value is not None:
                 raise ValueError(f"pragma nontemporal takes no value, got {value!r}")

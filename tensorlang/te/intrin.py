@@ -59,25 +59,25 @@ _prod = CommReducer(lambda a, b: a * b, lambda t: const(1, t), "prod")
 
 def sum(expr, axis, where=None, init=None):
     """Sum reduction over reduce axes."""
-    return _sum(expr, axis, where, init)
+    return _sum(expr, axis=axis, where=where, init=init)
 
 
 def prod(expr, axis, where=None, init=None):
-    return _prod(expr, axis, where, init)
+    return _prod(expr, axis=axis, where=where, init=init)
 
 
 def max(expr, b=None, axis=None, where=None, init=None):
     """tl.max(x, axis=k) reduces; tl.max(a, b) is the elementwise maximum."""
     if axis is None and b is not None and not _is_axis(b):
         return Max(*binary_operands(expr, b))
-    return _max(expr, axis if axis is not None else b, where, init)
+    return _max(expr, axis=axis if axis is not None else b, where=where, init=init)
 
 
 def min(expr, b=None, axis=None, where=None, init=None):
     """tl.min(x, axis=k) reduces; tl.min(a, b) is the elementwise minimum."""
     if axis is None and b is not None and not _is_axis(b):
         return Min(*binary_operands(expr, b))
-    return _min(expr, axis if axis is not None else b, where, init)
+    return _min(expr, axis=axis if axis is not None else b, where=where, init=init)
 
 
 def _is_axis(x) -> bool:

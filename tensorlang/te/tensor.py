@@ -292,11 +292,17 @@ class CommReducer:
         return tuple(convert(o, d) if not isinstance(o, Expr) else o
                      for o, d in zip(out, dtypes))
 
-    def __call__(self, source, axis, where=None, init=None, *more):
-        if axis is not None and not _are_reduce_axes(axis):
-            # TVM's other use: mysum(a, b, c) combines the values themselves
-            return self._combine_values([v for v in (source, axis, where, init, *more)
-                                         if v is not None])
+    def __call__(self, source, *args, **kwargs):
+        if args and "axis" not in kwargs and not _are_reduce_axes(args[0]):
+            # TVM's other use: mysum(a, b, c) combines the values themselves (an axis= that
+            # is not a reduce axis is a mistake, refused below)
+            if kwargs:
+                raise TypeError(f"{self.name}: combining values takes no keyword arguments, "
+                                f"got {sorted(kwargs)}")
+            return self._combine_values([source, *args])
+        return self._reduce(source, *args, **kwargs)
+
+    def _reduce(self, source, axis, where=None, init=None):
         if init is not None:  # was accepted and ignored: a result without its initial value
             raise NotImplementedError(
                 f"{self.name}(..., init=...): TVM's initial value of a reduction is not "
@@ -335,8 +341,8 @@ class CommReducer:
 
 
 def _are_reduce_axes(axis) -> bool:
-    """Whether a reducer's `axis` argument names axes (reduce, or misused spatial ones, which
-    the call then refuses) rather than a value to combine."""
+    """Whether a reducer's second positional argument names axes (reduce ones, or misused
+    spatial ones, which the call then refuses) rather than a value to combine."""
     if isinstance(axis, (list, tuple)):
         return not axis or isinstance(axis[0], IterVar)
     return isinstance(axis, IterVar)

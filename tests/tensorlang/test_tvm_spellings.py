@@ -300,11 +300,13 @@ def test_a_reducer_called_on_values_combines_them():
     # TVM's second use of a comm_reducer: mysum(a, b, c) is fcombine folded over the values
     mysum = te.comm_reducer(lambda x, y: x + y, lambda t: tl.const(0, t), name="mysum")
     A = tl.placeholder((5,), name="A")
-    B = tl.compute((5,), lambda i: mysum(A[i], 2.0, A[i]) + te.sum(A[i], 1.0), name="B")
+    B = tl.compute((5,), lambda i: mysum(A[i], 2.0, A[i]) + mysum(A[i], 1.0), name="B")
     a = rand((5,))
     assert_close(_run([B], [A], [a])[0], a * 3 + 3)
     with pytest.raises(TypeError, match="sum: axis must be reduce axes"):
         te.sum(A[0], axis=None)
+    with pytest.raises(TypeError, match="mysum: axis must be reduce axes"):
+        tl.compute((5,), lambda i: mysum(A[i], axis=i))
 
 
 def test_tag_scope_tags_the_computes_declared_in_it():
