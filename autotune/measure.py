@@ -393,14 +393,12 @@ def _run_job(job: dict, cache: dict, load_module) -> dict:
     bufs, scalars, ref = cache[key]
     outs = [b for b, w in zip(bufs, written) if w]
     if ref is not None:
-        for o in outs:  # a kernel that skips elements must not pass on stale values
-            o.fill(np.nan if o.dtype.kind == "f" else 123456789 % (1 << 31))
+        _poison(outs, ref)  # a kernel that skips elements must not pass on stale values
         mod(*bufs, **scalars)
         bad = _compare(outs, ref, job["rtol"])
         if bad:
             return {"error": WRONG_ANSWER, "msg": bad}
-        for o in outs:  # poison again: the timed calls must (re)compute every element
-            o.fill(np.nan if o.dtype.kind == "f" else 123456789 % (1 << 31))
+        _poison(outs, ref)  # again: the timed calls must (re)compute every element
     if job["flush_cache"]:
         costs = _cold_costs(mod, bufs, job["number"], job["repeat"], job["cooldown"],
                             _warm_args(job.get("warm"), bufs), job["flush_bytes"], scalars)
@@ -415,6 +413,22 @@ def _run_job(job: dict, cache: dict, load_module) -> dict:
         if bad:
             return {"error": WRONG_ANSWER, "msg": "after the timed calls: " + bad}
     return {"error": None, "costs": costs}
+
+
+def _poison(outs: list, ref: list) -> None:
+    """Fill each output with values that differ from its reference at every element: NaN, or
+    the reference plus one (wrapping) for integers and its negation for bool. A fixed number
+    does not fit every dtype (123456789 in an int8 output raised OverflowError: every trial of
+    a uint8 requantized conv was a run error) and may be a right answer (127, saturated)."""
+    for o, r in zip(outs, ref):
+        r = np.asarray(r)
+        if o.dtype.kind in "fc" or r.shape != o.shape:  # (a shape _compare then reports)
+            o.fill(np.nan if o.dtype.kind in "fc" else 0)
+        elif o.dtype.kind == "b":
+            np.logical_not(r, out=o)
+        else:
+            o[...] = r.astype(o.dtype)
+            o += np.ones((), o.dtype)  # (array arithmetic wraps at the dtype's bound)
 
 
 def _compare(outs: list, ref: list, rtol: float) -> str:

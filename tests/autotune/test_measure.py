@@ -90,3 +90,26 @@ def test_measuring_process_runs_blas_on_one_thread(monkeypatch):
                                       "MKL_NUM_THREADS")} == dict.fromkeys(
         ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
     assert os.environ["OPENBLAS_NUM_THREADS"] == "7" and "OMP_NUM_THREADS" not in os.environ
+
+
+def test_a_kernel_with_small_integer_outputs_is_measured(tmp_path):
+    """The outputs are poisoned before the checked call (a kernel that skips elements must
+    not pass on stale values): with values that fit their dtype and differ from the answer.
+    123456789 in a uint8 output raised OverflowError: every trial of a requantized conv, or
+    of any int8, uint8 or int16 output, was a run error."""
+    import numpy as np
+    from tensorlang.autotune.measure import _run_job
+    from tensorlang.runtime import load_module
+
+    import tensorlang as tl
+
+    a = tl.placeholder((64,), "uint8", name="A")
+    b = tl.compute((64,), lambda i: a[i] + tl.const(250, "uint8"), name="B")  # (wraps)
+    path = str(tmp_path / "k.tlm")
+    tl.build(tl.create_schedule(b), [a, b], name="add250").save(path)
+    job = {"path": path, "key": "add250", "reference": ("kernel", path), "rtol": 1e-3,
+           "flush_cache": False, "number": 1, "repeat": 1, "min_repeat_ms": 0}
+    cache: dict = {}
+    assert _run_job(job, cache, load_module)["error"] is None
+    inputs, _, (want,) = cache["add250"]
+    np.testing.assert_array_equal(want, inputs[0] + np.uint8(250))
