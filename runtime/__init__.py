@@ -7,6 +7,7 @@ that deployed code runs without the compiler.
 """
 
 from .arrays import array, empty
+from .convert import convert
 from .device import enabled
 from .extern_c import load_library
 from .graph_module import GraphModule, InputError, load
@@ -24,6 +25,7 @@ __all__ = [
     "TimingResult",
     "array",
     "bind_threads",
+    "convert",
     "empty",
     "enabled",
     "get_num_threads",

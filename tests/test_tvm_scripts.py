@@ -271,6 +271,18 @@ def test_tvm_schedule_spellings_of_the_te_tests():
     np.testing.assert_array_equal(b, a * 2)
 
 
+def test_runtime_convert_makes_constants_of_python_values():
+    n = tl.runtime.convert(12)
+    A = tl.compute((n, n), lambda i, j: (i * 12 + j).astype("float32"), name="A")
+    B = tl.compute((n - 2,), lambda i: A[i + 1, i] * 2, name="B")
+    s = tl.create_schedule(B)
+    s[B].split(B.op.axis[0], factor=tl.runtime.convert(3))
+    b = np.zeros(10, "float32")
+    tl.build(s, [B])(b)
+    np.testing.assert_array_equal(b, (np.arange(1, 11) * 12 + np.arange(10)) * 2)
+    assert tl.runtime.convert([1, "x"])[1] == "x" and int(tl.runtime.convert((4,))[0]) == 4
+
+
 def test_normalize_returns_the_schedule():
     A = tl.placeholder((16,), name="A")
     B = tl.compute((16,), lambda i: A[i] + 1, name="B")
