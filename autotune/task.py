@@ -13,6 +13,7 @@ import contextlib
 import functools
 import hashlib
 import importlib
+import inspect
 import json
 import sys
 import threading
@@ -71,6 +72,21 @@ class Template:
                 "script travels by value; define it in an importable module instead, or keep "
                 "objects that cannot be pickled (open files, locks) out of what it reads") \
                 from None
+
+    def flop_of(self, args: tuple) -> float:
+        """flop(*args); where flop names a parameter the task's arguments leave to its default
+        (matmul's flop takes dtype; create_task("matmul", (64, 64, 64)) does not give it), the
+        template's default fills it in (flop raised TypeError once the first trial was run)."""
+        try:
+            inspect.signature(self.flop).bind(*args)
+        except (TypeError, ValueError):  # (ValueError: a callable without a signature)
+            try:
+                bound = inspect.signature(self.func).bind(*args)
+                bound.apply_defaults()
+                args = bound.args
+            except (TypeError, ValueError):
+                pass  # flop raises its own error below
+        return float(self.flop(*args))
 
     def __call__(self, *args):
         """Build (schedule, tensors) with the config the current dispatch context picks."""
@@ -311,7 +327,7 @@ class Task:
         # integer kernels have no FLOPs: count their arithmetic instead (throughput must stay
         # comparable between configs, and nonzero)
         if self.template.flop:
-            self._flop = float(self.template.flop(*self.args))
+            self._flop = self.template.flop_of(self.args)
         elif self.config_space.flop > 0:  # the template's cfg.add_flop (TVM's way)
             self._flop = self.config_space.flop
         else:

@@ -193,3 +193,13 @@ def test_pick_best_refuses_to_overwrite_its_input(option, tmp_path):
         autotune.pick_best(log, log)
     assert log.read_text() == before
     assert autotune.pick_best(log, tmp_path / "best.log") == 1
+
+
+def test_a_task_that_leaves_the_dtype_to_its_default_counts_its_flops():
+    """matmul's and dense's flop functions name the dtype, which create_task may leave to the
+    template's default: tensorlang tune matmul --args 64,64,64 failed after its first trial
+    (<lambda>() missing 1 required positional argument: 'dtype')."""
+    for name in ("matmul", "dense"):
+        task = autotune.create_task(name, (8, 8, 8))
+        assert task.flop == 2.0 * 8 * 8 * 8
+        assert task.workload["args"] == [8, 8, 8]
