@@ -373,6 +373,11 @@ class Stage:
             if not isinstance(value, (bool, int)):
                 raise ValueError(f"pragma unroll_explicit needs a bool, got {value!r}")
             return
+        if key in ("import_llvm", "import_c"):
+            raise ValueError(f"pragma {key} (TVM links source code into the kernel) is not "
+                             "supported: compile the C code into a shared library, "
+                             "tl.load_library(path), and call its functions with "
+                             "tl.call_extern")
         if key not in ("auto_unroll_max_step", "nontemporal"):
             raise ValueError(f"pragma on stage {self.name}: unknown pragma {key!r}; supported: "
                              "'auto_unroll_max_step', 'nontemporal', 'unroll_explicit', "

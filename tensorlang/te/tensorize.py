@@ -41,6 +41,16 @@ class Region:
     buffer: S.Buffer
     base: E.Expr
 
+    def __getattr__(self, name: str):
+        # only for a missing attribute: TVM's Buffer methods an intrinsic's body calls there
+        if name in ("access_ptr", "data", "strides", "elem_offset", "vload", "vstore"):
+            raise AttributeError(
+                f"'Region' object has no attribute {name!r}: TVM's Buffer.{name}; here "
+                "impl(ins, outs) gets Regions and returns loop IR that loads and stores "
+                "region.buffer at flat indices from region.base (tensorize.py's "
+                "_dot_16x4_impl); calling a C function on pointers is not supported")
+        raise AttributeError(f"'Region' object has no attribute {name!r}")
+
 
 class TensorIntrin:
     """A declared intrinsic: `op` (a ComputeOp over placeholders) and `impl(ins, outs)`, which
@@ -78,13 +88,27 @@ def _const_extent(iv, name: str) -> int:
     return ext
 
 
-def decl_tensor_intrin(out: Tensor | ComputeOp, impl: Callable, name: str) -> TensorIntrin:
-    """Declare (and register under `name`, for schedule replay) the intrinsic computing `out`.
+def decl_tensor_intrin(out: Tensor | ComputeOp, impl: Callable, name: str | None = None,
+                       binds=None, scalar_params=None,
+                       default_buffer_params=None) -> TensorIntrin:
+    """Declare (and register under `name`, for schedule replay; the compute's name when not
+    given, as TVM) the intrinsic computing `out`.
 
     `out` is a one-output compute over placeholders with constant extents, its body a plain
     expression or one tl.sum; `impl(ins, outs) -> Stmt` builds the code from the operands'
-    Regions. Re-declaring a name replaces the earlier intrinsic."""
+    Regions. Re-declaring a name replaces the earlier intrinsic. TVM's binds= and
+    scalar_params= (buffer declarations, scalar operands) are refused; its
+    default_buffer_params (offset_factor, alignment of the matched buffers) changes nothing:
+    the match is checked on flat addresses."""
     op = out.op if isinstance(out, Tensor) else out
+    name = name if name is not None else getattr(op, "name", "intrin")
+    for given, what in ((binds, "binds= (TVM's tvm.tir.decl_buffer of each operand)"),
+                        (scalar_params, "scalar_params=")):
+        if given is not None:
+            raise TypeError(f"decl_tensor_intrin {name}: {what} is not supported: impl(ins, "
+                            "outs) gets each operand as a Region (its buffer and the flat index "
+                            "of its first element); docs/tvm_compat.md, tensorize row")
+    del default_buffer_params
     if not isinstance(op, ComputeOp) or op.num_outputs != 1:
         raise TypeError(f"decl_tensor_intrin {name}: expected a one-output compute, got {op!r}")
     for t in op.input_tensors:
@@ -257,6 +281,21 @@ def _check_loops(stage, nest, extents, intrin) -> None:
     for st in stage.schedule.stages:
         if st.attach_stage is stage and st.attach_ivar in nest[1:]:
             raise _Mismatch(f"stage {st.name} is computed inside the region")
+    _check_init_outside(stage, nest, extents)
+
+
+def _check_init_outside(stage, nest, extents) -> None:
+    """A reduction is initialised just outside its outermost reduce loop: with every reduce
+    loop inside the region and a spatial loop first, that store would be inside it too (TVM
+    splits an intrinsic into reduce_init and reduce_update; impl here only accumulates)."""
+    reduce_leaves = [iv for iv in stage.leaf_iter_vars if iv.kind == "reduce"]
+    if reduce_leaves and nest[0].kind == "spatial" and all(iv in nest for iv in reduce_leaves):
+        k = reduce_leaves[0]
+        raise _Mismatch(f"the reduction's initialisation would run inside the region, before "
+                        f"loop {k.name} (the intrinsic accumulates; there is no reduce_init): "
+                        f"keep a reduce loop outside it, e.g. {k.name}o, {k.name}i = "
+                        f"s[{stage.name}].split({k.name}, factor={simplify(extents[k])}) and "
+                        f"s[{stage.name}].reorder(..., {k.name}o, {nest[0].name}, ...)")
 
 
 def _match_bodies(op, roots: dict, nest_vars: tuple, intrin: TensorIntrin) -> None:

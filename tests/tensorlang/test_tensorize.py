@@ -251,3 +251,36 @@ def test_rfactor_after_tensorize_is_refused():
                        r"computation; call rfactor first, then tensorize"):
         s.rfactor(C, ko)
     _run(s, args)  # the schedule is as it was: tensorized, exact
+
+
+def _gemv_intrin(impl, **kw):
+    a = tl.placeholder((64,), name="a")
+    b = tl.placeholder((16, 64), name="b")
+    k = tl.reduce_axis((0, 64), name="k")
+    c = tl.compute((16,), lambda i: tl.sum(a[k] * b[i, k], axis=k), name="c")
+    return tl.decl_tensor_intrin(c.op, impl, **kw)
+
+
+def test_tvm_style_gemv_intrinsic_is_refused_clearly():
+    # TVM's tensorize tutorial: no name, a region holding the whole reduction (TVM splits the
+    # intrinsic into reduce_init / reduce_update), a body calling C on access_ptr()s
+    intrin = _gemv_intrin(lambda ins, outs: ins[0].access_ptr("r"),
+                          default_buffer_params={"offset_factor": 1})
+    assert intrin.name == "c"
+    A = tl.placeholder((8, 64), name="A")
+    B = tl.placeholder((32, 64), name="B")
+    k = tl.reduce_axis((0, 64), name="k")
+    C = tl.compute((8, 32), lambda i, j: tl.sum(A[i, k] * B[j, k], axis=k), name="C")
+    s = tl.create_schedule(C)
+    jo, ji = s[C].split(C.op.axis[1], factor=16)
+    with pytest.raises(tl.ScheduleError, match=r"initialisation would run inside the region, "
+                                               r"before loop k .* ko, ki = s\[C\].split\(k, "
+                                               r"factor=64\)"):
+        s[C].tensorize(ji, intrin)
+    ko, ki = s[C].split(k, factor=64)
+    s[C].reorder(C.op.axis[0], jo, ko, ji, ki)
+    s[C].tensorize(ji, intrin)
+    with pytest.raises(AttributeError, match="TVM's Buffer.access_ptr; here impl"):
+        tl.lower(s, [A, B, C])
+    with pytest.raises(TypeError, match=r"binds= \(TVM's tvm.tir.decl_buffer"):
+        _gemv_intrin(lambda ins, outs: None, binds={})
