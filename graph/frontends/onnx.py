@@ -1095,6 +1095,8 @@ def _range(c, ins, a):
     s, l, d = (_range_bound(c, v) for v in ins[:3])
     if object not in (s.dtype, l.dtype, d.dtype):
         _ints(c, np.concatenate([a.reshape(-1) for a in (s, l, d)]), "Range's bounds")
+        if d.item() == 0:
+            raise refuse(c, "delta 0 makes an endless range")
         return [c.b.const(np.arange(s.item(), l.item(), d.item()).astype(s.dtype),
                           name="range")]
     if np.dtype(str(ins[0].dtype)).kind == "f":
@@ -1448,7 +1450,8 @@ def _convert(ctx: _Ctx, n, ins: list) -> list:
     """The node's converter, its errors as OnnxImportError naming the node."""
     try:
         outs = converter_for(n.domain, n.op_type)(ctx, ins, _attrs(n))
-    except (GraphError, KeyError, IndexError, ValueError, TypeError) as e:
+    # (ArithmeticError: a converter folding constants, 1 / 0 or int(inf))
+    except (GraphError, KeyError, IndexError, ValueError, TypeError, ArithmeticError) as e:
         if type(e) is OnnxImportError and "shapes=" not in str(e) and _symbolic_note(ins):
             # a converter's own refusal of symbolic inputs (silero VAD's LSTM given the rank
             # of a branch taken for other sizes) says the way out too

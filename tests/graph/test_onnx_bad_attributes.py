@@ -352,3 +352,17 @@ def test_dim_params_of_question_marks_are_separate_variables():
     x = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32)
     (y,) = graph.build(graph.from_onnx(m, shapes={"x": (2, 3, 5)})).run(x=x).values()
     np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("limit, delta, match", [
+    (1.0, 0.0, r"node 'r' \(Range, opset 17\): delta 0 makes an endless range"),
+    (np.inf, 1.0, r"node 'r' \(Range, opset 17\): cannot convert float infinity to integer"),
+])
+def test_range_of_constants_that_never_ends(limit, delta, match):
+    # folded with numpy at import: 1 / 0 and int(inf) escaped as ZeroDivisionError and
+    # OverflowError, naming no node (a converter's ArithmeticError is now an import error)
+    bounds = [numpy_helper.from_array(np.array(v, np.float32), n)
+              for v, n in ((0.0, "s"), (limit, "l"), (delta, "d"))]
+    g = helper.make_graph([helper.make_node("Range", ["s", "l", "d"], ["y"], name="r")], "m",
+                          [], [helper.make_tensor_value_info("y", TP.FLOAT, None)], bounds)
+    _refused(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), match)
