@@ -36,7 +36,7 @@ def test_the_scripts_are_there():
                                          "te_schedule_idioms", "extern_tensor_functions",
                                          "scan", "auto_scheduler_matmul",
                                          "auto_scheduler_network", "import_swap_only",
-                                         "extern_op_float_bias"}
+                                         "extern_op_float_bias", "topi_x86_schedules"}
 
 
 # ----------------------------------------------------------------------------- rfactor

@@ -430,9 +430,6 @@ class Stage:
         if self.is_output:
             raise ScheduleError(f"compute_at on stage {self.name}: an output stage must stay at "
                                 "the root (it writes the kernel's output buffer)")
-        if not self.schedule.reads_through_inline(parent, self):
-            raise ScheduleError(f"compute_at on stage {self.name}: stage {parent.name} does not "
-                                f"read {self.name}, so it cannot host it")
         if self.schedule.stage_index(parent) < self.schedule.stage_index(self):
             raise ScheduleError(f"compute_at on stage {self.name}: {parent.name} runs before it")
         self._record("compute_at", [iv], parent=parent.name)

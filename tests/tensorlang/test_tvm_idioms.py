@@ -122,6 +122,27 @@ def test_rfactor_old_spatial_axis_names_the_final_stage_loop():
 # ----------------------------------------------------------------------------- unused arguments
 
 
+def test_producers_attached_before_the_stages_that_read_them():
+    """TVM takes compute_at calls in any order: P attached to R's loop while only Q (still at
+    the root) reads it, then Q; lowering checks the end state (P inside the loop Q runs in)."""
+    A = tl.placeholder((8, 8), name="A")
+    P = tl.compute((8, 8), lambda i, j: A[i, j] + 1, name="P")
+    Q = tl.compute((8, 8), lambda i, j: P[i, j] * 2, name="Q")
+    R = tl.compute((8, 8), lambda i, j: Q[i, j] - 1, name="R")
+    s = tl.create_schedule(R)
+    s[P].compute_at(s[R], R.op.axis[0])
+    s[Q].compute_at(s[R], R.op.axis[1])
+    a = rand((8, 8))
+    r = np.zeros_like(a)
+    tl.build(s, [A, R])(a, r)
+    assert_close(r, (a + 1) * 2 - 1)
+    s = tl.create_schedule(R)
+    s[P].compute_at(s[R], R.op.axis[0])
+    with pytest.raises(tl.ScheduleError, match="stage P is computed inside loop i of R, but "
+                                               "stage Q also reads it and runs outside"):
+        tl.lower(s, [A, R])
+
+
 def test_stage_computed_at_another_is_an_unused_argument():
     """tvm.lower(s, [A, B, C]) with B computed at C's loop: B's array is left untouched."""
     A = tl.placeholder((16,), name="A")
