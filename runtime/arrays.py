@@ -9,6 +9,7 @@ misaligned array). ``tl.runtime.empty`` plays the role of ``tvm.nd.empty``.
 from __future__ import annotations
 
 import mmap
+import operator
 from typing import Any
 
 import numpy as np
@@ -130,7 +131,7 @@ def empty(shape: Any, dtype: Any = "float32", device: Any = None) -> NDArray:
     """An uninitialized C-contiguous array of `shape` and `dtype`, 64-byte aligned
     (tvm.nd.empty(shape, dtype, dev)); the device is tl.cpu(0)."""
     _device_or_dtype("empty", device, None)
-    shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
+    shape = _dims("empty", shape)
     if any(d < 0 for d in shape):
         raise ValueError(f"empty: shape {shape} has a negative dimension")
     dt = np.dtype(dtype)
@@ -138,11 +139,25 @@ def empty(shape: Any, dtype: Any = "float32", device: Any = None) -> NDArray:
     return _aligned_bytes(n, zero=False).view(dt).reshape(shape).view(NDArray)
 
 
+def _dims(fn: str, shape: Any) -> tuple[int, ...]:
+    """``shape`` (an int or a sequence of them, numpy's too) as a tuple of ints; int() took
+    2.5 as 2 and "3" as 3 (numpy refuses both)."""
+    dims = (shape,) if np.isscalar(shape) else shape
+    try:
+        return tuple(operator.index(d) for d in dims)
+    except TypeError:
+        raise TypeError(f"{fn}: shape must be an int or a sequence of ints, got "
+                        f"{shape!r}") from None
+
+
 def array(a: Any, device: Any = None, dtype: Any = None) -> NDArray:
     """A 64-byte aligned C-contiguous copy of `a` (tvm.nd.array(a, dev)). The second argument
     is a device (tl.cpu(0)) as in TVM, or, as before, the dtype."""
     dtype = _device_or_dtype("array", device, dtype)
     src = np.asarray(a, dtype=dtype)
+    if src.dtype.kind not in "biuf":  # (np.empty of such a dtype says nothing to the point)
+        raise TypeError(f"array: kernels take bool, int, uint and float arrays, got "
+                        f"{src.dtype} from {type(a).__name__}")
     out = empty(src.shape, src.dtype)
     np.copyto(out, src)
     return out

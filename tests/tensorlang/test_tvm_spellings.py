@@ -365,6 +365,18 @@ def test_runtime_arrays_take_tvms_device_and_have_numpy():
         tl.runtime.array(a, "float32", "float32")
 
 
+def test_runtime_arrays_refuse_what_numpy_refuses():
+    # int() took a shape of 2.5 as 2 and "3" as 3; object and string arrays failed in np.empty
+    for shape in (2.5, (2.7, 3), "3", None):
+        with pytest.raises(TypeError, match="empty: shape must be an int or a sequence of ints"):
+            tl.runtime.empty(shape)
+    assert tl.runtime.empty((np.int32(2), 3)).shape == (2, 3)
+    for value, got in (("abc", "<U3"), (None, "object"), ([1 + 2j], "complex128")):
+        with pytest.raises(TypeError, match=f"kernels take bool, int, uint and float arrays, "
+                                            f"got {got}"):
+            tl.runtime.array(value)
+
+
 # ----------------------------------------------------------------------------- intrinsics
 
 
