@@ -75,7 +75,10 @@ def test_catalog_and_implied_features():
 def test_artifact_for_another_cpu_is_refused_at_load(tmp_path):
     """float16 vector code built for Sapphire Rapids: the artifact records avx512_fp16 & co.;
     on a CPU without them, calling the built module and loading the artifact raise ArtifactError
-    (both in subprocesses: a regression is a SIGILL); on a CPU with them, it runs correctly."""
+    (both in subprocesses: a regression is a SIGILL); on a CPU with them, it runs correctly:
+    rounded as numpy rounds or, since a compute's arithmetic may contract into an FMA,
+    rounded once (a 16-core Emerald Rapids with Python 3.12 printed `ran False`; the
+    largest difference is printed now)."""
     path = tmp_path / "fp16.tlm"
     build = _run(f"""
         import numpy as np, tensorlang as tl
@@ -92,7 +95,9 @@ def test_artifact_for_another_cpu_is_refused_at_load(tmp_path):
         c = np.zeros(n, np.float16)
         try:
             f(a, a, c)
-            print("ran", np.array_equal(c, a * a + a))
+            fused = (a.astype(np.float32) * a + a).astype(np.float16)
+            same = np.array_equal(c, a * a + a) or np.array_equal(c, fused)
+            print("ran", same, np.abs(c.astype(np.float32) - fused).max())
         except tl.TensorlangError as e:
             print("refused", type(e).__name__, e)
         """)
@@ -108,7 +113,9 @@ def test_artifact_for_another_cpu_is_refused_at_load(tmp_path):
             a = np.arange(256, dtype=np.float16) / 64
             c = np.zeros(256, np.float16)
             f(a, a, c)
-            print("ran", np.array_equal(c, a * a + a))
+            fused = (a.astype(np.float32) * a + a).astype(np.float16)
+            same = np.array_equal(c, a * a + a) or np.array_equal(c, fused)
+            print("ran", same, np.abs(c.astype(np.float32) - fused).max())
         """)
     assert load.returncode == 0, load.stderr[-3000:]
     missing = _cpu.missing_flags(["avx512_fp16", "avx512f", "avx512bw"])
