@@ -220,7 +220,10 @@ class Schedule:
 
     # ------------------------------------------------------------------ recording
     def _record(self, stage: Stage, kind: str, loops: list, args: dict):
-        snap = stage._snapshot() if self.check_legality else None  # to undo a refused step
+        # to undo a refused step: the stage, and the stages attached to it (a split or fuse of
+        # their attach loop moves them to its successor)
+        snap = [(st, st._snapshot()) for st in self.stages
+                if st is stage or st.attach_stage is stage] if self.check_legality else None
         call_args = dict(args)
         if kind == "compute_at":
             call_args["parent"] = self.stage_by_name(args["parent"])
@@ -235,7 +238,8 @@ class Schedule:
             try:
                 self._check(stage, step)
             except ScheduleError:
-                stage._restore(snap)
+                for st, saved in snap:
+                    st._restore(saved)
                 self.trace.pop()
                 raise
         return result

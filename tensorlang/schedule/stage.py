@@ -249,7 +249,17 @@ class Stage:
         self.leaf_iter_vars[pos:pos + 1] = [outer, inner]
         self.relations.append(Split(parent, outer, inner, factor, nparts))
         self._move_attr(parent, inner)
+        self._move_attached(parent, inner)
         return outer, inner
+
+    def _move_attached(self, old: IterVar, new: IterVar) -> None:
+        """Stages computed at a loop that a split or fuse replaces move to the loop that runs
+        them as often (TVM's LegalizeInvalidAttach): a split's inner loop, the fused loop of a
+        fuse whose innermost loop it was. At the fused loop's outer operand they stay, and the
+        legality check refuses the fuse (no loop runs them as often)."""
+        for st in self.schedule.stages:
+            if st.attach_stage is self and st.attach_ivar is old:
+                st.attach_ivar = new
 
     def _move_attr(self, old: IterVar, new: IterVar) -> None:
         # An annotation on a loop that gets split stays with the inner part (as in TVM).
@@ -300,6 +310,7 @@ class Stage:
             pos = self.leaf_iter_vars.index(fused)
             self.leaf_iter_vars[pos:pos + 2] = [f]
             self.relations.append(Fuse(fused, nxt, f))
+            self._move_attached(nxt, f)
             fused = f
         return fused
 

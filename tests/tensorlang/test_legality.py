@@ -227,16 +227,27 @@ def test_compute_at_with_a_second_reader_outside_the_loop_is_refused():
     assert "left so by s[B].compute_at(i, parent='C')" in msg
 
 
-def test_split_of_the_attach_loop_is_refused():
-    _A, _P, Q, C = _three_stage()
+def test_split_or_fuse_of_the_attach_loop_moves_the_stage_as_tvm_does():
+    # TVM's LegalizeInvalidAttach: a split's inner loop, or the fused loop of a fuse whose
+    # innermost loop it was, runs the attached stage as often as the loop it replaces
+    A, P, Q, C = _three_stage()
     s = tl.create_schedule(C)
     s[Q].compute_at(s[C], s[C].op.axis[1])
-    _refused(lambda: s[C].split(s[C].op.axis[1], factor=2), "no longer a loop of it")
-    t = tl.create_schedule(C, check=False)
-    t[Q].compute_at(t[C], t[C].op.axis[1])
-    t[C].split(t[C].op.axis[1], factor=2)
-    (v,) = tl.analysis.check(t)
-    assert v.kind == "placement" and "which is no longer a loop of it" in str(v)
+    s[P].compute_at(s[C], s[C].op.axis[1])
+    _jo, ji = s[C].split(s[C].op.axis[1], factor=2)
+    assert s[Q].attach_ivar is ji and s[P].attach_ivar is ji
+    fused = s[C].fuse(*s[C].leaf_iter_vars[1:])
+    assert s[Q].attach_ivar is fused
+    a = np.arange(64, dtype="float32").reshape(8, 8)
+    out = np.zeros_like(a)
+    tl.build(s, [A, C])(a, out)
+    np.testing.assert_allclose(out, (a * 2 + 1) * 3)
+    # at the outer loop of a fuse nothing runs it as often: refused, and undone
+    t = tl.create_schedule(C)
+    t[Q].compute_inline()
+    t[P].compute_at(t[C], t[C].op.axis[0])
+    _refused(lambda: t[C].fuse(*t[C].op.axis), "no longer a loop of it")
+    assert t[C].loop_names() == ["i", "j"] and t[P].attach_ivar is t[C].op.axis[0]
 
 
 def test_lower_checks_the_whole_schedule():

@@ -541,10 +541,14 @@ def test_what_no_later_primitive_repairs_is_still_refused_at_the_primitive():
     (i,) = s[c].op.axis
     s[a2].compute_inline()
     s[a1].compute_at(s[c], i)
-    # splitting the loop A1 is computed at removes it for good
-    with pytest.raises(tl.ScheduleError, match=r"^split on stage C: stage A1 is computed at loop "
-                                               r"i of C, which is no longer a loop of it"):
-        s[c].split(i, factor=4)
+    # fusing the loop A1 is computed at into an outer one removes it for good (a split moves
+    # A1 to the inner loop, as TVM)
+    io, ii = s[c].split(i, factor=4)
+    assert s[a1].attach_ivar is ii
+    s[a1].compute_at(s[c], io)
+    with pytest.raises(tl.ScheduleError, match=r"^fuse on stage C: stage A1 is computed at loop "
+                                               r"i.outer of C, which is no longer a loop of it"):
+        s[c].fuse(io, ii)
     # a parallel reduce loop carries its accumulation whatever comes later
     x = tl.placeholder((8, 8), name="X")
     k = tl.reduce_axis((0, 8), name="k")
@@ -552,4 +556,4 @@ def test_what_no_later_primitive_repairs_is_still_refused_at_the_primitive():
     t = tl.create_schedule(r)
     with pytest.raises(tl.ScheduleError, match=r"^parallel on stage R: loop k is a reduce loop"):
         t[r].parallel(k)
-    assert s[c].loop_names() == ["i"] and t.trace == []
+    assert s[c].loop_names() == ["i.outer", "i.inner"] and t.trace == []

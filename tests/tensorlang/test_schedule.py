@@ -278,8 +278,10 @@ def test_refused_step_leaves_trace_and_loops_unchanged():
     B = tl.compute((8,), lambda i: A[i] + 1, name="B")
     C = tl.compute((8,), lambda i: B[i] * 2, name="C")
     s = tl.create_schedule(C)
-    s[B].compute_at(s[C], C.op.axis[0])
+    xo, xi = s[C].split(C.op.axis[0], factor=2)
+    s[B].compute_at(s[C], xo)
     before = (s.trace.dumps(), s[C].loop_names())
     with pytest.raises(tl.ScheduleError):
-        s[C].split(C.op.axis[0], factor=2)
+        s[C].fuse(xo, xi)  # B computed at the outer loop of the fuse: nothing runs it as often
     assert (s.trace.dumps(), s[C].loop_names()) == before
+    assert s[B].attach_ivar is xo
