@@ -532,6 +532,8 @@ def _run_model(p: argparse.ArgumentParser):
         gm = runtime.load(a.artifact, mode=a.mode)
         t_load = time.perf_counter() - t0
         out = gm.run(**feeds)
+        if a.output:  # before any print: a closed stdout (| head -1) must not lose the file
+            np.savez(a.output, **out)
         for k, v in out.items():
             # an empty output (a zero-size batch) has no mean or max: numpy raises on max
             stats = (f" mean={float(v.mean()):.6g} max={float(v.max()):.6g}" if v.size else
@@ -541,8 +543,6 @@ def _run_model(p: argparse.ArgumentParser):
             r = gm.benchmark(number=a.repeat, repeat=1)
             print(f"latency {r.mean * 1e3:.3f} ms ({a.mode} mode)")
         print(f"loaded in {t_load * 1e3:.1f} ms")
-        if a.output:
-            np.savez(a.output, **out)
         return 0
 
     return run
@@ -659,11 +659,36 @@ def main(argv=None) -> int:
         print(f"tensorlang {a.cmd}: interrupted", file=sys.stderr)
         _forget_interrupt()
         return 130
+    except BrokenPipeError:
+        if a.debug or not _stdout_is_closed():
+            raise  # (another pipe: a worker's, reported as any error is)
+        return 141  # the reader went away (| head): quiet, as a tool SIGPIPE ends
     except Exception as e:  # every error becomes one line (--debug: the traceback)
         if a.debug:
             raise
         print(f"tensorlang {a.cmd}: error: {_error_line(e)}", file=sys.stderr)
         return 2
+
+
+def _stdout_is_closed() -> bool:
+    """Whether standard output's reader has gone away (a pipe without a reader polls as an
+    error); if so, later writes (the interpreter's flush at exit) go to /dev/null, without a
+    second error."""
+    import os
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        if not any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poll.poll(0)):
+            return False
+    except (AttributeError, ValueError, OSError):  # no real stdout: not it
+        return False
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+    return True
 
 
 if __name__ == "__main__":

@@ -326,6 +326,20 @@ def test_cli_run_odd_inputs_and_outputs(artifact, forked_cli):
     assert np.load(d / "o.npz")["y"].shape == (0, 3)
 
 
+def test_cli_run_whose_reader_went_away_still_writes_its_output_file(artifact):
+    # `tensorlang run ... --output o.npz | head -1`: the first print's BrokenPipeError ended
+    # the run before np.savez (no file) with "error: [Errno 32] Broken pipe"
+    out = artifact / "piped.npz"
+    proc = subprocess.Popen([sys.executable, "-m", "tensorlang.cli", "run",
+                             str(artifact / "dyn.tlpkg"), "--input", f"x={artifact / 'x.npy'}",
+                             "--output", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and err == "", err  # quiet, as a tool SIGPIPE ends
+    assert np.load(out)["y"].shape == (2, 3)
+
+
 def test_cli_checks_the_thread_variables_for_every_command(artifact, forked_cli):
     _cli = forked_cli
     pkg, x = str(artifact / "dyn.tlpkg"), f"x={artifact / 'x.npy'}"
