@@ -52,7 +52,18 @@ MODULE_NAMES = {
     "transform": "tvm.transform (PassContext, passes by name) is not in tensorlang: the lowering "
                  "passes are a fixed ordered list; options are keyword arguments of tl.build "
                  "(tl.build(s, args, opt_level=3))",
+    "schedule": "tvm.te.schedule (InferBound, ScheduleOps, AutoInlineInjective, ...): the "
+                "schedule's internals are not exposed: tl.lower(s, args) prints the loop IR "
+                "with the inferred bounds; inline a stage with s[T].compute_inline(); the "
+                "classes are tl.Schedule and tl.Stage",
+    "arith": "tvm.arith (the integer analyzer) is not exposed: shapes and indices are "
+             "simplified by tl.lower",
+    "context": "tvm.context(dev_type, index) (before TVM 0.8): tl.device('cpu', 0) or tl.cpu(0)",
+    "save_json": "tvm.ir.save_json / load_json: a schedule is saved as its trace "
+                 "(s.trace.dumps(), replayed with s.apply_trace(tl.Trace.loads(text))) and a "
+                 "kernel with f.export_library(path); computes are Python code",
 }
+MODULE_NAMES["load_json"] = MODULE_NAMES["save_json"]
 
 _EXTERN_BUFFERS = ("in TVM, an extern's fcompute(ins, outs) gets Buffers; here it gets the "
                    "tensors themselves: pass them whole, tl.call_packed('f', ins[0], outs[0]) "
@@ -139,6 +150,10 @@ REFUSED_IMPORTS = {
     "tensorlang.contrib.graph_executor": (
         "tvm.contrib.graph_executor is not in tensorlang: graph.build(g) returns the graph "
         "module itself (runtime.GraphModule: set_input / run / get_output, or gm.run(x=...))"),
+    "tensorlang.contrib.clang": (
+        "tvm.contrib.clang (C to LLVM IR for pragma 'import_llvm') is not supported: compile "
+        "the C code into a shared library, tl.load_library(path), and call its functions "
+        "with tl.call_extern"),
     "tensorlang.contrib.cc": (
         "tvm.contrib.cc (linking a saved object into a .so) is not needed: "
         "f.export_library(path) writes the compiled, linked module and "

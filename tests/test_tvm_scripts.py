@@ -301,6 +301,8 @@ def test_normalize_returns_the_schedule():
     ("hybrid", "te.hybrid .*not supported.*tl.compute"),
     ("gradient", "te.gradient .*not supported"),
     ("transform", r"tvm.transform .*fixed ordered list.*tl.build\(.*opt_level="),
+    ("arith", r"tvm.arith \(the integer analyzer\) is not exposed"),
+    ("context", r"tvm.context\(dev_type, index\) \(before TVM 0.8\): tl.device"),
 ])
 def test_tvm_module_names_we_lack_name_ours(name, message):
     with pytest.raises(AttributeError, match=f"module 'tensorlang' has no attribute '{name}': "
@@ -308,6 +310,21 @@ def test_tvm_module_names_we_lack_name_ours(name, message):
         getattr(tl, name)
     with pytest.raises(AttributeError, match=message):
         getattr(te, name)
+
+
+def test_tvm_te_internals_say_what_to_use():
+    with pytest.raises(AttributeError, match=r"tvm.te.schedule \(InferBound.*tl.lower\(s, args\)"):
+        te.schedule  # noqa: B018
+    with pytest.raises(AttributeError, match=r"save_json / load_json: a schedule is saved as its "
+                                             r"trace \(s.trace.dumps\(\)"):
+        tl.ir.save_json  # noqa: B018
+    with pytest.raises(ImportError, match=r"tvm.contrib.clang .*tl.load_library"):
+        importlib.import_module("tensorlang.contrib.clang")
+    assert te.Schedule is tl.Schedule and te.Stage is tl.Stage
+    state = te.placeholder((3, 2))
+    res = te.scan(te.compute((1, 2), lambda _, i: i * 1.0),
+                  te.compute((3, 2), lambda t, i: state[t - 1, i] * 2.0), state)
+    assert isinstance(res.op, te.ScanOp)
 
 
 @pytest.mark.parametrize("path, message", [

@@ -1,13 +1,14 @@
 """The tensor expression language: what a kernel computes."""
 from ..ir.expr import const  # noqa: F401  (TVM's te.const)
 from .extern import (  # noqa: F401  (TVM's te.extern, tir.call_extern / call_pure_extern)
+                     ExternOp,
                      call_extern,
                      call_packed,
                      call_pure_extern,
                      extern,
 )
 from .intrin import *
-from .scan import scan  # noqa: F401  (TVM's te.scan)
+from .scan import ScanOp, scan  # noqa: F401  (TVM's te.scan)
 from .tag import tag_scope  # noqa: F401  (TVM's te.tag_scope)
 from .tensor import (  # noqa: F401
                      CommReducer,
@@ -31,10 +32,10 @@ def __getattr__(name: str):
     # tl.create_schedule (tensorlang.schedule imports this package, so it is looked up lazily;
     # te.extern and te.scan are imported above instead: a lazy name equal to a submodule's would be
     # shadowed by the submodule once something imports it)
-    if name == "create_schedule":
-        from ..schedule import create_schedule
+    if name in ("create_schedule", "Schedule", "Stage"):
+        from .. import schedule
 
-        return create_schedule
+        return getattr(schedule, name)
     from ..tvm_names import MODULE_NAMES, missing
 
     raise missing("module 'tensorlang.te'", name, MODULE_NAMES)
