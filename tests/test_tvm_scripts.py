@@ -36,7 +36,8 @@ def test_the_scripts_are_there():
                                          "te_schedule_idioms", "extern_tensor_functions",
                                          "scan", "auto_scheduler_matmul",
                                          "auto_scheduler_network", "import_swap_only",
-                                         "extern_op_float_bias", "topi_x86_schedules"}
+                                         "extern_op_float_bias", "topi_x86_schedules",
+                                         "te_unit_test_idioms"}
 
 
 # ----------------------------------------------------------------------------- rfactor
