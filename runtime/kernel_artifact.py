@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import stat
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,6 +43,10 @@ def write_module_artifact(path: Path, manifest: dict[str, Any], required_flags: 
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder: a kernel saves to one file, e.g. "
                                 f"{path / 'kernel.tlm'}")
+    what = _not_replaceable(path)
+    if what is not None:
+        raise FileExistsError(f"{path} is {what}: not replaced by the saved kernel (save to "
+                              "a new path, or remove it first)")
     meta = manifest
     meta["artifact"] = {
         "format": ARTIFACT_FORMAT,
@@ -65,6 +70,29 @@ def write_module_artifact(path: Path, manifest: dict[str, Any], required_flags: 
         for name, data in members.items():
             z.writestr(name, data)
     atomic_write(Path(path), buf.getvalue())
+
+
+def _not_replaceable(path: Path) -> str | None:
+    """What the file at ``path`` is, when a save must not replace it (the replace swaps the
+    name: an ONNX model or an .npy saved over was lost, /dev/null replaced by a zip); None for
+    nothing there, an empty file or a kernel saved before (as a model's save refuses all but a
+    model folder: saved_folder.check_replaceable)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_size == 0:
+        return None
+    try:
+        with zipfile.ZipFile(path) as z:
+            meta = json.loads(z.read("manifest.json"))
+        if isinstance(meta, dict) and isinstance(meta.get("artifact"), dict):
+            return None
+    except (OSError, ValueError, KeyError, RecursionError, zipfile.BadZipFile):
+        pass
+    return "a file that tensorlang did not save"
 
 
 def _safe_source_name(fmt: str) -> str:

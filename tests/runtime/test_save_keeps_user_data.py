@@ -5,6 +5,7 @@ records are appended only to a tuning log."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -61,6 +62,21 @@ def test_a_kernel_is_not_saved_over_a_folder(tmp_path):
                                                 r"e.g. .*k/kernel.tlm"):
         f.save(tmp_path / "k")
     assert list(tmp_path.iterdir()) == [tmp_path / "k"]
+    # nor over a file it did not save (a model, data: was replaced), nor a device or a fifo
+    # (/dev/null as root: replaced by a zip); a kernel saved before or an empty file is
+    x = tmp_path / "x.npy"
+    np.save(x, np.arange(3))
+    os.mkfifo(tmp_path / "fifo")
+    for path, what in ((x, "a file that tensorlang did not save"),
+                       (tmp_path / "fifo", "not a regular file")):
+        with pytest.raises(FileExistsError, match=f"{path.name} is {what}: not replaced"):
+            f.save(path)
+    np.testing.assert_array_equal(np.load(x), np.arange(3))
+    for path in (tmp_path / "k.tlm", tmp_path / "empty.tlm"):
+        path.touch()
+        f.save(path)
+        f.save(path)  # over the kernel saved there
+        assert runtime.load_module(path).name == f.name
 
 
 def _record_line() -> str:
