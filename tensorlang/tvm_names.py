@@ -154,6 +154,12 @@ REFUSED_IMPORTS = {
         "tvm.contrib.clang (C to LLVM IR for pragma 'import_llvm') is not supported: compile "
         "the C code into a shared library, tl.load_library(path), and call its functions "
         "with tl.call_extern"),
+    "tensorlang.contrib.tedd": (
+        "tvm.contrib.tedd (schedule diagrams with graphviz) is not supported: print(tl.lower(s, "
+        "args)) shows the loop nest, print(s.trace) the primitives applied"),
+    "tensorlang.contrib.dlpack": (
+        "tvm.contrib.dlpack (to_pytorch_func) is not supported: kernels take numpy arrays; "
+        "pass tensor.numpy() (or numpy.from_dlpack(t)) and copy the output back"),
     "tensorlang.contrib.cc": (
         "tvm.contrib.cc (linking a saved object into a .so) is not needed: "
         "f.export_library(path) writes the compiled, linked module and "
