@@ -187,6 +187,24 @@ class Tensor:
         return self is other
 
 
+_OVERLOADS = {"add": ("+", "add"), "sub": ("-", "subtract"), "mul": ("*", "multiply"),
+              "truediv": ("/", "divide")}
+
+
+def _whole_tensor_arithmetic(symbol: str, op: str):
+    def refuse(self, other):
+        raise TypeError(f"{self.name} {symbol} ... on whole tensors (TVM's topi operator "
+                        f"overloads) is not supported: tl.ops.{op}(a, b) (broadcasting), or "
+                        f"te.compute({self.name}.shape, lambda *i: {self.name}(*i) {symbol} ...)")
+
+    return refuse
+
+
+for _name, (_symbol, _op) in _OVERLOADS.items():
+    setattr(Tensor, f"__{_name}__", _whole_tensor_arithmetic(_symbol, _op))
+    setattr(Tensor, f"__r{_name}__", _whole_tensor_arithmetic(_symbol, _op))
+
+
 class TensorSlice:
     """`A[i]` of a tensor with more dimensions: `A[i][j]` reads A[i, j] (TVM's chained
     indexing). A slice is not a value: used as one, it says how many indices are missing."""

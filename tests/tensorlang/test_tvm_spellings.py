@@ -330,6 +330,16 @@ def test_tag_scope_tags_the_computes_declared_in_it():
     assert te.compute((6,), lambda i: A[i]).op.tag == ""  # each scope closed on the error
 
 
+def test_whole_tensor_arithmetic_names_the_ops():
+    # TVM's `A + B` on tensors is topi's overload (tvm.topi is refused here)
+    A = tl.placeholder((4,), name="A")
+    B = tl.placeholder((4,), name="B")
+    with pytest.raises(TypeError, match=r"A \+ \.\.\. on whole tensors .*tl.ops.add\(a, b\)"):
+        A + B
+    with pytest.raises(TypeError, match=r"A \* \.\.\. on whole tensors .*tl.ops.multiply"):
+        2 * A
+
+
 def test_chained_indexing():
     A = tl.placeholder((4, 5, 3), name="A")
     B = tl.compute((4, 5, 3), lambda i, j, k: A[i][j][k] * 2 + A[i, j][k], name="B")
