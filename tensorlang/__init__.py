@@ -37,6 +37,7 @@ _NAMES = {
     "register_func": ".runtime.packed",
     "get_global_func": ".runtime.packed",
     "scan": ".te.scan",
+    "convert": ".runtime.convert",  # tvm.convert before TVM 0.7, tvm.runtime.convert now
 }
 
 

@@ -64,6 +64,17 @@ MODULE_NAMES = {
                  "kernel with f.export_library(path); computes are Python code",
 }
 MODULE_NAMES["load_json"] = MODULE_NAMES["save_json"]
+# TVM's API before 0.7 (tvm.var, tvm.compute, ... are tl's names already)
+MODULE_NAMES.update({
+    "module": "tvm.module (before TVM 0.7): tvm.module.enabled is tl.runtime.enabled, "
+              "tvm.module.load is tl.runtime.load_module",
+    "make": "tvm.make (before TVM 0.7): tvm.make.Select is tl.select (tl.tir.Select)",
+    "ndarray": "tvm.ndarray (before TVM 0.7): tl.nd.array / tl.nd.empty",
+    "ir_pass": "tvm.ir_pass (before TVM 0.7): the lowering passes are a fixed ordered list; "
+               "tl.lower(s, args) runs them",
+    "decl_buffer": "tvm.decl_buffer: buffers are not declared here (no binds); a tensor "
+                   "intrinsic's operands are Regions (docs/tvm_compat.md, tensorize row)",
+})
 
 _EXTERN_BUFFERS = ("in TVM, an extern's fcompute(ins, outs) gets Buffers; here it gets the "
                    "tensors themselves: pass them whole, tl.call_packed('f', ins[0], outs[0]) "

@@ -282,6 +282,7 @@ def test_runtime_convert_makes_constants_of_python_values():
     tl.build(s, [B])(b)
     np.testing.assert_array_equal(b, (np.arange(1, 11) * 12 + np.arange(10)) * 2)
     assert tl.runtime.convert([1, "x"])[1] == "x" and int(tl.runtime.convert((4,))[0]) == 4
+    assert tl.convert is tl.runtime.convert  # tvm.convert before TVM 0.7
 
 
 def test_normalize_returns_the_schedule():
@@ -304,6 +305,8 @@ def test_normalize_returns_the_schedule():
     ("transform", r"tvm.transform .*fixed ordered list.*tl.build\(.*opt_level="),
     ("arith", r"tvm.arith \(the integer analyzer\) is not exposed"),
     ("context", r"tvm.context\(dev_type, index\) \(before TVM 0.8\): tl.device"),
+    ("module", r"tvm.module.enabled is tl.runtime.enabled"),
+    ("make", r"tvm.make.Select is tl.select"),
 ])
 def test_tvm_module_names_we_lack_name_ours(name, message):
     with pytest.raises(AttributeError, match=f"module 'tensorlang' has no attribute '{name}': "
