@@ -154,7 +154,20 @@ def register_intrin_lowering(op_name, target="default", *, f=None, level=10):
 # graph_executor`) and that tensorlang does not have: the stub module of that name raises this
 # at import, so the script stops at its import line with what to use (Python's `from X import
 # name` would otherwise replace the message with "cannot import name")
+MODULE_NAMES.update({
+    "rpc": "tvm.rpc (remote devices) is not in tensorlang: kernels run on this machine; tuning "
+           "measures candidates here, each in a process of its own (autotune.LocalRunner)",
+    "script": "tvm.script (TVMScript, @T.prim_func) is not in tensorlang: there is no TensorIR; "
+              "declare computations with tl.compute and schedule them with tl.create_schedule",
+    "meta_schedule": "tvm.meta_schedule is not in tensorlang: tune template-free with "
+                     "tensorlang.auto_scheduler (Ansor's API) or autotune.workload, templates "
+                     "with `from tensorlang import autotune`",
+})
 REFUSED_IMPORTS = {
+    "tensorlang.autotvm": MODULE_NAMES["autotvm"],
+    "tensorlang.rpc": MODULE_NAMES["rpc"],
+    "tensorlang.script": MODULE_NAMES["script"],
+    "tensorlang.meta_schedule": MODULE_NAMES["meta_schedule"],
     "tensorlang.relay": MODULE_NAMES["relay"],
     "tensorlang.relax": MODULE_NAMES["relax"],
     "tensorlang.topi": MODULE_NAMES["topi"],

@@ -462,6 +462,10 @@ def test_runtime_enabled():
     ("tensorlang.contrib.clang", "tl.load_library"),
     ("tensorlang.contrib.tedd", r"print\(tl.lower\(s, args\)\)"),
     ("tensorlang.contrib.dlpack", "kernels take numpy arrays"),
+    ("tensorlang.autotvm", "from tensorlang import autotune"),
+    ("tensorlang.rpc", "kernels run on this machine"),
+    ("tensorlang.script", r"TVMScript, @T.prim_func\) is not in tensorlang"),
+    ("tensorlang.meta_schedule", "tensorlang.auto_scheduler"),
 ])
 def test_tvm_modules_we_lack_refuse_at_import(module, message):
     with pytest.raises(ImportError, match=f"No module '{module}': .*{message}"):
@@ -471,6 +475,8 @@ def test_tvm_modules_we_lack_refuse_at_import(module, message):
 def test_from_import_of_a_refused_module_keeps_the_message():
     with pytest.raises(ImportError, match="graph.from_onnx"):
         exec("from tensorlang import relay", {})  # noqa: S102
+    with pytest.raises(ImportError, match="from tensorlang import autotune"):
+        exec("from tensorlang import autotvm", {})  # noqa: S102
 
 
 def test_scan_of_several_states_is_refused():
