@@ -24,7 +24,7 @@ from ..te.tensor import (
     TensorRead,
     read_tensors,
 )
-from .opaque_stage import FixedStage, attach_scan_bodies, stage_for
+from .opaque_stage import ExternStage, FixedStage, attach_scan_bodies, stage_for
 from .relations import leaf_extents, root_values
 from .stage import Stage
 
@@ -285,8 +285,11 @@ class Schedule:
             raise ValueError("cache_read: give at least one reader")
         reader_stages = [self[r] for r in readers]
         for rs in reader_stages:
-            if isinstance(rs, FixedStage):
+            if isinstance(rs, ExternStage):
                 rs.refuse("cache_read", f"it takes {tensor.name} whole, as a buffer")
+            if isinstance(rs, FixedStage):  # a scan's stage: its op is fixed by the scan
+                rs.refuse("cache_read", f"a reader of a copy of {tensor.name} would replace "
+                          "its op, which the scan holds")
         for rs in reader_stages:
             if tensor not in rs.op.input_tensors:
                 raise ScheduleError(f"cache_read: stage {rs.name} does not read {tensor.name}")

@@ -146,6 +146,10 @@ def test_primitives_that_break_the_scan_are_refused():
         s[s_update].compute_inline()
     with pytest.raises(tl.ScheduleError, match="cache_write on stage s_update"):
         s.cache_write(s_update, "local")
+    with pytest.raises(tl.ScheduleError, match=r"cache_read on stage s_update: stage s_update "
+                                               r"is the update .* a reader of a copy of X "
+                                               r"would replace its op"):
+        s.cache_read(X, "local", [s_update])
     with pytest.raises(ValueError, match="argument s_update is the update of tl.scan res"):
         tl.lower(s, [X, s_update, res])
     _run_cumsum(s, X, res)  # nothing refused was applied
