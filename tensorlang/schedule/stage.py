@@ -100,6 +100,9 @@ class Stage:
                              for old, new in self.former_loops.items()}
         self.former_loops.update(mapping)
         self._reset(op)
+        for st in self.schedule.stages:  # stages computed at a loop that has a counterpart
+            if st.attach_stage is self and isinstance(mapping.get(st.attach_ivar), IterVar):
+                st.attach_ivar = mapping[st.attach_ivar]
 
     def __repr__(self) -> str:
         return f"Stage({self.name})"

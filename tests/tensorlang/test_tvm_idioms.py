@@ -143,6 +143,27 @@ def test_producers_attached_before_the_stages_that_read_them():
         tl.lower(s, [A, R])
 
 
+def test_stages_attached_before_cache_write_follow_the_replaced_loops():
+    """P computed at B's row loop, then s.cache_write(B): P stays at that loop of the new B
+    (it was left at a loop of the old op, refused as 'no longer a loop of it'); the cache stage
+    that now reads P goes to the same loop."""
+    A = tl.placeholder((8, 16), name="A")
+    P = tl.compute((8, 16), lambda i, k: A[i, k] * 2, name="P")
+    k = tl.reduce_axis((0, 16), name="k")
+    B = tl.compute((8,), lambda i: tl.sum(P[i, k], axis=k), name="B")
+    s = tl.create_schedule(B)
+    s[P].compute_at(s[B], B.op.axis[0])
+    BB = s.cache_write(B, "local")
+    with pytest.raises(tl.ScheduleError, match="stage P is computed inside loop i of B, but "
+                                               "stage B.local also reads it"):
+        tl.lower(s, [A, B])
+    s[BB].compute_at(s[B], B.op.axis[0])
+    a = rand((8, 16))
+    b = np.zeros(8, "float32")
+    tl.build(s, [A, B])(a, b)
+    assert_close(b, (a * 2).sum(1))
+
+
 def test_stage_computed_at_another_is_an_unused_argument():
     """tvm.lower(s, [A, B, C]) with B computed at C's loop: B's array is left untouched."""
     A = tl.placeholder((16,), name="A")
