@@ -180,10 +180,22 @@ class _GuardedReads(Visitor):
             self.generic(r)
             return
         self.visit(r.condition)
-        self.guards.append((r.condition, True))
+        pieces = _conjuncts(r.condition)
+        self.guards.extend((c, True) for c in pieces)
         for s in r.source:
             self.visit(s)
-        self.guards.pop()
+        del self.guards[len(self.guards) - len(pieces):]
+
+
+def _conjuncts(cond) -> list:
+    """The conditions that all hold where `cond` does: the sides of an `and`, and of
+    `select(c, t, False)` (rfactor's tail guard c, then a where= t that reads data where c
+    holds): the affine ones bound the domain even when another is not affine."""
+    if isinstance(cond, E.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    if isinstance(cond, E.Select) and E.is_const(cond.false_value, False):
+        return _conjuncts(cond.condition) + _conjuncts(cond.true_value)
+    return [cond]
 
 
 # ----------------------------------------------------------------------------- the prover

@@ -415,17 +415,8 @@ class Schedule:
         return out
 
     def _rfactor(self, st: Stage, kf: IterVar, factor_index: int) -> Tensor:
-        from .stage import Fuse
-
         old = st.op
-        if any(isinstance(r, Fuse) for r in st.relations):
-            raise ScheduleError(f"rfactor on stage {st.name}: fused loops are not supported; "
-                                "rfactor before fusing")
-        spatial_roots = set(old.axis)
-        for rel in st.relations:
-            if rel.parent in spatial_roots:
-                raise ScheduleError(f"rfactor on stage {st.name}: split the spatial loops after "
-                                    "rfactor (only reduce loops may be split before it)")
+        spatial = _SpatialLoops(st)  # its splits are replayed on the new op's axes
         extents = leaf_extents(st, {iv: iv.dom.extent for iv in st.root_iter_vars})
         # new iteration variables: the factored loop becomes spatial, other reduce leaves stay
         kf_new = IterVar(Var(kf.name), Range(const(0), extents[kf]), "spatial")
@@ -435,19 +426,16 @@ class Schedule:
                    for iv in red_leaves]
         leaf_vals = {kf: kf_new.var}
         leaf_vals.update({o: n.var for o, n in zip(red_leaves, new_red)})
-        for iv in old.axis:
-            leaf_vals[iv] = iv.var
+        leaf_vals.update({iv: iv.var for iv in st.leaf_iter_vars if iv.kind == "spatial"})
         vals, guards = root_values(st, leaf_vals, extents)
+        guards = [g for g in guards if not spatial.used_by(g)]  # the final stage keeps those
         vmap = {iv.var: vals[iv] + iv.dom.min for iv in old.reduce_axis}
         vmap.update({o.var: n.var for o, n in zip(old.axis, new_axis)})
         red0: Reduce = old.body[0]
         src = tuple(substitute(s, vmap) for s in red0.source)
-        conds = [substitute(g, vmap) for g in guards]
-        if red0.condition is not None:
-            conds.append(substitute(red0.condition, vmap))
-        cond = None
-        for c in conds:
-            cond = c if cond is None else cond & c
+        cond = _guarded_where([substitute(g, vmap) for g in guards],
+                              None if red0.condition is None
+                              else substitute(red0.condition, vmap))
         rf_axis = list(new_axis)
         rf_axis.insert(factor_index, kf_new)
         if new_red:
@@ -477,6 +465,7 @@ class Schedule:
                            [t.name for t in old.outputs])
         st._replace_op(new_op, f"rfactor moved the reduction over it to stage {rf_name}; "
                                f"{st.name} now reduces over {kr.name}")
+        spatial.replay(st)
         self.stage_map[new_op] = st
         return rf_op.output(0) if rf_op.num_outputs == 1 else rf_op.outputs
 
@@ -557,6 +546,56 @@ class Schedule:
 # and "global" (a buffer like any other) are the same memory here
 CPU_SCOPES = ("local", "global")
 GPU_SCOPES = ("shared", "shared.dyn", "warp", "local.fragment")
+
+
+def _guarded_where(guards: list, where):
+    """The factored reduction's condition: the split's tail guards, then the where= condition
+    only where they hold (a select, whose untaken side is not evaluated: where= may read the
+    data at the index the guard keeps in bounds; `guards & where` would read it anyway)."""
+    guard = None
+    for g in guards:
+        guard = g if guard is None else guard & g
+    if guard is None or where is None:
+        return where if guard is None else guard
+    return Select(guard, where, const(False))
+
+
+class _SpatialLoops:
+    """The spatial loops of a stage that rfactor replaces (TVM splits them before or after
+    rfactor alike): its splits of the spatial axes, the loop order, annotations and the stages
+    computed at them, to be given back on the new op's axes."""
+
+    def __init__(self, st: Stage):
+        from .stage import Fuse, Split
+
+        if any(isinstance(r, Fuse) for r in st.relations):
+            raise ScheduleError(f"rfactor on stage {st.name}: fused loops are not supported; "
+                                "rfactor before fusing")
+        self.axis = tuple(st.op.axis)
+        self.splits = [r for r in st.relations if isinstance(r, Split) and r.parent.kind ==
+                       "spatial"]
+        self.leaves = [iv for iv in st.leaf_iter_vars if iv.kind == "spatial"]
+        self.attrs = {iv: a for iv, a in st.iter_attrs.items() if iv.kind == "spatial"}
+        self.pragmas = {iv: list(p) for iv, p in st.pragmas.items() if iv.kind == "spatial"}
+        self.vars = {iv.var for r in self.splits for iv in (r.outer, r.inner)}
+
+    def used_by(self, guard) -> bool:
+        from ..ir.functor import collect_vars
+
+        return bool(collect_vars(guard) & self.vars)
+
+    def replay(self, st: Stage) -> None:
+        new = dict(zip(self.axis, st.op.axis))
+        for rel in self.splits:
+            new[rel.outer], new[rel.inner] = st._split(new[rel.parent], rel.factor, rel.nparts)
+        reduce_leaves = [iv for iv in st.leaf_iter_vars if iv.kind == "reduce"]
+        st.leaf_iter_vars[:] = [new[iv] for iv in self.leaves] + reduce_leaves
+        st.iter_attrs.update({new[iv]: a for iv, a in self.attrs.items()})
+        st.pragmas.update({new[iv]: p for iv, p in self.pragmas.items()})
+        st.former_loops.update(new)  # the loops the user holds name the new ones
+        for other in st.schedule.stages:
+            if other.attach_stage is st and other.attach_ivar in new:
+                other.attach_ivar = new[other.attach_ivar]
 
 
 def _check_scope(primitive: str, scope) -> None:

@@ -119,6 +119,46 @@ def test_rfactor_old_spatial_axis_names_the_final_stage_loop():
         s[C].unroll(ki)
 
 
+def test_rfactor_after_the_spatial_loops_were_split():
+    """TVM's te test_rfactor splits the output axis before rfactor: the split, its parallel
+    annotation and the user's loop handles carry over to the final stage (it was refused:
+    'split the spatial loops after rfactor')."""
+    A = tl.placeholder((37, 70), name="A")
+    k = tl.reduce_axis((0, 70), "k")
+    C = tl.compute((37,), lambda i: tl.sum(A[i, k], axis=k), name="C")
+    s = tl.create_schedule(C)
+    io, ii = s[C].split(C.op.axis[0], factor=8)
+    s[C].parallel(io)
+    _ko, ki = s[C].split(k, factor=16)
+    CF = s.rfactor(C, ki)
+    assert s[C].loop_names() == ["i.outer", "i.inner", "k.inner.v"]
+    s[CF].compute_at(s[C], ii)
+    a = rand((37, 70))
+    c = np.zeros(37, "float32")
+    tl.build(s, [A, C])(a, c)
+    assert_close(c, a.sum(axis=1))
+    t = tl.create_schedule(C)
+    t.apply_trace(s.trace)
+    assert "parallel for i.outer" in str(tl.lower(t, [A, C]))
+
+
+def test_rfactor_of_a_data_dependent_where_with_a_tail():
+    """The factored stage reads the where= condition's data only inside the split's tail
+    guard: `guard && where` read A[i, 79] of a 70-wide row, and lowering refused it as out of
+    bounds."""
+    A = tl.placeholder((5, 70), name="A")
+    k = tl.reduce_axis((0, 70), "k")
+    C = tl.compute((5,), lambda i: tl.sum(A[i, k], axis=k, where=A[i, k] > 0.5), name="C")
+    s = tl.create_schedule(C)
+    _ko, ki = s[C].split(k, factor=16)
+    CF = s.rfactor(C, ki)
+    s[CF].parallel(CF.op.axis[0])
+    a = rand((5, 70))
+    c = np.zeros(5, "float32")
+    tl.build(s, [A, C])(a, c)
+    assert_close(c, np.where(a > 0.5, a, 0).sum(axis=1))
+
+
 # ----------------------------------------------------------------------------- unused arguments
 
 
