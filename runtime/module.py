@@ -376,6 +376,17 @@ class Module:
         """The exported symbol of the kernel function."""
         return self._symbol
 
+    @property
+    def type_key(self) -> str:
+        """TVM's ``mod.type_key``: "llvm", the kind of the one host module."""
+        return "llvm"
+
+    @property
+    def imported_modules(self) -> list:
+        """TVM's ``mod.imported_modules`` (a GPU module's device code): none, the kernel runs
+        on the host (TVM's llvm module has none either)."""
+        return []
+
     def get_function(self, name: str, query_imports: bool = False) -> Module:
         """TVM's ``mod.get_function(name)`` / ``mod[name]``: a module holds one kernel, so its
         function is the module itself, callable the same way."""

@@ -371,6 +371,7 @@ def test_runtime_arrays_take_tvms_device_and_have_numpy():
     assert tl.runtime.empty((2, 2)).device == dev
     with pytest.raises(AttributeError, match="one function, 'addone'"):
         f.get_function("nope")
+    assert f.type_key == "llvm" and f.imported_modules == []  # no device module on the CPU
     with pytest.raises(TypeError, match="expected a device such as tl.cpu"):
         tl.runtime.array(a, "float32", "float32")
 
