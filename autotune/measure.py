@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import enum
 import os
 import signal
 import tempfile
@@ -38,6 +39,26 @@ RUN_ERROR = "run error"
 TIMEOUT = "timeout"
 WRONG_ANSWER = "wrong answer"
 ERROR_KINDS = (ILLEGAL, BUILD_ERROR, RUN_ERROR, TIMEOUT, WRONG_ANSWER)
+
+
+class MeasureErrorNo(enum.IntEnum):
+    """TVM's codes of a measurement's outcome (``res.error_no``, for callbacks written for
+    AutoTVM): ours map onto them; a timeout is RUN_TIMEOUT whichever step it stopped."""
+
+    NO_ERROR = 0
+    INSTANTIATION_ERROR = 1
+    COMPILE_HOST = 2
+    COMPILE_DEVICE = 3
+    RUNTIME_DEVICE = 4
+    WRONG_ANSWER = 5
+    BUILD_TIMEOUT = 6
+    RUN_TIMEOUT = 7
+    UNKNOWN_ERROR = 8
+
+
+_ERROR_NO = {None: MeasureErrorNo.NO_ERROR, ILLEGAL: MeasureErrorNo.INSTANTIATION_ERROR,
+             BUILD_ERROR: MeasureErrorNo.COMPILE_HOST, RUN_ERROR: MeasureErrorNo.RUNTIME_DEVICE,
+             TIMEOUT: MeasureErrorNo.RUN_TIMEOUT, WRONG_ANSWER: MeasureErrorNo.WRONG_ANSWER}
 
 # every worker process (builders, the measuring process, feature workers) starts from here:
 # spawned, and dies with this process (workers.py)
@@ -68,6 +89,13 @@ class MeasureResult:
     @property
     def valid(self) -> bool:
         return self.error is None and bool(self.costs)
+
+    @property
+    def error_no(self) -> MeasureErrorNo:
+        """TVM's ``res.error_no``: 0 (NO_ERROR) for a valid measurement."""
+        if self.error is None and not self.costs:
+            return MeasureErrorNo.UNKNOWN_ERROR
+        return _ERROR_NO.get(self.error, MeasureErrorNo.UNKNOWN_ERROR)
 
     @property
     def mean_cost(self) -> float:

@@ -23,8 +23,13 @@ from typing import Any, ClassVar
 from ..ir import stmt as S
 from ..ir.expr import Var, as_int
 from ..ir.functor import count_arith
+from . import space
 from .space import ConfigEntity, ConfigSpace, FallbackConfig
 from .timelimit import alarm_handler, time_limit
+
+# TVM's path to the config entities (`from tvm.autotvm.task.space import SplitEntity`, in
+# templates' fallback configs): this module is not a package, so the name is registered here
+sys.modules[f"{__name__}.space"] = space
 
 # Templates shipped with tensorlang, imported on first lookup of a name they might define (so
 # that importing tensorlang -- or even tensorlang.autotune -- registers nothing eagerly).

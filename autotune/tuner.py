@@ -1028,3 +1028,10 @@ def share_feature_workers(tuner: Tuner, owner: FeaturePool | None,
         owner.start()
     tuner._pool = SharedFeaturePool(tuner.task, owner)
     return owner
+
+
+def __getattr__(name: str):
+    # an AutoTVM tuner we do not have: the error says what to use (tensorlang/tvm_names.py)
+    from tensorlang.tvm_names import AUTOTVM_NAMES, missing
+
+    raise missing("module 'tensorlang.autotune.tuner'", name, AUTOTVM_NAMES)

@@ -135,7 +135,13 @@ AUTOTVM_NAMES = {
     "extract_from_program": "autotvm.task.extract_from_program: a model is a graph.Graph "
                             "(graph.from_onnx(path)), and graph.extract_tasks(g, target) gives "
                             "its tasks",
+    "GLOBAL_SCOPE": "autotvm.GLOBAL_SCOPE.in_tuning (TOPI templates skip packing constants "
+                    "while tuning) is not available: a template is instantiated the same way "
+                    "when tuned and when applied",
+    "DropletTuner": "autotvm.tuner.DropletTuner is not available: XGBTuner, GATuner, "
+                    "RandomTuner or GridSearchTuner",
 }
+AUTOTVM_NAMES["env"] = AUTOTVM_NAMES["GLOBAL_SCOPE"]
 
 
 def register_op_attr(op_name, attr_key, value=None, level=10):

@@ -329,12 +329,29 @@ def test_tvm_te_internals_say_what_to_use():
     assert isinstance(res.op, te.ScanOp)
 
 
+def test_autotvm_config_entities_and_error_codes_under_tvms_paths():
+    # TOPI-style templates: `from tvm.autotvm.task.space import SplitEntity` in a fallback
+    # config; callbacks compare res.error_no with MeasureErrorNo.NO_ERROR
+    from tensorlang.autotune.measure import MeasureErrorNo, MeasureResult
+    from tensorlang.autotune.task.space import OtherOptionEntity, SplitEntity
+
+    from tensorlang import autotune as autotvm
+
+    assert autotvm.task.space.SplitEntity is SplitEntity
+    assert OtherOptionEntity(3).val == 3
+    assert MeasureResult(costs=[1e-3]).error_no == MeasureErrorNo.NO_ERROR == 0
+    assert MeasureResult(error=autotvm.BUILD_ERROR).error_no == MeasureErrorNo.COMPILE_HOST
+    assert MeasureResult(error=autotvm.TIMEOUT).error_no == MeasureErrorNo.RUN_TIMEOUT
+
+
 @pytest.mark.parametrize("path, message", [
     ("RPCRunner", "no RPC measurement.*autotune.LocalRunner.*autotune.DaskRunner"),
     ("measure.request_remote", "no RPC measurement"),
     ("task.extract_from_program", r"graph.extract_tasks\(g, target\)"),
     ("register_topi_compute", r"tl.ops\) registers its own templates.*autotune.template"),
     ("register_topi_schedule", r"@autotune.template\(name\)"),
+    ("tuner.DropletTuner", "XGBTuner, GATuner"),
+    ("GLOBAL_SCOPE", "instantiated the same way when tuned and when applied"),
 ])
 def test_autotvm_names_we_lack_name_ours(path, message):
     """docs/tvm_compat.md's AutoTVM rows marked "no" / "renamed", under the import swap
