@@ -156,10 +156,6 @@ def register_intrin_lowering(op_name, target="default", *, f=None, level=10):
                               f"target={target!r}): {NEW_INTRINSIC}")
 
 
-# TVM modules that scripts import (`from tvm import relay`, `from tvm.contrib import
-# graph_executor`) and that tensorlang does not have: the stub module of that name raises this
-# at import, so the script stops at its import line with what to use (Python's `from X import
-# name` would otherwise replace the message with "cannot import name")
 MODULE_NAMES.update({
     "rpc": "tvm.rpc (remote devices) is not in tensorlang: kernels run on this machine; tuning "
            "measures candidates here, each in a process of its own (autotune.LocalRunner)",
@@ -169,6 +165,10 @@ MODULE_NAMES.update({
                      "tensorlang.auto_scheduler (Ansor's API) or autotune.workload, templates "
                      "with `from tensorlang import autotune`",
 })
+# TVM modules that scripts import (`from tvm import relay`, `from tvm.contrib import
+# graph_executor`) and that tensorlang does not have: the stub module of that name raises this
+# at import, so the script stops at its import line with what to use (Python's `from X import
+# name` would otherwise replace the message with "cannot import name")
 REFUSED_IMPORTS = {
     "tensorlang.autotvm": MODULE_NAMES["autotvm"],
     "tensorlang.rpc": MODULE_NAMES["rpc"],
