@@ -51,6 +51,10 @@ REDUCE, OUT_FUSABLE, OPAQUE = R.REDUCE, R.OUT_ELEMWISE_FUSABLE, R.OPAQUE
 _HEAVY = HEAVY
 _NOT_FUSED = ("argmax", "argmin", FUSED)
 SINK = -1
+# the most nodes in one group (TVM's max_fuse_depth): the group's kernel is one expression,
+# and its compute graph is walked recursively (a chain of 1000 elementwise nodes raised
+# RecursionError at build; 300 took 47 s to compile as one kernel)
+MAX_GROUP = 256
 
 
 def _kind(n: Node) -> str:
@@ -228,7 +232,8 @@ def find_groups(g: Graph) -> list[list[int]]:
             if kinds[h] == OUT_FUSABLE and not cheap:
                 continue
         members = {m for r in roots for m in G.members[r]}
-        if not single_exit(members) or _transform_with_injective(nodes, kinds, members):
+        if len(members) > MAX_GROUP or not single_exit(members) or \
+                _transform_with_injective(nodes, kinds, members):
             continue
         G.union_all(roots)
     groups = [sorted(ms) for ms in G.members.values()]

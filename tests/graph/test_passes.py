@@ -110,6 +110,19 @@ def test_value_read_by_two_heavy_ops_is_not_duplicated():
     assert [m["op"] for m in fused.nodes[0].attrs["body"]] == ["sigmoid", "relu"]
 
 
+def test_a_long_elementwise_chain_is_cut_into_groups_of_at_most_max_group():
+    # one group of 1000 elementwise nodes: graph.build raised RecursionError (its compute
+    # graph is walked recursively); TVM caps a group at max_fuse_depth = 256 nodes likewise
+    from tensorlang.graph.passes.fuse_ops import MAX_GROUP
+
+    b = graph.Builder("chain")
+    v = b.input("x", (4,))
+    for k in range(2 * MAX_GROUP + 10):
+        v = b.relu(v) if k % 2 else b.negative(v)
+    sizes = [len(grp) for grp in find_groups(infer_types(b.build(v)))]
+    assert sum(sizes) == 2 * MAX_GROUP + 10 and max(sizes) == MAX_GROUP == 256
+
+
 def test_fusion_is_deterministic():
     g = run_passes(graph.from_onnx(model_zoo.resnet50()), 1)
     g2 = run_passes(graph.from_onnx(model_zoo.resnet50()), 1)
