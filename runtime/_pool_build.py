@@ -41,5 +41,8 @@ def pool_object() -> bytes:
     triple = llvm.get_process_triple()
     cpu = "x86-64" if machine() == "x86_64" else "generic"
     obj, _, _ = _llvm.compile_ir_text(pool_ir(), cpu, "", triple, opt_level=2)
-    atomic_write(path, obj)
+    try:
+        atomic_write(path, obj)
+    except OSError:
+        pass  # a cache directory that cannot take it (full, read-only): compiled again next time
     return obj

@@ -9,11 +9,12 @@ JIT.
 from __future__ import annotations
 
 import ctypes
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from ._elf_check import is_whole_elf
-from ._link import link_shared, linker_command, store_shared_library
+from ._link import LinkError, link_shared, linker_command, store_shared_library
 from ._pool_build import library_path, pool_object
 
 EXPORTS = [
@@ -98,8 +99,11 @@ def load(shipped_library: bytes | None = None) -> LoadedPool:
             pass  # unusable here: build our own below
     obj = pool_object()
     if linker_command() is not None:
-        link_shared(obj, path)
-        return load_shared(path)
+        try:
+            link_shared(obj, path)
+            return load_shared(path)
+        except (OSError, LinkError, subprocess.SubprocessError):
+            pass  # a cache directory that cannot take the library (full, read-only): the JIT
     from . import _llvm
 
     tracker, addrs = _llvm.jit_load_object(obj, EXPORTS + OPTIONAL_EXPORTS)

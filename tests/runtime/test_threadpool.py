@@ -203,6 +203,22 @@ def test_bad_env_is_reported():
     assert "ERR TENSORLANG_NUM_THREADS must be a positive integer" in out
 
 
+def test_a_cache_directory_that_cannot_take_the_pool_falls_back_to_the_jit(tmp_path):
+    # the cache is a speed-up: a full or unwritable one (here lib/ is a file) made the pool
+    # unavailable, every parallel kernel a LoadError and `tensorlang compile` "a bug?"
+    (tmp_path / "lib").write_bytes(b"")
+    code = """
+        import numpy as np
+        import rt_helpers as H
+        from tensorlang.runtime import threadpool
+        out, tids, sync = np.zeros(1000, np.float32), np.zeros(4, np.int64), np.zeros(3, np.int32)
+        H.build("pfill")(out, tids, sync)
+        print(threadpool.pool().how, bool((out == 2 * np.arange(1000)).all()))
+        """
+    assert _run_script(code, env={"TENSORLANG_CACHE_DIR": str(tmp_path)}).split() == [
+        "ORC", "JIT", "True"]
+
+
 def test_fork_child_gets_a_working_pool(pfill):
     _run_pfill(pfill, 100, 2)  # the parent's workers exist
     pid = os.fork()
