@@ -453,13 +453,36 @@ def _gpool(c, ins, a):
 @_conv("BatchNormalization")
 def _bn(c, ins, a):
     if a.get("training_mode", 0):
-        raise OnnxImportError(f"node {c.node_name!r}: BatchNormalization in training mode is "
-                              "not supported (export the model in eval mode)")
+        return _bn_batch_statistics(c, ins, a)
     if c.opset < 9 and not a.get("spatial", 1):
         raise OnnxImportError(f"node {c.node_name!r} (BatchNormalization, opset {c.opset}): "
                               "spatial=0 (statistics per element, not per channel) is not "
                               "supported")
     return [c.op("batch_norm", ins[:5], epsilon=float(a.get("epsilon", 1e-5)))]
+
+
+def _bn_batch_statistics(c, ins, a):
+    """training_mode=1: normalize by the batch's own per-channel mean and (population)
+    variance; outputs 1 and 2 are the running statistics updated with momentum. Weight
+    standardization (timm's NF-Nets, BiT) exports its per-filter normalization of a weight this
+    way, so the statistics are usually of a constant and fold away."""
+    x, scale, bias, mean_in, var_in = ins[:5]
+    axes = [0, *range(2, len(x.shape))]
+    mean_kept = c.op("reduce_mean", [x], axes=axes, keepdims=1)
+    d = c.op("subtract", [x, mean_kept])
+    var = c.op("reduce_mean", [c.op("multiply", [d, d])], axes=axes, keepdims=0)
+    mean = c.op("reduce_mean", [x], axes=axes, keepdims=0)
+    y = c.op("batch_norm", [x, scale, bias, mean, var], epsilon=float(a.get("epsilon", 1e-5)))
+    if not any(c.outputs_read[1:]):
+        return [y]
+    momentum = float(a.get("momentum", 0.9))
+    keep, take = (c.b.const(np.asarray(v, x.dtype), name=n)
+                  for v, n in ((momentum, "momentum"), (1.0 - momentum, "one_minus_momentum")))
+
+    def running(old, now):
+        return c.op("add", [c.op("multiply", [old, keep]), c.op("multiply", [now, take])])
+
+    return [y, running(mean_in, mean), running(var_in, var)]
 
 
 @_conv("InstanceNormalization")
