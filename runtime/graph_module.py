@@ -629,9 +629,8 @@ class GraphModule:
         on the same buffers and weights: configs compared inside one build, wherever its
         memory lies (ValueError naming a node whose kernel takes other arguments)."""
         runs = count("runs", runs)
-        if kernels is not None and not isinstance(kernels, Mapping):
-            raise TypeError(f"step_times: kernels must map node names to Modules, got "
-                            f"{type(kernels).__name__}")
+        if kernels is not None:
+            self._check_step_kernels(kernels)
         # run first: a model with shape variables has its buffers (steps) only after a run,
         # and the steps timed must be those of the shape just set
         self._zeros_for_unset()
@@ -651,6 +650,21 @@ class GraphModule:
                     raise KernelError(st["kernel"], rc)
                 per[st["node"]].append(elapsed)
         return per
+
+    def _check_step_kernels(self, kernels: Any) -> None:
+        """step_times' ``kernels``: a mapping of this model's node names to Modules. A name
+        no step has (a typo) was ignored: the step's own kernel was timed in its place."""
+        if not isinstance(kernels, Mapping):
+            raise TypeError(f"step_times: kernels must map node names to Modules, got "
+                            f"{type(kernels).__name__}")
+        bad = {n: type(k).__name__ for n, k in kernels.items() if not isinstance(k, Module)}
+        if bad:
+            raise TypeError(f"step_times: kernels must map node names to Modules, got {bad}")
+        nodes = [st["node"] for st in self.plan["steps"]]
+        unknown = sorted(set(kernels) - set(nodes), key=str)
+        if unknown:
+            raise ValueError(f"step_times: no step runs node(s) {unknown}; the steps' nodes "
+                             f"are {nodes}")
 
     @staticmethod
     def _step_with(step: tuple, kernel: Module | None) -> tuple:

@@ -106,6 +106,14 @@ def test_measuring_arguments_of_the_wrong_type(gm):
         gm.profile(number="a")
     with pytest.raises(TypeError, match=r"kernels must map node names to Modules, got int"):
         gm.step_times(kernels=5)
+    # a node no step runs (a typo) was ignored: the step's own kernel timed in its place
+    node = gm.plan["steps"][0]["node"]
+    kernel = gm.kernels[gm.plan["steps"][0]["kernel"]]
+    with pytest.raises(ValueError, match=r"no step runs node\(s\) \['typo'\]; the steps' "
+                                         r"nodes are \["):
+        gm.step_times(runs=1, kernels={"typo": kernel})
+    with pytest.raises(TypeError, match=f"got {{'{node}': 'str'}}"):
+        gm.step_times(runs=1, kernels={node: "kernel.tlm"})
 
 
 def test_step_times_of_a_model_with_shape_variables_before_any_run():
