@@ -55,7 +55,8 @@ def __getattr__(name: str):
         value = getattr(_importlib.import_module(_NAMES[name], __name__), name)
     elif name.startswith("_"):
         raise AttributeError(f"module 'tensorlang' has no attribute {name!r}")
-    elif name in ("relay", "relax", "topi", "autotvm", "rpc", "script", "meta_schedule"):
+    elif name in ("relay", "relax", "topi", "autotvm", "rpc", "script", "meta_schedule",
+                  "hybrid"):
         # TVM modules we do not have: their stub modules refuse at import (for `from tensorlang
         # import relay`); the attribute is an AttributeError saying the same (tvm_names.py)
         from .tvm_names import MODULE_NAMES, missing

@@ -171,6 +171,7 @@ MODULE_NAMES.update({
 # name` would otherwise replace the message with "cannot import name")
 REFUSED_IMPORTS = {
     "tensorlang.autotvm": MODULE_NAMES["autotvm"],
+    "tensorlang.te.hybrid": MODULE_NAMES["hybrid"],
     "tensorlang.rpc": MODULE_NAMES["rpc"],
     "tensorlang.script": MODULE_NAMES["script"],
     "tensorlang.meta_schedule": MODULE_NAMES["meta_schedule"],

@@ -483,6 +483,7 @@ def test_runtime_enabled():
     ("tensorlang.rpc", "kernels run on this machine"),
     ("tensorlang.script", r"TVMScript, @T.prim_func\) is not in tensorlang"),
     ("tensorlang.meta_schedule", "tensorlang.auto_scheduler"),
+    ("tensorlang.te.hybrid", r"te.hybrid \(Python-like loop scripts\)"),
 ])
 def test_tvm_modules_we_lack_refuse_at_import(module, message):
     with pytest.raises(ImportError, match=f"No module '{module}': .*{message}"):
