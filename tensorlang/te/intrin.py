@@ -209,6 +209,22 @@ def isnan(x) -> Expr:
     return Call(dt.with_lanes("bool", dt.lanes(e.dtype)), "isnan", (e,))
 
 
+def isinf(x) -> Expr:
+    """Whether x is +inf or -inf (TVM's tir.isinf); never for an integer."""
+    e = convert(x)
+    if not dt.is_float(e.dtype):
+        return const(False)
+    return abs(e) == const(float("inf"), dt.element(e.dtype))
+
+
+def isfinite(x) -> Expr:
+    """Whether x is neither NaN nor infinite (TVM's tir.isfinite); always for an integer."""
+    e = convert(x)
+    if not dt.is_float(e.dtype):
+        return const(True)
+    return ~(isnan(e) | isinf(e))
+
+
 def popcount(x) -> Expr:
     """The number of set bits of an integer."""
     e = convert(x)
@@ -387,6 +403,8 @@ __all__ = [
     "if_then_else",
     "indexdiv",
     "indexmod",
+    "isfinite",
+    "isinf",
     "isnan",
     "log",
     "log2",

@@ -296,6 +296,20 @@ def test_tvm_tir_reducers_and_binary_helpers():
     assert tl.tir.ceildiv(7, 2) == 4 and tl.tir.shift_left is te.shift_left
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_tvm_isinf_and_isfinite(dtype):
+    A = tl.placeholder((8,), name="A", dtype=dtype)
+    B = tl.compute((8,), lambda i: tl.tir.isinf(A[i]), name="B")
+    C = tl.compute((8,), lambda i: tl.tir.if_then_else(tl.tir.isfinite(A[i]), A[i],
+                                                       tl.const(0, dtype)), name="C")
+    a = np.array([1, np.inf, -np.inf, np.nan, 0, -2, 6e4, -0.0], dtype)
+    got_b, got_c = _run([B, C], [A], [a], lambda s: s[C].vectorize(C.op.axis[0]))
+    np.testing.assert_array_equal(got_b, np.isinf(a))
+    np.testing.assert_array_equal(got_c, np.where(np.isfinite(a), a, 0))
+    n = tl.var("n")
+    assert tl.tir.isinf(n).value is False and tl.tir.isfinite(n).value is True
+
+
 def test_a_reducer_called_on_values_combines_them():
     # TVM's second use of a comm_reducer: mysum(a, b, c) is fcombine folded over the values
     mysum = te.comm_reducer(lambda x, y: x + y, lambda t: tl.const(0, t), name="mysum")
