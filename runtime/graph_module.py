@@ -245,10 +245,7 @@ class GraphModule:
     def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
         """Copy an input into the model's buffer: ``set_input("x", arr)`` or ``set_input(x=arr)``.
         The array must have exactly the declared shape and dtype."""
-        items = dict(kwargs)
-        if name is not None:
-            items[name] = value
-        for k, v in items.items():
+        for k, v in input_items(name, value, kwargs).items():
             self._set_one(k, v)
 
     def _set_one(self, name: str, value: Any) -> None:
@@ -784,6 +781,26 @@ def checked_mode(mode: Any, default: str) -> str:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     return mode
+
+
+def input_items(name: Any, value: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """set_input's ``(name, value)`` and keyword inputs as one dict. A value without a name
+    was ignored (run() then used the input set before: a silently wrong result), an array
+    given as the name failed as "unhashable type"."""
+    items = dict(kwargs)
+    if name is None:
+        if value is not None:
+            raise TypeError("set_input: a value without the input's name; call "
+                            "set_input(name, value) or set_input(name=value)")
+        return items
+    if not isinstance(name, str):
+        raise TypeError(f"set_input: the input's name must be a str, got "
+                        f"{type(name).__name__}; call set_input(name, value) or "
+                        "set_input(name=value)")
+    if name in items:
+        raise TypeError(f"set_input: input {name!r} is given twice")
+    items[name] = value
+    return items
 
 
 def output_name(outputs: list[str], index: Any) -> str:

@@ -36,6 +36,7 @@ from .graph_module import (
     checked_mode,
     count,
     dtype_error,
+    input_items,
     output_name,
 )
 from .module import ArtifactError
@@ -217,10 +218,7 @@ class Program:
 
     def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
         """Keep inputs for ``run()`` without arguments (checked when it runs)."""
-        items = dict(kwargs)
-        if name is not None:
-            items[name] = value
-        for k, v in items.items():
+        for k, v in input_items(name, value, kwargs).items():
             if k not in self._inputs:
                 raise InputError(f"unknown input {k!r}; the model's inputs are "
                                  f"{list(self._inputs)}")

@@ -73,6 +73,21 @@ def test_get_output_index_misuse(gm):
     np.testing.assert_array_equal(gm.get_output(np.int64(-2)), gm.get_output(0))
 
 
+@pytest.mark.parametrize("model", ["gm", "program"])
+def test_set_input_without_a_name_is_refused(model, request):
+    # a value alone was ignored (run() then used the input set before: a silently wrong
+    # result); an array given as the name failed as "unhashable type: 'numpy.ndarray'"
+    m = request.getfixturevalue(model)
+    x = np.ones((4, 8) if model == "gm" else (2, 3), np.float32)
+    with pytest.raises(TypeError, match=r"set_input: a value without the input's name"):
+        m.set_input(value=x)
+    with pytest.raises(TypeError, match=r"set_input: the input's name must be a str, got "
+                                        r"ndarray"):
+        m.set_input(x)
+    with pytest.raises(TypeError, match=r"set_input: input 'x' is given twice"):
+        m.set_input("x", x, x=x)
+
+
 def test_run_with_a_positional_array_or_a_bad_mode(gm):
     with pytest.raises(TypeError, match=r"got ndarray; inputs are given by name"):
         gm.run(A)
