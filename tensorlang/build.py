@@ -29,7 +29,7 @@ LIBRARY_SYMBOLS = frozenset(
                        "nearbyint", "fma", "sqrt", "fmin", "fmax", "fabs", "copysign", "exp",
                        "exp2", "log", "log2", "log10", "pow", "sin", "cos", "tan", "atan", "tanh",
                        "erf", "ldexp", "frexp", "modf", "asin", "acos", "sinh", "cosh", "asinh",
-                       "acosh", "atanh")
+                       "acosh", "atanh", "log1p", "atan2", "hypot")
        for s in ("", "f", "l")})
 
 

@@ -46,10 +46,10 @@ _UNARY = frozenset(
     {
         "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
         "abs", "floor", "ceil", "round", "trunc", "nearbyint", "sin", "cos", "atan", "log10",
-        "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
+        "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log1p",
     }
 )
-_BINARY = frozenset({"pow", "fmin", "fmax"})
+_BINARY = frozenset({"pow", "fmin", "fmax", "atan2", "hypot", "copysign"})
 _TERNARY = frozenset({"fma"})
 
 #: Every name :func:`emit_math` accepts.
@@ -69,12 +69,13 @@ _DIRECT = {
     # the default rounding mode, half to even: np.rint
     "nearbyint": "nearbyint",
     "fma": "fma",
+    "copysign": "copysign",
 }
 
 # Functions without a polynomial of our own: f32 calls the f64 C function and rounds once, so the
 # result is the correctly rounded one but for rare double-rounding ties (within 1 ulp).
 _VIA_F64 = frozenset({"sin", "cos", "atan", "log10", "tan", "asin", "acos", "sinh", "cosh",
-                      "asinh", "acosh", "atanh"})
+                      "asinh", "acosh", "atanh", "log1p", "atan2", "hypot"})
 
 _F32 = ir.FloatType()
 _F64 = ir.DoubleType()
@@ -214,6 +215,9 @@ _LIBM_F64 = {
     "asinh": "asinh",
     "acosh": "acosh",
     "atanh": "atanh",
+    "log1p": "log1p",
+    "atan2": "atan2",
+    "hypot": "hypot",
 }
 
 

@@ -91,7 +91,7 @@ def _is_axis(x) -> bool:
 
 _FLOAT_ONLY = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
                "sin", "cos", "atan", "tan", "asin", "acos", "sinh", "cosh", "asinh", "acosh",
-               "atanh")
+               "atanh", "log1p")
 _ROUNDING = ("floor", "ceil", "round", "trunc", "nearbyint")
 
 
@@ -139,12 +139,14 @@ cosh = _unary("cosh")
 asinh = _unary("asinh")
 acosh = _unary("acosh")
 atanh = _unary("atanh")
+log1p = _unary("log1p")
 
 
 # TVM op names (tir.X) that call_intrin maps to the math functions above: the intrinsics a
 # TVM script names by string are these functions here, lowered the same way
 _INTRIN_NAMES = _FLOAT_ONLY + _ROUNDING + ("abs", "fabs", "pow", "fma", "fmod", "isnan",
-                                           "popcount")
+                                           "popcount", "atan2", "hypot", "copysign", "isinf",
+                                           "isfinite")
 
 
 def call_intrin(dtype, op_name: str, *args) -> Expr:
@@ -181,6 +183,24 @@ def pow(a, b) -> Expr:
 
 
 power = pow  # TVM's te.power / tir.power
+
+
+def _float_binary(name: str):
+    def fn(a, b) -> Expr:
+        x, y = binary_operands(a, b)
+        if not dt.is_float(x.dtype):
+            raise TypeError(f"tl.{name} needs float operands, got {x.dtype}; cast them first "
+                            f"(x.astype('float32'))")
+        return Call(x.dtype, name, (x, y))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} of two floats (numpy's / C's semantics)."
+    return fn
+
+
+atan2 = _float_binary("atan2")  # the angle of (b, a): np.arctan2(a, b)
+hypot = _float_binary("hypot")  # sqrt(a * a + b * b) without overflow
+copysign = _float_binary("copysign")  # |a| with the sign of b
 
 
 def fma(a, b, c) -> Expr:
@@ -377,6 +397,7 @@ __all__ = [
     "asin",
     "asinh",
     "atan",
+    "atan2",
     "atanh",
     "bitwise_and",
     "bitwise_not",
@@ -387,6 +408,7 @@ __all__ = [
     "cast",
     "ceil",
     "comm_reducer",
+    "copysign",
     "cos",
     "cosh",
     "div",
@@ -400,6 +422,7 @@ __all__ = [
     "fmax",
     "fmin",
     "fmod",
+    "hypot",
     "if_then_else",
     "indexdiv",
     "indexmod",
@@ -407,6 +430,7 @@ __all__ = [
     "isinf",
     "isnan",
     "log",
+    "log1p",
     "log2",
     "log10",
     "max",

@@ -414,7 +414,8 @@ def _fresh_builder(ty, nargs=1):
 # one LLVM intrinsic or the f64 C library: checked against numpy through kernels, f32 and
 # f16 (widened), scalar and vector, in test_tvm_spellings.py
 LIBM_AND_DIRECT = ("sin", "cos", "atan", "log10", "nearbyint", "fma", "tan", "asin", "acos",
-                   "sinh", "cosh", "asinh", "acosh", "atanh")
+                   "sinh", "cosh", "asinh", "acosh", "atanh", "log1p", "atan2", "hypot",
+                   "copysign")
 
 
 def test_supported_names():

@@ -310,6 +310,19 @@ def test_tvm_isinf_and_isfinite(dtype):
     assert tl.tir.isinf(n).value is False and tl.tir.isfinite(n).value is True
 
 
+def test_tvm_atan2_hypot_copysign_log1p():
+    A, B = tl.placeholder((12,), name="A"), tl.placeholder((12,), name="B")
+    C = tl.compute((12,), lambda i: tl.tir.atan2(A[i], B[i]) + tl.tir.hypot(A[i], B[i])
+                   + tl.tir.copysign(A[i], B[i]) + tl.tir.log1p(tl.abs(A[i])), name="C")
+    (got,) = _run([C], [A, B], [_X, _Y], lambda s: s[C].vectorize(
+        s[C].split(C.op.axis[0], factor=4)[1]))
+    want = np.arctan2(_X, _Y) + np.hypot(_X, _Y) + np.copysign(_X, _Y) + np.log1p(np.abs(_X))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert str(tl.tir.call_intrin("float32", "tir.atan2", A[0], 1.0)) == "atan2(A[0], 1.0f)"
+    with pytest.raises(TypeError, match="tl.hypot needs float operands, got int32"):
+        tl.tir.hypot(tl.var("n").astype("int32"), 2)
+
+
 def test_a_reducer_called_on_values_combines_them():
     # TVM's second use of a comm_reducer: mysum(a, b, c) is fcombine folded over the values
     mysum = te.comm_reducer(lambda x, y: x + y, lambda t: tl.const(0, t), name="mysum")
