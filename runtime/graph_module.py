@@ -545,7 +545,10 @@ class GraphModule:
         return {n: b.views[n].copy() for n in self._outputs}
 
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
-        return self.run(**inputs)  # type: ignore[return-value]
+        """``run(**inputs)``, whose outputs it returns always (run() alone returns None: a
+        model without inputs, or inputs set with set_input, gave None here)."""
+        out = self.run(**inputs)
+        return {n: self.get_output(n) for n in self._outputs} if out is None else out
 
     def _execute(self, mode: str) -> None:
         """Run on the module's own buffers (the stateful API)."""

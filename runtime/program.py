@@ -214,7 +214,9 @@ class Program:
         return {n: np.array(table[n]) for n in self._outputs}
 
     def __call__(self, **inputs: Any) -> dict[str, np.ndarray]:
-        return self.run(**inputs)
+        """``run(**inputs)``, whose outputs it returns always (run() alone returns None)."""
+        self.run(**inputs)
+        return {n: np.array(v) for n, v in self._last.items()}
 
     def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
         """Keep inputs for ``run()`` without arguments (checked when it runs)."""

@@ -531,7 +531,7 @@ def _run_model(p: argparse.ArgumentParser):
         t0 = time.perf_counter()
         gm = runtime.load(a.artifact, mode=a.mode)
         t_load = time.perf_counter() - t0
-        out = gm.run(**feeds)
+        out = gm(**feeds)  # (gm.run() of a model without inputs returns None)
         if a.output:  # before any print: a closed stdout (| head -1) must not lose the file
             np.savez(a.output, **out)
         for k, v in out.items():

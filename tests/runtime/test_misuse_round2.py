@@ -363,6 +363,26 @@ def test_cli_run_whose_reader_went_away_still_writes_its_output_file(artifact):
     assert np.load(out)["y"].shape == (2, 3)
 
 
+def test_a_model_without_inputs_runs_from_the_cli_and_when_called(tmp_path, forked_cli):
+    # its run() returns None (TVM's stateful style): `tensorlang run` failed with
+    # "AttributeError: 'NoneType' object has no attribute 'items' (a bug?)", gm() gave None
+    gb = graph.Builder("noin")
+    gm = graph.build(gb.build([gb.relu(gb.const(np.array([-1, 0, 2], np.float32), name="c"))]))
+    (y,) = gm().values()
+    np.testing.assert_array_equal(y, [0, 0, 2])
+    gm.save(tmp_path / "noin.tlpkg")
+    proc = forked_cli("run", str(tmp_path / "noin.tlpkg"))
+    assert proc.returncode == 0 and "float32[3] mean=0.666667 max=2" in proc.stdout, proc.stderr
+
+
+def test_calling_a_model_after_set_input_returns_its_outputs(gm, program):
+    x = np.ones((4, 8), np.float32)
+    gm.set_input(x=x, y=x)
+    assert sorted(gm()) == sorted(gm.output_names)  # was None
+    program.set_input(x=np.ones((2, 3), np.float32), c=np.array(True))
+    np.testing.assert_array_equal(program()["y"], np.ones((2, 3)))
+
+
 def test_cli_checks_the_thread_variables_for_every_command(artifact, forked_cli):
     _cli = forked_cli
     pkg, x = str(artifact / "dyn.tlpkg"), f"x={artifact / 'x.npy'}"
