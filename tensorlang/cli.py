@@ -290,7 +290,7 @@ def _tune_model(a) -> int:
     chosen = tasks[:a.tasks] if a.tasks is not None else tasks
     opt = measure_option_of(a, model=True, flush_bytes=_calibrated_flush(a, g, chosen))
     try:
-        if budgets:
+        if budgets and chosen:  # (the scheduler refuses an empty task list)
             best = _schedule_model(a, chosen, budgets, opt, len(tasks))
         else:
             a.trials = a.trials or 200

@@ -730,6 +730,22 @@ def test_cli_budget_is_for_models(tmp_path, capsys):
     assert "--budget is for models" in capsys.readouterr().err
 
 
+def test_cli_budget_on_a_model_with_nothing_to_tune_deploys_it_as_trials_do(tmp_path):
+    # the scheduler refuses an empty task list: with --budget the run failed ("TaskScheduler:
+    # no tasks to tune", status 2) where --trials printed the deploy line
+    import onnx
+    from onnx import TensorProto, helper
+
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [vi("x", TensorProto.FLOAT, [2, 4])], [vi("y", TensorProto.FLOAT, [2, 4])])
+    model = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+    code, out = _cli_out(["tune", str(model), "--log", str(tmp_path / "r.jsonl"),
+                          "--budget", "5"])
+    assert code == 0 and f"deploy with: tensorlang compile {model}" in out, out
+
+
 def _cli_out(argv) -> tuple[int, str]:
     """main(argv)'s exit status and what it printed."""
     import contextlib
