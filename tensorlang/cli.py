@@ -190,6 +190,11 @@ def _tune(p: argparse.ArgumentParser):
             raise CLIError(f"--tuner must be one of {sorted(TUNERS)}, got {a.tuner!r}")
         check_target(a.target)
         check_log_path(a.log)
+        if a.plot:
+            if a.template.endswith(".onnx"):  # (it was ignored)
+                raise CLIError("--plot is for a template's tuning; plot a model's log with "
+                               "tensorlang inspect LOG --plot curve.png")
+            check_plot_path(a.plot)
         if a.template.endswith(".onnx"):
             return _tune_model(a)
         if a.budget:
@@ -221,6 +226,30 @@ def check_target(spec: str) -> None:
         Target.from_string(spec)
     except (TypeError, ValueError) as e:
         raise CLIError(f"--target: {e}") from None
+
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def check_plot_path(path: str) -> None:
+    """--plot, before any work (tune checked it after the tuning): a file in an existing
+    folder, never one that is not a PNG (savefig replaced it: a model, a log), and matplotlib
+    to draw it."""
+    import os
+
+    check_file_to_write(path, "--plot", ".png")
+    if os.path.exists(path):
+        if not os.path.isfile(path):
+            raise CLIError(f"--plot {path} is not a regular file; give a file name (.png)")
+        with open(path, "rb") as f:
+            head = f.read(len(PNG_MAGIC))
+        if head and head != PNG_MAGIC:
+            raise CLIError(f"--plot {path} is a file that is not a PNG: not replaced (give a "
+                           "new file name)")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CLIError("--plot needs matplotlib (pip install tensorlang[plot])") from None
 
 
 def check_log_path(path: str) -> None:
@@ -444,6 +473,10 @@ def _inspect(p: argparse.ArgumentParser):
     def run(a) -> int:
         # one subcommand for both: the issue names `tensorlang inspect model.onnx`
         _check_file(a.log, "model" if a.log.endswith(".onnx") else "tuning log")
+        if a.plot:
+            if a.log.endswith(".onnx"):  # (it was ignored)
+                raise CLIError("--plot draws a tuning log's curve, not a model's")
+            check_plot_path(a.plot)
         if a.log.endswith(".onnx"):
             return _inspect_onnx(a.log)
         from tensorlang.autotune.cli import run_inspect

@@ -71,6 +71,11 @@ CASES = [
     (["compile", "MODEL", "-o", "MODEL"], "-o MODEL is a file: not replaced"),
     (["compile", "MODEL", "-o", "DIR"], "is a folder that tensorlang did not save"),
     (["tune", "MODEL", "--log", "MODEL"], "is not a tuning log"),
+    # --plot: checked before the tuning, never over a file that is not a PNG (savefig
+    # replaced it), refused where it was ignored (a model's tuning, a model's inspect)
+    ([*MM, "--plot", "MODEL"], "is a file that is not a PNG: not replaced"),
+    (["tune", "MODEL", "--log", "LOG", "--plot", "DIR/c.png"], "--plot is for a template's"),
+    (["inspect", "MODEL", "--plot", "DIR/c.png"], "--plot draws a tuning log's curve"),
     (["run", "MISSING", "--input", "ONNX_AS_INPUT"], "is not a NumPy .npy file"),
     (["run", "MISSING", "--input", "GARBAGE_INPUT"], "is not a NumPy .npy file"),
     (["run", "MISSING", "--input", "NPZ_INPUT"], "is a .npz archive"),
