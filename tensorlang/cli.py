@@ -196,19 +196,11 @@ def _tune(p: argparse.ArgumentParser):
                                "tensorlang inspect LOG --plot curve.png")
             check_plot_path(a.plot)
         if a.template.endswith(".onnx"):
+            if a.args is not None:  # (it was ignored)
+                raise CLIError("--args is for a template; a model's kernels take their "
+                               "arguments from the model (fix an input's sizes with --shape)")
             return _tune_model(a)
-        if a.budget:
-            raise CLIError("--budget is for models (.onnx): a template is one task, tuned "
-                           "for --trials trials")
-        if a.flush_mib is not None:
-            raise CLIError("--flush-mib is for models (.onnx): a template's candidates are "
-                           "timed back to back")
-        if a.template_free:
-            raise CLIError("--template-free is for models (.onnx): it adds a model's kernels "
-                           "that no template tunes; a template is tuned by its own space")
-        if a.no_templates:
-            raise CLIError("--no-templates is for models (.onnx): it tunes a model's kernels "
-                           "template-free; a template is tuned by its own space")
+        _refuse_model_options(a)
         a.trials = a.trials or 200
         if a.args is None:
             raise CLIError("--args is required for a template (e.g. --args "
@@ -216,6 +208,29 @@ def _tune(p: argparse.ArgumentParser):
         return run_tune(a)
 
     return run
+
+
+# tune's options for models, each with why a template's tuning has no use for it
+_MODEL_OPTIONS = (
+    ("budget", "--budget", "a template is one task, tuned for --trials trials"),
+    ("flush_mib", "--flush-mib", "a template's candidates are timed back to back"),
+    ("template_free", "--template-free",
+     "it adds a model's kernels that no template tunes; a template is tuned by its own space"),
+    ("no_templates", "--no-templates",
+     "it tunes a model's kernels template-free; a template is tuned by its own space"),
+    # (the three below were ignored)
+    ("shape", "--shape", "a template's sizes are its --args"),
+    ("tasks", "--tasks", "a template is one task"),
+    ("blocks", "--blocks", "it adds a model's conv kernels in activation blocks"),
+)
+
+
+def _refuse_model_options(a) -> None:
+    """A template's tuning given an option that only a model's tuning uses."""
+    for attr, option, why in _MODEL_OPTIONS:
+        value = getattr(a, attr)
+        if value is not None and value is not False and value != []:  # (--flush-mib 0 given)
+            raise CLIError(f"{option} is for models (.onnx): {why}")
 
 
 def check_target(spec: str) -> None:

@@ -74,6 +74,10 @@ CASES = [
     # --plot: checked before the tuning, never over a file that is not a PNG (savefig
     # replaced it), refused where it was ignored (a model's tuning, a model's inspect)
     ([*MM, "--plot", "MODEL"], "is a file that is not a PNG: not replaced"),
+    # a model's options given to a template's tuning, and --args to a model's: were ignored
+    ([*MM, "--shape", "x=1,2"], "--shape is for models (.onnx): a template's sizes are its"),
+    ([*MM, "--tasks", "2"], "--tasks is for models (.onnx): a template is one task"),
+    (["tune", "MODEL", "--log", "LOG", "--args", "1,2"], "--args is for a template"),
     (["tune", "MODEL", "--log", "LOG", "--plot", "DIR/c.png"], "--plot is for a template's"),
     (["inspect", "MODEL", "--plot", "DIR/c.png"], "--plot draws a tuning log's curve"),
     (["run", "MISSING", "--input", "ONNX_AS_INPUT"], "is not a NumPy .npy file"),
