@@ -104,7 +104,8 @@ def run_passes(g: Graph, opt_level: int = 2, log: list | None = None,
     (``00_input.txt``) and after each pass (``NN_<pass>.txt``); ``on_pass(name, before,
     after)`` is called after each pass. ``options``: keyword arguments per pass name (e.g.
     ``{"convert_layout": {"blocks": 8}}``)."""
-    if not 0 <= opt_level <= 3:
+    # (2.5 ran as 2 silently; "3" failed comparing with an int)
+    if isinstance(opt_level, bool) or opt_level not in (0, 1, 2, 3):
         raise ValueError(f"opt_level must be 0 to 3, got {opt_level!r}")
     options = options or {}
     unknown = set(options) - {name for name, _, _ in PASSES}

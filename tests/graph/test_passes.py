@@ -1071,3 +1071,13 @@ def test_random_conv_graphs_cover_both_blocks_and_nchw():
         layouts |= {n.outputs[0].layout or "NCHW" for n in after.nodes if n.op == "conv"}
         assert str(convert_layout(after)) == str(after)  # idempotent
     assert {"NCHW16c", "NCHW8c", "NCHW"} <= layouts
+
+
+@pytest.mark.parametrize("opt_level", [2.5, "3", True, 4])
+def test_an_opt_level_that_is_not_0_to_3_is_refused(opt_level):
+    # 2.5 ran the passes of level 2 silently; "3" failed as a bare TypeError ('<=' not
+    # supported between instances of 'int' and 'str')
+    b = graph.Builder("o")
+    g = infer_types(b.build(b.relu(b.input("x", (4,)))))
+    with pytest.raises(ValueError, match="opt_level must be 0 to 3, got"):
+        run_passes(g, opt_level)
