@@ -144,8 +144,9 @@ def build(schedule, args=None, target=None, name: str = "main", opt_level: int =
     target_host: TVM's host target, accepted as None or an "llvm ..." string: the kernel runs on
     the host, so the host code is the kernel's own (built for `target`).
 
-    timeout: the seconds LLVM may spend compiling (60 by default; None: no limit), else
-    BuildTimeoutError. A compile under a limit runs in a forked child process.
+    timeout: the seconds of CPU LLVM may spend compiling (60 by default; None: no limit),
+    else BuildTimeoutError. CPU time, so that a busy machine does not end a compile early. A
+    compile under a limit runs in a forked child process.
 
     args: the kernel's tensors, in call order, and any tl.var the schedule uses that no
     argument shape has (a symbolic split factor: the call passes it in its place, g(a, b, 4),

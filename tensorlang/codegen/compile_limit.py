@@ -3,8 +3,9 @@
 LLVM's optimizer cannot be interrupted from Python, and some legal IR makes it run without end
 (the loop vectorizer once recursed for minutes on a max-reduction inside a parallel loop; see
 VECTORIZER_CPU_BUDGET for the fallback when it does). So a compile with a time limit runs in a
-forked child process, which is killed when the limit passes. A fork costs ~5 ms against the 20-200 ms of a typical compile, and only a cache miss
-compiles (target.compile_ir caches results by a hash of the IR)."""
+forked child process, ended when it has used the limit's seconds of CPU (RLIMIT_CPU), or when it
+uses none for STALL_SECONDS. A fork costs ~5 ms against the 20-200 ms of a typical compile, and
+only a cache miss compiles (target.compile_ir caches results by a hash of the IR)."""
 
 from __future__ import annotations
 
@@ -71,24 +72,35 @@ def vectorizer_budget(seconds: float):
 
 def compile_ir_text(ir_text: str, cpu: str, features: str, triple: str, opt_level: int,
                     want_asm: bool = False, timeout: float | None = None):
-    """runtime._llvm.compile_ir_text, in a child process killed after `timeout` seconds
-    (in this process where there is no limit or no fork)."""
+    """runtime._llvm.compile_ir_text, in a child process ended when it has used `timeout`
+    seconds of CPU (in this process where there is no limit or no fork).
+
+    CPU time, not wall time: the limit is there for LLVM's pathologies, which spend CPU without
+    end, and a compile's CPU time is the same on a busy machine (on a wall clock, a 16 s
+    symbolic depthwise conv timed out at load 10 on 2 cores, and a graph kernel then fell back
+    to its naive schedule)."""
     timeout = check_timeout(timeout)
     args = (ir_text, cpu, features, triple, opt_level, want_asm)
     if timeout is None or not hasattr(os, "fork"):
         return _llvm.compile_ir_text(*args)
-    deadline = time.monotonic() + timeout
     budget = VECTORIZER_CPU_BUDGET if opt_level >= 2 else None
-    data = _compile_in_child(args, deadline, budget)
-    if data is _OVER_BUDGET:
-        warnings.warn(f"LLVM's loop vectorizer used up its {budget:g} s CPU budget on this "
-                      "kernel (an LLVM pathology); built without it: loops the schedule "
-                      "vectorized are explicit vector code and stay so", CompileWarning,
-                      stacklevel=3)
-        data = _compile_in_child((*args, False), deadline, None)
-    if data is None:
+    if budget is not None and budget < timeout:
+        data, used = _compile_in_child(args, budget)
+        if data is None:
+            warnings.warn(f"LLVM's loop vectorizer used up its {budget:g} s CPU budget on this "
+                          "kernel (an LLVM pathology); built without it: loops the schedule "
+                          "vectorized are explicit vector code and stay so", CompileWarning,
+                          stacklevel=3)
+            data, more = _compile_in_child((*args, False), timeout - used)
+            used += more
+    else:
+        data, used = _compile_in_child(args, timeout)
+    if data is _STALLED:
+        raise BuildTimeoutError(f"the LLVM compile process used no CPU for {STALL_SECONDS} s "
+                                "(blocked, not compiling); it was ended")
+    if data is None or used > timeout:
         raise BuildTimeoutError(
-            f"the build exceeded its time limit of {timeout:g} s in LLVM's optimizer "
+            f"the build exceeded its time limit of {timeout:g} s of CPU in LLVM's optimizer "
             f"(opt_level={opt_level}); give a longer one with tl.build(..., timeout=<seconds>) "
             "or timeout=None for none, or build with a lower opt_level (1 compiles fastest "
             "of the optimizing levels)")
@@ -99,12 +111,15 @@ class CompileWarning(UserWarning):
     """A kernel was compiled differently from the requested pipeline (and said why)."""
 
 
-_OVER_BUDGET = object()
+# a child that uses no CPU for this long is blocked, not compiling (a lock copied held at the
+# fork, say): ended, as a hang would otherwise be
+STALL_SECONDS = 30
+_STALLED = object()
 
 
-def _compile_in_child(args, deadline: float, cpu_budget: float | None):
-    """The child's pickled result; None past the deadline (the child killed); _OVER_BUDGET
-    when the child used up `cpu_budget` seconds of CPU."""
+def _compile_in_child(args, cpu_limit: float):
+    """(the child's pickled result, the CPU seconds it used); the result is None when the
+    child used up `cpu_limit` (SIGXCPU) and _STALLED when it stopped using CPU (killed)."""
     # no other thread is inside LLVM while the process forks: the child's copy of LLVM's
     # state is consistent, and no lock in it is held by a thread the child does not have
     with _llvm.no_llvm_call_in_flight():  # (initializes LLVM once here, not in every child)
@@ -121,23 +136,23 @@ def _compile_in_child(args, deadline: float, cpu_budget: float | None):
         try:
             pid = _fork_quietly()
             if pid == 0:  # pragma: no cover (the child; checked through the parent)
-                _child(write_end, args, read_end, parent, die_with_parent, cpu_budget)
+                _child(write_end, args, read_end, parent, die_with_parent, cpu_limit)
         finally:
             if pid != 0:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_end)
     try:
-        data = _read_result(read_end, deadline)
+        data = _read_result(read_end, pid, cpu_limit)
     finally:
         os.close(read_end)
     if data is None:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        return None
+        return _STALLED, 0.0
     if not data:
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
-            return _OVER_BUDGET
+            return None, cpu_limit
         how = (f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                else f"exit status {os.WEXITSTATUS(status)}")
         raise TensorlangError(f"the LLVM compile process died ({how}) before returning a "
@@ -146,7 +161,8 @@ def _compile_in_child(args, deadline: float, cpu_budget: float | None):
     # as the fork did, and the result is already here
     _exited.append(pid)
     _reap()
-    return data
+    result, used = pickle.loads(data)
+    return result, used
 
 
 def _fork_quietly() -> int:
@@ -195,22 +211,23 @@ def _parent_death_signal():
 
 
 def _child(fd: int, args, read_end: int, parent: int, die_with_parent,
-           cpu_budget: float | None) -> None:  # pragma: no cover (runs in the forked child)
+           cpu_limit: float) -> None:  # pragma: no cover (runs in the forked child)
     try:
         os.close(read_end)
         die_with_parent()
         if os.getppid() != parent:  # the parent died before that took effect
             os._exit(1)
-        if cpu_budget is not None:  # SIGXCPU ends the child when it is spent
-            resource.setrlimit(resource.RLIMIT_CPU,
-                               (math.ceil(cpu_budget), resource.RLIM_INFINITY))
+        # SIGXCPU ends the child when its limit is spent (whole seconds; a shorter limit is
+        # checked by the parent against the CPU time reported)
+        resource.setrlimit(resource.RLIMIT_CPU,
+                           (max(1, math.ceil(cpu_limit)), resource.RLIM_INFINITY))
         try:
             out = ("ok", _llvm.compile_ir_text(*args))
         except _llvm.LLVMCompileError as e:
             out = ("llvm", (e.stage, e.llvm_message))
         except BaseException as e:  # noqa: BLE001 (anything the parent must hear about)
             out = ("error", f"{type(e).__name__}: {e}")
-        payload = pickle.dumps(out)
+        payload = pickle.dumps((pickle.dumps(out), time.process_time()))
         view = memoryview(len(payload).to_bytes(8, "little") + payload)
         while view:
             view = view[os.write(fd, view):]
@@ -218,15 +235,26 @@ def _child(fd: int, args, read_end: int, parent: int, die_with_parent,
         os._exit(0)
 
 
-def _read_result(fd: int, deadline: float) -> bytes | None:
+def _read_result(fd: int, pid: int, cpu_limit: float) -> bytes | None:
     """The child's result (a length, then that many bytes); b"" when the child died before
-    writing all of it, None at the deadline."""
+    writing all of it, None when it used no CPU for STALL_SECONDS (or, where its CPU time
+    cannot be read, when `cpu_limit` seconds have passed)."""
     data = b""
     size = None
+    start = progress_at = time.monotonic()
+    used = -1.0
     while size is None or len(data) < size + 8:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return None
+        if not select.select([fd], [], [], 1.0)[0]:
+            now = time.monotonic()
+            cpu = _cpu_seconds(pid)
+            if cpu is None:  # no /proc: the wall clock stands in for the child's CPU time
+                if now - start > cpu_limit:
+                    return None
+            elif cpu > used:
+                used, progress_at = cpu, now
+            elif now - progress_at > STALL_SECONDS:
+                return None
+            continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
             return b""
@@ -234,6 +262,16 @@ def _read_result(fd: int, deadline: float) -> bytes | None:
         if size is None and len(data) >= 8:
             size = int.from_bytes(data[:8], "little")
     return data[8:]
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time process `pid` has used (Linux's /proc), None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _unpack(data: bytes):

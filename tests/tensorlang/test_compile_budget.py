@@ -97,3 +97,53 @@ def test_the_prefix_sum_that_hung_llvms_loop_vectorizer_builds(monkeypatch):
     y = np.zeros((m, n), "float32")
     f(x, y)
     np.testing.assert_allclose(y, np.cumsum(x, axis=1) * 0.5, rtol=1e-5)
+
+
+_IR = "define i32 @f(i32 %x) {\n  %y = add i32 %x, 1\n  ret i32 %y\n}\n"
+
+
+def _compile(timeout):
+    from tensorlang.codegen.target import Target
+
+    tgt = Target.host()
+    return compile_limit.compile_ir_text(_IR, tgt.cpu, tgt.features, tgt.triple, 1,
+                                         timeout=timeout)
+
+
+def test_the_time_limit_counts_the_compiles_cpu_not_the_wall_clock(monkeypatch):
+    """A compile that waits (as one does on a busy machine, its CPU taken by others) is not
+    ended at its limit: at load 10 on 2 cores a 16 s symbolic depthwise conv passed a 60 s
+    wall-clock limit, and a graph kernel fell back to its naive schedule."""
+    import time
+
+    real = _llvm.compile_ir_text
+
+    def waits_then_compiles(*args):
+        time.sleep(2.5)
+        return real(*args)
+
+    monkeypatch.setattr(_llvm, "compile_ir_text", waits_then_compiles)
+    obj, _ir, _asm = _compile(timeout=1)
+    assert obj
+
+
+def test_a_compile_that_spins_past_its_limit_is_ended(monkeypatch):
+    def spins(*args):
+        while True:
+            pass
+
+    monkeypatch.setattr(_llvm, "compile_ir_text", spins)
+    with pytest.raises(tl.BuildTimeoutError, match=r"time limit of 1 s of CPU"):
+        _compile(timeout=1)
+
+
+def test_a_compile_child_that_uses_no_cpu_is_ended(monkeypatch):
+    """Blocked (a lock copied held at the fork, say): no CPU time for STALL_SECONDS."""
+    import time
+
+    monkeypatch.setattr(_llvm, "compile_ir_text", lambda *args: time.sleep(60))
+    monkeypatch.setattr(compile_limit, "STALL_SECONDS", 1)
+    t0 = time.monotonic()
+    with pytest.raises(tl.BuildTimeoutError, match=r"used no CPU for 1 s \(blocked"):
+        _compile(timeout=30)
+    assert time.monotonic() - t0 < 10
