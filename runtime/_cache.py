@@ -32,7 +32,9 @@ def cache_dir() -> Path:
         found = _resolved.get(configured)
         if found is not None:
             return found
-        path = Path(configured)
+        # "~/x" (quoted in a shell) made a folder named "~" in the working directory, and a
+        # relative path moved with os.chdir: the folder is resolved once, absolute
+        path = Path(configured).expanduser().absolute()
         try:
             path.mkdir(parents=True, exist_ok=True)
             if not os.access(path, os.W_OK | os.X_OK):

@@ -210,3 +210,16 @@ def test_cached_libraries_cut_short_are_made_again(tmp_path, monkeypatch):
     c = np.empty_like(a)
     Module.from_object(obj, H.MANIFESTS["add"])(a, a, c)  # (loaded as it was: SIGBUS)
     np.testing.assert_array_equal(c, 2 * a)
+
+
+def test_the_cache_directory_setting_is_expanded_and_absolute(tmp_path, monkeypatch):
+    # "~/x" (quoted in a shell) made a folder named "~" in the working directory; a relative
+    # path named another folder after os.chdir
+    from tensorlang.runtime._cache import cache_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TENSORLANG_CACHE_DIR", "~/tl-cache-probe")
+    assert cache_dir() == tmp_path / "home" / "tl-cache-probe" and not (tmp_path / "~").exists()
+    monkeypatch.setenv("TENSORLANG_CACHE_DIR", "rel-cache-probe")
+    assert cache_dir() == tmp_path / "rel-cache-probe"
