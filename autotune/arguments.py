@@ -17,6 +17,14 @@ def check_int(who: str, name: str, value, least: int) -> int:
     return int(value)
 
 
+def check_seed(who: str, seed) -> int | None:
+    """A random seed: None (fresh entropy) or an int >= 0 (numpy's generator refused a
+    negative one from deep inside, naming no argument: "expected non-negative integer")."""
+    if seed is None:
+        return None
+    return check_int(who, "seed", seed, 0)
+
+
 def check_number(who: str, name: str, value, zero: bool = False) -> float:
     """`value` as a finite float > 0 (>= 0 with `zero`): NaN and inf used to reach the
     timers and pipes (OverflowError, ValueError from deep inside), 0 and negative

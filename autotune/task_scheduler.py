@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .arguments import check_seed
 from .callbacks import log_to_file
 from .features import FeaturePool
 from .measure import FLUSH_BYTES, LocalBuilder, LocalRunner, MeasureOption
@@ -188,8 +189,8 @@ class TaskScheduler:
         self.flatten_rounds, self.min_improvement = flatten_rounds, min_improvement
         self.max_trials_per_task = max_trials_per_task
         self.remeasure_top, self.remeasure_rounds = remeasure_top, remeasure_rounds
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
+        self.seed = check_seed("TaskScheduler", seed)
+        self.rng = np.random.default_rng(self.seed)
         self.states = [_TaskState(t, w, f"{n}:{getattr(t, 'op', None) or t.name}")
                        for n, (t, w) in enumerate(zip(tasks, weights))]
         self.round = 0  # rounds in the curve file (those of earlier runs included)

@@ -24,7 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import TensorlangError
-from .arguments import check_int, list_of
+from .arguments import check_int, check_seed, list_of
 from .callbacks import streamer
 from .features import FeaturePool, SharedFeaturePool, config_features
 from .measure import (
@@ -128,7 +128,7 @@ class Tuner:
         self.task = task
         self.space = task.config_space
         self.batch_size = check_int(type(self).__name__, "batch_size", batch_size, 1)
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(check_seed(type(self).__name__, seed))
         self.visited: set[int] = set()
         self.best_flops = 0.0
         self.best_config = None

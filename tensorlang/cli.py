@@ -156,7 +156,7 @@ def _tune(p: argparse.ArgumentParser):
     p.add_argument("--timeout", type=_number(float, 0, strict=True), default=10,
                    help="seconds for one candidate's measurement")
     p.add_argument("--early-stopping", type=_positive_int, default=None)
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=_number(int, 0), default=None)
     p.add_argument("--plot", default=None, help="write the best-so-far curve (PNG)")
     p.add_argument("--tasks", type=_positive_int, default=None,
                    help="models: tune only the N heaviest tasks (FLOPs x kernels sharing them)")

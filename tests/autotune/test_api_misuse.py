@@ -59,6 +59,18 @@ def test_tuners_refuse_a_bad_batch_size(value, error):
             cls(_task(), batch_size=value)
 
 
+@pytest.mark.parametrize("seed, error", [(-1, ValueError), (1.5, TypeError), ("7", TypeError)])
+def test_a_bad_seed_is_refused_naming_it(seed, error):
+    # numpy's generator refused -1 from deep inside: "expected non-negative integer"
+    for cls in (autotune.RandomTuner, autotune.XGBTuner):
+        with pytest.raises(error, match=f"{cls.__name__}: seed must be"):
+            cls(_task(), seed=seed)
+    with pytest.raises(error, match="TaskScheduler: seed must be"):
+        autotune.TaskScheduler([_task()], seed=seed)
+    assert autotune.RandomTuner(_task(), seed=np.int64(3)).rng.integers(10) == \
+        np.random.default_rng(3).integers(10)
+
+
 def test_tune_refuses_callbacks_that_are_not_a_list_of_callables(option, tmp_path):
     log = autotune.log_to_file(tmp_path / "t.log")
     with pytest.raises(TypeError, match="callbacks must be a list of callables, got one "
