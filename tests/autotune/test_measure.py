@@ -113,3 +113,17 @@ def test_a_kernel_with_small_integer_outputs_is_measured(tmp_path):
     assert _run_job(job, cache, load_module)["error"] is None
     inputs, _, (want,) = cache["add250"]
     np.testing.assert_array_equal(want, inputs[0] + np.uint8(250))
+
+
+def test_integer_outputs_are_compared_exactly():
+    """A candidate's integer or bool output must equal the reference: with the float
+    tolerance (relative to the largest value) an int8 matmul's int32 sums of ~50000 passed
+    when off by 49, a whole missing uint8 x int8 product."""
+    import numpy as np
+    from tensorlang.autotune.measure import _compare
+
+    ref = np.array([50176, 3], np.int64)
+    assert _compare([np.array([50176, 3], np.int32)], [ref], 1e-3) == ""
+    assert "1 of 2 elements differ" in _compare([np.array([50127, 3], np.int32)], [ref], 1e-3)
+    floats = np.array([50176.0, 3.0], np.float32)  # floats keep their tolerance
+    assert _compare([floats + np.float32(1)], [floats], 1e-3) == ""
