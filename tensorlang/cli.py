@@ -569,19 +569,18 @@ def _run_model(p: argparse.ArgumentParser):
                    help="also time this many runs")
 
     def run(a) -> int:
-        import numpy as np
 
         from tensorlang import runtime
 
         feeds = _read_inputs(a.input)  # before the (slower) load
         if a.output:
-            check_file_to_write(a.output, "--output", ".npz")  # before the run
+            _check_npz_to_write(a.output)  # before the run
         t0 = time.perf_counter()
         gm = runtime.load(a.artifact, mode=a.mode)
         t_load = time.perf_counter() - t0
         out = gm(**feeds)  # (gm.run() of a model without inputs returns None)
         if a.output:  # before any print: a closed stdout (| head -1) must not lose the file
-            np.savez(a.output, **out)
+            _write_npz(a.output, out)
         for k, v in out.items():
             # an empty output (a zero-size batch) has no mean or max: numpy raises on max
             stats = (f" mean={float(v.mean()):.6g} max={float(v.max()):.6g}" if v.size else
@@ -594,6 +593,46 @@ def _run_model(p: argparse.ArgumentParser):
         return 0
 
     return run
+
+
+def _npz_path(path: str) -> str:
+    """Where --output writes: the path, with ".npz" added when it lacks it (numpy's rule)."""
+    return path if path.endswith(".npz") else path + ".npz"
+
+
+def _check_npz_to_write(path: str) -> None:
+    """--output, before the run: a file in an existing folder, never one that is not an .npz
+    (an input's .npy, a model)."""
+    import os
+
+    check_file_to_write(path, "--output", ".npz")
+    target = _npz_path(path)
+    if os.path.exists(target):
+        if not os.path.isfile(target):
+            raise CLIError(f"--output {target} is not a regular file; give a file name (.npz)")
+        with open(target, "rb") as f:
+            head = f.read(4)
+        if head and head != b"PK\x03\x04":
+            raise CLIError(f"--output {target} is a file that is not an .npz: not replaced "
+                           "(give a new file name)")
+
+
+def _write_npz(path: str, arrays: dict) -> None:
+    """``arrays`` as an .npz under their names (np.savez(path, **arrays) took an output
+    named "file" or "allow_pickle" for its own arguments: an error after the run, or the
+    output silently left out)."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", allowZip64=True) as z:
+        for name, value in arrays.items():
+            with z.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(value), allow_pickle=False)
+    with open(_npz_path(path), "wb") as f:  # (built in memory: one write)
+        f.write(buf.getvalue())
 
 
 def _read_inputs(items: list[str]) -> dict:

@@ -383,6 +383,30 @@ def test_calling_a_model_after_set_input_returns_its_outputs(gm, program):
     np.testing.assert_array_equal(program()["y"], np.ones((2, 3)))
 
 
+def test_cli_run_writes_outputs_named_like_savez_arguments(tmp_path, forked_cli):
+    # np.savez(path, **outputs): an output named "file" failed after the run ("got multiple
+    # values for argument 'file'"), one named "allow_pickle" was silently left out
+    import onnx
+
+    m = _model([helper.make_node("Relu", ["x"], ["file"]),
+                helper.make_node("Neg", ["x"], ["allow_pickle"])],
+               [_vi("x", [3])], [_vi("file", [3]), _vi("allow_pickle", [3])])
+    graph.build(graph.from_onnx(m)).save(tmp_path / "m.tlpkg")
+    x = np.array([-1, 0, 2], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    run = ("run", str(tmp_path / "m.tlpkg"), "--input", f"x={tmp_path / 'x.npy'}", "--output")
+    proc = forked_cli(*run, str(tmp_path / "o.npz"))
+    assert proc.returncode == 0, proc.stderr
+    with np.load(tmp_path / "o.npz") as z:
+        assert sorted(z) == ["allow_pickle", "file"]
+        np.testing.assert_array_equal(z["allow_pickle"], -x)
+    # nor over a file that is not an .npz (was replaced)
+    onnx.save(m, tmp_path / "m.npz")
+    before = (tmp_path / "m.npz").read_bytes()
+    _one_line_error(forked_cli(*run, str(tmp_path / "m.npz")), "is a file that is not an .npz")
+    assert (tmp_path / "m.npz").read_bytes() == before
+
+
 def test_cli_checks_the_thread_variables_for_every_command(artifact, forked_cli):
     _cli = forked_cli
     pkg, x = str(artifact / "dyn.tlpkg"), f"x={artifact / 'x.npy'}"
