@@ -245,7 +245,7 @@ class GraphModule:
     def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
         """Copy an input into the model's buffer: ``set_input("x", arr)`` or ``set_input(x=arr)``.
         The array must have exactly the declared shape and dtype."""
-        for k, v in input_items(name, value, kwargs).items():
+        for k, v in input_items(name, value, kwargs, self._inputs).items():
             self._set_one(k, v)
 
     def _set_one(self, name: str, value: Any) -> None:
@@ -366,6 +366,7 @@ class GraphModule:
         its buffer), and the kernels write the outputs straight into the arrays returned. The
         inputs are copied into the module's buffer only if a later ``run()`` without inputs
         needs them, so an array changed in between is seen as it is then."""
+        mode, inputs = mode_and_inputs(mode, inputs, self._inputs)
         mode = checked_mode(mode, self.mode)
         if inputs:
             unknown = [k for k in inputs if k not in self._inputs]
@@ -786,11 +787,26 @@ def checked_mode(mode: Any, default: str) -> str:
     return mode
 
 
-def input_items(name: Any, value: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def mode_and_inputs(mode: Any, inputs: dict[str, Any], names: Mapping[str, Any]
+                    ) -> tuple[Any, dict[str, Any]]:
+    """run()'s ``mode`` and inputs, where the model has an input named "mode" (given by
+    keyword, its array landed in run's mode parameter: "mode must be one of ...")."""
+    if "mode" in names and mode is not None and not isinstance(mode, str):
+        return None, {**inputs, "mode": mode}
+    return mode, inputs
+
+
+def input_items(name: Any, value: Any, kwargs: Mapping[str, Any],
+                names: Mapping[str, Any]) -> dict[str, Any]:
     """set_input's ``(name, value)`` and keyword inputs as one dict. A value without a name
     was ignored (run() then used the input set before: a silently wrong result), an array
-    given as the name failed as "unhashable type"."""
+    given as the name failed as "unhashable type". A model's inputs named "name" or "value"
+    (an attention block's query, key, value) are taken by keyword as any other."""
     items = dict(kwargs)
+    if "name" in names and name is not None and not isinstance(name, str):
+        items["name"], name = name, None
+    if "value" in names and value is not None and name is None:
+        items["value"], value = value, None
     if name is None:
         if value is not None:
             raise TypeError("set_input: a value without the input's name; call "

@@ -37,6 +37,7 @@ from .graph_module import (
     count,
     dtype_error,
     input_items,
+    mode_and_inputs,
     output_name,
 )
 from .module import ArtifactError
@@ -201,6 +202,7 @@ class Program:
         """As :meth:`GraphModule.run`: with inputs, a dict output name -> array; ``run()``
         alone runs on the inputs given to :meth:`set_input` and returns None (read the
         outputs with :meth:`get_output`)."""
+        mode, inputs = mode_and_inputs(mode, inputs, self._inputs)
         mode = checked_mode(mode, self.mode)
         self._last = self.outputs_for(inputs if inputs else self._given, mode)
         return dict(self._last) if inputs else None
@@ -220,7 +222,7 @@ class Program:
 
     def set_input(self, name: str | None = None, value: Any = None, **kwargs: Any) -> None:
         """Keep inputs for ``run()`` without arguments (checked when it runs)."""
-        for k, v in input_items(name, value, kwargs).items():
+        for k, v in input_items(name, value, kwargs, self._inputs).items():
             if k not in self._inputs:
                 raise InputError(f"unknown input {k!r}; the model's inputs are "
                                  f"{list(self._inputs)}")

@@ -88,6 +88,23 @@ def test_set_input_without_a_name_is_refused(model, request):
         m.set_input("x", x, x=x)
 
 
+def test_inputs_named_like_the_run_and_set_input_parameters():
+    # an input named "mode" landed in run's mode ("mode must be one of ..."); an attention
+    # block's "value" (or an input called "name") in set_input's own parameters
+    m = _model([helper.make_node("Add", ["value", "mode"], ["t"]),
+                helper.make_node("Mul", ["t", "name"], ["y"])],
+               [_vi("value", [2]), _vi("mode", [2]), _vi("name", [2])], [_vi("y", [2])])
+    gm = graph.build(graph.from_onnx(m))
+    feeds = {"value": np.array([1, 2], np.float32), "mode": np.array([10, 20], np.float32),
+             "name": np.array([2, 3], np.float32)}
+    want = (feeds["value"] + feeds["mode"]) * feeds["name"]
+    np.testing.assert_array_equal(gm.run(**feeds)["y"], want)
+    np.testing.assert_array_equal(gm(**feeds)["y"], want)
+    gm.set_input(**feeds)
+    gm.run()
+    np.testing.assert_array_equal(gm.get_output(0), want)
+
+
 def test_run_with_a_positional_array_or_a_bad_mode(gm):
     with pytest.raises(TypeError, match=r"got ndarray; inputs are given by name"):
         gm.run(A)
