@@ -348,9 +348,16 @@ class GraphModule:
         without inputs reads it)."""
         if self._vars:  # (run() takes them from _stale and _pending: see _execute)
             return
-        stale, self._stale = self._stale, {}
-        for name, value in stale.items():
-            np.copyto(self._own.views[name], value)
+        # only those copied are dropped: a Ctrl-C between two copies left the rest uncopied
+        # and forgotten, and the next run() read the inputs before them without a word
+        stale, copied = self._stale, set()
+        try:
+            for name, value in stale.items():
+                np.copyto(self._own.views[name], value)
+                copied.add(name)
+        finally:
+            if self._stale is stale:  # (else a concurrent run(**inputs) set newer ones)
+                self._stale = {k: v for k, v in stale.items() if k not in copied}
 
     # -- running --------------------------------------------------------------------------
 

@@ -89,6 +89,30 @@ def test_stateful_api_sees_the_latest_run(small_gm):
     np.testing.assert_array_equal(small_gm.run(mode="interactive", x=a)[h], out_a[h])
 
 
+def test_a_run_interrupted_between_copying_its_inputs_copies_the_rest_next_time(monkeypatch):
+    """run() without inputs first copies the last run(**inputs)'s inputs into the module's
+    buffer; a Ctrl-C between two copies forgot the rest, and the next run() read the inputs
+    before them without a word."""
+    gb = graph.Builder("two")
+    gm = graph.build(gb.build([gb.add(gb.input("x", (3,)), gb.input("y", (3,)))]))
+    x, y = np.arange(3, dtype=np.float32), np.full(3, 10, np.float32)
+    (want,) = gm.run(x=x, y=y).values()
+    copies, copyto = [], np.copyto
+
+    def interrupted_second(dst, src, **kw):
+        copies.append(1)
+        if len(copies) == 2:
+            raise KeyboardInterrupt
+        copyto(dst, src, **kw)
+
+    monkeypatch.setattr(np, "copyto", interrupted_second)
+    with pytest.raises(KeyboardInterrupt):
+        gm.run()
+    monkeypatch.setattr(np, "copyto", copyto)
+    gm.run()
+    np.testing.assert_array_equal(gm.get_output(0), want)
+
+
 # -- damaged model artifacts ---------------------------------------------------------------
 
 TESTS_RUNTIME = Path(__file__).resolve().parents[1] / "runtime"
