@@ -53,6 +53,7 @@ def calibrate_flush(g: Graph, tasks=None, sizes=FLUSH_SIZES, top: int = CALIBRAT
 
     from .tasks import extract_tasks
 
+    sizes, top, rounds = _checked_arguments(g, sizes, top, rounds)
     if not all(is_static(v.shape) for v in g.inputs):
         raise ValueError("calibrate_flush times runs of a model with fixed shapes; give the "
                          "inputs' sizes when importing")
@@ -81,3 +82,20 @@ def calibrate_flush(g: Graph, tasks=None, sizes=FLUSH_SIZES, top: int = CALIBRAT
               / run_sum for size in sizes}
     best = min(sizes, key=lambda size: abs(math.log(ratios[size])))
     return FlushCalibration(best, ratios, len(timed))
+
+
+def _checked_arguments(g, sizes, top, rounds) -> tuple[tuple[int, ...], int, int]:
+    """calibrate_flush's arguments, or the error naming one: rounds=0 ended in
+    StatisticsError, top=0 in "no tunable task", a negative size was chosen (-1 MiB), a
+    float one failed in a shift."""
+    from tensorlang.autotune.arguments import check_int
+
+    if not isinstance(g, Graph):
+        raise TypeError(f"calibrate_flush: expected a Graph (graph.from_onnx), got "
+                        f"{type(g).__name__}")
+    sizes = tuple(sizes)
+    if not sizes:
+        raise ValueError("calibrate_flush: sizes must not be empty")
+    sizes = tuple(check_int("calibrate_flush", "each size", n, 0) for n in sizes)
+    return (sizes, check_int("calibrate_flush", "top", top, 1),
+            check_int("calibrate_flush", "rounds", rounds, 1))

@@ -100,3 +100,18 @@ def test_the_flush_is_done_before_each_timed_call_and_the_workers_woken_in_it():
 def test_runner_refuses_a_bad_flush_size(bad):
     with pytest.raises(ValueError, match="flush_bytes must be an int >= 0"):
         autotune.LocalRunner(flush_cache=True, flush_bytes=bad)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"rounds": 0}, ValueError, "rounds must be >= 1, got 0"),  # was StatisticsError
+    ({"top": 0}, ValueError, "top must be >= 1, got 0"),  # was "no tunable task"
+    ({"sizes": [-5]}, ValueError, "each size must be >= 0, got -5"),  # was chosen: -1 MiB
+    ({"sizes": [2.5]}, TypeError, "each size must be an int, got float"),
+    ({"sizes": ()}, ValueError, "sizes must not be empty"),
+])
+def test_calibrate_flush_refuses_bad_arguments_before_building(kwargs, error, match):
+    g = graph.from_onnx(model_zoo.mlp())
+    with pytest.raises(error, match=f"calibrate_flush: {match}"):
+        graph.calibrate_flush(g, **kwargs)
+    with pytest.raises(TypeError, match="calibrate_flush: expected a Graph"):
+        graph.calibrate_flush(None)
