@@ -285,8 +285,9 @@ class GraphModule:
         return value
 
     def _describe_inputs(self) -> str:
+        # (an ONNX input with an initializer is that constant here: the model may have none)
         return ", ".join(f"{n}: {d.name}[{', '.join(map(str, s))}]"
-                         for n, (s, d) in self._inputs.items())
+                         for n, (s, d) in self._inputs.items()) or "none (it takes no inputs)"
 
     def get_output(self, index: int | str = 0, copy: bool = True) -> np.ndarray:
         """Output ``index`` (position or name); a copy unless copy=False (then, after ``run()``,

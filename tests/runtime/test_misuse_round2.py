@@ -387,6 +387,9 @@ def test_a_model_without_inputs_runs_from_the_cli_and_when_called(tmp_path, fork
     gm = graph.build(gb.build([gb.relu(gb.const(np.array([-1, 0, 2], np.float32), name="c"))]))
     (y,) = gm().values()
     np.testing.assert_array_equal(y, [0, 0, 2])
+    with pytest.raises(InputError, match=r"unknown input\(s\) \['x'\]; the model's inputs "
+                                         r"are none \(it takes no inputs\)$"):  # were ''
+        gm.run(x=y)
     gm.save(tmp_path / "noin.tlpkg")
     proc = forked_cli("run", str(tmp_path / "noin.tlpkg"))
     assert proc.returncode == 0 and "float32[3] mean=0.666667 max=2" in proc.stdout, proc.stderr
