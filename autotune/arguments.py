@@ -17,6 +17,17 @@ def check_int(who: str, name: str, value, least: int) -> int:
     return int(value)
 
 
+# the longest wait a timeout or cooldown asks for: the waits take it as a C time (poll(): an
+# int of milliseconds, 24.8 days), which 1e10 s overflowed (OverflowError from deep inside a
+# tuning); no measurement takes a week
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def check_seconds(who: str, name: str, value, zero: bool = False) -> float:
+    """check_number for a duration in seconds, capped at MAX_SECONDS."""
+    return min(check_number(who, name, value, zero), MAX_SECONDS)
+
+
 def check_seed(who: str, seed) -> int | None:
     """A random seed: None (fresh entropy) or an int >= 0 (numpy's generator refused a
     negative one from deep inside, naming no argument: "expected non-negative integer")."""

@@ -45,7 +45,7 @@ from collections import Counter
 
 from tensorlang.errors import TensorlangError
 
-from .arguments import check_number
+from .arguments import check_seconds
 from .measure import (
     BUILD_ERROR,
     FLUSH_BYTES,
@@ -380,7 +380,7 @@ class DaskBuilder:
     def __init__(self, client, timeout: float = 60.0):
         self.client = _check_client(client, "DaskBuilder")
         # inf / NaN reached the time limits (OverflowError from deep inside)
-        self.timeout = check_number("DaskBuilder", "timeout", timeout)
+        self.timeout = check_seconds("DaskBuilder", "timeout", timeout)
         self._dir = tempfile.mkdtemp(prefix="tl-tune-")  # modules fetched here, references
         self._targets: dict[str, tuple[dict, str]] = {}
         self._count = 0

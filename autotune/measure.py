@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tensorlang.runtime.arrays import packed
 
-from .arguments import check_int, check_number
+from .arguments import check_int, check_number, check_seconds
 from .timelimit import TemplateTimeout, time_limit
 from .workers import CONTEXT, kill_pool
 
@@ -184,7 +184,7 @@ class LocalBuilder:
         # None: one worker per CPU; 0 used to mean that too, silently
         self.n_parallel = (os.cpu_count() or 1) if n_parallel is None else \
             check_int("LocalBuilder", "n_parallel", n_parallel, 1)
-        self.timeout = check_number("LocalBuilder", "timeout", timeout)
+        self.timeout = check_seconds("LocalBuilder", "timeout", timeout)
         self._pool: cf.ProcessPoolExecutor | None = None
         self._dir = tempfile.mkdtemp(prefix="tl-tune-")
         self._count = 0
@@ -551,12 +551,12 @@ class LocalRunner:
         if number < 1 or repeat < 1:
             raise ValueError(f"LocalRunner: number and repeat must be >= 1, got number={number}, "
                              f"repeat={repeat}")
-        timeout = check_number("LocalRunner", "timeout", timeout)
+        timeout = check_seconds("LocalRunner", "timeout", timeout)
         # negative values used to fail every trial (min_repeat_ms) or crash the tuning loop
         # after the first candidate (cooldown: time.sleep)
         min_repeat_ms = check_number("LocalRunner", "min_repeat_ms", min_repeat_ms, zero=True)
-        cooldown = check_number("LocalRunner", "cooldown", cooldown, zero=True)
-        startup_margin = check_number("LocalRunner", "startup_margin", startup_margin,
+        cooldown = check_seconds("LocalRunner", "cooldown", cooldown, zero=True)
+        startup_margin = check_seconds("LocalRunner", "startup_margin", startup_margin,
                                        zero=True)
         rtol = check_number("LocalRunner", "rtol", rtol, zero=True)
         if isinstance(flush_bytes, bool) or not isinstance(flush_bytes, int) or flush_bytes < 0:

@@ -131,6 +131,17 @@ def test_local_runner_refuses_bad_arguments(kwargs, error, match):
         autotune.LocalRunner(**kwargs)
 
 
+def test_waits_longer_than_a_week_are_a_week():
+    # the runner's poll() takes its wait as an int of milliseconds: --timeout=1e10 ended a
+    # tuning with "OverflowError: timeout is too large" (a bug?) at the first candidate
+    from tensorlang.autotune.arguments import MAX_SECONDS
+
+    runner = autotune.LocalRunner(timeout=1e10, cooldown=1e300, startup_margin=1e12)
+    assert runner.timeout == runner.cooldown == runner.startup_margin == MAX_SECONDS
+    assert autotune.LocalBuilder(timeout=1e10).timeout == MAX_SECONDS == 7 * 24 * 3600
+    assert (MAX_SECONDS * 2 + 60) * 1000 < 2**31  # the longest poll() fits its C int
+
+
 # ------------------------------------------------------------------ templates and tasks
 @autotune.template("misuse_tensor_not_list")
 def _tensor_not_list(n: int):
