@@ -319,7 +319,13 @@ def _ct_attrs(c, x, w, a: dict):
 def _conv_transpose(c, ins, a):
     x, w = ins[0], ins[1]
     b = ins[2] if len(ins) > 2 else None
-    nsp, ks, st, dil, g, begin, end = _ct_attrs(c, x, w, a)
+    _, ks, st, dil, g, begin, end = _ct_attrs(c, x, w, a)
+    return [_transposed_conv(c, x, w, b, ks, st, dil, g, begin, end)]
+
+
+def _transposed_conv(c, x, w, b, ks, st, dil, g, begin, end):
+    """ConvTranspose as a conv over the input and an interleave of its stride phases."""
+    nsp = len(ks)
     geo = [transpose_geometry(ks[d], st[d], dil[d], begin[d], end[d]) for d in range(nsp)]
     w2 = c.op("conv_transpose_weight", [w], strides=st, dilations=dil, groups=g)
     phases = int(np.prod(st))
@@ -333,7 +339,46 @@ def _conv_transpose(c, ins, a):
     if b is not None and not b.is_constant:
         vec = c.op("reshape", [b], shape=[b.shape[0]] + [1] * nsp)
         y = c.op("add", [y, vec])
-    return [y]
+    return y
+
+
+@_conv("Col2Im")
+def _col2im(c, ins, a):
+    """Col2Im (torch's F.fold: timm's VOLO) sums each column's block back into the image: a
+    ConvTranspose of the columns laid out as [N, C * block, blocks...] whose weight, grouped per
+    channel, is one-hot (column entry t of a block lands on tap t)."""
+    x = ins[0]
+    image, block = ([int(v) for v in _numbers(c, c.const_array(v, what), what).reshape(-1)]
+                    for v, what in ((ins[1], "image_shape"), (ins[2], "block_shape")))
+    nsp = len(image)
+    dil = list(a.get("dilations", [1] * nsp))
+    st = list(a.get("strides", [1] * nsp))
+    pads = list(a.get("pads", [0] * (2 * nsp)))
+    if len(block) != nsp or len(dil) != nsp or len(st) != nsp or len(pads) != 2 * nsp or \
+            min(block + dil + st) < 1 or min(pads) < 0:
+        raise refuse(c, f"image_shape {image}, block_shape {block}, dilations {dil}, strides "
+                        f"{st}, pads {pads} must agree in length ({nsp} spatial axes; pads "
+                        f"{2 * nsp}), positive (pads >= 0)")
+    taps = int(np.prod(block))
+    counts = [(n + pads[d] + pads[nsp + d] - dil[d] * (block[d] - 1) - 1) // st[d] + 1
+              for d, n in enumerate(image)]
+    if len(x.shape) != 3 or not isinstance(x.shape[1], int) or x.shape[1] % taps or \
+            min(counts) < 1 or x.shape[2] != int(np.prod(counts)):
+        raise refuse(c, f"input {list(x.shape)} must be [N, C * {taps}, {int(np.prod(counts))}]"
+                        f" (C * prod(block_shape {block}), the {counts} blocks that fit the "
+                        f"padded image {image})")
+    channels = x.shape[1] // taps
+    cols = c.op("reshape", [x], shape=[x.shape[0], x.shape[1], *counts])
+    onehot = np.zeros((channels, taps, 1, taps), x.dtype)
+    onehot[:, np.arange(taps), 0, np.arange(taps)] = 1
+    w = c.b.const(onehot.reshape(channels * taps, 1, *block), name=f"{c.node_name}_onehot")
+    # the blocks cover the image but a remainder under one stride at each end (no block
+    # reaches it): a shorter end pad gives the transposed conv the image's length
+    short = [image[d] + pads[d] + pads[nsp + d] - (st[d] * (counts[d] - 1)
+                                                    + dil[d] * (block[d] - 1) + 1)
+             for d in range(nsp)]
+    end = [pads[nsp + d] - short[d] for d in range(nsp)]
+    return [_transposed_conv(c, cols, w, None, block, st, dil, channels, pads[:nsp], end)]
 
 
 # ---------------------------------------------------------------------------- GatherND, ScatterND

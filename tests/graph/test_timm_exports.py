@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from graph_testing import check_against_ort, onnx, onnx_model
 
+from tensorlang import graph
+
 helper, TP = onnx.helper, onnx.TensorProto
 
 
@@ -49,3 +51,33 @@ def test_training_mode_batch_norm_of_an_input(read_stats):
                        [(o, TP.FLOAT, None) for o in outs], 15, inits)
     x = (3 * rng.standard_normal((3, 4, 5, 6)) + 1).astype(np.float32)
     check_against_ort(model, [{"x": x}])
+
+
+@pytest.mark.parametrize("image,block,strides,pads,dilations", [
+    ([6, 6], [3, 3], [1, 1], [1, 1, 1, 1], [1, 1]),  # VOLO's outlooker: F.fold, 3x3, pad 1
+    ([7, 9], [2, 3], [2, 2], [0, 1, 1, 0], [1, 2]),  # uneven: a remainder no block reaches
+    ([5, 5], [2, 2], [2, 2], [0, 0, 0, 0], [1, 1]),  # non-overlapping patches
+])
+def test_col2im(image, block, strides, pads, dilations):
+    """Col2Im (torch's F.fold at opset 18: timm's VOLO) sums each column's block into the
+    image."""
+    taps, channels = int(np.prod(block)), 3
+    counts = [(n + pads[d] + pads[2 + d] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1
+              for d, n in enumerate(image)]
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"], strides=strides,
+                            pads=pads, dilations=dilations)
+    inits = [helper.make_tensor("image", TP.INT64, [2], image),
+             helper.make_tensor("block", TP.INT64, [2], block)]
+    shape = [2, channels * taps, int(np.prod(counts))]
+    model = onnx_model([node], [("x", TP.FLOAT, shape)], [("y", TP.FLOAT, None)], 18, inits)
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    check_against_ort(model, [{"x": x}])
+
+
+def test_col2im_refuses_columns_that_do_not_fit():
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"])
+    inits = [helper.make_tensor("image", TP.INT64, [2], [4, 4]),
+             helper.make_tensor("block", TP.INT64, [2], [2, 2])]
+    model = onnx_model([node], [("x", TP.FLOAT, [1, 8, 10])], [("y", TP.FLOAT, None)], 18, inits)
+    with pytest.raises(Exception, match=r"Col2Im.*must be \[N, C \* 4, 9\]"):
+        graph.from_onnx(model)
