@@ -746,11 +746,9 @@ def main(argv=None) -> int:
         print(f"tensorlang {a.cmd}: interrupted", file=sys.stderr)
         _forget_interrupt()
         return 130
-    except BrokenPipeError:
-        if a.debug or not _stdout_is_closed():
-            raise  # (another pipe: a worker's, reported as any error is)
-        return 141  # the reader went away (| head): quiet, as a tool SIGPIPE ends
     except Exception as e:  # every error becomes one line (--debug: the traceback)
+        if isinstance(e, BrokenPipeError) and not a.debug and _stdout_is_closed():
+            return 141  # the reader went away (| head): quiet, as a tool SIGPIPE ends
         if a.debug:
             raise
         print(f"tensorlang {a.cmd}: error: {_error_line(e)}", file=sys.stderr)

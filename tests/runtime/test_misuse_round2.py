@@ -427,6 +427,18 @@ def test_cli_run_writes_outputs_named_like_savez_arguments(tmp_path, forked_cli)
     assert (tmp_path / "m.npz").read_bytes() == before
 
 
+def test_cli_a_broken_pipe_other_than_stdout_is_a_one_line_error(monkeypatch, capsys):
+    # (a measuring worker's pipe, say: only a reader of stdout going away is quiet)
+    from tensorlang import cli
+
+    def broken():
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "_check_environment", broken)
+    assert cli.main(["inspect", "log.jsonl"]) == 2
+    assert capsys.readouterr().err == "tensorlang inspect: error: [Errno 32] Broken pipe\n"
+
+
 def test_cli_checks_the_thread_variables_for_every_command(artifact, forked_cli):
     _cli = forked_cli
     pkg, x = str(artifact / "dyn.tlpkg"), f"x={artifact / 'x.npy'}"
