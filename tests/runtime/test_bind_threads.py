@@ -115,6 +115,8 @@ def test_parallel_results_correct_after_binding(pfill, unbound):
         threadpool.set_spin_cycles(threadpool.DEFAULT_SPIN_CYCLES)
 
 
+# forks this multi-threaded process on purpose (what users do); Python 3.12+ warns at each
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 @TWO_CPUS
 def test_fork_child_is_not_left_pinned(pfill, unbound):
     before = os.sched_getaffinity(0)

@@ -182,6 +182,8 @@ def test_pickle_and_copy_are_refused_clearly(gm, how):
         how(kernel)
 
 
+# forks this multi-threaded process on purpose (what users do); Python 3.12+ warns at each
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_model_runs_in_a_forked_child():
     m = _fresh_fixed()
     m.run(x=A)

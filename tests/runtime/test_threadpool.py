@@ -219,6 +219,8 @@ def test_a_cache_directory_that_cannot_take_the_pool_falls_back_to_the_jit(tmp_p
         "ORC", "JIT", "True"]
 
 
+# forks this multi-threaded process on purpose (what users do); Python 3.12+ warns at each
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_fork_child_gets_a_working_pool(pfill):
     _run_pfill(pfill, 100, 2)  # the parent's workers exist
     pid = os.fork()
