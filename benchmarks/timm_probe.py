@@ -17,7 +17,8 @@ probe: each file in a child process (a crash or a hang is that file's row, not t
 import with the input's shapes, build, run; error = max |ours - ort| / max |ort| (the worst
 output); where that is over 1e-4, both are compared with onnx's float64 reference evaluator.
 ``--time``: latency at one thread each (TENSORLANG_NUM_THREADS=1, onnxruntime's
-intra_op_num_threads=1), alternating, 0.3 s pause after each turn, median of 3 rounds.
+intra_op_num_threads=1), alternating, 0.3 s pause after each turn, median of 3 rounds
+(``--time 5``: 5).
 Skips cleanly (exit 0, a message) where torch / timm (export) or onnxruntime (probe) are
 missing.
 """
@@ -161,7 +162,7 @@ def _latency(ours, theirs, rounds: int = 3, pause: float = 0.3) -> tuple[float, 
     return statistics.median(ta), statistics.median(tb)
 
 
-def probe_child(path: str, inputs: str, timing: bool, batch: int) -> dict:
+def probe_child(path: str, inputs: str, timing: int, batch: int) -> dict:
     """Import, build, run one file; the row names the first stage that fails."""
     from real_models import float64_reference, max_rel_error
 
@@ -192,7 +193,8 @@ def probe_child(path: str, inputs: str, timing: bool, batch: int) -> dict:
         row["ours_f64"] = max_rel_error(got, f64)
         row["ort_f64"] = max_rel_error(ref, f64)
     if timing:
-        t_ours, t_ort = _latency(lambda: gm.run(**feed), lambda: sess.run(None, feed))
+        t_ours, t_ort = _latency(lambda: gm.run(**feed), lambda: sess.run(None, feed),
+                                 rounds=timing)
         row.update(ours_ms=round(t_ours * 1e3, 2), ort_ms=round(t_ort * 1e3, 2),
                    ratio=round(t_ours / t_ort, 2))
     return row
@@ -202,7 +204,7 @@ def probe_file(path: Path, inputs: Path, a) -> dict:
     env = dict(os.environ, TENSORLANG_NUM_THREADS="1")
     cmd = [sys.executable, __file__, "child", str(path), str(inputs), "--batch", str(a.batch)]
     if a.time:
-        cmd.append("--time")
+        cmd += ["--time", str(a.time)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=a.timeout,
                            check=False)
@@ -245,14 +247,15 @@ def main(argv=None) -> int:
         p.add_argument("--out", type=Path, default=Path("/tmp/timm_onnx"))
         p.add_argument("--models", default=None, help="comma-separated name filters")
         p.add_argument("--exporters", default=",".join(EXPORTERS))
-    pr.add_argument("--time", action="store_true")
+    pr.add_argument("--time", type=int, nargs="?", const=3, default=0, metavar="ROUNDS",
+                    help="time both at one thread, alternating, median of ROUNDS (3)")
     pr.add_argument("--timeout", type=float, default=900)
     pr.add_argument("--batch", type=int, default=1,
                     help="> 1: import as exported (symbolic axes) and run that batch")
     ch = sub.add_parser("child")
     ch.add_argument("path")
     ch.add_argument("inputs")
-    ch.add_argument("--time", action="store_true")
+    ch.add_argument("--time", type=int, default=0)
     ch.add_argument("--batch", type=int, default=1)
     a = ap.parse_args(argv)
     if a.cmd == "child":
