@@ -30,9 +30,14 @@ class Node:
         try:
             return self._hash
         except AttributeError:
-            # the tuple (name, *fields) built in one step, not concatenated from a generator's:
-            # every new node that the simplifier keys its memo by is hashed here once
-            h = hash((type(self).__name__, *[_hashable(getattr(self, f)) for f in self.fields()]))
+            try:
+                # the tuple (name, *fields) built in one step, not concatenated from a
+                # generator's: every new node that the simplifier keys its memo by is hashed
+                # here once
+                h = hash((type(self).__name__,
+                          *[_hashable(getattr(self, f)) for f in self.fields()]))
+            except RecursionError:
+                return _hash_children_first(self)
             object.__setattr__(self, "_hash", h)
             return h
 
@@ -51,12 +56,43 @@ class Node:
 
 
 _FIELDS: dict = {}
+_STRUCTURAL_HASH = Node.__hash__  # nodes that hash by identity (Var, Buffer) are leaves
 
 
 def _hashable(v):
     if isinstance(v, list):
         return tuple(_hashable(x) for x in v)
     return v
+
+
+def _hash_children_first(root: Node) -> int:
+    """The structural hash of `root`, cached with those of its unhashed descendants, children
+    first, without recursion. Node.__hash__ recurses through C (hash of a tuple of nodes), and
+    CPython 3.12.0-3.12.2 allow ~1500 C levels whatever sys.setrecursionlimit says: a 500-deep
+    expression raised RecursionError there (tensorlang compiles MAX_EXPR_DEPTH = 2000 levels).
+    Only that case comes here (the recursion costs nothing until it is too deep)."""
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        unhashed: list[Node] = []
+        for f in node.fields():
+            _collect_unhashed(getattr(node, f), unhashed)
+        if unhashed:
+            stack.extend(unhashed)
+            continue
+        stack.pop()
+        hash(node)  # its children's hashes are cached: one level (a no-op if pushed twice)
+    return root._hash
+
+
+def _collect_unhashed(v, out: list) -> None:
+    """The nodes in field value `v` whose structural hash is not cached yet."""
+    if isinstance(v, Node):
+        if type(v).__hash__ is _STRUCTURAL_HASH and not hasattr(v, "_hash"):
+            out.append(v)
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            _collect_unhashed(x, out)
 
 
 def structural_equal(a: Any, b: Any) -> bool:

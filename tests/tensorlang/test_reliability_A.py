@@ -426,6 +426,28 @@ print("still", s[P].attach_type)
     assert "still root" in out
 
 
+def _sum_chain(x, n: int):
+    e = x
+    for _ in range(n):
+        e = e + x
+    return e
+
+
+def test_hashing_a_deep_expression_needs_no_deep_recursion():
+    # CPython 3.12.0-3.12.2 recurse through C (hash of a tuple of nodes) at most ~1500 levels,
+    # whatever the recursion limit: a 500-deep expression failed to hash. A low recursion
+    # limit stands for that on every version
+    x = tl.var("x")
+    deep, same = _sum_chain(x, 400), _sum_chain(x, 400)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(250)
+    try:
+        h = hash(deep)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert h == hash(same)  # the structural hash, as the recursion computes it
+
+
 UNROLLED_TRANSPOSE = """
 import numpy as np, tensorlang as tl
 X = tl.placeholder((16, {rows}), name="X")
