@@ -67,10 +67,11 @@ def _hashable(v):
 
 def _hash_children_first(root: Node) -> int:
     """The structural hash of `root`, cached with those of its unhashed descendants, children
-    first, without recursion. Node.__hash__ recurses through C (hash of a tuple of nodes), and
-    CPython 3.12.0-3.12.2 allow ~1500 C levels whatever sys.setrecursionlimit says: a 500-deep
-    expression raised RecursionError there (tensorlang compiles MAX_EXPR_DEPTH = 2000 levels).
-    Only that case comes here (the recursion costs nothing until it is too deep)."""
+    first, without recursion. Node.__hash__ recurses through C (hash of a tuple of nodes), ~3
+    C levels a node, and CPython 3.12+ caps C recursion whatever sys.setrecursionlimit says:
+    1500 levels in early 3.12 releases (3.12.1: a 500-deep expression raised RecursionError),
+    4000 on Windows, where tensorlang compiles MAX_EXPR_DEPTH = 2000 levels. Only that case
+    comes here (the recursion costs nothing until it is too deep)."""
     stack = [root]
     while stack:
         node = stack[-1]
