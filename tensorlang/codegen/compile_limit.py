@@ -118,7 +118,7 @@ _STALLED = object()
 
 
 def _compile_in_child(args, cpu_limit: float):
-    """(the child's pickled result, the CPU seconds it used); the result is None when the
+    """(the child's result, the CPU seconds it used); the result is None when the
     child used up `cpu_limit` (SIGXCPU) and _STALLED when it stopped using CPU (killed)."""
     # no other thread is inside LLVM while the process forks: the child's copy of LLVM's
     # state is consistent, and no lock in it is held by a thread the child does not have
@@ -161,8 +161,7 @@ def _compile_in_child(args, cpu_limit: float):
     # as the fork did, and the result is already here
     _exited.append(pid)
     _reap()
-    result, used = pickle.loads(data)
-    return result, used
+    return pickle.loads(data)
 
 
 def _fork_quietly() -> int:
@@ -227,7 +226,7 @@ def _child(fd: int, args, read_end: int, parent: int, die_with_parent,
             out = ("llvm", (e.stage, e.llvm_message))
         except BaseException as e:  # noqa: BLE001 (anything the parent must hear about)
             out = ("error", f"{type(e).__name__}: {e}")
-        payload = pickle.dumps((pickle.dumps(out), time.process_time()))
+        payload = pickle.dumps((out, time.process_time()))
         view = memoryview(len(payload).to_bytes(8, "little") + payload)
         while view:
             view = view[os.write(fd, view):]
@@ -274,8 +273,8 @@ def _cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def _unpack(data: bytes):
-    kind, value = pickle.loads(data)
+def _unpack(result: tuple):
+    kind, value = result
     if kind == "ok":
         return value
     if kind == "llvm":
